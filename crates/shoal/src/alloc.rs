@@ -1,0 +1,223 @@
+//! Space: chunks, the free-run list, file growth, per-thread data chunks, large records.
+//!
+//! The file after the tables is a sequence of fixed-size chunks (256 KiB by default).
+//! Free chunks form runs on one list guarded by the store's alloc lock. The file grows
+//! only under that lock, and only after `fallocate` has made the new range real, so a
+//! full filesystem is an `ENOSPC` error, never a `SIGBUS`; the new end is published in the
+//! header after that, and no process ever remaps (the whole maximum size is reserved as
+//! address space when the store is opened).
+//!
+//! Records are appended to the calling thread's own data chunk with no lock at all; the
+//! alloc lock is taken once per chunk. A record too big for a chunk gets a run of its own.
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::shared::Shared;
+use crate::txn::{Redo, Txn, I_REDO};
+use std::sync::atomic::Ordering::*;
+
+/// How many free runs a first-fit search looks at before growing the file instead.
+const FIRST_FIT_LIMIT: usize = 64;
+
+/// Under the alloc lock: finds `k` contiguous chunks (first fit over the free list, else at
+/// the end of the file, growing it) and adds to `redo` the stores that take them. The
+/// caller adds the new run's header. Returns the run's offset.
+pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo) -> Result<u64> {
+    let cs = sh.g.chunk_size();
+    let mut link = H_FREE_HEAD;
+    let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
+    for _ in 0..FIRST_FIT_LIMIT {
+        if cur == 0 {
+            break;
+        }
+        check_chunk(sh, cur, "free list")?;
+        let run = sh.w(cur + K_RUN).load(Acquire);
+        let next = sh.w(cur + K_NEXT).load(Acquire);
+        if run == 0 || sh.w(cur + K_KIND).load(Acquire) != CK_FREE {
+            return Err(sh.corrupt(format!("free list entry at {cur:#x} is not a free run")));
+        }
+        if run >= k {
+            if run == k {
+                redo.push(link, next);
+            } else {
+                let rest = cur + k * cs;
+                redo.push(rest + K_KIND, CK_FREE);
+                redo.push(rest + K_RUN, run - k);
+                redo.push(rest + K_NEXT, next);
+                redo.push(link, rest);
+            }
+            let fb = sh.w(H_FREE_BYTES).load(Acquire);
+            redo.push(H_FREE_BYTES, fb.saturating_sub(k * cs));
+            return Ok(cur);
+        }
+        link = cur + K_NEXT;
+        cur = next;
+    }
+    let end = sh.file_end();
+    let new_end = end
+        .checked_add(k.checked_mul(cs).ok_or_else(|| Error::StoreFull("allocation too large".into()))?)
+        .ok_or_else(|| Error::StoreFull("allocation too large".into()))?;
+    if new_end > sh.g.max_size || new_end > sh.reserve {
+        return Err(Error::StoreFull(format!(
+            "growing to {new_end} bytes would pass the maximum size of {} bytes",
+            sh.g.max_size
+        )));
+    }
+    #[cfg(not(shuttle))]
+    crate::sys::allocate(&sh.file, end, new_end - end).map_err(|e| Error::io(&sh.path, e))?;
+    redo.push(H_FILE_END, new_end);
+    Ok(end)
+}
+
+/// Adds to `redo` the stores that put run `run` of `k` chunks on the free list.
+pub(crate) fn free_run_redo(sh: &Shared, run: u64, k: u64, redo: &mut Redo) {
+    let cs = sh.g.chunk_size();
+    redo.push(run + K_KIND, CK_FREE);
+    redo.push(run + K_RUN, k);
+    redo.push(run + K_NEXT, sh.w(H_FREE_HEAD).load(Acquire));
+    redo.push(run + K_OWNER, 0);
+    redo.push(H_FREE_HEAD, run);
+    redo.push(H_FREE_BYTES, sh.w(H_FREE_BYTES).load(Acquire) + k * cs);
+}
+
+/// Checks that `c` is the start of a chunk inside the file.
+pub(crate) fn check_chunk(sh: &Shared, c: u64, what: &str) -> Result<()> {
+    let g = &sh.g;
+    if c < g.chunks_off || c >= sh.file_end() || (c - g.chunks_off) % g.chunk_size() != 0 {
+        return Err(sh.corrupt(format!("{what}: {c:#x} is not a chunk of this file")));
+    }
+    Ok(())
+}
+
+/// Runs `f` with the alloc lock held; `f` builds a redo list, which is then committed and
+/// applied. Returns what `f` returned.
+pub(crate) fn with_alloc_lock<T>(tx: &Txn, f: impl FnOnce(&mut Redo) -> Result<T>) -> Result<T> {
+    tx.lock(H_ALLOC_LOCK)?;
+    let mut redo = Redo::new();
+    let r = f(&mut redo);
+    if r.is_ok() && redo.n > 0 {
+        tx.commit(I_REDO, &[], &redo);
+        tx.apply(&redo);
+        tx.done();
+    }
+    tx.unlock(H_ALLOC_LOCK);
+    r
+}
+
+/// Seals the thread's data chunk (if any) and gives it a fresh one.
+fn refill(tx: &Txn) -> Result<()> {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    with_alloc_lock(tx, |redo| {
+        let old = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+        if old != 0 {
+            redo.push(old + K_USED, sh.w(tx.base + T_BUMP).load(Acquire));
+            redo.push(old + K_KIND, CK_SEALED);
+        }
+        let c = take_run(sh, 1, redo)?;
+        redo.push(c + K_KIND, CK_DATA);
+        redo.push(c + K_RUN, 1);
+        redo.push(c + K_NEXT, 0);
+        redo.push(c + K_OWNER, tx.idx);
+        redo.push(c + K_USED, c + CHUNK_HDR);
+        redo.push(tx.base + T_DATA_CHUNK, c);
+        redo.push(tx.base + T_BUMP, c + CHUNK_HDR);
+        redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire) + cs);
+        Ok(())
+    })
+}
+
+/// Appends a record made of `parts` (header, key, value) and returns its offset. The
+/// record is complete in memory before this returns, and unreferenced: the caller
+/// publishes it (or leaves it as dead bytes for the cleaner).
+pub(crate) fn append(tx: &Txn, parts: &[&[u8]]) -> Result<u64> {
+    let sh = tx.sh;
+    let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+    let cs = sh.g.chunk_size();
+    if len > cs - CHUNK_HDR {
+        let off = alloc_large(tx, len)?;
+        write_parts(sh, off, parts);
+        return Ok(off);
+    }
+    let mut chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+    let mut bump = sh.w(tx.base + T_BUMP).load(Acquire);
+    if chunk == 0 || bump + len > chunk + cs {
+        refill(tx)?;
+        chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+        bump = sh.w(tx.base + T_BUMP).load(Acquire);
+        debug_assert!(bump + len <= chunk + cs);
+    }
+    write_parts(sh, bump, parts);
+    // Bytes below the bump are complete records; only then may the bump pass them.
+    sh.w(tx.base + T_BUMP).store(bump + len, Release);
+    Ok(bump)
+}
+
+fn write_parts(sh: &Shared, mut off: u64, parts: &[&[u8]]) {
+    for p in parts {
+        sh.r.write_bytes(off, p);
+        off += p.len() as u64;
+    }
+}
+
+/// Allocates a run for one large record of `len` bytes; returns the record's offset.
+/// The run stays marked as this txn's until a put publishes it (see `publish_large`).
+fn alloc_large(tx: &Txn, len: u64) -> Result<u64> {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    let k = (len + CHUNK_HDR).div_ceil(cs);
+    let run = with_alloc_lock(tx, |redo| {
+        let run = take_run(sh, k, redo)?;
+        redo.push(run + K_KIND, CK_LARGE);
+        redo.push(run + K_RUN, k);
+        redo.push(run + K_NEXT, 0);
+        redo.push(run + K_OWNER, tx.idx + 1);
+        redo.push(run + K_USED, run + CHUNK_HDR + len);
+        redo.push(tx.base + T_LARGE, run);
+        redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire) + k * cs);
+        Ok(run)
+    })?;
+    Ok(run + CHUNK_HDR)
+}
+
+/// Adds to a put's redo list the stores that mark its large record (if `off` is one)
+/// as published.
+pub(crate) fn publish_large_redo(tx: &Txn, off: u64, redo: &mut Redo) {
+    let sh = tx.sh;
+    let run = sh.w(tx.base + T_LARGE).load(Acquire);
+    if run != 0 && run + CHUNK_HDR == off {
+        redo.push(run + K_OWNER, 0);
+        redo.push(tx.base + T_LARGE, 0);
+    }
+}
+
+/// Frees the large record at `off` if it is one (after it was unpublished or never
+/// published). Errors are ignored: the cleaner frees dead runs it finds.
+pub(crate) fn free_if_large(tx: &Txn, off: u64) {
+    let sh = tx.sh;
+    if off < sh.g.chunks_off || off >= sh.file_end() {
+        return;
+    }
+    let run = sh.g.chunk_of(off);
+    if run + CHUNK_HDR != off || sh.w(run + K_KIND).load(Acquire) != CK_LARGE {
+        return;
+    }
+    let _ = with_alloc_lock(tx, |redo| {
+        if sh.w(run + K_KIND).load(Acquire) != CK_LARGE {
+            return Ok(());
+        }
+        let k = sh.w(run + K_RUN).load(Acquire);
+        free_run_redo(sh, run, k, redo);
+        redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(k * sh.g.chunk_size()));
+        if sh.w(tx.base + T_LARGE).load(Acquire) == run {
+            redo.push(tx.base + T_LARGE, 0);
+        }
+        Ok(())
+    });
+}
+
+/// Called when a dead txn slot is reclaimed: forgets its unpublished large run, which
+/// the cleaner then finds unreferenced and frees.
+pub(crate) fn abandon_pending_large(sh: &Shared, t: u64) {
+    sh.w(sh.g.txn_slot(t) + T_LARGE).store(0, Release);
+}

@@ -1,0 +1,305 @@
+//! The checker: verifies every invariant of a store file and reports each violation.
+//!
+//! Run it on a quiet store (no writes in flight): counters are per-thread deltas that a
+//! running write may have half-updated. It first recovers dead processes' leftovers, as
+//! any opener would, then verifies:
+//! * chunks tile the file; the free list holds exactly the free runs, with no cycle;
+//!   the data and free byte totals in the header add up;
+//! * each map's directory is well formed (entries of a segment agree, depths and prefixes
+//!   match), every segment lies in one of the map's index chunks;
+//! * every bucket's seq is even and its overflow count exact; every slot points inside a
+//!   data chunk, below its used mark, at a complete record of this map whose key hashes to
+//!   that segment, bucket (or stash) and tag; no record is referenced twice; no key twice;
+//! * entry and byte counters equal what the index holds;
+//! * no lock is held by a dead process, no intent is left unapplied.
+
+use crate::error::Result;
+use crate::format::*;
+use crate::index::{map_ref_unchecked, read_record_header};
+use crate::shared::Shared;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering::*;
+
+/// What [`Store::check`](crate::Store::check) found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Every violation, each saying what and where. Empty for a sound store.
+    pub problems: Vec<String>,
+    /// Maps checked.
+    pub maps: u64,
+    /// Entries checked, over all maps.
+    pub entries: u64,
+    /// Index segments checked.
+    pub segments: u64,
+    /// Chunks walked.
+    pub chunks: u64,
+}
+
+impl Report {
+    /// True when no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{} maps, {} entries, {} segments, {} chunks", self.maps, self.entries, self.segments, self.chunks)?;
+        if self.problems.is_empty() {
+            write!(f, "ok")
+        } else {
+            for p in &self.problems {
+                writeln!(f, "problem: {p}")?;
+            }
+            write!(f, "{} problems", self.problems.len())
+        }
+    }
+}
+
+const MAX_PROBLEMS: usize = 1000;
+
+struct Ck<'a> {
+    sh: &'a Shared,
+    r: Report,
+}
+
+impl Ck<'_> {
+    fn bad(&mut self, what: String) {
+        if self.r.problems.len() < MAX_PROBLEMS {
+            self.r.problems.push(what);
+        }
+    }
+
+    fn lock_ok(&mut self, off: u64, what: &str) {
+        let v = self.sh.w(off).load(Acquire) & (crate::txn::WAITERS - 1);
+        if v != 0 && !self.sh.txn_alive(v - 1) {
+            self.bad(format!("{what} lock at {off:#x} held by dead txn {}", v - 1));
+        }
+    }
+}
+
+pub(crate) fn check(sh: &Shared) -> Result<Report> {
+    sh.ensure_registered()?;
+    crate::txn::reclaim_dead(sh)?;
+    let mut ck = Ck { sh, r: Report::default() };
+    let g = sh.g;
+    let cs = g.chunk_size();
+    let end = sh.file_end();
+    // Chunks.
+    let mut kinds: HashMap<u64, (u64, u64)> = HashMap::new(); // run start -> (kind, run)
+    let (mut data, mut free) = (0u64, 0u64);
+    let mut c = g.chunks_off;
+    while c < end {
+        let kind = sh.w(c + K_KIND).load(Acquire);
+        let run = sh.w(c + K_RUN).load(Acquire);
+        ck.r.chunks += 1;
+        if run == 0 || c + run * cs > end {
+            ck.bad(format!("chunk {c:#x}: run of {run} chunks does not fit the file"));
+            break;
+        }
+        match kind {
+            CK_DATA | CK_SEALED | CK_LARGE => data += run * cs,
+            CK_FREE => free += run * cs,
+            CK_INDEX => {}
+            _ => ck.bad(format!("chunk {c:#x}: unknown kind {kind} (leaked or corrupt)")),
+        }
+        if kind == CK_DATA {
+            let t = sh.w(c + K_OWNER).load(Acquire);
+            if t >= g.n_txn || sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) != c {
+                ck.bad(format!("chunk {c:#x}: active data chunk not owned by txn slot {t}"));
+            }
+        }
+        kinds.insert(c, (kind, run));
+        c += run * cs;
+    }
+    if data != sh.w(H_DATA_BYTES).load(Acquire) {
+        ck.bad(format!("header: data bytes {} but data chunks hold {data}", sh.w(H_DATA_BYTES).load(Acquire)));
+    }
+    if free != sh.w(H_FREE_BYTES).load(Acquire) {
+        ck.bad(format!("header: free bytes {} but free runs hold {free}", sh.w(H_FREE_BYTES).load(Acquire)));
+    }
+    let mut on_list = HashSet::new();
+    let mut f = sh.w(H_FREE_HEAD).load(Acquire);
+    while f != 0 {
+        if !on_list.insert(f) {
+            ck.bad(format!("free list: cycle at {f:#x}"));
+            break;
+        }
+        match kinds.get(&f) {
+            Some((CK_FREE, _)) => {}
+            _ => {
+                ck.bad(format!("free list: {f:#x} is not a free run"));
+                break;
+            }
+        }
+        f = sh.w(f + K_NEXT).load(Acquire);
+    }
+    for (c, (k, _)) in &kinds {
+        if *k == CK_FREE && !on_list.contains(c) {
+            ck.bad(format!("free run {c:#x} is not on the free list (leaked)"));
+        }
+    }
+    // Global locks and intents.
+    ck.lock_ok(H_ALLOC_LOCK, "alloc");
+    ck.lock_ok(H_CATALOG_LOCK, "catalog");
+    ck.lock_ok(H_CLEANER_LOCK, "cleaner");
+    for t in 0..g.n_txn {
+        let b = g.txn_slot(t);
+        if sh.w(b + T_INTENT).load(Acquire) != 0 && !sh.txn_alive(t) {
+            ck.bad(format!("txn slot {t}: intent of a dead thread left unapplied"));
+        }
+    }
+    // Which offsets may records have: map each data chunk to its used end.
+    let used_end = |off: u64| -> Option<u64> {
+        if off < g.chunks_off || off >= end {
+            return None;
+        }
+        // Records live in the first chunk of a run.
+        let c = g.chunk_of(off);
+        let (kind, _) = kinds.get(&c)?;
+        match *kind {
+            CK_SEALED | CK_LARGE => Some(sh.w(c + K_USED).load(Acquire)),
+            CK_DATA => {
+                let t = sh.w(c + K_OWNER).load(Acquire);
+                Some(sh.w(g.txn_slot(t.min(g.n_txn - 1)) + T_BUMP).load(Acquire))
+            }
+            _ => None,
+        }
+    };
+    let mut seen_records: HashSet<u64> = HashSet::new();
+    for id in 0..g.n_catalog {
+        let ce = g.cat_entry(id);
+        let st = sh.w(ce + C_STATE).load(Acquire) & 0xff;
+        if st == CAT_FREE {
+            continue;
+        }
+        if st != CAT_LIVE {
+            ck.bad(format!("catalog entry {id}: state {st} (drop not finished)"));
+            continue;
+        }
+        ck.r.maps += 1;
+        let m = match map_ref_unchecked(sh, id) {
+            Ok(m) => m,
+            Err(e) => {
+                ck.bad(format!("map {id}: {e}"));
+                continue;
+            }
+        };
+        ck.lock_ok(m.hdr + M_DIR_LOCK, "directory");
+        let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+        let (gd, dir) = (root >> 48, root & OFF_MASK);
+        if gd > MAX_DEPTH || dir < g.chunks_off || dir + (8 << gd) > end {
+            ck.bad(format!("map {id}: directory {root:#x} out of the file"));
+            continue;
+        }
+        let in_index = |off: u64, len: u64| -> bool {
+            let c = if off >= g.chunks_off { g.chunk_of(off) } else { return false };
+            // A directory may span a multi-chunk run; segments lie in one chunk.
+            kinds.iter().any(|(s, (k, r))| *k == CK_INDEX && off >= *s && off + len <= s + r * cs && (*s == c || *r > 1))
+        };
+        if !in_index(dir, 8 << gd) {
+            ck.bad(format!("map {id}: directory {dir:#x} is not inside an index chunk"));
+        }
+        let (mut count, mut bytes) = (0u64, 0u64);
+        let mut keys: HashSet<Vec<u8>> = HashSet::new();
+        for j in 0..(1u64 << gd) {
+            let e = sh.w(dir + 8 * j).load(Acquire);
+            let (seg, d) = (entry_seg(e), entry_depth(e));
+            if d > gd {
+                ck.bad(format!("map {id}: directory entry {j} depth {d} > {gd}"));
+                continue;
+            }
+            let first = j & ((1 << d) - 1);
+            if j != first {
+                let e0 = sh.w(dir + 8 * first).load(Acquire);
+                if e0 != e {
+                    ck.bad(format!("map {id}: directory entries {first} and {j} disagree ({e0:#x} vs {e:#x})"));
+                }
+                continue;
+            }
+            ck.r.segments += 1;
+            if seg % BUCKET != 0 || !in_index(seg, m.seg_size) {
+                ck.bad(format!("map {id}: segment {seg:#x} is not inside an index chunk"));
+                continue;
+            }
+            ck.lock_ok(seg + S_LOCK, "segment");
+            if sh.w(seg + S_DEPTH).load(Acquire) != d || sh.w(seg + S_PREFIX).load(Acquire) != first {
+                ck.bad(format!(
+                    "map {id}: segment {seg:#x} has depth {} prefix {:#x}, directory says {d} / {first:#x}",
+                    sh.w(seg + S_DEPTH).load(Acquire),
+                    sh.w(seg + S_PREFIX).load(Acquire)
+                ));
+            }
+            let mut overflow = vec![0u64; m.n_main as usize];
+            for b in 0..m.n_main + m.n_stash {
+                let bo = bucket_off(seg, b);
+                let hw = sh.w(bo).load(Acquire);
+                if hdr_seq(hw) & 1 == 1 {
+                    ck.bad(format!("map {id}: bucket {bo:#x} left mid-write (odd seq)"));
+                }
+                for i in 0..SLOTS {
+                    let so = slot_off(seg, b, i);
+                    let s = sh.w(so).load(Acquire);
+                    if s == 0 {
+                        continue;
+                    }
+                    let off = slot_off_of(s);
+                    let Some(limit) = used_end(off) else {
+                        ck.bad(format!("map {id}: slot {so:#x} points at {off:#x}, outside every data chunk"));
+                        continue;
+                    };
+                    let Some((mid, k, v, hl)) = read_record_header(sh, off, limit) else {
+                        ck.bad(format!("map {id}: slot {so:#x} points at {off:#x}: no complete record below {limit:#x}"));
+                        continue;
+                    };
+                    if mid != id {
+                        ck.bad(format!("map {id}: slot {so:#x}: record at {off:#x} belongs to map {mid}"));
+                    }
+                    if !seen_records.insert(off) {
+                        ck.bad(format!("map {id}: record {off:#x} referenced twice"));
+                    }
+                    let mut key = vec![0u8; k as usize];
+                    sh.r.read_bytes(off + hl, &mut key);
+                    let h = hash(g.seed, &key);
+                    if h & ((1 << d) - 1) != first {
+                        ck.bad(format!("map {id}: key at {off:#x} hashes outside segment {seg:#x}"));
+                    }
+                    if slot_tag(s) != hash_tag(h) {
+                        ck.bad(format!("map {id}: slot {so:#x} tag does not match its key"));
+                    }
+                    let home = home_bucket(h, m.n_main);
+                    if b < m.n_main && b != home {
+                        ck.bad(format!("map {id}: key at {off:#x} in bucket {b}, its home is {home}"));
+                    }
+                    if b >= m.n_main {
+                        overflow[home as usize] += 1;
+                    }
+                    if !keys.insert(key) {
+                        ck.bad(format!("map {id}: a key is present twice (second at {off:#x})"));
+                    }
+                    count += 1;
+                    bytes += hl + k + v;
+                }
+            }
+            for b in 0..m.n_main {
+                let ov = hdr_overflow(sh.w(bucket_off(seg, b)).load(Acquire));
+                if ov != overflow[b as usize] {
+                    ck.bad(format!("map {id}: bucket {b} of {seg:#x} has overflow {ov}, stash holds {}", overflow[b as usize]));
+                }
+            }
+        }
+        let (mut c_count, mut c_bytes) = (0u64, 0u64);
+        for t in 0..g.n_txn {
+            c_count = c_count.wrapping_add(sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_COUNT).load(Acquire));
+            c_bytes = c_bytes.wrapping_add(sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES).load(Acquire));
+        }
+        if c_count != count {
+            ck.bad(format!("map {id}: counters say {} entries, the index holds {count}", c_count as i64));
+        }
+        if c_bytes != bytes {
+            ck.bad(format!("map {id}: counters say {} live bytes, the index holds {bytes}", c_bytes as i64));
+        }
+        ck.r.entries += count;
+    }
+    Ok(ck.r)
+}

@@ -1,0 +1,241 @@
+//! The cleaner: reclaims the space of overwritten and deleted records, a little at a time.
+//!
+//! Records are appended, never updated in place, so every overwrite or delete leaves dead
+//! bytes in some sealed data chunk. When dead bytes pass 1/8 of the data bytes, each write
+//! does one bounded cleaning step (at most `STEP_RECORDS` records, at most
+//! `SCAN_CHUNKS` chunk headers) after its own work: the step walks the current victim
+//! chunk, moves each record that the index still references to the cleaner's own data
+//! chunk (through the ordinary locked write path, which checks under the segment lock that
+//! the slot still points at the old copy), and when the victim is empty frees it.
+//! Victims are taken round robin over the file, which in steady overwrite is oldest-first;
+//! dead large-record runs met on the way are freed at once.
+//!
+//! Liveness is decided only by the index, so a record some crashed writer appended and
+//! never published is simply not moved. The cleaner's cursor lives in the store header
+//! under the cleaner lock; a cleaner killed mid-step leaves at most one record moved
+//! twice (the second copy is dead and cleaned later).
+
+use crate::error::Result;
+use crate::format::*;
+use crate::index::{map_ref_unchecked, read_record_header};
+use crate::shared::Shared;
+use crate::txn::{Redo, Txn, I_REDO};
+use std::sync::atomic::Ordering::*;
+
+const STEP_RECORDS: usize = 64;
+const SCAN_CHUNKS: usize = 64;
+const DEAD_FLUSH: u64 = 64 * 1024;
+
+/// Records `bytes` of new dead space (batched per thread to keep a shared line cold).
+pub(crate) fn note_dead(tx: &Txn, bytes: u64) {
+    let sh = tx.sh;
+    let w = sh.w(tx.base + T_DEAD_PEND);
+    let pend = w.load(Relaxed) + bytes;
+    if pend >= DEAD_FLUSH {
+        sh.w(H_DEAD_HINT).fetch_add(pend, Relaxed);
+        w.store(0, Relaxed);
+    } else {
+        w.store(pend, Relaxed);
+    }
+}
+
+/// Live record bytes of every map in the store (exact when no write is in flight).
+pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
+    let mut total: u64 = 0;
+    for id in 0..sh.g.n_catalog {
+        let ce = sh.g.cat_entry(id);
+        if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+            continue;
+        }
+        let Ok(m) = map_ref_unchecked(sh, id) else { continue };
+        for t in 0..sh.g.n_txn {
+            total = total.wrapping_add(sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES).load(Relaxed));
+        }
+    }
+    total
+}
+
+/// Whether enough space is dead for a cleaning step to be worth it.
+fn worth_cleaning(sh: &Shared, dead: u64) -> bool {
+    let data = sh.w(H_DATA_BYTES).load(Relaxed);
+    data >= 4 * sh.g.chunk_size() && dead.saturating_mul(10) > data
+}
+
+/// After a write: one cleaning step if dead space is high. Never fails the caller's write.
+#[inline]
+pub(crate) fn maybe_clean(tx: &Txn) {
+    let sh = tx.sh;
+    if worth_cleaning(sh, sh.w(H_DEAD_HINT).load(Relaxed)) {
+        let _ = step(tx);
+    }
+}
+
+/// Reclaims dead space until less than 1/8 of the data bytes is dead, or `max_steps`
+/// steps ran. Returns the number of chunks freed.
+pub(crate) fn compact(tx: &Txn, max_steps: usize) -> Result<u64> {
+    let sh = tx.sh;
+    let before = sh.w(H_CLEANED).load(Acquire);
+    for _ in 0..max_steps {
+        let dead = sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(total_live_bytes(sh));
+        sh.w(H_DEAD_HINT).store(dead, Relaxed);
+        if dead < sh.g.chunk_size() {
+            break;
+        }
+        if !step_forced(tx)? {
+            break;
+        }
+    }
+    Ok(sh.w(H_CLEANED).load(Acquire) - before)
+}
+
+fn step(tx: &Txn) -> Result<bool> {
+    step_inner(tx, false)
+}
+
+fn step_forced(tx: &Txn) -> Result<bool> {
+    step_inner(tx, true)
+}
+
+/// One bounded step. Returns false if there was nothing to do.
+fn step_inner(tx: &Txn, force: bool) -> Result<bool> {
+    let sh = tx.sh;
+    if !tx.try_lock(H_CLEANER_LOCK) {
+        return Ok(false);
+    }
+    let r = step_locked(tx, force);
+    tx.unlock(H_CLEANER_LOCK);
+    r
+}
+
+fn set_cursor(tx: &Txn, scan: u64, victim: u64, pos: u64) {
+    let mut redo = Redo::new();
+    redo.push(H_CLEAN_SCAN, scan);
+    redo.push(H_CLEAN_VICTIM, victim);
+    redo.push(H_CLEAN_POS, pos);
+    tx.commit(I_REDO, &[], &redo);
+    tx.apply(&redo);
+    tx.done();
+}
+
+fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    let mut victim = sh.w(H_CLEAN_VICTIM).load(Acquire);
+    let mut pos = sh.w(H_CLEAN_POS).load(Acquire);
+    if victim == 0 {
+        // Start of a new victim: refresh the hint with the exact figure.
+        let data = sh.w(H_DATA_BYTES).load(Acquire);
+        let dead = data.saturating_sub(total_live_bytes(sh));
+        sh.w(H_DEAD_HINT).store(dead, Relaxed);
+        if !force && !worth_cleaning(sh, dead) {
+            return Ok(false);
+        }
+        let end = sh.file_end();
+        let mut c = sh.w(H_CLEAN_SCAN).load(Acquire);
+        if c < sh.g.chunks_off || c >= end || (c - sh.g.chunks_off) % cs != 0 {
+            c = sh.g.chunks_off;
+        }
+        for _ in 0..SCAN_CHUNKS {
+            let kind = sh.w(c + K_KIND).load(Acquire);
+            let run = sh.w(c + K_RUN).load(Acquire).max(1);
+            let next = if c + run * cs >= end { sh.g.chunks_off } else { c + run * cs };
+            match kind {
+                CK_SEALED => {
+                    victim = c;
+                    pos = c + CHUNK_HDR;
+                    set_cursor(tx, next, victim, pos);
+                    break;
+                }
+                CK_LARGE => free_large_if_dead(tx, c)?,
+                _ => {}
+            }
+            c = next;
+        }
+        if victim == 0 {
+            set_cursor(tx, c, 0, 0);
+            return Ok(true);
+        }
+    }
+    let used = sh.w(victim + K_USED).load(Acquire).min(victim + cs);
+    let end = sh.file_end();
+    let mut moved_any = 0;
+    let mut buf = Vec::new();
+    while pos < used && moved_any < STEP_RECORDS {
+        let Some((mid, k, v, hl)) = read_record_header(sh, pos, used) else {
+            // Unparseable bytes in a sealed chunk: nothing after them can be trusted to
+            // be a record boundary, and nothing live can be there (live slots are checked
+            // records). Stop here; the rest of the chunk is reclaimed with it.
+            pos = used;
+            break;
+        };
+        let len = hl + k + v;
+        moved_any += 1;
+        if let Ok(m) = map_ref_unchecked(sh, mid) {
+            if sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
+                buf.resize(len as usize, 0);
+                sh.r.read_bytes(pos, &mut buf);
+                let key = &buf[hl as usize..(hl + k) as usize];
+                if m.record_of(sh, key) == Some(pos) {
+                    let new = crate::alloc::append(tx, &[&buf])?;
+                    if !m.relocate(tx, key, pos, (new, len))? {
+                        note_dead(tx, len);
+                    }
+                }
+            }
+        }
+        pos += len;
+        let _ = end;
+    }
+    if pos >= used {
+        crate::alloc::with_alloc_lock(tx, |redo| {
+            crate::alloc::free_run_redo(sh, victim, 1, redo);
+            redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(cs));
+            redo.push(H_CLEANED, sh.w(H_CLEANED).load(Acquire) + 1);
+            redo.push(H_CLEAN_VICTIM, 0);
+            redo.push(H_CLEAN_POS, 0);
+            Ok(())
+        })?;
+        // Once per chunk: the exact figure (the moved records are live, not reclaimed).
+        let dead = sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(total_live_bytes(sh));
+        sh.w(H_DEAD_HINT).store(dead, Relaxed);
+    } else {
+        let mut redo = Redo::new();
+        redo.push(H_CLEAN_POS, pos);
+        tx.commit(I_REDO, &[], &redo);
+        tx.apply(&redo);
+        tx.done();
+    }
+    Ok(true)
+}
+
+/// Frees a large-record run whose record no map references (and that no live writer is
+/// about to publish).
+fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
+    let sh = tx.sh;
+    let owner = sh.w(run + K_OWNER).load(Acquire);
+    if owner != 0 {
+        let t = owner - 1;
+        if sh.txn_alive(t) && sh.w(sh.g.txn_slot(t) + T_LARGE).load(Acquire) == run {
+            return Ok(()); // being written right now
+        }
+    }
+    let off = run + CHUNK_HDR;
+    let end = sh.file_end();
+    let live = match read_record_header(sh, off, end) {
+        Some((mid, k, _, hl)) if sh.w(sh.g.cat_entry(mid.min(sh.g.n_catalog - 1)) + C_STATE).load(Acquire) & 0xff == CAT_LIVE => {
+            match map_ref_unchecked(sh, mid) {
+                Ok(m) => {
+                    let mut key = vec![0u8; k as usize];
+                    sh.r.read_bytes(off + hl, &mut key);
+                    m.record_of(sh, &key) == Some(off)
+                }
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    };
+    if !live {
+        crate::alloc::free_if_large(tx, off);
+    }
+    Ok(())
+}

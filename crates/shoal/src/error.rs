@@ -1,0 +1,98 @@
+//! The one error type of the public API.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Everything that can go wrong in a Shoal call. No call panics on bad input or a bad file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store file or the named map does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The store file or the named map already exists (create-new), or the key is present
+    /// (`insert`).
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// The store reached its maximum size (`Options::max_size`) or a fixed table is full.
+    #[error("store full: {0}")]
+    StoreFull(String),
+    /// The filesystem has no room left (for example a full /dev/shm).
+    #[error("no space left on device while growing {path}")]
+    NoSpace {
+        /// The store file.
+        path: PathBuf,
+    },
+    /// The file is not a consistent Shoal store; says what is wrong and where.
+    #[error("corrupt store {path}: {what}")]
+    Corrupt {
+        /// The store file.
+        path: PathBuf,
+        /// What is wrong, and at which offset.
+        what: String,
+    },
+    /// The file is not a Shoal store at all (wrong magic).
+    #[error("{path} is not a Shoal store")]
+    NotAStore {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file was written by a newer (or unknown) format version.
+    #[error("{path} has format version {found}; this library reads up to {supported}")]
+    VersionMismatch {
+        /// The store file.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// Newest version this library reads.
+        supported: u32,
+    },
+    /// The operation is not permitted on the file.
+    #[error("permission denied: {path}")]
+    Permission {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A key, value or name is too large, or an argument is out of range.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A wait for a lock did not end before the deadline (its holder is alive but stuck,
+    /// for example stopped with SIGSTOP).
+    #[error("timed out after {0:?} waiting for a lock")]
+    Timeout(std::time::Duration),
+    /// More threads or processes use the store at once than it has slots for.
+    #[error("too many users: {0}")]
+    TooManyUsers(String),
+    /// Any other I/O error.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Shorthand for results of Shoal calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: &std::path::Path, source: io::Error) -> Error {
+        match source.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => {
+                Error::NoSpace { path: path.to_owned() }
+            }
+            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
+                Error::Permission { path: path.to_owned() }
+            }
+            Some(libc::ENOENT) => Error::NotFound(path.display().to_string()),
+            Some(libc::EEXIST) => Error::AlreadyExists(path.display().to_string()),
+            _ => Error::Io { path: path.to_owned(), source },
+        }
+    }
+
+    pub(crate) fn corrupt(path: &std::path::Path, what: impl Into<String>) -> Error {
+        Error::Corrupt { path: path.to_owned(), what: what.into() }
+    }
+}

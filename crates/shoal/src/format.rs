@@ -1,0 +1,359 @@
+//! The file format: every offset, size and constant of a store file, in one place.
+//!
+//! `docs/FORMAT.md` is the normative description; this module is its executable form and
+//! must agree with it byte for byte. All integers are little-endian; every shared word is
+//! a naturally aligned u64. Offsets stored in the file are byte offsets from the start of
+//! the file (never pointers), because every process maps the file at its own address.
+
+/// First 8 bytes of every store file. The CR LF and NUL catch text-mode mangling.
+pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
+/// The format version this library writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Hash algorithm id 1: XXH3-64 (xxHash v0.8 output, frozen) with the file's 64-bit seed.
+pub const HASH_XXH3_64: u32 = 1;
+
+/// Size of the store header.
+pub const HEADER_SIZE: u64 = 4096;
+
+// ---- Store header fields (offsets from 0) ----
+pub const H_MAGIC: u64 = 0;
+pub const H_VERSION: u64 = 8; // u32 format version, u32 header size
+pub const H_FLAGS: u64 = 16;
+pub const H_CHUNK_SHIFT: u64 = 24; // u32 chunk shift, u32 page shift
+pub const H_HASH: u64 = 32; // u32 hash algorithm id, u32 reserved
+pub const H_SEED: u64 = 40;
+pub const H_MAX_SIZE: u64 = 48;
+pub const H_COUNTS: u64 = 56; // u32 process slots, u32 txn slots
+pub const H_CATALOG_N: u64 = 64; // u32 catalog entries, u32 reserved
+pub const H_PROC_OFF: u64 = 72;
+pub const H_TXN_OFF: u64 = 80;
+pub const H_CATALOG_OFF: u64 = 88;
+pub const H_CHUNKS_OFF: u64 = 96;
+pub const H_CREATED: u64 = 104; // unix nanoseconds
+// Mutable words, each on its own cache line where contended.
+/// End of the usable file: every byte below it is allocated (fallocate'd) and may be read.
+pub const H_FILE_END: u64 = 256;
+/// First chunk of the free-run list (0 = empty). Guarded by the alloc lock.
+pub const H_FREE_HEAD: u64 = 264;
+/// Bytes in DATA and LARGE chunks (dead space = this minus the maps' live bytes).
+pub const H_DATA_BYTES: u64 = 272;
+/// Bytes in free runs.
+pub const H_FREE_BYTES: u64 = 280;
+/// Cleaner cursor: the victim chunk being cleaned (0 = none).
+pub const H_CLEAN_VICTIM: u64 = 288;
+/// Cleaner cursor: offset of the next record to examine in the victim.
+pub const H_CLEAN_POS: u64 = 296;
+/// Cleaner cursor: the next chunk to consider as a victim (round robin over the file).
+pub const H_CLEAN_SCAN: u64 = 304;
+/// Chunks reclaimed by the cleaner so far (statistics).
+pub const H_CLEANED: u64 = 312;
+pub const H_ALLOC_LOCK: u64 = 320;
+pub const H_CATALOG_LOCK: u64 = 384;
+pub const H_CLEANER_LOCK: u64 = 448;
+/// Approximate dead bytes, a trigger for the cleaner only (never trusted for accounting).
+pub const H_DEAD_HINT: u64 = 512;
+
+// ---- Process table: one 64-byte slot per attached process ----
+pub const PROC_SLOT: u64 = 64;
+/// Slot state: 0 = free, 1 = attached.
+pub const P_STATE: u64 = 0;
+/// Incremented on every attach; part of the identity of the slot's txn slots.
+pub const P_GEN: u64 = 8;
+pub const P_PID: u64 = 16;
+
+// ---- Txn slots: one 512-byte slot per thread that uses the store ----
+pub const TXN_SLOT: u64 = 512;
+/// 0 = free; else `1 | proc << 1 | proc_gen << 17` (see [`txn_owner`]).
+pub const T_OWNER: u64 = 0;
+/// Txn id + 1 of whoever is recovering this slot after its owner died (0 = nobody).
+pub const T_RECOVERING: u64 = 8;
+/// The thread's current data chunk (0 = none) and its bump offset (absolute).
+pub const T_DATA_CHUNK: u64 = 16;
+pub const T_BUMP: u64 = 24;
+/// Intent state: 0 none, 1 committed (redo list must be applied).
+pub const T_INTENT: u64 = 32;
+/// Intent kind (see `txn::Intent`), and its arguments.
+pub const T_KIND: u64 = 40;
+pub const T_ARGS: u64 = 48;
+pub const T_NARGS: u64 = 6;
+/// Locks the thread holds or is about to take: offsets of lock words (0 = empty).
+pub const T_HELD: u64 = 96;
+pub const T_NHELD: u64 = 8;
+/// Redo list: count, then (offset, value) pairs.
+pub const T_REDO_N: u64 = 160;
+pub const T_REDO: u64 = 168;
+pub const T_NREDO: u64 = 20;
+/// A large-record run this txn allocated and has not published yet (0 = none).
+pub const T_LARGE: u64 = 488;
+/// Dead bytes this txn produced and has not yet added to the store's `H_DEAD_HINT`.
+pub const T_DEAD_PEND: u64 = 496;
+
+/// Encodes the owner word of a txn slot.
+pub fn txn_owner(proc_idx: u64, proc_gen: u64) -> u64 {
+    1 | (proc_idx << 1) | ((proc_gen & ((1 << 47) - 1)) << 17)
+}
+/// Decodes (process slot, process generation) from an owner word.
+pub fn txn_owner_parts(owner: u64) -> (u64, u64) {
+    ((owner >> 1) & 0xffff, owner >> 17)
+}
+
+// ---- Catalog: one 256-byte entry per named object ----
+pub const CAT_ENTRY: u64 = 256;
+/// `state | incarnation << 8`; state 0 free, 1 live, 2 dropping.
+pub const C_STATE: u64 = 0;
+pub const C_KIND: u64 = 8;
+pub const C_HDR: u64 = 16;
+pub const C_NAME_LEN: u64 = 24;
+pub const C_NAME: u64 = 32;
+pub const MAX_NAME: usize = 224;
+pub const CAT_FREE: u64 = 0;
+pub const CAT_LIVE: u64 = 1;
+pub const CAT_DROPPING: u64 = 2;
+/// Object kinds. Queues and logs are reserved for the IPC parts.
+pub const KIND_MAP: u64 = 1;
+
+// ---- Chunks ----
+pub const CHUNK_HDR: u64 = 128;
+pub const K_KIND: u64 = 0;
+pub const K_RUN: u64 = 8;
+pub const K_NEXT: u64 = 16;
+/// DATA: end of written records (absolute offset), set when sealed.
+pub const K_USED: u64 = 24;
+/// DATA: owning txn (while active); LARGE: txn + 1 while unpublished, else 0;
+/// INDEX: owning map id.
+pub const K_OWNER: u64 = 32;
+pub const CK_ZERO: u64 = 0;
+pub const CK_FREE: u64 = 1;
+pub const CK_DATA: u64 = 2;
+pub const CK_SEALED: u64 = 3;
+pub const CK_LARGE: u64 = 4;
+pub const CK_INDEX: u64 = 5;
+
+// ---- Map header: at CHUNK_HDR inside the map's first index chunk ----
+/// `dir offset | g << 48`: the directory and its global depth, published together.
+pub const M_ROOT: u64 = 0;
+pub const M_CHAIN: u64 = 8;
+pub const M_ARENA: u64 = 16;
+pub const M_ARENA_BUMP: u64 = 24;
+pub const M_SPARE_SEG: u64 = 32;
+pub const M_SPARE_DIR: u64 = 40;
+pub const M_SPARE_DIR_G: u64 = 48;
+pub const M_N_MAIN: u64 = 56;
+pub const M_N_STASH: u64 = 64;
+pub const M_FLAGS: u64 = 72;
+pub const M_DIR_LOCK: u64 = 128;
+pub const M_COUNTERS: u64 = 256;
+/// Per-txn counters: entries, live record bytes, splits (single writer: that txn).
+pub const MC_SIZE: u64 = 32;
+pub const MC_COUNT: u64 = 0;
+pub const MC_BYTES: u64 = 8;
+pub const MC_SPLITS: u64 = 16;
+
+pub fn map_header_size(n_txn: u64) -> u64 {
+    (M_COUNTERS + MC_SIZE * n_txn).next_multiple_of(128)
+}
+
+// ---- Segments and buckets ----
+pub const BUCKET: u64 = 128;
+pub const SLOTS: u64 = 15;
+/// Segment header line: lock word, local depth.
+pub const S_LOCK: u64 = 0;
+pub const S_DEPTH: u64 = 8;
+/// The low `depth` hash bits every key of the segment shares.
+pub const S_PREFIX: u64 = 16;
+/// Bucket header word: `seq (32) | overflow (16) << 32`. Seq odd = being written.
+pub const B_HDR: u64 = 0;
+pub const B_SLOT0: u64 = 8;
+pub const DEFAULT_MAIN_BUCKETS: u64 = 59;
+pub const DEFAULT_STASH_BUCKETS: u64 = 4;
+pub const MAX_DEPTH: u64 = 32;
+
+pub fn segment_size(n_main: u64, n_stash: u64) -> u64 {
+    BUCKET * (1 + n_main + n_stash)
+}
+pub fn bucket_off(seg: u64, b: u64) -> u64 {
+    seg + BUCKET * (1 + b)
+}
+pub fn slot_off(seg: u64, b: u64, i: u64) -> u64 {
+    bucket_off(seg, b) + B_SLOT0 + 8 * i
+}
+pub fn hdr_seq(h: u64) -> u32 {
+    h as u32
+}
+pub fn hdr_overflow(h: u64) -> u64 {
+    (h >> 32) & 0xffff
+}
+pub fn make_hdr(seq: u32, overflow: u64) -> u64 {
+    seq as u64 | (overflow << 32)
+}
+
+// ---- Slots and directory entries ----
+pub const OFF_MASK: u64 = (1 << 48) - 1;
+pub fn slot_tag(slot: u64) -> u64 {
+    slot >> 48
+}
+pub fn slot_off_of(slot: u64) -> u64 {
+    slot & OFF_MASK
+}
+pub fn make_slot(tag: u64, off: u64) -> u64 {
+    (tag << 48) | off
+}
+pub fn dir_entry(seg: u64, depth: u64) -> u64 {
+    seg | (depth << 48)
+}
+pub fn entry_seg(e: u64) -> u64 {
+    e & OFF_MASK
+}
+pub fn entry_depth(e: u64) -> u64 {
+    e >> 48
+}
+pub fn make_root(dir: u64, g: u64) -> u64 {
+    dir | (g << 48)
+}
+
+// ---- Hash ----
+/// The format's hash: XXH3-64 of the key with the file's seed.
+#[inline]
+pub fn hash(seed: u64, key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, seed)
+}
+/// Tag stored in a slot: the top 16 bits.
+#[inline]
+pub fn hash_tag(h: u64) -> u64 {
+    h >> 48
+}
+/// Home bucket: bits 32..48 scaled onto the main buckets (fast range reduction).
+#[inline]
+pub fn home_bucket(h: u64, n_main: u64) -> u64 {
+    (((h >> 32) & 0xffff) * n_main) >> 16
+}
+/// Stash bucket a key overflowing from its home tries first.
+#[inline]
+pub fn first_stash(h: u64, n_stash: u64) -> u64 {
+    (h >> 16 & 0xffff) % n_stash
+}
+
+// ---- Records ----
+/// Largest key, in bytes.
+pub const MAX_KEY: usize = 64 * 1024;
+/// Largest value, in bytes (4 GiB - 1).
+pub const MAX_VALUE: u64 = u32::MAX as u64;
+
+/// Appends the LEB128 encoding of `v` to `out`.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Record header: `varint map id, varint key length, varint value length`.
+pub fn record_header(map: u64, klen: u64, vlen: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(12);
+    put_varint(&mut h, map);
+    put_varint(&mut h, klen);
+    put_varint(&mut h, vlen);
+    h
+}
+
+/// Decodes a record header from the first bytes of `buf` (at most 16): (map, klen, vlen,
+/// header length), or None if malformed.
+pub fn parse_record_header(buf: &[u8]) -> Option<(u64, u64, u64, u64)> {
+    let mut pos = 0usize;
+    let mut vals = [0u64; 3];
+    for v in vals.iter_mut() {
+        let mut shift = 0;
+        loop {
+            let b = *buf.get(pos)?;
+            pos += 1;
+            *v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+            if shift > 35 {
+                return None;
+            }
+        }
+    }
+    if vals[1] > MAX_KEY as u64 || vals[2] > MAX_VALUE {
+        return None;
+    }
+    Some((vals[0], vals[1], vals[2], pos as u64))
+}
+
+/// Geometry of a store, read once from its header.
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry {
+    pub chunk_shift: u32,
+    pub seed: u64,
+    pub max_size: u64,
+    pub n_proc: u64,
+    pub n_txn: u64,
+    pub n_catalog: u64,
+    pub proc_off: u64,
+    pub txn_off: u64,
+    pub catalog_off: u64,
+    pub chunks_off: u64,
+}
+
+impl Geometry {
+    pub fn chunk_size(&self) -> u64 {
+        1 << self.chunk_shift
+    }
+    pub fn proc_slot(&self, p: u64) -> u64 {
+        self.proc_off + p * PROC_SLOT
+    }
+    pub fn txn_slot(&self, t: u64) -> u64 {
+        self.txn_off + t * TXN_SLOT
+    }
+    pub fn cat_entry(&self, id: u64) -> u64 {
+        self.catalog_off + id * CAT_ENTRY
+    }
+    /// Start of the chunk containing `off`.
+    pub fn chunk_of(&self, off: u64) -> u64 {
+        self.chunks_off + ((off - self.chunks_off) >> self.chunk_shift << self.chunk_shift)
+    }
+
+    /// Lays out a new store's tables.
+    pub fn layout(chunk_shift: u32, seed: u64, max_size: u64, n_proc: u64, n_txn: u64, n_catalog: u64) -> Geometry {
+        let proc_off = HEADER_SIZE;
+        let txn_off = (proc_off + n_proc * PROC_SLOT).next_multiple_of(4096);
+        let catalog_off = (txn_off + n_txn * TXN_SLOT).next_multiple_of(4096);
+        let chunks_off = (catalog_off + n_catalog * CAT_ENTRY).next_multiple_of(1 << chunk_shift);
+        Geometry { chunk_shift, seed, max_size, n_proc, n_txn, n_catalog, proc_off, txn_off, catalog_off, chunks_off }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_roundtrip() {
+        for (m, k, v) in [(0, 0, 0), (1, 16, 16), (1023, 65536, u32::MAX as u64), (127, 128, 300)] {
+            let h = record_header(m, k, v);
+            assert_eq!(parse_record_header(&h), Some((m, k, v, h.len() as u64)));
+        }
+        assert_eq!(parse_record_header(&[0x80, 0x80]), None);
+    }
+
+    /// Golden vectors: FORMAT.md quotes these; other languages test against them.
+    #[test]
+    fn golden_hashes() {
+        let seed = 0x0123_4567_89ab_cdef;
+        let h = hash(seed, b"key:000000000042");
+        assert_eq!(h, GOLDEN[0].2, "{h:#018x}");
+        for (s, key, want) in GOLDEN {
+            assert_eq!(hash(s, key), want, "key {:?}", String::from_utf8_lossy(key));
+        }
+    }
+
+    pub(crate) const GOLDEN: [(u64, &[u8], u64); 4] = [
+        (0x0123_4567_89ab_cdef, b"key:000000000042", 0),
+        (0, b"", 0),
+        (0, b"a", 0),
+        (0x0123_4567_89ab_cdef, b"file.mdtest.1.2", 0),
+    ];
+}

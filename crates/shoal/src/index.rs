@@ -1,0 +1,950 @@
+//! The hash index of one map: extendible hashing over small segments of 128-byte buckets.
+//!
+//! ```text
+//! root (one word)  = directory offset | global depth g << 48
+//! directory[i]     = segment offset | local depth << 48,  i = hash & (2^g - 1)
+//! segment          = header line (lock, depth, prefix) + n_main buckets + n_stash buckets
+//! bucket (128 B)   = header word (seq u32 | overflow u16 << 32) + 15 slots
+//! slot             = tag (hash >> 48) << 48 | record offset (0 = empty)
+//! ```
+//!
+//! A key lives in its home bucket (`format::home_bucket`) or, when that is full, in one of
+//! the stash buckets; the home bucket's *overflow* count says how many of its keys are in
+//! the stash, so a lookup reads the stash only then (F14's overflow counts: no tombstones).
+//! Keys never move between buckets of a segment; they move only to a new segment in a split.
+//!
+//! Readers write nothing: they read the bucket header, scan the slots, compare the key in
+//! the record, copy the value, and then re-read the header and the directory entry; any
+//! change means retry. Writers lock the segment (one word in its header line), and bump the
+//! bucket's seq to odd and back to even around every change, through a redo intent.
+//!
+//! Growth splits one full segment at a time: a new segment receives the keys whose hash
+//! bit `depth` is 1 at the *same bucket and slot positions* (so it never overflows), the
+//! directory entries are repointed (the directory doubles first, into a fresh region, when
+//! the segment's depth equals the global depth), and the moved keys are then removed from
+//! the old segment. Only writers of that one segment wait; readers never do.
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::mem::fence;
+use crate::shared::Shared;
+use crate::txn::{Redo, Txn, I_REDO, I_SPLIT};
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+/// What a handle knows about a map: its id, header and segment geometry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MapRef {
+    pub id: u64,
+    pub hdr: u64,
+    pub n_main: u64,
+    pub n_stash: u64,
+    pub seg_size: u64,
+    /// The catalog state word when the handle was made; any change means the map was
+    /// dropped (and perhaps its id reused).
+    pub cat_word: u64,
+}
+
+/// Where a key was found: the slot's location and the record's layout.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hit {
+    pub bucket: u64,
+    pub slot: u64,
+    pub off: u64,
+    pub rec_len: u64,
+    pub val_off: u64,
+    pub vlen: u64,
+}
+
+/// Outcome of an optimistic read attempt.
+enum Attempt<T> {
+    Done(T),
+    Retry,
+}
+
+/// Reads and parses the record header at `off`, checking it lies inside the file.
+/// `(map, klen, vlen, header length)`.
+#[inline]
+pub(crate) fn read_record_header(sh: &Shared, off: u64, end: u64) -> Option<(u64, u64, u64, u64)> {
+    if off < sh.g.chunks_off || off >= end {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    let n = (end - off).min(16) as usize;
+    sh.r.read_bytes(off, &mut buf[..n]);
+    let (m, k, v, hl) = parse_record_header(&buf[..n])?;
+    if off + hl + k + v > end {
+        return None;
+    }
+    Some((m, k, v, hl))
+}
+
+impl MapRef {
+    #[inline]
+    pub fn alive(&self, sh: &Shared) -> bool {
+        sh.w(sh.g.cat_entry(self.id) + C_STATE).load(Acquire) == self.cat_word
+    }
+
+    pub(crate) fn dropped(&self) -> Error {
+        Error::NotFound(format!("map {} was dropped", self.id))
+    }
+
+    /// Loads root and the directory entry for `h`: (root, entry offset, entry).
+    #[inline]
+    pub(crate) fn locate(&self, sh: &Shared, h: u64, end: u64) -> Result<(u64, u64, u64)> {
+        let root = sh.w(self.hdr + M_ROOT).load(Acquire);
+        let g = root >> 48;
+        let dir = root & OFF_MASK;
+        let eoff = dir + 8 * (h & ((1u64 << g) - 1));
+        if g > MAX_DEPTH || eoff + 8 > end || dir < sh.g.chunks_off {
+            return Err(self.bad(sh, format!("map {}: directory root {root:#x} out of the file", self.id)));
+        }
+        let e = sh.w(eoff).load(Acquire);
+        let seg = entry_seg(e);
+        if seg < sh.g.chunks_off || seg + self.seg_size > end || seg % BUCKET != 0 {
+            return Err(self.bad(sh, format!("map {}: directory entry {eoff:#x} = {e:#x} out of the file", self.id)));
+        }
+        Ok((root, eoff, e))
+    }
+
+    /// A structural error: "dropped" if the map is gone, else corruption.
+    fn bad(&self, sh: &Shared, what: String) -> Error {
+        if !self.alive(sh) {
+            self.dropped()
+        } else {
+            sh.corrupt(what)
+        }
+    }
+
+    /// Scans one bucket for `key`; records are read optimistically (may be garbage).
+    #[inline]
+    fn scan(&self, sh: &Shared, bo: u64, tag: u64, key: &[u8], end: u64) -> Option<(u64, u64)> {
+        for i in 0..SLOTS {
+            let s = sh.w(bo + B_SLOT0 + 8 * i).load(Relaxed);
+            if s != 0 && slot_tag(s) == tag {
+                let off = slot_off_of(s);
+                if let Some((m, k, _v, hl)) = read_record_header(sh, off, end) {
+                    if m == self.id && k == key.len() as u64 && sh.r.bytes_eq(off + hl, key) {
+                        return Some((i, off));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Optimistic lookup: calls `f(record offset, value offset, value length)` on a consistent view and
+    /// returns its result. `f` may be called more than once (on retries); only the result
+    /// of the validated call is returned.
+    pub fn read<T>(&self, sh: &Shared, key: &[u8], mut f: impl FnMut(u64, u64, u64) -> T) -> Result<Option<T>> {
+        let h = hash(sh.g.seed, key);
+        let mut tries = 0u32;
+        let start = Instant::now();
+        loop {
+            match self.read_once(sh, h, key, &mut f)? {
+                Attempt::Done(r) => return Ok(r),
+                Attempt::Retry => {
+                    tries += 1;
+                    self.backoff(sh, h, tries, start)?;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn read_once<T>(&self, sh: &Shared, h: u64, key: &[u8], f: &mut impl FnMut(u64, u64, u64) -> T) -> Result<Attempt<Option<T>>> {
+        let end = sh.file_end();
+        let (root, eoff, e) = self.locate(sh, h, end)?;
+        let seg = entry_seg(e);
+        let tag = hash_tag(h);
+        let b = home_bucket(h, self.n_main);
+        let bo = bucket_off(seg, b);
+        let h1 = sh.w(bo + B_HDR).load(Acquire);
+        if hdr_seq(h1) & 1 == 1 {
+            return Ok(Attempt::Retry);
+        }
+        let mut found = self.scan(sh, bo, tag, key, end).map(|(_, off)| off);
+        if found.is_none() && hdr_overflow(h1) > 0 {
+            for s in 0..self.n_stash {
+                let so = bucket_off(seg, self.n_main + s);
+                let sh1 = sh.w(so + B_HDR).load(Acquire);
+                if hdr_seq(sh1) & 1 == 1 {
+                    return Ok(Attempt::Retry);
+                }
+                found = self.scan(sh, so, tag, key, end).map(|(_, off)| off);
+                fence(Acquire);
+                if sh.w(so + B_HDR).load(Relaxed) != sh1 {
+                    return Ok(Attempt::Retry);
+                }
+                if found.is_some() {
+                    break;
+                }
+            }
+        }
+        let result = match found {
+            None => None,
+            Some(off) => {
+                let Some((_, k, v, hl)) = read_record_header(sh, off, end) else {
+                    return Ok(Attempt::Retry);
+                };
+                // Validate before trusting the length with an allocation.
+                fence(Acquire);
+                if sh.w(bo + B_HDR).load(Relaxed) != h1 {
+                    return Ok(Attempt::Retry);
+                }
+                Some(f(off, off + hl + k, v))
+            }
+        };
+        fence(Acquire);
+        if sh.w(bo + B_HDR).load(Relaxed) != h1 || sh.w(eoff).load(Relaxed) != e || sh.w(self.hdr + M_ROOT).load(Relaxed) != root {
+            return Ok(Attempt::Retry);
+        }
+        if !self.alive(sh) {
+            return Err(self.dropped());
+        }
+        Ok(Attempt::Done(result))
+    }
+
+    /// Between optimistic retries: spin, then yield, then sleep; after 10 ms check whether
+    /// the segment's writer died (and recover it), and give up at the lock timeout.
+    #[cold]
+    fn backoff(&self, sh: &Shared, h: u64, tries: u32, start: Instant) -> Result<()> {
+        if tries < 16 {
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        if tries < 64 {
+            std::thread::yield_now();
+            return Ok(());
+        }
+        if !self.alive(sh) {
+            return Err(self.dropped());
+        }
+        let waited = start.elapsed();
+        if waited > Duration::from_millis(10) {
+            let (_, _, e) = self.locate(sh, h, sh.file_end())?;
+            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
+            if lockw != 0 && !sh.txn_alive(lockw - 1) {
+                crate::txn::recover_txn(sh, lockw - 1)?;
+            }
+            if waited > sh.lock_timeout {
+                return Err(Error::Timeout(waited));
+            }
+        }
+        std::thread::sleep(Duration::from_micros(50));
+        Ok(())
+    }
+
+    /// Locks the segment that holds `h` and returns it, with the directory entry
+    /// re-validated under the lock.
+    pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {
+        let sh = tx.sh;
+        loop {
+            let end = sh.file_end();
+            let (_, _, e) = self.locate(sh, h, end)?;
+            let seg = entry_seg(e);
+            tx.lock(seg + S_LOCK)?;
+            if !self.alive(sh) {
+                tx.unlock(seg + S_LOCK);
+                return Err(self.dropped());
+            }
+            let (_, _, e2) = self.locate(sh, h, sh.file_end())?;
+            if entry_seg(e2) == seg {
+                return Ok(seg);
+            }
+            tx.unlock(seg + S_LOCK);
+        }
+    }
+
+    /// Under the segment lock: finds `key`.
+    pub(crate) fn find_locked(&self, sh: &Shared, seg: u64, h: u64, key: &[u8]) -> Option<Hit> {
+        let end = sh.file_end();
+        let tag = hash_tag(h);
+        let b = home_bucket(h, self.n_main);
+        let stash = hdr_overflow(sh.w(bucket_off(seg, b) + B_HDR).load(Acquire)) > 0;
+        let n = if stash { 1 + self.n_stash } else { 1 };
+        for j in 0..n {
+            let bk = if j == 0 { b } else { self.n_main + j - 1 };
+            if let Some((i, off)) = self.scan(sh, bucket_off(seg, bk), tag, key, end) {
+                let (_, k, v, hl) = read_record_header(sh, off, end)?;
+                return Some(Hit { bucket: bk, slot: i, off, rec_len: hl + k + v, val_off: off + hl + k, vlen: v });
+            }
+        }
+        None
+    }
+
+    /// Under the segment lock: a free slot for a key with hash `h` (home, then stash).
+    fn free_slot(&self, sh: &Shared, seg: u64, h: u64) -> Option<(u64, u64)> {
+        let b = home_bucket(h, self.n_main);
+        for i in 0..SLOTS {
+            if sh.w(slot_off(seg, b, i)).load(Relaxed) == 0 {
+                return Some((b, i));
+            }
+        }
+        let first = first_stash(h, self.n_stash);
+        for s in 0..self.n_stash {
+            let sb = self.n_main + (first + s) % self.n_stash;
+            for i in 0..SLOTS {
+                if sh.w(slot_off(seg, sb, i)).load(Relaxed) == 0 {
+                    return Some((sb, i));
+                }
+            }
+        }
+        None
+    }
+
+    fn counter(&self, tx: &Txn, field: u64) -> u64 {
+        self.hdr + M_COUNTERS + MC_SIZE * tx.idx + field
+    }
+
+    /// Inserts, replaces or removes `key`, publishing the already-appended record at
+    /// `new_off` (None = remove). `decide(existing)` says whether to go on, after seeing
+    /// the current entry under the lock; `on_old` sees the old value before it goes.
+    pub fn write(
+        &self,
+        tx: &Txn,
+        key: &[u8],
+        new: Option<(u64, u64)>,
+        decide: &mut dyn FnMut(Option<&Hit>) -> Result<bool>,
+        on_old: &mut dyn FnMut(&Shared, &Hit),
+    ) -> Result<WriteResult> {
+        let sh = tx.sh;
+        let h = hash(sh.g.seed, key);
+        loop {
+            let seg = self.lock_segment(tx, h)?;
+            let r = self.write_locked(tx, seg, h, key, new, decide, on_old);
+            match r {
+                Ok(Some(res)) => {
+                    tx.unlock(seg + S_LOCK);
+                    return Ok(res);
+                }
+                Ok(None) => {
+                    // Segment full: split it (we hold its lock), then retry.
+                    let r = split(tx, self, seg);
+                    tx.unlock(seg + S_LOCK);
+                    r?;
+                }
+                Err(e) => {
+                    tx.unlock(seg + S_LOCK);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_locked(
+        &self,
+        tx: &Txn,
+        seg: u64,
+        h: u64,
+        key: &[u8],
+        new: Option<(u64, u64)>,
+        decide: &mut dyn FnMut(Option<&Hit>) -> Result<bool>,
+        on_old: &mut dyn FnMut(&Shared, &Hit),
+    ) -> Result<Option<WriteResult>> {
+        let sh = tx.sh;
+        let hit = self.find_locked(sh, seg, h, key);
+        if !decide(hit.as_ref())? {
+            return Ok(Some(WriteResult { old: hit.map(|h| (h.off, h.rec_len)), applied: false }));
+        }
+        let cnt_off = self.counter(tx, MC_COUNT);
+        let bytes_off = self.counter(tx, MC_BYTES);
+        let cnt = sh.w(cnt_off).load(Relaxed);
+        let bytes = sh.w(bytes_off).load(Relaxed);
+        let mut redo = Redo::new();
+        // At most two bucket headers change: the slot's bucket and, for a stash slot, the
+        // home bucket's overflow count (always a different bucket).
+        let mut touched: [(u64, u64); 2] = [(0, 0); 2]; // (header offset, odd value)
+        let mut nt = 0;
+        let mut touch = |redo: &mut Redo, bo: u64, overflow_delta: i64| {
+            let cur = sh.w(bo).load(Relaxed);
+            let seq = hdr_seq(cur);
+            touched[nt] = (bo, make_hdr(seq.wrapping_add(1), hdr_overflow(cur)));
+            nt += 1;
+            let ov = (hdr_overflow(cur) as i64 + overflow_delta).max(0) as u64;
+            redo.push(bo, make_hdr(seq.wrapping_add(2), ov));
+        };
+        match (hit, new) {
+            (Some(hit), Some((off, len))) => {
+                on_old(sh, &hit);
+                redo.push(slot_off(seg, hit.bucket, hit.slot), make_slot(hash_tag(h), off));
+                touch(&mut redo, bucket_off(seg, hit.bucket), 0);
+                redo.push(bytes_off, bytes.wrapping_add(len).wrapping_sub(hit.rec_len));
+                crate::alloc::publish_large_redo(tx, off, &mut redo);
+            }
+            (None, Some((off, len))) => {
+                let Some((b, i)) = self.free_slot(sh, seg, h) else {
+                    return Ok(None);
+                };
+                redo.push(slot_off(seg, b, i), make_slot(hash_tag(h), off));
+                touch(&mut redo, bucket_off(seg, b), 0);
+                if b >= self.n_main {
+                    touch(&mut redo, bucket_off(seg, home_bucket(h, self.n_main)), 1);
+                }
+                redo.push(cnt_off, cnt.wrapping_add(1));
+                redo.push(bytes_off, bytes.wrapping_add(len));
+                crate::alloc::publish_large_redo(tx, off, &mut redo);
+            }
+            (Some(hit), None) => {
+                on_old(sh, &hit);
+                redo.push(slot_off(seg, hit.bucket, hit.slot), 0);
+                touch(&mut redo, bucket_off(seg, hit.bucket), 0);
+                if hit.bucket >= self.n_main {
+                    touch(&mut redo, bucket_off(seg, home_bucket(h, self.n_main)), -1);
+                }
+                redo.push(cnt_off, cnt.wrapping_sub(1));
+                redo.push(bytes_off, bytes.wrapping_sub(hit.rec_len));
+            }
+            (None, None) => return Ok(Some(WriteResult { old: None, applied: false })),
+        }
+        tx.commit(I_REDO, &[], &redo);
+        for (bo, odd) in &touched[..nt] {
+            sh.w(*bo).store(*odd, Relaxed);
+        }
+        tx.apply(&redo);
+        tx.done();
+        Ok(Some(WriteResult { old: hit.map(|h| (h.off, h.rec_len)), applied: true }))
+    }
+}
+
+/// What a write did: the old record (offset, length) if there was one, and whether the
+/// change was made (false when `decide` declined).
+pub(crate) struct WriteResult {
+    pub old: Option<(u64, u64)>,
+    pub applied: bool,
+}
+
+/// Makes sure the map has a spare segment (and, when `dir_g` is given, a spare directory
+/// of that depth), allocating from its index arena. Called with the directory lock held.
+fn ensure_spares(tx: &Txn, m: &MapRef, dir_g: Option<u64>) -> Result<()> {
+    let sh = tx.sh;
+    let need_seg = sh.w(m.hdr + M_SPARE_SEG).load(Acquire) == 0;
+    let need_dir = match dir_g {
+        Some(g) => sh.w(m.hdr + M_SPARE_DIR).load(Acquire) == 0 || sh.w(m.hdr + M_SPARE_DIR_G).load(Acquire) != g,
+        None => false,
+    };
+    if need_seg {
+        let s = arena_alloc(tx, m, m.seg_size)?;
+        let mut redo = Redo::new();
+        redo.push(m.hdr + M_SPARE_SEG, s.0);
+        commit_apply(tx, &mut redo, &s.1);
+    }
+    if need_dir {
+        let g = dir_g.unwrap_or(0);
+        let d = arena_alloc(tx, m, 8 << g)?;
+        let mut redo = Redo::new();
+        redo.push(m.hdr + M_SPARE_DIR, d.0);
+        redo.push(m.hdr + M_SPARE_DIR_G, g);
+        commit_apply(tx, &mut redo, &d.1);
+    }
+    Ok(())
+}
+
+fn commit_apply(tx: &Txn, redo: &mut Redo, extra: &[(u64, u64)]) {
+    for (o, v) in extra {
+        redo.push(*o, *v);
+    }
+    tx.commit(I_REDO, &[], redo);
+    tx.apply(redo);
+    tx.done();
+}
+
+/// Carves `size` bytes (a multiple of 128) from the map's index arena, taking a new index
+/// chunk (or, for a directory larger than a chunk, a run of its own) when needed.
+/// Returns the offset and the redo entries that take the space; the caller commits them
+/// together with the entry that records what the space is for, so a crash leaks nothing.
+fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(u64, u64)>)> {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    // Everything in the arena is bucket-aligned (segments must be; directories may as well).
+    let size = size.next_multiple_of(BUCKET);
+    let arena = sh.w(m.hdr + M_ARENA).load(Acquire);
+    let bump = sh.w(m.hdr + M_ARENA_BUMP).load(Acquire);
+    if arena != 0 && bump + size <= arena + cs {
+        return Ok((bump, vec![(m.hdr + M_ARENA_BUMP, bump + size)]));
+    }
+    let k = (size + CHUNK_HDR).div_ceil(cs);
+    // Taking chunks needs the alloc lock; its redo is committed on its own, with the new
+    // run linked into the map's chain (so a drop frees it even if we die right after).
+    let run = crate::alloc::with_alloc_lock(tx, |redo| {
+        let run = crate::alloc::take_run(sh, k, redo)?;
+        redo.push(run + K_KIND, CK_INDEX);
+        redo.push(run + K_RUN, k);
+        redo.push(run + K_OWNER, m.id);
+        redo.push(run + K_NEXT, sh.w(m.hdr + M_CHAIN).load(Acquire));
+        redo.push(m.hdr + M_CHAIN, run);
+        if k == 1 {
+            redo.push(m.hdr + M_ARENA, run);
+            redo.push(m.hdr + M_ARENA_BUMP, run + CHUNK_HDR);
+        }
+        Ok(run)
+    })?;
+    if k == 1 {
+        Ok((run + CHUNK_HDR, vec![(m.hdr + M_ARENA_BUMP, run + CHUNK_HDR + size)]))
+    } else {
+        Ok((run + CHUNK_HDR, vec![]))
+    }
+}
+
+/// Zeroes a segment's memory (it may be a reused chunk) and sets its header.
+fn init_segment(sh: &Shared, m: &MapRef, seg: u64, lock: u64, depth: u64, prefix: u64) {
+    let mut o = seg;
+    while o < seg + m.seg_size {
+        sh.w(o).store(0, Relaxed);
+        o += 8;
+    }
+    sh.w(seg + S_DEPTH).store(depth, Relaxed);
+    sh.w(seg + S_PREFIX).store(prefix, Relaxed);
+    sh.w(seg + S_LOCK).store(lock, Release);
+}
+
+/// Split arguments, stored in the txn slot's intent.
+const A_MAP: usize = 0;
+const A_SEG: usize = 1;
+const A_NEW: usize = 2;
+const A_DEPTH: usize = 3;
+const A_PHASE: usize = 4;
+
+/// Splits full segment `seg` (locked by the caller).
+fn split(tx: &Txn, m: &MapRef, seg: u64) -> Result<()> {
+    let sh = tx.sh;
+    let d = sh.w(seg + S_DEPTH).load(Acquire);
+    if d >= MAX_DEPTH {
+        return Err(Error::StoreFull(format!(
+            "map {}: segment at depth {d} is full; keys collide on {MAX_DEPTH} hash bits",
+            m.id
+        )));
+    }
+    let dir_lock = m.hdr + M_DIR_LOCK;
+    tx.lock(dir_lock)?;
+    let r = split_locked(tx, m, seg, d);
+    tx.unlock(dir_lock);
+    r
+}
+
+fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
+    let sh = tx.sh;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let g = root >> 48;
+    // 1. Double the directory if this segment is as deep as it: copy into the spare
+    //    directory of depth g+1 and publish it with one store. The old one is abandoned
+    //    (readers may still be in it; it is never reused while the map lives).
+    if d == g {
+        ensure_spares(tx, m, Some(g + 1))?;
+        let nd = sh.w(m.hdr + M_SPARE_DIR).load(Acquire);
+        let od = root & OFF_MASK;
+        let half = 1u64 << g;
+        for i in 0..half {
+            let e = sh.w(od + 8 * i).load(Acquire);
+            sh.w(nd + 8 * i).store(e, Relaxed);
+            sh.w(nd + 8 * (i + half)).store(e, Relaxed);
+        }
+        let mut redo = Redo::new();
+        redo.push(m.hdr + M_ROOT, make_root(nd, g + 1));
+        redo.push(m.hdr + M_SPARE_DIR, 0);
+        commit_apply(tx, &mut redo, &[]);
+    }
+    ensure_spares(tx, m, None)?;
+    let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
+    let prefix = sh.w(seg + S_PREFIX).load(Acquire);
+    // 2. Build the new segment, locked by us, private until published. Intent first: a
+    //    crash before publication leaves it as the map's spare, untouched.
+    let me = tx.idx + 1;
+    tx.held_note(s1 + S_LOCK);
+    let mut args = [0u64; T_NARGS as usize];
+    args[A_MAP] = m.id;
+    args[A_SEG] = seg;
+    args[A_NEW] = s1;
+    args[A_DEPTH] = d;
+    args[A_PHASE] = 0;
+    tx.commit(I_SPLIT, &args, &Redo::new());
+    init_segment(sh, m, s1, me, d + 1, prefix | (1 << d));
+    let end = sh.file_end();
+    let nb = m.n_main + m.n_stash;
+    let mut overflow = vec![0u64; m.n_main as usize];
+    for b in 0..nb {
+        for i in 0..SLOTS {
+            let s = sh.w(slot_off(seg, b, i)).load(Acquire);
+            if s == 0 {
+                continue;
+            }
+            let kh = key_hash_of(sh, m, slot_off_of(s), end)?;
+            if (kh >> d) & 1 == 1 {
+                sh.w(slot_off(s1, b, i)).store(s, Relaxed);
+                if b >= m.n_main {
+                    overflow[home_bucket(kh, m.n_main) as usize] += 1;
+                }
+            }
+        }
+    }
+    for (b, ov) in overflow.iter().enumerate() {
+        if *ov > 0 {
+            sh.w(bucket_off(s1, b as u64) + B_HDR).store(make_hdr(0, *ov), Relaxed);
+        }
+    }
+    // 3. Publish: from here on recovery rolls forward.
+    tx.set_arg(A_PHASE as u64, 1);
+    finish_split(sh, m, seg, s1, d)?;
+    // Statistics only (not covered by the intent: a crash may lose one count).
+    let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
+    sh.w(so).store(sh.w(so).load(Relaxed) + 1, Relaxed);
+    tx.done();
+    sh.w(s1 + S_LOCK).store(0, Release);
+    tx.held_forget(s1 + S_LOCK);
+    Ok(())
+}
+
+/// The hash of the key of the record at `off` (during a split or a check).
+fn key_hash_of(sh: &Shared, m: &MapRef, off: u64, end: u64) -> Result<u64> {
+    let (mid, k, _, hl) = read_record_header(sh, off, end)
+        .ok_or_else(|| sh.corrupt(format!("map {}: slot points at {off:#x}, not a record", m.id)))?;
+    if mid != m.id {
+        return Err(sh.corrupt(format!("map {}: record at {off:#x} belongs to map {mid}", m.id)));
+    }
+    let mut key = vec![0u8; k as usize];
+    sh.r.read_bytes(off + hl, &mut key);
+    Ok(hash(sh.g.seed, &key))
+}
+
+/// Steps 3-4 of a split, idempotent: repoint the directory, set depths, drop the moved
+/// keys from the old segment. Runs with the segment, new segment and directory locked
+/// (by the splitter, or by the dead splitter whose recovery this is).
+fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()> {
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let g = root >> 48;
+    let dir = root & OFF_MASK;
+    let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
+    let mut j = prefix;
+    while j < (1 << g) {
+        let e = if (j >> d) & 1 == 1 { dir_entry(s1, d + 1) } else { dir_entry(seg, d + 1) };
+        sh.w(dir + 8 * j).store(e, Release);
+        j += 1 << d;
+    }
+    sh.w(s1 + S_DEPTH).store(d + 1, Release);
+    sh.w(s1 + S_PREFIX).store(prefix | (1 << d), Release);
+    sh.w(seg + S_DEPTH).store(d + 1, Release);
+    sh.w(m.hdr + M_SPARE_SEG).store(0, Release);
+    let end = sh.file_end();
+    let nb = m.n_main + m.n_stash;
+    let mut overflow_drop = vec![0u64; m.n_main as usize];
+    for b in 0..nb {
+        let bo = bucket_off(seg, b);
+        let mut moved = [false; SLOTS as usize];
+        let mut any = false;
+        for i in 0..SLOTS {
+            let s = sh.w(slot_off(seg, b, i)).load(Acquire);
+            if s == 0 {
+                continue;
+            }
+            let kh = key_hash_of(sh, m, slot_off_of(s), end)?;
+            if (kh >> d) & 1 == 1 {
+                moved[i as usize] = true;
+                any = true;
+                if b >= m.n_main {
+                    overflow_drop[home_bucket(kh, m.n_main) as usize] += 1;
+                }
+            }
+        }
+        if any {
+            let h0 = sh.w(bo).load(Acquire);
+            let seq = hdr_seq(h0) | 1; // odd (a dead splitter may have left it odd already)
+            sh.w(bo).store(make_hdr(seq, hdr_overflow(h0)), Relaxed);
+            for i in 0..SLOTS {
+                if moved[i as usize] {
+                    sh.w(slot_off(seg, b, i)).store(0, Release);
+                }
+            }
+            sh.w(bo).store(make_hdr(seq.wrapping_add(1), hdr_overflow(h0)), Release);
+        }
+    }
+    // Overflow counts of the old segment: recount from its stash, which is exact whatever
+    // point a previous attempt reached.
+    let _ = overflow_drop;
+    recount_overflow(sh, m, seg, end)?;
+    Ok(())
+}
+
+/// Sets every main bucket's overflow count to the number of its keys in the stash.
+fn recount_overflow(sh: &Shared, m: &MapRef, seg: u64, end: u64) -> Result<()> {
+    let mut counts = vec![0u64; m.n_main as usize];
+    for s in 0..m.n_stash {
+        for i in 0..SLOTS {
+            let v = sh.w(slot_off(seg, m.n_main + s, i)).load(Acquire);
+            if v != 0 {
+                let kh = key_hash_of(sh, m, slot_off_of(v), end)?;
+                counts[home_bucket(kh, m.n_main) as usize] += 1;
+            }
+        }
+    }
+    for (b, c) in counts.iter().enumerate() {
+        let bo = bucket_off(seg, b as u64);
+        let h0 = sh.w(bo).load(Acquire);
+        if hdr_overflow(h0) != *c || hdr_seq(h0) & 1 == 1 {
+            let seq = hdr_seq(h0) | 1;
+            sh.w(bo).store(make_hdr(seq, hdr_overflow(h0)), Relaxed);
+            sh.w(bo).store(make_hdr(seq.wrapping_add(1), *c), Release);
+        }
+    }
+    Ok(())
+}
+
+/// Recovery of a split whose thread died (called with its locks still naming it).
+pub(crate) fn recover_split(sh: &Shared, _t: u64, args: &[u64]) -> Result<()> {
+    let id = args[A_MAP];
+    let m = map_ref_unchecked(sh, id)?;
+    if args[A_PHASE] == 0 {
+        // The new segment was never published: it is still the map's spare. Nothing in
+        // the old segment changed.
+        return Ok(());
+    }
+    finish_split(sh, &m, args[A_SEG], args[A_NEW], args[A_DEPTH])
+}
+
+/// A MapRef read straight from the catalog (recovery and checks).
+pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
+    if id >= sh.g.n_catalog {
+        return Err(sh.corrupt(format!("map id {id} out of range")));
+    }
+    let ce = sh.g.cat_entry(id);
+    let cat_word = sh.w(ce + C_STATE).load(Acquire);
+    let hdr = sh.w(ce + C_HDR).load(Acquire);
+    let end = sh.file_end();
+    if hdr < sh.g.chunks_off || hdr + M_COUNTERS > end {
+        return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
+    }
+    let n_main = sh.w(hdr + M_N_MAIN).load(Acquire);
+    let n_stash = sh.w(hdr + M_N_STASH).load(Acquire);
+    if !(1..=4096).contains(&n_main) || !(1..=1024).contains(&n_stash) || n_main > u16::MAX as u64 {
+        return Err(sh.corrupt(format!("map {id}: bad geometry {n_main}+{n_stash} buckets")));
+    }
+    Ok(MapRef { id, hdr, n_main, n_stash, seg_size: segment_size(n_main, n_stash), cat_word })
+}
+
+/// Creates the index of a new map inside its first chunk `c` (already taken by the caller
+/// and zero-initialised as needed): header, a one-entry directory, one segment.
+pub(crate) fn init_map(sh: &Shared, c: u64, id: u64, n_main: u64, n_stash: u64) -> MapRef {
+    let hdr = c + CHUNK_HDR;
+    let hsize = map_header_size(sh.g.n_txn);
+    let mut o = hdr;
+    while o < hdr + hsize {
+        sh.w(o).store(0, Relaxed);
+        o += 8;
+    }
+    let dir = hdr + hsize;
+    let seg = dir + BUCKET;
+    let m = MapRef { id, hdr, n_main, n_stash, seg_size: segment_size(n_main, n_stash), cat_word: 0 };
+    init_segment(sh, &m, seg, 0, 0, 0);
+    sh.w(dir).store(dir_entry(seg, 0), Relaxed);
+    sh.w(hdr + M_N_MAIN).store(n_main, Relaxed);
+    sh.w(hdr + M_N_STASH).store(n_stash, Relaxed);
+    sh.w(hdr + M_CHAIN).store(c, Relaxed);
+    sh.w(hdr + M_ARENA).store(c, Relaxed);
+    sh.w(hdr + M_ARENA_BUMP).store(seg + m.seg_size, Relaxed);
+    sh.w(hdr + M_ROOT).store(make_root(dir, 0), Release);
+    m
+}
+
+/// Space the first chunk of a map needs for its header, directory and first segment.
+pub(crate) fn first_chunk_need(sh: &Shared, n_main: u64, n_stash: u64) -> u64 {
+    CHUNK_HDR + map_header_size(sh.g.n_txn) + BUCKET + segment_size(n_main, n_stash)
+}
+
+/// Every distinct segment of the map, in directory order, with its depth and prefix.
+pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
+    let end = sh.file_end();
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let g = root >> 48;
+    let dir = root & OFF_MASK;
+    if g > MAX_DEPTH || dir + (8 << g) > end {
+        return Err(sh.corrupt(format!("map {}: directory {root:#x} out of the file", m.id)));
+    }
+    let mut out = Vec::new();
+    for j in 0..(1u64 << g) {
+        let e = sh.w(dir + 8 * j).load(Acquire);
+        let d = entry_depth(e);
+        if d > g {
+            return Err(sh.corrupt(format!("map {}: entry {j} has depth {d} > global {g}", m.id)));
+        }
+        if j < (1 << d) {
+            out.push((entry_seg(e), d));
+        }
+    }
+    Ok(out)
+}
+
+impl MapRef {
+    /// Moves a live record to `new` (offset, length) if the key still points at `old`.
+    /// Used by the cleaner; returns whether it moved.
+    pub fn relocate(&self, tx: &Txn, key: &[u8], old: u64, new: (u64, u64)) -> Result<bool> {
+        let r = self.write(tx, key, Some(new), &mut |hit| Ok(hit.is_some_and(|h| h.off == old)), &mut |_, _| {})?;
+        Ok(r.applied)
+    }
+}
+
+/// Removes every entry of the map, segment by segment. Returns the record bytes freed.
+pub(crate) fn clear(tx: &Txn, m: &MapRef) -> Result<u64> {
+    let sh = tx.sh;
+    let mut done = std::collections::HashSet::new();
+    let mut freed = 0u64;
+    loop {
+        let todo: Vec<u64> = segments(sh, m)?.into_iter().map(|(s, _)| s).filter(|s| !done.contains(s)).collect();
+        if todo.is_empty() {
+            return Ok(freed);
+        }
+        for seg in todo {
+            done.insert(seg);
+            tx.lock(seg + S_LOCK)?;
+            let r = clear_segment(tx, m, seg);
+            tx.unlock(seg + S_LOCK);
+            freed += r?;
+        }
+    }
+}
+
+fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
+    let sh = tx.sh;
+    if !m.alive(sh) {
+        return Err(m.dropped());
+    }
+    let end = sh.file_end();
+    let cnt_off = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_COUNT;
+    let bytes_off = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_BYTES;
+    let mut freed = 0;
+    for b in 0..m.n_main + m.n_stash {
+        let bo = bucket_off(seg, b);
+        let h0 = sh.w(bo).load(Acquire);
+        let mut redo = Redo::new();
+        let (mut n, mut bytes) = (0u64, 0u64);
+        for i in 0..SLOTS {
+            let s = sh.w(slot_off(seg, b, i)).load(Acquire);
+            if s != 0 {
+                let (_, k, v, hl) = read_record_header(sh, slot_off_of(s), end)
+                    .ok_or_else(|| sh.corrupt(format!("map {}: slot at {:#x} points at no record", m.id, slot_off(seg, b, i))))?;
+                redo.push(slot_off(seg, b, i), 0);
+                n += 1;
+                bytes += hl + k + v;
+            }
+        }
+        if n == 0 && hdr_overflow(h0) == 0 {
+            continue;
+        }
+        redo.push(bo, make_hdr(hdr_seq(h0).wrapping_add(2), 0));
+        redo.push(cnt_off, sh.w(cnt_off).load(Relaxed).wrapping_sub(n));
+        redo.push(bytes_off, sh.w(bytes_off).load(Relaxed).wrapping_sub(bytes));
+        tx.commit(I_REDO, &[], &redo);
+        sh.w(bo).store(make_hdr(hdr_seq(h0).wrapping_add(1), hdr_overflow(h0)), Relaxed);
+        tx.apply(&redo);
+        tx.done();
+        freed += bytes;
+    }
+    Ok(freed)
+}
+
+/// Items of one iteration step.
+pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Copies out the segment that covers iteration position `cursor`, and returns the next
+/// position (None at the end).
+///
+/// Positions are hashes with their bits reversed. A segment of local depth d holds exactly
+/// the keys whose low d hash bits equal its prefix: an aligned interval of length 2^(64-d)
+/// in reversed order. Splits only cut intervals in two, so walking intervals in order,
+/// and keeping only keys at or past the cursor, visits every key that stays put exactly
+/// once whatever splits happen meanwhile.
+pub(crate) fn snapshot(sh: &std::sync::Arc<Shared>, m: &MapRef, cursor: u64, values: bool) -> Result<(Items, Option<u64>)> {
+    for attempt in 0..16 {
+        if let Some(r) = snapshot_once(sh, m, cursor, values, None)? {
+            return Ok(r);
+        }
+        if attempt > 4 {
+            std::thread::yield_now();
+        }
+    }
+    // Persistent interference: copy under the segment lock.
+    let t = crate::shared::thread_txn(sh)?;
+    let tx = Txn::new(sh, t);
+    let h = cursor.reverse_bits();
+    let seg = m.lock_segment(&tx, h)?;
+    let r = snapshot_once(sh, m, cursor, values, Some(seg));
+    tx.unlock(seg + S_LOCK);
+    r?.ok_or_else(|| sh.corrupt(format!("map {}: segment {seg:#x} changed under its lock", m.id)))
+}
+
+fn snapshot_once(sh: &Shared, m: &MapRef, cursor: u64, values: bool, locked: Option<u64>) -> Result<Option<(Items, Option<u64>)>> {
+    let end = sh.file_end();
+    let h = cursor.reverse_bits();
+    let (root, eoff, e) = m.locate(sh, h, end)?;
+    let seg = entry_seg(e);
+    if locked.is_some_and(|l| l != seg) {
+        return Ok(None);
+    }
+    let d = entry_depth(e);
+    let nb = m.n_main + m.n_stash;
+    let mut hdrs = Vec::with_capacity(nb as usize);
+    let mut items = Vec::new();
+    for b in 0..nb {
+        let bo = bucket_off(seg, b);
+        let h1 = sh.w(bo).load(Acquire);
+        if hdr_seq(h1) & 1 == 1 {
+            return Ok(None);
+        }
+        hdrs.push(h1);
+        for i in 0..SLOTS {
+            let s = sh.w(slot_off(seg, b, i)).load(Relaxed);
+            if s == 0 {
+                continue;
+            }
+            let off = slot_off_of(s);
+            let Some((mid, k, v, hl)) = read_record_header(sh, off, end) else {
+                return Ok(None);
+            };
+            if mid != m.id {
+                return Ok(None);
+            }
+            let mut key = vec![0u8; k as usize];
+            sh.r.read_bytes(off + hl, &mut key);
+            if hash(sh.g.seed, &key).reverse_bits() < cursor {
+                continue;
+            }
+            let mut val = Vec::new();
+            if values {
+                // Validate the bucket before trusting the length with an allocation.
+                fence(Acquire);
+                if sh.w(bo).load(Relaxed) != h1 {
+                    return Ok(None);
+                }
+                val = vec![0u8; v as usize];
+                sh.r.read_bytes(off + hl + k, &mut val);
+            }
+            items.push((key, val));
+        }
+    }
+    fence(Acquire);
+    for b in 0..nb {
+        if sh.w(bucket_off(seg, b)).load(Relaxed) != hdrs[b as usize] {
+            return Ok(None);
+        }
+    }
+    if sh.w(eoff).load(Relaxed) != e || sh.w(m.hdr + M_ROOT).load(Relaxed) != root {
+        return Ok(None);
+    }
+    if !m.alive(sh) {
+        return Err(m.dropped());
+    }
+    let next = if d == 0 {
+        None
+    } else {
+        let span = 1u64 << (64 - d);
+        (cursor & !(span - 1)).checked_add(span)
+    };
+    Ok(Some((items, next)))
+}
+
+impl MapRef {
+    /// Where `key`'s record is, by an optimistic read (a hint: the locked write path
+    /// checks again before acting on it).
+    pub(crate) fn record_of(&self, sh: &Shared, key: &[u8]) -> Option<u64> {
+        self.read(sh, key, |rec, _, _| rec).ok().flatten()
+    }
+}

@@ -1,0 +1,52 @@
+//! # Shoal
+//!
+//! A shared-memory key-value store: named hash maps in one memory-mapped file that any
+//! number of processes (and their threads) read and write directly, with no server.
+//!
+//! ```no_run
+//! let store = shoal::Store::open("demo")?;          // /dev/shm/demo.shoal
+//! let users = store.map("users")?;
+//! users.put(b"alice", b"admin")?;
+//! assert_eq!(users.get(b"alice")?.as_deref(), Some(&b"admin"[..]));
+//! # Ok::<(), shoal::Error>(())
+//! ```
+//!
+//! * Reads never lock and never write shared memory; writes lock one small index segment.
+//! * Any process may be killed at any instant: the file stays consistent, and its locks
+//!   are recovered by the next process that needs them (liveness comes from file locks
+//!   the kernel drops when a process dies, not from PIDs).
+//! * The file grows without remapping and without rehashing the table; a full disk or a
+//!   full store is an error, never a crash.
+//!
+//! The file format is specified in `docs/FORMAT.md`; the design in `docs/DESIGN.md`.
+
+#![warn(missing_docs)]
+
+mod alloc;
+pub mod check;
+mod cleaner;
+mod error;
+mod format;
+mod index;
+mod map;
+mod mem;
+mod shared;
+mod store;
+mod sys;
+mod txn;
+
+pub use error::{Error, Result};
+pub use map::{Iter, Keys, Map, MapStats, PutOutcome};
+pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
+
+/// The format version this library writes (see `docs/FORMAT.md`).
+pub const FORMAT_VERSION: u32 = format::FORMAT_VERSION;
+/// The largest key, in bytes.
+pub const MAX_KEY_LEN: usize = format::MAX_KEY;
+/// The largest value, in bytes.
+pub const MAX_VALUE_LEN: u64 = format::MAX_VALUE;
+
+/// XXH3-64 of `key` with `seed`: the format's hash, for tools and other implementations.
+pub fn format_hash(seed: u64, key: &[u8]) -> u64 {
+    format::hash(seed, key)
+}

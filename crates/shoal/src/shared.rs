@@ -1,0 +1,277 @@
+//! One open store in this process: the mapping, the process's registration (its process
+//! slot and liveness lock), and the per-thread txn slots.
+//!
+//! Liveness. Process slot `p` is alive exactly while some open file description holds the
+//! OFD write lock on byte `LIVENESS_BASE + p` of the store file. A registering process
+//! takes a slot by taking that byte lock (the kernel arbitrates races), bumps the slot's
+//! generation, and from then on every txn slot it claims carries `(p, generation)`. A txn
+//! slot is therefore alive iff its process slot still has that generation and the byte is
+//! locked. The kernel drops the lock the instant the process dies; no PID is trusted.
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::mem::Region;
+use crate::sys;
+use std::cell::RefCell;
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) struct Registration {
+    pub proc_idx: u64,
+    pub proc_gen: u64,
+    pub lock_fd: Option<OwnedFd>,
+    pub fd_in_fork_table: bool,
+}
+
+/// State shared by every handle on one open store in this process.
+pub(crate) struct Shared {
+    pub r: Region,
+    pub g: Geometry,
+    pub path: PathBuf,
+    pub file: File,
+    pub id: u64,
+    pub reserve: u64,
+    pub lock_timeout: Duration,
+    reg: Mutex<Registration>,
+    /// `(fork generation << 32) | registration count`: changes whenever this process's
+    /// identity in the store changes, invalidating cached txn slots.
+    pub epoch: AtomicU64,
+    /// The owner word of this process's txn slots.
+    pub owner_word: AtomicU64,
+    pub proc_idx: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(r: Region, g: Geometry, path: PathBuf, file: File, reserve: u64, lock_timeout: Duration) -> Shared {
+        Shared {
+            r,
+            g,
+            path,
+            file,
+            id: NEXT_STORE_ID.fetch_add(1, Relaxed),
+            reserve,
+            lock_timeout,
+            reg: Mutex::new(Registration { proc_idx: u64::MAX, proc_gen: 0, lock_fd: None, fd_in_fork_table: false }),
+            epoch: AtomicU64::new(0),
+            owner_word: AtomicU64::new(0),
+            proc_idx: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    #[inline]
+    pub fn w(&self, off: u64) -> &crate::mem::AtomicU64 {
+        self.r.word(off)
+    }
+
+    #[inline]
+    pub fn file_end(&self) -> u64 {
+        self.w(H_FILE_END).load(Acquire)
+    }
+
+    pub fn corrupt(&self, what: impl Into<String>) -> Error {
+        Error::corrupt(&self.path, what)
+    }
+
+    /// Registers this process: takes a free (or dead) process slot and its liveness lock.
+    pub fn register(&self) -> Result<()> {
+        let mut reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
+        let fork_gen = sys::FORK_GENERATION.load(SeqCst);
+        if reg.proc_idx != u64::MAX && (self.epoch.load(SeqCst) >> 32) == fork_gen {
+            return Ok(()); // another thread re-registered first
+        }
+        if reg.proc_idx != u64::MAX && (self.epoch.load(SeqCst) >> 32) != fork_gen {
+            // We are a forked child: the descriptor we inherited was closed by the atfork
+            // handler (if it was in the table); never close it again, its number may
+            // have been reused.
+            if let Some(fd) = reg.lock_fd.take() {
+                if reg.fd_in_fork_table {
+                    std::mem::forget(fd);
+                }
+            }
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        // Read-write: an OFD write lock needs a descriptor open for writing.
+        let lock_file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&self.path)
+            .map_err(|e| Error::io(&self.path, e))?;
+        let lock_fd: OwnedFd = lock_file.into();
+        let mut chosen = None;
+        for p in 0..self.g.n_proc {
+            let slot = self.g.proc_slot(p);
+            // Cheap pre-filter: attached slots whose byte is locked are alive.
+            if self.w(slot + P_STATE).load(Acquire) != 0
+                && sys::byte_locked(self.file.as_raw_fd(), sys::LIVENESS_BASE + p).unwrap_or(true)
+            {
+                continue;
+            }
+            if sys::try_lock_byte(lock_fd.as_raw_fd(), sys::LIVENESS_BASE + p).map_err(|e| Error::io(&self.path, e))? {
+                chosen = Some(p);
+                break;
+            }
+        }
+        let Some(p) = chosen else {
+            return Err(Error::TooManyUsers(format!("all {} process slots are in use", self.g.n_proc)));
+        };
+        let slot = self.g.proc_slot(p);
+        // The slot may have belonged to a dead process: its txn slots are reclaimed by
+        // `reclaim_dead` (their owner words name the old generation, now dead).
+        let gen = self.w(slot + P_GEN).load(Acquire).wrapping_add(1);
+        self.w(slot + P_GEN).store(gen, Release);
+        self.w(slot + P_PID).store(sys::pid() as u64, Relaxed);
+        self.w(slot + P_STATE).store(1, Release);
+        reg.fd_in_fork_table = sys::remember_liveness_fd(lock_fd.as_raw_fd());
+        reg.lock_fd = Some(lock_fd);
+        reg.proc_idx = p;
+        reg.proc_gen = gen;
+        self.proc_idx.store(p, SeqCst);
+        self.owner_word.store(txn_owner(p, gen), SeqCst);
+        let count = (self.epoch.load(SeqCst) & 0xffff_ffff) + 1;
+        self.epoch.store((fork_gen << 32) | count, SeqCst);
+        Ok(())
+    }
+
+    /// Re-registers after `fork()` if needed. One relaxed load on the fast path.
+    #[inline]
+    pub fn ensure_registered(&self) -> Result<()> {
+        if sys::FORK_GENERATION.load(Relaxed) != self.epoch.load(Relaxed) >> 32 {
+            self.register()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the txn whose owner word is `owner` belongs to a live process.
+    pub fn owner_alive(&self, owner: u64) -> bool {
+        if owner == 0 {
+            return false;
+        }
+        if owner == self.owner_word.load(Relaxed) {
+            return true;
+        }
+        let (p, gen) = txn_owner_parts(owner);
+        if p >= self.g.n_proc {
+            return false;
+        }
+        let slot = self.g.proc_slot(p);
+        if self.w(slot + P_STATE).load(Acquire) == 0 || (self.w(slot + P_GEN).load(Acquire) & ((1 << 47) - 1)) != gen {
+            return false;
+        }
+        // An error here (it should not happen) is taken as "alive": never steal on doubt.
+        sys::byte_locked(self.file.as_raw_fd(), sys::LIVENESS_BASE + p).unwrap_or(true)
+    }
+
+    /// Whether txn slot `t` is owned by a live thread.
+    pub fn txn_alive(&self, t: u64) -> bool {
+        t < self.g.n_txn && self.owner_alive(self.w(self.g.txn_slot(t) + T_OWNER).load(Acquire))
+    }
+
+    /// Claims a free txn slot for the calling thread.
+    fn claim_txn(&self) -> Result<u64> {
+        let owner = self.owner_word.load(SeqCst);
+        for pass in 0..2 {
+            for t in 0..self.g.n_txn {
+                let w = self.w(self.g.txn_slot(t) + T_OWNER);
+                let cur = w.load(Relaxed);
+                if cur == 0 && w.compare_exchange(0, owner, AcqRel, Relaxed).is_ok() {
+                    return Ok(t);
+                }
+            }
+            if pass == 0 {
+                crate::txn::reclaim_dead(self)?;
+            }
+        }
+        Err(Error::TooManyUsers(format!("all {} thread slots are in use", self.g.n_txn)))
+    }
+
+    /// Frees a txn slot this process owns. Its data chunk stays with the slot, so the next
+    /// thread to claim it goes on filling the same chunk.
+    pub fn release_txn(&self, t: u64) {
+        let w = self.w(self.g.txn_slot(t) + T_OWNER);
+        let _ = w.compare_exchange(self.owner_word.load(SeqCst), 0, AcqRel, Relaxed);
+    }
+
+    /// Releases everything this process holds in the store (on close).
+    pub fn unregister(&self) {
+        let mut reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
+        if reg.proc_idx == u64::MAX {
+            return;
+        }
+        let forked = (self.epoch.load(SeqCst) >> 32) != sys::FORK_GENERATION.load(SeqCst);
+        if !forked {
+            let owner = self.owner_word.load(SeqCst);
+            for t in 0..self.g.n_txn {
+                let w = self.w(self.g.txn_slot(t) + T_OWNER);
+                if w.load(Acquire) == owner {
+                    // A thread of ours may still be inside an operation only if the store
+                    // is being dropped while in use, which Arc ownership rules out.
+                    w.store(0, Release);
+                }
+            }
+            self.w(self.g.proc_slot(reg.proc_idx) + P_STATE).store(0, Release);
+            if let Some(fd) = reg.lock_fd.take() {
+                sys::unlock_byte(fd.as_raw_fd(), sys::LIVENESS_BASE + reg.proc_idx);
+                if reg.fd_in_fork_table {
+                    sys::forget_liveness_fd(fd.as_raw_fd());
+                }
+                drop(fd);
+            }
+        } else if let Some(fd) = reg.lock_fd.take() {
+            if reg.fd_in_fork_table {
+                std::mem::forget(fd); // closed by the atfork handler already
+            }
+        }
+        reg.proc_idx = u64::MAX;
+    }
+}
+
+struct TlsEntry {
+    store_id: u64,
+    epoch: u64,
+    txn: u64,
+    sh: Weak<Shared>,
+}
+
+impl Drop for TlsEntry {
+    fn drop(&mut self) {
+        if let Some(sh) = self.sh.upgrade() {
+            if sh.epoch.load(SeqCst) == self.epoch {
+                sh.release_txn(self.txn);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static TXNS: RefCell<Vec<TlsEntry>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's txn slot in `sh`, claiming one on first use.
+#[inline]
+pub(crate) fn thread_txn(sh: &Arc<Shared>) -> Result<u64> {
+    sh.ensure_registered()?;
+    let epoch = sh.epoch.load(Relaxed);
+    let found = TXNS.with(|v| {
+        let v = v.borrow();
+        v.iter().find(|e| e.store_id == sh.id && e.epoch == epoch).map(|e| e.txn)
+    });
+    if let Some(t) = found {
+        return Ok(t);
+    }
+    let t = sh.claim_txn()?;
+    TXNS.with(|v| {
+        let mut v = v.borrow_mut();
+        // Entries of closed stores or of a pre-fork identity are dead weight: drop them
+        // (their Drop releases nothing that is not ours).
+        v.retain(|e| e.sh.strong_count() > 0 && !(e.store_id == sh.id && e.epoch != epoch));
+        v.push(TlsEntry { store_id: sh.id, epoch, txn: t, sh: Arc::downgrade(sh) });
+    });
+    Ok(t)
+}

@@ -1,0 +1,608 @@
+//! `Store`: opening, creating and destroying store files; the catalog of named maps.
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::index::{self, MapRef};
+use crate::map::Map;
+use crate::mem::Region;
+use crate::shared::{thread_txn, Shared};
+use crate::sys;
+use crate::txn::Txn;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::*;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+/// How [`Store::open_with`] treats an existing or missing file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OpenMode {
+    /// Open the store, creating it if it does not exist.
+    #[default]
+    OpenOrCreate,
+    /// Open an existing store; `NotFound` if there is none.
+    Open,
+    /// Create a new store; `AlreadyExists` if the file exists.
+    CreateNew,
+}
+
+/// Options for opening or creating a store. Size and table options apply when the
+/// store is created and are then fixed in its header.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Largest size the file may grow to. The whole range is reserved as address space
+    /// (not memory) when the store is opened. Default 1 TiB.
+    pub max_size: u64,
+    /// Bytes allocated when the store is created (rounded up to whole chunks). Default:
+    /// just the tables.
+    pub initial_size: u64,
+    /// Permission bits of a new file. Default 0o600.
+    pub mode: u32,
+    /// How long an operation waits for a lock held by a live process (for example one
+    /// stopped with SIGSTOP) before failing with [`Error::Timeout`]. Default 5 s. Locks of
+    /// dead processes are recovered within milliseconds whatever this is.
+    pub lock_timeout: Duration,
+    /// Processes that may have the store open at once. Default 1,024.
+    pub max_processes: u32,
+    /// Threads (across all processes) that may use the store at once. Default 1,024.
+    pub max_threads: u32,
+    /// Named maps the store can hold. Default 1,024.
+    pub max_maps: u32,
+    /// Size of a chunk, the unit of file growth: a power of two from 64 KiB to 64 MiB.
+    /// Default 256 KiB.
+    pub chunk_size: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_size: 1 << 40,
+            initial_size: 0,
+            mode: 0o600,
+            lock_timeout: Duration::from_secs(5),
+            max_processes: 1024,
+            max_threads: 1024,
+            max_maps: 1024,
+            chunk_size: 256 * 1024,
+        }
+    }
+}
+
+/// Options for creating a map.
+#[derive(Clone, Debug)]
+pub struct MapOptions {
+    /// Main buckets per index segment (15 slots each). Default 59, which with the stash
+    /// makes an 8 KiB segment. Smaller segments split more often (useful in tests).
+    pub segment_buckets: u32,
+    /// Stash buckets per segment, for keys whose home bucket is full. Default 4.
+    pub stash_buckets: u32,
+}
+
+impl Default for MapOptions {
+    fn default() -> MapOptions {
+        MapOptions { segment_buckets: DEFAULT_MAIN_BUCKETS as u32, stash_buckets: DEFAULT_STASH_BUCKETS as u32 }
+    }
+}
+
+/// An open store: one file holding named maps, shared by every process that opens it.
+///
+/// `Store` is `Send + Sync` and cheap to clone; opening the same file twice in one
+/// process returns handles on the same mapping.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) sh: Arc<Shared>,
+}
+
+/// Figures about a whole store.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Size of the file in use.
+    pub file_size: u64,
+    /// Largest size the file may grow to.
+    pub max_size: u64,
+    /// Bytes in data chunks (live and dead records).
+    pub data_bytes: u64,
+    /// Bytes of live records, over all maps.
+    pub live_bytes: u64,
+    /// Bytes of dead records not yet reclaimed.
+    pub dead_bytes: u64,
+    /// Bytes in free chunks.
+    pub free_bytes: u64,
+    /// Chunks reclaimed by the cleaner so far.
+    pub chunks_cleaned: u64,
+    /// Named maps.
+    pub maps: u64,
+    /// Processes attached now.
+    pub processes: u64,
+}
+
+/// Resolves a store path: a bare name (no `/`) means `/dev/shm/NAME.shoal`.
+pub fn resolve_path(p: impl AsRef<Path>) -> PathBuf {
+    let p = p.as_ref();
+    let s = p.as_os_str().to_string_lossy();
+    if !s.contains('/') && !s.is_empty() && s != "." && s != ".." {
+        PathBuf::from(format!("/dev/shm/{s}.shoal"))
+    } else {
+        p.to_owned()
+    }
+}
+
+fn open_stores() -> &'static Mutex<HashMap<(u64, u64), Weak<Shared>>> {
+    static M: OnceLock<Mutex<HashMap<(u64, u64), Weak<Shared>>>> = OnceLock::new();
+    M.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most the given length into the buffer.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 8, 0) };
+    if n == 8 {
+        u64::from_le_bytes(b)
+    } else {
+        // No getrandom: the clock and pid still make seeds differ between files.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        xxhash_rust::xxh3::xxh3_64(&[t.to_le_bytes().as_slice(), &sys::pid().to_le_bytes()].concat())
+    }
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it if needed, with default options.
+    /// A bare name means `/dev/shm/NAME.shoal`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, &Options::default(), OpenMode::OpenOrCreate)
+    }
+
+    /// Opens an existing store.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, &Options::default(), OpenMode::Open)
+    }
+
+    /// Creates a new store; fails with `AlreadyExists` if the file exists.
+    pub fn create(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, &Options::default(), OpenMode::CreateNew)
+    }
+
+    /// Opens or creates a store with explicit options.
+    pub fn open_with(path: impl AsRef<Path>, opts: &Options, mode: OpenMode) -> Result<Store> {
+        let path = resolve_path(path);
+        validate_options(opts)?;
+        loop {
+            match mode {
+                OpenMode::Open => return open_file(&path, opts),
+                OpenMode::CreateNew => {
+                    create_file(&path, opts)?;
+                    return open_file(&path, opts);
+                }
+                OpenMode::OpenOrCreate => match open_file(&path, opts) {
+                    Err(Error::NotFound(_)) => match create_file(&path, opts) {
+                        Ok(()) | Err(Error::AlreadyExists(_)) => continue,
+                        Err(e) => return Err(e),
+                    },
+                    r => return r,
+                },
+            }
+        }
+    }
+
+    /// Deletes the store file. Processes that have it open keep working on their mapping
+    /// until they close it; new opens create a new, empty store.
+    pub fn destroy(path: impl AsRef<Path>) -> Result<()> {
+        let path = resolve_path(path);
+        std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))
+    }
+
+    /// The store file's path.
+    pub fn path(&self) -> &Path {
+        &self.sh.path
+    }
+
+    fn txn(&self) -> Result<Txn<'_>> {
+        let t = thread_txn(&self.sh)?;
+        Ok(Txn::new(&self.sh, t))
+    }
+
+    /// Opens the map `name`, creating it (with default options) if it does not exist.
+    pub fn map(&self, name: &str) -> Result<Map> {
+        self.map_with(name, &MapOptions::default(), true)
+    }
+
+    /// Opens an existing map; `NotFound` if there is none.
+    pub fn open_map(&self, name: &str) -> Result<Map> {
+        self.map_with(name, &MapOptions::default(), false)
+    }
+
+    /// Opens the map `name`, creating it with `opts` if it does not exist and `create`.
+    /// The options of an existing map are those it was created with.
+    pub fn map_with(&self, name: &str, opts: &MapOptions, create: bool) -> Result<Map> {
+        validate_name(name)?;
+        if !(1..=4096).contains(&opts.segment_buckets) || !(1..=1024).contains(&opts.stash_buckets) {
+            return Err(Error::InvalidArgument("segment_buckets must be 1..=4096 and stash_buckets 1..=1024".into()));
+        }
+        if let Some(m) = self.find_map(name)? {
+            return Ok(m);
+        }
+        if !create {
+            return Err(Error::NotFound(format!("map {name:?}")));
+        }
+        let tx = self.txn()?;
+        tx.lock(H_CATALOG_LOCK)?;
+        let r = self.create_map_locked(&tx, name, opts);
+        tx.unlock(H_CATALOG_LOCK);
+        r
+    }
+
+    fn find_map(&self, name: &str) -> Result<Option<Map>> {
+        let sh = &*self.sh;
+        sh.ensure_registered()?;
+        for id in 0..sh.g.n_catalog {
+            let ce = sh.g.cat_entry(id);
+            let st = sh.w(ce + C_STATE).load(Acquire);
+            if st & 0xff != CAT_LIVE || sh.w(ce + C_KIND).load(Acquire) != KIND_MAP || !name_is(sh, ce, name) {
+                continue;
+            }
+            let mut m = index::map_ref_unchecked(sh, id)?;
+            m.cat_word = st;
+            if sh.w(ce + C_STATE).load(Acquire) != st {
+                continue; // dropped while we looked
+            }
+            return Ok(Some(Map { sh: self.sh.clone(), m, name: name.into() }));
+        }
+        Ok(None)
+    }
+
+    fn create_map_locked(&self, tx: &Txn, name: &str, opts: &MapOptions) -> Result<Map> {
+        let sh = &*self.sh;
+        self.finish_drops(tx)?;
+        if let Some(m) = self.find_map(name)? {
+            return Ok(m);
+        }
+        let id = (0..sh.g.n_catalog)
+            .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
+            .ok_or_else(|| Error::StoreFull(format!("the store already holds its maximum of {} maps", sh.g.n_catalog)))?;
+        let ce = sh.g.cat_entry(id);
+        let (n_main, n_stash) = (opts.segment_buckets as u64, opts.stash_buckets as u64);
+        let cs = sh.g.chunk_size();
+        let k = index::first_chunk_need(sh, n_main, n_stash).div_ceil(cs);
+        let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
+        let word = CAT_LIVE | (inc << 8);
+        let mref = crate::alloc::with_alloc_lock(tx, |redo| {
+            let c = crate::alloc::take_run(sh, k, redo)?;
+            // The run is ours (alloc lock held); its content is written now, published by
+            // the redo list below together with the catalog entry.
+            let mut m: MapRef = index::init_map(sh, c, id, n_main, n_stash);
+            m.cat_word = word;
+            sh.r.write_bytes(ce + C_NAME, name.as_bytes());
+            redo.push(c + K_KIND, CK_INDEX);
+            redo.push(c + K_RUN, k);
+            redo.push(c + K_NEXT, 0);
+            redo.push(c + K_OWNER, id);
+            redo.push(ce + C_KIND, KIND_MAP);
+            redo.push(ce + C_HDR, m.hdr);
+            redo.push(ce + C_NAME_LEN, name.len() as u64);
+            redo.push(ce + C_STATE, word);
+            Ok(m)
+        })?;
+        Ok(Map { sh: self.sh.clone(), m: mref, name: name.into() })
+    }
+
+    /// Names of the maps in the store.
+    pub fn maps(&self) -> Result<Vec<String>> {
+        let sh = &*self.sh;
+        sh.ensure_registered()?;
+        let mut out = Vec::new();
+        for id in 0..sh.g.n_catalog {
+            let ce = sh.g.cat_entry(id);
+            if sh.w(ce + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
+                out.push(read_name(sh, ce)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drops the map `name` and everything in it; returns whether it existed. Handles on
+    /// it (in any process) get `NotFound` from then on.
+    pub fn drop_map(&self, name: &str) -> Result<bool> {
+        validate_name(name)?;
+        let Some(map) = self.find_map(name)? else {
+            return Ok(false);
+        };
+        let tx = self.txn()?;
+        tx.lock(H_CATALOG_LOCK)?;
+        let r = (|| {
+            let sh = &*self.sh;
+            let ce = sh.g.cat_entry(map.m.id);
+            if sh.w(ce + C_STATE).load(Acquire) != map.m.cat_word {
+                return Ok(false);
+            }
+            let mut redo = crate::txn::Redo::new();
+            redo.push(ce + C_STATE, CAT_DROPPING | (map.m.cat_word & !0xff));
+            tx.commit(crate::txn::I_REDO, &[], &redo);
+            tx.apply(&redo);
+            tx.done();
+            let live: u64 = map.stats().map(|s| s.live_bytes).unwrap_or(0);
+            crate::cleaner::note_dead(&tx, live);
+            self.finish_drops(&tx)?;
+            Ok(true)
+        })();
+        tx.unlock(H_CATALOG_LOCK);
+        r
+    }
+
+    /// Completes every drop in progress (called with the catalog lock held): waits out
+    /// writers in the dropped maps, then frees their chunks one run at a time.
+    fn finish_drops(&self, tx: &Txn) -> Result<()> {
+        let sh = &*self.sh;
+        for id in 0..sh.g.n_catalog {
+            let ce = sh.g.cat_entry(id);
+            let st = sh.w(ce + C_STATE).load(Acquire);
+            if st & 0xff != CAT_DROPPING {
+                continue;
+            }
+            let m = index::map_ref_unchecked(sh, id)?;
+            // Barrier: any writer that saw the map alive holds a segment or the directory
+            // lock; once we have had each, none is left (later ones see it dropping).
+            tx.lock(m.hdr + M_DIR_LOCK)?;
+            tx.unlock(m.hdr + M_DIR_LOCK);
+            for (seg, _) in index::segments(sh, &m)? {
+                tx.lock(seg + S_LOCK)?;
+                tx.unlock(seg + S_LOCK);
+            }
+            let first = sh.g.chunk_of(m.hdr);
+            loop {
+                let run = sh.w(m.hdr + M_CHAIN).load(Acquire);
+                crate::alloc::check_chunk(sh, run, "map chain")?;
+                let k = sh.w(run + K_RUN).load(Acquire).max(1);
+                let next = sh.w(run + K_NEXT).load(Acquire);
+                let last = run == first;
+                crate::alloc::with_alloc_lock(tx, |redo| {
+                    crate::alloc::free_run_redo(sh, run, k, redo);
+                    if last {
+                        redo.push(ce + C_STATE, CAT_FREE | (st & !0xff));
+                    } else {
+                        redo.push(m.hdr + M_CHAIN, next);
+                    }
+                    Ok(())
+                })?;
+                if last {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reclaims dead space now (normally done a little at a time by writers). Returns the
+    /// number of chunks freed.
+    pub fn compact(&self) -> Result<u64> {
+        let tx = self.txn()?;
+        crate::cleaner::compact(&tx, usize::MAX)
+    }
+
+    /// Figures about the whole store.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let sh = &*self.sh;
+        sh.ensure_registered()?;
+        let data = sh.w(H_DATA_BYTES).load(Acquire);
+        let live = crate::cleaner::total_live_bytes(sh);
+        let mut procs = 0;
+        for p in 0..sh.g.n_proc {
+            if sh.w(sh.g.proc_slot(p) + P_STATE).load(Acquire) != 0 {
+                procs += 1;
+            }
+        }
+        Ok(StoreStats {
+            file_size: sh.file_end(),
+            max_size: sh.g.max_size,
+            data_bytes: data,
+            live_bytes: live,
+            dead_bytes: data.saturating_sub(live),
+            free_bytes: sh.w(H_FREE_BYTES).load(Acquire),
+            chunks_cleaned: sh.w(H_CLEANED).load(Acquire),
+            maps: self.maps()?.len() as u64,
+            processes: procs,
+        })
+    }
+
+    /// Verifies every invariant of the store; see [`crate::check`].
+    pub fn check(&self) -> Result<crate::check::Report> {
+        crate::check::check(&self.sh)
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.sh.path).finish()
+    }
+}
+
+fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_NAME {
+        return Err(Error::InvalidArgument(format!("map names are 1 to {MAX_NAME} bytes")));
+    }
+    Ok(())
+}
+
+fn validate_options(o: &Options) -> Result<()> {
+    if !o.chunk_size.is_power_of_two() || !(1 << 16..=1 << 26).contains(&o.chunk_size) {
+        return Err(Error::InvalidArgument("chunk_size must be a power of two from 64 KiB to 64 MiB".into()));
+    }
+    if !(1..=65535).contains(&o.max_processes) || !(1..=(1 << 20)).contains(&o.max_threads) || !(1..=65536).contains(&o.max_maps) {
+        return Err(Error::InvalidArgument("max_processes 1..=65535, max_threads 1..=2^20, max_maps 1..=65536".into()));
+    }
+    if o.max_size > 1 << 48 {
+        return Err(Error::InvalidArgument("max_size is at most 2^48 bytes".into()));
+    }
+    Ok(())
+}
+
+fn name_is(sh: &Shared, ce: u64, name: &str) -> bool {
+    sh.w(ce + C_NAME_LEN).load(Acquire) == name.len() as u64 && sh.r.bytes_eq(ce + C_NAME, name.as_bytes())
+}
+
+fn read_name(sh: &Shared, ce: u64) -> Result<String> {
+    let n = sh.w(ce + C_NAME_LEN).load(Acquire);
+    if n == 0 || n > MAX_NAME as u64 {
+        return Err(sh.corrupt(format!("catalog entry at {ce:#x}: name length {n}")));
+    }
+    let mut b = vec![0u8; n as usize];
+    sh.r.read_bytes(ce + C_NAME, &mut b);
+    String::from_utf8(b).map_err(|_| sh.corrupt(format!("catalog entry at {ce:#x}: name is not UTF-8")))
+}
+
+/// Creates and initialises a store file, then links it into place atomically, so no
+/// process ever opens a half-written store.
+fn create_file(path: &Path, o: &Options) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let fname = path.file_name().ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", path.display())))?;
+    let tmp = dir.join(format!(".{}.{}.{:x}.tmp", fname.to_string_lossy(), sys::pid(), random_u64()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(o.mode)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&tmp)
+        .map_err(|e| Error::io(path, e))?;
+    let r = (|| {
+        let shift = o.chunk_size.trailing_zeros();
+        let g = Geometry::layout(shift, random_u64(), o.max_size, o.max_processes as u64, o.max_threads as u64, o.max_maps as u64);
+        let size = g.chunks_off.max(o.initial_size.next_multiple_of(o.chunk_size));
+        if size > o.max_size {
+            return Err(Error::InvalidArgument(format!("max_size {} is below the {} bytes the tables need", o.max_size, size)));
+        }
+        sys::allocate(&file, 0, size).map_err(|e| Error::io(path, e))?;
+        let mut h = vec![0u8; HEADER_SIZE as usize];
+        let put = |h: &mut Vec<u8>, off: u64, v: &[u8]| h[off as usize..off as usize + v.len()].copy_from_slice(v);
+        put(&mut h, H_MAGIC, &MAGIC);
+        put(&mut h, H_VERSION, &FORMAT_VERSION.to_le_bytes());
+        put(&mut h, H_VERSION + 4, &(HEADER_SIZE as u32).to_le_bytes());
+        put(&mut h, H_CHUNK_SHIFT, &shift.to_le_bytes());
+        put(&mut h, H_CHUNK_SHIFT + 4, &12u32.to_le_bytes());
+        put(&mut h, H_HASH, &HASH_XXH3_64.to_le_bytes());
+        put(&mut h, H_SEED, &g.seed.to_le_bytes());
+        put(&mut h, H_MAX_SIZE, &o.max_size.to_le_bytes());
+        put(&mut h, H_COUNTS, &(o.max_processes).to_le_bytes());
+        put(&mut h, H_COUNTS + 4, &(o.max_threads).to_le_bytes());
+        put(&mut h, H_CATALOG_N, &(o.max_maps).to_le_bytes());
+        put(&mut h, H_PROC_OFF, &g.proc_off.to_le_bytes());
+        put(&mut h, H_TXN_OFF, &g.txn_off.to_le_bytes());
+        put(&mut h, H_CATALOG_OFF, &g.catalog_off.to_le_bytes());
+        put(&mut h, H_CHUNKS_OFF, &g.chunks_off.to_le_bytes());
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        put(&mut h, H_CREATED, &now.to_le_bytes());
+        put(&mut h, H_FILE_END, &size.to_le_bytes());
+        file.write_all_at(&h, 0).map_err(|e| Error::io(path, e))?;
+        // Chunks between the tables and `size` (an initial size) go on the free list as
+        // one run.
+        if size > g.chunks_off {
+            let run = g.chunks_off;
+            let k = (size - run) / o.chunk_size;
+            let mut ch = [0u8; 24];
+            ch[0..8].copy_from_slice(&CK_FREE.to_le_bytes());
+            ch[8..16].copy_from_slice(&k.to_le_bytes());
+            file.write_all_at(&ch, run).map_err(|e| Error::io(path, e))?;
+            file.write_all_at(&run.to_le_bytes(), H_FREE_HEAD).map_err(|e| Error::io(path, e))?;
+            file.write_all_at(&(size - run).to_le_bytes(), H_FREE_BYTES).map_err(|e| Error::io(path, e))?;
+        }
+        std::fs::hard_link(&tmp, path).map_err(|e| Error::io(path, e))
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    r
+}
+
+fn read_u32(h: &[u8], off: u64) -> u32 {
+    u32::from_le_bytes(h[off as usize..off as usize + 4].try_into().unwrap())
+}
+fn read_u64(h: &[u8], off: u64) -> u64 {
+    u64::from_le_bytes(h[off as usize..off as usize + 8].try_into().unwrap())
+}
+
+/// Reads and validates a header (not yet mapped: a bad file must fail here, cleanly).
+fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut h = vec![0u8; HEADER_SIZE as usize];
+    let n = file.read_at(&mut h, 0).map_err(|e| Error::io(path, e))?;
+    if n < MAGIC.len() || h[..8] != MAGIC {
+        return Err(Error::NotAStore { path: path.to_owned() });
+    }
+    let version = read_u32(&h, H_VERSION);
+    if version > FORMAT_VERSION {
+        return Err(Error::VersionMismatch { path: path.to_owned(), found: version, supported: FORMAT_VERSION });
+    }
+    let bad = |what: String| Err(Error::corrupt(path, what));
+    if (n as u64) < HEADER_SIZE || size < HEADER_SIZE {
+        return bad(format!("truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header"));
+    }
+    if version == 0 || read_u32(&h, H_VERSION + 4) as u64 != HEADER_SIZE {
+        return bad(format!("header: version {version} or header size at offset 12 invalid"));
+    }
+    if read_u32(&h, H_HASH) != HASH_XXH3_64 {
+        return bad(format!("header: unknown hash algorithm {} at offset {H_HASH}", read_u32(&h, H_HASH)));
+    }
+    let shift = read_u32(&h, H_CHUNK_SHIFT);
+    if !(16..=26).contains(&shift) || read_u32(&h, H_CHUNK_SHIFT + 4) != 12 {
+        return bad(format!("header: chunk shift {shift} at offset {H_CHUNK_SHIFT} out of range"));
+    }
+    let (np, nt, nc) = (read_u32(&h, H_COUNTS) as u64, read_u32(&h, H_COUNTS + 4) as u64, read_u32(&h, H_CATALOG_N) as u64);
+    if !(1..=65535).contains(&np) || !(1..=(1 << 20)).contains(&nt) || !(1..=65536).contains(&nc) {
+        return bad(format!("header: table sizes {np}/{nt}/{nc} out of range"));
+    }
+    let max_size = read_u64(&h, H_MAX_SIZE);
+    let g = Geometry::layout(shift, read_u64(&h, H_SEED), max_size, np, nt, nc);
+    if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
+        != (read_u64(&h, H_PROC_OFF), read_u64(&h, H_TXN_OFF), read_u64(&h, H_CATALOG_OFF), read_u64(&h, H_CHUNKS_OFF))
+    {
+        return bad("header: table offsets do not match the table sizes".into());
+    }
+    if max_size > 1 << 48 || max_size < g.chunks_off {
+        return bad(format!("header: max size {max_size} out of range"));
+    }
+    let end = read_u64(&h, H_FILE_END);
+    if end < g.chunks_off || end > max_size || (end - g.chunks_off) % g.chunk_size() != 0 {
+        return bad(format!("header: file end {end} at offset {H_FILE_END} is not a chunk boundary"));
+    }
+    if size < end {
+        return bad(format!("truncated: the file has {size} bytes, its header says {end}"));
+    }
+    Ok((g, size))
+}
+
+fn open_file(path: &Path, o: &Options) -> Result<Store> {
+    let file = match OpenOptions::new().read(true).write(true).custom_flags(libc::O_CLOEXEC).open(path) {
+        Ok(f) => f,
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::InvalidArgument(format!("{} is not a regular file", path.display())));
+    }
+    let key = (meta.dev(), meta.ino());
+    let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {
+        return Ok(Store { sh });
+    }
+    let (g, _size) = read_geometry(path, &file)?;
+    let reserve = g.max_size.next_multiple_of(4096);
+    let base = sys::map_shared(&file, reserve).map_err(|e| Error::io(path, e))?;
+    // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's Drop;
+    // all access goes through atomics (see mem.rs).
+    let region = unsafe { Region::from_raw(base, reserve) };
+    let sh = Arc::new(Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout));
+    sh.register()?;
+    crate::txn::reclaim_dead(&sh)?;
+    reg.insert(key, Arc::downgrade(&sh));
+    Ok(Store { sh })
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.unregister();
+        #[cfg(not(shuttle))]
+        // SAFETY: the last handle is gone; nothing can reach the mapping any more.
+        unsafe {
+            sys::unmap(self.r.base_ptr(), self.reserve)
+        };
+    }
+}

@@ -1,0 +1,235 @@
+//! Thin wrappers over the system calls the engine needs: file space, the shared mapping,
+//! open-file-description (OFD) byte locks for process liveness, shared futexes and fork.
+//!
+//! Why OFD locks (see docs/DESIGN.md, "Liveness"): the kernel drops them the instant the
+//! process dies (SIGKILL included), they are immune to PID reuse and PID namespaces, and
+//! unlike classic `F_SETLK` locks they do not vanish when the process closes some *other*
+//! descriptor of the same file. They are inherited across `fork()`, which is why every
+//! liveness descriptor is `O_CLOEXEC` and closed in the child by an `atfork` handler.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Once;
+use std::time::Duration;
+
+/// First byte of the range in which process slot `p` holds its liveness lock at `LIVENESS_BASE + p`.
+/// Far beyond any data offset (locks past EOF are allowed and touch no data).
+pub const LIVENESS_BASE: u64 = 1 << 60;
+
+fn last_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// Makes `[off, off+len)` of `file` backed by real storage, so that writing it through the
+/// mapping can never raise `SIGBUS`; fails with `ENOSPC` instead when there is no room.
+pub fn allocate(file: &File, off: u64, len: u64) -> io::Result<()> {
+    loop {
+        // SAFETY: plain syscall on a valid descriptor.
+        let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off as i64, len as i64) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = last_err();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // Filesystems without fallocate: write zeros, which reserves the blocks the
+            // same way (and reports ENOSPC the same way).
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return write_zeros(file, off, len),
+            _ => return Err(e),
+        }
+    }
+}
+
+fn write_zeros(file: &File, off: u64, len: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let zeros = vec![0u8; 1 << 16];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], off + done)?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+/// Maps `reserve` bytes of `file` shared, read-write. The file may be much shorter: pages
+/// past its end are never touched until the file has grown over them (see `mem`).
+pub fn map_shared(file: &File, reserve: u64) -> io::Result<*mut u8> {
+    // SAFETY: a fresh mapping chosen by the kernel; nothing else aliases it yet.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            reserve as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_err());
+    }
+    Ok(p as *mut u8)
+}
+
+/// Unmaps a mapping made by [`map_shared`].
+///
+/// # Safety
+/// No reference into the mapping may be used afterwards.
+pub unsafe fn unmap(p: *mut u8, len: u64) {
+    // SAFETY: per the caller's contract.
+    unsafe {
+        libc::munmap(p as *mut libc::c_void, len as usize);
+    }
+}
+
+/// `msync(MS_SYNC)` of a range of the mapping.
+///
+/// # Safety
+/// `[p, p+len)` must lie inside a live mapping.
+pub unsafe fn sync_range(p: *mut u8, len: u64) -> io::Result<()> {
+    // SAFETY: per the caller's contract.
+    let r = unsafe { libc::msync(p as *mut libc::c_void, len as usize, libc::MS_SYNC) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(last_err())
+    }
+}
+
+fn flock_struct(kind: i16, start: u64) -> libc::flock {
+    // SAFETY: flock is plain old data; all-zero is a valid value.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind;
+    fl.l_whence = libc::SEEK_SET as i16;
+    fl.l_start = start as i64;
+    fl.l_len = 1;
+    fl.l_pid = 0; // required to be 0 for OFD locks
+    fl
+}
+
+/// Tries to take the OFD write lock on byte `at` through `fd`. `Ok(false)` if another
+/// open file description holds it.
+pub fn try_lock_byte(fd: RawFd, at: u64) -> io::Result<bool> {
+    let mut fl = flock_struct(libc::F_WRLCK as i16, at);
+    loop {
+        // SAFETY: valid descriptor and a properly initialised flock.
+        let r = unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &mut fl) };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = last_err();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) | Some(libc::EACCES) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// Releases the OFD lock on byte `at` held through `fd`.
+pub fn unlock_byte(fd: RawFd, at: u64) {
+    let mut fl = flock_struct(libc::F_UNLCK as i16, at);
+    // SAFETY: valid descriptor and flock.
+    unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &mut fl) };
+}
+
+/// Whether some open file description other than `fd`'s holds a lock on byte `at`.
+pub fn byte_locked(fd: RawFd, at: u64) -> io::Result<bool> {
+    let mut fl = flock_struct(libc::F_WRLCK as i16, at);
+    loop {
+        // SAFETY: valid descriptor and flock.
+        let r = unsafe { libc::fcntl(fd, libc::F_OFD_GETLK, &mut fl) };
+        if r == 0 {
+            return Ok(fl.l_type != libc::F_UNLCK as i16);
+        }
+        let e = last_err();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Whether any byte of `[start, start+len)` is locked by another open file description.
+pub fn range_locked(fd: RawFd, start: u64, len: u64) -> io::Result<bool> {
+    let mut fl = flock_struct(libc::F_WRLCK as i16, start);
+    fl.l_len = len as i64;
+    // SAFETY: valid descriptor and flock.
+    let r = unsafe { libc::fcntl(fd, libc::F_OFD_GETLK, &mut fl) };
+    if r == 0 {
+        Ok(fl.l_type != libc::F_UNLCK as i16)
+    } else {
+        Err(last_err())
+    }
+}
+
+/// Sleeps on the 32-bit word while it equals `expected`, at most `timeout`. Shared (no
+/// `FUTEX_PRIVATE_FLAG`): the kernel keys the wait on the file page, so waiters in every
+/// process that maps the file meet.
+pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: Duration) {
+    let ts = rustix::time::Timespec {
+        tv_sec: timeout.as_secs() as i64,
+        tv_nsec: timeout.subsec_nanos() as i64,
+    };
+    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, Some(&ts));
+}
+
+/// Wakes up to `n` waiters on the word.
+pub fn futex_wake(word: &std::sync::atomic::AtomicU32, n: u32) {
+    let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), n);
+}
+
+/// The calling process's id.
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+/// Bumped in every child right after `fork()`: a store compares it with the value it
+/// registered under and re-registers the child on first use.
+pub static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+const MAX_LIVENESS_FDS: usize = 1024;
+static LIVENESS_FDS: [AtomicI32; MAX_LIVENESS_FDS] = [const { AtomicI32::new(-1) }; MAX_LIVENESS_FDS];
+static ATFORK: Once = Once::new();
+
+extern "C" fn atfork_child() {
+    // Only async-signal-safe work here: atomics and close(2). Closing our copy of each
+    // liveness descriptor means the child does not keep its parent's lock (and so its
+    // parent) alive; the parent still holds its own copy.
+    FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
+    for slot in LIVENESS_FDS.iter() {
+        let fd = slot.swap(-1, Ordering::SeqCst);
+        if fd >= 0 {
+            // SAFETY: the descriptor was registered by us and is closed only here or in
+            // `forget_liveness_fd`, which removes it from the table first.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// Records a liveness descriptor so that a forked child closes its copy. False if the
+/// table is full (more than 1,024 stores open at once in one process).
+pub fn remember_liveness_fd(fd: RawFd) -> bool {
+    ATFORK.call_once(|| {
+        // SAFETY: registering a plain extern "C" handler.
+        unsafe { libc::pthread_atfork(None, None, Some(atfork_child)) };
+    });
+    for slot in LIVENESS_FDS.iter() {
+        if slot.compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            return true;
+        }
+    }
+    false
+}
+
+/// Removes a descriptor from the fork table. Returns false if a fork already closed it.
+pub fn forget_liveness_fd(fd: RawFd) -> bool {
+    for slot in LIVENESS_FDS.iter() {
+        if slot.compare_exchange(fd, -1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            return true;
+        }
+    }
+    false
+}

@@ -1,0 +1,332 @@
+//! Txn slots: locks, intents and the recovery of threads that died holding them.
+//!
+//! Every multi-word change to the file follows one protocol, so that a process killed at
+//! any instant leaves a state that the next process can finish in O(1):
+//!
+//! 1. Before taking a lock, a thread writes the lock word's offset into its slot's *held*
+//!    list; after releasing, it clears it. (A recoverer releases only locks whose word
+//!    still names the dead txn, so a stale entry is harmless.)
+//! 2. With its locks held, the thread computes every word it is going to write and the
+//!    value it will have, writes that *redo list* into its slot, then marks the intent
+//!    committed (one release store). Only then does it touch shared words.
+//! 3. It applies the list, clears the intent, releases the locks.
+//!
+//! A thread waiting on a lock whose owner is dead steals the dead txn's locks, applies its
+//! committed redo list again (every entry is an absolute value, so replay is idempotent),
+//! or runs the structural recovery of a split, and releases everything. An uncommitted
+//! intent means nothing shared was changed yet. Counters that many threads would update
+//! with `fetch_add` (entries and bytes per map) are instead split per txn slot, so that
+//! they too are single-writer words with absolute values in the redo list.
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::shared::Shared;
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+pub const WAITERS: u64 = 1 << 31;
+const OWNER_MASK: u64 = WAITERS - 1;
+
+/// Intent kinds.
+pub const I_REDO: u64 = 1;
+pub const I_SPLIT: u64 = 2;
+
+/// A thread's txn slot in one store.
+#[derive(Clone, Copy)]
+pub(crate) struct Txn<'a> {
+    pub sh: &'a Shared,
+    pub idx: u64,
+    pub base: u64,
+}
+
+/// A redo list being built.
+pub(crate) struct Redo {
+    pub n: usize,
+    pub e: [(u64, u64); T_NREDO as usize],
+}
+
+impl Redo {
+    pub fn new() -> Redo {
+        Redo { n: 0, e: [(0, 0); T_NREDO as usize] }
+    }
+    pub fn push(&mut self, off: u64, val: u64) {
+        // Callers build lists of at most T_NREDO entries by construction.
+        assert!(self.n < T_NREDO as usize, "redo list overflow");
+        self.e[self.n] = (off, val);
+        self.n += 1;
+    }
+    /// The value this list will give `off`, if it sets it.
+    pub fn get(&self, off: u64) -> Option<u64> {
+        self.e[..self.n].iter().rev().find(|e| e.0 == off).map(|e| e.1)
+    }
+}
+
+impl<'a> Txn<'a> {
+    pub fn new(sh: &'a Shared, idx: u64) -> Txn<'a> {
+        Txn { sh, idx, base: sh.g.txn_slot(idx) }
+    }
+
+    #[inline]
+    fn me(&self) -> u64 {
+        self.idx + 1
+    }
+
+    fn held_push(&self, lock: u64) {
+        for i in 0..T_NHELD {
+            let w = self.sh.w(self.base + T_HELD + 8 * i);
+            if w.load(Relaxed) == 0 {
+                w.store(lock, Release);
+                return;
+            }
+        }
+        panic!("held list overflow (a bug: no operation takes more than {T_NHELD} locks)");
+    }
+
+    fn held_remove(&self, lock: u64) {
+        for i in 0..T_NHELD {
+            let w = self.sh.w(self.base + T_HELD + 8 * i);
+            if w.load(Relaxed) == lock {
+                w.store(0, Release);
+                return;
+            }
+        }
+    }
+
+    /// Notes a lock word this thread is about to own by other means than `lock` (a new
+    /// segment it creates already locked).
+    pub fn held_note(&self, lock: u64) {
+        self.held_push(lock);
+    }
+
+    /// Forgets a lock word noted with `held_note` after storing 0 in it.
+    pub fn held_forget(&self, lock: u64) {
+        self.held_remove(lock);
+    }
+
+    /// Acquires the lock word at `lock`, waiting at most the store's lock timeout.
+    pub fn lock(&self, lock: u64) -> Result<()> {
+        self.held_push(lock);
+        let w = self.sh.w(lock);
+        if w.compare_exchange(0, self.me(), Acquire, Relaxed).is_ok() {
+            return Ok(());
+        }
+        match self.lock_slow(lock) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.held_remove(lock);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes the lock only if it is free right now.
+    pub fn try_lock(&self, lock: u64) -> bool {
+        self.held_push(lock);
+        if self.sh.w(lock).compare_exchange(0, self.me(), Acquire, Relaxed).is_ok() {
+            return true;
+        }
+        self.held_remove(lock);
+        false
+    }
+
+    #[cold]
+    fn lock_slow(&self, lock: u64) -> Result<()> {
+        let w = self.sh.w(lock);
+        let start = Instant::now();
+        let mut spins = 0u32;
+        let mut next_check = Duration::from_millis(10);
+        loop {
+            let cur = w.load(Relaxed);
+            if cur & OWNER_MASK == 0 {
+                // Once contended, take it with WAITERS set: others may still sleep on it.
+                let want = if spins < 64 { self.me() } else { self.me() | WAITERS };
+                if w.compare_exchange(cur, want, Acquire, Relaxed).is_ok() {
+                    return Ok(());
+                }
+                continue;
+            }
+            if (cur & OWNER_MASK) == self.me() {
+                return Err(Error::InvalidArgument("lock already held by this thread (re-entrant call)".into()));
+            }
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            if cur & WAITERS == 0 && w.compare_exchange(cur, cur | WAITERS, Relaxed, Relaxed).is_err() {
+                continue;
+            }
+            spins += 1;
+            wait_on(self.sh, lock, (cur | WAITERS) as u32, Duration::from_millis(5));
+            let waited = start.elapsed();
+            if waited >= next_check {
+                next_check = waited + Duration::from_millis(10);
+                let owner = (w.load(Relaxed) & OWNER_MASK).wrapping_sub(1);
+                if owner != u64::MAX && !self.sh.txn_alive(owner) {
+                    recover_txn(self.sh, owner)?;
+                    continue;
+                }
+                if waited >= self.sh.lock_timeout {
+                    return Err(Error::Timeout(waited));
+                }
+            }
+        }
+    }
+
+    /// Releases a lock taken by [`Txn::lock`].
+    pub fn unlock(&self, lock: u64) {
+        let prev = self.sh.w(lock).swap(0, Release);
+        if prev & WAITERS != 0 {
+            wake(self.sh, lock, 1);
+        }
+        self.held_remove(lock);
+    }
+
+    /// Writes and commits a redo list (step 2 of the protocol), with an intent kind.
+    pub fn commit(&self, kind: u64, args: &[u64], redo: &Redo) {
+        let sh = self.sh;
+        for (i, a) in args.iter().enumerate() {
+            sh.w(self.base + T_ARGS + 8 * i as u64).store(*a, Relaxed);
+        }
+        for (i, (off, val)) in redo.e[..redo.n].iter().enumerate() {
+            sh.w(self.base + T_REDO + 16 * i as u64).store(*off, Relaxed);
+            sh.w(self.base + T_REDO + 16 * i as u64 + 8).store(*val, Relaxed);
+        }
+        sh.w(self.base + T_REDO_N).store(redo.n as u64, Relaxed);
+        sh.w(self.base + T_KIND).store(kind, Relaxed);
+        sh.w(self.base + T_INTENT).store(1, Release);
+    }
+
+    /// Applies the committed redo list (step 3).
+    pub fn apply(&self, redo: &Redo) {
+        for (off, val) in &redo.e[..redo.n] {
+            self.sh.w(*off).store(*val, Release);
+        }
+    }
+
+    /// Clears the intent once every change it names is in place.
+    pub fn done(&self) {
+        self.sh.w(self.base + T_INTENT).store(0, Release);
+    }
+
+    /// Updates an argument of the committed intent (split phases).
+    pub fn set_arg(&self, i: u64, v: u64) {
+        self.sh.w(self.base + T_ARGS + 8 * i).store(v, Release);
+    }
+}
+
+#[cfg(not(shuttle))]
+fn wait_on(sh: &Shared, lock: u64, expected: u32, t: Duration) {
+    crate::sys::futex_wait(sh.r.futex_word(lock), expected, t);
+}
+#[cfg(not(shuttle))]
+fn wake(sh: &Shared, lock: u64, n: u32) {
+    crate::sys::futex_wake(sh.r.futex_word(lock), n);
+}
+#[cfg(shuttle)]
+fn wait_on(_: &Shared, _: u64, _: u32, _: Duration) {
+    shuttle::thread::yield_now();
+}
+#[cfg(shuttle)]
+fn wake(_: &Shared, _: u64, _: u32) {}
+
+/// Finishes what dead txn `t` left: applies its committed intent (redo list or split) and
+/// releases every lock it held.
+///
+/// The lock words keep naming the dead txn while this runs, so nobody else can take them;
+/// recoverers exclude each other with the slot's `T_RECOVERING` claim, which holds the
+/// claimant's process owner word and is stolen when that process is dead too. Everything
+/// done here is idempotent, so a recoverer killed halfway is simply followed by another.
+/// Returns Ok(()) also when a live recoverer is already at work (the caller waits on).
+pub(crate) fn recover_txn(sh: &Shared, t: u64) -> Result<()> {
+    let base = sh.g.txn_slot(t);
+    let claim = sh.w(base + T_RECOVERING);
+    let mine = sh.owner_word.load(Relaxed);
+    loop {
+        let cur = claim.load(Acquire);
+        if cur != 0 && sh.owner_alive(cur) {
+            return Ok(());
+        }
+        if claim.compare_exchange(cur, mine, AcqRel, Relaxed).is_ok() {
+            break;
+        }
+    }
+    let result = recover_claimed(sh, t, base);
+    claim.store(0, Release);
+    result
+}
+
+fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
+    if sh.w(base + T_INTENT).load(Acquire) == 1 {
+        let kind = sh.w(base + T_KIND).load(Acquire);
+        match kind {
+            I_REDO => {
+                let n = sh.w(base + T_REDO_N).load(Acquire).min(T_NREDO);
+                for i in 0..n {
+                    let off = sh.w(base + T_REDO + 16 * i).load(Acquire);
+                    let val = sh.w(base + T_REDO + 16 * i + 8).load(Acquire);
+                    if off % 8 == 0 && off >= HEADER_SIZE && off + 8 <= sh.file_end() {
+                        sh.w(off).store(val, Release);
+                    }
+                }
+            }
+            I_SPLIT => {
+                let mut args = [0u64; T_NARGS as usize];
+                for (i, a) in args.iter_mut().enumerate() {
+                    *a = sh.w(base + T_ARGS + 8 * i as u64).load(Acquire);
+                }
+                crate::index::recover_split(sh, t, &args)?;
+            }
+            _ => return Err(sh.corrupt(format!("txn slot {t}: unknown intent kind {kind}"))),
+        }
+        sh.w(base + T_INTENT).store(0, Release);
+    }
+    let dead = t + 1;
+    for i in 0..T_NHELD {
+        let hw = sh.w(base + T_HELD + 8 * i);
+        let l = hw.load(Acquire);
+        if l != 0 && l % 8 == 0 && l + 8 <= sh.file_end() {
+            let w = sh.w(l);
+            let cur = w.load(Acquire);
+            if cur & OWNER_MASK == dead && w.compare_exchange(cur, 0, AcqRel, Relaxed).is_ok() {
+                wake(sh, l, i32::MAX as u32);
+            }
+        }
+        hw.store(0, Release);
+    }
+    Ok(())
+}
+
+/// Recovers and frees every txn slot whose owner process is dead, and marks dead process
+/// slots free. Called when a process attaches and when txn slots run out. The dead
+/// slots' data chunks stay with them, to be filled by the next thread that claims them.
+pub(crate) fn reclaim_dead(sh: &Shared) -> Result<usize> {
+    let mut freed = 0;
+    for t in 0..sh.g.n_txn {
+        let w = sh.w(sh.g.txn_slot(t) + T_OWNER);
+        let owner = w.load(Acquire);
+        if owner == 0 || sh.owner_alive(owner) {
+            continue;
+        }
+        recover_txn(sh, t)?;
+        if sh.w(sh.g.txn_slot(t) + T_RECOVERING).load(Acquire) == 0
+            && sh.w(sh.g.txn_slot(t) + T_INTENT).load(Acquire) == 0
+            && w.compare_exchange(owner, 0, AcqRel, Relaxed).is_ok()
+        {
+            crate::alloc::abandon_pending_large(sh, t);
+            freed += 1;
+        }
+    }
+    for p in 0..sh.g.n_proc {
+        let slot = sh.g.proc_slot(p);
+        if sh.w(slot + P_STATE).load(Acquire) != 0
+            && p != sh.proc_idx.load(Relaxed)
+            && !crate::sys::byte_locked(sh.file.as_raw_fd(), crate::sys::LIVENESS_BASE + p).unwrap_or(true)
+        {
+            sh.w(slot + P_STATE).store(0, Release);
+        }
+    }
+    Ok(freed)
+}
+
+use std::os::fd::AsRawFd;

@@ -1,0 +1,155 @@
+//! Single-process behaviour of every map operation.
+
+use shoal::{Error, MapOptions, OpenMode, Options, PutOutcome, Store};
+use std::collections::HashMap;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap()
+}
+
+#[test]
+fn put_get_remove_roundtrip() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    assert_eq!(m.get(b"k").unwrap(), None);
+    assert_eq!(m.put(b"k", b"v1").unwrap(), PutOutcome::Inserted);
+    assert_eq!(m.put(b"k", b"v2").unwrap(), PutOutcome::Replaced);
+    assert_eq!(m.get(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
+    assert!(m.contains(b"k").unwrap());
+    assert!(!m.insert(b"k", b"x").unwrap());
+    assert!(m.insert(b"k2", b"x").unwrap());
+    assert!(m.replace(b"k2", b"y").unwrap());
+    assert!(!m.replace(b"nope", b"y").unwrap());
+    assert_eq!(m.len().unwrap(), 2);
+    assert_eq!(m.take(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
+    assert!(!m.remove(b"k").unwrap());
+    assert!(m.remove(b"k2").unwrap());
+    assert_eq!(m.len().unwrap(), 0);
+    // empty key and value
+    m.put(b"", b"").unwrap();
+    assert_eq!(m.get(b"").unwrap().as_deref(), Some(&b""[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn many_keys_split_and_iterate() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map_with("small", &MapOptions { segment_buckets: 2, stash_buckets: 1 }, true).unwrap();
+    let mut model = HashMap::new();
+    for i in 0..20_000u32 {
+        let k = format!("key:{i:012}");
+        let v = format!("value-{}", i * 7);
+        m.put(k.as_bytes(), v.as_bytes()).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+    }
+    for (k, v) in &model {
+        assert_eq!(m.get(k).unwrap().as_ref(), Some(v));
+    }
+    assert_eq!(m.len().unwrap(), model.len() as u64);
+    let mut seen = HashMap::new();
+    for item in m.iter() {
+        let (k, v) = item.unwrap();
+        assert!(seen.insert(k, v).is_none(), "key seen twice");
+    }
+    assert_eq!(seen, model);
+    let st = m.stats().unwrap();
+    assert!(st.splits > 100, "{st:?}");
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    m.clear().unwrap();
+    assert_eq!(m.len().unwrap(), 0);
+    assert_eq!(m.iter().count(), 0);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn overwrite_forever_keeps_file_bounded() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    let val = vec![7u8; 100];
+    let mut max_file = 0;
+    for round in 0..30 {
+        for i in 0..40_000u32 {
+            m.put(format!("k{i}").as_bytes(), &val[..50 + (round % 50)]).unwrap();
+        }
+        let st = s.stats().unwrap();
+        assert!(st.dead_bytes * 5 <= st.data_bytes, "round {round}: dead {} of {} data bytes", st.dead_bytes, st.data_bytes);
+        if round >= 5 {
+            max_file = max_file.max(st.file_size);
+        }
+    }
+    // Live data is ~40k * 110 bytes = 4.4 MB; the file must not keep growing with rounds.
+    let st = s.stats().unwrap();
+    assert!(max_file < 16 << 20, "file grew to {max_file}: {st:?}");
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn large_values() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
+    m.put(b"big", &big).unwrap();
+    assert_eq!(m.get(b"big").unwrap().unwrap(), big);
+    let key = vec![b'k'; 65536];
+    m.put(&key, b"long key").unwrap();
+    assert_eq!(m.get(&key).unwrap().as_deref(), Some(&b"long key"[..]));
+    assert!(matches!(m.put(&vec![0u8; 65537], b"x"), Err(Error::InvalidArgument(_))));
+    for _ in 0..5 {
+        m.put(b"big", &big[..2_500_000]).unwrap();
+    }
+    m.remove(b"big").unwrap();
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn maps_are_named_and_droppable() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let a = s.map("a").unwrap();
+    let b = s.map("b").unwrap();
+    a.put(b"x", b"1").unwrap();
+    b.put(b"x", b"2").unwrap();
+    let mut names = s.maps().unwrap();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    assert!(s.drop_map("a").unwrap());
+    assert!(matches!(a.get(b"x"), Err(Error::NotFound(_))));
+    assert!(matches!(s.open_map("a"), Err(Error::NotFound(_))));
+    assert_eq!(b.get(b"x").unwrap().as_deref(), Some(&b"2"[..]));
+    let a2 = s.map("a").unwrap();
+    assert_eq!(a2.get(b"x").unwrap(), None);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn store_full_is_an_error_and_changes_nothing() {
+    let d = tmp();
+    let opts = Options { max_size: 4 << 20, ..Options::default() };
+    let s = Store::open_with(d.path().join("a.shoal"), &opts, OpenMode::CreateNew).unwrap();
+    let m = s.map("m").unwrap();
+    let v = vec![1u8; 1000];
+    let mut n = 0u32;
+    let err = loop {
+        match m.put(format!("k{n}").as_bytes(), &v) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::StoreFull(_)), "{err}");
+    assert_eq!(m.len().unwrap(), n as u64);
+    for i in 0..n {
+        assert!(m.contains(format!("k{i}").as_bytes()).unwrap());
+    }
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
