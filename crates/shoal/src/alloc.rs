@@ -55,7 +55,10 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo) -> Result<u64> {
     }
     let end = sh.file_end();
     let new_end = end
-        .checked_add(k.checked_mul(cs).ok_or_else(|| Error::StoreFull("allocation too large".into()))?)
+        .checked_add(
+            k.checked_mul(cs)
+                .ok_or_else(|| Error::StoreFull("allocation too large".into()))?,
+        )
         .ok_or_else(|| Error::StoreFull("allocation too large".into()))?;
     if new_end > sh.g.max_size || new_end > sh.reserve {
         return Err(Error::StoreFull(format!(
@@ -208,7 +211,12 @@ pub(crate) fn free_if_large(tx: &Txn, off: u64) {
         }
         let k = sh.w(run + K_RUN).load(Acquire);
         free_run_redo(sh, run, k, redo);
-        redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(k * sh.g.chunk_size()));
+        redo.push(
+            H_DATA_BYTES,
+            sh.w(H_DATA_BYTES)
+                .load(Acquire)
+                .saturating_sub(k * sh.g.chunk_size()),
+        );
         if sh.w(tx.base + T_LARGE).load(Acquire) == run {
             redo.push(tx.base + T_LARGE, 0);
         }

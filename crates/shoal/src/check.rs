@@ -15,7 +15,7 @@
 
 use crate::error::Result;
 use crate::format::*;
-use crate::index::{map_ref_unchecked, read_record_header};
+use crate::index::{map_ref_unchecked, read_record_header, read_record_header_in};
 use crate::shared::Shared;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::*;
@@ -44,7 +44,11 @@ impl Report {
 
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "{} maps, {} entries, {} segments, {} chunks", self.maps, self.entries, self.segments, self.chunks)?;
+        writeln!(
+            f,
+            "{} maps, {} entries, {} segments, {} chunks",
+            self.maps, self.entries, self.segments, self.chunks
+        )?;
         if self.problems.is_empty() {
             write!(f, "ok")
         } else {
@@ -73,7 +77,10 @@ impl Ck<'_> {
     fn lock_ok(&mut self, off: u64, what: &str) {
         let v = self.sh.w(off).load(Acquire) & (crate::txn::WAITERS - 1);
         if v != 0 && !self.sh.txn_alive(v - 1) {
-            self.bad(format!("{what} lock at {off:#x} held by dead txn {}", v - 1));
+            self.bad(format!(
+                "{what} lock at {off:#x} held by dead txn {}",
+                v - 1
+            ));
         }
     }
 }
@@ -81,7 +88,10 @@ impl Ck<'_> {
 pub(crate) fn check(sh: &Shared) -> Result<Report> {
     sh.ensure_registered()?;
     crate::txn::reclaim_dead(sh)?;
-    let mut ck = Ck { sh, r: Report::default() };
+    let mut ck = Ck {
+        sh,
+        r: Report::default(),
+    };
     let g = sh.g;
     let cs = g.chunk_size();
     let end = sh.file_end();
@@ -94,29 +104,41 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
         let run = sh.w(c + K_RUN).load(Acquire);
         ck.r.chunks += 1;
         if run == 0 || c + run * cs > end {
-            ck.bad(format!("chunk {c:#x}: run of {run} chunks does not fit the file"));
+            ck.bad(format!(
+                "chunk {c:#x}: run of {run} chunks does not fit the file"
+            ));
             break;
         }
         match kind {
             CK_DATA | CK_SEALED | CK_LARGE => data += run * cs,
             CK_FREE => free += run * cs,
             CK_INDEX => {}
-            _ => ck.bad(format!("chunk {c:#x}: unknown kind {kind} (leaked or corrupt)")),
+            _ => ck.bad(format!(
+                "chunk {c:#x}: unknown kind {kind} (leaked or corrupt)"
+            )),
         }
         if kind == CK_DATA {
             let t = sh.w(c + K_OWNER).load(Acquire);
             if t >= g.n_txn || sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) != c {
-                ck.bad(format!("chunk {c:#x}: active data chunk not owned by txn slot {t}"));
+                ck.bad(format!(
+                    "chunk {c:#x}: active data chunk not owned by txn slot {t}"
+                ));
             }
         }
         kinds.insert(c, (kind, run));
         c += run * cs;
     }
     if data != sh.w(H_DATA_BYTES).load(Acquire) {
-        ck.bad(format!("header: data bytes {} but data chunks hold {data}", sh.w(H_DATA_BYTES).load(Acquire)));
+        ck.bad(format!(
+            "header: data bytes {} but data chunks hold {data}",
+            sh.w(H_DATA_BYTES).load(Acquire)
+        ));
     }
     if free != sh.w(H_FREE_BYTES).load(Acquire) {
-        ck.bad(format!("header: free bytes {} but free runs hold {free}", sh.w(H_FREE_BYTES).load(Acquire)));
+        ck.bad(format!(
+            "header: free bytes {} but free runs hold {free}",
+            sh.w(H_FREE_BYTES).load(Acquire)
+        ));
     }
     let mut on_list = HashSet::new();
     let mut f = sh.w(H_FREE_HEAD).load(Acquire);
@@ -146,7 +168,9 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
     for t in 0..g.n_txn {
         let b = g.txn_slot(t);
         if sh.w(b + T_INTENT).load(Acquire) != 0 && !sh.txn_alive(t) {
-            ck.bad(format!("txn slot {t}: intent of a dead thread left unapplied"));
+            ck.bad(format!(
+                "txn slot {t}: intent of a dead thread left unapplied"
+            ));
         }
     }
     // Which offsets may records have: map each data chunk to its used end.
@@ -174,7 +198,9 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             continue;
         }
         if st != CAT_LIVE {
-            ck.bad(format!("catalog entry {id}: state {st} (drop not finished)"));
+            ck.bad(format!(
+                "catalog entry {id}: state {st} (drop not finished)"
+            ));
             continue;
         }
         ck.r.maps += 1;
@@ -193,12 +219,20 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             continue;
         }
         let in_index = |off: u64, len: u64| -> bool {
-            let c = if off >= g.chunks_off { g.chunk_of(off) } else { return false };
+            let c = if off >= g.chunks_off {
+                g.chunk_of(off)
+            } else {
+                return false;
+            };
             // A directory may span a multi-chunk run; segments lie in one chunk.
-            kinds.iter().any(|(s, (k, r))| *k == CK_INDEX && off >= *s && off + len <= s + r * cs && (*s == c || *r > 1))
+            kinds.iter().any(|(s, (k, r))| {
+                *k == CK_INDEX && off >= *s && off + len <= s + r * cs && (*s == c || *r > 1)
+            })
         };
         if !in_index(dir, 8 << gd) {
-            ck.bad(format!("map {id}: directory {dir:#x} is not inside an index chunk"));
+            ck.bad(format!(
+                "map {id}: directory {dir:#x} is not inside an index chunk"
+            ));
         }
         let (mut count, mut bytes) = (0u64, 0u64);
         let mut keys: HashSet<Vec<u8>> = HashSet::new();
@@ -213,17 +247,22 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             if j != first {
                 let e0 = sh.w(dir + 8 * first).load(Acquire);
                 if e0 != e {
-                    ck.bad(format!("map {id}: directory entries {first} and {j} disagree ({e0:#x} vs {e:#x})"));
+                    ck.bad(format!(
+                        "map {id}: directory entries {first} and {j} disagree ({e0:#x} vs {e:#x})"
+                    ));
                 }
                 continue;
             }
             ck.r.segments += 1;
             if seg % BUCKET != 0 || !in_index(seg, m.seg_size) {
-                ck.bad(format!("map {id}: segment {seg:#x} is not inside an index chunk"));
+                ck.bad(format!(
+                    "map {id}: segment {seg:#x} is not inside an index chunk"
+                ));
                 continue;
             }
             ck.lock_ok(seg + S_LOCK, "segment");
-            if sh.w(seg + S_DEPTH).load(Acquire) != d || sh.w(seg + S_PREFIX).load(Acquire) != first {
+            if sh.w(seg + S_DEPTH).load(Acquire) != d || sh.w(seg + S_PREFIX).load(Acquire) != first
+            {
                 ck.bad(format!(
                     "map {id}: segment {seg:#x} has depth {} prefix {:#x}, directory says {d} / {first:#x}",
                     sh.w(seg + S_DEPTH).load(Acquire),
@@ -245,15 +284,19 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                     }
                     let off = slot_off_of(s);
                     let Some(limit) = used_end(off) else {
-                        ck.bad(format!("map {id}: slot {so:#x} points at {off:#x}, outside every data chunk"));
+                        ck.bad(format!(
+                            "map {id}: slot {so:#x} points at {off:#x}, outside every data chunk"
+                        ));
                         continue;
                     };
-                    let Some((mid, k, v, hl)) = read_record_header(sh, off, limit) else {
+                    let Some((mid, k, v, hl)) = read_record_header_in(sh, off, limit) else {
                         ck.bad(format!("map {id}: slot {so:#x} points at {off:#x}: no complete record below {limit:#x}"));
                         continue;
                     };
                     if mid != id {
-                        ck.bad(format!("map {id}: slot {so:#x}: record at {off:#x} belongs to map {mid}"));
+                        ck.bad(format!(
+                            "map {id}: slot {so:#x}: record at {off:#x} belongs to map {mid}"
+                        ));
                     }
                     if !seen_records.insert(off) {
                         ck.bad(format!("map {id}: record {off:#x} referenced twice"));
@@ -262,20 +305,26 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                     sh.r.read_bytes(off + hl, &mut key);
                     let h = hash(g.seed, &key);
                     if h & ((1 << d) - 1) != first {
-                        ck.bad(format!("map {id}: key at {off:#x} hashes outside segment {seg:#x}"));
+                        ck.bad(format!(
+                            "map {id}: key at {off:#x} hashes outside segment {seg:#x}"
+                        ));
                     }
                     if slot_tag(s) != hash_tag(h) {
                         ck.bad(format!("map {id}: slot {so:#x} tag does not match its key"));
                     }
                     let home = home_bucket(h, m.n_main);
                     if b < m.n_main && b != home {
-                        ck.bad(format!("map {id}: key at {off:#x} in bucket {b}, its home is {home}"));
+                        ck.bad(format!(
+                            "map {id}: key at {off:#x} in bucket {b}, its home is {home}"
+                        ));
                     }
                     if b >= m.n_main {
                         overflow[home as usize] += 1;
                     }
                     if !keys.insert(key) {
-                        ck.bad(format!("map {id}: a key is present twice (second at {off:#x})"));
+                        ck.bad(format!(
+                            "map {id}: a key is present twice (second at {off:#x})"
+                        ));
                     }
                     count += 1;
                     bytes += hl + k + v;
@@ -284,20 +333,35 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             for b in 0..m.n_main {
                 let ov = hdr_overflow(sh.w(bucket_off(seg, b)).load(Acquire));
                 if ov != overflow[b as usize] {
-                    ck.bad(format!("map {id}: bucket {b} of {seg:#x} has overflow {ov}, stash holds {}", overflow[b as usize]));
+                    ck.bad(format!(
+                        "map {id}: bucket {b} of {seg:#x} has overflow {ov}, stash holds {}",
+                        overflow[b as usize]
+                    ));
                 }
             }
         }
         let (mut c_count, mut c_bytes) = (0u64, 0u64);
         for t in 0..g.n_txn {
-            c_count = c_count.wrapping_add(sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_COUNT).load(Acquire));
-            c_bytes = c_bytes.wrapping_add(sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES).load(Acquire));
+            c_count = c_count.wrapping_add(
+                sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_COUNT)
+                    .load(Acquire),
+            );
+            c_bytes = c_bytes.wrapping_add(
+                sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES)
+                    .load(Acquire),
+            );
         }
         if c_count != count {
-            ck.bad(format!("map {id}: counters say {} entries, the index holds {count}", c_count as i64));
+            ck.bad(format!(
+                "map {id}: counters say {} entries, the index holds {count}",
+                c_count as i64
+            ));
         }
         if c_bytes != bytes {
-            ck.bad(format!("map {id}: counters say {} live bytes, the index holds {bytes}", c_bytes as i64));
+            ck.bad(format!(
+                "map {id}: counters say {} live bytes, the index holds {bytes}",
+                c_bytes as i64
+            ));
         }
         ck.r.entries += count;
     }

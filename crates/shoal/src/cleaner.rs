@@ -17,7 +17,7 @@
 
 use crate::error::Result;
 use crate::format::*;
-use crate::index::{map_ref_unchecked, read_record_header};
+use crate::index::{map_ref_unchecked, read_record_header, read_record_header_in};
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn, I_REDO};
 use std::sync::atomic::Ordering::*;
@@ -47,9 +47,14 @@ pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
         if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
             continue;
         }
-        let Ok(m) = map_ref_unchecked(sh, id) else { continue };
+        let Ok(m) = map_ref_unchecked(sh, id) else {
+            continue;
+        };
         for t in 0..sh.g.n_txn {
-            total = total.wrapping_add(sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES).load(Relaxed));
+            total = total.wrapping_add(
+                sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES)
+                    .load(Relaxed),
+            );
         }
     }
     total
@@ -76,7 +81,10 @@ pub(crate) fn compact(tx: &Txn, max_steps: usize) -> Result<u64> {
     let sh = tx.sh;
     let before = sh.w(H_CLEANED).load(Acquire);
     for _ in 0..max_steps {
-        let dead = sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(total_live_bytes(sh));
+        let dead = sh
+            .w(H_DATA_BYTES)
+            .load(Acquire)
+            .saturating_sub(total_live_bytes(sh));
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
         if dead < sh.g.chunk_size() {
             break;
@@ -138,7 +146,11 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         for _ in 0..SCAN_CHUNKS {
             let kind = sh.w(c + K_KIND).load(Acquire);
             let run = sh.w(c + K_RUN).load(Acquire).max(1);
-            let next = if c + run * cs >= end { sh.g.chunks_off } else { c + run * cs };
+            let next = if c + run * cs >= end {
+                sh.g.chunks_off
+            } else {
+                c + run * cs
+            };
             match kind {
                 CK_SEALED => {
                     victim = c;
@@ -161,7 +173,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     let mut moved_any = 0;
     let mut buf = Vec::new();
     while pos < used && moved_any < STEP_RECORDS {
-        let Some((mid, k, v, hl)) = read_record_header(sh, pos, used) else {
+        let Some((mid, k, v, hl)) = read_record_header_in(sh, pos, used) else {
             // Unparseable bytes in a sealed chunk: nothing after them can be trusted to
             // be a record boundary, and nothing live can be there (live slots are checked
             // records). Stop here; the rest of the chunk is reclaimed with it.
@@ -189,14 +201,20 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     if pos >= used {
         crate::alloc::with_alloc_lock(tx, |redo| {
             crate::alloc::free_run_redo(sh, victim, 1, redo);
-            redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(cs));
+            redo.push(
+                H_DATA_BYTES,
+                sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(cs),
+            );
             redo.push(H_CLEANED, sh.w(H_CLEANED).load(Acquire) + 1);
             redo.push(H_CLEAN_VICTIM, 0);
             redo.push(H_CLEAN_POS, 0);
             Ok(())
         })?;
         // Once per chunk: the exact figure (the moved records are live, not reclaimed).
-        let dead = sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(total_live_bytes(sh));
+        let dead = sh
+            .w(H_DATA_BYTES)
+            .load(Acquire)
+            .saturating_sub(total_live_bytes(sh));
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
     } else {
         let mut redo = Redo::new();
@@ -222,7 +240,13 @@ fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
     let off = run + CHUNK_HDR;
     let end = sh.file_end();
     let live = match read_record_header(sh, off, end) {
-        Some((mid, k, _, hl)) if sh.w(sh.g.cat_entry(mid.min(sh.g.n_catalog - 1)) + C_STATE).load(Acquire) & 0xff == CAT_LIVE => {
+        Some((mid, k, _, hl))
+            if sh
+                .w(sh.g.cat_entry(mid.min(sh.g.n_catalog - 1)) + C_STATE)
+                .load(Acquire)
+                & 0xff
+                == CAT_LIVE =>
+        {
             match map_ref_unchecked(sh, mid) {
                 Ok(m) => {
                     let mut key = vec![0u8; k as usize];

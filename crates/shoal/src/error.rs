@@ -80,19 +80,25 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub(crate) fn io(path: &std::path::Path, source: io::Error) -> Error {
         match source.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => {
-                Error::NoSpace { path: path.to_owned() }
-            }
-            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
-                Error::Permission { path: path.to_owned() }
-            }
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => Error::NoSpace {
+                path: path.to_owned(),
+            },
+            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Error::Permission {
+                path: path.to_owned(),
+            },
             Some(libc::ENOENT) => Error::NotFound(path.display().to_string()),
             Some(libc::EEXIST) => Error::AlreadyExists(path.display().to_string()),
-            _ => Error::Io { path: path.to_owned(), source },
+            _ => Error::Io {
+                path: path.to_owned(),
+                source,
+            },
         }
     }
 
     pub(crate) fn corrupt(path: &std::path::Path, what: impl Into<String>) -> Error {
-        Error::Corrupt { path: path.to_owned(), what: what.into() }
+        Error::Corrupt {
+            path: path.to_owned(),
+            what: what.into(),
+        }
     }
 }

@@ -30,7 +30,7 @@ pub const H_TXN_OFF: u64 = 80;
 pub const H_CATALOG_OFF: u64 = 88;
 pub const H_CHUNKS_OFF: u64 = 96;
 pub const H_CREATED: u64 = 104; // unix nanoseconds
-// Mutable words, each on its own cache line where contended.
+                                // Mutable words, each on its own cache line where contended.
 /// End of the usable file: every byte below it is allocated (fallocate'd) and may be read.
 pub const H_FILE_END: u64 = 256;
 /// First chunk of the free-run list (0 = empty). Guarded by the alloc lock.
@@ -317,12 +317,30 @@ impl Geometry {
     }
 
     /// Lays out a new store's tables.
-    pub fn layout(chunk_shift: u32, seed: u64, max_size: u64, n_proc: u64, n_txn: u64, n_catalog: u64) -> Geometry {
+    pub fn layout(
+        chunk_shift: u32,
+        seed: u64,
+        max_size: u64,
+        n_proc: u64,
+        n_txn: u64,
+        n_catalog: u64,
+    ) -> Geometry {
         let proc_off = HEADER_SIZE;
         let txn_off = (proc_off + n_proc * PROC_SLOT).next_multiple_of(4096);
         let catalog_off = (txn_off + n_txn * TXN_SLOT).next_multiple_of(4096);
         let chunks_off = (catalog_off + n_catalog * CAT_ENTRY).next_multiple_of(1 << chunk_shift);
-        Geometry { chunk_shift, seed, max_size, n_proc, n_txn, n_catalog, proc_off, txn_off, catalog_off, chunks_off }
+        Geometry {
+            chunk_shift,
+            seed,
+            max_size,
+            n_proc,
+            n_txn,
+            n_catalog,
+            proc_off,
+            txn_off,
+            catalog_off,
+            chunks_off,
+        }
     }
 }
 
@@ -332,7 +350,12 @@ mod tests {
 
     #[test]
     fn varint_roundtrip() {
-        for (m, k, v) in [(0, 0, 0), (1, 16, 16), (1023, 65536, u32::MAX as u64), (127, 128, 300)] {
+        for (m, k, v) in [
+            (0, 0, 0),
+            (1, 16, 16),
+            (1023, 65536, u32::MAX as u64),
+            (127, 128, 300),
+        ] {
             let h = record_header(m, k, v);
             assert_eq!(parse_record_header(&h), Some((m, k, v, h.len() as u64)));
         }

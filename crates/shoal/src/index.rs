@@ -64,8 +64,24 @@ enum Attempt<T> {
 
 /// Reads and parses the record header at `off`, checking it lies inside the file.
 /// `(map, klen, vlen, header length)`.
+///
+/// `end` bounds the record. On the read paths it is a `file_end` loaded earlier, which may
+/// be stale: the file only grows, so before rejecting an offset past it, look again
+/// (`live_end`). A record published after growth is otherwise mistaken for garbage.
 #[inline]
 pub(crate) fn read_record_header(sh: &Shared, off: u64, end: u64) -> Option<(u64, u64, u64, u64)> {
+    read_record_header_in(sh, off, end).or_else(|| {
+        let fresh = sh.file_end();
+        if fresh > end {
+            read_record_header_in(sh, off, fresh)
+        } else {
+            None
+        }
+    })
+}
+
+/// Like [`read_record_header`] with a fixed bound (the checker's used marks).
+pub(crate) fn read_record_header_in(sh: &Shared, off: u64, end: u64) -> Option<(u64, u64, u64, u64)> {
     if off < sh.g.chunks_off || off >= end {
         return None;
     }
@@ -96,13 +112,25 @@ impl MapRef {
         let g = root >> 48;
         let dir = root & OFF_MASK;
         let eoff = dir + 8 * (h & ((1u64 << g) - 1));
+        // `end` may be stale (the file grew since): look again before calling it corrupt.
+        let end = if eoff + 8 > end { sh.file_end() } else { end };
         if g > MAX_DEPTH || eoff + 8 > end || dir < sh.g.chunks_off {
-            return Err(self.bad(sh, format!("map {}: directory root {root:#x} out of the file", self.id)));
+            return Err(self.bad(
+                sh,
+                format!("map {}: directory root {root:#x} out of the file", self.id),
+            ));
         }
         let e = sh.w(eoff).load(Acquire);
         let seg = entry_seg(e);
+        let end = if seg + self.seg_size > end { sh.file_end() } else { end };
         if seg < sh.g.chunks_off || seg + self.seg_size > end || seg % BUCKET != 0 {
-            return Err(self.bad(sh, format!("map {}: directory entry {eoff:#x} = {e:#x} out of the file", self.id)));
+            return Err(self.bad(
+                sh,
+                format!(
+                    "map {}: directory entry {eoff:#x} = {e:#x} out of the file",
+                    self.id
+                ),
+            ));
         }
         Ok((root, eoff, e))
     }
@@ -136,7 +164,12 @@ impl MapRef {
     /// Optimistic lookup: calls `f(record offset, value offset, value length)` on a consistent view and
     /// returns its result. `f` may be called more than once (on retries); only the result
     /// of the validated call is returned.
-    pub fn read<T>(&self, sh: &Shared, key: &[u8], mut f: impl FnMut(u64, u64, u64) -> T) -> Result<Option<T>> {
+    pub fn read<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        mut f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
         let h = hash(sh.g.seed, key);
         let mut tries = 0u32;
         let start = Instant::now();
@@ -152,7 +185,13 @@ impl MapRef {
     }
 
     #[inline]
-    fn read_once<T>(&self, sh: &Shared, h: u64, key: &[u8], f: &mut impl FnMut(u64, u64, u64) -> T) -> Result<Attempt<Option<T>>> {
+    fn read_once<T>(
+        &self,
+        sh: &Shared,
+        h: u64,
+        key: &[u8],
+        f: &mut impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Attempt<Option<T>>> {
         let end = sh.file_end();
         let (root, eoff, e) = self.locate(sh, h, end)?;
         let seg = entry_seg(e);
@@ -196,7 +235,10 @@ impl MapRef {
             }
         };
         fence(Acquire);
-        if sh.w(bo + B_HDR).load(Relaxed) != h1 || sh.w(eoff).load(Relaxed) != e || sh.w(self.hdr + M_ROOT).load(Relaxed) != root {
+        if sh.w(bo + B_HDR).load(Relaxed) != h1
+            || sh.w(eoff).load(Relaxed) != e
+            || sh.w(self.hdr + M_ROOT).load(Relaxed) != root
+        {
             return Ok(Attempt::Retry);
         }
         if !self.alive(sh) {
@@ -214,7 +256,7 @@ impl MapRef {
             return Ok(());
         }
         if tries < 64 {
-            std::thread::yield_now();
+            crate::rt::yield_now();
             return Ok(());
         }
         if !self.alive(sh) {
@@ -231,7 +273,7 @@ impl MapRef {
                 return Err(Error::Timeout(waited));
             }
         }
-        std::thread::sleep(Duration::from_micros(50));
+        crate::rt::sleep(Duration::from_micros(50));
         Ok(())
     }
 
@@ -267,7 +309,14 @@ impl MapRef {
             let bk = if j == 0 { b } else { self.n_main + j - 1 };
             if let Some((i, off)) = self.scan(sh, bucket_off(seg, bk), tag, key, end) {
                 let (_, k, v, hl) = read_record_header(sh, off, end)?;
-                return Some(Hit { bucket: bk, slot: i, off, rec_len: hl + k + v, val_off: off + hl + k, vlen: v });
+                return Some(Hit {
+                    bucket: bk,
+                    slot: i,
+                    off,
+                    rec_len: hl + k + v,
+                    val_off: off + hl + k,
+                    vlen: v,
+                });
             }
         }
         None
@@ -346,7 +395,10 @@ impl MapRef {
         let sh = tx.sh;
         let hit = self.find_locked(sh, seg, h, key);
         if !decide(hit.as_ref())? {
-            return Ok(Some(WriteResult { old: hit.map(|h| (h.off, h.rec_len)), applied: false }));
+            return Ok(Some(WriteResult {
+                old: hit.map(|h| (h.off, h.rec_len)),
+                applied: false,
+            }));
         }
         let cnt_off = self.counter(tx, MC_COUNT);
         let bytes_off = self.counter(tx, MC_BYTES);
@@ -368,7 +420,10 @@ impl MapRef {
         match (hit, new) {
             (Some(hit), Some((off, len))) => {
                 on_old(sh, &hit);
-                redo.push(slot_off(seg, hit.bucket, hit.slot), make_slot(hash_tag(h), off));
+                redo.push(
+                    slot_off(seg, hit.bucket, hit.slot),
+                    make_slot(hash_tag(h), off),
+                );
                 touch(&mut redo, bucket_off(seg, hit.bucket), 0);
                 redo.push(bytes_off, bytes.wrapping_add(len).wrapping_sub(hit.rec_len));
                 crate::alloc::publish_large_redo(tx, off, &mut redo);
@@ -396,7 +451,12 @@ impl MapRef {
                 redo.push(cnt_off, cnt.wrapping_sub(1));
                 redo.push(bytes_off, bytes.wrapping_sub(hit.rec_len));
             }
-            (None, None) => return Ok(Some(WriteResult { old: None, applied: false })),
+            (None, None) => {
+                return Ok(Some(WriteResult {
+                    old: None,
+                    applied: false,
+                }))
+            }
         }
         tx.commit(I_REDO, &[], &redo);
         for (bo, odd) in &touched[..nt] {
@@ -404,7 +464,10 @@ impl MapRef {
         }
         tx.apply(&redo);
         tx.done();
-        Ok(Some(WriteResult { old: hit.map(|h| (h.off, h.rec_len)), applied: true }))
+        Ok(Some(WriteResult {
+            old: hit.map(|h| (h.off, h.rec_len)),
+            applied: true,
+        }))
     }
 }
 
@@ -421,7 +484,10 @@ fn ensure_spares(tx: &Txn, m: &MapRef, dir_g: Option<u64>) -> Result<()> {
     let sh = tx.sh;
     let need_seg = sh.w(m.hdr + M_SPARE_SEG).load(Acquire) == 0;
     let need_dir = match dir_g {
-        Some(g) => sh.w(m.hdr + M_SPARE_DIR).load(Acquire) == 0 || sh.w(m.hdr + M_SPARE_DIR_G).load(Acquire) != g,
+        Some(g) => {
+            sh.w(m.hdr + M_SPARE_DIR).load(Acquire) == 0
+                || sh.w(m.hdr + M_SPARE_DIR_G).load(Acquire) != g
+        }
         None => false,
     };
     if need_seg {
@@ -481,7 +547,10 @@ fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(u64, u64)>)
         Ok(run)
     })?;
     if k == 1 {
-        Ok((run + CHUNK_HDR, vec![(m.hdr + M_ARENA_BUMP, run + CHUNK_HDR + size)]))
+        Ok((
+            run + CHUNK_HDR,
+            vec![(m.hdr + M_ARENA_BUMP, run + CHUNK_HDR + size)],
+        ))
     } else {
         Ok((run + CHUNK_HDR, vec![]))
     }
@@ -580,7 +649,8 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
     }
     for (b, ov) in overflow.iter().enumerate() {
         if *ov > 0 {
-            sh.w(bucket_off(s1, b as u64) + B_HDR).store(make_hdr(0, *ov), Relaxed);
+            sh.w(bucket_off(s1, b as u64) + B_HDR)
+                .store(make_hdr(0, *ov), Relaxed);
         }
     }
     // 3. Publish: from here on recovery rolls forward.
@@ -597,10 +667,17 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
 
 /// The hash of the key of the record at `off` (during a split or a check).
 fn key_hash_of(sh: &Shared, m: &MapRef, off: u64, end: u64) -> Result<u64> {
-    let (mid, k, _, hl) = read_record_header(sh, off, end)
-        .ok_or_else(|| sh.corrupt(format!("map {}: slot points at {off:#x}, not a record", m.id)))?;
+    let (mid, k, _, hl) = read_record_header(sh, off, end).ok_or_else(|| {
+        sh.corrupt(format!(
+            "map {}: slot points at {off:#x}, not a record",
+            m.id
+        ))
+    })?;
     if mid != m.id {
-        return Err(sh.corrupt(format!("map {}: record at {off:#x} belongs to map {mid}", m.id)));
+        return Err(sh.corrupt(format!(
+            "map {}: record at {off:#x} belongs to map {mid}",
+            m.id
+        )));
     }
     let mut key = vec![0u8; k as usize];
     sh.r.read_bytes(off + hl, &mut key);
@@ -617,7 +694,11 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
     let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
     let mut j = prefix;
     while j < (1 << g) {
-        let e = if (j >> d) & 1 == 1 { dir_entry(s1, d + 1) } else { dir_entry(seg, d + 1) };
+        let e = if (j >> d) & 1 == 1 {
+            dir_entry(s1, d + 1)
+        } else {
+            dir_entry(seg, d + 1)
+        };
         sh.w(dir + 8 * j).store(e, Release);
         j += 1 << d;
     }
@@ -655,7 +736,8 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
                     sh.w(slot_off(seg, b, i)).store(0, Release);
                 }
             }
-            sh.w(bo).store(make_hdr(seq.wrapping_add(1), hdr_overflow(h0)), Release);
+            sh.w(bo)
+                .store(make_hdr(seq.wrapping_add(1), hdr_overflow(h0)), Release);
         }
     }
     // Overflow counts of the old segment: recount from its stash, which is exact whatever
@@ -718,7 +800,14 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     if !(1..=4096).contains(&n_main) || !(1..=1024).contains(&n_stash) || n_main > u16::MAX as u64 {
         return Err(sh.corrupt(format!("map {id}: bad geometry {n_main}+{n_stash} buckets")));
     }
-    Ok(MapRef { id, hdr, n_main, n_stash, seg_size: segment_size(n_main, n_stash), cat_word })
+    Ok(MapRef {
+        id,
+        hdr,
+        n_main,
+        n_stash,
+        seg_size: segment_size(n_main, n_stash),
+        cat_word,
+    })
 }
 
 /// Creates the index of a new map inside its first chunk `c` (already taken by the caller
@@ -733,7 +822,14 @@ pub(crate) fn init_map(sh: &Shared, c: u64, id: u64, n_main: u64, n_stash: u64) 
     }
     let dir = hdr + hsize;
     let seg = dir + BUCKET;
-    let m = MapRef { id, hdr, n_main, n_stash, seg_size: segment_size(n_main, n_stash), cat_word: 0 };
+    let m = MapRef {
+        id,
+        hdr,
+        n_main,
+        n_stash,
+        seg_size: segment_size(n_main, n_stash),
+        cat_word: 0,
+    };
     init_segment(sh, &m, seg, 0, 0, 0);
     sh.w(dir).store(dir_entry(seg, 0), Relaxed);
     sh.w(hdr + M_N_MAIN).store(n_main, Relaxed);
@@ -764,7 +860,10 @@ pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
         let e = sh.w(dir + 8 * j).load(Acquire);
         let d = entry_depth(e);
         if d > g {
-            return Err(sh.corrupt(format!("map {}: entry {j} has depth {d} > global {g}", m.id)));
+            return Err(sh.corrupt(format!(
+                "map {}: entry {j} has depth {d} > global {g}",
+                m.id
+            )));
         }
         if j < (1 << d) {
             out.push((entry_seg(e), d));
@@ -777,7 +876,13 @@ impl MapRef {
     /// Moves a live record to `new` (offset, length) if the key still points at `old`.
     /// Used by the cleaner; returns whether it moved.
     pub fn relocate(&self, tx: &Txn, key: &[u8], old: u64, new: (u64, u64)) -> Result<bool> {
-        let r = self.write(tx, key, Some(new), &mut |hit| Ok(hit.is_some_and(|h| h.off == old)), &mut |_, _| {})?;
+        let r = self.write(
+            tx,
+            key,
+            Some(new),
+            &mut |hit| Ok(hit.is_some_and(|h| h.off == old)),
+            &mut |_, _| {},
+        )?;
         Ok(r.applied)
     }
 }
@@ -788,7 +893,11 @@ pub(crate) fn clear(tx: &Txn, m: &MapRef) -> Result<u64> {
     let mut done = std::collections::HashSet::new();
     let mut freed = 0u64;
     loop {
-        let todo: Vec<u64> = segments(sh, m)?.into_iter().map(|(s, _)| s).filter(|s| !done.contains(s)).collect();
+        let todo: Vec<u64> = segments(sh, m)?
+            .into_iter()
+            .map(|(s, _)| s)
+            .filter(|s| !done.contains(s))
+            .collect();
         if todo.is_empty() {
             return Ok(freed);
         }
@@ -819,8 +928,14 @@ fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
         for i in 0..SLOTS {
             let s = sh.w(slot_off(seg, b, i)).load(Acquire);
             if s != 0 {
-                let (_, k, v, hl) = read_record_header(sh, slot_off_of(s), end)
-                    .ok_or_else(|| sh.corrupt(format!("map {}: slot at {:#x} points at no record", m.id, slot_off(seg, b, i))))?;
+                let (_, k, v, hl) =
+                    read_record_header(sh, slot_off_of(s), end).ok_or_else(|| {
+                        sh.corrupt(format!(
+                            "map {}: slot at {:#x} points at no record",
+                            m.id,
+                            slot_off(seg, b, i)
+                        ))
+                    })?;
                 redo.push(slot_off(seg, b, i), 0);
                 n += 1;
                 bytes += hl + k + v;
@@ -833,7 +948,10 @@ fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
         redo.push(cnt_off, sh.w(cnt_off).load(Relaxed).wrapping_sub(n));
         redo.push(bytes_off, sh.w(bytes_off).load(Relaxed).wrapping_sub(bytes));
         tx.commit(I_REDO, &[], &redo);
-        sh.w(bo).store(make_hdr(hdr_seq(h0).wrapping_add(1), hdr_overflow(h0)), Relaxed);
+        sh.w(bo).store(
+            make_hdr(hdr_seq(h0).wrapping_add(1), hdr_overflow(h0)),
+            Relaxed,
+        );
         tx.apply(&redo);
         tx.done();
         freed += bytes;
@@ -852,13 +970,18 @@ pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
 /// in reversed order. Splits only cut intervals in two, so walking intervals in order,
 /// and keeping only keys at or past the cursor, visits every key that stays put exactly
 /// once whatever splits happen meanwhile.
-pub(crate) fn snapshot(sh: &std::sync::Arc<Shared>, m: &MapRef, cursor: u64, values: bool) -> Result<(Items, Option<u64>)> {
+pub(crate) fn snapshot(
+    sh: &std::sync::Arc<Shared>,
+    m: &MapRef,
+    cursor: u64,
+    values: bool,
+) -> Result<(Items, Option<u64>)> {
     for attempt in 0..16 {
         if let Some(r) = snapshot_once(sh, m, cursor, values, None)? {
             return Ok(r);
         }
         if attempt > 4 {
-            std::thread::yield_now();
+            crate::rt::yield_now();
         }
     }
     // Persistent interference: copy under the segment lock.
@@ -868,10 +991,21 @@ pub(crate) fn snapshot(sh: &std::sync::Arc<Shared>, m: &MapRef, cursor: u64, val
     let seg = m.lock_segment(&tx, h)?;
     let r = snapshot_once(sh, m, cursor, values, Some(seg));
     tx.unlock(seg + S_LOCK);
-    r?.ok_or_else(|| sh.corrupt(format!("map {}: segment {seg:#x} changed under its lock", m.id)))
+    r?.ok_or_else(|| {
+        sh.corrupt(format!(
+            "map {}: segment {seg:#x} changed under its lock",
+            m.id
+        ))
+    })
 }
 
-fn snapshot_once(sh: &Shared, m: &MapRef, cursor: u64, values: bool, locked: Option<u64>) -> Result<Option<(Items, Option<u64>)>> {
+fn snapshot_once(
+    sh: &Shared,
+    m: &MapRef,
+    cursor: u64,
+    values: bool,
+    locked: Option<u64>,
+) -> Result<Option<(Items, Option<u64>)>> {
     let end = sh.file_end();
     let h = cursor.reverse_bits();
     let (root, eoff, e) = m.locate(sh, h, end)?;
@@ -880,6 +1014,12 @@ fn snapshot_once(sh: &Shared, m: &MapRef, cursor: u64, values: bool, locked: Opt
         return Ok(None);
     }
     let d = entry_depth(e);
+    let next = if d == 0 {
+        None
+    } else {
+        let span = 1u64 << (64 - d);
+        (cursor & !(span - 1)).checked_add(span)
+    };
     let nb = m.n_main + m.n_stash;
     let mut hdrs = Vec::with_capacity(nb as usize);
     let mut items = Vec::new();
@@ -904,7 +1044,11 @@ fn snapshot_once(sh: &Shared, m: &MapRef, cursor: u64, values: bool, locked: Opt
             }
             let mut key = vec![0u8; k as usize];
             sh.r.read_bytes(off + hl, &mut key);
-            if hash(sh.g.seed, &key).reverse_bits() < cursor {
+            // Only keys of this segment's interval: between a split's publication and the
+            // removal of the moved keys, the old segment still holds keys that belong to
+            // the new one (which returns them).
+            let pos = hash(sh.g.seed, &key).reverse_bits();
+            if pos < cursor || next.is_some_and(|n| pos >= n) {
                 continue;
             }
             let mut val = Vec::new();
@@ -932,12 +1076,6 @@ fn snapshot_once(sh: &Shared, m: &MapRef, cursor: u64, values: bool, locked: Opt
     if !m.alive(sh) {
         return Err(m.dropped());
     }
-    let next = if d == 0 {
-        None
-    } else {
-        let span = 1u64 << (64 - d);
-        (cursor & !(span - 1)).checked_add(span)
-    };
     Ok(Some((items, next)))
 }
 

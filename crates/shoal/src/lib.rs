@@ -30,6 +30,7 @@ mod format;
 mod index;
 mod map;
 mod mem;
+mod rt;
 mod shared;
 mod store;
 mod sys;

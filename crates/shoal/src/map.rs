@@ -60,11 +60,17 @@ enum Mode {
 
 fn check_sizes(key: &[u8], value: Option<&[u8]>) -> Result<()> {
     if key.len() > MAX_KEY {
-        return Err(Error::InvalidArgument(format!("key of {} bytes; the limit is {MAX_KEY}", key.len())));
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes; the limit is {MAX_KEY}",
+            key.len()
+        )));
     }
     if let Some(v) = value {
         if v.len() as u64 > MAX_VALUE {
-            return Err(Error::InvalidArgument(format!("value of {} bytes; the limit is {MAX_VALUE}", v.len())));
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes; the limit is {MAX_VALUE}",
+                v.len()
+            )));
         }
     }
     Ok(())
@@ -120,7 +126,11 @@ impl Map {
     /// Inserts or replaces; says which.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<PutOutcome> {
         let (_, existed, _) = self.write(key, Some(value), Mode::Upsert, false)?;
-        Ok(if existed { PutOutcome::Replaced } else { PutOutcome::Inserted })
+        Ok(if existed {
+            PutOutcome::Replaced
+        } else {
+            PutOutcome::Inserted
+        })
     }
 
     /// Inserts or replaces, returning the previous value.
@@ -149,7 +159,13 @@ impl Map {
     }
 
     /// The one write path: returns (applied, existed, old value if asked).
-    fn write(&self, key: &[u8], value: Option<&[u8]>, mode: Mode, want_old: bool) -> Result<(bool, bool, Option<Vec<u8>>)> {
+    fn write(
+        &self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        mode: Mode,
+        want_old: bool,
+    ) -> Result<(bool, bool, Option<Vec<u8>>)> {
         check_sizes(key, value)?;
         let tx = self.txn()?;
         let sh = &*self.sh;
@@ -222,7 +238,10 @@ impl Map {
         let sh = &*self.sh;
         let mut n: u64 = 0;
         for t in 0..sh.g.n_txn {
-            n = n.wrapping_add(sh.w(self.m.hdr + M_COUNTERS + MC_SIZE * t + MC_COUNT).load(Relaxed));
+            n = n.wrapping_add(
+                sh.w(self.m.hdr + M_COUNTERS + MC_SIZE * t + MC_COUNT)
+                    .load(Relaxed),
+            );
         }
         if !self.m.alive(sh) {
             return Err(Error::NotFound(format!("map {} was dropped", self.name)));
@@ -248,18 +267,33 @@ impl Map {
     /// whole iteration is returned exactly once, no key twice; keys added or removed
     /// meanwhile may or may not appear. Items are copied out a segment at a time.
     pub fn iter(&self) -> Iter {
-        Iter { map: self.clone(), cursor: 0, done: false, buf: VecDeque::new(), values: true }
+        Iter {
+            map: self.clone(),
+            cursor: 0,
+            done: false,
+            buf: VecDeque::new(),
+            values: true,
+        }
     }
 
     /// Iterates over keys (see [`Map::iter`]).
     pub fn keys(&self) -> Keys {
-        Keys(Iter { map: self.clone(), cursor: 0, done: false, buf: VecDeque::new(), values: false })
+        Keys(Iter {
+            map: self.clone(),
+            cursor: 0,
+            done: false,
+            buf: VecDeque::new(),
+            values: false,
+        })
     }
 
     /// Figures about this map and its store.
     pub fn stats(&self) -> Result<MapStats> {
         let sh = &*self.sh;
-        let mut s = MapStats { entries: self.len()?, ..Default::default() };
+        let mut s = MapStats {
+            entries: self.len()?,
+            ..Default::default()
+        };
         let mut bytes: u64 = 0;
         let mut splits: u64 = 0;
         for t in 0..sh.g.n_txn {
@@ -272,7 +306,9 @@ impl Map {
         s.segments = crate::index::segments(sh, &self.m)?.len() as u64;
         s.directory_depth = sh.w(self.m.hdr + M_ROOT).load(Acquire) >> 48;
         s.store_data_bytes = sh.w(H_DATA_BYTES).load(Acquire);
-        s.store_dead_bytes = s.store_data_bytes.saturating_sub(crate::cleaner::total_live_bytes(sh));
+        s.store_dead_bytes = s
+            .store_data_bytes
+            .saturating_sub(crate::cleaner::total_live_bytes(sh));
         s.file_size = sh.file_end();
         Ok(s)
     }
@@ -334,7 +370,10 @@ impl Iterator for Keys {
 
 impl std::fmt::Debug for Map {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Map").field("name", &self.name).field("store", &self.sh.path).finish()
+        f.debug_struct("Map")
+            .field("name", &self.name)
+            .field("store", &self.sh.path)
+            .finish()
     }
 }
 

@@ -21,10 +21,10 @@
 //! Under `cfg(shuttle)` the region is a heap array of shuttle's atomics, so the lock, the
 //! optimistic read and the split protocols run unchanged under the randomized scheduler.
 
-#[cfg(not(shuttle))]
-pub use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8};
 #[cfg(shuttle)]
 pub use shuttle::sync::atomic::{fence, AtomicU64};
+#[cfg(not(shuttle))]
+pub use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8};
 
 use std::sync::atomic::Ordering;
 
@@ -64,7 +64,10 @@ impl Region {
     /// The shared word at `off` (8-aligned, inside the region).
     #[inline(always)]
     pub fn word(&self, off: u64) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= self.len, "word {off:#x} out of region");
+        debug_assert!(
+            off % 8 == 0 && off + 8 <= self.len,
+            "word {off:#x} out of region"
+        );
         // SAFETY: in bounds and aligned (asserted by every caller's layout arithmetic,
         // checked in debug builds), backed per invariant 1, and accessed only atomically.
         unsafe { &*(self.base.add(off as usize) as *const AtomicU64) }
@@ -177,7 +180,10 @@ impl Region {
     }
 
     pub fn word(&self, off: u64) -> &AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.len, "word {off:#x} out of region");
+        assert!(
+            off % 8 == 0 && off + 8 <= self.len,
+            "word {off:#x} out of region"
+        );
         &self.cells[(off / 8) as usize]
     }
 
@@ -201,7 +207,10 @@ impl Region {
             let c = &self.cells[(a / 8) as usize];
             let sh = (a % 8) * 8;
             let old = c.load(Ordering::Relaxed);
-            c.store((old & !(0xff << sh)) | ((*s as u64) << sh), Ordering::Relaxed);
+            c.store(
+                (old & !(0xff << sh)) | ((*s as u64) << sh),
+                Ordering::Relaxed,
+            );
         }
     }
 

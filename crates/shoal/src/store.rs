@@ -82,7 +82,10 @@ pub struct MapOptions {
 
 impl Default for MapOptions {
     fn default() -> MapOptions {
-        MapOptions { segment_buckets: DEFAULT_MAIN_BUCKETS as u32, stash_buckets: DEFAULT_STASH_BUCKETS as u32 }
+        MapOptions {
+            segment_buckets: DEFAULT_MAIN_BUCKETS as u32,
+            stash_buckets: DEFAULT_STASH_BUCKETS as u32,
+        }
     }
 }
 
@@ -142,8 +145,13 @@ fn random_u64() -> u64 {
         u64::from_le_bytes(b)
     } else {
         // No getrandom: the clock and pid still make seeds differ between files.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        xxhash_rust::xxh3::xxh3_64(&[t.to_le_bytes().as_slice(), &sys::pid().to_le_bytes()].concat())
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        xxhash_rust::xxh3::xxh3_64(
+            &[t.to_le_bytes().as_slice(), &sys::pid().to_le_bytes()].concat(),
+        )
     }
 }
 
@@ -217,8 +225,11 @@ impl Store {
     /// The options of an existing map are those it was created with.
     pub fn map_with(&self, name: &str, opts: &MapOptions, create: bool) -> Result<Map> {
         validate_name(name)?;
-        if !(1..=4096).contains(&opts.segment_buckets) || !(1..=1024).contains(&opts.stash_buckets) {
-            return Err(Error::InvalidArgument("segment_buckets must be 1..=4096 and stash_buckets 1..=1024".into()));
+        if !(1..=4096).contains(&opts.segment_buckets) || !(1..=1024).contains(&opts.stash_buckets)
+        {
+            return Err(Error::InvalidArgument(
+                "segment_buckets must be 1..=4096 and stash_buckets 1..=1024".into(),
+            ));
         }
         if let Some(m) = self.find_map(name)? {
             return Ok(m);
@@ -239,7 +250,10 @@ impl Store {
         for id in 0..sh.g.n_catalog {
             let ce = sh.g.cat_entry(id);
             let st = sh.w(ce + C_STATE).load(Acquire);
-            if st & 0xff != CAT_LIVE || sh.w(ce + C_KIND).load(Acquire) != KIND_MAP || !name_is(sh, ce, name) {
+            if st & 0xff != CAT_LIVE
+                || sh.w(ce + C_KIND).load(Acquire) != KIND_MAP
+                || !name_is(sh, ce, name)
+            {
                 continue;
             }
             let mut m = index::map_ref_unchecked(sh, id)?;
@@ -247,7 +261,11 @@ impl Store {
             if sh.w(ce + C_STATE).load(Acquire) != st {
                 continue; // dropped while we looked
             }
-            return Ok(Some(Map { sh: self.sh.clone(), m, name: name.into() }));
+            return Ok(Some(Map {
+                sh: self.sh.clone(),
+                m,
+                name: name.into(),
+            }));
         }
         Ok(None)
     }
@@ -260,7 +278,12 @@ impl Store {
         }
         let id = (0..sh.g.n_catalog)
             .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
-            .ok_or_else(|| Error::StoreFull(format!("the store already holds its maximum of {} maps", sh.g.n_catalog)))?;
+            .ok_or_else(|| {
+                Error::StoreFull(format!(
+                    "the store already holds its maximum of {} maps",
+                    sh.g.n_catalog
+                ))
+            })?;
         let ce = sh.g.cat_entry(id);
         let (n_main, n_stash) = (opts.segment_buckets as u64, opts.stash_buckets as u64);
         let cs = sh.g.chunk_size();
@@ -284,7 +307,11 @@ impl Store {
             redo.push(ce + C_STATE, word);
             Ok(m)
         })?;
-        Ok(Map { sh: self.sh.clone(), m: mref, name: name.into() })
+        Ok(Map {
+            sh: self.sh.clone(),
+            m: mref,
+            name: name.into(),
+        })
     }
 
     /// Names of the maps in the store.
@@ -413,32 +440,46 @@ impl Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.sh.path).finish()
+        f.debug_struct("Store")
+            .field("path", &self.sh.path)
+            .finish()
     }
 }
 
 fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_NAME {
-        return Err(Error::InvalidArgument(format!("map names are 1 to {MAX_NAME} bytes")));
+        return Err(Error::InvalidArgument(format!(
+            "map names are 1 to {MAX_NAME} bytes"
+        )));
     }
     Ok(())
 }
 
 fn validate_options(o: &Options) -> Result<()> {
     if !o.chunk_size.is_power_of_two() || !(1 << 16..=1 << 26).contains(&o.chunk_size) {
-        return Err(Error::InvalidArgument("chunk_size must be a power of two from 64 KiB to 64 MiB".into()));
+        return Err(Error::InvalidArgument(
+            "chunk_size must be a power of two from 64 KiB to 64 MiB".into(),
+        ));
     }
-    if !(1..=65535).contains(&o.max_processes) || !(1..=(1 << 20)).contains(&o.max_threads) || !(1..=65536).contains(&o.max_maps) {
-        return Err(Error::InvalidArgument("max_processes 1..=65535, max_threads 1..=2^20, max_maps 1..=65536".into()));
+    if !(1..=65535).contains(&o.max_processes)
+        || !(1..=(1 << 20)).contains(&o.max_threads)
+        || !(1..=65536).contains(&o.max_maps)
+    {
+        return Err(Error::InvalidArgument(
+            "max_processes 1..=65535, max_threads 1..=2^20, max_maps 1..=65536".into(),
+        ));
     }
     if o.max_size > 1 << 48 {
-        return Err(Error::InvalidArgument("max_size is at most 2^48 bytes".into()));
+        return Err(Error::InvalidArgument(
+            "max_size is at most 2^48 bytes".into(),
+        ));
     }
     Ok(())
 }
 
 fn name_is(sh: &Shared, ce: u64, name: &str) -> bool {
-    sh.w(ce + C_NAME_LEN).load(Acquire) == name.len() as u64 && sh.r.bytes_eq(ce + C_NAME, name.as_bytes())
+    sh.w(ce + C_NAME_LEN).load(Acquire) == name.len() as u64
+        && sh.r.bytes_eq(ce + C_NAME, name.as_bytes())
 }
 
 fn read_name(sh: &Shared, ce: u64) -> Result<String> {
@@ -448,15 +489,26 @@ fn read_name(sh: &Shared, ce: u64) -> Result<String> {
     }
     let mut b = vec![0u8; n as usize];
     sh.r.read_bytes(ce + C_NAME, &mut b);
-    String::from_utf8(b).map_err(|_| sh.corrupt(format!("catalog entry at {ce:#x}: name is not UTF-8")))
+    String::from_utf8(b)
+        .map_err(|_| sh.corrupt(format!("catalog entry at {ce:#x}: name is not UTF-8")))
 }
 
 /// Creates and initialises a store file, then links it into place atomically, so no
 /// process ever opens a half-written store.
 fn create_file(path: &Path, o: &Options) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let fname = path.file_name().ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", path.display())))?;
-    let tmp = dir.join(format!(".{}.{}.{:x}.tmp", fname.to_string_lossy(), sys::pid(), random_u64()));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fname = path
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.{:x}.tmp",
+        fname.to_string_lossy(),
+        sys::pid(),
+        random_u64()
+    ));
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -467,49 +519,115 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
         .map_err(|e| Error::io(path, e))?;
     let r = (|| {
         let shift = o.chunk_size.trailing_zeros();
-        let g = Geometry::layout(shift, random_u64(), o.max_size, o.max_processes as u64, o.max_threads as u64, o.max_maps as u64);
-        let size = g.chunks_off.max(o.initial_size.next_multiple_of(o.chunk_size));
+        let g = Geometry::layout(
+            shift,
+            random_u64(),
+            o.max_size,
+            o.max_processes as u64,
+            o.max_threads as u64,
+            o.max_maps as u64,
+        );
+        let size = g
+            .chunks_off
+            .max(o.initial_size.next_multiple_of(o.chunk_size));
         if size > o.max_size {
-            return Err(Error::InvalidArgument(format!("max_size {} is below the {} bytes the tables need", o.max_size, size)));
+            return Err(Error::InvalidArgument(format!(
+                "max_size {} is below the {} bytes the tables need",
+                o.max_size, size
+            )));
         }
         sys::allocate(&file, 0, size).map_err(|e| Error::io(path, e))?;
-        let mut h = vec![0u8; HEADER_SIZE as usize];
-        let put = |h: &mut Vec<u8>, off: u64, v: &[u8]| h[off as usize..off as usize + v.len()].copy_from_slice(v);
-        put(&mut h, H_MAGIC, &MAGIC);
-        put(&mut h, H_VERSION, &FORMAT_VERSION.to_le_bytes());
-        put(&mut h, H_VERSION + 4, &(HEADER_SIZE as u32).to_le_bytes());
-        put(&mut h, H_CHUNK_SHIFT, &shift.to_le_bytes());
-        put(&mut h, H_CHUNK_SHIFT + 4, &12u32.to_le_bytes());
-        put(&mut h, H_HASH, &HASH_XXH3_64.to_le_bytes());
-        put(&mut h, H_SEED, &g.seed.to_le_bytes());
-        put(&mut h, H_MAX_SIZE, &o.max_size.to_le_bytes());
-        put(&mut h, H_COUNTS, &(o.max_processes).to_le_bytes());
-        put(&mut h, H_COUNTS + 4, &(o.max_threads).to_le_bytes());
-        put(&mut h, H_CATALOG_N, &(o.max_maps).to_le_bytes());
-        put(&mut h, H_PROC_OFF, &g.proc_off.to_le_bytes());
-        put(&mut h, H_TXN_OFF, &g.txn_off.to_le_bytes());
-        put(&mut h, H_CATALOG_OFF, &g.catalog_off.to_le_bytes());
-        put(&mut h, H_CHUNKS_OFF, &g.chunks_off.to_le_bytes());
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-        put(&mut h, H_CREATED, &now.to_le_bytes());
-        put(&mut h, H_FILE_END, &size.to_le_bytes());
-        file.write_all_at(&h, 0).map_err(|e| Error::io(path, e))?;
-        // Chunks between the tables and `size` (an initial size) go on the free list as
-        // one run.
-        if size > g.chunks_off {
-            let run = g.chunks_off;
-            let k = (size - run) / o.chunk_size;
-            let mut ch = [0u8; 24];
-            ch[0..8].copy_from_slice(&CK_FREE.to_le_bytes());
-            ch[8..16].copy_from_slice(&k.to_le_bytes());
-            file.write_all_at(&ch, run).map_err(|e| Error::io(path, e))?;
-            file.write_all_at(&run.to_le_bytes(), H_FREE_HEAD).map_err(|e| Error::io(path, e))?;
-            file.write_all_at(&(size - run).to_le_bytes(), H_FREE_BYTES).map_err(|e| Error::io(path, e))?;
+        for (off, bytes) in initial_image(&g, o, size) {
+            file.write_all_at(&bytes, off)
+                .map_err(|e| Error::io(path, e))?;
         }
         std::fs::hard_link(&tmp, path).map_err(|e| Error::io(path, e))
     })();
     let _ = std::fs::remove_file(&tmp);
     r
+}
+
+/// The bytes a new store starts with (everything else is zero): the header, and the
+/// initial free run when `size` leaves room for chunks.
+fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
+    let mut h = vec![0u8; HEADER_SIZE as usize];
+    let put = |h: &mut Vec<u8>, off: u64, v: &[u8]| {
+        h[off as usize..off as usize + v.len()].copy_from_slice(v)
+    };
+    put(&mut h, H_MAGIC, &MAGIC);
+    put(&mut h, H_VERSION, &FORMAT_VERSION.to_le_bytes());
+    put(&mut h, H_VERSION + 4, &(HEADER_SIZE as u32).to_le_bytes());
+    put(&mut h, H_CHUNK_SHIFT, &g.chunk_shift.to_le_bytes());
+    put(&mut h, H_CHUNK_SHIFT + 4, &12u32.to_le_bytes());
+    put(&mut h, H_HASH, &HASH_XXH3_64.to_le_bytes());
+    put(&mut h, H_SEED, &g.seed.to_le_bytes());
+    put(&mut h, H_MAX_SIZE, &o.max_size.to_le_bytes());
+    put(&mut h, H_COUNTS, &(o.max_processes).to_le_bytes());
+    put(&mut h, H_COUNTS + 4, &(o.max_threads).to_le_bytes());
+    put(&mut h, H_CATALOG_N, &(o.max_maps).to_le_bytes());
+    put(&mut h, H_PROC_OFF, &g.proc_off.to_le_bytes());
+    put(&mut h, H_TXN_OFF, &g.txn_off.to_le_bytes());
+    put(&mut h, H_CATALOG_OFF, &g.catalog_off.to_le_bytes());
+    put(&mut h, H_CHUNKS_OFF, &g.chunks_off.to_le_bytes());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    put(&mut h, H_CREATED, &now.to_le_bytes());
+    put(&mut h, H_FILE_END, &size.to_le_bytes());
+    let mut out = Vec::new();
+    if size > g.chunks_off {
+        let run = g.chunks_off;
+        let k = (size - run) / g.chunk_size();
+        put(&mut h, H_FREE_HEAD, &run.to_le_bytes());
+        put(&mut h, H_FREE_BYTES, &(size - run).to_le_bytes());
+        let mut ch = vec![0u8; 24];
+        ch[0..8].copy_from_slice(&CK_FREE.to_le_bytes());
+        ch[8..16].copy_from_slice(&k.to_le_bytes());
+        out.push((run, ch));
+    }
+    out.insert(0, (0, h));
+    out
+}
+
+#[cfg(shuttle)]
+impl Store {
+    /// A store in heap memory, for model checking under shuttle. `size` bytes are
+    /// allocated up front (the file never grows past them).
+    pub fn in_memory(o: &Options, size: u64) -> Result<Store> {
+        validate_options(o)?;
+        let shift = o.chunk_size.trailing_zeros();
+        let g = Geometry::layout(
+            shift,
+            0x5eed,
+            size,
+            o.max_processes as u64,
+            o.max_threads as u64,
+            o.max_maps as u64,
+        );
+        let region = Region::new_heap(size);
+        for (off, bytes) in initial_image(
+            &g,
+            &Options {
+                max_size: size,
+                ..o.clone()
+            },
+            g.chunks_off,
+        ) {
+            region.write_bytes(off, &bytes);
+        }
+        let file = File::open("/dev/null").map_err(|e| Error::io(Path::new("/dev/null"), e))?;
+        let sh = Arc::new(Shared::new(
+            region,
+            g,
+            PathBuf::from("<memory>"),
+            file,
+            size,
+            o.lock_timeout,
+        ));
+        sh.register()?;
+        Ok(Store { sh })
+    }
 }
 
 fn read_u32(h: &[u8], off: u64) -> u32 {
@@ -525,34 +643,58 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
     let mut h = vec![0u8; HEADER_SIZE as usize];
     let n = file.read_at(&mut h, 0).map_err(|e| Error::io(path, e))?;
     if n < MAGIC.len() || h[..8] != MAGIC {
-        return Err(Error::NotAStore { path: path.to_owned() });
+        return Err(Error::NotAStore {
+            path: path.to_owned(),
+        });
     }
     let version = read_u32(&h, H_VERSION);
     if version > FORMAT_VERSION {
-        return Err(Error::VersionMismatch { path: path.to_owned(), found: version, supported: FORMAT_VERSION });
+        return Err(Error::VersionMismatch {
+            path: path.to_owned(),
+            found: version,
+            supported: FORMAT_VERSION,
+        });
     }
     let bad = |what: String| Err(Error::corrupt(path, what));
     if (n as u64) < HEADER_SIZE || size < HEADER_SIZE {
-        return bad(format!("truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header"));
+        return bad(format!(
+            "truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header"
+        ));
     }
     if version == 0 || read_u32(&h, H_VERSION + 4) as u64 != HEADER_SIZE {
-        return bad(format!("header: version {version} or header size at offset 12 invalid"));
+        return bad(format!(
+            "header: version {version} or header size at offset 12 invalid"
+        ));
     }
     if read_u32(&h, H_HASH) != HASH_XXH3_64 {
-        return bad(format!("header: unknown hash algorithm {} at offset {H_HASH}", read_u32(&h, H_HASH)));
+        return bad(format!(
+            "header: unknown hash algorithm {} at offset {H_HASH}",
+            read_u32(&h, H_HASH)
+        ));
     }
     let shift = read_u32(&h, H_CHUNK_SHIFT);
     if !(16..=26).contains(&shift) || read_u32(&h, H_CHUNK_SHIFT + 4) != 12 {
-        return bad(format!("header: chunk shift {shift} at offset {H_CHUNK_SHIFT} out of range"));
+        return bad(format!(
+            "header: chunk shift {shift} at offset {H_CHUNK_SHIFT} out of range"
+        ));
     }
-    let (np, nt, nc) = (read_u32(&h, H_COUNTS) as u64, read_u32(&h, H_COUNTS + 4) as u64, read_u32(&h, H_CATALOG_N) as u64);
+    let (np, nt, nc) = (
+        read_u32(&h, H_COUNTS) as u64,
+        read_u32(&h, H_COUNTS + 4) as u64,
+        read_u32(&h, H_CATALOG_N) as u64,
+    );
     if !(1..=65535).contains(&np) || !(1..=(1 << 20)).contains(&nt) || !(1..=65536).contains(&nc) {
         return bad(format!("header: table sizes {np}/{nt}/{nc} out of range"));
     }
     let max_size = read_u64(&h, H_MAX_SIZE);
     let g = Geometry::layout(shift, read_u64(&h, H_SEED), max_size, np, nt, nc);
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
-        != (read_u64(&h, H_PROC_OFF), read_u64(&h, H_TXN_OFF), read_u64(&h, H_CATALOG_OFF), read_u64(&h, H_CHUNKS_OFF))
+        != (
+            read_u64(&h, H_PROC_OFF),
+            read_u64(&h, H_TXN_OFF),
+            read_u64(&h, H_CATALOG_OFF),
+            read_u64(&h, H_CHUNKS_OFF),
+        )
     {
         return bad("header: table offsets do not match the table sizes".into());
     }
@@ -561,22 +703,34 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
     }
     let end = read_u64(&h, H_FILE_END);
     if end < g.chunks_off || end > max_size || (end - g.chunks_off) % g.chunk_size() != 0 {
-        return bad(format!("header: file end {end} at offset {H_FILE_END} is not a chunk boundary"));
+        return bad(format!(
+            "header: file end {end} at offset {H_FILE_END} is not a chunk boundary"
+        ));
     }
     if size < end {
-        return bad(format!("truncated: the file has {size} bytes, its header says {end}"));
+        return bad(format!(
+            "truncated: the file has {size} bytes, its header says {end}"
+        ));
     }
     Ok((g, size))
 }
 
 fn open_file(path: &Path, o: &Options) -> Result<Store> {
-    let file = match OpenOptions::new().read(true).write(true).custom_flags(libc::O_CLOEXEC).open(path) {
+    let file = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) => return Err(Error::io(path, e)),
     };
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
-        return Err(Error::InvalidArgument(format!("{} is not a regular file", path.display())));
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
     }
     let key = (meta.dev(), meta.ino());
     let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
@@ -584,16 +738,31 @@ fn open_file(path: &Path, o: &Options) -> Result<Store> {
         return Ok(Store { sh });
     }
     let (g, _size) = read_geometry(path, &file)?;
-    let reserve = g.max_size.next_multiple_of(4096);
-    let base = sys::map_shared(&file, reserve).map_err(|e| Error::io(path, e))?;
-    // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's Drop;
-    // all access goes through atomics (see mem.rs).
-    let region = unsafe { Region::from_raw(base, reserve) };
-    let sh = Arc::new(Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout));
-    sh.register()?;
-    crate::txn::reclaim_dead(&sh)?;
-    reg.insert(key, Arc::downgrade(&sh));
-    Ok(Store { sh })
+    #[cfg(shuttle)]
+    return Err(Error::InvalidArgument(format!(
+        "{}: files cannot be mapped under cfg(shuttle)",
+        path.display()
+    )));
+    #[cfg(not(shuttle))]
+    {
+        let reserve = g.max_size.next_multiple_of(4096);
+        let base = sys::map_shared(&file, reserve).map_err(|e| Error::io(path, e))?;
+        // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's Drop;
+        // all access goes through atomics (see mem.rs).
+        let region = unsafe { Region::from_raw(base, reserve) };
+        let sh = Arc::new(Shared::new(
+            region,
+            g,
+            path.to_owned(),
+            file,
+            reserve,
+            o.lock_timeout,
+        ));
+        sh.register()?;
+        crate::txn::reclaim_dead(&sh)?;
+        reg.insert(key, Arc::downgrade(&sh));
+        Ok(Store { sh })
+    }
 }
 
 impl Drop for Shared {

@@ -173,7 +173,12 @@ pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: D
         tv_sec: timeout.as_secs() as i64,
         tv_nsec: timeout.subsec_nanos() as i64,
     };
-    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, Some(&ts));
+    let _ = rustix::thread::futex::wait(
+        word,
+        rustix::thread::futex::Flags::empty(),
+        expected,
+        Some(&ts),
+    );
 }
 
 /// Wakes up to `n` waiters on the word.
@@ -191,7 +196,8 @@ pub fn pid() -> u32 {
 pub static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 const MAX_LIVENESS_FDS: usize = 1024;
-static LIVENESS_FDS: [AtomicI32; MAX_LIVENESS_FDS] = [const { AtomicI32::new(-1) }; MAX_LIVENESS_FDS];
+static LIVENESS_FDS: [AtomicI32; MAX_LIVENESS_FDS] =
+    [const { AtomicI32::new(-1) }; MAX_LIVENESS_FDS];
 static ATFORK: Once = Once::new();
 
 extern "C" fn atfork_child() {
@@ -217,7 +223,10 @@ pub fn remember_liveness_fd(fd: RawFd) -> bool {
         unsafe { libc::pthread_atfork(None, None, Some(atfork_child)) };
     });
     for slot in LIVENESS_FDS.iter() {
-        if slot.compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if slot
+            .compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
             return true;
         }
     }
@@ -227,7 +236,10 @@ pub fn remember_liveness_fd(fd: RawFd) -> bool {
 /// Removes a descriptor from the fork table. Returns false if a fork already closed it.
 pub fn forget_liveness_fd(fd: RawFd) -> bool {
     for slot in LIVENESS_FDS.iter() {
-        if slot.compare_exchange(fd, -1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if slot
+            .compare_exchange(fd, -1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
             return true;
         }
     }

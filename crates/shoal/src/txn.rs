@@ -47,7 +47,10 @@ pub(crate) struct Redo {
 
 impl Redo {
     pub fn new() -> Redo {
-        Redo { n: 0, e: [(0, 0); T_NREDO as usize] }
+        Redo {
+            n: 0,
+            e: [(0, 0); T_NREDO as usize],
+        }
     }
     pub fn push(&mut self, off: u64, val: u64) {
         // Callers build lists of at most T_NREDO entries by construction.
@@ -57,13 +60,21 @@ impl Redo {
     }
     /// The value this list will give `off`, if it sets it.
     pub fn get(&self, off: u64) -> Option<u64> {
-        self.e[..self.n].iter().rev().find(|e| e.0 == off).map(|e| e.1)
+        self.e[..self.n]
+            .iter()
+            .rev()
+            .find(|e| e.0 == off)
+            .map(|e| e.1)
     }
 }
 
 impl<'a> Txn<'a> {
     pub fn new(sh: &'a Shared, idx: u64) -> Txn<'a> {
-        Txn { sh, idx, base: sh.g.txn_slot(idx) }
+        Txn {
+            sh,
+            idx,
+            base: sh.g.txn_slot(idx),
+        }
     }
 
     #[inline]
@@ -122,7 +133,12 @@ impl<'a> Txn<'a> {
     /// Takes the lock only if it is free right now.
     pub fn try_lock(&self, lock: u64) -> bool {
         self.held_push(lock);
-        if self.sh.w(lock).compare_exchange(0, self.me(), Acquire, Relaxed).is_ok() {
+        if self
+            .sh
+            .w(lock)
+            .compare_exchange(0, self.me(), Acquire, Relaxed)
+            .is_ok()
+        {
             return true;
         }
         self.held_remove(lock);
@@ -139,25 +155,39 @@ impl<'a> Txn<'a> {
             let cur = w.load(Relaxed);
             if cur & OWNER_MASK == 0 {
                 // Once contended, take it with WAITERS set: others may still sleep on it.
-                let want = if spins < 64 { self.me() } else { self.me() | WAITERS };
+                let want = if spins < 64 {
+                    self.me()
+                } else {
+                    self.me() | WAITERS
+                };
                 if w.compare_exchange(cur, want, Acquire, Relaxed).is_ok() {
                     return Ok(());
                 }
                 continue;
             }
             if (cur & OWNER_MASK) == self.me() {
-                return Err(Error::InvalidArgument("lock already held by this thread (re-entrant call)".into()));
+                return Err(Error::InvalidArgument(
+                    "lock already held by this thread (re-entrant call)".into(),
+                ));
             }
             if spins < 64 {
                 spins += 1;
                 std::hint::spin_loop();
                 continue;
             }
-            if cur & WAITERS == 0 && w.compare_exchange(cur, cur | WAITERS, Relaxed, Relaxed).is_err() {
+            if cur & WAITERS == 0
+                && w.compare_exchange(cur, cur | WAITERS, Relaxed, Relaxed)
+                    .is_err()
+            {
                 continue;
             }
             spins += 1;
-            wait_on(self.sh, lock, (cur | WAITERS) as u32, Duration::from_millis(5));
+            wait_on(
+                self.sh,
+                lock,
+                (cur | WAITERS) as u32,
+                Duration::from_millis(5),
+            );
             let waited = start.elapsed();
             if waited >= next_check {
                 next_check = waited + Duration::from_millis(10);
@@ -189,8 +219,10 @@ impl<'a> Txn<'a> {
             sh.w(self.base + T_ARGS + 8 * i as u64).store(*a, Relaxed);
         }
         for (i, (off, val)) in redo.e[..redo.n].iter().enumerate() {
-            sh.w(self.base + T_REDO + 16 * i as u64).store(*off, Relaxed);
-            sh.w(self.base + T_REDO + 16 * i as u64 + 8).store(*val, Relaxed);
+            sh.w(self.base + T_REDO + 16 * i as u64)
+                .store(*off, Relaxed);
+            sh.w(self.base + T_REDO + 16 * i as u64 + 8)
+                .store(*val, Relaxed);
         }
         sh.w(self.base + T_REDO_N).store(redo.n as u64, Relaxed);
         sh.w(self.base + T_KIND).store(kind, Relaxed);
@@ -321,12 +353,10 @@ pub(crate) fn reclaim_dead(sh: &Shared) -> Result<usize> {
         let slot = sh.g.proc_slot(p);
         if sh.w(slot + P_STATE).load(Acquire) != 0
             && p != sh.proc_idx.load(Relaxed)
-            && !crate::sys::byte_locked(sh.file.as_raw_fd(), crate::sys::LIVENESS_BASE + p).unwrap_or(true)
+            && !sh.proc_locked(p)
         {
             sh.w(slot + P_STATE).store(0, Release);
         }
     }
     Ok(freed)
 }
-
-use std::os::fd::AsRawFd;

@@ -4,7 +4,9 @@ use shoal::{Error, MapOptions, OpenMode, Options, PutOutcome, Store};
 use std::collections::HashMap;
 
 fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap()
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
 }
 
 #[test]
@@ -37,7 +39,16 @@ fn put_get_remove_roundtrip() {
 fn many_keys_split_and_iterate() {
     let d = tmp();
     let s = Store::open(d.path().join("a.shoal")).unwrap();
-    let m = s.map_with("small", &MapOptions { segment_buckets: 2, stash_buckets: 1 }, true).unwrap();
+    let m = s
+        .map_with(
+            "small",
+            &MapOptions {
+                segment_buckets: 2,
+                stash_buckets: 1,
+            },
+            true,
+        )
+        .unwrap();
     let mut model = HashMap::new();
     for i in 0..20_000u32 {
         let k = format!("key:{i:012}");
@@ -75,10 +86,16 @@ fn overwrite_forever_keeps_file_bounded() {
     let mut max_file = 0;
     for round in 0..30 {
         for i in 0..40_000u32 {
-            m.put(format!("k{i}").as_bytes(), &val[..50 + (round % 50)]).unwrap();
+            m.put(format!("k{i}").as_bytes(), &val[..50 + (round % 50)])
+                .unwrap();
         }
         let st = s.stats().unwrap();
-        assert!(st.dead_bytes * 5 <= st.data_bytes, "round {round}: dead {} of {} data bytes", st.dead_bytes, st.data_bytes);
+        assert!(
+            st.dead_bytes * 5 <= st.data_bytes,
+            "round {round}: dead {} of {} data bytes",
+            st.dead_bytes,
+            st.data_bytes
+        );
         if round >= 5 {
             max_file = max_file.max(st.file_size);
         }
@@ -101,7 +118,10 @@ fn large_values() {
     let key = vec![b'k'; 65536];
     m.put(&key, b"long key").unwrap();
     assert_eq!(m.get(&key).unwrap().as_deref(), Some(&b"long key"[..]));
-    assert!(matches!(m.put(&vec![0u8; 65537], b"x"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        m.put(&vec![0u8; 65537], b"x"),
+        Err(Error::InvalidArgument(_))
+    ));
     for _ in 0..5 {
         m.put(b"big", &big[..2_500_000]).unwrap();
     }
@@ -134,7 +154,10 @@ fn maps_are_named_and_droppable() {
 #[test]
 fn store_full_is_an_error_and_changes_nothing() {
     let d = tmp();
-    let opts = Options { max_size: 4 << 20, ..Options::default() };
+    let opts = Options {
+        max_size: 4 << 20,
+        ..Options::default()
+    };
     let s = Store::open_with(d.path().join("a.shoal"), &opts, OpenMode::CreateNew).unwrap();
     let m = s.map("m").unwrap();
     let v = vec![1u8; 1000];

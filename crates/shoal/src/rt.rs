@@ -1,0 +1,28 @@
+//! Waiting primitives that the model checker can see.
+//!
+//! Under `cfg(shuttle)` every wait must hand control to shuttle's scheduler (a real sleep
+//! or yield would stall the single OS thread that runs all model threads), so the engine
+//! waits only through these.
+
+use std::time::Duration;
+
+/// Lets other threads run.
+#[inline]
+pub fn yield_now() {
+    #[cfg(not(shuttle))]
+    std::thread::yield_now();
+    #[cfg(shuttle)]
+    shuttle::thread::yield_now();
+}
+
+/// Sleeps a little (a yield under the model checker).
+#[inline]
+pub fn sleep(d: Duration) {
+    #[cfg(not(shuttle))]
+    std::thread::sleep(d);
+    #[cfg(shuttle)]
+    {
+        let _ = d;
+        shuttle::thread::yield_now();
+    }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: what `.ci/run` runs, and the README's second command.
+# Installs what it needs (from the package registries), then runs, in order:
+# formatting, lints, unit + integration tests (multi-process and kill tests included),
+# and the model checks under shuttle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+step() { printf '\n=== %s\n' "$*"; }
+
+step "toolchain"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+cargo --version
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (release: the multi-process and kill tests need real speed)"
+cargo test --workspace --release --locked
+
+step "model checking (shuttle, cfg(shuttle))"
+RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
+
+echo
+echo "all test steps passed"
