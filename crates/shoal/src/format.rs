@@ -362,21 +362,28 @@ mod tests {
         assert_eq!(parse_record_header(&[0x80, 0x80]), None);
     }
 
-    /// Golden vectors: FORMAT.md quotes these; other languages test against them.
+    /// Golden vectors, computed independently with Python's `xxhash` package
+    /// (`xxh3_64_intdigest(key, seed=...)`); docs/FORMAT.md quotes them. Each row: seed,
+    /// key, hash, tag, home bucket of 59, first stash of 4, directory index at depth 4.
     #[test]
-    fn golden_hashes() {
-        let seed = 0x0123_4567_89ab_cdef;
-        let h = hash(seed, b"key:000000000042");
-        assert_eq!(h, GOLDEN[0].2, "{h:#018x}");
-        for (s, key, want) in GOLDEN {
-            assert_eq!(hash(s, key), want, "key {:?}", String::from_utf8_lossy(key));
+    fn golden_vectors() {
+        for (seed, key, want, tag, home, stash, dir4) in GOLDEN {
+            let h = hash(seed, key);
+            let k = String::from_utf8_lossy(key);
+            assert_eq!(h, want, "hash of {k:?} with seed {seed:#x}: {h:#018x}");
+            assert_eq!(hash_tag(h), tag, "tag of {k:?}");
+            assert_eq!(home_bucket(h, 59), home, "home bucket of {k:?}");
+            assert_eq!(first_stash(h, 4), stash, "stash of {k:?}");
+            assert_eq!(h & 15, dir4, "directory index of {k:?}");
         }
     }
 
-    pub(crate) const GOLDEN: [(u64, &[u8], u64); 4] = [
-        (0x0123_4567_89ab_cdef, b"key:000000000042", 0),
-        (0, b"", 0),
-        (0, b"a", 0),
-        (0x0123_4567_89ab_cdef, b"file.mdtest.1.2", 0),
+    #[allow(clippy::type_complexity)]
+    pub(crate) const GOLDEN: [(u64, &[u8], u64, u64, u64, u64, u64); 5] = [
+        (0x0123_4567_89ab_cdef, b"key:000000000042", 0xf564_e0bd_50e2_ded8, 0xf564, 51, 2, 8),
+        (0, b"", 0x2d06_8005_38d3_94c2, 0x2d06, 29, 3, 2),
+        (0, b"a", 0xe6c6_32b6_1e96_4e1f, 0xe6c6, 11, 2, 15),
+        (0x0123_4567_89ab_cdef, b"file.mdtest.1.2", 0x6fc2_48ad_7ba3_279d, 0x6fc2, 16, 3, 13),
+        (0x0123_4567_89ab_cdef, &[b'x'; 100], 0xa365_3f03_0569_6928, 0xa365, 14, 1, 8),
     ];
 }
