@@ -36,18 +36,25 @@ fn writer(path: &str) -> shoal::Result<ExitCode> {
         .args(["--reader", path])
         .spawn()
         .expect("start the reader process");
-    let t = Instant::now();
-    for i in 0..KEYS {
-        map.put(format!("key:{i:012}").as_bytes(), &i.to_le_bytes())?;
+    let written = (|| -> shoal::Result<()> {
+        let t = Instant::now();
+        for i in 0..KEYS {
+            map.put(format!("key:{i:012}").as_bytes(), &i.to_le_bytes())?;
+        }
+        let dt = t.elapsed();
+        println!(
+            "writer: put {KEYS} keys in {:.1} ms ({:.2} M puts/s)",
+            dt.as_secs_f64() * 1e3,
+            KEYS as f64 / dt.as_secs_f64() / 1e6
+        );
+        map.put(b"done", b"1")?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = child.kill();
     }
-    let dt = t.elapsed();
-    println!(
-        "writer: put {KEYS} keys in {:.1} ms ({:.2} M puts/s)",
-        dt.as_secs_f64() * 1e3,
-        KEYS as f64 / dt.as_secs_f64() / 1e6
-    );
-    map.put(b"done", b"1")?;
     let ok = child.wait().map(|s| s.success()).unwrap_or(false);
+    written?;
     let report = store.check()?;
     println!("check: {report}");
     drop(map);

@@ -15,7 +15,7 @@
 
 use crate::error::Result;
 use crate::format::*;
-use crate::index::{map_ref_unchecked, read_record_header, read_record_header_in};
+use crate::index::{map_ref_unchecked, read_record_header_in};
 use crate::shared::Shared;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::*;
@@ -113,6 +113,9 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             CK_DATA | CK_SEALED | CK_LARGE => data += run * cs,
             CK_FREE => free += run * cs,
             CK_INDEX => {}
+            CK_ZERO => ck.bad(format!(
+                "chunk {c:#x}: never formatted (leaked by an interrupted growth)"
+            )),
             _ => ck.bad(format!(
                 "chunk {c:#x}: unknown kind {kind} (leaked or corrupt)"
             )),

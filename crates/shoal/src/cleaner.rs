@@ -106,7 +106,6 @@ fn step_forced(tx: &Txn) -> Result<bool> {
 
 /// One bounded step. Returns false if there was nothing to do.
 fn step_inner(tx: &Txn, force: bool) -> Result<bool> {
-    let sh = tx.sh;
     if !tx.try_lock(H_CLEANER_LOCK) {
         return Ok(false);
     }

@@ -140,6 +140,8 @@ pub const M_SPARE_DIR: u64 = 40;
 pub const M_SPARE_DIR_G: u64 = 48;
 pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
+/// Reserved for map kinds (fixed-size, inline, UIDs): 0 in version 1.
+#[allow(dead_code)]
 pub const M_FLAGS: u64 = 72;
 pub const M_DIR_LOCK: u64 = 128;
 pub const M_COUNTERS: u64 = 256;
@@ -380,10 +382,34 @@ mod tests {
 
     #[allow(clippy::type_complexity)]
     pub(crate) const GOLDEN: [(u64, &[u8], u64, u64, u64, u64, u64); 5] = [
-        (0x0123_4567_89ab_cdef, b"key:000000000042", 0xf564_e0bd_50e2_ded8, 0xf564, 51, 2, 8),
+        (
+            0x0123_4567_89ab_cdef,
+            b"key:000000000042",
+            0xf564_e0bd_50e2_ded8,
+            0xf564,
+            51,
+            2,
+            8,
+        ),
         (0, b"", 0x2d06_8005_38d3_94c2, 0x2d06, 29, 3, 2),
         (0, b"a", 0xe6c6_32b6_1e96_4e1f, 0xe6c6, 11, 2, 15),
-        (0x0123_4567_89ab_cdef, b"file.mdtest.1.2", 0x6fc2_48ad_7ba3_279d, 0x6fc2, 16, 3, 13),
-        (0x0123_4567_89ab_cdef, &[b'x'; 100], 0xa365_3f03_0569_6928, 0xa365, 14, 1, 8),
+        (
+            0x0123_4567_89ab_cdef,
+            b"file.mdtest.1.2",
+            0x6fc2_48ad_7ba3_279d,
+            0x6fc2,
+            16,
+            3,
+            13,
+        ),
+        (
+            0x0123_4567_89ab_cdef,
+            &[b'x'; 100],
+            0xa365_3f03_0569_6928,
+            0xa365,
+            14,
+            1,
+            8,
+        ),
     ];
 }

@@ -81,7 +81,11 @@ pub(crate) fn read_record_header(sh: &Shared, off: u64, end: u64) -> Option<(u64
 }
 
 /// Like [`read_record_header`] with a fixed bound (the checker's used marks).
-pub(crate) fn read_record_header_in(sh: &Shared, off: u64, end: u64) -> Option<(u64, u64, u64, u64)> {
+pub(crate) fn read_record_header_in(
+    sh: &Shared,
+    off: u64,
+    end: u64,
+) -> Option<(u64, u64, u64, u64)> {
     if off < sh.g.chunks_off || off >= end {
         return None;
     }
@@ -122,7 +126,11 @@ impl MapRef {
         }
         let e = sh.w(eoff).load(Acquire);
         let seg = entry_seg(e);
-        let end = if seg + self.seg_size > end { sh.file_end() } else { end };
+        let end = if seg + self.seg_size > end {
+            sh.file_end()
+        } else {
+            end
+        };
         if seg < sh.g.chunks_off || seg + self.seg_size > end || seg % BUCKET != 0 {
             return Err(self.bad(
                 sh,

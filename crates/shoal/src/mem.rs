@@ -6,11 +6,14 @@
 //!
 //! * every shared *word* (locks, sequence numbers, slots, counters, offsets) is a naturally
 //!   aligned `AtomicU64` reached through [`Region::word`];
-//! * record *bytes* (keys and values) are read and written with byte-wise atomic copies
+//! * record *bytes* (keys and values) are read and written with atomic copies
 //!   ([`Region::read_bytes`], [`Region::write_bytes`]), the technique of C++ P1478 and of
 //!   the `atomic-memcpy` crate (which only handles fixed-size `T`, hence this version for
-//!   runtime lengths). Readers validate what they copied with a sequence number
-//!   afterwards, so a torn copy is discarded, never used.
+//!   runtime lengths). Every access, even to a single byte, is an aligned `AtomicU64` of
+//!   the word that holds it, so no location is ever accessed with two atomic sizes; a
+//!   writer merges the bytes of its edge words it does not own (immutable older records
+//!   of the same chunk, or free space only it will fill). Readers validate what they
+//!   copied with a sequence number afterwards, so a torn copy is discarded, never used.
 //!
 //! Soundness rests on two invariants that the callers keep:
 //! 1. an offset passed here lies below the store's published `file_end` (callers check
@@ -24,7 +27,7 @@
 #[cfg(shuttle)]
 pub use shuttle::sync::atomic::{fence, AtomicU64};
 #[cfg(not(shuttle))]
-pub use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8};
+pub use std::sync::atomic::{fence, AtomicU32, AtomicU64};
 
 use std::sync::atomic::Ordering;
 
@@ -81,81 +84,122 @@ impl Region {
         unsafe { &*(self.base.add(off as usize) as *const AtomicU32) }
     }
 
-    /// Copies `dst.len()` bytes starting at `off` out of the region, byte-wise atomically.
+    #[inline(always)]
+    fn load_word(&self, a: usize) -> u64 {
+        // SAFETY: `a` is 8-aligned and inside the region: it is the aligned word holding a
+        // byte of a range the caller bounds-checked (invariant 1); the file end is
+        // chunk-aligned, so a whole word around an in-bounds byte is in bounds too.
+        unsafe { (*(self.base.add(a) as *const AtomicU64)).load(Ordering::Relaxed) }
+    }
+
+    #[inline(always)]
+    fn store_word(&self, a: usize, w: u64) {
+        // SAFETY: as for `load_word`.
+        unsafe { (*(self.base.add(a) as *const AtomicU64)).store(w, Ordering::Relaxed) }
+    }
+
+    /// Copies `dst.len()` bytes starting at `off` out of the region (aligned word loads).
     #[inline]
     pub fn read_bytes(&self, off: u64, dst: &mut [u8]) {
-        debug_assert!(off + dst.len() as u64 <= self.len);
-        let mut p = off as usize;
-        let mut i = 0;
         let n = dst.len();
-        // SAFETY: every address below is in `[off, off+n)`, inside the region (invariant 1),
-        // and read through an atomic of its natural alignment.
-        unsafe {
-            while i < n && (p % 8 != 0 || n - i < 8) {
-                dst[i] = (*(self.base.add(p) as *const AtomicU8)).load(Ordering::Relaxed);
-                i += 1;
-                p += 1;
-            }
-            while n - i >= 8 {
-                let w = (*(self.base.add(p) as *const AtomicU64)).load(Ordering::Relaxed);
-                dst[i..i + 8].copy_from_slice(&w.to_le_bytes());
-                i += 8;
-                p += 8;
-            }
-            while i < n {
-                dst[i] = (*(self.base.add(p) as *const AtomicU8)).load(Ordering::Relaxed);
-                i += 1;
-                p += 1;
-            }
+        if n == 0 {
+            return;
+        }
+        debug_assert!(off + n as u64 <= self.len);
+        let off = off as usize;
+        let mut a = off & !7;
+        let mut i = 0; // bytes of dst filled
+        let head = off - a;
+        if head != 0 {
+            let w = self.load_word(a).to_le_bytes();
+            let take = (8 - head).min(n);
+            dst[..take].copy_from_slice(&w[head..head + take]);
+            i = take;
+            a += 8;
+        }
+        while n - i >= 8 {
+            dst[i..i + 8].copy_from_slice(&self.load_word(a).to_le_bytes());
+            i += 8;
+            a += 8;
+        }
+        if i < n {
+            let w = self.load_word(a).to_le_bytes();
+            dst[i..].copy_from_slice(&w[..n - i]);
         }
     }
 
-    /// Compares the bytes at `off` with `other`, reading byte-wise atomically.
+    /// Compares the bytes at `off` with `other` (aligned word loads, no copy).
     #[inline]
     pub fn bytes_eq(&self, off: u64, other: &[u8]) -> bool {
-        let mut buf = [0u8; 64];
-        let mut done = 0;
-        while done < other.len() {
-            let n = (other.len() - done).min(64);
-            self.read_bytes(off + done as u64, &mut buf[..n]);
-            if buf[..n] != other[done..done + n] {
+        let n = other.len();
+        if n == 0 {
+            return true;
+        }
+        debug_assert!(off + n as u64 <= self.len);
+        let off = off as usize;
+        let mut a = off & !7;
+        let mut i = 0;
+        let head = off - a;
+        if head != 0 {
+            let w = self.load_word(a).to_le_bytes();
+            let take = (8 - head).min(n);
+            if w[head..head + take] != other[..take] {
                 return false;
             }
-            done += n;
+            i = take;
+            a += 8;
+        }
+        while n - i >= 8 {
+            if self.load_word(a).to_le_bytes() != other[i..i + 8] {
+                return false;
+            }
+            i += 8;
+            a += 8;
+        }
+        if i < n {
+            let w = self.load_word(a).to_le_bytes();
+            return w[..n - i] == other[i..];
         }
         true
     }
 
-    /// Writes `src` at `off`, byte-wise atomically (release is given by the publishing
-    /// store that follows, never by these writes).
+    /// Writes `src` at `off` with aligned word stores, merging the bytes of the edge words
+    /// that lie outside `[off, off+len)`. Only the one thread that owns the space being
+    /// written may call this (the bytes it merges are immutable or its own); publication
+    /// (a release store of a slot) orders these stores for readers.
     #[inline]
     pub fn write_bytes(&self, off: u64, src: &[u8]) {
-        debug_assert!(off + src.len() as u64 <= self.len);
-        let mut p = off as usize;
-        let mut i = 0;
         let n = src.len();
-        // SAFETY: as in `read_bytes`.
-        unsafe {
-            while i < n && (p % 8 != 0 || n - i < 8) {
-                (*(self.base.add(p) as *const AtomicU8)).store(src[i], Ordering::Relaxed);
-                i += 1;
-                p += 1;
-            }
-            while n - i >= 8 {
-                let w = u64::from_le_bytes(src[i..i + 8].try_into().unwrap());
-                (*(self.base.add(p) as *const AtomicU64)).store(w, Ordering::Relaxed);
-                i += 8;
-                p += 8;
-            }
-            while i < n {
-                (*(self.base.add(p) as *const AtomicU8)).store(src[i], Ordering::Relaxed);
-                i += 1;
-                p += 1;
-            }
+        if n == 0 {
+            return;
+        }
+        debug_assert!(off + n as u64 <= self.len);
+        let off = off as usize;
+        let mut a = off & !7;
+        let mut i = 0;
+        let head = off - a;
+        if head != 0 {
+            let mut w = self.load_word(a).to_le_bytes();
+            let take = (8 - head).min(n);
+            w[head..head + take].copy_from_slice(&src[..take]);
+            self.store_word(a, u64::from_le_bytes(w));
+            i = take;
+            a += 8;
+        }
+        while n - i >= 8 {
+            self.store_word(a, u64::from_le_bytes(src[i..i + 8].try_into().unwrap()));
+            i += 8;
+            a += 8;
+        }
+        if i < n {
+            let mut w = self.load_word(a).to_le_bytes();
+            w[..n - i].copy_from_slice(&src[i..]);
+            self.store_word(a, u64::from_le_bytes(w));
         }
     }
 
     /// Hints the CPU to start loading the cache line at `off` (no effect on semantics).
+    #[allow(dead_code)] // for batched lookups
     #[inline(always)]
     pub fn prefetch(&self, off: u64) {
         #[cfg(target_arch = "x86_64")]
@@ -214,12 +258,6 @@ impl Region {
         }
     }
 
+    #[allow(dead_code)]
     pub fn prefetch(&self, _off: u64) {}
-}
-
-impl Region {
-    /// Reserved length of the region in bytes.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
 }

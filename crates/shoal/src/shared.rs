@@ -297,10 +297,13 @@ impl Drop for TlsEntry {
     }
 }
 
-#[cfg(shuttle)]
-use shuttle::thread_local;
-
+#[cfg(not(shuttle))]
 thread_local! {
+    static TXNS: RefCell<Vec<TlsEntry>> = const { RefCell::new(Vec::new()) };
+}
+// Shuttle's threads share one OS thread, so they need its own thread-locals.
+#[cfg(shuttle)]
+shuttle::thread_local! {
     static TXNS: RefCell<Vec<TlsEntry>> = RefCell::new(Vec::new());
 }
 

@@ -132,8 +132,11 @@ pub fn resolve_path(p: impl AsRef<Path>) -> PathBuf {
     }
 }
 
-fn open_stores() -> &'static Mutex<HashMap<(u64, u64), Weak<Shared>>> {
-    static M: OnceLock<Mutex<HashMap<(u64, u64), Weak<Shared>>>> = OnceLock::new();
+/// Stores open in this process, by (device, inode): opening one twice shares the mapping.
+type OpenStores = Mutex<HashMap<(u64, u64), Weak<Shared>>>;
+
+fn open_stores() -> &'static OpenStores {
+    static M: OnceLock<OpenStores> = OnceLock::new();
     M.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -664,6 +667,12 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
     if version == 0 || read_u32(&h, H_VERSION + 4) as u64 != HEADER_SIZE {
         return bad(format!(
             "header: version {version} or header size at offset 12 invalid"
+        ));
+    }
+    if read_u64(&h, H_FLAGS) != 0 {
+        return bad(format!(
+            "header: unknown flags {:#x} at offset {H_FLAGS}",
+            read_u64(&h, H_FLAGS)
         ));
     }
     if read_u32(&h, H_HASH) != HASH_XXH3_64 {

@@ -85,20 +85,6 @@ pub unsafe fn unmap(p: *mut u8, len: u64) {
     }
 }
 
-/// `msync(MS_SYNC)` of a range of the mapping.
-///
-/// # Safety
-/// `[p, p+len)` must lie inside a live mapping.
-pub unsafe fn sync_range(p: *mut u8, len: u64) -> io::Result<()> {
-    // SAFETY: per the caller's contract.
-    let r = unsafe { libc::msync(p as *mut libc::c_void, len as usize, libc::MS_SYNC) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(last_err())
-    }
-}
-
 fn flock_struct(kind: i16, start: u64) -> libc::flock {
     // SAFETY: flock is plain old data; all-zero is a valid value.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
@@ -149,19 +135,6 @@ pub fn byte_locked(fd: RawFd, at: u64) -> io::Result<bool> {
         if e.raw_os_error() != Some(libc::EINTR) {
             return Err(e);
         }
-    }
-}
-
-/// Whether any byte of `[start, start+len)` is locked by another open file description.
-pub fn range_locked(fd: RawFd, start: u64, len: u64) -> io::Result<bool> {
-    let mut fl = flock_struct(libc::F_WRLCK as i16, start);
-    fl.l_len = len as i64;
-    // SAFETY: valid descriptor and flock.
-    let r = unsafe { libc::fcntl(fd, libc::F_OFD_GETLK, &mut fl) };
-    if r == 0 {
-        Ok(fl.l_type != libc::F_UNLCK as i16)
-    } else {
-        Err(last_err())
     }
 }
 

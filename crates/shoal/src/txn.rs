@@ -58,14 +58,6 @@ impl Redo {
         self.e[self.n] = (off, val);
         self.n += 1;
     }
-    /// The value this list will give `off`, if it sets it.
-    pub fn get(&self, off: u64) -> Option<u64> {
-        self.e[..self.n]
-            .iter()
-            .rev()
-            .find(|e| e.0 == off)
-            .map(|e| e.1)
-    }
 }
 
 impl<'a> Txn<'a> {

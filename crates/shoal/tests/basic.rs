@@ -82,7 +82,7 @@ fn overwrite_forever_keeps_file_bounded() {
     let d = tmp();
     let s = Store::open(d.path().join("a.shoal")).unwrap();
     let m = s.map("m").unwrap();
-    let val = vec![7u8; 100];
+    let val = [7u8; 100];
     let mut max_file = 0;
     for round in 0..30 {
         for i in 0..40_000u32 {
