@@ -19,13 +19,31 @@ use std::sync::atomic::Ordering::*;
 /// How many free runs a first-fit search looks at before growing the file instead.
 const FIRST_FIT_LIMIT: usize = 64;
 
+/// Who is asking for space: the cleaner may use the last free chunk of a store that can
+/// no longer grow, so that it can always move live records out of a victim and free it
+/// (otherwise a full store full of dead records could never be reclaimed).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Normal,
+    Cleaner,
+}
+
 /// Under the alloc lock: finds `k` contiguous chunks (first fit over the free list, else at
 /// the end of the file, growing it) and adds to `redo` the stores that take them. The
 /// caller adds the new run's header. Returns the run's offset.
-pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo) -> Result<u64> {
+pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -> Result<u64> {
     let cs = sh.g.chunk_size();
     let mut link = H_FREE_HEAD;
     let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
+    // Room left = free runs + growth still allowed. Ordinary callers leave one chunk of it
+    // to the cleaner.
+    let limit = sh.g.max_size.min(sh.reserve);
+    let room = sh.w(H_FREE_BYTES).load(Acquire) + limit.saturating_sub(sh.file_end());
+    if purpose == Purpose::Normal && room < (k + 1) * cs {
+        return Err(Error::StoreFull(format!(
+            "the store is at its maximum size of {limit} bytes (the last chunk is kept for reclaiming space)"
+        )));
+    }
     for _ in 0..FIRST_FIT_LIMIT {
         if cur == 0 {
             break;
@@ -108,7 +126,7 @@ pub(crate) fn with_alloc_lock<T>(tx: &Txn, f: impl FnOnce(&mut Redo) -> Result<T
 }
 
 /// Seals the thread's data chunk (if any) and gives it a fresh one.
-fn refill(tx: &Txn) -> Result<()> {
+fn refill(tx: &Txn, purpose: Purpose) -> Result<()> {
     let sh = tx.sh;
     let cs = sh.g.chunk_size();
     with_alloc_lock(tx, |redo| {
@@ -117,7 +135,7 @@ fn refill(tx: &Txn) -> Result<()> {
             redo.push(old + K_USED, sh.w(tx.base + T_BUMP).load(Acquire));
             redo.push(old + K_KIND, CK_SEALED);
         }
-        let c = take_run(sh, 1, redo)?;
+        let c = take_run(sh, 1, redo, purpose)?;
         redo.push(c + K_KIND, CK_DATA);
         redo.push(c + K_RUN, 1);
         redo.push(c + K_NEXT, 0);
@@ -133,7 +151,7 @@ fn refill(tx: &Txn) -> Result<()> {
 /// Appends a record made of `parts` (header, key, value) and returns its offset. The
 /// record is complete in memory before this returns, and unreferenced: the caller
 /// publishes it (or leaves it as dead bytes for the cleaner).
-pub(crate) fn append(tx: &Txn, parts: &[&[u8]]) -> Result<u64> {
+pub(crate) fn append(tx: &Txn, parts: &[&[u8]], purpose: Purpose) -> Result<u64> {
     let sh = tx.sh;
     let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
     let cs = sh.g.chunk_size();
@@ -145,7 +163,7 @@ pub(crate) fn append(tx: &Txn, parts: &[&[u8]]) -> Result<u64> {
     let mut chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
     let mut bump = sh.w(tx.base + T_BUMP).load(Acquire);
     if chunk == 0 || bump + len > chunk + cs {
-        refill(tx)?;
+        refill(tx, purpose)?;
         chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
         bump = sh.w(tx.base + T_BUMP).load(Acquire);
         debug_assert!(bump + len <= chunk + cs);
@@ -170,7 +188,7 @@ fn alloc_large(tx: &Txn, len: u64) -> Result<u64> {
     let cs = sh.g.chunk_size();
     let k = (len + CHUNK_HDR).div_ceil(cs);
     let run = with_alloc_lock(tx, |redo| {
-        let run = take_run(sh, k, redo)?;
+        let run = take_run(sh, k, redo, Purpose::Normal)?;
         redo.push(run + K_KIND, CK_LARGE);
         redo.push(run + K_RUN, k);
         redo.push(run + K_NEXT, 0);

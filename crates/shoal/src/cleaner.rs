@@ -187,7 +187,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                 sh.r.read_bytes(pos, &mut buf);
                 let key = &buf[hl as usize..(hl + k) as usize];
                 if m.record_of(sh, key) == Some(pos) {
-                    let new = crate::alloc::append(tx, &[&buf])?;
+                    let new = crate::alloc::append(tx, &[&buf], crate::alloc::Purpose::Cleaner)?;
                     if !m.relocate(tx, key, pos, (new, len))? {
                         note_dead(tx, len);
                     }

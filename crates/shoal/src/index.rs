@@ -542,7 +542,7 @@ fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(u64, u64)>)
     // Taking chunks needs the alloc lock; its redo is committed on its own, with the new
     // run linked into the map's chain (so a drop frees it even if we die right after).
     let run = crate::alloc::with_alloc_lock(tx, |redo| {
-        let run = crate::alloc::take_run(sh, k, redo)?;
+        let run = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
         redo.push(run + K_KIND, CK_INDEX);
         redo.push(run + K_RUN, k);
         redo.push(run + K_OWNER, m.id);

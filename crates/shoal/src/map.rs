@@ -51,6 +51,9 @@ pub struct MapStats {
     pub file_size: u64,
 }
 
+/// Cleaning steps (each at most 64 records) tried when a write finds the store full.
+const COMPACT_ON_FULL_STEPS: usize = 4096;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Upsert,
@@ -158,8 +161,28 @@ impl Map {
         Ok(self.write(key, None, Mode::ReplaceOnly, true)?.2)
     }
 
-    /// The one write path: returns (applied, existed, old value if asked).
+    /// The one write path: returns (applied, existed, old value if asked). A store that
+    /// is full but holds dead records is compacted once before giving up.
     fn write(
+        &self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        mode: Mode,
+        want_old: bool,
+    ) -> Result<(bool, bool, Option<Vec<u8>>)> {
+        match self.write_once(key, value, mode, want_old) {
+            Err(Error::StoreFull(why)) => {
+                let tx = self.txn()?;
+                if crate::cleaner::compact(&tx, COMPACT_ON_FULL_STEPS)? == 0 {
+                    return Err(Error::StoreFull(why));
+                }
+                self.write_once(key, value, mode, want_old)
+            }
+            r => r,
+        }
+    }
+
+    fn write_once(
         &self,
         key: &[u8],
         value: Option<&[u8]>,
@@ -178,7 +201,8 @@ impl Map {
         let new = match value {
             Some(v) => {
                 let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64);
-                let off = crate::alloc::append(&tx, &[&hdr, key, v])?;
+                let off =
+                    crate::alloc::append(&tx, &[&hdr, key, v], crate::alloc::Purpose::Normal)?;
                 Some((off, (hdr.len() + key.len() + v.len()) as u64))
             }
             None => None,

@@ -294,7 +294,7 @@ impl Store {
         let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
         let word = CAT_LIVE | (inc << 8);
         let mref = crate::alloc::with_alloc_lock(tx, |redo| {
-            let c = crate::alloc::take_run(sh, k, redo)?;
+            let c = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
             // The run is ours (alloc lock held); its content is written now, published by
             // the redo list below together with the catalog entry.
             let mut m: MapRef = index::init_map(sh, c, id, n_main, n_stash);
