@@ -189,7 +189,7 @@ fn full_store_with_dead_records_is_compacted_not_refused() {
     let m = s.map("m").unwrap();
     // Live data stays ~1 MB while we write ~40 MB through a store capped at 8 MB: every
     // round overwrites every key, so only reclamation can make room.
-    let v = vec![3u8; 200];
+    let v = [3u8; 200];
     for round in 0..40u32 {
         for i in 0..5_000u32 {
             m.put(
