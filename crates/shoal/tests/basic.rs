@@ -235,3 +235,95 @@ fn store_filled_to_its_cap_can_still_be_overwritten() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+/// Values of at least 1 GiB (the floor) round-trip.
+#[test]
+fn one_gib_value() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    let big: Vec<u8> = (0..(1u64 << 30) + 17).map(|i| (i % 251) as u8).collect();
+    m.put(b"huge", &big).unwrap();
+    let back = m.get(b"huge").unwrap().unwrap();
+    assert!(back == big, "1 GiB value came back different");
+    drop(back);
+    assert!(m.remove(b"huge").unwrap());
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+/// A filesystem with no room left (simulated with RLIMIT_FSIZE, where fallocate then
+/// fails like on a full tmpfs) makes puts fail with `NoSpace`, keeps every earlier entry,
+/// and leaves a sound store that works again once there is room. The limited part runs
+/// in a child process (this test binary re-executed on `no_space_child`).
+#[test]
+fn no_space_on_device_is_a_clean_error() {
+    use std::os::unix::process::CommandExt;
+    let d = tmp();
+    let path = d.path().join("a.shoal");
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "no_space_child",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    cmd.env("SHOAL_NOSPACE_PATH", &path);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: 6 << 20,
+                rlim_max: 6 << 20,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "child did not run its test:\n{text}"
+    );
+    let s = Store::open_existing(&path).unwrap();
+    let m = s.open_map("m").unwrap();
+    let n = m.len().unwrap();
+    assert!(n > 1000, "only {n} entries before the disk filled");
+    m.put(b"after", b"room again").unwrap();
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// Entry point of `no_space_on_device_is_a_clean_error`'s child process (ignored when run
+/// directly: it needs the file size limit its parent sets).
+#[test]
+#[ignore = "run by no_space_on_device_is_a_clean_error in a child with RLIMIT_FSIZE"]
+fn no_space_child() {
+    let path =
+        std::env::var("SHOAL_NOSPACE_PATH").expect("run by no_space_on_device_is_a_clean_error");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    let v = [9u8; 500];
+    let mut n = 0u32;
+    let err = loop {
+        match m.put(format!("k{n}").as_bytes(), &v) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(err, Error::NoSpace { .. }),
+        "expected NoSpace, got {err}"
+    );
+    assert_eq!(m.len().unwrap(), n as u64);
+    assert!(
+        (0..n).all(|i| m.contains(format!("k{i}").as_bytes()).unwrap()),
+        "entries lost after NoSpace"
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
