@@ -354,22 +354,16 @@ impl MapRef {
         self.hdr + M_COUNTERS + MC_SIZE * tx.idx + field
     }
 
-    /// Inserts, replaces or removes `key`, publishing the already-appended record at
-    /// `new_off` (None = remove). `decide(existing)` says whether to go on, after seeing
-    /// the current entry under the lock; `on_old` sees the old value before it goes.
-    pub fn write(
-        &self,
-        tx: &Txn,
-        key: &[u8],
-        new: Option<(u64, u64)>,
-        decide: &mut dyn FnMut(Option<&Hit>) -> Result<bool>,
-        on_old: &mut dyn FnMut(&Shared, &Hit),
-    ) -> Result<WriteResult> {
+    /// The one write path. Locks the key's segment and calls `produce` with the current
+    /// entry (if any); `produce` says what to do: keep it, publish a record (appended
+    /// before the call or by `produce` itself, under the lock), or remove the key. Splits
+    /// a full segment and calls `produce` again when an insert finds no room.
+    pub fn write(&self, tx: &Txn, key: &[u8], produce: &mut Produce) -> Result<WriteResult> {
         let sh = tx.sh;
         let h = hash(sh.g.seed, key);
         loop {
             let seg = self.lock_segment(tx, h)?;
-            let r = self.write_locked(tx, seg, h, key, new, decide, on_old);
+            let r = self.write_locked(tx, seg, h, key, produce);
             match r {
                 Ok(Some(res)) => {
                     tx.unlock(seg + S_LOCK);
@@ -389,25 +383,27 @@ impl MapRef {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn write_locked(
         &self,
         tx: &Txn,
         seg: u64,
         h: u64,
         key: &[u8],
-        new: Option<(u64, u64)>,
-        decide: &mut dyn FnMut(Option<&Hit>) -> Result<bool>,
-        on_old: &mut dyn FnMut(&Shared, &Hit),
+        produce: &mut Produce,
     ) -> Result<Option<WriteResult>> {
         let sh = tx.sh;
         let hit = self.find_locked(sh, seg, h, key);
-        if !decide(hit.as_ref())? {
-            return Ok(Some(WriteResult {
-                old: hit.map(|h| (h.off, h.rec_len)),
-                applied: false,
-            }));
-        }
+        let new = match produce(tx, hit.as_ref())? {
+            Action::Keep => {
+                return Ok(Some(WriteResult {
+                    old: hit.map(|h| (h.off, h.rec_len)),
+                    applied: false,
+                    published: None,
+                }))
+            }
+            Action::Put(off, len) => Some((off, len)),
+            Action::Remove => None,
+        };
         let cnt_off = self.counter(tx, MC_COUNT);
         let bytes_off = self.counter(tx, MC_BYTES);
         let cnt = sh.w(cnt_off).load(Relaxed);
@@ -427,7 +423,6 @@ impl MapRef {
         };
         match (hit, new) {
             (Some(hit), Some((off, len))) => {
-                on_old(sh, &hit);
                 redo.push(
                     slot_off(seg, hit.bucket, hit.slot),
                     make_slot(hash_tag(h), off),
@@ -450,7 +445,6 @@ impl MapRef {
                 crate::alloc::publish_large_redo(tx, off, &mut redo);
             }
             (Some(hit), None) => {
-                on_old(sh, &hit);
                 redo.push(slot_off(seg, hit.bucket, hit.slot), 0);
                 touch(&mut redo, bucket_off(seg, hit.bucket), 0);
                 if hit.bucket >= self.n_main {
@@ -463,6 +457,7 @@ impl MapRef {
                 return Ok(Some(WriteResult {
                     old: None,
                     applied: false,
+                    published: None,
                 }))
             }
         }
@@ -475,15 +470,31 @@ impl MapRef {
         Ok(Some(WriteResult {
             old: hit.map(|h| (h.off, h.rec_len)),
             applied: true,
+            published: new.map(|n| n.0),
         }))
     }
 }
 
+/// What a write's `produce` step decides, seeing the current entry under the lock.
+pub(crate) enum Action {
+    /// Change nothing.
+    Keep,
+    /// Publish the record at (offset, length), inserting or replacing.
+    Put(u64, u64),
+    /// Remove the key (nothing happens if it is absent).
+    Remove,
+}
+
+/// The decision step of [`MapRef::write`].
+pub(crate) type Produce<'a> = dyn FnMut(&Txn, Option<&Hit>) -> Result<Action> + 'a;
+
 /// What a write did: the old record (offset, length) if there was one, and whether the
-/// change was made (false when `decide` declined).
+/// change was made (false when `produce` kept the entry).
 pub(crate) struct WriteResult {
     pub old: Option<(u64, u64)>,
     pub applied: bool,
+    /// The record offset now published (for `Action::Put`).
+    pub published: Option<u64>,
 }
 
 /// Makes sure the map has a spare segment (and, when `dir_g` is given, a spare directory
@@ -884,13 +895,13 @@ impl MapRef {
     /// Moves a live record to `new` (offset, length) if the key still points at `old`.
     /// Used by the cleaner; returns whether it moved.
     pub fn relocate(&self, tx: &Txn, key: &[u8], old: u64, new: (u64, u64)) -> Result<bool> {
-        let r = self.write(
-            tx,
-            key,
-            Some(new),
-            &mut |hit| Ok(hit.is_some_and(|h| h.off == old)),
-            &mut |_, _| {},
-        )?;
+        let r = self.write(tx, key, &mut |_, hit| {
+            Ok(if hit.is_some_and(|h| h.off == old) {
+                Action::Put(new.0, new.1)
+            } else {
+                Action::Keep
+            })
+        })?;
         Ok(r.applied)
     }
 }

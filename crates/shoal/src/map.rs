@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{read_record_header, MapRef};
+use crate::index::{read_record_header, Action, Hit, MapRef, WriteResult};
 use crate::shared::{thread_txn, Shared};
 use crate::txn::Txn;
 use std::collections::VecDeque;
@@ -28,6 +28,12 @@ pub enum PutOutcome {
     Inserted,
     /// The key was present; its value was replaced.
     Replaced,
+}
+
+fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
+    let mut v = vec![0u8; hit.vlen as usize];
+    sh.r.read_bytes(hit.val_off, &mut v);
+    v
 }
 
 /// Figures about one map (see [`Map::stats`]).
@@ -170,16 +176,7 @@ impl Map {
         mode: Mode,
         want_old: bool,
     ) -> Result<(bool, bool, Option<Vec<u8>>)> {
-        match self.write_once(key, value, mode, want_old) {
-            Err(Error::StoreFull(why)) => {
-                let tx = self.txn()?;
-                if crate::cleaner::compact(&tx, COMPACT_ON_FULL_STEPS)? == 0 {
-                    return Err(Error::StoreFull(why));
-                }
-                self.write_once(key, value, mode, want_old)
-            }
-            r => r,
-        }
+        self.retry_full(|| self.write_once(key, value, mode, want_old))
     }
 
     fn write_once(
@@ -191,7 +188,6 @@ impl Map {
     ) -> Result<(bool, bool, Option<Vec<u8>>)> {
         check_sizes(key, value)?;
         let tx = self.txn()?;
-        let sh = &*self.sh;
         // Cheap optimistic pre-checks, so that a failing conditional write appends nothing.
         match mode {
             Mode::InsertOnly if self.contains(key)? => return Ok((false, true, None)),
@@ -199,62 +195,246 @@ impl Map {
             _ => {}
         }
         let new = match value {
-            Some(v) => {
-                let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64);
-                let off =
-                    crate::alloc::append(&tx, &[&hdr, key, v], crate::alloc::Purpose::Normal)?;
-                Some((off, (hdr.len() + key.len() + v.len()) as u64))
-            }
+            Some(v) => Some(self.append(&tx, key, v)?),
             None => None,
         };
         let mut existed = false;
         let mut old_val = None;
-        let r = self.m.write(
-            &tx,
-            key,
-            new,
-            &mut |hit| {
-                existed = hit.is_some();
-                Ok(match mode {
-                    Mode::Upsert => true,
-                    Mode::InsertOnly => hit.is_none(),
-                    Mode::ReplaceOnly => hit.is_some(),
-                })
-            },
-            &mut |sh, hit| {
-                if want_old {
-                    let mut v = vec![0u8; hit.vlen as usize];
-                    sh.r.read_bytes(hit.val_off, &mut v);
-                    old_val = Some(v);
-                }
-            },
-        );
-        let mut dead = 0u64;
-        let applied = match &r {
-            Ok(w) => w.applied,
-            Err(_) => false,
+        let r = self.m.write(&tx, key, &mut |tx, hit| {
+            existed = hit.is_some();
+            let go = match mode {
+                Mode::Upsert => true,
+                Mode::InsertOnly => hit.is_none(),
+                Mode::ReplaceOnly => hit.is_some(),
+            };
+            if !go {
+                return Ok(Action::Keep);
+            }
+            if let (true, Some(hit)) = (want_old, hit) {
+                old_val = Some(copy_value(tx.sh, hit));
+            }
+            Ok(match new {
+                Some((off, len)) => Action::Put(off, len),
+                None => Action::Remove,
+            })
+        });
+        let applied = self.settle(&tx, &r, new.into_iter().collect());
+        r?;
+        Ok((applied, existed, old_val))
+    }
+
+    /// Appends a record for (key, value) to the thread's data chunk: (offset, length).
+    fn append(&self, tx: &Txn, key: &[u8], v: &[u8]) -> Result<(u64, u64)> {
+        let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64);
+        let off = crate::alloc::append(tx, &[&hdr, key, v], crate::alloc::Purpose::Normal)?;
+        Ok((off, (hdr.len() + key.len() + v.len()) as u64))
+    }
+
+    /// After a write: accounts the records it made dead (the replaced one, and every
+    /// appended one that did not get published), frees large ones, and runs a cleaning
+    /// step if due. Returns whether the write changed the map.
+    fn settle(&self, tx: &Txn, r: &Result<WriteResult>, appended: Vec<(u64, u64)>) -> bool {
+        let (applied, old) = match r {
+            Ok(w) => (w.applied, w.old),
+            Err(_) => (false, None),
         };
-        if !applied {
-            if let Some((off, len)) = new {
-                crate::alloc::free_if_large(&tx, off);
+        let published = match r {
+            Ok(w) if w.applied => w.published,
+            _ => None,
+        };
+        let mut dead = 0u64;
+        for (off, len) in appended {
+            if Some(off) != published {
+                crate::alloc::free_if_large(tx, off);
                 dead += len;
             }
         }
-        if let Ok(w) = &r {
-            if w.applied {
-                if let Some((old_off, old_len)) = w.old {
-                    crate::alloc::free_if_large(&tx, old_off);
-                    dead += old_len;
-                }
+        if applied {
+            if let Some((old_off, old_len)) = old {
+                crate::alloc::free_if_large(tx, old_off);
+                dead += old_len;
             }
         }
         if dead > 0 {
-            crate::cleaner::note_dead(&tx, dead);
+            crate::cleaner::note_dead(tx, dead);
         }
-        r?;
-        crate::cleaner::maybe_clean(&tx);
-        let _ = sh;
-        Ok((applied, existed, old_val))
+        if r.is_ok() {
+            crate::cleaner::maybe_clean(tx);
+        }
+        applied
+    }
+
+    /// Runs a read-modify-write whose new record `produce` appends under the segment
+    /// lock (so it sees the current value and no other write can come in between).
+    /// `produce` returns the action and a result to hand back.
+    fn rmw<T>(
+        &self,
+        key: &[u8],
+        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+    ) -> Result<(bool, T)> {
+        check_sizes(key, None)?;
+        let r = self.retry_full(|| {
+            let tx = self.txn()?;
+            let mut appended = Vec::new();
+            let mut out = None;
+            let r = self.m.write(&tx, key, &mut |tx, hit| {
+                let (a, t) = produce(self, tx, hit, &mut appended)?;
+                out = Some(t);
+                Ok(a)
+            });
+            let applied = self.settle(&tx, &r, appended);
+            r?;
+            Ok((applied, out))
+        })?;
+        match r {
+            (applied, Some(t)) => Ok((applied, t)),
+            (_, None) => Err(Error::InvalidArgument(
+                "read-modify-write produced nothing".into(),
+            )),
+        }
+    }
+
+    /// Runs `f`; if the store is full but holds dead records, compacts once and retries.
+    fn retry_full<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+        match f() {
+            Err(Error::StoreFull(why)) => {
+                let tx = self.txn()?;
+                if crate::cleaner::compact(&tx, COMPACT_ON_FULL_STEPS)? == 0 {
+                    return Err(Error::StoreFull(why));
+                }
+                f()
+            }
+            r => r,
+        }
+    }
+
+    /// Atomically: if the current value of `key` equals `expected` (`None` = absent),
+    /// sets it to `new` (`None` = remove) and returns true; else changes nothing and
+    /// returns false. Compare-and-remove is `compare_and_swap(k, Some(old), None)`;
+    /// insert-if-absent is `compare_and_swap(k, None, Some(v))`.
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool> {
+        check_sizes(key, new)?;
+        // Optimistic pre-check: a mismatch appends nothing.
+        let cur = self.get(key)?;
+        if cur.as_deref() != expected {
+            return Ok(false);
+        }
+        let (applied, ()) = self.rmw(key, |map, tx, hit, appended| {
+            let same = match (hit, expected) {
+                (None, None) => true,
+                (Some(h), Some(e)) => h.vlen == e.len() as u64 && tx.sh.r.bytes_eq(h.val_off, e),
+                _ => false,
+            };
+            if !same {
+                return Ok((Action::Keep, ()));
+            }
+            Ok((
+                match new {
+                    Some(v) => {
+                        let (off, len) = map.append(tx, key, v)?;
+                        appended.push((off, len));
+                        Action::Put(off, len)
+                    }
+                    None if hit.is_some() => Action::Remove,
+                    None => Action::Keep,
+                },
+                (),
+            ))
+        })?;
+        Ok(applied || (expected.is_none() && new.is_none()))
+    }
+
+    /// Atomic read-modify-write: `f` sees the current value (or `None`) and returns the
+    /// new one (or `None` to remove the key); no other write to the key comes in between.
+    /// Returns what `f` returned for the value that was installed.
+    ///
+    /// `f` runs without any lock held (it may be slow; other keys are not blocked): the
+    /// result is installed only if the value is still the one `f` saw, otherwise `f` runs
+    /// again on the new value. So `f` may run several times and must have no side
+    /// effects. A process that dies inside `f` leaves the old value and holds no lock.
+    /// Gives up with [`Error::Timeout`] after the store's lock timeout of retries.
+    pub fn update(
+        &self,
+        key: &[u8],
+        mut f: impl FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        check_sizes(key, None)?;
+        let start = std::time::Instant::now();
+        let mut tries = 0u32;
+        loop {
+            let cur = self.get(key)?;
+            let new = f(cur.as_deref());
+            if let Some(v) = &new {
+                check_sizes(key, Some(v))?;
+            }
+            if cur.is_none() && new.is_none() {
+                // Absent stays absent: nothing to install, but make sure it is still absent.
+                if !self.contains(key)? {
+                    return Ok(None);
+                }
+            } else if self.compare_and_swap(key, cur.as_deref(), new.as_deref())? {
+                return Ok(new);
+            }
+            tries += 1;
+            if start.elapsed() > self.sh.lock_timeout {
+                return Err(Error::Timeout(start.elapsed()));
+            }
+            if tries > 4 {
+                crate::rt::sleep(std::time::Duration::from_micros(10 << tries.min(10)));
+            } else {
+                crate::rt::yield_now();
+            }
+        }
+    }
+
+    /// Atomically adds `delta` (wrapping) to the 8-byte little-endian signed integer value
+    /// of `key` (an absent key counts as 0 and is created), and returns the new value.
+    /// `InvalidArgument` if the current value is not 8 bytes long.
+    pub fn add(&self, key: &[u8], delta: i64) -> Result<i64> {
+        let (_, v) = self.rmw(key, |map, tx, hit, appended| {
+            let cur = match hit {
+                None => 0i64,
+                Some(h) if h.vlen == 8 => {
+                    let mut b = [0u8; 8];
+                    tx.sh.r.read_bytes(h.val_off, &mut b);
+                    i64::from_le_bytes(b)
+                }
+                Some(h) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "add needs an 8-byte integer value; this one has {} bytes",
+                        h.vlen
+                    )))
+                }
+            };
+            let new = cur.wrapping_add(delta);
+            let (off, len) = map.append(tx, key, &new.to_le_bytes())?;
+            appended.push((off, len));
+            Ok((Action::Put(off, len), new))
+        })?;
+        Ok(v)
+    }
+
+    /// Returns the value of `key`, first inserting `default` if the key is absent
+    /// (atomically: of several racing callers, exactly one inserts).
+    pub fn get_or_insert(&self, key: &[u8], default: &[u8]) -> Result<Vec<u8>> {
+        check_sizes(key, Some(default))?;
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        let (_, v) = self.rmw(key, |map, tx, hit, appended| match hit {
+            Some(h) => Ok((Action::Keep, copy_value(tx.sh, h))),
+            None => {
+                let (off, len) = map.append(tx, key, default)?;
+                appended.push((off, len));
+                Ok((Action::Put(off, len), default.to_vec()))
+            }
+        })?;
+        Ok(v)
     }
 
     /// Number of entries.

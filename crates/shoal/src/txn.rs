@@ -289,7 +289,10 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
                 for i in 0..n {
                     let off = sh.w(base + T_REDO + 16 * i).load(Acquire);
                     let val = sh.w(base + T_REDO + 16 * i + 8).load(Acquire);
-                    if off % 8 == 0 && off >= HEADER_SIZE && off + 8 <= sh.file_end() {
+                    // The mutable header words (file end, free list, totals, cleaner
+                    // cursor) from H_FILE_END on are redo targets too; only the fixed
+                    // geometry below it never is.
+                    if off % 8 == 0 && off >= H_FILE_END && off + 8 <= sh.file_end() {
                         sh.w(off).store(val, Release);
                     }
                 }
@@ -351,4 +354,68 @@ pub(crate) fn reclaim_dead(sh: &Shared) -> Result<usize> {
         }
     }
     Ok(freed)
+}
+
+#[cfg(all(test, not(shuttle)))]
+mod tests {
+    use super::*;
+
+    /// A txn slot of a process that is not attached (so dead), holding `lock`, with the
+    /// committed redo list `redo`.
+    fn plant_dead_txn(sh: &Shared, t: u64, lock: u64, redo: &[(u64, u64)]) {
+        let base = sh.g.txn_slot(t);
+        sh.w(base + T_OWNER)
+            .store(txn_owner(sh.g.n_proc - 1, 77), SeqCst);
+        sh.w(lock).store(t + 1, SeqCst);
+        sh.w(base + T_HELD).store(lock, SeqCst);
+        for (i, (off, val)) in redo.iter().enumerate() {
+            sh.w(base + T_REDO + 16 * i as u64).store(*off, SeqCst);
+            sh.w(base + T_REDO + 16 * i as u64 + 8).store(*val, SeqCst);
+        }
+        sh.w(base + T_REDO_N).store(redo.len() as u64, SeqCst);
+        sh.w(base + T_KIND).store(I_REDO, SeqCst);
+        sh.w(base + T_INTENT).store(1, SeqCst);
+    }
+
+    /// Recovery applies a dead txn's whole redo list, the header words an allocation
+    /// changes (file end, free list head, data and free byte totals, cleaner cursor)
+    /// included: skipping them leaves a taken run on the free list and the totals wrong.
+    #[test]
+    fn recovery_applies_header_words_of_a_redo_list() {
+        let d = tempfile::tempdir().unwrap();
+        let s = crate::Store::open(d.path().join("r.shoal")).unwrap();
+        let sh = &*s.sh;
+        let t = 5;
+        let data = sh.w(H_DATA_BYTES).load(SeqCst);
+        let pend = sh.g.txn_slot(t) + T_DEAD_PEND; // a word outside the header
+        plant_dead_txn(
+            sh,
+            t,
+            H_ALLOC_LOCK,
+            &[(H_DATA_BYTES, data + (1 << 16)), (H_CLEANED, 41), (pend, 9)],
+        );
+        assert!(!sh.txn_alive(t));
+        recover_txn(sh, t).unwrap();
+        assert_eq!(
+            sh.w(H_ALLOC_LOCK).load(SeqCst),
+            0,
+            "the dead txn's lock is released"
+        );
+        assert_eq!(
+            sh.w(sh.g.txn_slot(t) + T_INTENT).load(SeqCst),
+            0,
+            "the intent is cleared"
+        );
+        assert_eq!(sh.w(pend).load(SeqCst), 9);
+        assert_eq!(
+            sh.w(H_DATA_BYTES).load(SeqCst),
+            data + (1 << 16),
+            "header word of the redo list not applied"
+        );
+        assert_eq!(
+            sh.w(H_CLEANED).load(SeqCst),
+            41,
+            "header word of the redo list not applied"
+        );
+    }
 }
