@@ -437,6 +437,63 @@ impl Map {
         Ok(v)
     }
 
+    /// Looks up many keys at once, overlapping their memory misses (software prefetch in
+    /// stages); several times faster per key than single gets on tables much larger than
+    /// the cache. Each lookup is individually consistent.
+    pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        self.get_many_with(keys, |i, v| out[i] = v.map(|v| v.to_vec()))?;
+        Ok(out)
+    }
+
+    /// Like [`Map::get_many`], but hands each value to `f(index, value)` from a reused
+    /// buffer instead of allocating (`None` for absent keys), in key order.
+    pub fn get_many_with(
+        &self,
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        for k in keys {
+            check_sizes(k, None)?;
+        }
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let mut buf = Vec::new();
+        for (b, batch) in keys.chunks(crate::index::BATCH).enumerate() {
+            self.m.prefetch_batch(sh, batch);
+            for (j, k) in batch.iter().enumerate() {
+                let got = self.m.read(sh, k, |_, voff, vlen| {
+                    buf.clear();
+                    buf.resize(vlen as usize, 0);
+                    sh.r.read_bytes(voff, &mut buf);
+                })?;
+                f(b * crate::index::BATCH + j, got.map(|_| &buf[..]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
+    /// first error, which says how many were put before it.
+    pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        for (i, (k, v)) in items.iter().enumerate() {
+            self.put(k, v).map_err(|e| match e {
+                Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
+                e => e,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Removes many keys (each removal atomic on its own); returns how many were present.
+    pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        let mut n = 0;
+        for k in keys {
+            n += self.remove(k)? as u64;
+        }
+        Ok(n)
+    }
+
     /// Number of entries.
     pub fn len(&self) -> Result<u64> {
         let sh = &*self.sh;

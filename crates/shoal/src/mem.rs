@@ -199,7 +199,6 @@ impl Region {
     }
 
     /// Hints the CPU to start loading the cache line at `off` (no effect on semantics).
-    #[allow(dead_code)] // for batched lookups
     #[inline(always)]
     pub fn prefetch(&self, off: u64) {
         #[cfg(target_arch = "x86_64")]
@@ -258,6 +257,5 @@ impl Region {
         }
     }
 
-    #[allow(dead_code)]
     pub fn prefetch(&self, _off: u64) {}
 }

@@ -642,9 +642,12 @@ fn read_u64(h: &[u8], off: u64) -> u64 {
 
 /// Reads and validates a header (not yet mapped: a bad file must fail here, cleanly).
 fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
-    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut h = vec![0u8; HEADER_SIZE as usize];
     let n = file.read_at(&mut h, 0).map_err(|e| Error::io(path, e))?;
+    // The size only after the header: another process may be growing the file, and it
+    // publishes a new file end only once the file has that size, so a size read after
+    // the header is at least the header's file end (read before, it may be less).
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if n < MAGIC.len() || h[..8] != MAGIC {
         return Err(Error::NotAStore {
             path: path.to_owned(),

@@ -327,3 +327,47 @@ fn no_space_child() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+#[test]
+fn batched_calls_match_single_calls() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    let keys: Vec<Vec<u8>> = (0..1000u32)
+        .map(|i| format!("key:{i:012}").into_bytes())
+        .collect();
+    let vals: Vec<Vec<u8>> = (0..1000u32)
+        .map(|i| vec![i as u8; (i % 40) as usize])
+        .collect();
+    let items: Vec<(&[u8], &[u8])> = keys
+        .iter()
+        .zip(&vals)
+        .step_by(2)
+        .map(|(k, v)| (&k[..], &v[..]))
+        .collect();
+    m.put_many(&items).unwrap();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let got = m.get_many(&refs).unwrap();
+    assert_eq!(got.len(), 1000);
+    for (i, g) in got.iter().enumerate() {
+        let want = if i % 2 == 0 {
+            Some(vals[i].clone())
+        } else {
+            None
+        };
+        assert_eq!(g, &want, "key {i}");
+        assert_eq!(g, &m.get(&keys[i]).unwrap());
+    }
+    let mut order = Vec::new();
+    m.get_many_with(&refs[..37], |i, v| order.push((i, v.map(|v| v.len()))))
+        .unwrap();
+    assert_eq!(
+        order.iter().map(|o| o.0).collect::<Vec<_>>(),
+        (0..37).collect::<Vec<_>>()
+    );
+    assert_eq!(m.remove_many(&refs[..100]).unwrap(), 50);
+    assert_eq!(m.len().unwrap(), 450);
+    assert!(m.get_many(&[]).unwrap().is_empty());
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
