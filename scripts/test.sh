@@ -17,9 +17,10 @@ cargo fmt --all -- --check
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p shoal --all-targets --locked --features failpoints -- -D warnings
 
-step "cargo test (release: the multi-process and kill tests need real speed)"
-cargo test --workspace --release --locked
+step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
+cargo test --workspace --release --locked --features shoal/failpoints
 
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1

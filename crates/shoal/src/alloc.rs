@@ -86,6 +86,7 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
     }
     #[cfg(not(shuttle))]
     crate::sys::allocate(&sh.file, end, new_end - end).map_err(|e| Error::io(&sh.path, e))?;
+    crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);
     Ok(end)
 }
@@ -118,7 +119,9 @@ pub(crate) fn with_alloc_lock<T>(tx: &Txn, f: impl FnOnce(&mut Redo) -> Result<T
     let r = f(&mut redo);
     if r.is_ok() && redo.n > 0 {
         tx.commit(I_REDO, &[], &redo);
+        crate::rt::failpoint!("alloc.committed");
         tx.apply(&redo);
+        crate::rt::failpoint!("alloc.applied");
         tx.done();
     }
     tx.unlock(H_ALLOC_LOCK);
@@ -169,8 +172,10 @@ pub(crate) fn append(tx: &Txn, parts: &[&[u8]], purpose: Purpose) -> Result<u64>
         debug_assert!(bump + len <= chunk + cs);
     }
     write_parts(sh, bump, parts);
+    crate::rt::failpoint!("append.written");
     // Bytes below the bump are complete records; only then may the bump pass them.
     sh.w(tx.base + T_BUMP).store(bump + len, Release);
+    crate::rt::failpoint!("append.bumped");
     Ok(bump)
 }
 

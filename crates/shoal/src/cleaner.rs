@@ -155,6 +155,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                     victim = c;
                     pos = c + CHUNK_HDR;
                     set_cursor(tx, next, victim, pos);
+                    crate::rt::failpoint!("clean.victim");
                     break;
                 }
                 CK_LARGE => free_large_if_dead(tx, c)?,
@@ -191,6 +192,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                     if !m.relocate(tx, key, pos, (new, len))? {
                         note_dead(tx, len);
                     }
+                    crate::rt::failpoint!("clean.moved");
                 }
             }
         }
@@ -198,6 +200,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         let _ = end;
     }
     if pos >= used {
+        crate::rt::failpoint!("clean.freeing");
         crate::alloc::with_alloc_lock(tx, |redo| {
             crate::alloc::free_run_redo(sh, victim, 1, redo);
             redo.push(

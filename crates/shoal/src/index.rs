@@ -43,6 +43,8 @@ pub(crate) struct MapRef {
     /// The catalog state word when the handle was made; any change means the map was
     /// dropped (and perhaps its id reused).
     pub cat_word: u64,
+    /// How long a read may wait for a bucket that a live writer keeps busy.
+    pub timeout: Duration,
 }
 
 /// Where a key was found: the slot's location and the record's layout.
@@ -277,7 +279,7 @@ impl MapRef {
             if lockw != 0 && !sh.txn_alive(lockw - 1) {
                 crate::txn::recover_txn(sh, lockw - 1)?;
             }
-            if waited > sh.lock_timeout {
+            if waited > self.timeout {
                 return Err(Error::Timeout(waited));
             }
         }
@@ -392,6 +394,7 @@ impl MapRef {
         produce: &mut Produce,
     ) -> Result<Option<WriteResult>> {
         let sh = tx.sh;
+        crate::rt::failpoint!("write.locked");
         let hit = self.find_locked(sh, seg, h, key);
         let new = match produce(tx, hit.as_ref())? {
             Action::Keep => {
@@ -462,10 +465,14 @@ impl MapRef {
             }
         }
         tx.commit(I_REDO, &[], &redo);
+        crate::rt::failpoint!("write.committed");
         for (bo, odd) in &touched[..nt] {
             sh.w(*bo).store(*odd, Relaxed);
         }
-        tx.apply(&redo);
+        tx.apply_range(&redo, 0, redo.n / 2);
+        crate::rt::failpoint!("write.half_applied");
+        tx.apply_range(&redo, redo.n / 2, redo.n);
+        crate::rt::failpoint!("write.applied");
         tx.done();
         Ok(Some(WriteResult {
             old: hit.map(|h| (h.off, h.rec_len)),
@@ -632,6 +639,7 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
         redo.push(m.hdr + M_ROOT, make_root(nd, g + 1));
         redo.push(m.hdr + M_SPARE_DIR, 0);
         commit_apply(tx, &mut redo, &[]);
+        crate::rt::failpoint!("split.doubled");
     }
     ensure_spares(tx, m, None)?;
     let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
@@ -652,6 +660,9 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
     let nb = m.n_main + m.n_stash;
     let mut overflow = vec![0u64; m.n_main as usize];
     for b in 0..nb {
+        if b == nb / 2 {
+            crate::rt::failpoint!("split.building");
+        }
         for i in 0..SLOTS {
             let s = sh.w(slot_off(seg, b, i)).load(Acquire);
             if s == 0 {
@@ -673,8 +684,10 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
         }
     }
     // 3. Publish: from here on recovery rolls forward.
+    crate::rt::failpoint!("split.built");
     tx.set_arg(A_PHASE as u64, 1);
     finish_split(sh, m, seg, s1, d)?;
+    crate::rt::failpoint!("split.done");
     // Statistics only (not covered by the intent: a crash may lose one count).
     let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
     sh.w(so).store(sh.w(so).load(Relaxed) + 1, Relaxed);
@@ -725,10 +738,14 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
     sh.w(s1 + S_PREFIX).store(prefix | (1 << d), Release);
     sh.w(seg + S_DEPTH).store(d + 1, Release);
     sh.w(m.hdr + M_SPARE_SEG).store(0, Release);
+    crate::rt::failpoint!("split.published");
     let end = sh.file_end();
     let nb = m.n_main + m.n_stash;
     let mut overflow_drop = vec![0u64; m.n_main as usize];
     for b in 0..nb {
+        if b == nb / 2 {
+            crate::rt::failpoint!("split.removing");
+        }
         let bo = bucket_off(seg, b);
         let mut moved = [false; SLOTS as usize];
         let mut any = false;
@@ -826,6 +843,7 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
         n_stash,
         seg_size: segment_size(n_main, n_stash),
         cat_word,
+        timeout: sh.lock_timeout,
     })
 }
 
@@ -848,6 +866,7 @@ pub(crate) fn init_map(sh: &Shared, c: u64, id: u64, n_main: u64, n_stash: u64) 
         n_stash,
         seg_size: segment_size(n_main, n_stash),
         cat_word: 0,
+        timeout: sh.lock_timeout,
     };
     init_segment(sh, &m, seg, 0, 0, 0);
     sh.w(dir).store(dir_entry(seg, 0), Relaxed);

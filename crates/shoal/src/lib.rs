@@ -31,6 +31,8 @@ mod alloc;
 pub mod check;
 mod cleaner;
 mod error;
+#[cfg(feature = "failpoints")]
+pub mod failpoints;
 mod format;
 mod index;
 mod map;

@@ -93,7 +93,24 @@ impl Map {
 
     fn txn(&self) -> Result<Txn<'_>> {
         let t = thread_txn(&self.sh)?;
-        Ok(Txn::new(&self.sh, t))
+        let mut tx = Txn::new(&self.sh, t);
+        tx.timeout = self.m.timeout;
+        Ok(tx)
+    }
+
+    /// A handle on the same map whose operations wait at most `timeout` for a lock (or a
+    /// bucket) held by a live process before failing with [`Error::Timeout`]. The store's
+    /// default is [`Options::lock_timeout`](crate::Options::lock_timeout). Locks of dead
+    /// processes are recovered within milliseconds whatever the timeout.
+    pub fn with_timeout(&self, timeout: std::time::Duration) -> Map {
+        let mut m = self.clone();
+        m.m.timeout = timeout;
+        m
+    }
+
+    /// The lock timeout of this handle (see [`Map::with_timeout`]).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.m.timeout
     }
 
     /// The value of `key`, copied out, or `None`.
@@ -381,7 +398,7 @@ impl Map {
                 return Ok(new);
             }
             tries += 1;
-            if start.elapsed() > self.sh.lock_timeout {
+            if start.elapsed() > self.m.timeout {
                 return Err(Error::Timeout(start.elapsed()));
             }
             if tries > 4 {

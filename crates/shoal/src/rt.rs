@@ -26,3 +26,12 @@ pub fn sleep(d: Duration) {
         shuttle::thread::yield_now();
     }
 }
+
+/// A named fail point (see the `failpoints` feature): nothing at all in normal builds.
+macro_rules! failpoint {
+    ($name:expr) => {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!($name);
+    };
+}
+pub(crate) use failpoint;

@@ -37,6 +37,8 @@ pub(crate) struct Txn<'a> {
     pub sh: &'a Shared,
     pub idx: u64,
     pub base: u64,
+    /// How long a lock wait may last before `Error::Timeout`.
+    pub timeout: Duration,
 }
 
 /// A redo list being built.
@@ -66,6 +68,7 @@ impl<'a> Txn<'a> {
             sh,
             idx,
             base: sh.g.txn_slot(idx),
+            timeout: sh.lock_timeout,
         }
     }
 
@@ -188,7 +191,7 @@ impl<'a> Txn<'a> {
                     recover_txn(self.sh, owner)?;
                     continue;
                 }
-                if waited >= self.sh.lock_timeout {
+                if waited >= self.timeout {
                     return Err(Error::Timeout(waited));
                 }
             }
@@ -223,7 +226,13 @@ impl<'a> Txn<'a> {
 
     /// Applies the committed redo list (step 3).
     pub fn apply(&self, redo: &Redo) {
-        for (off, val) in &redo.e[..redo.n] {
+        self.apply_range(redo, 0, redo.n);
+    }
+
+    /// Applies entries `from..to` of the committed redo list (a crash test stops between
+    /// two halves).
+    pub fn apply_range(&self, redo: &Redo, from: usize, to: usize) {
+        for (off, val) in &redo.e[from..to] {
             self.sh.w(*off).store(*val, Release);
         }
     }
@@ -262,22 +271,54 @@ fn wake(_: &Shared, _: u64, _: u32) {}
 /// claimant's process owner word and is stolen when that process is dead too. Everything
 /// done here is idempotent, so a recoverer killed halfway is simply followed by another.
 /// Returns Ok(()) also when a live recoverer is already at work (the caller waits on).
+///
+/// The caller's verdict "t is dead" is re-checked under the claim: it may have gone stale
+/// (the slot recovered, freed and claimed by a live thread meanwhile), and a live txn's
+/// locks and intent must never be touched. A slot is freed only under the claim (see
+/// `recover_slot`), so once the check passes the slot stays the dead txn's until we
+/// are done.
 pub(crate) fn recover_txn(sh: &Shared, t: u64) -> Result<()> {
+    recover_slot(sh, t, false).map(|_| ())
+}
+
+/// [`recover_txn`], then, if `free`, frees the slot (still under the claim). Returns
+/// whether it freed it.
+fn recover_slot(sh: &Shared, t: u64, free: bool) -> Result<bool> {
     let base = sh.g.txn_slot(t);
     let claim = sh.w(base + T_RECOVERING);
     let mine = sh.owner_word.load(Relaxed);
     loop {
         let cur = claim.load(Acquire);
         if cur != 0 && sh.owner_alive(cur) {
-            return Ok(());
+            return Ok(false);
         }
         if claim.compare_exchange(cur, mine, AcqRel, Relaxed).is_ok() {
             break;
         }
     }
+    crate::rt::failpoint!("recover.claimed");
+    let owner_w = sh.w(base + T_OWNER);
+    let owner = owner_w.load(Acquire);
+    if owner != 0 && sh.owner_alive(owner) {
+        claim.store(0, Release);
+        return Ok(false);
+    }
+    // A free slot (owner 0) may still name locks if its thread exited holding them: hold
+    // it while we look, so that no thread claims it meanwhile.
+    if owner == 0 && owner_w.compare_exchange(0, mine, AcqRel, Relaxed).is_err() {
+        claim.store(0, Release);
+        return Ok(false);
+    }
     let result = recover_claimed(sh, t, base);
+    let mut freed = false;
+    if owner == 0 {
+        owner_w.store(0, Release);
+    } else if free && result.is_ok() {
+        crate::alloc::abandon_pending_large(sh, t);
+        freed = owner_w.compare_exchange(owner, 0, AcqRel, Relaxed).is_ok();
+    }
     claim.store(0, Release);
-    result
+    result.map(|_| freed)
 }
 
 fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
@@ -308,6 +349,7 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
         }
         sh.w(base + T_INTENT).store(0, Release);
     }
+    crate::rt::failpoint!("recover.replayed");
     let dead = t + 1;
     for i in 0..T_NHELD {
         let hw = sh.w(base + T_HELD + 8 * i);
@@ -335,12 +377,9 @@ pub(crate) fn reclaim_dead(sh: &Shared) -> Result<usize> {
         if owner == 0 || sh.owner_alive(owner) {
             continue;
         }
-        recover_txn(sh, t)?;
-        if sh.w(sh.g.txn_slot(t) + T_RECOVERING).load(Acquire) == 0
-            && sh.w(sh.g.txn_slot(t) + T_INTENT).load(Acquire) == 0
-            && w.compare_exchange(owner, 0, AcqRel, Relaxed).is_ok()
-        {
-            crate::alloc::abandon_pending_large(sh, t);
+        // Freed under the recovery claim, so that no recoverer holding it meets the slot
+        // reused by a live thread.
+        if recover_slot(sh, t, true)? {
             freed += 1;
         }
     }
@@ -417,5 +456,29 @@ mod tests {
             41,
             "header word of the redo list not applied"
         );
+    }
+    /// A recoverer's verdict "txn t is dead" can go stale before it acts: meanwhile the
+    /// slot may be recovered and freed by another process and claimed by a live thread.
+    /// Recovery must then leave that live txn's locks and intent alone.
+    #[test]
+    fn recovery_leaves_a_live_txn_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let s = crate::Store::open(d.path().join("r.shoal")).unwrap();
+        let sh = &*s.sh;
+        let t = 6;
+        let pend = sh.g.txn_slot(t) + T_DEAD_PEND;
+        plant_dead_txn(sh, t, H_ALLOC_LOCK, &[(pend, 9)]);
+        // The slot now belongs to a live thread (of this process) with that lock and intent.
+        sh.w(sh.g.txn_slot(t) + T_OWNER).store(sh.owner_word.load(SeqCst), SeqCst);
+        recover_txn(sh, t).unwrap();
+        assert_eq!(sh.w(H_ALLOC_LOCK).load(SeqCst), t + 1, "a live txn's lock was released");
+        assert_eq!(sh.w(sh.g.txn_slot(t) + T_INTENT).load(SeqCst), 1, "a live txn's intent was cleared");
+        assert_eq!(sh.w(pend).load(SeqCst), 0, "a live txn's redo list was applied");
+        // Once really dead, it is recovered, and reclaiming frees its slot.
+        sh.w(sh.g.txn_slot(t) + T_OWNER).store(txn_owner(sh.g.n_proc - 1, 78), SeqCst);
+        assert!(reclaim_dead(sh).unwrap() >= 1);
+        assert_eq!(sh.w(H_ALLOC_LOCK).load(SeqCst), 0);
+        assert_eq!(sh.w(pend).load(SeqCst), 9);
+        assert_eq!(sh.w(sh.g.txn_slot(t) + T_OWNER).load(SeqCst), 0, "the dead slot is freed");
     }
 }

@@ -1161,3 +1161,18 @@ fn empty_keys_and_values_and_max_keys() {
     ];
     run_case(&[Some((1, 1)), None], &ops).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn zz_repro_compact() {
+    let d = tmpdir();
+    let s = Store::open_with(d.path().join("c.shoal"), &store_options(), OpenMode::CreateNew).unwrap();
+    let m = s.map("m").unwrap();
+    // One 33,000-byte record per 64 KiB chunk: half of every sealed chunk is slack.
+    for i in 0..10u32 {
+        m.put(format!("k{i}").as_bytes(), &vec![i as u8; 33_000]).unwrap();
+    }
+    println!("{:?}", s.stats().unwrap());
+    let t = std::time::Instant::now();
+    let n = s.compact().unwrap();
+    println!("compact freed {n} in {:?}: {:?}", t.elapsed(), s.stats().unwrap());
+}

@@ -1,0 +1,47 @@
+//! Fault injection for tests (only with the `failpoints` feature).
+//!
+//! Every multi-step mutation has named fail points between its steps. A test process
+//! calls [`setup`] and configures points through the `FAILPOINTS` environment variable,
+//! e.g. `FAILPOINTS="write.committed=1*sleep(2000)"`, or with [`kill_at`] makes one abort
+//! the process (as SIGKILL would) the n-th time it is reached. [`NAMES`] lists them all.
+
+/// Every fail point in the engine, in the order a write reaches them.
+pub const NAMES: &[&str] = &[
+    "append.written",
+    "append.bumped",
+    "alloc.grown",
+    "alloc.committed",
+    "alloc.applied",
+    "write.locked",
+    "write.committed",
+    "write.half_applied",
+    "write.applied",
+    "split.doubled",
+    "split.building",
+    "split.built",
+    "split.published",
+    "split.removing",
+    "split.done",
+    "clean.victim",
+    "clean.moved",
+    "clean.freeing",
+    "recover.claimed",
+    "recover.replayed",
+];
+
+/// Reads `FAILPOINTS` from the environment. Call once, early, in the test process.
+pub fn setup() {
+    std::mem::forget(fail::FailScenario::setup());
+}
+
+/// Makes fail point `name` abort the process the `hit`-th time (1 = first) it is
+/// reached: a crash at exactly that step, as SIGKILL would cause (no unwinding, no
+/// destructors, locks and intents left as they are).
+pub fn kill_at(name: &str, hit: u64) -> Result<(), String> {
+    let seen = std::sync::atomic::AtomicU64::new(0);
+    fail::cfg_callback(name, move || {
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == hit {
+            std::process::abort();
+        }
+    })
+}

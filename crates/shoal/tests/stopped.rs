@@ -1,0 +1,164 @@
+//! A stopped process (SIGSTOP) is alive, so a lock it holds must not be stolen: others
+//! get `Error::Timeout` at their deadline instead of hanging, and everything goes on after
+//! SIGCONT. A process stopped and then SIGKILLed has its lock recovered. Needs the
+//! `failpoints` feature: the worker (this binary re-executed on `stopped_worker`) is made
+//! to sleep at a chosen step while holding the lock, and is stopped there.
+
+use shoal::{Error, Store};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+/// Entry point of the worker process: one put of "hot", with the fail points the parent
+/// configured (FAILPOINTS) making it sleep while it holds the segment lock.
+#[test]
+#[ignore = "run as a child process by the other tests of this file"]
+fn stopped_worker() {
+    let path = std::env::var("SHOAL_STOPPED_PATH").expect("run by the stopped tests");
+    shoal::failpoints::setup();
+    let s = Store::open_existing(&path).unwrap();
+    let m = s.open_map("m").unwrap();
+    m.put(b"hot", b"from the worker").unwrap();
+}
+
+fn spawn_worker(path: &std::path::Path, failpoints: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "stopped_worker",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SHOAL_STOPPED_PATH", path)
+        .env("FAILPOINTS", failpoints)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: sending a signal to our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+/// Waits (bounded) until a short-deadline put of "hot" times out: the worker holds the lock.
+fn wait_until_held(m: &shoal::Map) {
+    let start = Instant::now();
+    loop {
+        match m
+            .with_timeout(Duration::from_millis(50))
+            .put(b"hot", b"probe")
+        {
+            Err(Error::Timeout(_)) => return,
+            Ok(_) => {}
+            Err(e) => panic!("unexpected error while probing: {e}"),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "worker never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn stopped_holder_gives_timeouts_then_all_goes_on_after_sigcont() {
+    let d = tmp();
+    let path = d.path().join("s.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    m.put(b"hot", b"initial").unwrap();
+    m.put(b"cold", b"other key, other segment lock? same map")
+        .unwrap();
+    let mut w = spawn_worker(&path, "write.locked=1*sleep(3000)");
+    wait_until_held(&m);
+    signal(&w, libc::SIGSTOP);
+    // The holder is alive (stopped): its lock must not be stolen; we time out instead.
+    for _ in 0..3 {
+        let r = m
+            .with_timeout(Duration::from_millis(300))
+            .put(b"hot", b"parent");
+        assert!(
+            matches!(r, Err(Error::Timeout(_))),
+            "expected a timeout, got {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Reads never wait for a lock.
+    assert!(m.get(b"hot").unwrap().is_some());
+    signal(&w, libc::SIGCONT);
+    m.with_timeout(Duration::from_secs(60))
+        .put(b"hot", b"parent")
+        .unwrap();
+    assert!(w.wait().unwrap().success());
+    assert_eq!(m.get(b"hot").unwrap().as_deref(), Some(&b"parent"[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn stopped_then_killed_holder_has_its_lock_recovered() {
+    let d = tmp();
+    let path = d.path().join("s.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    m.put(b"hot", b"initial").unwrap();
+    let mut w = spawn_worker(&path, "write.locked=1*sleep(600000)");
+    wait_until_held(&m);
+    signal(&w, libc::SIGSTOP);
+    assert!(matches!(
+        m.with_timeout(Duration::from_millis(200)).put(b"hot", b"x"),
+        Err(Error::Timeout(_))
+    ));
+    signal(&w, libc::SIGKILL);
+    w.wait().unwrap();
+    // Dead now: the next writer recovers the lock within milliseconds (bounded generously).
+    m.with_timeout(Duration::from_secs(30))
+        .put(b"hot", b"after")
+        .unwrap();
+    assert_eq!(m.get(b"hot").unwrap().as_deref(), Some(&b"after"[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+#[test]
+fn reader_of_a_bucket_left_mid_write_times_out_then_recovers_after_kill() {
+    let d = tmp();
+    let path = d.path().join("s.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    m.put(b"hot", b"initial").unwrap();
+    // Stop inside the apply step: the bucket's seq is odd, readers must wait for it.
+    let mut w = spawn_worker(&path, "write.half_applied=1*sleep(600000)");
+    let start = Instant::now();
+    loop {
+        match m.with_timeout(Duration::from_millis(50)).get(b"hot") {
+            Err(Error::Timeout(_)) => break,
+            Ok(_) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "worker never reached the apply step"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&w, libc::SIGSTOP);
+    assert!(matches!(
+        m.with_timeout(Duration::from_millis(200)).get(b"hot"),
+        Err(Error::Timeout(_))
+    ));
+    signal(&w, libc::SIGKILL);
+    w.wait().unwrap();
+    // The reader itself finds the writer dead and rolls its committed intent forward.
+    let v = m.with_timeout(Duration::from_secs(30)).get(b"hot").unwrap();
+    assert_eq!(v.as_deref(), Some(&b"from the worker"[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
