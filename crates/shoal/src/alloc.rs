@@ -218,8 +218,24 @@ pub(crate) fn publish_large_redo(tx: &Txn, off: u64, redo: &mut Redo) {
 }
 
 /// Frees the large record at `off` if it is one (after it was unpublished or never
-/// published). Errors are ignored: the cleaner frees dead runs it finds.
+/// published). Errors are ignored: the cleaner frees dead runs it finds. On disk the run is
+/// left to the cleaner, which flushes before it frees (so that an OS crash never finds a
+/// slot still pointing into a reused run).
 pub(crate) fn free_if_large(tx: &Txn, off: u64) {
+    if !tx.sh.durable {
+        free_large(tx, off);
+    }
+}
+
+/// Frees the large-record run whose record is at `off`, now, if it is still dead.
+///
+/// Callers decide that the run is dead (a writer has just replaced or removed its record,
+/// or did not publish it; the cleaner found no key referencing it) before they take the
+/// alloc lock. Meanwhile the other one may have freed it, and it may have been handed out
+/// again (the free list gives out the run freed last first) for a record being written or
+/// already live. So it is checked again under the alloc lock, which every allocation and
+/// free of a run takes (see [`large_run_dead`]).
+pub(crate) fn free_large(tx: &Txn, off: u64) {
     let sh = tx.sh;
     if off < sh.g.chunks_off || off >= sh.file_end() {
         return;
@@ -229,7 +245,7 @@ pub(crate) fn free_if_large(tx: &Txn, off: u64) {
         return;
     }
     let _ = with_alloc_lock(tx, |redo| {
-        if sh.w(run + K_KIND).load(Acquire) != CK_LARGE {
+        if sh.w(run + K_KIND).load(Acquire) != CK_LARGE || !large_run_dead(tx, run) {
             return Ok(());
         }
         let k = sh.w(run + K_RUN).load(Acquire);
@@ -247,8 +263,80 @@ pub(crate) fn free_if_large(tx: &Txn, off: u64) {
     });
 }
 
+/// Under the alloc lock: whether large run `run` is dead. It is alive while a live txn
+/// other than `tx` is writing it (the run's owner mark names that txn, and the txn's pending
+/// run is this one) and while its key maps to its record. A dead owner's committed intent,
+/// which may be the very put that publishes the run, is recovered first. On doubt (an
+/// intent still being recovered, a failed read) it counts as alive: a leaked run is found
+/// again by the cleaner, a live one freed is lost data.
+fn large_run_dead(tx: &Txn, run: u64) -> bool {
+    let sh = tx.sh;
+    let owner = sh.w(run + K_OWNER).load(Acquire);
+    if owner != 0 && owner - 1 < sh.g.n_txn {
+        let t = owner - 1;
+        let pending = sh.w(sh.g.txn_slot(t) + T_LARGE).load(Acquire) == run;
+        if t == tx.idx {
+            if pending {
+                return true; // our own, never published
+            }
+        } else if sh.txn_alive(t) {
+            if pending {
+                return false; // being written
+            }
+        } else if crate::txn::recover_txn(sh, t).is_err()
+            || sh.w(sh.g.txn_slot(t) + T_INTENT).load(Acquire) != 0
+        {
+            return false;
+        }
+    }
+    let off = run + CHUNK_HDR;
+    let Some((mid, k, _, hl)) = crate::index::read_record_header(sh, off, sh.file_end()) else {
+        return true; // no complete record: nothing can map to it
+    };
+    if mid >= sh.g.n_catalog || sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+        return true; // its map is gone
+    }
+    let Ok(m) = crate::index::map_ref_unchecked(sh, mid) else {
+        return false;
+    };
+    let mut key = vec![0u8; k as usize];
+    sh.r.read_bytes(off + hl, &mut key);
+    matches!(m.read(sh, &key, |rec, _, _| rec), Ok(found) if found != Some(off))
+}
+
 /// Called when a dead txn slot is reclaimed: forgets its unpublished large run, which
 /// the cleaner then finds unreferenced and frees.
 pub(crate) fn abandon_pending_large(sh: &Shared, t: u64) {
     sh.w(sh.g.txn_slot(t) + T_LARGE).store(0, Release);
+}
+
+#[cfg(all(test, not(shuttle)))]
+mod tests {
+    use super::*;
+
+    /// Whoever decided that a large run is dead (the cleaner, or a writer that has just
+    /// replaced the record in it) frees it a little later, under the alloc lock. Meanwhile
+    /// the run may have been freed by the other one and handed out again (the free list
+    /// gives the run freed last first) for a record that is live now: that incarnation
+    /// must not be freed.
+    #[test]
+    fn a_late_free_of_a_dead_large_run_spares_its_new_incarnation() {
+        // In memory (/dev/shm): on disk, frees wait for a flush instead.
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let opts = crate::Options { chunk_size: 1 << 16, ..crate::Options::default() };
+        let s = crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew).unwrap();
+        let m = s.map("m").unwrap();
+        let (va, vb) = (vec![1u8; 100_000], vec![2u8; 100_000]);
+        m.put(b"a", &va).unwrap();
+        let off = m.m.record_of(&s.sh, b"a").unwrap();
+        m.remove(b"a").unwrap(); // a's run is freed
+        m.put(b"b", &vb).unwrap(); // and handed out again for b
+        assert_eq!(m.m.record_of(&s.sh, b"b"), Some(off), "precondition: the run is reused ({:?})", s.stats());
+        // The late free of "a's dead record".
+        let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
+        free_large(&tx, off);
+        assert_eq!(m.get(b"b").unwrap(), Some(vb));
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+    }
 }

@@ -103,7 +103,7 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
         let kind = sh.w(c + K_KIND).load(Acquire);
         let run = sh.w(c + K_RUN).load(Acquire);
         ck.r.chunks += 1;
-        if run == 0 || c + run * cs > end {
+        if run == 0 || run > (end - c) / cs {
             ck.bad(format!(
                 "chunk {c:#x}: run of {run} chunks does not fit the file"
             ));
@@ -330,7 +330,18 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                         ));
                     }
                     count += 1;
-                    bytes += hl + k + v;
+                    if g.trailer == 4 {
+                        let mut rec = vec![0u8; (hl + k + v) as usize];
+                        sh.r.read_bytes(off, &mut rec);
+                        let mut crc = [0u8; 4];
+                        sh.r.read_bytes(off + hl + k + v, &mut crc);
+                        if record_crc(&[&rec]) != u32::from_le_bytes(crc) {
+                            ck.bad(format!(
+                                "map {id}: record {off:#x} fails its checksum (torn or corrupt)"
+                            ));
+                        }
+                    }
+                    bytes += hl + k + v + g.trailer;
                 }
             }
             for b in 0..m.n_main {

@@ -77,21 +77,36 @@ pub(crate) fn maybe_clean(tx: &Txn) {
 
 /// Reclaims dead space until less than 1/8 of the data bytes is dead, or `max_steps`
 /// steps ran. Returns the number of chunks freed.
+///
+/// At most one pass over the file, too: slack that no cleaning removes (chunk tails too
+/// short for the next record, the unused ends of active chunks and of large-record runs)
+/// can exceed a chunk, and moving the same live records round and round would never
+/// bring it below (this looped forever). A finished victim counts one chunk of the pass,
+/// a step that found no victim `SCAN_CHUNKS`.
 pub(crate) fn compact(tx: &Txn, max_steps: usize) -> Result<u64> {
     let sh = tx.sh;
     let before = sh.w(H_CLEANED).load(Acquire);
+    let mut budget =
+        (sh.file_end().saturating_sub(sh.g.chunks_off) >> sh.g.chunk_shift) + SCAN_CHUNKS as u64;
     for _ in 0..max_steps {
         let dead = sh
             .w(H_DATA_BYTES)
             .load(Acquire)
             .saturating_sub(total_live_bytes(sh));
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
-        if dead < sh.g.chunk_size() {
+        if dead < sh.g.chunk_size() || budget == 0 {
             break;
         }
+        let (victim0, cleaned0) = (
+            sh.w(H_CLEAN_VICTIM).load(Acquire),
+            sh.w(H_CLEANED).load(Acquire),
+        );
         if !step_forced(tx)? {
             break;
         }
+        let cleaned = sh.w(H_CLEANED).load(Acquire).wrapping_sub(cleaned0);
+        let idle = victim0 == 0 && cleaned == 0 && sh.w(H_CLEAN_VICTIM).load(Acquire) == 0;
+        budget = budget.saturating_sub(if idle { SCAN_CHUNKS as u64 } else { cleaned });
     }
     Ok(sh.w(H_CLEANED).load(Acquire) - before)
 }
@@ -129,6 +144,20 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     let cs = sh.g.chunk_size();
     let mut victim = sh.w(H_CLEAN_VICTIM).load(Acquire);
     let mut pos = sh.w(H_CLEAN_POS).load(Acquire);
+    // The cursor is read from the file: a victim that is not a sealed chunk of it (a
+    // corrupt header) is forgotten, and a position outside the victim restarts it.
+    let fend = sh.file_end();
+    if victim != 0
+        && (victim < sh.g.chunks_off
+            || victim >= fend
+            || (victim - sh.g.chunks_off) % cs != 0
+            || sh.w(victim + K_KIND).load(Acquire) != CK_SEALED)
+    {
+        victim = 0;
+    }
+    if victim != 0 && !(victim + CHUNK_HDR..=victim + cs).contains(&pos) {
+        pos = victim + CHUNK_HDR;
+    }
     if victim == 0 {
         // Start of a new victim: refresh the hint with the exact figure.
         let data = sh.w(H_DATA_BYTES).load(Acquire);
@@ -145,7 +174,8 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         for _ in 0..SCAN_CHUNKS {
             let kind = sh.w(c + K_KIND).load(Acquire);
             let run = sh.w(c + K_RUN).load(Acquire).max(1);
-            let next = if c + run * cs >= end {
+            // `run` comes from the file: compare without overflowing.
+            let next = if run >= (end - c) / cs {
                 sh.g.chunks_off
             } else {
                 c + run * cs
@@ -180,7 +210,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
             pos = used;
             break;
         };
-        let len = hl + k + v;
+        let len = hl + k + v + sh.g.trailer;
         moved_any += 1;
         if let Ok(m) = map_ref_unchecked(sh, mid) {
             if sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
@@ -189,6 +219,8 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                 let key = &buf[hl as usize..(hl + k) as usize];
                 if m.record_of(sh, key) == Some(pos) {
                     let new = crate::alloc::append(tx, &[&buf], crate::alloc::Purpose::Cleaner)?;
+                    // On disk, the copy must be durable before the slot points at it.
+                    sh.persist(new, len)?;
                     if !m.relocate(tx, key, pos, (new, len))? {
                         note_dead(tx, len);
                     }
@@ -200,6 +232,11 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         let _ = end;
     }
     if pos >= used {
+        // On disk, every slot moved away from the victim must be durable before the
+        // victim can be reused.
+        if sh.durable {
+            sh.flush()?;
+        }
         crate::rt::failpoint!("clean.freeing");
         crate::alloc::with_alloc_lock(tx, |redo| {
             crate::alloc::free_run_redo(sh, victim, 1, redo);
@@ -261,7 +298,10 @@ fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
         _ => false,
     };
     if !live {
-        crate::alloc::free_if_large(tx, off);
+        if sh.durable {
+            sh.flush()?;
+        }
+        crate::alloc::free_large(tx, off);
     }
     Ok(())
 }

@@ -19,6 +19,11 @@ pub const HEADER_SIZE: u64 = 4096;
 pub const H_MAGIC: u64 = 0;
 pub const H_VERSION: u64 = 8; // u32 format version, u32 header size
 pub const H_FLAGS: u64 = 16;
+/// Header flag: every record ends with a CRC32C of its header, key and value (4 bytes),
+/// so torn records are detected after an OS crash. Set for stores on disk.
+pub const FLAG_CHECKSUMS: u64 = 1;
+/// Every flag this version knows; a file with others set is refused.
+pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS;
 pub const H_CHUNK_SHIFT: u64 = 24; // u32 chunk shift, u32 page shift
 pub const H_HASH: u64 = 32; // u32 hash algorithm id, u32 reserved
 pub const H_SEED: u64 = 40;
@@ -52,6 +57,10 @@ pub const H_CATALOG_LOCK: u64 = 384;
 pub const H_CLEANER_LOCK: u64 = 448;
 /// Approximate dead bytes, a trigger for the cleaner only (never trusted for accounting).
 pub const H_DEAD_HINT: u64 = 512;
+/// 1 when the last process to close the store flushed it and detached cleanly; 0 while
+/// any process has it open. Found 0 by the first opener of a disk file: an unclean
+/// shutdown (OS crash), so the file is verified before use.
+pub const H_CLEAN: u64 = 576;
 
 // ---- Process table: one 64-byte slot per attached process ----
 pub const PROC_SLOT: u64 = 64;
@@ -259,6 +268,11 @@ pub fn record_header(map: u64, klen: u64, vlen: u64) -> Vec<u8> {
     h
 }
 
+/// The CRC32C a checksummed record ends with: over its header, key and value.
+pub fn record_crc(parts: &[&[u8]]) -> u32 {
+    parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p))
+}
+
 /// Decodes a record header from the first bytes of `buf` (at most 16): (map, klen, vlen,
 /// header length), or None if malformed.
 pub fn parse_record_header(buf: &[u8]) -> Option<(u64, u64, u64, u64)> {
@@ -298,6 +312,8 @@ pub struct Geometry {
     pub txn_off: u64,
     pub catalog_off: u64,
     pub chunks_off: u64,
+    /// Bytes after a record's value: 4 (its CRC32C) in checksummed stores, else 0.
+    pub trailer: u64,
 }
 
 impl Geometry {
@@ -342,6 +358,7 @@ impl Geometry {
             txn_off,
             catalog_off,
             chunks_off,
+            trailer: 0,
         }
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn read_record_header_in(
     let n = (end - off).min(16) as usize;
     sh.r.read_bytes(off, &mut buf[..n]);
     let (m, k, v, hl) = parse_record_header(&buf[..n])?;
-    if off + hl + k + v > end {
+    if off + hl + k + v + sh.g.trailer > end {
         return None;
     }
     Some((m, k, v, hl))
@@ -292,6 +292,11 @@ impl MapRef {
     pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {
         let sh = tx.sh;
         loop {
+            // A handle on a dropped map must not lock whatever its stale header (perhaps
+            // a reused chunk by now) points at.
+            if !self.alive(sh) {
+                return Err(self.dropped());
+            }
             let end = sh.file_end();
             let (_, _, e) = self.locate(sh, h, end)?;
             let seg = entry_seg(e);
@@ -323,7 +328,7 @@ impl MapRef {
                     bucket: bk,
                     slot: i,
                     off,
-                    rec_len: hl + k + v,
+                    rec_len: hl + k + v + sh.g.trailer,
                     val_off: off + hl + k,
                     vlen: v,
                 });
@@ -635,6 +640,8 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
             sh.w(nd + 8 * i).store(e, Relaxed);
             sh.w(nd + 8 * (i + half)).store(e, Relaxed);
         }
+        // On disk, the new directory must be durable before the root points at it.
+        sh.persist(nd, 16 << g)?;
         let mut redo = Redo::new();
         redo.push(m.hdr + M_ROOT, make_root(nd, g + 1));
         redo.push(m.hdr + M_SPARE_DIR, 0);
@@ -648,53 +655,61 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
     //    crash before publication leaves it as the map's spare, untouched.
     let me = tx.idx + 1;
     tx.held_note(s1 + S_LOCK);
-    let mut args = [0u64; T_NARGS as usize];
-    args[A_MAP] = m.id;
-    args[A_SEG] = seg;
-    args[A_NEW] = s1;
-    args[A_DEPTH] = d;
-    args[A_PHASE] = 0;
-    tx.commit(I_SPLIT, &args, &Redo::new());
-    init_segment(sh, m, s1, me, d + 1, prefix | (1 << d));
-    let end = sh.file_end();
-    let nb = m.n_main + m.n_stash;
-    let mut overflow = vec![0u64; m.n_main as usize];
-    for b in 0..nb {
-        if b == nb / 2 {
-            crate::rt::failpoint!("split.building");
-        }
-        for i in 0..SLOTS {
-            let s = sh.w(slot_off(seg, b, i)).load(Acquire);
-            if s == 0 {
-                continue;
+    let r = (|| -> Result<()> {
+        let mut args = [0u64; T_NARGS as usize];
+        args[A_MAP] = m.id;
+        args[A_SEG] = seg;
+        args[A_NEW] = s1;
+        args[A_DEPTH] = d;
+        args[A_PHASE] = 0;
+        tx.commit(I_SPLIT, &args, &Redo::new());
+        init_segment(sh, m, s1, me, d + 1, prefix | (1 << d));
+        let end = sh.file_end();
+        let nb = m.n_main + m.n_stash;
+        let mut overflow = vec![0u64; m.n_main as usize];
+        for b in 0..nb {
+            if b == nb / 2 {
+                crate::rt::failpoint!("split.building");
             }
-            let kh = key_hash_of(sh, m, slot_off_of(s), end)?;
-            if (kh >> d) & 1 == 1 {
-                sh.w(slot_off(s1, b, i)).store(s, Relaxed);
-                if b >= m.n_main {
-                    overflow[home_bucket(kh, m.n_main) as usize] += 1;
+            for i in 0..SLOTS {
+                let s = sh.w(slot_off(seg, b, i)).load(Acquire);
+                if s == 0 {
+                    continue;
+                }
+                let kh = key_hash_of(sh, m, slot_off_of(s), end)?;
+                if (kh >> d) & 1 == 1 {
+                    sh.w(slot_off(s1, b, i)).store(s, Relaxed);
+                    if b >= m.n_main {
+                        overflow[home_bucket(kh, m.n_main) as usize] += 1;
+                    }
                 }
             }
         }
-    }
-    for (b, ov) in overflow.iter().enumerate() {
-        if *ov > 0 {
-            sh.w(bucket_off(s1, b as u64) + B_HDR)
-                .store(make_hdr(0, *ov), Relaxed);
+        for (b, ov) in overflow.iter().enumerate() {
+            if *ov > 0 {
+                sh.w(bucket_off(s1, b as u64) + B_HDR)
+                    .store(make_hdr(0, *ov), Relaxed);
+            }
         }
-    }
-    // 3. Publish: from here on recovery rolls forward.
-    crate::rt::failpoint!("split.built");
-    tx.set_arg(A_PHASE as u64, 1);
-    finish_split(sh, m, seg, s1, d)?;
-    crate::rt::failpoint!("split.done");
-    // Statistics only (not covered by the intent: a crash may lose one count).
-    let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
-    sh.w(so).store(sh.w(so).load(Relaxed) + 1, Relaxed);
+        // 3. Publish: from here on recovery rolls forward.
+        // On disk, the new segment must be durable before any key leaves the old one.
+        sh.persist(s1, m.seg_size)?;
+        crate::rt::failpoint!("split.built");
+        tx.set_arg(A_PHASE as u64, 1);
+        finish_split(sh, m, seg, s1, d)?;
+        crate::rt::failpoint!("split.done");
+        // Statistics only (not covered by the intent: a crash may lose one count).
+        let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
+        sh.w(so).store(sh.w(so).load(Relaxed) + 1, Relaxed);
+        Ok(())
+    })();
+    // Also after an error (a slot that is not a record, a failed flush): clear the
+    // intent and release the new segment, or its lock and its held-list entry would
+    // stay taken, and a few such errors would overflow the held list (a panic).
     tx.done();
     sh.w(s1 + S_LOCK).store(0, Release);
     tx.held_forget(s1 + S_LOCK);
-    Ok(())
+    r
 }
 
 /// The hash of the key of the record at `off` (during a split or a check).
@@ -738,6 +753,12 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
     sh.w(s1 + S_PREFIX).store(prefix | (1 << d), Release);
     sh.w(seg + S_DEPTH).store(d + 1, Release);
     sh.w(m.hdr + M_SPARE_SEG).store(0, Release);
+    // On disk, the repointed directory (and the depths) must be durable before the moved
+    // keys are removed from the old segment.
+    sh.persist(dir, 8 << g)?;
+    sh.persist(m.hdr, 8)?;
+    sh.persist(seg, BUCKET)?;
+    sh.persist(s1, BUCKET)?;
     crate::rt::failpoint!("split.published");
     let end = sh.file_end();
     let nb = m.n_main + m.n_stash;
@@ -784,7 +805,7 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
 }
 
 /// Sets every main bucket's overflow count to the number of its keys in the stash.
-fn recount_overflow(sh: &Shared, m: &MapRef, seg: u64, end: u64) -> Result<()> {
+pub(crate) fn recount_overflow(sh: &Shared, m: &MapRef, seg: u64, end: u64) -> Result<()> {
     let mut counts = vec![0u64; m.n_main as usize];
     for s in 0..m.n_stash {
         for i in 0..SLOTS {
@@ -931,6 +952,10 @@ pub(crate) fn clear(tx: &Txn, m: &MapRef) -> Result<u64> {
     let mut done = std::collections::HashSet::new();
     let mut freed = 0u64;
     loop {
+        // As in `lock_segment`: never walk the stale header of a dropped map.
+        if !m.alive(sh) {
+            return Err(m.dropped());
+        }
         let todo: Vec<u64> = segments(sh, m)?
             .into_iter()
             .map(|(s, _)| s)
@@ -976,7 +1001,7 @@ fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
                     })?;
                 redo.push(slot_off(seg, b, i), 0);
                 n += 1;
-                bytes += hl + k + v;
+                bytes += hl + k + v + sh.g.trailer;
             }
         }
         if n == 0 && hdr_overflow(h0) == 0 {

@@ -37,6 +37,7 @@ mod format;
 mod index;
 mod map;
 mod mem;
+pub mod repair;
 mod rt;
 mod shared;
 mod store;

@@ -30,6 +30,18 @@ pub enum PutOutcome {
     Replaced,
 }
 
+thread_local! {
+    /// Set while a batch call runs, so that `sync_writes` flushes once per batch.
+    static BATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn in_batch<T>(f: impl FnOnce() -> T) -> T {
+    let outer = BATCH.with(|b| b.replace(true));
+    let r = f();
+    BATCH.with(|b| b.set(outer));
+    r
+}
+
 fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
     let mut v = vec![0u8; hit.vlen as usize];
     sh.r.read_bytes(hit.val_off, &mut v);
@@ -237,14 +249,23 @@ impl Map {
         });
         let applied = self.settle(&tx, &r, new.into_iter().collect());
         r?;
+        self.sync()?;
         Ok((applied, existed, old_val))
     }
 
     /// Appends a record for (key, value) to the thread's data chunk: (offset, length).
     fn append(&self, tx: &Txn, key: &[u8], v: &[u8]) -> Result<(u64, u64)> {
         let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64);
-        let off = crate::alloc::append(tx, &[&hdr, key, v], crate::alloc::Purpose::Normal)?;
-        Ok((off, (hdr.len() + key.len() + v.len()) as u64))
+        let off = if self.sh.g.trailer == 4 {
+            let crc = record_crc(&[&hdr, key, v]).to_le_bytes();
+            crate::alloc::append(tx, &[&hdr, key, v, &crc], crate::alloc::Purpose::Normal)?
+        } else {
+            crate::alloc::append(tx, &[&hdr, key, v], crate::alloc::Purpose::Normal)?
+        };
+        Ok((
+            off,
+            hdr.len() as u64 + key.len() as u64 + v.len() as u64 + self.sh.g.trailer,
+        ))
     }
 
     /// After a write: accounts the records it made dead (the replaced one, and every
@@ -301,6 +322,7 @@ impl Map {
             });
             let applied = self.settle(&tx, &r, appended);
             r?;
+            self.sync()?;
             Ok((applied, out))
         })?;
         match r {
@@ -491,24 +513,41 @@ impl Map {
     }
 
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
-    /// first error, which says how many were put before it.
+    /// first error. With [`Options::sync_writes`](crate::Options::sync_writes), flushes
+    /// once for the batch.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        for (i, (k, v)) in items.iter().enumerate() {
-            self.put(k, v).map_err(|e| match e {
-                Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
-                e => e,
-            })?;
-        }
-        Ok(())
+        let r = in_batch(|| {
+            for (i, (k, v)) in items.iter().enumerate() {
+                self.put(k, v).map_err(|e| match e {
+                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
+                    e => e,
+                })?;
+            }
+            Ok(())
+        });
+        self.sync()?;
+        r
     }
 
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
-        let mut n = 0;
-        for k in keys {
-            n += self.remove(k)? as u64;
+        let r = in_batch(|| {
+            let mut n = 0;
+            for k in keys {
+                n += self.remove(k)? as u64;
+            }
+            Ok(n)
+        });
+        self.sync()?;
+        r
+    }
+
+    /// With `sync_writes`, flushes after a write call (once per batch).
+    fn sync(&self) -> Result<()> {
+        if self.sh.sync_writes && !BATCH.with(|b| b.get()) {
+            self.sh.flush()?;
         }
-        Ok(n)
+        Ok(())
     }
 
     /// Number of entries.

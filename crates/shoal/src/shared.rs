@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -45,6 +45,14 @@ pub(crate) struct Shared {
     /// The owner word of this process's txn slots.
     pub owner_word: AtomicU64,
     pub proc_idx: AtomicU64,
+    /// The file is on disk (not tmpfs): an OS crash can interrupt it, so it is flushed
+    /// and marked clean on the last close, and verified on open when not clean.
+    pub durable: bool,
+    /// Flush after every write call (`Options::sync_writes`).
+    pub sync_writes: bool,
+    /// This process found the store sound when it attached: only then may it mark the
+    /// store clean when it is the last to close.
+    pub verified: AtomicBool,
 }
 
 impl Shared {
@@ -73,7 +81,66 @@ impl Shared {
             epoch: AtomicU64::new(0),
             owner_word: AtomicU64::new(0),
             proc_idx: AtomicU64::new(u64::MAX),
+            durable: false,
+            sync_writes: false,
+            verified: AtomicBool::new(false),
         }
+    }
+
+    /// Writes every byte of the store through to stable storage (see `Store::flush`).
+    pub fn flush(&self) -> Result<()> {
+        #[cfg(not(shuttle))]
+        // SAFETY: [base, base + file_end) lies inside our mapping of the file.
+        unsafe {
+            sys::flush(self.r.base_ptr(), self.file_end(), &self.file)
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// For stores on disk: writes `[off, off+len)` through to stable storage now. Used to
+    /// order writes where an OS crash must not see a later one without an earlier one
+    /// (a split's new segment before the old one loses its keys). No-op on tmpfs.
+    pub fn persist(&self, off: u64, len: u64) -> Result<()> {
+        #[cfg(not(shuttle))]
+        if self.durable {
+            // SAFETY: callers pass ranges inside the file, hence inside our mapping.
+            unsafe { sys::msync_pages(self.r.base_ptr(), off, len) }
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
+        #[cfg(shuttle)]
+        let _ = (off, len);
+        Ok(())
+    }
+
+    /// Takes the seize lock: exclusively if no other process has the store open (returns
+    /// true: the caller is alone and may verify or repair), else shared, waiting while a
+    /// first opener holds it exclusively.
+    #[cfg(not(shuttle))]
+    pub fn seize(&self) -> Result<bool> {
+        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = reg
+            .lock_fd
+            .as_ref()
+            .map(|f| f.as_raw_fd())
+            .ok_or_else(|| self.corrupt("not registered"))?;
+        if sys::try_lock_byte(fd, sys::SEIZE_BYTE).map_err(|e| Error::io(&self.path, e))? {
+            return Ok(true);
+        }
+        sys::lock_byte_shared_wait(fd, sys::SEIZE_BYTE).map_err(|e| Error::io(&self.path, e))?;
+        Ok(false)
+    }
+
+    /// Turns an exclusive seize lock into a shared one (others may now attach).
+    #[cfg(not(shuttle))]
+    pub fn share_seize(&self) -> Result<()> {
+        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = reg
+            .lock_fd
+            .as_ref()
+            .map(|f| f.as_raw_fd())
+            .ok_or_else(|| self.corrupt("not registered"))?;
+        sys::lock_byte_shared_wait(fd, sys::SEIZE_BYTE).map_err(|e| Error::io(&self.path, e))
     }
 
     #[inline]
@@ -158,6 +225,11 @@ impl Shared {
         self.w(slot + P_GEN).store(gen, Release);
         self.w(slot + P_PID).store(sys::pid() as u64, Relaxed);
         self.w(slot + P_STATE).store(1, Release);
+        if reg.proc_idx != u64::MAX {
+            // Re-registering after fork(): attached, so hold the seize byte shared too.
+            sys::lock_byte_shared_wait(lock_fd.as_raw_fd(), sys::SEIZE_BYTE)
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
         reg.fd_in_fork_table = sys::remember_liveness_fd(lock_fd.as_raw_fd());
         reg.lock_fd = Some(lock_fd);
         reg.proc_idx = p;
@@ -264,6 +336,18 @@ impl Shared {
             }
             self.w(self.g.proc_slot(reg.proc_idx) + P_STATE)
                 .store(0, Release);
+            if let Some(fd) = reg.lock_fd.as_ref() {
+                // The last process to close a disk store flushes it and marks it clean
+                // (only if it found it sound: a refused store stays unclean).
+                if self.durable
+                    && self.verified.load(SeqCst)
+                    && sys::try_lock_byte(fd.as_raw_fd(), sys::SEIZE_BYTE).unwrap_or(false)
+                    && self.flush().is_ok()
+                {
+                    self.w(H_CLEAN).store(1, SeqCst);
+                    let _ = self.flush();
+                }
+            }
             if let Some(fd) = reg.lock_fd.take() {
                 sys::unlock_byte(fd.as_raw_fd(), sys::LIVENESS_BASE + reg.proc_idx);
                 if reg.fd_in_fork_table {

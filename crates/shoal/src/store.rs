@@ -53,6 +53,14 @@ pub struct Options {
     /// Size of a chunk, the unit of file growth: a power of two from 64 KiB to 64 MiB.
     /// Default 256 KiB.
     pub chunk_size: u64,
+    /// End every record with a CRC32C, so that a value torn by an OS crash is detected,
+    /// never returned. `None` (the default): on for files on disk, off on tmpfs (where
+    /// nothing survives an OS crash anyway). Fixed at creation.
+    pub checksums: Option<bool>,
+    /// Flush (msync + fsync) after every write call, so that each acknowledged write
+    /// survives an OS crash. Default false: call [`Store::flush`] when you need it.
+    /// Only meaningful for files on disk.
+    pub sync_writes: bool,
 }
 
 impl Default for Options {
@@ -66,6 +74,8 @@ impl Default for Options {
             max_threads: 1024,
             max_maps: 1024,
             chunk_size: 256 * 1024,
+            checksums: None,
+            sync_writes: false,
         }
     }
 }
@@ -119,6 +129,11 @@ pub struct StoreStats {
     pub maps: u64,
     /// Processes attached now.
     pub processes: u64,
+    /// Records carry checksums (stores on disk, by default).
+    pub checksums: bool,
+    /// The file is on disk (not tmpfs): it is flushed and marked clean on the last close,
+    /// and verified when opened after an unclean shutdown.
+    pub on_disk: bool,
 }
 
 /// Resolves a store path: a bare name (no `/`) means `/dev/shm/NAME.shoal`.
@@ -379,6 +394,10 @@ impl Store {
                 tx.lock(seg + S_LOCK)?;
                 tx.unlock(seg + S_LOCK);
             }
+            // On disk, the drop must be durable before the map's chunks can be reused.
+            if sh.durable {
+                sh.flush()?;
+            }
             let first = sh.g.chunk_of(m.hdr);
             loop {
                 let run = sh.w(m.hdr + M_CHAIN).load(Acquire);
@@ -401,6 +420,24 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Writes everything in the store through to stable storage (`msync` + `fsync`): after
+    /// it returns, an OS crash loses nothing written before the call. Needed only for
+    /// stores on disk; see also [`Options::sync_writes`].
+    pub fn flush(&self) -> Result<()> {
+        self.sh.flush()
+    }
+
+    /// Opens a store that was not closed cleanly and that [`Store::open`] refused, and
+    /// repairs it: entries whose records are incomplete (written after the last flush
+    /// and torn by an OS crash) are dropped, and everything else is rebuilt from what
+    /// remains. Returns the store and a report of what was dropped and fixed. A store
+    /// that opens normally is returned as is, with an empty report.
+    pub fn repair(path: impl AsRef<Path>) -> Result<(Store, crate::repair::RepairReport)> {
+        let path = resolve_path(path);
+        let (s, r) = open_file_mode(&path, &Options::default(), true)?;
+        Ok((s, r.unwrap_or_default()))
     }
 
     /// Reclaims dead space now (normally done a little at a time by writers). Returns the
@@ -432,6 +469,8 @@ impl Store {
             chunks_cleaned: sh.w(H_CLEANED).load(Acquire),
             maps: self.maps()?.len() as u64,
             processes: procs,
+            checksums: sh.g.trailer == 4,
+            on_disk: sh.durable,
         })
     }
 
@@ -522,7 +561,7 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
         .map_err(|e| Error::io(path, e))?;
     let r = (|| {
         let shift = o.chunk_size.trailing_zeros();
-        let g = Geometry::layout(
+        let mut g = Geometry::layout(
             shift,
             random_u64(),
             o.max_size,
@@ -530,6 +569,9 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
             o.max_threads as u64,
             o.max_maps as u64,
         );
+        if o.checksums.unwrap_or(!sys::on_tmpfs(&file)) {
+            g.trailer = 4;
+        }
         let size = g
             .chunks_off
             .max(o.initial_size.next_multiple_of(o.chunk_size));
@@ -578,6 +620,9 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
         .unwrap_or(0);
     put(&mut h, H_CREATED, &now.to_le_bytes());
     put(&mut h, H_FILE_END, &size.to_le_bytes());
+    put(&mut h, H_CLEAN, &1u64.to_le_bytes());
+    let flags = if g.trailer == 4 { FLAG_CHECKSUMS } else { 0 };
+    put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
     if size > g.chunks_off {
         let run = g.chunks_off;
@@ -672,7 +717,7 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
             "header: version {version} or header size at offset 12 invalid"
         ));
     }
-    if read_u64(&h, H_FLAGS) != 0 {
+    if read_u64(&h, H_FLAGS) & !KNOWN_FLAGS != 0 {
         return bad(format!(
             "header: unknown flags {:#x} at offset {H_FLAGS}",
             read_u64(&h, H_FLAGS)
@@ -699,7 +744,10 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
         return bad(format!("header: table sizes {np}/{nt}/{nc} out of range"));
     }
     let max_size = read_u64(&h, H_MAX_SIZE);
-    let g = Geometry::layout(shift, read_u64(&h, H_SEED), max_size, np, nt, nc);
+    let mut g = Geometry::layout(shift, read_u64(&h, H_SEED), max_size, np, nt, nc);
+    if read_u64(&h, H_FLAGS) & FLAG_CHECKSUMS != 0 {
+        g.trailer = 4;
+    }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
         != (
             read_u64(&h, H_PROC_OFF),
@@ -728,6 +776,16 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
 }
 
 fn open_file(path: &Path, o: &Options) -> Result<Store> {
+    open_file_mode(path, o, false).map(|(s, _)| s)
+}
+
+/// Opens a store; with `repair`, an unclean store is repaired (dropping what cannot be
+/// trusted) instead of refused, and the repair report is returned.
+fn open_file_mode(
+    path: &Path,
+    o: &Options,
+    repair: bool,
+) -> Result<(Store, Option<crate::repair::RepairReport>)> {
     let file = match OpenOptions::new()
         .read(true)
         .write(true)
@@ -747,7 +805,7 @@ fn open_file(path: &Path, o: &Options) -> Result<Store> {
     let key = (meta.dev(), meta.ino());
     let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {
-        return Ok(Store { sh });
+        return Ok((Store { sh }, None));
     }
     let (g, _size) = read_geometry(path, &file)?;
     #[cfg(shuttle)]
@@ -762,18 +820,29 @@ fn open_file(path: &Path, o: &Options) -> Result<Store> {
         // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's Drop;
         // all access goes through atomics (see mem.rs).
         let region = unsafe { Region::from_raw(base, reserve) };
-        let sh = Arc::new(Shared::new(
-            region,
-            g,
-            path.to_owned(),
-            file,
-            reserve,
-            o.lock_timeout,
-        ));
+        let durable = !sys::on_tmpfs(&file);
+        let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
+        shared.durable = durable;
+        shared.sync_writes = o.sync_writes;
+        let sh = Arc::new(shared);
         sh.register()?;
+        let mut report = None;
+        if sh.seize()? {
+            // Alone: nobody else has the store open. A disk file not closed cleanly (an
+            // OS crash) is verified before anyone uses it; others wait meanwhile.
+            if durable && sh.w(H_CLEAN).load(SeqCst) == 0 {
+                report = crate::repair::verify_unclean(&sh, repair)?;
+            }
+            if durable {
+                sh.w(H_CLEAN).store(0, SeqCst);
+                sh.flush()?;
+            }
+            sh.share_seize()?;
+        }
+        sh.verified.store(true, SeqCst);
         crate::txn::reclaim_dead(&sh)?;
         reg.insert(key, Arc::downgrade(&sh));
-        Ok(Store { sh })
+        Ok((Store { sh }, report))
     }
 }
 

@@ -18,6 +18,11 @@ use std::time::Duration;
 /// Far beyond any data offset (locks past EOF are allowed and touch no data).
 pub const LIVENESS_BASE: u64 = 1 << 60;
 
+/// The "seize" byte: every attached process holds a shared lock on it; the first opener
+/// holds it exclusively while it verifies a store that was not closed cleanly, and the
+/// last one to close can take it exclusively (libmdbx's scheme).
+pub const SEIZE_BYTE: u64 = LIVENESS_BASE - 1;
+
 fn last_err() -> io::Error {
     io::Error::last_os_error()
 }
@@ -113,6 +118,71 @@ pub fn try_lock_byte(fd: RawFd, at: u64) -> io::Result<bool> {
             _ => return Err(e),
         }
     }
+}
+
+/// Takes (or converts to) a shared OFD lock on byte `at`, waiting while another open
+/// file description holds it exclusively.
+pub fn lock_byte_shared_wait(fd: RawFd, at: u64) -> io::Result<()> {
+    let mut fl = flock_struct(libc::F_RDLCK as i16, at);
+    loop {
+        // SAFETY: valid descriptor and flock.
+        let r = unsafe { libc::fcntl(fd, libc::F_OFD_SETLKW, &mut fl) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = last_err();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Whether `file` lives on tmpfs (where only a process crash, never an OS crash,
+/// can interrupt it: nothing survives a reboot there anyway).
+pub fn on_tmpfs(file: &File) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    // SAFETY: statfs is plain data filled in by the kernel.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor and out-pointer.
+    let r = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    r == 0 && st.f_type as i64 == TMPFS_MAGIC
+}
+
+/// `msync(MS_SYNC)` of the pages holding `[p, p+len)` of a mapping (no fsync).
+///
+/// # Safety
+/// `[p, p+len)` must lie inside a live mapping, whose base is page-aligned.
+pub unsafe fn msync_pages(base: *mut u8, off: u64, len: u64) -> io::Result<()> {
+    let start = off & !4095;
+    let end = (off + len).next_multiple_of(4096);
+    // SAFETY: per the caller's contract; the rounded range stays inside the mapping
+    // because mappings are whole pages.
+    let r = unsafe {
+        libc::msync(
+            base.add(start as usize) as *mut libc::c_void,
+            (end - start) as usize,
+            libc::MS_SYNC,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(last_err())
+    }
+}
+
+/// `msync(MS_SYNC)` of `[p, p+len)` of a mapping, then `fsync` of the file: every byte
+/// written through the mapping (and the file's size) is on stable storage on return.
+///
+/// # Safety
+/// `[p, p+len)` must lie inside a live mapping of `file`.
+pub unsafe fn flush(p: *mut u8, len: u64, file: &File) -> io::Result<()> {
+    // SAFETY: per the caller's contract.
+    let r = unsafe { libc::msync(p as *mut libc::c_void, len as usize, libc::MS_SYNC) };
+    if r != 0 {
+        return Err(last_err());
+    }
+    file.sync_all()
 }
 
 /// Releases the OFD lock on byte `at` held through `fd`.

@@ -189,7 +189,11 @@ impl<'a> Txn<'a> {
                 let owner = (w.load(Relaxed) & OWNER_MASK).wrapping_sub(1);
                 if owner != u64::MAX && !self.sh.txn_alive(owner) {
                     recover_txn(self.sh, owner)?;
-                    continue;
+                    // Retry at once if that freed the lock; else (another recoverer, alive
+                    // but perhaps stopped, is at work) the timeout still applies.
+                    if (w.load(Relaxed) & OWNER_MASK) != owner + 1 || waited < self.timeout {
+                        continue;
+                    }
                 }
                 if waited >= self.timeout {
                     return Err(Error::Timeout(waited));
@@ -469,16 +473,59 @@ mod tests {
         let pend = sh.g.txn_slot(t) + T_DEAD_PEND;
         plant_dead_txn(sh, t, H_ALLOC_LOCK, &[(pend, 9)]);
         // The slot now belongs to a live thread (of this process) with that lock and intent.
-        sh.w(sh.g.txn_slot(t) + T_OWNER).store(sh.owner_word.load(SeqCst), SeqCst);
+        sh.w(sh.g.txn_slot(t) + T_OWNER)
+            .store(sh.owner_word.load(SeqCst), SeqCst);
         recover_txn(sh, t).unwrap();
-        assert_eq!(sh.w(H_ALLOC_LOCK).load(SeqCst), t + 1, "a live txn's lock was released");
-        assert_eq!(sh.w(sh.g.txn_slot(t) + T_INTENT).load(SeqCst), 1, "a live txn's intent was cleared");
-        assert_eq!(sh.w(pend).load(SeqCst), 0, "a live txn's redo list was applied");
+        assert_eq!(
+            sh.w(H_ALLOC_LOCK).load(SeqCst),
+            t + 1,
+            "a live txn's lock was released"
+        );
+        assert_eq!(
+            sh.w(sh.g.txn_slot(t) + T_INTENT).load(SeqCst),
+            1,
+            "a live txn's intent was cleared"
+        );
+        assert_eq!(
+            sh.w(pend).load(SeqCst),
+            0,
+            "a live txn's redo list was applied"
+        );
         // Once really dead, it is recovered, and reclaiming frees its slot.
-        sh.w(sh.g.txn_slot(t) + T_OWNER).store(txn_owner(sh.g.n_proc - 1, 78), SeqCst);
+        sh.w(sh.g.txn_slot(t) + T_OWNER)
+            .store(txn_owner(sh.g.n_proc - 1, 78), SeqCst);
         assert!(reclaim_dead(sh).unwrap() >= 1);
         assert_eq!(sh.w(H_ALLOC_LOCK).load(SeqCst), 0);
         assert_eq!(sh.w(pend).load(SeqCst), 9);
-        assert_eq!(sh.w(sh.g.txn_slot(t) + T_OWNER).load(SeqCst), 0, "the dead slot is freed");
+        assert_eq!(
+            sh.w(sh.g.txn_slot(t) + T_OWNER).load(SeqCst),
+            0,
+            "the dead slot is freed"
+        );
+    }
+    /// A waiter on a dead txn's lock whose recovery cannot proceed (another recoverer,
+    /// alive but stopped, holds the claim) still gives up at its lock timeout.
+    #[test]
+    fn lock_wait_times_out_while_a_stopped_recoverer_holds_the_claim() {
+        let d = tempfile::tempdir().unwrap();
+        let s = crate::Store::open(d.path().join("r.shoal")).unwrap();
+        let t = 7;
+        plant_dead_txn(&s.sh, t, H_CATALOG_LOCK, &[]);
+        // "Being recovered" by a live process (this one) that makes no progress.
+        s.sh.w(s.sh.g.txn_slot(t) + T_RECOVERING)
+            .store(s.sh.owner_word.load(SeqCst), SeqCst);
+        let (tx_done, rx_done) = std::sync::mpsc::channel();
+        let sh = s.sh.clone();
+        std::thread::spawn(move || {
+            let me = crate::shared::thread_txn(&sh).unwrap();
+            let mut tx = Txn::new(&sh, me);
+            tx.timeout = Duration::from_millis(100);
+            let _ = tx_done.send(tx.lock(H_CATALOG_LOCK));
+        });
+        match rx_done.recv_timeout(Duration::from_secs(20)) {
+            Ok(Err(Error::Timeout(_))) => {}
+            Ok(r) => panic!("expected a timeout, got {r:?}"),
+            Err(_) => panic!("the lock wait ignored its 100 ms timeout (still waiting after 20 s)"),
+        }
     }
 }

@@ -1,0 +1,297 @@
+//! Verification and repair of a store on disk that was not closed cleanly.
+//!
+//! Between two flushes, an OS crash may persist any subset of the pages a process wrote.
+//! The first process to open such a file holds the seize lock exclusively (nobody else is
+//! attached) and runs the full check. Problems that lose nothing (locks, sequence numbers,
+//! counters, overflow counts, the free list, a half-written cleaner cursor) are rebuilt
+//! from the index and the chunk headers. An entry whose record is incomplete (it fails its
+//! checksum, or lies past what its chunk says was written) cannot be trusted. Then the open
+//! is refused with [`Error::Corrupt`] naming the problem, unless the caller asked for
+//! [`Store::repair`](crate::Store::repair), which drops such entries and reports each.
+//! Nothing is ever silently wrong.
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::index::{map_ref_unchecked, read_record_header_in, segments};
+use crate::shared::Shared;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering::*;
+
+/// What repairing a store found and did.
+#[derive(Clone, Debug, Default)]
+pub struct RepairReport {
+    /// Problems the check found before anything was repaired.
+    pub found: Vec<String>,
+    /// Entries dropped because their records could not be trusted: (map name, slot
+    /// description). Their keys are not reported: they may be torn too.
+    pub dropped: Vec<(String, String)>,
+    /// What was rebuilt.
+    pub rebuilt: Vec<String>,
+}
+
+/// Called by the first opener of an unclean disk store (alone, seize lock held
+/// exclusively). Returns the report when something had to be repaired.
+pub(crate) fn verify_unclean(sh: &Shared, drop_untrusted: bool) -> Result<Option<RepairReport>> {
+    let first = crate::check::check(sh)?;
+    if first.is_ok() {
+        return Ok(None);
+    }
+    let mut rep = RepairReport {
+        found: first.problems.clone(),
+        ..Default::default()
+    };
+    if drop_untrusted {
+        drop_untrusted_entries(sh, &mut rep)?;
+    }
+    rebuild(sh, &mut rep)?;
+    let second = crate::check::check(sh)?;
+    if second.is_ok() {
+        sh.flush()?;
+        return Ok(Some(rep));
+    }
+    Err(Error::Corrupt {
+        path: sh.path.clone(),
+        what: format!(
+            "not closed cleanly (an OS crash?) and {} problem(s) remain after the lossless repairs, \
+             first: {}; Store::repair drops the entries that cannot be trusted",
+            second.problems.len(),
+            second.problems[0]
+        ),
+    })
+}
+
+/// The chunk-level used mark below which records of the chunk holding `off` are complete,
+/// or None when `off` is not in a data chunk.
+fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
+    let g = &sh.g;
+    if off < g.chunks_off || off >= sh.file_end() {
+        return None;
+    }
+    let c = g.chunk_of(off);
+    match sh.w(c + K_KIND).load(Acquire) {
+        CK_SEALED | CK_LARGE => Some(sh.w(c + K_USED).load(Acquire)),
+        CK_DATA => {
+            let t = sh.w(c + K_OWNER).load(Acquire);
+            if t < g.n_txn && sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) == c {
+                Some(sh.w(g.txn_slot(t) + T_BUMP).load(Acquire))
+            } else {
+                Some(c + g.chunk_size())
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether the slot `s` of segment `seg` (prefix bits `prefix` of depth `d`) in bucket
+/// `b` points at a complete, checksummed record of map `m` whose key belongs exactly there.
+fn slot_trusted(
+    sh: &Shared,
+    m: &crate::index::MapRef,
+    seg_prefix: (u64, u64),
+    b: u64,
+    s: u64,
+) -> Option<Vec<u8>> {
+    let off = slot_off_of(s);
+    let limit = data_limit(sh, off)?;
+    let (mid, k, v, hl) = read_record_header_in(sh, off, limit)?;
+    if mid != m.id {
+        return None;
+    }
+    let mut rec = vec![0u8; (hl + k + v) as usize];
+    sh.r.read_bytes(off, &mut rec);
+    if sh.g.trailer == 4 {
+        let mut crc = [0u8; 4];
+        sh.r.read_bytes(off + hl + k + v, &mut crc);
+        if record_crc(&[&rec]) != u32::from_le_bytes(crc) {
+            return None;
+        }
+    }
+    let key = rec[hl as usize..(hl + k) as usize].to_vec();
+    let h = hash(sh.g.seed, &key);
+    let (prefix, d) = seg_prefix;
+    let home = home_bucket(h, m.n_main);
+    if h & ((1 << d) - 1) != prefix || slot_tag(s) != hash_tag(h) || (b < m.n_main && b != home) {
+        return None;
+    }
+    Some(key)
+}
+
+fn map_name(sh: &Shared, id: u64) -> String {
+    let ce = sh.g.cat_entry(id);
+    let n = sh.w(ce + C_NAME_LEN).load(Acquire).min(MAX_NAME as u64) as usize;
+    let mut b = vec![0u8; n];
+    sh.r.read_bytes(ce + C_NAME, &mut b);
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// Clears every slot whose record cannot be trusted, and the second of two slots with
+/// the same key.
+fn drop_untrusted_entries(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
+    let mut seen_records = HashSet::new();
+    for id in 0..sh.g.n_catalog {
+        if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+            continue;
+        }
+        let m = map_ref_unchecked(sh, id)?;
+        let name = map_name(sh, id);
+        let mut keys = HashSet::new();
+        for (seg, d) in segments(sh, &m)? {
+            let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
+            for b in 0..m.n_main + m.n_stash {
+                for i in 0..SLOTS {
+                    let so = slot_off(seg, b, i);
+                    let s = sh.w(so).load(Acquire);
+                    if s == 0 {
+                        continue;
+                    }
+                    let ok = slot_trusted(sh, &m, (prefix, d), b, s)
+                        .filter(|k| keys.insert(k.clone()))
+                        .is_some()
+                        && seen_records.insert(slot_off_of(s));
+                    if !ok {
+                        sh.w(so).store(0, Release);
+                        rep.dropped.push((
+                            name.clone(),
+                            format!("slot {so:#x} -> record {:#x}", slot_off_of(s)),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The lossless repairs. Runs alone (seize lock exclusive): every lock, intent and
+/// counter left by the dead processes is reset from what the index and chunks say.
+fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
+    let g = sh.g;
+    let cs = g.chunk_size();
+    let mine = sh.owner_word.load(SeqCst);
+    // Txn slots of the dead: free them (their intents were replayed when we attached).
+    for t in 0..g.n_txn {
+        let b = g.txn_slot(t);
+        if sh.w(b + T_OWNER).load(Acquire) != mine {
+            for o in (T_RECOVERING..T_REDO)
+                .step_by(8)
+                .filter(|o| *o != T_DATA_CHUNK && *o != T_BUMP)
+            {
+                sh.w(b + o).store(0, Release);
+            }
+            sh.w(b + T_LARGE).store(0, Release);
+            sh.w(b + T_OWNER).store(0, Release);
+        }
+    }
+    // Txn slots pointing at a chunk that is not their data chunk start afresh.
+    for t in 0..g.n_txn {
+        let b = g.txn_slot(t);
+        let c = sh.w(b + T_DATA_CHUNK).load(Acquire);
+        if c != 0 {
+            let ok = c >= g.chunks_off
+                && c < sh.file_end()
+                && (c - g.chunks_off) % cs == 0
+                && sh.w(c + K_KIND).load(Acquire) == CK_DATA
+                && sh.w(c + K_OWNER).load(Acquire) == t;
+            if !ok {
+                sh.w(b + T_DATA_CHUNK).store(0, Release);
+                sh.w(b + T_BUMP).store(0, Release);
+            }
+        }
+    }
+    for l in [H_ALLOC_LOCK, H_CATALOG_LOCK, H_CLEANER_LOCK] {
+        sh.w(l).store(0, Release);
+    }
+    sh.w(H_CLEAN_VICTIM).store(0, Release);
+    sh.w(H_CLEAN_POS).store(0, Release);
+    // Chunks: rebuild the free list and the byte totals from the chunk headers.
+    let end = sh.file_end();
+    let (mut data, mut free, mut head) = (0u64, 0u64, 0u64);
+    let mut c = g.chunks_off;
+    while c < end {
+        let kind = sh.w(c + K_KIND).load(Acquire);
+        let mut run = sh.w(c + K_RUN).load(Acquire);
+        if run == 0 || c + run * cs > end {
+            run = 1;
+        }
+        if kind == CK_DATA {
+            // A data chunk whose owner's slot does not point back at it (torn across a
+            // refill) is sealed; its tail past the last record is garbage the cleaner
+            // recognises (liveness is decided by the index).
+            let t = sh.w(c + K_OWNER).load(Acquire);
+            if t >= g.n_txn || sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) != c {
+                sh.w(c + K_USED).store(c + cs, Release);
+                sh.w(c + K_KIND).store(CK_SEALED, Release);
+                rep.rebuilt
+                    .push(format!("data chunk {c:#x} without its owner sealed"));
+            }
+        }
+        match sh.w(c + K_KIND).load(Acquire) {
+            CK_DATA | CK_SEALED | CK_LARGE => data += run * cs,
+            CK_INDEX => {}
+            _ => {
+                if kind != CK_FREE {
+                    rep.rebuilt.push(format!(
+                        "chunk {c:#x} of unknown kind {kind} returned to the free list"
+                    ));
+                }
+                sh.w(c + K_KIND).store(CK_FREE, Release);
+                sh.w(c + K_RUN).store(run, Release);
+                sh.w(c + K_NEXT).store(head, Release);
+                head = c;
+                free += run * cs;
+            }
+        }
+        c += run * cs;
+    }
+    sh.w(H_FREE_HEAD).store(head, Release);
+    sh.w(H_DATA_BYTES).store(data, Release);
+    sh.w(H_FREE_BYTES).store(free, Release);
+    rep.rebuilt.push("free list and byte totals".into());
+    // Maps: locks, sequence numbers, overflow counts, counters.
+    for id in 0..g.n_catalog {
+        if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+            continue;
+        }
+        let m = map_ref_unchecked(sh, id)?;
+        sh.w(m.hdr + M_DIR_LOCK).store(0, Release);
+        let (mut count, mut bytes) = (0u64, 0u64);
+        for (seg, _) in segments(sh, &m)? {
+            sh.w(seg + S_LOCK).store(0, Release);
+            for b in 0..m.n_main + m.n_stash {
+                let bo = bucket_off(seg, b);
+                let h = sh.w(bo).load(Acquire);
+                if hdr_seq(h) & 1 == 1 {
+                    sh.w(bo).store(
+                        make_hdr(hdr_seq(h).wrapping_add(1), hdr_overflow(h)),
+                        Release,
+                    );
+                }
+                for i in 0..SLOTS {
+                    let s = sh.w(slot_off(seg, b, i)).load(Acquire);
+                    if s == 0 {
+                        continue;
+                    }
+                    let off = slot_off_of(s);
+                    let limit = data_limit(sh, off).unwrap_or(off);
+                    if let Some((_, k, v, hl)) = read_record_header_in(sh, off, limit) {
+                        count += 1;
+                        bytes += hl + k + v + g.trailer;
+                    }
+                }
+            }
+            crate::index::recount_overflow(sh, &m, seg, end)?;
+        }
+        for t in 0..g.n_txn {
+            let c = m.hdr + M_COUNTERS + MC_SIZE * t;
+            sh.w(c + MC_COUNT)
+                .store(if t == 0 { count } else { 0 }, Release);
+            sh.w(c + MC_BYTES)
+                .store(if t == 0 { bytes } else { 0 }, Release);
+        }
+        rep.rebuilt.push(format!(
+            "map {:?}: locks, sequence numbers, overflow counts, counters",
+            map_name(sh, id)
+        ));
+    }
+    Ok(())
+}
