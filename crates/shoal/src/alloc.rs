@@ -51,7 +51,12 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
         check_chunk(sh, cur, "free list")?;
         let run = sh.w(cur + K_RUN).load(Acquire);
         let next = sh.w(cur + K_NEXT).load(Acquire);
-        if run == 0 || sh.w(cur + K_KIND).load(Acquire) != CK_FREE {
+        // `run` comes from the file: a run past the file end is corruption (splitting
+        // it would write the rest's header beyond the end: SIGBUS).
+        if run == 0
+            || run > (sh.file_end() - cur) / cs
+            || sh.w(cur + K_KIND).load(Acquire) != CK_FREE
+        {
             return Err(sh.corrupt(format!("free list entry at {cur:#x} is not a free run")));
         }
         if run >= k {
@@ -134,6 +139,16 @@ fn refill(tx: &Txn, purpose: Purpose) -> Result<()> {
     let cs = sh.g.chunk_size();
     with_alloc_lock(tx, |redo| {
         let old = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+        if old != 0
+            && (sh.w(old + K_KIND).load(Acquire) != CK_DATA
+                || sh.w(old + K_OWNER).load(Acquire) != tx.idx)
+        {
+            // Sealing it would rewrite the header of some other chunk.
+            return Err(sh.corrupt(format!(
+                "txn slot {}: data chunk {old:#x} is not its data chunk",
+                tx.idx
+            )));
+        }
         if old != 0 {
             redo.push(old + K_USED, sh.w(tx.base + T_BUMP).load(Acquire));
             redo.push(old + K_KIND, CK_SEALED);
@@ -165,6 +180,19 @@ pub(crate) fn append(tx: &Txn, parts: &[&[u8]], purpose: Purpose) -> Result<u64>
     }
     let mut chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
     let mut bump = sh.w(tx.base + T_BUMP).load(Acquire);
+    // Both come from the file: never write a record where a corrupt slot points.
+    if chunk != 0
+        && (chunk < sh.g.chunks_off
+            || chunk >= sh.file_end()
+            || (chunk - sh.g.chunks_off) % cs != 0
+            || bump < chunk + CHUNK_HDR
+            || bump > chunk + cs)
+    {
+        return Err(sh.corrupt(format!(
+            "txn slot {}: data chunk {chunk:#x} with bump {bump:#x} is not a chunk of this file",
+            tx.idx
+        )));
+    }
     if chunk == 0 || bump + len > chunk + cs {
         refill(tx, purpose)?;
         chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
@@ -293,7 +321,9 @@ fn large_run_dead(tx: &Txn, run: u64) -> bool {
     let Some((mid, k, _, hl)) = crate::index::read_record_header(sh, off, sh.file_end()) else {
         return true; // no complete record: nothing can map to it
     };
-    if mid >= sh.g.n_catalog || sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+    let map_live = mid < sh.g.n_catalog
+        && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
+    if !map_live {
         return true; // its map is gone
     }
     let Ok(m) = crate::index::map_ref_unchecked(sh, mid) else {
@@ -323,15 +353,24 @@ mod tests {
     fn a_late_free_of_a_dead_large_run_spares_its_new_incarnation() {
         // In memory (/dev/shm): on disk, frees wait for a flush instead.
         let d = tempfile::tempdir_in("/dev/shm").unwrap();
-        let opts = crate::Options { chunk_size: 1 << 16, ..crate::Options::default() };
-        let s = crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew).unwrap();
+        let opts = crate::Options {
+            chunk_size: 1 << 16,
+            ..crate::Options::default()
+        };
+        let s =
+            crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew)
+                .unwrap();
         let m = s.map("m").unwrap();
         let (va, vb) = (vec![1u8; 100_000], vec![2u8; 100_000]);
         m.put(b"a", &va).unwrap();
         let off = m.m.record_of(&s.sh, b"a").unwrap();
         m.remove(b"a").unwrap(); // a's run is freed
         m.put(b"b", &vb).unwrap(); // and handed out again for b
-        assert_eq!(m.m.record_of(&s.sh, b"b"), Some(off), "precondition: the run is reused ({:?})", s.stats());
+        assert_eq!(
+            m.m.record_of(&s.sh, b"b"),
+            Some(off),
+            "precondition: the run is reused"
+        );
         // The late free of "a's dead record".
         let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
         free_large(&tx, off);

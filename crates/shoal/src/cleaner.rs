@@ -171,6 +171,9 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         if c < sh.g.chunks_off || c >= end || (c - sh.g.chunks_off) % cs != 0 {
             c = sh.g.chunks_off;
         }
+        // Round robin: the next sealed chunk (in steady overwrite, the oldest). Sampling
+        // candidates' liveness was tried and did worse (first records are not a fair
+        // sample); choosing by dead bytes needs per-chunk estimates (docs/DESIGN.md).
         for _ in 0..SCAN_CHUNKS {
             let kind = sh.w(c + K_KIND).load(Acquire);
             let run = sh.w(c + K_RUN).load(Acquire).max(1);
@@ -199,10 +202,11 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         }
     }
     let used = sh.w(victim + K_USED).load(Acquire).min(victim + cs);
-    let end = sh.file_end();
-    let mut moved_any = 0;
-    let mut buf = Vec::new();
-    while pos < used && moved_any < STEP_RECORDS {
+    // Copy this step's live records first, make the copies durable (on disk: one msync
+    // for the step, not one per record), then repoint their slots.
+    let mut examined = 0;
+    let mut moves: Vec<Move> = Vec::new();
+    while pos < used && examined < STEP_RECORDS {
         let Some((mid, k, v, hl)) = read_record_header_in(sh, pos, used) else {
             // Unparseable bytes in a sealed chunk: nothing after them can be trusted to
             // be a record boundary, and nothing live can be there (live slots are checked
@@ -211,25 +215,38 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
             break;
         };
         let len = hl + k + v + sh.g.trailer;
-        moved_any += 1;
+        examined += 1;
         if let Ok(m) = map_ref_unchecked(sh, mid) {
             if sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
-                buf.resize(len as usize, 0);
+                let mut buf = vec![0u8; len as usize];
                 sh.r.read_bytes(pos, &mut buf);
-                let key = &buf[hl as usize..(hl + k) as usize];
-                if m.record_of(sh, key) == Some(pos) {
+                let key = hl as usize..(hl + k) as usize;
+                if m.record_of(sh, &buf[key.clone()]) == Some(pos) {
                     let new = crate::alloc::append(tx, &[&buf], crate::alloc::Purpose::Cleaner)?;
-                    // On disk, the copy must be durable before the slot points at it.
-                    sh.persist(new, len)?;
-                    if !m.relocate(tx, key, pos, (new, len))? {
-                        note_dead(tx, len);
-                    }
-                    crate::rt::failpoint!("clean.moved");
+                    moves.push((pos, new, len, buf, key, m));
                 }
             }
         }
         pos += len;
-        let _ = end;
+    }
+    if sh.durable && !moves.is_empty() {
+        // Copies are appended back to back (a new chunk starts a new range).
+        let mut start = moves[0].1;
+        let mut end = start;
+        for (_, new, len, ..) in &moves {
+            if *new != end {
+                sh.persist(start, end - start)?;
+                start = *new;
+            }
+            end = new + len;
+        }
+        sh.persist(start, end - start)?;
+    }
+    for (old, new, len, buf, key, m) in &moves {
+        if !m.relocate(tx, &buf[key.clone()], *old, (*new, *len))? {
+            note_dead(tx, *len);
+        }
+        crate::rt::failpoint!("clean.moved");
     }
     if pos >= used {
         // On disk, every slot moved away from the victim must be durable before the
@@ -264,6 +281,17 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     }
     Ok(true)
 }
+
+/// A live record the cleaner copied: (old offset, new offset, length, bytes, key range
+/// in the bytes, its map).
+type Move = (
+    u64,
+    u64,
+    u64,
+    Vec<u8>,
+    std::ops::Range<usize>,
+    crate::index::MapRef,
+);
 
 /// Frees a large-record run whose record no map references (and that no live writer is
 /// about to publish).

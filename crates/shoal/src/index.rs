@@ -182,13 +182,15 @@ impl MapRef {
     ) -> Result<Option<T>> {
         let h = hash(sh.g.seed, key);
         let mut tries = 0u32;
-        let start = Instant::now();
+        // The clock is read only once a retry happens: the common read never needs it.
+        let mut start = None;
         loop {
             match self.read_once(sh, h, key, &mut f)? {
                 Attempt::Done(r) => return Ok(r),
                 Attempt::Retry => {
                     tries += 1;
-                    self.backoff(sh, h, tries, start)?;
+                    let t0 = *start.get_or_insert_with(Instant::now);
+                    self.backoff(sh, h, tries, t0)?;
                 }
             }
         }

@@ -210,7 +210,8 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     while c < end {
         let kind = sh.w(c + K_KIND).load(Acquire);
         let mut run = sh.w(c + K_RUN).load(Acquire);
-        if run == 0 || c + run * cs > end {
+        // `run` comes from the file: compare without overflowing.
+        if run == 0 || run > (end - c) / cs {
             run = 1;
         }
         if kind == CK_DATA {

@@ -119,7 +119,8 @@ pub struct StoreStats {
     pub data_bytes: u64,
     /// Bytes of live records, over all maps.
     pub live_bytes: u64,
-    /// Bytes of dead records not yet reclaimed.
+    /// Data bytes not holding live records: dead records not yet reclaimed, plus the
+    /// unwritten ends of the chunks threads are filling (at most one chunk per thread).
     pub dead_bytes: u64,
     /// Bytes in free chunks.
     pub free_bytes: u64,
@@ -127,7 +128,7 @@ pub struct StoreStats {
     pub chunks_cleaned: u64,
     /// Named maps.
     pub maps: u64,
-    /// Processes attached now.
+    /// Processes attached now (live ones only).
     pub processes: u64,
     /// Records carry checksums (stores on disk, by default).
     pub checksums: bool,
@@ -455,7 +456,9 @@ impl Store {
         let live = crate::cleaner::total_live_bytes(sh);
         let mut procs = 0;
         for p in 0..sh.g.n_proc {
-            if sh.w(sh.g.proc_slot(p) + P_STATE).load(Acquire) != 0 {
+            if sh.w(sh.g.proc_slot(p) + P_STATE).load(Acquire) != 0
+                && (p == sh.proc_idx.load(Acquire) || sh.proc_locked(p))
+            {
                 procs += 1;
             }
         }

@@ -288,6 +288,14 @@ pub(crate) fn recover_txn(sh: &Shared, t: u64) -> Result<()> {
 /// [`recover_txn`], then, if `free`, frees the slot (still under the claim). Returns
 /// whether it freed it.
 fn recover_slot(sh: &Shared, t: u64, free: bool) -> Result<bool> {
+    // `t` comes from a lock word in the file: a slot that does not exist is corruption,
+    // not a dead owner (its slot would lie outside the table).
+    if t >= sh.g.n_txn {
+        return Err(sh.corrupt(format!(
+            "a lock names txn slot {t}; the store has {}",
+            sh.g.n_txn
+        )));
+    }
     let base = sh.g.txn_slot(t);
     let claim = sh.w(base + T_RECOVERING);
     let mine = sh.owner_word.load(Relaxed);
