@@ -2,7 +2,7 @@
 # The whole test suite: what `.ci/run` runs, and the README's second command.
 # Installs what it needs (from the package registries), then runs, in order:
 # formatting, lints, unit + integration tests (multi-process and kill tests included),
-# and the model checks under shuttle.
+# the model checks under shuttle, and the bindings' suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -24,6 +24,9 @@ cargo test --workspace --release --locked --features shoal/failpoints
 
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
+
+step "Python binding (bindings/python)"
+bash scripts/test-python.sh
 
 echo
 echo "all test steps passed"

@@ -1,0 +1,344 @@
+"""Type stubs of shoal: a shared dict for every process (see the module docstring)."""
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import ItemsView as _ItemsView
+from collections.abc import KeysView as _KeysView
+from collections.abc import ValuesView as _ValuesView
+from typing import Any, Final, Generic, Literal, TypeVar, final, overload
+
+from typing_extensions import Self
+
+__version__: str
+__all__ = [
+    "open",
+    "remove",
+    "repair",
+    "resolve_path",
+    "Store",
+    "Map",
+    "MapIterator",
+    "CheckReport",
+    "KeysView",
+    "ValuesView",
+    "ItemsView",
+    "ABSENT",
+    "CODECS",
+    "FORMAT_VERSION",
+    "MAX_KEY_LEN",
+    "MAX_VALUE_LEN",
+    "Error",
+    "NotFound",
+    "AlreadyExists",
+    "StoreFull",
+    "NoSpace",
+    "Corrupt",
+    "NotAStore",
+    "VersionMismatch",
+    "PermissionDenied",
+    "InvalidArgument",
+    "Timeout",
+    "TooManyUsers",
+    "IOError",
+    "DecodeError",
+    "Closed",
+]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_T = TypeVar("_T")
+
+_Codec = Literal["bytes", "str", "int", "float", "json", "pickle"]
+
+#: The codec names: "bytes", "str", "int", "float", "json", "pickle".
+CODECS: Final[list[str]]
+#: The file format version this library writes.
+FORMAT_VERSION: Final[int]
+#: The largest key, in bytes (after encoding).
+MAX_KEY_LEN: Final[int]
+#: The largest value, in bytes (after encoding).
+MAX_VALUE_LEN: Final[int]
+
+from ._absent import ABSENT as ABSENT
+from ._absent import _AbsentType as _AbsentType
+
+#: "No value": compare_and_swap's `expected` (key must be absent) and `new` (remove the
+#: key); what modify() passes for an absent key, and what its function returns to remove.
+
+
+# ---- errors -------------------------------------------------------------------------
+
+class Error(Exception):
+    """Base class of every error raised by the shoal engine."""
+
+class NotFound(Error, FileNotFoundError):
+    """The store file or the named map does not exist (or the map was dropped)."""
+
+class AlreadyExists(Error, FileExistsError):
+    """The store file already exists (open(..., exclusive=True))."""
+
+class StoreFull(Error):
+    """The store reached its max_size, or holds its maximum number of maps."""
+
+class NoSpace(Error, OSError):
+    """The filesystem has no room left (errno ENOSPC)."""
+
+class Corrupt(Error):
+    """The file is not a consistent shoal store."""
+
+class NotAStore(Error):
+    """The file is not a shoal store at all."""
+
+class VersionMismatch(Error):
+    """The file was written by a newer format version."""
+
+class PermissionDenied(Error, PermissionError):
+    """The operating system refused access to the store file."""
+
+class InvalidArgument(Error, ValueError):
+    """A key, value or map name is too large, or an option is out of range."""
+
+class Timeout(Error, TimeoutError):
+    """A lock wait outlasted lock_timeout (the holder is alive but stuck)."""
+
+class TooManyUsers(Error):
+    """More processes or threads use the store than it has slots for."""
+
+class IOError(Error, OSError):
+    """Any other I/O error on the store file."""
+
+class DecodeError(Error, ValueError):
+    """Stored bytes are not valid for the map's codec."""
+
+class Closed(Error, ValueError):
+    """The store (or this map's store) was closed."""
+
+# ---- module functions ---------------------------------------------------------------
+
+def open(
+    path: str | os.PathLike[str],
+    *,
+    create: bool = True,
+    exclusive: bool = False,
+    max_size: int | None = None,
+    initial_size: int | None = None,
+    lock_timeout: float | None = None,
+    max_processes: int | None = None,
+    max_threads: int | None = None,
+    max_maps: int | None = None,
+    chunk_size: int | None = None,
+    mode: int | None = None,
+    checksums: bool | None = None,
+    sync_writes: bool = False,
+) -> Store:
+    """Opens (by default creating) the store at `path`; a bare name means
+    /dev/shm/NAME.shoal. create=False: a missing store raises NotFound; exclusive=True:
+    an existing one raises AlreadyExists. Size and table options apply at creation only;
+    checksums (CRC32C per record; default: on for disk files, off on tmpfs) is fixed at
+    creation; lock_timeout (seconds, default 5) and sync_writes (flush after every write)
+    apply to this process."""
+
+def remove(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
+    """Deletes the store file; processes that have it open keep their mapping."""
+
+def repair(path: str | os.PathLike[str]) -> tuple[Store, dict[str, list[Any]]]:
+    """Opens and repairs a store that open() refused after an OS crash; returns the store
+    and a report: {"found": [...], "dropped": [(map, slot), ...], "rebuilt": [...]}."""
+
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """The file a path or bare name refers to (bare name: /dev/shm/NAME.shoal)."""
+
+# ---- Store --------------------------------------------------------------------------
+
+@final
+class CheckReport:
+    """What Store.check() found."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+    @property
+    def problems(self) -> list[str]:
+        """Every violation found, each saying what and where."""
+    @property
+    def maps(self) -> int:
+        """Maps checked."""
+    @property
+    def entries(self) -> int:
+        """Entries checked, over all maps."""
+    @property
+    def segments(self) -> int:
+        """Index segments checked."""
+    @property
+    def chunks(self) -> int:
+        """Chunks walked."""
+
+@final
+class Store:
+    """An open shoal store: one file holding named maps shared by every process that
+    opens it. A context manager; pickles to its path."""
+
+    @property
+    def path(self) -> str:
+        """The store file's path."""
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+    @property
+    def lock_timeout(self) -> float:
+        """Seconds a call waits for a lock held by a live process."""
+    @overload
+    def map(
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["bytes"] = ..., create: bool = True
+    ) -> Map[bytes, bytes]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["str"], create: bool = True
+    ) -> Map[bytes, str]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["int"], create: bool = True
+    ) -> Map[bytes, int]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["float"], create: bool = True
+    ) -> Map[bytes, float]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["str"], value: Literal["bytes"] = ..., create: bool = True
+    ) -> Map[str, bytes]: ...
+    @overload
+    def map(self, name: str, *, key: Literal["str"], value: Literal["str"], create: bool = True) -> Map[str, str]: ...
+    @overload
+    def map(self, name: str, *, key: Literal["str"], value: Literal["int"], create: bool = True) -> Map[str, int]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["str"], value: Literal["float"], create: bool = True
+    ) -> Map[str, float]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["int"], value: Literal["bytes"] = ..., create: bool = True
+    ) -> Map[int, bytes]: ...
+    @overload
+    def map(self, name: str, *, key: Literal["int"], value: Literal["str"], create: bool = True) -> Map[int, str]: ...
+    @overload
+    def map(self, name: str, *, key: Literal["int"], value: Literal["int"], create: bool = True) -> Map[int, int]: ...
+    @overload
+    def map(
+        self, name: str, *, key: Literal["int"], value: Literal["float"], create: bool = True
+    ) -> Map[int, float]: ...
+    @overload
+    def map(self, name: str, *, key: _Codec = ..., value: _Codec = ..., create: bool = True) -> Map[Any, Any]: ...
+    def maps(self) -> list[str]:
+        """Names of the maps in the store."""
+    def drop_map(self, name: str) -> bool:
+        """Drops the map and its contents in every process; returns whether it existed."""
+    def check(self) -> CheckReport:
+        """Verifies every invariant of the store file (run it while no write is in flight)."""
+    def flush(self) -> None:
+        """Writes everything through to stable storage (msync + fsync)."""
+    def compact(self) -> int:
+        """Reclaims dead record space now; returns the number of chunks freed."""
+    def stats(self) -> dict[str, int]:
+        """Figures about the whole store."""
+    def close(self) -> None:
+        """Closes this handle and its maps (the file stays; see shoal.remove)."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> Literal[False]: ...
+
+# ---- Map ----------------------------------------------------------------------------
+
+class KeysView(_KeysView[_K], Generic[_K]):
+    """A live, set-like view of a Map's keys."""
+
+class ValuesView(_ValuesView[_V], Generic[_V]):
+    """A live view of a Map's values."""
+
+class ItemsView(_ItemsView[_K, _V], Generic[_K, _V]):
+    """A live, set-like view of a Map's (key, value) pairs."""
+
+@final
+class MapIterator(Iterator[_T], Generic[_T]):
+    """An iterator over a Map (keys, values or items), fetched in batches."""
+
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> _T: ...
+
+@final
+class Map(MutableMapping[_K, _V], Generic[_K, _V]):
+    """A named map of a shoal store with dict semantics, shared by every process.
+    (At run time Map is registered as a collections.abc.MutableMapping.)
+    Single-key operations, setdefault, pop, popitem, incr, compare_and_swap and modify
+    are atomic across processes; iteration is weakly consistent. Pickles to
+    (path, name, codecs)."""
+
+    @property
+    def name(self) -> str:
+        """The map's name."""
+    @property
+    def key_codec(self) -> str:
+        """The key codec's name."""
+    @property
+    def value_codec(self) -> str:
+        """The value codec's name."""
+    @property
+    def store(self) -> Store:
+        """The Store this map was opened from."""
+    def __getitem__(self, key: _K, /) -> _V: ...
+    def __setitem__(self, key: _K, value: _V, /) -> None: ...
+    def __delitem__(self, key: _K, /) -> None: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> MapIterator[_K]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def keys(self) -> KeysView[_K]:
+        """A live, set-like view of the keys."""
+    def values(self) -> ValuesView[_V]:
+        """A live view of the values."""
+    def items(self) -> ItemsView[_K, _V]:
+        """A live, set-like view of the (key, value) pairs."""
+    @overload
+    def get(self, key: _K, default: None = None) -> _V | None: ...
+    @overload
+    def get(self, key: _K, default: _V | _T) -> _V | _T: ...
+    @overload
+    def pop(self, key: _K) -> _V: ...
+    @overload
+    def pop(self, key: _K, default: _V | _T) -> _V | _T: ...
+    def popitem(self) -> tuple[_K, _V]:
+        """Removes and returns some item, atomically; KeyError if empty."""
+    def setdefault(self, key: _K, default: _V = ...) -> _V:  # type: ignore[override]
+        """The value of key, inserting default first if absent (atomically)."""
+    # update(): inherited from MutableMapping (dict's signature).
+    def clear(self) -> None:
+        """Removes every entry."""
+    def insert(self, key: _K, value: _V) -> bool:
+        """Sets key only if absent; returns whether it did."""
+    def replace(self, key: _K, value: _V) -> bool:
+        """Sets key only if present; returns whether it did."""
+    def swap(self, key: _K, value: _V) -> _V | None:
+        """Sets key and returns its previous value (None if absent), atomically."""
+    def incr(self, key: _K, delta: int = 1) -> int:
+        """Atomically adds delta to an "int"-codec value (absent = 0); returns the new
+        value. Wraps around at 64 bits."""
+    def compare_and_swap(self, key: _K, expected: _V | _AbsentType, new: _V | _AbsentType) -> bool:
+        """If the value equals expected (ABSENT: key absent), sets it to new (ABSENT:
+        remove); returns whether it did. Atomic."""
+    def modify(self, key: _K, func: Callable[[_V | _AbsentType], _V | _AbsentType], /) -> _V | _AbsentType:
+        """Atomic read-modify-write: stores func(current) (current is ABSENT if the key is
+        absent; returning ABSENT removes it) and returns it. func may run several times."""
+    @overload
+    def get_many(self, keys: Iterable[_K]) -> list[_V | None]: ...
+    @overload
+    def get_many(self, keys: Iterable[_K], default: _T) -> list[_V | _T]: ...
+    def put_many(self, items: Mapping[_K, _V] | Iterable[tuple[_K, _V]]) -> None:
+        """Sets many pairs with one GIL release; each put is atomic, the batch is not."""
+    def remove_many(self, keys: Iterable[_K]) -> int:
+        """Removes many keys; returns how many were present."""
+    def to_dict(self) -> dict[_K, _V]:
+        """A copy of the whole map as a plain dict."""
+    def copy(self) -> dict[_K, _V]:
+        """Same as to_dict()."""
+    def stats(self) -> dict[str, int]:
+        """Figures about this map and its store."""

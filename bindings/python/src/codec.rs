@@ -1,0 +1,256 @@
+//! Codecs: how Python keys and values become the bytes the engine stores.
+//!
+//! | codec    | Python type                       | bytes in the store                          |
+//! |----------|-----------------------------------|---------------------------------------------|
+//! | `bytes`  | bytes (bytearray, memoryview in)   | as is                                       |
+//! | `str`    | str                               | UTF-8                                       |
+//! | `int`    | int in [-2^63, 2^63)              | 8 bytes, two's complement, little-endian    |
+//! | `float`  | float (int accepted on input)     | 8 bytes, IEEE 754 binary64, little-endian   |
+//! | `json`   | JSON-serializable objects         | compact UTF-8 JSON, keys sorted, no NaN     |
+//! | `pickle` | any picklable object (opt-in)     | pickle protocol 5                           |
+//!
+//! The fixed layouts of `int` and `float` let programs in other languages read the values.
+
+use crate::errors::exc;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyMemoryView, PyString};
+use std::ops::Deref;
+
+/// A key or value codec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    Bytes,
+    Str,
+    Int,
+    Float,
+    Json,
+    Pickle,
+}
+
+/// The codec names, in documentation order.
+pub const NAMES: [&str; 6] = ["bytes", "str", "int", "float", "json", "pickle"];
+
+/// Encoded bytes: borrowed from a Python `bytes` object, owned, or an 8-byte word.
+pub enum Enc<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+    Word([u8; 8]),
+}
+
+impl Deref for Enc<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Enc::Borrowed(b) => b,
+            Enc::Owned(v) => v,
+            Enc::Word(w) => w,
+        }
+    }
+}
+
+impl Enc<'_> {
+    /// An owned copy (for batches that outlive the borrowed Python objects' scope).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Enc::Borrowed(b) => b.to_vec(),
+            Enc::Owned(v) => v,
+            Enc::Word(w) => w.to_vec(),
+        }
+    }
+}
+
+static JSON_ENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static JSON_LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static PICKLE_DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static PICKLE_LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn json_encode(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    Ok(JSON_ENCODE
+        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            // Canonical form, so that equal JSON keys are equal bytes: sorted object keys,
+            // no whitespace, UTF-8 (not \u escapes), and strict JSON (NaN/inf refused).
+            let kw = pyo3::types::PyDict::new(py);
+            kw.set_item("sort_keys", true)?;
+            kw.set_item("separators", (",", ":"))?;
+            kw.set_item("ensure_ascii", false)?;
+            kw.set_item("allow_nan", false)?;
+            let enc = py
+                .import("json")?
+                .getattr("JSONEncoder")?
+                .call((), Some(&kw))?;
+            Ok(enc.getattr("encode")?.unbind())
+        })?
+        .bind(py))
+}
+
+fn cached<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    attr: &str,
+) -> PyResult<&'static Py<PyAny>> {
+    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import(module)?.getattr(attr)?.unbind())
+    })
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+impl Codec {
+    /// Parses a codec name; `ValueError` for an unknown one.
+    pub fn parse(s: &str) -> PyResult<Codec> {
+        Ok(match s {
+            "bytes" => Codec::Bytes,
+            "str" => Codec::Str,
+            "int" => Codec::Int,
+            "float" => Codec::Float,
+            "json" => Codec::Json,
+            "pickle" => Codec::Pickle,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown codec {s:?}; the codecs are {}",
+                    NAMES.join(", ")
+                )))
+            }
+        })
+    }
+
+    /// The codec's name.
+    pub fn name(self) -> &'static str {
+        NAMES[self as usize]
+    }
+
+    /// Encodes `obj`; `TypeError` if it is not of the codec's type, `OverflowError` for an
+    /// int out of the 64-bit range, `ValueError` for JSON it refuses (NaN), and
+    /// `UnicodeEncodeError` for a str with lone surrogates. `what` is "key" or "value".
+    pub fn encode<'a>(self, obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Enc<'a>> {
+        let py = obj.py();
+        match self {
+            Codec::Bytes => {
+                if let Ok(b) = obj.cast::<PyBytes>() {
+                    Ok(Enc::Borrowed(b.as_bytes()))
+                } else if let Ok(b) = obj.cast::<PyByteArray>() {
+                    Ok(Enc::Owned(b.to_vec()))
+                } else if obj.is_instance_of::<PyMemoryView>() {
+                    let b = obj.call_method0("tobytes")?;
+                    Ok(Enc::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec()))
+                } else {
+                    Err(PyTypeError::new_err(format!(
+                        "{what} must be bytes, bytearray or memoryview for codec 'bytes', not {}",
+                        type_name(obj)
+                    )))
+                }
+            }
+            Codec::Str => match obj.cast::<PyString>() {
+                Ok(s) => Ok(match s.to_cow()? {
+                    std::borrow::Cow::Borrowed(s) => Enc::Borrowed(s.as_bytes()),
+                    std::borrow::Cow::Owned(s) => Enc::Owned(s.into_bytes()),
+                }),
+                Err(_) => Err(PyTypeError::new_err(format!(
+                    "{what} must be str for codec 'str', not {}",
+                    type_name(obj)
+                ))),
+            },
+            Codec::Int => {
+                // Exact ints (and bool, an int); objects with __index__ too (numpy ints), but
+                // not floats or str.
+                if !obj.is_instance_of::<PyInt>() && !obj.hasattr("__index__")? {
+                    return Err(PyTypeError::new_err(format!(
+                        "{what} must be int for codec 'int', not {}",
+                        type_name(obj)
+                    )));
+                }
+                let v: i64 = obj.extract().map_err(|e: PyErr| {
+                    if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
+                        pyo3::exceptions::PyOverflowError::new_err(format!(
+                            "{what} out of range for codec 'int' (64-bit signed): {}",
+                            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+                        ))
+                    } else {
+                        e
+                    }
+                })?;
+                Ok(Enc::Word(v.to_le_bytes()))
+            }
+            Codec::Float => {
+                if !(obj.is_instance_of::<PyFloat>()
+                    || obj.is_instance_of::<PyInt>()
+                    || obj.hasattr("__float__")?)
+                {
+                    return Err(PyTypeError::new_err(format!(
+                        "{what} must be float for codec 'float', not {}",
+                        type_name(obj)
+                    )));
+                }
+                let v: f64 = obj.extract()?;
+                Ok(Enc::Word(v.to_le_bytes()))
+            }
+            Codec::Json => {
+                let s = json_encode(py)?.call1((obj,))?;
+                let s = s.cast_into::<PyString>()?;
+                Ok(Enc::Owned(s.to_cow()?.into_owned().into_bytes()))
+            }
+            Codec::Pickle => {
+                let dumps = cached(py, &PICKLE_DUMPS, "pickle", "dumps")?;
+                let b = dumps.bind(py).call1((obj, 5))?;
+                Ok(Enc::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec()))
+            }
+        }
+    }
+
+    /// Decodes stored bytes; `shoal.DecodeError` when they are not valid for the codec.
+    pub fn decode<'py>(self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Codec::Bytes => Ok(PyBytes::new(py, data).into_any()),
+            Codec::Str => match std::str::from_utf8(data) {
+                Ok(s) => Ok(PyString::new(py, s).into_any()),
+                Err(e) => Err(exc(
+                    py,
+                    "DecodeError",
+                    format!("stored bytes are not UTF-8 (codec 'str'): {e}"),
+                )),
+            },
+            Codec::Int => match <[u8; 8]>::try_from(data) {
+                Ok(w) => Ok(i64::from_le_bytes(w).into_pyobject(py)?.into_any()),
+                Err(_) => Err(exc(
+                    py,
+                    "DecodeError",
+                    format!(
+                        "stored value has {} bytes; codec 'int' needs exactly 8",
+                        data.len()
+                    ),
+                )),
+            },
+            Codec::Float => match <[u8; 8]>::try_from(data) {
+                Ok(w) => Ok(PyFloat::new(py, f64::from_le_bytes(w)).into_any()),
+                Err(_) => Err(exc(
+                    py,
+                    "DecodeError",
+                    format!(
+                        "stored value has {} bytes; codec 'float' needs exactly 8",
+                        data.len()
+                    ),
+                )),
+            },
+            Codec::Json => {
+                let loads = cached(py, &JSON_LOADS, "json", "loads")?;
+                loads
+                    .bind(py)
+                    .call1((PyBytes::new(py, data),))
+                    .map_err(|e| exc(py, "DecodeError", format!("stored bytes are not JSON: {e}")))
+            }
+            Codec::Pickle => {
+                let loads = cached(py, &PICKLE_LOADS, "pickle", "loads")?;
+                loads.bind(py).call1((PyBytes::new(py, data),))
+            }
+        }
+    }
+}

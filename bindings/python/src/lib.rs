@@ -1,0 +1,27 @@
+//! The native part of the `shoal` Python package (`shoal._shoal`). The package's
+//! `__init__.py` re-exports everything public; see `python/shoal/__init__.pyi` for the API.
+
+use pyo3::prelude::*;
+
+mod codec;
+mod errors;
+mod map;
+mod store;
+
+/// Native core of the `shoal` package: Store, Map, open(), remove().
+#[pymodule]
+fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<store::Store>()?;
+    m.add_class::<store::CheckReport>()?;
+    m.add_class::<map::Map>()?;
+    m.add_class::<map::MapIter>()?;
+    m.add_function(wrap_pyfunction!(store::open, m)?)?;
+    m.add_function(wrap_pyfunction!(store::remove, m)?)?;
+    m.add_function(wrap_pyfunction!(store::repair, m)?)?;
+    m.add_function(wrap_pyfunction!(store::resolve_path, m)?)?;
+    m.add("FORMAT_VERSION", shoal::FORMAT_VERSION)?;
+    m.add("MAX_KEY_LEN", shoal::MAX_KEY_LEN)?;
+    m.add("MAX_VALUE_LEN", shoal::MAX_VALUE_LEN)?;
+    m.add("CODECS", codec::NAMES.to_vec())?;
+    Ok(())
+}

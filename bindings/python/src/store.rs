@@ -1,0 +1,432 @@
+//! `shoal.Store` and the module-level functions that open and remove stores.
+
+use crate::codec::Codec;
+use crate::errors::{closed, ResultExt};
+use crate::map::{Map, MapCore};
+use arc_swap::ArcSwapOption;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+/// What a `Store` object and all its maps share. `close()` empties `store` and every map's
+/// slot; operations in flight keep their own reference until they finish, so the mapping
+/// goes away only after the last one.
+pub struct StoreCore {
+    pub path: PathBuf,
+    pub lock_timeout: f64,
+    pub store: ArcSwapOption<shoal::Store>,
+    pub maps: Mutex<Vec<Weak<MapCore>>>,
+}
+
+/// An open Shoal store: one file (by default in /dev/shm) holding named maps that every
+/// process which opens it shares.
+///
+/// Created by `shoal.open()`. A context manager: `with shoal.open("demo") as store: ...`
+/// closes it at the end of the block. Pickles to its path, so it can be passed to child
+/// processes under any multiprocessing start method; a store opened before `fork()` also
+/// keeps working in the child.
+#[pyclass(module = "shoal", name = "Store", frozen, weakref)]
+pub struct Store {
+    pub core: Arc<StoreCore>,
+}
+
+impl Store {
+    fn get(&self, py: Python<'_>) -> PyResult<Arc<shoal::Store>> {
+        self.core.store.load_full().ok_or_else(|| closed(py))
+    }
+}
+
+fn stats_dict<'py>(py: Python<'py>, pairs: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in pairs {
+        d.set_item(*k, *v)?;
+    }
+    Ok(d)
+}
+
+#[pymethods]
+impl Store {
+    /// The store file's path (a bare name was resolved to /dev/shm/NAME.shoal).
+    #[getter]
+    fn path(&self) -> String {
+        self.core.path.display().to_string()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.core.store.load().is_none()
+    }
+
+    /// Seconds an operation waits for a lock held by a live process before raising
+    /// `shoal.Timeout` (locks of dead processes are recovered within milliseconds).
+    #[getter]
+    fn lock_timeout(&self) -> f64 {
+        self.core.lock_timeout
+    }
+
+    /// map(name, *, key="bytes", value="bytes", create=True) -> Map
+    ///
+    /// Opens the named map, creating it if it does not exist (unless `create=False`, which
+    /// raises `shoal.NotFound`). `key` and `value` name the codecs that turn Python objects
+    /// into the stored bytes: "bytes" (default), "str" (UTF-8), "int" (8-byte little-endian
+    /// signed), "float" (8-byte IEEE 754 little-endian), "json" (canonical compact JSON)
+    /// or "pickle" (opt-in; never use it on a store that untrusted processes can write:
+    /// unpickling runs arbitrary code). Codecs are not recorded in the file: every process
+    /// must open a map with the same codecs.
+    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true))]
+    fn map(
+        slf: &Bound<'_, Self>,
+        name: &str,
+        key: &str,
+        value: &str,
+        create: bool,
+    ) -> PyResult<Map> {
+        let py = slf.py();
+        let kc = Codec::parse(key)?;
+        let vc = Codec::parse(value)?;
+        let this = slf.get();
+        let st = this.get(py)?;
+        let name_owned = name.to_owned();
+        let m = py
+            .detach(|| {
+                if create {
+                    st.map(&name_owned)
+                } else {
+                    st.open_map(&name_owned)
+                }
+            })
+            .py_err(py)?;
+        let core = Arc::new(MapCore {
+            map: ArcSwapOption::from_pointee(m),
+        });
+        {
+            let mut maps = this.core.maps.lock().unwrap_or_else(|e| e.into_inner());
+            maps.retain(|w| w.strong_count() > 0);
+            maps.push(Arc::downgrade(&core));
+        }
+        // close() may have run meanwhile: then this map must be closed too.
+        if this.core.store.load().is_none() {
+            core.map.store(None);
+            return Err(closed(py));
+        }
+        Ok(Map {
+            core,
+            store: slf.clone().unbind(),
+            name: name.to_owned(),
+            kc,
+            vc,
+        })
+    }
+
+    /// Names of the maps in the store.
+    fn maps(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let st = self.get(py)?;
+        st.maps().py_err(py)
+    }
+
+    /// Drops the named map and everything in it, in every process; returns whether it
+    /// existed. Handles on it raise `shoal.NotFound` from then on.
+    fn drop_map(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let st = self.get(py)?;
+        let name = name.to_owned();
+        py.detach(|| st.drop_map(&name)).py_err(py)
+    }
+
+    /// Verifies every invariant of the store file (run it while no write is in flight) and
+    /// returns a `CheckReport`; `report.ok` is True for a sound store. Raises only if the
+    /// check itself cannot run.
+    fn check(&self, py: Python<'_>) -> PyResult<CheckReport> {
+        let st = self.get(py)?;
+        let r = py.detach(|| st.check()).py_err(py)?;
+        Ok(CheckReport {
+            ok: r.is_ok(),
+            text: r.to_string(),
+            problems: r.problems,
+            maps: r.maps,
+            entries: r.entries,
+            segments: r.segments,
+            chunks: r.chunks,
+        })
+    }
+
+    /// Writes everything in the store through to stable storage (msync + fsync): after it
+    /// returns, an OS crash loses nothing written before the call. Needed only for stores
+    /// on disk (a store in /dev/shm does not survive a reboot anyway); see also
+    /// `open(..., sync_writes=True)`.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let st = self.get(py)?;
+        py.detach(|| st.flush()).py_err(py)
+    }
+
+    /// Reclaims dead record space now (writers normally do it a little at a time);
+    /// returns the number of chunks freed.
+    fn compact(&self, py: Python<'_>) -> PyResult<u64> {
+        let st = self.get(py)?;
+        py.detach(|| st.compact()).py_err(py)
+    }
+
+    /// Figures about the whole store, as a dict: file_size, max_size, data_bytes,
+    /// live_bytes, dead_bytes, free_bytes, chunks_cleaned, maps, processes.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let st = self.get(py)?;
+        let s = st.stats().py_err(py)?;
+        stats_dict(
+            py,
+            &[
+                ("file_size", s.file_size),
+                ("max_size", s.max_size),
+                ("data_bytes", s.data_bytes),
+                ("live_bytes", s.live_bytes),
+                ("dead_bytes", s.dead_bytes),
+                ("free_bytes", s.free_bytes),
+                ("chunks_cleaned", s.chunks_cleaned),
+                ("maps", s.maps),
+                ("processes", s.processes),
+            ],
+        )
+    }
+
+    /// Closes this handle and every Map opened from it; using them afterwards raises
+    /// `shoal.Closed`. The file stays (see `shoal.remove()`), and so do other handles on
+    /// it. Calls in flight in other threads finish first. Closing twice is a no-op.
+    fn close(&self, py: Python<'_>) {
+        let core = self.core.clone();
+        py.detach(move || {
+            core.store.store(None);
+            let maps = std::mem::take(&mut *core.maps.lock().unwrap_or_else(|e| e.into_inner()));
+            for m in maps.iter().filter_map(Weak::upgrade) {
+                m.map.store(None);
+            }
+        });
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    /// Pickles to (path, lock_timeout): unpickling opens the existing store again, so a
+    /// Store can be sent to spawn/forkserver children and through multiprocessing queues.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        if self.core.store.load().is_none() {
+            return Err(PyValueError::new_err("cannot pickle a closed shoal.Store"));
+        }
+        let f = py.import("shoal")?.getattr("_reopen_store")?;
+        PyTuple::new(
+            py,
+            [
+                f,
+                PyTuple::new(
+                    py,
+                    [
+                        self.path().into_pyobject(py)?.into_any(),
+                        self.core.lock_timeout.into_pyobject(py)?.into_any(),
+                    ],
+                )?
+                .into_any(),
+            ],
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<shoal.Store {:?}{}>",
+            self.core.path.display().to_string(),
+            if self.closed() { " (closed)" } else { "" }
+        )
+    }
+}
+
+/// What `Store.check()` found.
+#[pyclass(module = "shoal", name = "CheckReport", frozen)]
+pub struct CheckReport {
+    /// True when no problem was found.
+    #[pyo3(get)]
+    ok: bool,
+    /// Every violation found, each saying what and where (empty for a sound store).
+    #[pyo3(get)]
+    problems: Vec<String>,
+    /// Maps checked.
+    #[pyo3(get)]
+    maps: u64,
+    /// Entries checked, over all maps.
+    #[pyo3(get)]
+    entries: u64,
+    /// Index segments checked.
+    #[pyo3(get)]
+    segments: u64,
+    /// Chunks walked.
+    #[pyo3(get)]
+    chunks: u64,
+    text: String,
+}
+
+#[pymethods]
+impl CheckReport {
+    fn __str__(&self) -> String {
+        self.text.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<shoal.CheckReport ok={} maps={} entries={} segments={} chunks={} problems={}>",
+            if self.ok { "True" } else { "False" },
+            self.maps,
+            self.entries,
+            self.segments,
+            self.chunks,
+            self.problems.len()
+        )
+    }
+}
+
+fn secs(what: &str, v: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(v).map_err(|_| {
+        PyValueError::new_err(format!("{what} must be a non-negative number of seconds"))
+    })
+}
+
+/// open(path, *, create=True, exclusive=False, max_size=None, initial_size=None,
+///      lock_timeout=None, max_processes=None, max_threads=None, max_maps=None,
+///      chunk_size=None, mode=None) -> Store
+///
+/// Opens the store at `path` (str or os.PathLike; a bare name without '/' means
+/// /dev/shm/NAME.shoal). With `create=True` (the default) a missing store is created;
+/// with `create=False` a missing one raises `shoal.NotFound`; with `exclusive=True` the
+/// store must not exist yet (`shoal.AlreadyExists`). The size and table options apply
+/// only when the store is created and are then fixed in its header: `max_size` (bytes,
+/// default 1 TiB of address space, not memory), `initial_size` (bytes allocated at
+/// creation), `max_processes`, `max_threads`, `max_maps` (each default 1024),
+/// `chunk_size` (power of two, 64 KiB to 64 MiB, default 256 KiB), `mode` (permission
+/// bits, default 0o600), `checksums` (end every record with a CRC32C so that a value torn
+/// by an OS crash is detected; default None: on for files on disk, off on tmpfs).
+/// `lock_timeout` (seconds, default 5) applies to this process; `sync_writes=True`
+/// flushes to stable storage after every write call (slow; only meaningful on disk).
+/// Opening the same file twice in one process shares one mapping.
+#[pyfunction]
+#[pyo3(signature = (path, *, create = true, exclusive = false, max_size = None,
+    initial_size = None, lock_timeout = None, max_processes = None, max_threads = None,
+    max_maps = None, chunk_size = None, mode = None, checksums = None, sync_writes = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    create: bool,
+    exclusive: bool,
+    max_size: Option<u64>,
+    initial_size: Option<u64>,
+    lock_timeout: Option<f64>,
+    max_processes: Option<u32>,
+    max_threads: Option<u32>,
+    max_maps: Option<u32>,
+    chunk_size: Option<u64>,
+    mode: Option<u32>,
+    checksums: Option<bool>,
+    sync_writes: bool,
+) -> PyResult<Store> {
+    let mut o = shoal::Options {
+        checksums,
+        sync_writes,
+        ..Default::default()
+    };
+    if let Some(v) = max_size {
+        o.max_size = v;
+    }
+    if let Some(v) = initial_size {
+        o.initial_size = v;
+    }
+    if let Some(v) = lock_timeout {
+        o.lock_timeout = secs("lock_timeout", v)?;
+    }
+    if let Some(v) = max_processes {
+        o.max_processes = v;
+    }
+    if let Some(v) = max_threads {
+        o.max_threads = v;
+    }
+    if let Some(v) = max_maps {
+        o.max_maps = v;
+    }
+    if let Some(v) = chunk_size {
+        o.chunk_size = v;
+    }
+    if let Some(v) = mode {
+        o.mode = v;
+    }
+    let open_mode = match (exclusive, create) {
+        (true, _) => shoal::OpenMode::CreateNew,
+        (false, true) => shoal::OpenMode::OpenOrCreate,
+        (false, false) => shoal::OpenMode::Open,
+    };
+    let resolved = shoal::resolve_path(&path);
+    let st = py
+        .detach(|| shoal::Store::open_with(&resolved, &o, open_mode))
+        .py_err(py)?;
+    Ok(Store::wrap(st, o.lock_timeout.as_secs_f64()))
+}
+
+impl Store {
+    fn wrap(st: shoal::Store, lock_timeout: f64) -> Store {
+        Store {
+            core: Arc::new(StoreCore {
+                path: st.path().to_owned(),
+                lock_timeout,
+                store: ArcSwapOption::from_pointee(st),
+                maps: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+}
+
+/// repair(path) -> tuple[Store, dict]
+///
+/// Opens a store that was not closed cleanly and that `open()` refused (a store on disk
+/// after an OS crash), and repairs it: entries whose records are incomplete are dropped,
+/// everything else is rebuilt from what remains. Returns the open store and a report
+/// dict: "found" (problems before repair), "dropped" (list of (map name, slot
+/// description); keys are not reported, they may be torn too) and "rebuilt". A store
+/// that opens normally is returned as is, with empty lists.
+#[pyfunction]
+pub fn repair<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Store, Bound<'py, PyDict>)> {
+    let (st, r) = py.detach(|| shoal::Store::repair(&path)).py_err(py)?;
+    let d = PyDict::new(py);
+    d.set_item("found", r.found)?;
+    d.set_item("dropped", r.dropped)?;
+    d.set_item("rebuilt", r.rebuilt)?;
+    Ok((
+        Store::wrap(st, shoal::Options::default().lock_timeout.as_secs_f64()),
+        d,
+    ))
+}
+
+/// remove(path, *, missing_ok=False) -> None
+///
+/// Deletes the store file (a bare name means /dev/shm/NAME.shoal). Processes that have
+/// it open keep working on their mapping until they close it; later opens create a new,
+/// empty store. A missing file raises `shoal.NotFound` unless `missing_ok=True`.
+#[pyfunction]
+#[pyo3(signature = (path, *, missing_ok = false))]
+pub fn remove(py: Python<'_>, path: PathBuf, missing_ok: bool) -> PyResult<()> {
+    match py.detach(|| shoal::Store::destroy(&path)) {
+        Ok(()) => Ok(()),
+        Err(shoal::Error::NotFound(_)) if missing_ok => Ok(()),
+        Err(e) => Err(crate::errors::to_py(py, e)),
+    }
+}
+
+/// resolve_path(path) -> str
+///
+/// The file a path or bare name refers to: a bare name (no '/') means /dev/shm/NAME.shoal.
+#[pyfunction]
+pub fn resolve_path(path: PathBuf) -> String {
+    shoal::resolve_path(path).display().to_string()
+}

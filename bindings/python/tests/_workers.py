@@ -1,0 +1,83 @@
+"""Functions run in child processes (importable under spawn and forkserver)."""
+
+import os
+import time
+
+import shoal
+
+
+def write_range(m, start, stop):
+    for i in range(start, stop):
+        m[f"k{i}"] = i * 3
+    return stop - start
+
+
+def read_until_done(m, expect_min, stop_key="done"):
+    """Reads while writers run: every value seen must be the one its key implies."""
+    seen = 0
+    bad = 0
+    while True:
+        done = stop_key in m
+        for k, v in list(m.items()):
+            if k.startswith("k") and v != int(k[1:]) * 3:
+                bad += 1
+            seen += 1
+        if done:
+            break
+        time.sleep(0.001)
+    return seen, bad
+
+
+def incr_many(m, n):
+    for _ in range(n):
+        m.incr("counter")
+
+
+def cas_incr_many(m, n):
+    for _ in range(n):
+        while True:
+            cur = m.get("counter", shoal.ABSENT)
+            new = (0 if cur is shoal.ABSENT else cur) + 1
+            if m.compare_and_swap("counter", cur, new):
+                break
+
+
+def modify_incr_many(m, n):
+    for _ in range(n):
+        m.modify("counter", lambda v: 1 if v is shoal.ABSENT else v + 1)
+
+
+def setdefault_race(m, key, mine):
+    return m.setdefault(key, mine)
+
+
+def pop_race(m, keys):
+    got = []
+    for k in keys:
+        v = m.pop(k, None)
+        if v is not None:
+            got.append(k)
+    return got
+
+
+def put_forever(path, ready):
+    """Writes (new keys and overwrites, small and large values) until killed."""
+    s = shoal.open(path)
+    m = s.map("kill", key="str", value="bytes")
+    i = 0
+    ready.set()
+    while True:
+        m[f"k{i % 5000}"] = os.urandom(16) * (1 + (i % 7 == 0) * 2000)
+        if i % 11 == 0:
+            m.pop(f"k{(i * 7) % 5000}", None)
+        i += 1
+
+
+def map_info(m):
+    return (m.name, m.key_codec, m.value_codec, dict(m))
+
+
+def store_roundtrip(s):
+    m = s.map("from-child", key="str", value="str")
+    m["pid"] = str(os.getpid())
+    return s.path

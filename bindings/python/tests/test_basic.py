@@ -1,0 +1,305 @@
+"""Dict semantics, errors, lifecycle, pickling."""
+
+import collections.abc
+import pickle
+import threading
+import time
+
+import pytest
+
+import shoal
+
+
+def test_mapping_protocol(store):
+    m = store.map("m", key="str", value="int")
+    assert isinstance(m, collections.abc.MutableMapping)
+    assert len(m) == 0 and not m and list(m) == []
+    m["a"] = 1
+    m["b"] = 2
+    assert m["a"] == 1 and len(m) == 2 and "a" in m and "z" not in m
+    assert m.get("z") is None and m.get("z", 5) == 5 and m.get("a", 5) == 1
+    m["a"] = 10
+    assert m["a"] == 10 and len(m) == 2
+    del m["a"]
+    assert "a" not in m
+    with pytest.raises(KeyError) as e:
+        m["a"]
+    assert e.value.args == ("a",)
+    with pytest.raises(KeyError):
+        del m["a"]
+    assert sorted(m) == ["b"]
+    assert m == {"b": 2} and m != {"b": 3} and not (m == [("b", 2)])
+    assert m.to_dict() == {"b": 2} == m.copy()
+
+
+def test_views(store):
+    m = store.map("v", key="str", value="str")
+    m.update({"x": "1", "y": "2"}, z="3")
+    assert set(m.keys()) == {"x", "y", "z"}
+    assert sorted(m.values()) == ["1", "2", "3"]
+    assert set(m.items()) == {("x", "1"), ("y", "2"), ("z", "3")}
+    assert "x" in m.keys() and ("x", "1") in m.items() and ("x", "2") not in m.items()
+    assert "2" in m.values() and "9" not in m.values()
+    assert len(m.keys()) == 3 == len(m.items()) == len(m.values())
+    assert m.keys() & {"x", "q"} == {"x"}
+    ks = m.keys()
+    m["w"] = "4"
+    assert "w" in ks  # live
+    assert isinstance(ks, collections.abc.KeysView)
+    assert isinstance(m.items(), collections.abc.ItemsView)
+    assert isinstance(m.values(), collections.abc.ValuesView)
+
+
+def test_pop_popitem_setdefault_update(store):
+    m = store.map("p", key="bytes", value="bytes")
+    with pytest.raises(KeyError):
+        m.pop(b"x")
+    assert m.pop(b"x", None) is None and m.pop(b"x", b"d") == b"d"
+    m[b"x"] = b"1"
+    assert m.pop(b"x") == b"1" and b"x" not in m
+    with pytest.raises(KeyError):
+        m.popitem()
+    m.update([(b"a", b"1"), (b"b", b"2")])
+    got = {m.popitem(), m.popitem()}
+    assert got == {(b"a", b"1"), (b"b", b"2")} and len(m) == 0
+    d = b"dflt"
+    assert m.setdefault(b"k", d) is d
+    assert m.setdefault(b"k", b"other") == b"dflt"
+    with pytest.raises(TypeError):
+        m.setdefault(b"new")  # None is not bytes
+    assert m.setdefault(b"k") == b"dflt"  # present: default never encoded
+    with pytest.raises(TypeError):
+        m.update({b"ok": b"1", b"bad": 2})
+    assert b"ok" not in m  # everything is encoded before anything is written
+    with pytest.raises(ValueError):
+        m.update([(b"a", b"1", b"extra")])
+    with pytest.raises(TypeError):
+        m.pop(b"a", 1, 2)
+    m.clear()
+    assert len(m) == 0 and list(m.items()) == []
+
+
+def test_bytes_like_inputs(store):
+    m = store.map("b")
+    m[bytearray(b"ba")] = memoryview(b"mv")
+    assert m[b"ba"] == b"mv" and m[memoryview(b"ba")] == b"mv"
+    for bad in ("str", 1, None, 1.0):
+        with pytest.raises(TypeError):
+            m[bad] = b"v"
+        with pytest.raises(TypeError):
+            m[b"k"] = bad
+        with pytest.raises(TypeError):
+            bad in m
+        with pytest.raises(TypeError):
+            m.get(bad)
+
+
+def test_extras(store):
+    m = store.map("x", key="str", value="int")
+    assert m.insert("a", 1) and not m.insert("a", 2) and m["a"] == 1
+    assert m.replace("a", 3) and not m.replace("b", 3) and "b" not in m
+    assert m.swap("a", 4) == 3 and m.swap("c", 5) is None and m["c"] == 5
+    assert m.stats()["entries"] == 2
+    assert store.stats()["maps"] >= 1
+
+
+def test_rmw_api(store):
+    m = store.map("r", key="str", value="int")
+    assert m.incr("n") == 1 and m.incr("n", 10) == 11 and m.incr("n", -12) == -1
+    m["big"] = 2**63 - 1
+    assert m.incr("big") == -(2**63)  # wraps like int64, documented
+    with pytest.raises(TypeError):
+        store.map("r2", key="str", value="str").incr("n")
+    with pytest.raises(OverflowError):
+        m.incr("n", 2**64)
+    with pytest.raises(TypeError):
+        m.incr("n", 1.5)
+    A = shoal.ABSENT
+    assert not A and repr(A) == "shoal.ABSENT" and pickle.loads(pickle.dumps(A)) is A
+    assert m.compare_and_swap("c", A, 1) and not m.compare_and_swap("c", A, 2)
+    assert not m.compare_and_swap("c", 2, 3) and m.compare_and_swap("c", 1, 3) and m["c"] == 3
+    assert m.compare_and_swap("c", 3, A) and "c" not in m
+    assert m.modify("c", lambda v: 7 if v is A else v + 1) == 7
+    assert m.modify("c", lambda v: v * 2) == 14 and m["c"] == 14
+    assert m.modify("c", lambda v: A) is A and "c" not in m
+    assert m.modify("c", lambda v: A) is A and "c" not in m
+
+    def boom(v):
+        raise RuntimeError("no")
+
+    m["c"] = 1
+    with pytest.raises(RuntimeError):
+        m.modify("c", boom)
+    assert m["c"] == 1
+    m.put_many({"p": 1, "q": 2})
+    m.put_many([("r", 3)])
+    assert m.get_many(["p", "q", "r", "zz"]) == [1, 2, 3, None]
+    assert m.get_many(iter(["zz"]), default=-1) == [-1]
+    assert m.get_many([]) == []
+    assert m.remove_many(["p", "zz"]) == 1 and "p" not in m
+    with pytest.raises(TypeError):
+        m.get_many("pq")  # a str is not taken as an iterable of keys
+    many = {f"k{i}": i for i in range(5000)}
+    m.put_many(many)
+    assert m.get_many(list(many)) == list(many.values())
+
+
+def test_errors_hierarchy(path):
+    assert issubclass(shoal.NotFound, shoal.Error) and issubclass(shoal.NotFound, FileNotFoundError)
+    assert issubclass(shoal.Timeout, TimeoutError) and issubclass(shoal.NoSpace, OSError)
+    for name in ("StoreFull", "Corrupt", "NotAStore", "VersionMismatch", "InvalidArgument", "Closed", "DecodeError"):
+        assert issubclass(getattr(shoal, name), shoal.Error)
+    with pytest.raises(shoal.NotFound) as e:
+        shoal.open(path, create=False)
+    assert e.value.errno == 2 and repr(e.value).startswith("NotFound")
+    with pytest.raises(FileNotFoundError):
+        shoal.remove(path)
+    shoal.remove(path, missing_ok=True)
+    with shoal.open(path, exclusive=True):
+        pass
+    with pytest.raises(shoal.AlreadyExists):
+        shoal.open(path, exclusive=True)
+    with shoal.open(path) as s:
+        with pytest.raises(shoal.NotFound):
+            s.map("nope", create=False)
+        m = s.map("m", key="bytes", value="bytes")
+        with pytest.raises(shoal.InvalidArgument):
+            m[b"k" * (shoal.MAX_KEY_LEN + 1)] = b"v"
+        with pytest.raises(ValueError):
+            s.map("m", key="utf8")
+        m[b"five"] = b"12345"
+        with pytest.raises(shoal.DecodeError):
+            s.map("m", value="int")[b"five"]
+        m[b"bad"] = b"\xff"
+        with pytest.raises(shoal.DecodeError):
+            s.map("m", value="str")[b"bad"]
+    # pickled exceptions come back as shoal.X
+    err = pickle.loads(pickle.dumps(shoal.StoreFull("x")))
+    assert type(err) is shoal.StoreFull
+
+
+def test_not_a_store_and_store_full(tmp_path, path):
+    p = tmp_path / "junk"
+    p.write_bytes(b"not a store at all" * 100)
+    with pytest.raises(shoal.NotAStore):
+        shoal.open(p)
+    with shoal.open(path, max_size=4 << 20, chunk_size=64 << 10) as s:
+        m = s.map("f")
+        with pytest.raises(shoal.StoreFull):
+            for i in range(100000):
+                m[i.to_bytes(8, "little")] = b"x" * 1000
+        assert s.check().ok
+        m[b"\x00" * 8] = b"overwrite still works"
+
+
+def test_close_and_context(path):
+    with shoal.open(path) as s:
+        m = s.map("m", key="str", value="str")
+        m["a"] = "b"
+        it = iter(m)
+        assert not s.closed and s.path == path
+        assert "m" in s.maps()
+    assert s.closed and "closed" in repr(s) and "closed" in repr(m)
+    for f in (lambda: m["a"], lambda: s.map("m"), lambda: len(m), lambda: next(it), s.check):
+        with pytest.raises(shoal.Closed):
+            f()
+    with pytest.raises(ValueError):
+        pickle.dumps(s)
+    s.close()  # twice is fine
+    s2 = shoal.open(path, create=False)  # the file stays
+    assert s2.map("m", key="str", value="str")["a"] == "b"
+    assert s2.drop_map("m") and not s2.drop_map("m") and s2.maps() == []
+    s2.close()
+    shoal.remove(path)
+    assert not shoal.resolve_path(path).endswith("x")
+    assert shoal.resolve_path("demo") == "/dev/shm/demo.shoal"
+
+
+def test_pickle_roundtrip_same_process(store):
+    m = store.map("pk", key="int", value="json")
+    m[1] = {"a": [1, 2]}
+    m2 = pickle.loads(pickle.dumps(m))
+    assert (m2.name, m2.key_codec, m2.value_codec) == ("pk", "int", "json")
+    assert m2[1] == {"a": [1, 2]} and m2.store.path == store.path
+    s2 = pickle.loads(pickle.dumps(store))
+    assert s2.path == store.path and s2.map("pk", key="int", value="json") == m
+
+
+def test_iteration_is_weakly_consistent(store):
+    m = store.map("it", key="int", value="int")
+    m.put_many((i, i) for i in range(3000))
+    seen = []
+    for k in m:  # mutating while iterating never raises
+        seen.append(k)
+        if k % 2 == 0:
+            del m[k]
+        m[10000 + k] = 0
+    assert len(set(seen)) == len(seen)
+    assert set(range(3000)) <= set(seen) | set()
+    assert all(k % 2 == 1 for k in m if k < 3000)
+
+
+def test_threads_release_the_gil(store):
+    m = store.map("t", key="int", value="int")
+    def work(base):
+        for i in range(2000):
+            m[base + i] = i
+            m.incr(-1)
+    ts = [threading.Thread(target=work, args=(j * 10000,)) for j in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(m) == 8001 and m[-1] == 8000
+    assert store.check().ok
+
+
+def test_check_report(store):
+    store.map("c")[b"k"] = b"v"
+    r = store.check()
+    assert r.ok and r.problems == [] and r.maps >= 1 and r.entries >= 1
+    assert "ok" in str(r) and "CheckReport" in repr(r)
+
+
+def test_disk_store_flush_and_repair(tmp_path):
+    p = tmp_path / "disk.shoal"  # on disk: checksums on by default
+    with shoal.open(p, sync_writes=False) as s:
+        m = s.map("m", key="str", value="str")
+        m["a"] = "b"
+        s.flush()
+    s2, report = shoal.repair(p)  # opens normally: nothing to repair
+    assert report == {"found": [], "dropped": [], "rebuilt": []}
+    assert s2.map("m", key="str", value="str")["a"] == "b"
+    s2.close()
+    with shoal.open(p, sync_writes=True) as s:
+        s.map("m", key="str", value="str")["c"] = "d"
+        assert s.check().ok
+
+
+def test_gil_is_released_during_batch_calls(store):
+    """Another thread runs while get_many/put_many work in the engine."""
+    m = store.map("gil")
+    keys = [b"%016d" % i for i in range(20_000)]
+    m.put_many(zip(keys, keys))
+    count = 0
+    stop = False
+
+    def spin():
+        nonlocal count
+        while not stop:
+            count += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.01)
+        progressed = 0
+        for _ in range(2):
+            before = count
+            m.get_many(keys)
+            m.put_many(zip(keys, keys))
+            progressed += count - before
+        assert progressed > 0
+    finally:
+        stop = True
+        t.join()

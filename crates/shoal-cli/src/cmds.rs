@@ -1,0 +1,446 @@
+//! The small subcommands: stat, ls, get, put, del, check, compact, rm.
+
+use crate::codec::{self, Encoding};
+use crate::fail::Fail;
+use crate::human;
+use shoal::{Map, Store};
+use std::ffi::OsStr;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Opens an existing store, with a clear message if there is none.
+pub fn open_existing(store: &Path) -> Result<Store, Fail> {
+    let path = shoal::resolve_path(store);
+    Store::open_existing(&path).map_err(|e| open_error(&path, e))
+}
+
+/// Opens a store, creating it if there is none.
+pub fn open_or_create(store: &Path) -> Result<Store, Fail> {
+    let path = shoal::resolve_path(store);
+    Store::open(&path).map_err(|e| match e {
+        shoal::Error::NotFound(_) => Fail::err(format!(
+            "cannot create a store at {}: its directory does not exist",
+            path.display()
+        )),
+        e => e.into(),
+    })
+}
+
+/// The message for a failed open of an existing store.
+pub fn open_error(path: &Path, e: shoal::Error) -> Fail {
+    match e {
+        shoal::Error::NotFound(_) => {
+            // A bare name that is also a file here is a likely slip: say so.
+            let here = path
+                .strip_prefix("/dev/shm")
+                .ok()
+                .and_then(|p| p.to_str())
+                .and_then(|p| p.strip_suffix(".shoal"))
+                .filter(|p| !p.contains('/') && Path::new(p).is_file());
+            match here {
+                Some(name) => Fail::err(format!(
+                    "no store at {} (a bare name means /dev/shm/NAME.shoal; for the file here, say ./{name})",
+                    path.display()
+                )),
+                None => Fail::err(format!(
+                    "no store at {} (a bare name means /dev/shm/NAME.shoal)",
+                    path.display()
+                )),
+            }
+        }
+        e => e.into(),
+    }
+}
+
+/// Opens an existing map, with a clear message if there is none.
+pub fn open_map(store: &Store, name: &str) -> Result<Map, Fail> {
+    store.open_map(name).map_err(|e| match e {
+        shoal::Error::NotFound(_) => Fail::err(format!(
+            "no map named {name:?} in {}",
+            store.path().display()
+        )),
+        e => e.into(),
+    })
+}
+
+/// Header facts that the API does not expose, read from the file (see docs/FORMAT.md).
+#[derive(Debug, Clone)]
+pub struct Header {
+    /// Format version of the file.
+    pub version: u32,
+    /// Chunk size in bytes.
+    pub chunk_size: u64,
+    /// Process slots.
+    pub n_proc: u32,
+    /// Thread (txn) slots.
+    pub n_txn: u32,
+    /// Catalog entries (maps the store can hold).
+    pub n_cat: u32,
+    /// Creation time, Unix nanoseconds.
+    pub created_ns: u64,
+}
+
+/// Reads the header of a store that was opened (so validated) already.
+pub fn read_header(path: &Path) -> Result<Header, Fail> {
+    let mut h = vec![0u8; 4096];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut h))
+        .map_err(|e| Fail::err(format!("{}: reading the header: {e}", path.display())))?;
+    let u32_at = |o: usize| u32::from_le_bytes(h[o..o + 4].try_into().unwrap_or_default());
+    let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap_or_default());
+    Ok(Header {
+        version: u32_at(8),
+        chunk_size: 1u64 << u32_at(24).min(63),
+        n_proc: u32_at(56),
+        n_txn: u32_at(60),
+        n_cat: u32_at(64),
+        created_ns: u64_at(104),
+    })
+}
+
+/// `shoal stat`.
+pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
+    let s = open_existing(store)?;
+    let path = s.path().to_owned();
+    let h = read_header(&path)?;
+    let st = s.stats()?;
+    // Opening the store attached this process too.
+    let others = st.processes.saturating_sub(1);
+    let mut maps = Vec::new();
+    for name in s.maps()? {
+        match s.open_map(&name).and_then(|m| m.stats()) {
+            Ok(ms) => maps.push((name, ms)),
+            Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if json {
+        let maps_json: Vec<serde_json::Value> = maps
+            .iter()
+            .map(|(name, m)| {
+                serde_json::json!({
+                    "name": name,
+                    "entries": m.entries,
+                    "live_bytes": m.live_bytes,
+                    "segments": m.segments,
+                    "splits": m.splits,
+                    "directory_depth": m.directory_depth,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "path": path.display().to_string(),
+            "format_version": h.version,
+            "file_size": st.file_size,
+            "max_size": st.max_size,
+            "chunk_size": h.chunk_size,
+            "created_unix_ns": h.created_ns,
+            "process_slots": h.n_proc,
+            "thread_slots": h.n_txn,
+            "map_slots": h.n_cat,
+            "other_processes_attached": others,
+            "data_bytes": st.data_bytes,
+            "live_bytes": st.live_bytes,
+            "dead_bytes": st.dead_bytes,
+            "free_bytes": st.free_bytes,
+            "chunks_cleaned": st.chunks_cleaned,
+            "maps": maps_json,
+        });
+        writeln!(out, "{v}")?;
+        out.flush()?;
+        return Ok(());
+    }
+    let size_line = |b: u64| format!("{} ({} bytes)", human::size(b), human::count(b));
+    let rows: Vec<(&str, String)> = vec![
+        ("store", path.display().to_string()),
+        (
+            "format",
+            format!(
+                "version {} (this tool reads up to {})",
+                h.version,
+                shoal::FORMAT_VERSION
+            ),
+        ),
+        ("file size", size_line(st.file_size)),
+        ("max size", size_line(st.max_size)),
+        ("chunk size", human::size(h.chunk_size)),
+        ("created", human::utc(h.created_ns)),
+        (
+            "slots",
+            format!(
+                "{} processes, {} threads, {} maps",
+                human::count(h.n_proc.into()),
+                human::count(h.n_txn.into()),
+                human::count(h.n_cat.into())
+            ),
+        ),
+        (
+            "attached",
+            format!("{others} other process(es) now (not counting this one)"),
+        ),
+        ("data bytes", size_line(st.data_bytes)),
+        ("live bytes", size_line(st.live_bytes)),
+        (
+            "dead bytes",
+            format!(
+                "{} ({} of data; includes the unwritten ends of active chunks)",
+                size_line(st.dead_bytes),
+                human::percent(st.dead_bytes, st.data_bytes)
+            ),
+        ),
+        ("free bytes", size_line(st.free_bytes)),
+        (
+            "cleaned",
+            format!("{} chunks", human::count(st.chunks_cleaned)),
+        ),
+        ("maps", st.maps.to_string()),
+    ];
+    for (k, v) in rows {
+        writeln!(out, "{k:<11} {v}")?;
+    }
+    if !maps.is_empty() {
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = maps
+            .iter()
+            .map(|(name, m)| {
+                vec![
+                    name.clone(),
+                    human::count(m.entries),
+                    human::size(m.live_bytes),
+                    human::count(m.segments),
+                    human::count(m.splits),
+                    m.directory_depth.to_string(),
+                ]
+            })
+            .collect();
+        out.write_all(
+            human::table(
+                &["MAP", "ENTRIES", "LIVE", "SEGMENTS", "SPLITS", "DEPTH"],
+                &rows,
+                &[0],
+            )
+            .as_bytes(),
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `shoal ls`.
+pub fn ls(
+    store: &Path,
+    map: Option<&str>,
+    limit: Option<u64>,
+    long: bool,
+    enc: Encoding,
+) -> Result<(), Fail> {
+    let s = open_existing(store)?;
+    let limit = limit.unwrap_or(u64::MAX);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    match map {
+        None => {
+            for name in s.maps()?.into_iter().take(limit as usize) {
+                if long {
+                    match s.open_map(&name).and_then(|m| m.stats()) {
+                        Ok(ms) => writeln!(
+                            out,
+                            "{:>12}  {:>10}  {name}",
+                            human::count(ms.entries),
+                            human::size(ms.live_bytes)
+                        )?,
+                        Err(shoal::Error::NotFound(_)) => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                } else {
+                    writeln!(out, "{name}")?;
+                }
+            }
+        }
+        Some(name) => {
+            let m = open_map(&s, name)?;
+            if long {
+                for item in m.iter().take(limit as usize) {
+                    let (k, v) = item?;
+                    writeln!(out, "{:>10}  {}", v.len(), codec::encode_line(&k, enc))?;
+                }
+            } else {
+                for k in m.keys().take(limit as usize) {
+                    writeln!(out, "{}", codec::encode_line(&k?, enc))?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn not_found(key: &[u8], map: &str) -> Fail {
+    Fail::No(format!(
+        "key \"{}\" not found in map {map:?}",
+        codec::escape(key)
+    ))
+}
+
+/// `shoal get`.
+pub fn get(
+    store: &Path,
+    map: &str,
+    key: &OsStr,
+    enc: Encoding,
+    raw: bool,
+    no_newline: bool,
+) -> Result<(), Fail> {
+    let key = codec::decode_arg(key, enc, "key")?;
+    let s = open_existing(store)?;
+    let m = open_map(&s, map)?;
+    let Some(v) = m.get(&key)? else {
+        return Err(not_found(&key, map));
+    };
+    let mut out = std::io::stdout().lock();
+    if raw {
+        out.write_all(&v)?;
+    } else {
+        match enc {
+            Encoding::Text => match std::str::from_utf8(&v) {
+                Ok(t) => out.write_all(t.as_bytes())?,
+                Err(_) => {
+                    return Err(Fail::err(format!(
+                        "the value ({} bytes) is not UTF-8 text; use --hex, --base64 or --raw",
+                        v.len()
+                    )))
+                }
+            },
+            e => out.write_all(codec::encode_line(&v, e).as_bytes())?,
+        }
+        if !no_newline {
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `shoal put`.
+pub fn put(
+    store: &Path,
+    map: &str,
+    key: &OsStr,
+    value: Option<&OsStr>,
+    enc: Encoding,
+) -> Result<(), Fail> {
+    let key = codec::decode_arg(key, enc, "key")?;
+    let value = match value {
+        Some(v) => codec::decode_arg(v, enc, "value")?,
+        None => {
+            let mut b = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut b)
+                .map_err(|e| Fail::err(format!("reading the value from stdin: {e}")))?;
+            codec::decode(&b, enc, "value")?
+        }
+    };
+    let s = open_or_create(store)?;
+    s.map(map)?.put(&key, &value)?;
+    Ok(())
+}
+
+/// `shoal del`.
+pub fn del(store: &Path, map: &str, key: &OsStr, enc: Encoding) -> Result<(), Fail> {
+    let key = codec::decode_arg(key, enc, "key")?;
+    let s = open_existing(store)?;
+    let m = open_map(&s, map)?;
+    if m.remove(&key)? {
+        Ok(())
+    } else {
+        Err(not_found(&key, map))
+    }
+}
+
+/// `shoal check`: exit 0 only for a sound store.
+pub fn check(store: &Path) -> Result<(), Fail> {
+    let path = shoal::resolve_path(store);
+    let damaged = |e: shoal::Error| {
+        println!("problem: {e}");
+        println!("1 problems");
+        Fail::NoQuiet
+    };
+    let s = match Store::open_existing(&path) {
+        Ok(s) => s,
+        Err(e @ shoal::Error::Corrupt { .. }) => return Err(damaged(e)),
+        Err(e) => return Err(open_error(&path, e)),
+    };
+    let report = match s.check() {
+        Ok(r) => r,
+        Err(e @ shoal::Error::Corrupt { .. }) => return Err(damaged(e)),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{report}")?;
+    out.flush()?;
+    if report.is_ok() {
+        Ok(())
+    } else {
+        Err(Fail::NoQuiet)
+    }
+}
+
+/// `shoal compact`.
+pub fn compact(store: &Path) -> Result<(), Fail> {
+    let s = open_existing(store)?;
+    let before = s.stats()?;
+    let t = std::time::Instant::now();
+    let freed = s.compact()?;
+    let secs = t.elapsed().as_secs_f64();
+    let after = s.stats()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "chunks freed  {}", human::count(freed))?;
+    writeln!(
+        out,
+        "dead bytes    {} -> {}",
+        human::size(before.dead_bytes),
+        human::size(after.dead_bytes)
+    )?;
+    writeln!(
+        out,
+        "free bytes    {} -> {}",
+        human::size(before.free_bytes),
+        human::size(after.free_bytes)
+    )?;
+    writeln!(
+        out,
+        "file size     {} (files never shrink; freed chunks are reused)",
+        human::size(after.file_size)
+    )?;
+    writeln!(out, "took          {secs:.3} s")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `shoal rm`.
+pub fn rm(store: &Path, force: bool) -> Result<(), Fail> {
+    let path: PathBuf = shoal::resolve_path(store);
+    match Store::open_existing(&path) {
+        Ok(s) => {
+            let others = s.stats()?.processes.saturating_sub(1);
+            drop(s);
+            if others > 0 && !force {
+                return Err(Fail::err(format!(
+                    "{} is in use by {others} other process(es); not removed (--force removes it anyway)",
+                    path.display()
+                )));
+            }
+        }
+        Err(e @ (shoal::Error::Corrupt { .. } | shoal::Error::VersionMismatch { .. })) => {
+            if !force {
+                return Err(Fail::err(format!(
+                    "{e}; not removed (--force removes it anyway)"
+                )));
+            }
+        }
+        Err(e) => return Err(open_error(&path, e)),
+    }
+    Store::destroy(&path)?;
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! `shoal dump` and `shoal load`: a portable JSON Lines format, streamed both ways.
+
+use crate::cmds;
+use crate::codec::B64;
+use crate::fail::Fail;
+use base64::Engine as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+use shoal::Map;
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::path::Path;
+
+/// `shoal dump --help`: the format, which `crates/shoal-cli/README.md` repeats.
+pub const DUMP_HELP: &str = "\
+Write the entries of a store, or of one MAP, to standard output in a portable line format \
+that `shoal load` reads back: JSON Lines (UTF-8, one JSON object a line, '\\n' after each).
+
+Each entry is one object:
+  {\"map\": \"users\", \"key\": \"alice\", \"value\": \"admin\"}
+
+\"map\" is the map's name (always a JSON string). \"key\" and \"value\" are JSON strings when \
+the bytes are valid UTF-8, and otherwise an object holding their standard base64 (with \
+padding):
+  {\"map\": \"blobs\", \"key\": {\"b64\": \"AP8=\"}, \"value\": \"text\"}
+
+A map without entries is written as one object with no key and value, so that loading \
+re-creates it:
+  {\"map\": \"empty\"}
+
+Maps come one after the other; entries within a map are in no particular order. Readers \
+must ignore blank lines and must reject unknown fields. The dump is streamed: the store \
+is read a segment at a time, never held whole in memory. Entries written while the dump \
+runs may or may not appear (every entry present for the whole dump appears exactly once).
+
+A progress bar is drawn on stderr when stderr is a terminal.
+
+Example:  shoal dump mystore > mystore.jsonl && shoal load copy < mystore.jsonl";
+
+/// Writes `b` as a JSON string when it is UTF-8, else as `{"b64": "..."}`.
+fn write_bytes(w: &mut impl Write, b: &[u8]) -> std::io::Result<()> {
+    match std::str::from_utf8(b) {
+        Ok(s) => serde_json::to_writer(&mut *w, s).map_err(std::io::Error::from),
+        Err(_) => write!(w, "{{\"b64\":\"{}\"}}", B64.encode(b)),
+    }
+}
+
+/// A progress bar on stderr only when stderr is a terminal.
+fn progress(len: Option<u64>, template: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = match len {
+        Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        let style = style
+            .with_key(
+                "rate",
+                |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}/s", crate::human::rate(st.per_sec()));
+                },
+            )
+            .with_key(
+                "byte_rate",
+                |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}/s", crate::human::size(st.per_sec() as u64));
+                },
+            );
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// `shoal dump`.
+pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
+    let s = cmds::open_existing(store)?;
+    let maps: Vec<Map> = match only {
+        Some(name) => vec![cmds::open_map(&s, name)?],
+        None => {
+            let mut v = Vec::new();
+            for name in s.maps()? {
+                match s.open_map(&name) {
+                    Ok(m) => v.push(m),
+                    Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            v
+        }
+    };
+    let total: u64 = maps.iter().map(|m| m.len().unwrap_or(0)).sum();
+    let pb = progress(
+        Some(total),
+        "dump {bar:40} {human_pos}/{human_len} entries  {rate}  eta {eta}",
+    );
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut written = 0u64;
+    for m in &maps {
+        let mut name = Vec::new();
+        serde_json::to_writer(&mut name, m.name()).map_err(std::io::Error::from)?;
+        let mut n = 0u64;
+        for item in m.iter() {
+            let (k, v) = item?;
+            out.write_all(b"{\"map\":")?;
+            out.write_all(&name)?;
+            out.write_all(b",\"key\":")?;
+            write_bytes(&mut out, &k)?;
+            out.write_all(b",\"value\":")?;
+            write_bytes(&mut out, &v)?;
+            out.write_all(b"}\n")?;
+            n += 1;
+            if n % 1024 == 0 {
+                pb.inc(1024);
+            }
+        }
+        pb.inc(n % 1024);
+        if n == 0 {
+            out.write_all(b"{\"map\":")?;
+            out.write_all(&name)?;
+            out.write_all(b"}\n")?;
+        }
+        written += n;
+    }
+    out.flush()?;
+    pb.finish_and_clear();
+    if std::io::stderr().is_terminal() {
+        eprintln!(
+            "dumped {} entries from {} map(s)",
+            crate::human::count(written),
+            maps.len()
+        );
+    }
+    Ok(())
+}
+
+/// The bytes of a "key" or "value" field.
+fn field_bytes(v: &Value, what: &str) -> Result<Vec<u8>, String> {
+    match v {
+        Value::String(s) => Ok(s.clone().into_bytes()),
+        Value::Object(o) if o.len() == 1 => match o.get("b64") {
+            Some(Value::String(b)) => B64
+                .decode(b)
+                .map_err(|e| format!("bad base64 in the {what}: {e}")),
+            _ => Err(format!(
+                "the {what} must be a string or {{\"b64\": \"...\"}}"
+            )),
+        },
+        _ => Err(format!(
+            "the {what} must be a string or {{\"b64\": \"...\"}}"
+        )),
+    }
+}
+
+/// One parsed line: the map, and the entry unless it is a map-only line.
+type Line = (String, Option<(Vec<u8>, Vec<u8>)>);
+
+fn parse_line(line: &str) -> Result<Line, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(o) = v else {
+        return Err("not a JSON object".into());
+    };
+    if let Some(extra) = o
+        .keys()
+        .find(|k| !matches!(k.as_str(), "map" | "key" | "value"))
+    {
+        return Err(format!("unknown field {extra:?}"));
+    }
+    let map = match o.get("map") {
+        Some(Value::String(m)) => m.clone(),
+        Some(_) => return Err("\"map\" must be a string".into()),
+        None => return Err("no \"map\" field".into()),
+    };
+    match (o.get("key"), o.get("value")) {
+        (None, None) => Ok((map, None)),
+        (Some(k), Some(v)) => Ok((
+            map,
+            Some((field_bytes(k, "key")?, field_bytes(v, "value")?)),
+        )),
+        _ => Err("\"key\" and \"value\" must come together".into()),
+    }
+}
+
+/// `shoal load`.
+pub fn load(store: &Path, file: Option<&Path>) -> Result<(), Fail> {
+    let (input, len, name): (Box<dyn Read>, Option<u64>, String) = match file {
+        Some(p) if p.as_os_str() != "-" => {
+            let f = std::fs::File::open(p)
+                .map_err(|e| Fail::err(format!("cannot read {}: {e}", p.display())))?;
+            let len = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+            (Box::new(f), len, p.display().to_string())
+        }
+        _ => {
+            use std::os::fd::AsFd;
+            let stdin = std::io::stdin();
+            let len = stdin
+                .as_fd()
+                .try_clone_to_owned()
+                .ok()
+                .map(std::fs::File::from)
+                .and_then(|f| f.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            (Box::new(stdin), len, "stdin".to_string())
+        }
+    };
+    let s = cmds::open_or_create(store)?;
+    let pb = match len {
+        Some(_) => progress(
+            len,
+            "load {bar:40} {binary_bytes}/{binary_total_bytes}  {byte_rate}  eta {eta}",
+        ),
+        None => progress(None, "load {spinner} {binary_bytes}  {byte_rate}"),
+    };
+    let mut r = BufReader::with_capacity(1 << 16, input);
+    let mut line = String::new();
+    let mut cur: Option<Map> = None;
+    let mut maps: std::collections::HashSet<String> = Default::default();
+    let (mut lineno, mut entries) = (0u64, 0u64);
+    loop {
+        line.clear();
+        let n = match r.read_line(&mut line) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(Fail::err(format!(
+                    "{name}, line {}: not UTF-8 text",
+                    lineno + 1
+                )))
+            }
+            Err(e) => return Err(Fail::err(format!("reading {name}: {e}"))),
+        };
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        pb.inc(n as u64);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (map, entry) =
+            parse_line(&line).map_err(|e| Fail::err(format!("{name}, line {lineno}: {e}")))?;
+        if cur.as_ref().map(|m| m.name()) != Some(map.as_str()) {
+            let m = s
+                .map(&map)
+                .map_err(|e| Fail::err(format!("{name}, line {lineno}: map {map:?}: {e}")))?;
+            cur = Some(m);
+            maps.insert(map);
+        }
+        if let (Some(m), Some((k, v))) = (&cur, entry) {
+            m.put(&k, &v)
+                .map_err(|e| Fail::err(format!("{name}, line {lineno}: {e}")))?;
+            entries += 1;
+        }
+    }
+    pb.finish_and_clear();
+    println!(
+        "loaded {} entries into {} map(s) of {}",
+        crate::human::count(entries),
+        maps.len(),
+        s.path().display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse() {
+        let (m, e) = parse_line(r#"{"map":"a","key":"k","value":{"b64":"AP8="}}"#).unwrap();
+        assert_eq!(m, "a");
+        assert_eq!(e, Some((b"k".to_vec(), vec![0, 255])));
+        assert_eq!(parse_line(r#"{"map":"e"}"#).unwrap(), ("e".into(), None));
+        for bad in [
+            "nope",
+            "[1]",
+            r#"{"key":"k","value":"v"}"#,
+            r#"{"map":"a","key":"k"}"#,
+            r#"{"map":"a","key":1,"value":"v"}"#,
+            r#"{"map":"a","key":{"b64":"!!"},"value":"v"}"#,
+            r#"{"map":"a","key":"k","value":"v","ttl":3}"#,
+        ] {
+            assert!(parse_line(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bytes_written() {
+        let mut v = Vec::new();
+        write_bytes(&mut v, "é\"\n".as_bytes()).unwrap();
+        assert_eq!(String::from_utf8(v).unwrap(), r#""é\"\n""#);
+        let mut v = Vec::new();
+        write_bytes(&mut v, &[0xff]).unwrap();
+        assert_eq!(String::from_utf8(v).unwrap(), r#"{"b64":"/w=="}"#);
+    }
+}

@@ -1,0 +1,334 @@
+//! `shoal`: the command-line tool for Shoal stores.
+//!
+//! Every subcommand is documented in its `--help`; `crates/shoal-cli/README.md` has the
+//! overview, the exit statuses and the dump format.
+
+#![warn(missing_docs)]
+
+mod bench;
+mod cmds;
+mod codec;
+mod dump;
+mod fail;
+mod human;
+mod signal;
+mod watch;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use fail::Fail;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "shoal",
+    version,
+    about = "Inspect, edit, dump, load, check, compact, watch and benchmark Shoal stores",
+    long_about = "Inspect, edit, dump, load, check, compact, watch and benchmark Shoal stores.\n\n\
+        A STORE is a path to a store file; a bare name (no '/') means /dev/shm/NAME.shoal.\n\n\
+        Exit status: 0 on success; 1 for a negative answer (a missing key, an unsound \
+        store); 2 for an error (bad arguments, bad input, a missing store or map, a refusal).",
+    arg_required_else_help = true,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Show a store's header facts, space use, maps and attached processes
+    #[command(
+        long_about = "Show a store's header facts (format version, file size, maximum size, chunk \
+        size, creation time, table sizes), its space use (data, live, dead and free bytes, \
+        chunks cleaned), each map (entries, live bytes, segments, splits, directory depth) \
+        and the number of other processes attached to it now."
+    )]
+    Stat {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// Print one JSON object instead of the table
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the maps of a store, or the keys of one map
+    #[command(
+        long_about = "List the maps of a store (one name a line), or with MAP the keys of that map \
+        (one a line, in no particular order). Keys that are not printable UTF-8 are shown \
+        with \\xNN escapes; use --hex or --base64 for exact output."
+    )]
+    Ls {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// List this map's keys instead of the maps
+        map: Option<String>,
+        /// Print at most this many lines
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// Long listing: maps with their entries and live bytes; keys with their value sizes
+        #[arg(short, long)]
+        long: bool,
+        #[command(flatten)]
+        enc: EncArgs,
+    },
+    /// Print the value of a key (exit status 1 if the key is absent)
+    #[command(
+        long_about = "Print the value of KEY in MAP, followed by a newline. Exit status 1 (and a \
+        message on stderr) if the key is absent. A value that is not UTF-8 text needs \
+        --hex, --base64 or --raw."
+    )]
+    Get {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The map
+        map: String,
+        /// The key (UTF-8 text unless --hex or --base64)
+        key: OsString,
+        #[command(flatten)]
+        enc: EncArgs,
+        /// Write the value's bytes exactly as they are, with no newline
+        #[arg(long, conflicts_with_all = ["hex", "base64"])]
+        raw: bool,
+        /// Do not print the trailing newline
+        #[arg(short = 'n', long)]
+        no_newline: bool,
+    },
+    /// Set the value of a key (creating the store and the map if needed)
+    #[command(
+        long_about = "Set KEY in MAP to VALUE, inserting or replacing it. The store and the map are \
+        created if they do not exist. Without VALUE, the value is read from standard input: \
+        its exact bytes as text, or hex / base64 text (surrounding whitespace ignored)."
+    )]
+    Put {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The map
+        map: String,
+        /// The key (UTF-8 text unless --hex or --base64)
+        key: OsString,
+        /// The value (UTF-8 text unless --hex or --base64); read from stdin if absent
+        value: Option<OsString>,
+        #[command(flatten)]
+        enc: EncArgs,
+    },
+    /// Remove a key (exit status 1 if the key is absent)
+    Del {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The map
+        map: String,
+        /// The key (UTF-8 text unless --hex or --base64)
+        key: OsString,
+        #[command(flatten)]
+        enc: EncArgs,
+    },
+    /// Write a store's (or one map's) entries to stdout as JSON Lines
+    #[command(long_about = dump::DUMP_HELP)]
+    Dump {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// Dump only this map
+        map: Option<String>,
+    },
+    /// Load entries written by `shoal dump` (from stdin or FILE) into a store
+    #[command(
+        long_about = "Load entries in the format `shoal dump` writes (see `shoal dump --help`) \
+        from FILE, or from standard input when FILE is absent or '-'. The store and maps are \
+        created as needed; existing keys are overwritten, other entries are kept. Input \
+        is processed line by line, never held whole in memory. A bad line stops the load \
+        with its line number (the lines before it stay loaded)."
+    )]
+    Load {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The input file ('-' or absent: standard input)
+        file: Option<PathBuf>,
+    },
+    /// Verify every invariant of a store (exit status 0 only when it is sound)
+    #[command(
+        long_about = "Verify every invariant of a store (see shoal::check) and print the report. \
+        Exit status 0 when the store is sound, 1 when problems were found (or the file is too \
+        damaged to open), 2 when it could not be checked. Run it on a quiet store: writes in \
+        flight can look like problems."
+    )]
+    Check {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+    },
+    /// Reclaim dead space now; print chunks freed and dead bytes before and after
+    Compact {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+    },
+    /// Delete a store file (refused while other processes have it open)
+    #[command(
+        long_about = "Delete a store file. Refused while other processes are attached to the store, \
+        unless --force (they keep working on their mapping until they close it; new opens \
+        create a new store). Files that are not Shoal stores are never deleted."
+    )]
+    Rm {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// Delete even if other processes are attached, or the store is corrupt
+        #[arg(short, long)]
+        force: bool,
+    },
+    /// Multi-process benchmark: PUT, UPD, MIX, GET, GET_MANY and REMOVE phases
+    #[command(long_about = bench::BENCH_HELP)]
+    Bench(bench::BenchArgs),
+    /// Live view of a store, refreshed every second (Ctrl-C to quit)
+    #[command(
+        long_about = "Live view of a store, refreshed every --interval seconds until Ctrl-C (or \
+        --iterations refreshes): file size, data, live, dead and free bytes, chunks cleaned, \
+        attached processes, and per map its entries, live bytes, segments and splits.\n\n\
+        Rates are derived from changes between refreshes: entries/s is the net change \
+        of a map's entry count (inserts minus removes; reads and overwrites do not show), \
+        splits/s the index growth. The screen is redrawn with plain ANSI codes when stdout \
+        is a terminal; otherwise each refresh is printed after the previous one."
+    )]
+    Watch {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// Seconds between refreshes
+        #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+        interval: f64,
+        /// Stop after this many refreshes (default: until Ctrl-C)
+        #[arg(long, value_name = "N")]
+        iterations: Option<u64>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        long_about = "Print a shell completion script on stdout. For example:\n  \
+        bash: shoal completions bash > ~/.local/share/bash-completion/completions/shoal\n  \
+        zsh:  shoal completions zsh > ~/.zfunc/_shoal   (with ~/.zfunc in $fpath)\n  \
+        fish: shoal completions fish > ~/.config/fish/completions/shoal.fish"
+    )]
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The command line of one benchmark worker process, `shoal bench-worker ...`, which
+/// `shoal bench` starts. It is kept out of [`Cli`] so that help and completions do not
+/// offer it.
+#[derive(Parser, Debug)]
+#[command(name = "shoal bench-worker", hide = true)]
+struct WorkerCli {
+    #[command(flatten)]
+    args: bench::WorkerArgs,
+}
+
+/// How keys and values are written on the command line and printed.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct EncArgs {
+    /// Keys and values are hexadecimal, in and out
+    #[arg(long, conflicts_with = "base64")]
+    hex: bool,
+    /// Keys and values are base64 (standard alphabet), in and out
+    #[arg(long)]
+    base64: bool,
+}
+
+impl EncArgs {
+    fn encoding(self) -> codec::Encoding {
+        if self.hex {
+            codec::Encoding::Hex
+        } else if self.base64 {
+            codec::Encoding::Base64
+        } else {
+            codec::Encoding::Text
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Fail> {
+    match cli.cmd {
+        Cmd::Stat { store, json } => cmds::stat(&store, json),
+        Cmd::Ls {
+            store,
+            map,
+            limit,
+            long,
+            enc,
+        } => cmds::ls(&store, map.as_deref(), limit, long, enc.encoding()),
+        Cmd::Get {
+            store,
+            map,
+            key,
+            enc,
+            raw,
+            no_newline,
+        } => cmds::get(&store, &map, &key, enc.encoding(), raw, no_newline),
+        Cmd::Put {
+            store,
+            map,
+            key,
+            value,
+            enc,
+        } => cmds::put(&store, &map, &key, value.as_deref(), enc.encoding()),
+        Cmd::Del {
+            store,
+            map,
+            key,
+            enc,
+        } => cmds::del(&store, &map, &key, enc.encoding()),
+        Cmd::Dump { store, map } => dump::dump(&store, map.as_deref()),
+        Cmd::Load { store, file } => dump::load(&store, file.as_deref()),
+        Cmd::Check { store } => cmds::check(&store),
+        Cmd::Compact { store } => cmds::compact(&store),
+        Cmd::Rm { store, force } => cmds::rm(&store, force),
+        Cmd::Bench(a) => bench::run(a),
+        Cmd::Watch {
+            store,
+            interval,
+            iterations,
+        } => watch::watch(&store, interval, iterations),
+        Cmd::Completions { shell } => {
+            let mut out = std::io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "shoal", &mut out);
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // Bugs aside, nothing panics; if something does, say so in one line, no backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("shoal: internal error (a bug): {msg}{at}");
+    }));
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == bench::WORKER_SUBCOMMAND)
+    {
+        let args = std::env::args_os().skip(1);
+        return match WorkerCli::try_parse_from(args) {
+            Ok(w) => fail::finish(bench::worker(w.args)),
+            Err(e) => fail::clap_error(e),
+        };
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return fail::clap_error(e),
+    };
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(r) => fail::finish(r),
+        Err(_) => ExitCode::from(70),
+    }
+}

@@ -1,0 +1,744 @@
+//! End-to-end tests of the `shoal` binary: every subcommand, the error exits, the dump
+//! format's round trip, check on sound and damaged stores, rm against a holder, a tiny
+//! bench and a short watch.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Run {
+    fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+fn finish(o: Output) -> Run {
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: o.stdout,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Runs `shoal ARGS` with `stdin` as its standard input.
+fn shoal_with(args: &[&str], stdin: &[u8]) -> Run {
+    let mut c = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start shoal");
+    let mut i = c.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = i.write_all(&data);
+    });
+    let o = c.wait_with_output().expect("run shoal");
+    feeder.join().unwrap();
+    finish(o)
+}
+
+fn shoal(args: &[&str]) -> Run {
+    finish(
+        Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run shoal"),
+    )
+}
+
+/// Runs `shoal ARGS`, which must succeed; returns its stdout.
+fn ok(args: &[&str]) -> String {
+    let r = shoal(args);
+    assert_eq!(
+        r.code,
+        0,
+        "shoal {args:?} failed\nstdout: {}\nstderr: {}",
+        r.out(),
+        r.stderr
+    );
+    r.out()
+}
+
+/// Asserts `shoal ARGS` exits with `code` and one `shoal: ...` line on stderr containing
+/// `needle`.
+fn fails(args: &[&str], code: i32, needle: &str) -> Run {
+    let r = shoal(args);
+    check_failure(args, &r, code, needle);
+    r
+}
+
+fn check_failure(args: &[&str], r: &Run, code: i32, needle: &str) {
+    assert_eq!(
+        r.code,
+        code,
+        "shoal {args:?}: want exit {code}\nstdout: {}\nstderr: {}",
+        r.out(),
+        r.stderr
+    );
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "shoal {args:?}: want one line: {:?}",
+        r.stderr
+    );
+    assert!(
+        lines[0].starts_with("shoal: "),
+        "shoal {args:?}: {:?}",
+        r.stderr
+    );
+    assert!(
+        lines[0].contains(needle),
+        "shoal {args:?}: want {needle:?} in {:?}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
+/// A directory for test stores: in /dev/shm, where stores normally live (tmpfs: no
+/// write-back to a disk), when there is one.
+fn tmp() -> tempfile::TempDir {
+    let b = tempfile::Builder::new()
+        .prefix("shoal-cli-test-")
+        .tempdir_in("/dev/shm");
+    b.or_else(|_| tempfile::tempdir()).expect("tempdir")
+}
+
+fn store_in(d: &tempfile::TempDir, name: &str) -> String {
+    d.path().join(name).to_str().unwrap().to_string()
+}
+
+/// Every entry of every map, through the library.
+fn contents(path: &str) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    let s = shoal::Store::open_existing(path).unwrap();
+    let mut all = BTreeMap::new();
+    for name in s.maps().unwrap() {
+        let m = s.open_map(&name).unwrap();
+        let entries: BTreeMap<Vec<u8>, Vec<u8>> = m.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(entries.len() as u64, m.len().unwrap());
+        all.insert(name, entries);
+    }
+    all
+}
+
+#[test]
+fn put_get_del_as_text() {
+    let d = tmp();
+    let s = store_in(&d, "t.shoal");
+    ok(&["put", &s, "users", "alice", "admin"]);
+    ok(&["put", &s, "users", "bob", "hé llo"]);
+    assert_eq!(ok(&["get", &s, "users", "alice"]), "admin\n");
+    assert_eq!(ok(&["get", &s, "users", "bob"]), "hé llo\n");
+    assert_eq!(ok(&["get", "-n", &s, "users", "alice"]), "admin");
+    ok(&["put", &s, "users", "alice", "root"]);
+    assert_eq!(ok(&["get", &s, "users", "alice"]), "root\n");
+    fails(&["get", &s, "users", "carol"], 1, "key \"carol\" not found");
+    ok(&["del", &s, "users", "alice"]);
+    fails(&["del", &s, "users", "alice"], 1, "not found");
+    fails(&["get", &s, "users", "alice"], 1, "not found");
+    fails(&["get", &s, "nomap", "x"], 2, "no map named \"nomap\"");
+    fails(&["del", &s, "nomap", "x"], 2, "no map named");
+    // An empty value, and one read from stdin (its exact bytes).
+    ok(&["put", &s, "users", "empty", ""]);
+    assert_eq!(ok(&["get", &s, "users", "empty"]), "\n");
+    let r = shoal_with(&["put", &s, "users", "file"], b"line 1\nline 2\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(ok(&["get", &s, "users", "file"]), "line 1\nline 2\n\n");
+}
+
+#[test]
+fn hex_and_base64_in_and_out() {
+    let d = tmp();
+    let s = store_in(&d, "h.shoal");
+    ok(&["put", "--hex", &s, "bin", "00ff", "DEADbeef"]);
+    assert_eq!(ok(&["get", "--hex", &s, "bin", "00ff"]), "deadbeef\n");
+    assert_eq!(ok(&["get", "--base64", &s, "bin", "AP8="]), "3q2+7w==\n");
+    assert_eq!(ok(&["get", "--base64", &s, "bin", "AP8"]), "3q2+7w==\n");
+    assert_eq!(ok(&["ls", "--hex", &s, "bin"]), "00ff\n");
+    assert_eq!(ok(&["ls", "--base64", &s, "bin"]), "AP8=\n");
+    assert_eq!(ok(&["ls", &s, "bin"]), "\\x00\\xff\n");
+    ok(&["put", "--base64", &s, "bin", "/w==", "AAEC"]);
+    let r = shoal(&["get", "--raw", &s, "bin", "\u{ff}"]);
+    assert_eq!(r.code, 1); // "\u{ff}" as text is c3 bf, not ff
+    let r = shoal(&["get", "--raw", "--hex", &s, "bin", "ff"]);
+    assert_eq!(r.code, 2, "--raw conflicts with --hex");
+    let r = shoal(&["get", "--raw", &s, "bin", "x"]);
+    assert_eq!(r.code, 1);
+    ok(&["put", "--hex", &s, "bin", "61", "00ff"]);
+    let r = shoal(&["get", "--raw", &s, "bin", "a"]);
+    assert_eq!((r.code, r.stdout), (0, vec![0, 0xff]));
+    fails(&["get", &s, "bin", "a"], 2, "not UTF-8 text");
+    fails(&["get", "--hex", &s, "bin", "zz"], 2, "bad hex in the key");
+    fails(
+        &["get", "--hex", &s, "bin", "abc"],
+        2,
+        "odd number of digits",
+    );
+    fails(
+        &["put", "--hex", &s, "bin", "00", "0g"],
+        2,
+        "bad hex in the value",
+    );
+    fails(
+        &["get", "--base64", &s, "bin", "***"],
+        2,
+        "bad base64 in the key",
+    );
+    fails(
+        &["put", "--hex", "--base64", &s, "bin", "00", "00"],
+        2,
+        "cannot be used",
+    );
+}
+
+#[test]
+fn ls_maps_and_keys() {
+    let d = tmp();
+    let s = store_in(&d, "l.shoal");
+    for i in 0..10 {
+        ok(&["put", &s, "m", &format!("k{i}"), "v"]);
+    }
+    ok(&["put", &s, "other", "x", "yy"]);
+    let maps = ok(&["ls", &s]);
+    assert_eq!(maps.lines().collect::<Vec<_>>(), ["m", "other"]);
+    let long = ok(&["ls", "-l", &s]);
+    assert!(long.lines().any(|l| l.ends_with(" m") && l.contains("10")));
+    let mut keys: Vec<String> = ok(&["ls", &s, "m"]).lines().map(String::from).collect();
+    keys.sort();
+    assert_eq!(keys.len(), 10);
+    assert_eq!(keys[0], "k0");
+    assert_eq!(ok(&["ls", &s, "m", "--limit", "3"]).lines().count(), 3);
+    assert_eq!(ok(&["ls", "-l", &s, "other"]).trim(), "2  x");
+    fails(&["ls", &s, "nope"], 2, "no map named \"nope\"");
+}
+
+#[test]
+fn stat_text_and_json() {
+    let d = tmp();
+    let s = store_in(&d, "s.shoal");
+    ok(&["put", &s, "a", "k", "v"]);
+    ok(&["put", &s, "b", "k1", "v1"]);
+    ok(&["put", &s, "b", "k2", "v2"]);
+    let t = ok(&["stat", &s]);
+    for want in [
+        "format      version 1",
+        "chunk size  256 KiB",
+        "max size    1 TiB",
+        "attached    0 other process(es)",
+        "live bytes",
+        "dead bytes",
+        "MAP",
+        "SPLITS",
+    ] {
+        assert!(t.contains(want), "no {want:?} in\n{t}");
+    }
+    let v: Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["chunk_size"], 256 * 1024);
+    assert_eq!(v["other_processes_attached"], 0);
+    let maps = v["maps"].as_array().unwrap();
+    assert_eq!(maps.len(), 2);
+    let b = maps.iter().find(|m| m["name"] == "b").unwrap();
+    assert_eq!(b["entries"], 2);
+    assert!(v["file_size"].as_u64().unwrap() > 0);
+    // Another process attached shows.
+    let holder = shoal::Store::open_existing(&s).unwrap();
+    let v: Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
+    assert_eq!(v["other_processes_attached"], 1);
+    drop(holder);
+}
+
+/// A store with UTF-8 and binary keys and values, awkward characters, an empty value, a
+/// value of several chunks, an empty map, and enough entries to split.
+fn awkward_store(path: &str) {
+    let s = shoal::Store::open(path).unwrap();
+    let text = s.map("text").unwrap();
+    text.put(b"alice", b"admin").unwrap();
+    text.put(
+        "clé \"quoted\"\n\ttab\\".as_bytes(),
+        "välue ✓ 🦀".as_bytes(),
+    )
+    .unwrap();
+    text.put(b"empty value", b"").unwrap();
+    text.put(b"", b"empty key").unwrap();
+    text.put(b"\x01control\x7f", b"\x00nul inside").unwrap();
+    let bin = s.map("binary").unwrap();
+    bin.put(&[0xff, 0xfe, 0x00], &[0x80, 0x81]).unwrap();
+    bin.put(b"utf8 key", &[0xc3, 0x28]).unwrap();
+    bin.put(&[0xc0, 0xaf], b"utf8 value").unwrap();
+    let big: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    bin.put(b"big", &big).unwrap();
+    let many = s.map("many").unwrap();
+    for i in 0..5000u32 {
+        let mut v = i.to_le_bytes().to_vec();
+        v.extend_from_slice(format!("value {i}").as_bytes());
+        many.put(format!("key:{i:06}").as_bytes(), &v).unwrap();
+    }
+    s.map("empty").unwrap();
+}
+
+#[test]
+fn dump_then_load_gives_the_same_contents() {
+    let d = tmp();
+    let a = store_in(&d, "a.shoal");
+    awkward_store(&a);
+    let before = contents(&a);
+    let r = shoal(&["dump", &a]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr, "",
+        "no progress bar when stderr is not a terminal"
+    );
+    let dump = r.stdout;
+    // Every line is one JSON object of the documented shape.
+    let text = String::from_utf8(dump.clone()).unwrap();
+    let mut n = 0;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let o = v.as_object().unwrap();
+        assert!(o["map"].is_string());
+        if o.len() == 1 {
+            assert_eq!(o["map"], "empty");
+            continue;
+        }
+        n += 1;
+        for f in ["key", "value"] {
+            assert!(
+                o[f].is_string() || o[f]["b64"].is_string(),
+                "bad {f} in {line}"
+            );
+        }
+    }
+    assert_eq!(n, 5 + 4 + 5000);
+    assert!(text.contains(r#"{"map":"text","key":"alice","value":"admin"}"#));
+    assert!(text.contains(r#"{"map":"binary","key":{"b64":"//4A"},"value":{"b64":"gIE="}}"#));
+    assert!(text.contains(r#"{"map":"empty"}"#));
+
+    // Load from stdin into a new store, and from a file into another.
+    let b = store_in(&d, "b.shoal");
+    let r = shoal_with(&["load", &b], &dump);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.out().contains("loaded 5,009 entries"), "{}", r.out());
+    assert_eq!(contents(&b), before);
+    let file = d.path().join("dump.jsonl");
+    std::fs::write(&file, &dump).unwrap();
+    let c = store_in(&d, "c.shoal");
+    ok(&["load", &c, file.to_str().unwrap()]);
+    assert_eq!(contents(&c), before);
+    // Dump of the copy is the same set of lines.
+    let mut l1: Vec<&str> = text.lines().collect();
+    let again = ok(&["dump", &c]);
+    let mut l2: Vec<&str> = again.lines().collect();
+    l1.sort();
+    l2.sort();
+    assert_eq!(l1, l2);
+    ok(&["check", &b]);
+
+    // One map only.
+    let one = ok(&["dump", &a, "binary"]);
+    assert_eq!(one.lines().count(), 4);
+    assert!(one.lines().all(|l| l.starts_with(r#"{"map":"binary","#)));
+    fails(&["dump", &a, "nope"], 2, "no map named");
+}
+
+#[test]
+fn load_rejects_bad_lines_with_their_number() {
+    let d = tmp();
+    let s = store_in(&d, "x.shoal");
+    for (input, needle) in [
+        (
+            &b"{\"map\":\"m\",\"key\":\"k\",\"value\":\"v\"}\nnot json\n"[..],
+            "line 2: not JSON",
+        ),
+        (
+            b"\n{\"key\":\"k\",\"value\":\"v\"}\n",
+            "line 2: no \"map\" field",
+        ),
+        (
+            b"{\"map\":\"m\",\"key\":\"k\"}\n",
+            "line 1: \"key\" and \"value\" must come together",
+        ),
+        (
+            b"{\"map\":\"m\",\"key\":{\"b64\":\"@@\"},\"value\":\"v\"}\n",
+            "line 1: bad base64 in the key",
+        ),
+        (
+            b"{\"map\":\"m\",\"key\":7,\"value\":\"v\"}\n",
+            "the key must be a string",
+        ),
+        (
+            b"{\"map\":\"m\",\"key\":\"k\",\"value\":\"v\",\"x\":1}\n",
+            "unknown field \"x\"",
+        ),
+        (
+            b"{\"map\":\"\",\"key\":\"k\",\"value\":\"v\"}\n",
+            "line 1: map \"\"",
+        ),
+        (b"\xff\xfe\n", "line 1: not UTF-8"),
+    ] {
+        let r = shoal_with(&["load", &s], input);
+        check_failure(&["load"], &r, 2, needle);
+    }
+    // The good line before the bad one was loaded.
+    assert_eq!(ok(&["get", &s, "m", "k"]), "v\n");
+    fails(
+        &["load", &s, "/nonexistent/file"],
+        2,
+        "cannot read /nonexistent/file",
+    );
+}
+
+#[test]
+fn check_passes_a_sound_store_and_fails_a_damaged_copy() {
+    let d = tmp();
+    let s = store_in(&d, "sound.shoal");
+    awkward_store(&s);
+    let out = ok(&["check", &s]);
+    assert!(out.contains("4 maps, 5009 entries"), "{out}");
+    assert!(out.trim_end().ends_with("ok"), "{out}");
+
+    // Header data-bytes total off by one chunk: the checker sees it.
+    let bad = store_in(&d, "bad.shoal");
+    std::fs::copy(&s, &bad).unwrap();
+    let mut f = std::fs::read(&bad).unwrap();
+    let data = u64::from_le_bytes(f[272..280].try_into().unwrap());
+    f[272..280].copy_from_slice(&(data + 256 * 1024).to_le_bytes());
+    std::fs::write(&bad, &f).unwrap();
+    let r = shoal(&["check", &bad]);
+    assert_eq!(r.code, 1, "{}{}", r.out(), r.stderr);
+    assert!(
+        r.out().contains("problem: header: data bytes"),
+        "{}",
+        r.out()
+    );
+
+    // Garbage over 4 KiB of records in the first data chunk: keys, lengths and checksums
+    // no longer match. Found by the checker, not a crash.
+    let bad2 = store_in(&d, "bad2.shoal");
+    std::fs::copy(&s, &bad2).unwrap();
+    let mut f = std::fs::read(&bad2).unwrap();
+    let word = |f: &[u8], at: usize| u64::from_le_bytes(f[at..at + 8].try_into().unwrap());
+    let (mut c, end, cs) = (word(&f, 96) as usize, word(&f, 256) as usize, 256 * 1024);
+    while c < end && !matches!(word(&f, c), 2 | 3) {
+        c += cs * word(&f, c + 8).max(1) as usize;
+    }
+    assert!(c < end, "no data chunk");
+    for b in &mut f[c + 4096..c + 8192] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&bad2, &f).unwrap();
+    let r = shoal(&["check", &bad2]);
+    assert_eq!(r.code, 1, "{}{}", r.out(), r.stderr);
+    assert!(r.out().contains("problem: "), "{}", r.out());
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    // Reading it fails cleanly or reads what it can; it never panics.
+    let r = shoal(&["dump", &bad2]);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+
+    // A truncated file cannot even be opened: still exit 1 with the reason.
+    let short = store_in(&d, "short.shoal");
+    std::fs::write(&short, &std::fs::read(&s).unwrap()[..8192]).unwrap();
+    let r = shoal(&["check", &short]);
+    assert_eq!(r.code, 1, "{}{}", r.out(), r.stderr);
+    assert!(r.out().contains("problem: corrupt store"), "{}", r.out());
+
+    // Not a store at all: an error (2), not a verdict.
+    let txt = store_in(&d, "text.txt");
+    std::fs::write(&txt, "hello").unwrap();
+    fails(&["check", &txt], 2, "is not a Shoal store");
+}
+
+#[test]
+fn compact_reports_what_it_freed() {
+    let d = tmp();
+    let s = store_in(&d, "c.shoal");
+    {
+        let st = shoal::Store::open(&s).unwrap();
+        let m = st.map("m").unwrap();
+        let v = vec![7u8; 1000];
+        for round in 0..3 {
+            for i in 0..3000u32 {
+                m.put(&i.to_le_bytes(), &v[..500 + round]).unwrap();
+            }
+        }
+        m.clear().unwrap();
+    }
+    let out = ok(&["compact", &s]);
+    assert!(out.contains("chunks freed"), "{out}");
+    assert!(out.contains("dead bytes"), "{out}");
+    let freed: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("chunks freed"))
+        .unwrap()
+        .trim()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!(freed > 0, "{out}");
+    ok(&["check", &s]);
+}
+
+#[test]
+fn rm_refuses_while_another_process_has_the_store_open() {
+    let d = tmp();
+    let s = store_in(&d, "r.shoal");
+    ok(&["put", &s, "m", "k", "v"]);
+    let holder = shoal::Store::open_existing(&s).unwrap();
+    fails(&["rm", &s], 2, "in use by 1 other process");
+    assert!(Path::new(&s).exists());
+    drop(holder);
+    ok(&["rm", &s]);
+    assert!(!Path::new(&s).exists());
+    fails(&["rm", &s], 2, "no store at");
+
+    // --force removes it anyway; the holder keeps working on its mapping.
+    ok(&["put", &s, "m", "k", "v"]);
+    let holder = shoal::Store::open_existing(&s).unwrap();
+    ok(&["rm", "--force", &s]);
+    assert!(!Path::new(&s).exists());
+    assert_eq!(
+        holder.open_map("m").unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    drop(holder);
+
+    // Files that are not stores are never removed, even with --force.
+    let txt = store_in(&d, "precious.txt");
+    std::fs::write(&txt, "not a store").unwrap();
+    fails(&["rm", "--force", &txt], 2, "is not a Shoal store");
+    assert!(Path::new(&txt).exists());
+}
+
+#[test]
+fn bad_input_gives_one_line_and_an_error_status() {
+    let d = tmp();
+    let s = store_in(&d, "e.shoal");
+    ok(&["put", &s, "m", "k", "v"]);
+    let txt = store_in(&d, "file.txt");
+    std::fs::write(&txt, "hello, not a store").unwrap();
+    let dir = d.path().to_str().unwrap().to_string();
+    let missing = store_in(&d, "missing.shoal");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["stat", &missing], "no store at"),
+        (vec!["stat", "/nonexistent/dir/x.shoal"], "no store at"),
+        (
+            vec!["stat", "shoal-cli-test-no-such-store"],
+            "/dev/shm/shoal-cli-test-no-such-store.shoal",
+        ),
+        (vec!["stat", &txt], "is not a Shoal store"),
+        (vec!["ls", &txt], "is not a Shoal store"),
+        (vec!["dump", &txt], "is not a Shoal store"),
+        (vec!["get", &txt, "m", "k"], "is not a Shoal store"),
+        (vec!["put", &txt, "m", "k", "v"], "is not a Shoal store"),
+        (vec!["stat", &dir], "Is a directory"),
+        (vec!["compact", &missing], "no store at"),
+        (vec!["watch", &missing], "no store at"),
+        (
+            vec!["put", "/nonexistent/dir/x.shoal", "m", "k", "v"],
+            "directory does not exist",
+        ),
+        (vec!["get", &s, "nomap", "k"], "no map named"),
+        (vec!["ls", &s, "nomap"], "no map named"),
+        (vec!["get", "--hex", &s, "m", "xyz"], "bad hex"),
+        (vec!["get", "--base64", &s, "m", "!"], "bad base64"),
+        (vec!["put", &s, "", "k", "v"], "map names are 1 to"),
+        (vec!["frobnicate"], "unrecognized subcommand"),
+        (vec!["get", &s], "required arguments were not provided"),
+        (vec!["bench", "--keys", "lots"], "is not a count"),
+        (vec!["bench", "--processes", "0"], "--processes"),
+        (
+            vec!["bench", "--keys", "100000", "--key-size", "3"],
+            "too small for 100000",
+        ),
+        (vec!["bench", "--path", &s], "exists"),
+        (vec!["watch", &s, "--interval", "0"], "--interval"),
+        (vec!["completions", "tcsh"], "invalid value"),
+    ];
+    for (args, needle) in &cases {
+        fails(args, 2, needle);
+    }
+    // No arguments at all: the help, on stderr, status 2.
+    let r = shoal(&[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("Usage: shoal"), "{}", r.stderr);
+    // A closed stdout is not an error worth a message.
+    let mut c = Command::new(BIN)
+        .args(["dump", &s])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(c.stdout.take());
+    let o = c.wait_with_output().unwrap();
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+}
+
+#[test]
+fn help_for_every_subcommand_and_completions() {
+    let top = ok(&["--help"]);
+    let subs = [
+        "stat",
+        "ls",
+        "get",
+        "put",
+        "del",
+        "dump",
+        "load",
+        "check",
+        "compact",
+        "rm",
+        "bench",
+        "watch",
+        "completions",
+    ];
+    for sub in subs {
+        assert!(
+            top.contains(&format!("  {sub} ")),
+            "{sub} missing from\n{top}"
+        );
+        let h = ok(&[sub, "--help"]);
+        assert!(h.contains("Usage: shoal"), "{sub}: {h}");
+    }
+    assert!(!top.contains("bench-worker"), "the worker is hidden");
+    let dump = ok(&["dump", "--help"]);
+    for want in ["JSON Lines", "\"b64\"", "{\"map\": \"empty\"}"] {
+        assert!(dump.contains(want), "dump --help lacks {want:?}");
+    }
+    assert!(ok(&["--version"]).starts_with("shoal "));
+    for (shell, want) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef shoal"),
+        ("fish", "complete -c shoal"),
+    ] {
+        let script = ok(&["completions", shell]);
+        assert!(script.contains(want), "{shell}");
+        assert!(
+            script.contains("bench") && script.contains("dump"),
+            "{shell}"
+        );
+        assert!(!script.contains("bench-worker"), "{shell}");
+    }
+}
+
+#[test]
+fn bench_with_tiny_parameters_runs_every_phase() {
+    let d = tmp();
+    let path = store_in(&d, "bench.shoal");
+    let out = ok(&[
+        "bench",
+        "--keys",
+        "20000",
+        "--processes",
+        "2",
+        "--path",
+        &path,
+    ]);
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("PHASE"))
+        .collect();
+    for phase in ["PUT", "UPD", "MIX", "GET", "GET_MANY", "REMOVE"] {
+        assert!(
+            table
+                .iter()
+                .any(|l| l.starts_with(&format!("{phase} ")) && l.trim_end().ends_with("ok")),
+            "no {phase} row in\n{out}"
+        );
+        assert!(out.contains(&format!("{phase:<8} done: ")), "{out}");
+    }
+    assert!(!Path::new(&path).exists(), "the store is removed");
+
+    // JSON, three processes, odd sizes, a kept store that checks out.
+    let r = shoal(&[
+        "bench",
+        "--keys",
+        "3001",
+        "--processes",
+        "3",
+        "--key-size",
+        "4",
+        "--value-size",
+        "100",
+        "--mix",
+        "50",
+        "--json",
+        "--keep",
+        "--check",
+        "--path",
+        &path,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(r.out().trim()).unwrap();
+    assert_eq!(v["processes"], 3);
+    assert_eq!(v["check_ok"], true);
+    let phases = v["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["PUT", "UPD", "MIX", "GET", "GET_MANY", "REMOVE"]);
+    for p in phases {
+        assert_eq!(p["failed_checks"], 0);
+        assert!(p["ops_per_sec"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(phases[0]["ops"], 3001);
+    assert_eq!(phases[0]["entries"], 3001);
+    assert_eq!(phases[5]["entries"], 0);
+    assert!(r.stderr.contains("PHASE"), "the table goes to stderr");
+    assert!(Path::new(&path).exists(), "--keep keeps the store");
+    ok(&["check", &path]);
+    ok(&["rm", &path]);
+}
+
+#[test]
+fn watch_refreshes_and_stops_after_its_iterations() {
+    let d = tmp();
+    let s = store_in(&d, "w.shoal");
+    ok(&["put", &s, "users", "a", "1"]);
+    ok(&["put", &s, "orders", "o", "2"]);
+    let out = ok(&["watch", &s, "--iterations", "2", "--interval", "0.2"]);
+    assert!(
+        out.contains("refresh 1") && out.contains("refresh 2"),
+        "{out}"
+    );
+    assert!(!out.contains("refresh 3"));
+    assert!(
+        !out.contains('\x1b'),
+        "no ANSI codes when stdout is not a terminal"
+    );
+    for want in ["users", "orders", "ENTRIES/s", "file size", "net change"] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+}
+
+#[test]
+fn watch_stops_on_interrupt() {
+    let d = tmp();
+    let s = store_in(&d, "i.shoal");
+    ok(&["put", &s, "m", "k", "v"]);
+    let c = Command::new(BIN)
+        .args(["watch", &s, "--interval", "0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("refresh 2"));
+}
