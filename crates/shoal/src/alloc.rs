@@ -186,7 +186,9 @@ pub(crate) fn append(tx: &Txn, parts: &[&[u8]], purpose: Purpose) -> Result<u64>
             || chunk >= sh.file_end()
             || (chunk - sh.g.chunks_off) % cs != 0
             || bump < chunk + CHUNK_HDR
-            || bump > chunk + cs)
+            || bump > chunk + cs
+            || sh.w(chunk + K_KIND).load(Acquire) != CK_DATA
+            || sh.w(chunk + K_OWNER).load(Acquire) != tx.idx)
     {
         return Err(sh.corrupt(format!(
             "txn slot {}: data chunk {chunk:#x} with bump {bump:#x} is not a chunk of this file",
@@ -277,6 +279,11 @@ pub(crate) fn free_large(tx: &Txn, off: u64) {
             return Ok(());
         }
         let k = sh.w(run + K_RUN).load(Acquire);
+        if k == 0 || k > (sh.file_end() - run) / sh.g.chunk_size() {
+            return Err(sh.corrupt(format!(
+                "large run {run:#x} of {k} chunks does not fit the file"
+            )));
+        }
         free_run_redo(sh, run, k, redo);
         redo.push(
             H_DATA_BYTES,

@@ -117,7 +117,8 @@ impl MapRef {
         let root = sh.w(self.hdr + M_ROOT).load(Acquire);
         let g = root >> 48;
         let dir = root & OFF_MASK;
-        let eoff = dir + 8 * (h & ((1u64 << g) - 1));
+        // `g` comes from the file: checked below, but never shift by more than 63 first.
+        let eoff = dir + 8 * (h & ((1u64 << g.min(MAX_DEPTH)) - 1));
         // `end` may be stale (the file grew since): look again before calling it corrupt.
         let end = if eoff + 8 > end { sh.file_end() } else { end };
         if g > MAX_DEPTH || eoff + 8 > end || dir < sh.g.chunks_off {
@@ -656,7 +657,7 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
     // 2. Build the new segment, locked by us, private until published. Intent first: a
     //    crash before publication leaves it as the map's spare, untouched.
     let me = tx.idx + 1;
-    tx.held_note(s1 + S_LOCK);
+    tx.held_note(s1 + S_LOCK)?;
     let r = (|| -> Result<()> {
         let mut args = [0u64; T_NARGS as usize];
         args[A_MAP] = m.id;
@@ -1079,6 +1080,12 @@ fn snapshot_once(
         return Ok(None);
     }
     let d = entry_depth(e);
+    if d > MAX_DEPTH {
+        return Err(m.bad(
+            sh,
+            format!("map {}: directory entry {eoff:#x} has depth {d}", m.id),
+        ));
+    }
     let next = if d == 0 {
         None
     } else {

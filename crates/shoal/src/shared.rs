@@ -297,6 +297,7 @@ impl Shared {
                 let w = self.w(self.g.txn_slot(t) + T_OWNER);
                 let cur = w.load(Relaxed);
                 if cur == 0 && w.compare_exchange(0, owner, AcqRel, Relaxed).is_ok() {
+                    self.scrub_claimed_txn(t);
                     return Ok(t);
                 }
             }
@@ -308,6 +309,33 @@ impl Shared {
             "all {} thread slots are in use",
             self.g.n_txn
         )))
+    }
+
+    /// A slot just claimed is free, so by the protocol it holds no lock, intent or
+    /// pending run. Make that so even in a damaged file (never trust leftovers), and
+    /// forget a data chunk that is not really this slot's.
+    fn scrub_claimed_txn(&self, t: u64) {
+        let b = self.g.txn_slot(t);
+        for i in 0..T_NHELD {
+            self.w(b + T_HELD + 8 * i).store(0, Relaxed);
+        }
+        for o in [T_RECOVERING, T_INTENT, T_LARGE, T_DEAD_PEND] {
+            self.w(b + o).store(0, Relaxed);
+        }
+        let c = self.w(b + T_DATA_CHUNK).load(Acquire);
+        let bump = self.w(b + T_BUMP).load(Acquire);
+        let cs = self.g.chunk_size();
+        let ok = c == 0
+            || (c >= self.g.chunks_off
+                && c < self.file_end()
+                && (c - self.g.chunks_off) % cs == 0
+                && self.w(c + K_KIND).load(Acquire) == CK_DATA
+                && self.w(c + K_OWNER).load(Acquire) == t
+                && (c + CHUNK_HDR..=c + cs).contains(&bump));
+        if !ok {
+            self.w(b + T_DATA_CHUNK).store(0, Relaxed);
+            self.w(b + T_BUMP).store(0, Relaxed);
+        }
     }
 
     /// Frees a txn slot this process owns. Its data chunk stays with the slot, so the next

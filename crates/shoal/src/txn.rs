@@ -77,15 +77,19 @@ impl<'a> Txn<'a> {
         self.idx + 1
     }
 
-    fn held_push(&self, lock: u64) {
+    fn held_push(&self, lock: u64) -> Result<()> {
         for i in 0..T_NHELD {
             let w = self.sh.w(self.base + T_HELD + 8 * i);
             if w.load(Relaxed) == 0 {
                 w.store(lock, Release);
-                return;
+                return Ok(());
             }
         }
-        panic!("held list overflow (a bug: no operation takes more than {T_NHELD} locks)");
+        // No operation takes more than T_NHELD locks, and claiming a slot empties the
+        // list: a full list means the file was corrupted under us.
+        Err(self
+            .sh
+            .corrupt(format!("txn slot {}: held-lock list full", self.idx)))
     }
 
     fn held_remove(&self, lock: u64) {
@@ -100,8 +104,8 @@ impl<'a> Txn<'a> {
 
     /// Notes a lock word this thread is about to own by other means than `lock` (a new
     /// segment it creates already locked).
-    pub fn held_note(&self, lock: u64) {
-        self.held_push(lock);
+    pub fn held_note(&self, lock: u64) -> Result<()> {
+        self.held_push(lock)
     }
 
     /// Forgets a lock word noted with `held_note` after storing 0 in it.
@@ -111,7 +115,7 @@ impl<'a> Txn<'a> {
 
     /// Acquires the lock word at `lock`, waiting at most the store's lock timeout.
     pub fn lock(&self, lock: u64) -> Result<()> {
-        self.held_push(lock);
+        self.held_push(lock)?;
         let w = self.sh.w(lock);
         if w.compare_exchange(0, self.me(), Acquire, Relaxed).is_ok() {
             return Ok(());
@@ -127,7 +131,9 @@ impl<'a> Txn<'a> {
 
     /// Takes the lock only if it is free right now.
     pub fn try_lock(&self, lock: u64) -> bool {
-        self.held_push(lock);
+        if self.held_push(lock).is_err() {
+            return false;
+        }
         if self
             .sh
             .w(lock)

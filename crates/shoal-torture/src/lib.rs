@@ -1,0 +1,27 @@
+//! Multi-process, kill and crash testing for the shoal engine.
+//!
+//! The `shoal-worker` binary runs one workload (writer, reader, ...) against a store;
+//! the integration tests in `tests/` start many of them, SIGKILL them at random moments,
+//! and then check the store against what each writer was told succeeded:
+//!
+//! * [`value`]: self-describing values, so torn or misplaced values are detected;
+//! * [`acklog`]: the per-writer log of announced and acknowledged operations;
+//! * [`verify`]: the check of a map's final state against those logs;
+//! * [`harness`]: spawning, killing and reaping workers.
+
+#![warn(missing_docs)]
+
+pub mod acklog;
+pub mod harness;
+pub mod value;
+pub mod verify;
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine.
+pub fn now_ns() -> u64 {
+    // SAFETY: clock_gettime writes one timespec into the buffer we pass.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid clock id and a valid pointer.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
