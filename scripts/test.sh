@@ -25,6 +25,9 @@ cargo test --workspace --release --locked --features shoal/failpoints
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
 
+step "C ABI, C++ header, packaging (ctest plain and sanitized)"
+bash scripts/test-c.sh
+
 step "Python binding (bindings/python)"
 bash scripts/test-python.sh
 

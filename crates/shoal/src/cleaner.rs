@@ -60,6 +60,26 @@ pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
     total
 }
 
+/// Dead bytes the cleaner can reclaim: data bytes minus live records minus the unwritten
+/// ends of the chunks threads are filling (those are not garbage; counting them made a
+/// small store clean forever without gaining anything).
+pub(crate) fn reclaimable_dead(sh: &Shared) -> u64 {
+    let cs = sh.g.chunk_size();
+    let mut tails = 0u64;
+    for t in 0..sh.g.n_txn {
+        let b = sh.g.txn_slot(t);
+        let c = sh.w(b + T_DATA_CHUNK).load(Relaxed);
+        if c != 0 {
+            let bump = sh.w(b + T_BUMP).load(Relaxed);
+            tails += (c + cs).saturating_sub(bump).min(cs);
+        }
+    }
+    sh.w(H_DATA_BYTES)
+        .load(Acquire)
+        .saturating_sub(total_live_bytes(sh))
+        .saturating_sub(tails)
+}
+
 /// Whether enough space is dead for a cleaning step to be worth it.
 fn worth_cleaning(sh: &Shared, dead: u64) -> bool {
     let data = sh.w(H_DATA_BYTES).load(Relaxed);
@@ -89,10 +109,7 @@ pub(crate) fn compact(tx: &Txn, max_steps: usize) -> Result<u64> {
     let mut budget =
         (sh.file_end().saturating_sub(sh.g.chunks_off) >> sh.g.chunk_shift) + SCAN_CHUNKS as u64;
     for _ in 0..max_steps {
-        let dead = sh
-            .w(H_DATA_BYTES)
-            .load(Acquire)
-            .saturating_sub(total_live_bytes(sh));
+        let dead = reclaimable_dead(sh);
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
         if dead < sh.g.chunk_size() || budget == 0 {
             break;
@@ -160,8 +177,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     }
     if victim == 0 {
         // Start of a new victim: refresh the hint with the exact figure.
-        let data = sh.w(H_DATA_BYTES).load(Acquire);
-        let dead = data.saturating_sub(total_live_bytes(sh));
+        let dead = reclaimable_dead(sh);
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
         if !force && !worth_cleaning(sh, dead) {
             return Ok(false);
@@ -267,10 +283,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
             Ok(())
         })?;
         // Once per chunk: the exact figure (the moved records are live, not reclaimed).
-        let dead = sh
-            .w(H_DATA_BYTES)
-            .load(Acquire)
-            .saturating_sub(total_live_bytes(sh));
+        let dead = reclaimable_dead(sh);
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
     } else {
         let mut redo = Redo::new();

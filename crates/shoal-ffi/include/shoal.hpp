@@ -1,0 +1,775 @@
+// shoal.hpp -- header-only C++17 wrapper over the C API in shoal.h.
+//
+//   shoal::Store store("demo");                  // /dev/shm/demo.shoal, created if absent
+//   shoal::Map users = store.map("users");
+//   users.put("alice", "admin");
+//   std::optional<std::string> v = users.get("alice");
+//   for (const auto& [key, value] : users) { ... }
+//
+// Handles are RAII and move-only. Keys and values are byte strings: every input is a
+// shoal::bytes_view, made implicitly from std::string_view, std::string, a string literal
+// or a contiguous container of bytes (std::vector<char>, std::vector<uint8_t>,
+// std::array<std::byte, N>...), or explicitly from a (const void*, size_t) pair:
+// `map.put({ptr, len}, value)`.
+//
+// Errors are exceptions (shoal::Error, a std::runtime_error carrying the shoal_status).
+// Why exceptions rather than status codes or std::expected-like results:
+//  * what they report is rare and not local -- a corrupt or foreign file, a full disk,
+//    a lock timeout, too many processes -- and the caller that can do something about it
+//    is usually far up the stack; an exception gets it there without every layer
+//    forwarding codes, and cannot be silently ignored;
+//  * they keep the common calls value-returning (`auto v = map.get(k);`);
+//  * outcomes that are expected are NOT exceptions: a missing key is an empty
+//    std::optional or `false` (get, insert, replace, remove, take, drop_map), so no
+//    exception is thrown on a normal path.
+// Only shoal::Error and std::bad_alloc are thrown by this header itself; an exception
+// thrown by your callback (visit, for_each) is carried across the C library and rethrown
+// from the call that ran it.
+//
+// Thread safety: as in C. A Store or Map may be used from many threads at once; an
+// iterator from one thread at a time.
+#ifndef SHOAL_HPP
+#define SHOAL_HPP
+
+#include "shoal.h"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace shoal {
+
+/// The error every failing call throws: what() says what happened, code() which
+/// shoal_status the C API returned.
+class Error : public std::runtime_error {
+public:
+    Error(shoal_status code, const std::string& what) : std::runtime_error(what), code_(code) {}
+    /// The status (SHOAL_NOT_FOUND, SHOAL_CORRUPT, ...).
+    shoal_status code() const noexcept { return code_; }
+
+private:
+    shoal_status code_;
+};
+
+namespace detail {
+
+[[noreturn]] inline void raise(shoal_status rc, const char* call) {
+    std::string msg(call);
+    msg += ": ";
+    msg += shoal_strerror(rc);
+    const char* detail = shoal_last_error_message();
+    if (detail != nullptr && *detail != '\0') {
+        msg += ": ";
+        msg += detail;
+    }
+    throw Error(rc, msg);
+}
+
+inline void check(shoal_status rc, const char* call) {
+    if (rc != SHOAL_OK) raise(rc, call);
+}
+
+template <class E>
+struct is_byte : std::bool_constant<sizeof(E) == 1 && std::is_trivially_copyable_v<E>> {};
+
+template <class T, class = void>
+struct is_byte_container : std::false_type {};
+template <class T>
+struct is_byte_container<T, std::void_t<decltype(std::data(std::declval<const T&>())),
+                                        decltype(std::size(std::declval<const T&>()))>> {
+    using E = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const T&>()))>>;
+    static constexpr bool value =
+        std::conjunction_v<std::negation<std::is_convertible<const T&, std::string_view>>,
+                           std::negation<std::is_void<E>>, is_byte<E>>;
+};
+
+/// A callback's context: the user's callable and an exception it threw, to rethrow.
+template <class F>
+struct Thunk {
+    F* f;
+    std::exception_ptr error;
+};
+
+}  // namespace detail
+
+/// A view of bytes: a key or a value passed in.
+class bytes_view {
+public:
+    constexpr bytes_view() noexcept = default;
+    /// `size` bytes at `data` (which may be null when size is 0).
+    constexpr bytes_view(const void* data, std::size_t size) noexcept : data_(data), size_(size) {}
+    constexpr bytes_view(std::string_view s) noexcept : data_(s.data()), size_(s.size()) {}
+    bytes_view(const std::string& s) noexcept : data_(s.data()), size_(s.size()) {}
+    constexpr bytes_view(const char* s) noexcept : bytes_view(std::string_view(s)) {}
+    /// Any contiguous container of byte-sized elements (vector<uint8_t>, array<std::byte,N>).
+    template <class C, std::enable_if_t<detail::is_byte_container<C>::value, int> = 0>
+    bytes_view(const C& c) noexcept : data_(std::data(c)), size_(std::size(c)) {}
+
+    constexpr const void* data() const noexcept { return data_; }
+    constexpr std::size_t size() const noexcept { return size_; }
+    constexpr bool empty() const noexcept { return size_ == 0; }
+    std::string_view str() const noexcept {
+        return std::string_view(static_cast<const char*>(data_), size_);
+    }
+
+private:
+    const void* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+/// What a put did.
+enum class PutOutcome { Inserted, Replaced };
+
+/// Options of Store (see shoal_options in shoal.h; 0 means the default everywhere).
+struct Options {
+    /// SHOAL_OPEN_OR_CREATE (default), SHOAL_OPEN_EXISTING or SHOAL_CREATE_NEW.
+    shoal_open_mode open_mode = SHOAL_OPEN_OR_CREATE;
+    /// Permission bits of a new file (default 0600).
+    std::uint32_t file_mode = 0;
+    /// Largest size the file may grow to (default 1 TiB).
+    std::uint64_t max_size = 0;
+    /// Bytes allocated at creation.
+    std::uint64_t initial_size = 0;
+    /// Unit of growth, a power of two from 64 KiB to 64 MiB (default 256 KiB).
+    std::uint64_t chunk_size = 0;
+    /// How long to wait for a lock held by a live process (default 5 s).
+    std::chrono::milliseconds lock_timeout{0};
+    std::uint32_t max_processes = 0;
+    std::uint32_t max_threads = 0;
+    std::uint32_t max_maps = 0;
+    /// Record checksums: nullopt = default (on for disk files, off on tmpfs).
+    std::optional<bool> checksums;
+    /// Flush after every write call (disk files).
+    bool sync_writes = false;
+
+    shoal_options to_c() const {
+        shoal_options o{};
+        o.struct_size = sizeof o;
+        o.open_mode = open_mode;
+        o.file_mode = file_mode;
+        o.max_size = max_size;
+        o.initial_size = initial_size;
+        o.chunk_size = chunk_size;
+        auto ms = lock_timeout.count();
+        o.lock_timeout_ms = ms <= 0 ? 0 : ms > 0xffffffffLL ? 0xffffffffU
+                                                             : static_cast<std::uint32_t>(ms);
+        o.max_processes = max_processes;
+        o.max_threads = max_threads;
+        o.max_maps = max_maps;
+        o.checksums = !checksums ? 0u : *checksums ? 1u : 2u;
+        o.sync_writes = sync_writes ? 1u : 0u;
+        return o;
+    }
+};
+
+/// Options a map is created with (see shoal_map_options; 0 means the default).
+struct MapOptions {
+    std::uint32_t segment_buckets = 0;
+    std::uint32_t stash_buckets = 0;
+};
+
+/// What Store::check found.
+struct CheckResult {
+    shoal_check_report report{};
+    std::vector<std::string> problems;
+    bool ok() const noexcept { return problems.empty(); }
+};
+
+class Map;
+
+/// An open store. Move-only; closes its handle when destroyed. Usable from many threads.
+class Store {
+public:
+    /// Opens (or creates, per `opts.open_mode`) the store at `path`; a bare name means
+    /// /dev/shm/NAME.shoal. Throws shoal::Error.
+    explicit Store(const std::string& path, const Options& opts = {}) {
+        shoal_options o = opts.to_c();
+        shoal_store* s = nullptr;
+        detail::check(shoal_store_open(path.c_str(), &o, &s), "shoal_store_open");
+        h_.reset(s);
+    }
+
+    /// Deletes the store file; returns false if there was none.
+    static bool destroy(const std::string& path) {
+        shoal_status rc = shoal_store_destroy(path.c_str());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_store_destroy");
+        return true;
+    }
+
+    /// Opens the map `name`, creating it (with `opts`) if absent and `create`.
+    /// Throws shoal::Error (SHOAL_NOT_FOUND when absent and !create).
+    Map map(std::string_view name, bool create = true, const MapOptions& opts = {}) const;
+
+    /// Names of the maps in the store.
+    std::vector<std::string> maps() const {
+        std::vector<std::string> out;
+        auto cb = [](void* ctx, const char* name, std::size_t len) -> int {
+            try {
+                static_cast<std::vector<std::string>*>(ctx)->emplace_back(name, len);
+                return 0;
+            } catch (...) {
+                return 1;  // out of memory: stop; reported below
+            }
+        };
+        detail::check(shoal_store_maps(h_.get(), cb, &out), "shoal_store_maps");
+        return out;
+    }
+
+    /// Drops a map and its entries; returns false if there was no such map.
+    bool drop_map(std::string_view name) const {
+        std::string n(name);
+        shoal_status rc = shoal_store_drop_map(h_.get(), n.c_str());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_store_drop_map");
+        return true;
+    }
+
+    shoal_store_stats stats() const {
+        shoal_store_stats s{};
+        s.struct_size = sizeof s;
+        detail::check(shoal_store_get_stats(h_.get(), &s), "shoal_store_get_stats");
+        return s;
+    }
+
+    /// Verifies the store; problems are returned, not thrown (other failures throw).
+    CheckResult check() const {
+        CheckResult r;
+        r.report.struct_size = sizeof r.report;
+        auto cb = [](void* ctx, const char* text, std::size_t len) -> int {
+            try {
+                static_cast<std::vector<std::string>*>(ctx)->emplace_back(text, len);
+                return 0;
+            } catch (...) {
+                return 1;
+            }
+        };
+        shoal_status rc = shoal_store_check(h_.get(), &r.report, cb, &r.problems);
+        if (rc == SHOAL_CORRUPT && r.report.problems > 0) return r;
+        detail::check(rc, "shoal_store_check");
+        return r;
+    }
+
+    /// Reclaims dead space now; returns the chunks freed.
+    std::uint64_t compact() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_store_compact(h_.get(), &n), "shoal_store_compact");
+        return n;
+    }
+
+    /// Writes everything through to stable storage (msync + fsync); for stores on disk.
+    void flush() const { detail::check(shoal_store_flush(h_.get()), "shoal_store_flush"); }
+
+    /// Opens a store on disk that was not closed cleanly and that the constructor refused,
+    /// dropping what cannot be trusted (see shoal_store_repair). `report`, if given,
+    /// receives the report's lines.
+    static Store repair(const std::string& path, std::vector<std::string>* report = nullptr) {
+        shoal_store* s = nullptr;
+        auto cb = [](void* ctx, const char* text, std::size_t len) -> int {
+            try {
+                static_cast<std::vector<std::string>*>(ctx)->emplace_back(text, len);
+                return 0;
+            } catch (...) {
+                return 1;
+            }
+        };
+        detail::check(shoal_store_repair(path.c_str(), &s, nullptr, report ? +cb : nullptr, report),
+                      "shoal_store_repair");
+        return Store(s);
+    }
+
+    /// The store file's path.
+    std::string path() const {
+        std::string p(64, '\0');
+        for (;;) {
+            std::size_t len = 0;
+            shoal_status rc = shoal_store_path(h_.get(), p.data(), p.size(), &len);
+            if (rc == SHOAL_BUFFER_TOO_SMALL) {
+                p.resize(len + 1);
+                continue;
+            }
+            detail::check(rc, "shoal_store_path");
+            p.resize(len);
+            return p;
+        }
+    }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_store* handle() const noexcept { return h_.get(); }
+
+private:
+    explicit Store(shoal_store* s) noexcept : h_(s) {}
+    struct Close {
+        void operator()(shoal_store* s) const noexcept { shoal_store_close(s); }
+    };
+    std::unique_ptr<shoal_store, Close> h_;
+};
+
+/// A named map. Move-only; closes its handle when destroyed (the map stays in the
+/// store). Usable from many threads at once. Range-for yields (key, value) pairs.
+class Map {
+public:
+    class iterator;
+    struct sentinel {};
+
+    /// The value of `key`, or nullopt.
+    std::optional<std::string> get(bytes_view key) const {
+        std::string v;
+        if (!get_into(key, v)) return std::nullopt;
+        return v;
+    }
+
+    /// Copies the value of `key` into `out` (reusing its capacity); false if absent.
+    bool get_into(bytes_view key, std::string& out) const {
+        if (out.capacity() > out.size()) out.resize(out.capacity());
+        for (;;) {
+            std::size_t len = 0;
+            shoal_status rc =
+                shoal_map_get(h_.get(), key.data(), key.size(), out.data(), out.size(), &len);
+            if (rc == SHOAL_OK) {
+                out.resize(len);
+                return true;
+            }
+            if (rc == SHOAL_NOT_FOUND) {
+                out.clear();
+                return false;
+            }
+            if (rc != SHOAL_BUFFER_TOO_SMALL) detail::raise(rc, "shoal_map_get");
+            out.resize(len);  // the value may change meanwhile: loop
+        }
+    }
+
+    /// Calls `f(std::string_view value)` with the value of `key` (valid only during the
+    /// call), without copying it into a std::string; false (f not called) if absent.
+    template <class F>
+    bool visit(bytes_view key, F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        detail::Thunk<Fn> t{&f, nullptr};
+        auto cb = [](void* ctx, const void* v, std::size_t len) {
+            auto* t = static_cast<detail::Thunk<Fn>*>(ctx);
+            try {
+                (*t->f)(std::string_view(static_cast<const char*>(v), len));
+            } catch (...) {
+                t->error = std::current_exception();
+            }
+        };
+        shoal_status rc = shoal_map_get_cb(h_.get(), key.data(), key.size(), cb, &t);
+        if (t.error) std::rethrow_exception(t.error);
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_map_get_cb");
+        return true;
+    }
+
+    /// Inserts or replaces; says which.
+    PutOutcome put(bytes_view key, bytes_view value) const {
+        bool replaced = false;
+        detail::check(shoal_map_put(h_.get(), key.data(), key.size(), value.data(), value.size(),
+                                    &replaced),
+                      "shoal_map_put");
+        return replaced ? PutOutcome::Replaced : PutOutcome::Inserted;
+    }
+
+    /// Inserts only if absent; false if the key was present (nothing changed).
+    bool insert(bytes_view key, bytes_view value) const {
+        shoal_status rc =
+            shoal_map_insert(h_.get(), key.data(), key.size(), value.data(), value.size());
+        if (rc == SHOAL_EXISTS) return false;
+        detail::check(rc, "shoal_map_insert");
+        return true;
+    }
+
+    /// Replaces only if present; false if the key was absent (nothing changed).
+    bool replace(bytes_view key, bytes_view value) const {
+        shoal_status rc =
+            shoal_map_replace(h_.get(), key.data(), key.size(), value.data(), value.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_map_replace");
+        return true;
+    }
+
+    /// Removes `key`; false if it was absent.
+    bool remove(bytes_view key) const {
+        shoal_status rc = shoal_map_remove(h_.get(), key.data(), key.size(), nullptr, 0, nullptr);
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_map_remove");
+        return true;
+    }
+
+    /// Removes `key` and returns its old value, or nullopt if it was absent.
+    std::optional<std::string> take(bytes_view key) const {
+        std::optional<std::string> out;
+        auto cb = [](void* ctx, const void* v, std::size_t len) {
+            auto* o = static_cast<std::pair<std::optional<std::string>*, bool>*>(ctx);
+            try {
+                o->first->emplace(static_cast<const char*>(v), len);
+            } catch (...) {
+                o->second = true;
+            }
+        };
+        std::pair<std::optional<std::string>*, bool> ctx{&out, false};
+        shoal_status rc = shoal_map_take(h_.get(), key.data(), key.size(), cb, &ctx);
+        if (ctx.second) throw std::bad_alloc();
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_map_take");
+        return out;
+    }
+
+    /// Inserts or replaces, returning the previous value (nullopt if there was none).
+    std::optional<std::string> swap(bytes_view key, bytes_view value) const {
+        std::optional<std::string> old;
+        auto cb = [](void* ctx, const void* v, std::size_t len) {
+            static_cast<std::optional<std::string>*>(ctx)->emplace(static_cast<const char*>(v), len);
+        };
+        detail::check(shoal_map_swap(h_.get(), key.data(), key.size(), value.data(), value.size(),
+                                     nullptr, cb, &old),
+                      "shoal_map_swap");
+        return old;
+    }
+
+    /// Atomically: if the value of `key` is `expected` (nullopt: the key is absent), sets
+    /// it to `desired` (nullopt: removes it). Returns whether it did.
+    bool compare_and_swap(bytes_view key, std::optional<bytes_view> expected,
+                          std::optional<bytes_view> desired) const {
+        std::uint32_t flags = (expected ? 0u : SHOAL_CAS_EXPECT_ABSENT) |
+                              (desired ? 0u : SHOAL_CAS_REMOVE);
+        bytes_view e = expected.value_or(bytes_view()), d = desired.value_or(bytes_view());
+        shoal_status rc = shoal_map_compare_and_swap(h_.get(), key.data(), key.size(), e.data(),
+                                                     e.size(), d.data(), d.size(), flags);
+        if (rc == SHOAL_MISMATCH) return false;
+        detail::check(rc, "shoal_map_compare_and_swap");
+        return true;
+    }
+
+    /// Atomically adds `delta` to the 8-byte little-endian integer value of `key` (absent
+    /// counts as 0); returns the new value.
+    std::int64_t add(bytes_view key, std::int64_t delta) const {
+        std::int64_t v = 0;
+        detail::check(shoal_map_add(h_.get(), key.data(), key.size(), delta, &v), "shoal_map_add");
+        return v;
+    }
+
+    /// Atomic read-modify-write: `f(std::optional<std::string_view> current)` returns the
+    /// new value (std::optional<std::string>; nullopt removes the key). `f` may run
+    /// several times (if another write comes in between) and must have no side effects.
+    /// Returns the value installed.
+    template <class F>
+    std::optional<std::string> update(bytes_view key, F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        struct Ctx {
+            Fn* f;
+            std::optional<std::string> last;
+            std::exception_ptr error;
+        } c{&f, std::nullopt, nullptr};
+        auto cb = [](void* ctx, const void* cur, std::size_t len, bool present,
+                     const void** out, std::size_t* out_len) -> int {
+            auto* c = static_cast<Ctx*>(ctx);
+            try {
+                std::optional<std::string_view> now;
+                if (present) now.emplace(static_cast<const char*>(cur), len);
+                c->last = (*c->f)(now);
+                if (!c->last) return SHOAL_UPDATE_REMOVE;
+                *out = c->last->data();
+                *out_len = c->last->size();
+                return SHOAL_UPDATE_SET;
+            } catch (...) {
+                c->error = std::current_exception();
+                return -1;  // cancels the update
+            }
+        };
+        shoal_status rc = shoal_map_update(h_.get(), key.data(), key.size(), cb, &c);
+        if (c.error) std::rethrow_exception(c.error);
+        detail::check(rc, "shoal_map_update");
+        return std::move(c.last);
+    }
+
+    /// The value of `key`, first inserting `default_value` if the key is absent
+    /// (atomically: of racing callers, exactly one inserts).
+    std::string get_or_insert(bytes_view key, bytes_view default_value) const {
+        std::string out(default_value.size(), '\0');
+        for (;;) {
+            std::size_t len = 0;
+            shoal_status rc = shoal_map_get_or_insert(h_.get(), key.data(), key.size(),
+                                                      default_value.data(), default_value.size(),
+                                                      out.data(), out.size(), &len);
+            if (rc == SHOAL_BUFFER_TOO_SMALL) {
+                out.resize(len);
+                continue;
+            }
+            detail::check(rc, "shoal_map_get_or_insert");
+            out.resize(len);
+            return out;
+        }
+    }
+
+    /// Looks up many keys at once (faster per key on large maps); results in key order.
+    std::vector<std::optional<std::string>> get_many(const std::vector<bytes_view>& keys) const {
+        std::vector<shoal_bytes> ks(keys.size());
+        for (std::size_t i = 0; i < keys.size(); i++) ks[i] = shoal_bytes{keys[i].data(), keys[i].size()};
+        std::vector<std::optional<std::string>> out(keys.size());
+        auto cb = [](void* ctx, std::size_t i, const void* v, std::size_t len, bool present) {
+            if (present) (*static_cast<std::vector<std::optional<std::string>>*>(ctx))[i].emplace(
+                static_cast<const char*>(v), len);
+        };
+        detail::check(shoal_map_get_many(h_.get(), ks.data(), ks.size(), cb, &out),
+                      "shoal_map_get_many");
+        return out;
+    }
+
+    /// Puts many entries (each put atomic on its own; stops at the first error).
+    void put_many(const std::vector<std::pair<bytes_view, bytes_view>>& items) const {
+        std::vector<shoal_kv> kv(items.size());
+        for (std::size_t i = 0; i < items.size(); i++)
+            kv[i] = shoal_kv{items[i].first.data(), items[i].first.size(), items[i].second.data(),
+                             items[i].second.size()};
+        detail::check(shoal_map_put_many(h_.get(), kv.data(), kv.size()), "shoal_map_put_many");
+    }
+
+    /// Removes many keys; returns how many were present.
+    std::uint64_t remove_many(const std::vector<bytes_view>& keys) const {
+        std::vector<shoal_bytes> ks(keys.size());
+        for (std::size_t i = 0; i < keys.size(); i++) ks[i] = shoal_bytes{keys[i].data(), keys[i].size()};
+        std::uint64_t n = 0;
+        detail::check(shoal_map_remove_many(h_.get(), ks.data(), ks.size(), &n),
+                      "shoal_map_remove_many");
+        return n;
+    }
+
+    /// A second handle on this map whose calls wait at most `timeout` for a lock.
+    Map with_timeout(std::chrono::milliseconds timeout) const {
+        auto ms = timeout.count();
+        shoal_map* m = nullptr;
+        detail::check(shoal_map_with_timeout(h_.get(),
+                                             ms <= 0 ? 0u : ms > 0xffffffffLL ? 0xffffffffU
+                                                                               : static_cast<std::uint32_t>(ms),
+                                             &m),
+                      "shoal_map_with_timeout");
+        return Map(m);
+    }
+
+    bool contains(bytes_view key) const {
+        bool present = false;
+        detail::check(shoal_map_contains(h_.get(), key.data(), key.size(), &present),
+                      "shoal_map_contains");
+        return present;
+    }
+
+    /// Number of entries.
+    std::uint64_t size() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_map_len(h_.get(), &n), "shoal_map_len");
+        return n;
+    }
+    bool empty() const { return size() == 0; }
+
+    /// Removes every entry.
+    void clear() const { detail::check(shoal_map_clear(h_.get()), "shoal_map_clear"); }
+
+    shoal_map_stats stats() const {
+        shoal_map_stats s{};
+        s.struct_size = sizeof s;
+        detail::check(shoal_map_get_stats(h_.get(), &s), "shoal_map_get_stats");
+        return s;
+    }
+
+    std::string name() const {
+        char buf[SHOAL_MAX_NAME_LEN + 1];
+        std::size_t len = 0;
+        detail::check(shoal_map_name(h_.get(), buf, sizeof buf, &len), "shoal_map_name");
+        return std::string(buf, len);
+    }
+
+    /// Calls `f(std::string_view key, std::string_view value)` for each entry (views valid
+    /// during the call). If f returns bool, false stops the walk.
+    template <class F>
+    void for_each(F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        detail::Thunk<Fn> t{&f, nullptr};
+        auto cb = [](void* ctx, const void* k, std::size_t kl, const void* v,
+                     std::size_t vl) -> int {
+            auto* t = static_cast<detail::Thunk<Fn>*>(ctx);
+            try {
+                std::string_view ks(static_cast<const char*>(k), kl);
+                std::string_view vs(static_cast<const char*>(v), vl);
+                if constexpr (std::is_convertible_v<std::invoke_result_t<Fn&, std::string_view,
+                                                                         std::string_view>,
+                                                    bool>) {
+                    return (*t->f)(ks, vs) ? 0 : 1;
+                } else {
+                    (*t->f)(ks, vs);
+                    return 0;
+                }
+            } catch (...) {
+                t->error = std::current_exception();
+                return 1;
+            }
+        };
+        shoal_status rc = shoal_map_for_each(h_.get(), cb, &t);
+        if (t.error) std::rethrow_exception(t.error);
+        detail::check(rc, "shoal_map_for_each");
+    }
+
+    /// Range-for over (key, value) pairs, weakly consistent (see shoal_iter_next).
+    iterator begin() const;
+    sentinel end() const noexcept { return {}; }
+
+    /// The keys only: `for (const std::string& k : map.keys())`.
+    class key_range;
+    key_range keys() const;
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_map* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class Store;
+    friend class key_range;
+    explicit Map(shoal_map* m) noexcept : h_(m) {}
+    iterator open_iter(bool keys_only) const;
+    struct Close {
+        void operator()(shoal_map* m) const noexcept { shoal_map_close(m); }
+    };
+    std::unique_ptr<shoal_map, Close> h_;
+};
+
+/// An input iterator over a map's entries (see Map::begin). Copies share one position.
+class Map::iterator {
+public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = std::pair<std::string, std::string>;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const value_type*;
+    using reference = const value_type&;
+
+    iterator() = default;
+    reference operator*() const noexcept { return st_->cur; }
+    pointer operator->() const noexcept { return &st_->cur; }
+    iterator& operator++() {
+        st_->advance();
+        return *this;
+    }
+    void operator++(int) { ++*this; }
+    bool operator==(sentinel) const noexcept { return !st_ || st_->done; }
+    bool operator!=(sentinel s) const noexcept { return !(*this == s); }
+    friend bool operator==(sentinel s, const iterator& i) noexcept { return i == s; }
+    friend bool operator!=(sentinel s, const iterator& i) noexcept { return i != s; }
+
+private:
+    friend class Map;
+    struct State {
+        struct Close {
+            void operator()(shoal_iter* i) const noexcept { shoal_iter_close(i); }
+        };
+        std::unique_ptr<shoal_iter, Close> it;
+        value_type cur;
+        bool keys_only = false;
+        bool done = false;
+
+        void advance() {
+            std::string& k = cur.first;
+            std::string& v = cur.second;
+            if (k.size() < 64) k.resize(64);
+            if (!keys_only && v.size() < 64) v.resize(64);
+            for (;;) {
+                std::size_t kl = 0, vl = 0;
+                shoal_status rc =
+                    shoal_iter_next(it.get(), k.data(), k.size(), &kl,
+                                    keys_only ? nullptr : v.data(), keys_only ? 0 : v.size(), &vl);
+                if (rc == SHOAL_OK) {
+                    k.resize(kl);
+                    if (!keys_only) v.resize(vl);
+                    return;
+                }
+                if (rc == SHOAL_DONE) {
+                    done = true;
+                    k.clear();
+                    v.clear();
+                    return;
+                }
+                if (rc != SHOAL_BUFFER_TOO_SMALL) {
+                    done = true;
+                    detail::raise(rc, "shoal_iter_next");
+                }
+                if (kl > k.size()) k.resize(kl);
+                if (!keys_only && vl > v.size()) v.resize(vl);
+            }
+        }
+    };
+    explicit iterator(std::shared_ptr<State> st) : st_(std::move(st)) {}
+    std::shared_ptr<State> st_;
+};
+
+/// The keys of a map (see Map::keys).
+class Map::key_range {
+public:
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = std::string;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const std::string*;
+        using reference = const std::string&;
+        reference operator*() const noexcept { return it_->first; }
+        pointer operator->() const noexcept { return &it_->first; }
+        iterator& operator++() {
+            ++it_;
+            return *this;
+        }
+        void operator++(int) { ++it_; }
+        bool operator==(sentinel s) const noexcept { return it_ == s; }
+        bool operator!=(sentinel s) const noexcept { return it_ != s; }
+
+    private:
+        friend class key_range;
+        explicit iterator(Map::iterator it) : it_(std::move(it)) {}
+        Map::iterator it_;
+    };
+    iterator begin() const { return iterator(map_->open_iter(true)); }
+    sentinel end() const noexcept { return {}; }
+
+private:
+    friend class Map;
+    explicit key_range(const Map* m) : map_(m) {}
+    const Map* map_;
+};
+
+// Out-of-class definitions (they need the complete nested types).
+
+inline Map Store::map(std::string_view name, bool create, const MapOptions& opts) const {
+    std::string n(name);
+    shoal_map_options o{};
+    o.struct_size = sizeof o;
+    o.segment_buckets = opts.segment_buckets;
+    o.stash_buckets = opts.stash_buckets;
+    shoal_map* m = nullptr;
+    detail::check(shoal_map_open(h_.get(), n.c_str(), create ? SHOAL_MAP_CREATE : 0, &o, &m),
+                  "shoal_map_open");
+    return Map(m);
+}
+
+inline Map::iterator Map::open_iter(bool keys_only) const {
+    auto st = std::make_shared<iterator::State>();
+    st->keys_only = keys_only;
+    shoal_iter* it = nullptr;
+    detail::check(shoal_iter_open(h_.get(), keys_only ? SHOAL_ITER_KEYS_ONLY : 0, &it),
+                  "shoal_iter_open");
+    st->it.reset(it);
+    st->advance();
+    return iterator(std::move(st));
+}
+
+inline Map::iterator Map::begin() const { return open_iter(false); }
+
+inline Map::key_range Map::keys() const { return key_range(this); }
+
+}  // namespace shoal
+
+#endif  // SHOAL_HPP

@@ -1,0 +1,1532 @@
+/* Tests of every function of the C API and of its error paths: bad arguments, NULL
+ * pointers, buffers too small, bad files, and the store-level errors (full, no space,
+ * too many users, timeout, permission, corruption). Plain C11 with a small harness. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char g_dir[256];
+
+/* A path in this run's temporary directory. */
+static const char *tpath(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/%s", g_dir, name);
+    return buf;
+}
+
+/* Options for small test stores (fast to create, little address space). */
+static shoal_options small_opts(void) {
+    shoal_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.max_size = 256u << 20;
+    return o;
+}
+
+/* A fresh store at NAME and a map "m" in it. */
+static int fresh(const char *name, shoal_store **s, shoal_map **m) {
+    char p[512];
+    tpath(p, sizeof p, name);
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.open_mode = SHOAL_CREATE_NEW;
+    shoal_status rc = shoal_store_open(p, &o, s);
+    if (rc != SHOAL_OK) {
+        fprintf(stderr, "fresh(%s): %s: %s\n", name, shoal_strerror(rc), shoal_last_error_message());
+        return 0;
+    }
+    if (m) {
+        rc = shoal_map_open(*s, "m", SHOAL_MAP_CREATE, NULL, m);
+        if (rc != SHOAL_OK) {
+            fprintf(stderr, "fresh(%s) map: %s\n", name, shoal_last_error_message());
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    size_t n = fwrite(data, 1, len, f);
+    fclose(f);
+    return n == len;
+}
+
+static int patch_file(const char *path, off_t off, const void *data, size_t len) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return 0;
+    ssize_t n = pwrite(fd, data, len, off);
+    close(fd);
+    return n == (ssize_t)len;
+}
+
+/* Waits for a child and returns its exit code (or 128 + signal). */
+static int wait_child(pid_t pid) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return 255;
+}
+
+/* ---- library-wide functions ------------------------------------------------------- */
+
+static void test_strerror_and_version(void) {
+    const shoal_status codes[] = {
+        SHOAL_OK, SHOAL_NOT_FOUND, SHOAL_EXISTS, SHOAL_FULL, SHOAL_NO_SPACE, SHOAL_CORRUPT,
+        SHOAL_VERSION, SHOAL_PERMISSION, SHOAL_INVALID, SHOAL_TIMEOUT, SHOAL_TOO_MANY, SHOAL_IO,
+        SHOAL_BUFFER_TOO_SMALL, SHOAL_NULL_POINTER, SHOAL_PANIC, SHOAL_NOT_A_STORE, SHOAL_DONE,
+        SHOAL_ERROR, SHOAL_MISMATCH};
+    const size_t n = sizeof codes / sizeof codes[0];
+    for (size_t i = 0; i < n; i++) {
+        const char *s = shoal_strerror(codes[i]);
+        CHECK(s != NULL && strlen(s) > 0);
+        CHECK(strcmp(s, "unknown status") != 0);
+        for (size_t j = 0; j < i; j++) CHECK(strcmp(s, shoal_strerror(codes[j])) != 0);
+    }
+    CHECK(strcmp(shoal_strerror(-1), "unknown status") == 0);
+    CHECK(strcmp(shoal_strerror(1000), "unknown status") == 0);
+    CHECK(SHOAL_OK == 0);
+    const char *v = shoal_version();
+    CHECK(v != NULL && strchr(v, '.') != NULL);
+}
+
+static void *thread_last_error(void *arg) {
+    (void)arg;
+    /* A new thread has no error yet. */
+    return (void *)(intptr_t)(strcmp(shoal_last_error_message(), "") == 0);
+}
+
+static void test_last_error_message_and_panic(void) {
+    CHECK_RC(shoal_store_open(NULL, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK(strstr(shoal_last_error_message(), "out is NULL") != NULL);
+    pthread_t t;
+    void *ok = NULL;
+    CHECK(pthread_create(&t, NULL, thread_last_error, NULL) == 0);
+    pthread_join(t, &ok);
+    CHECK(ok == (void *)1);
+    /* A panic inside the library comes back as a status, with its message. */
+    CHECK_RC(shoal_test_panic(), SHOAL_PANIC);
+    CHECK(strstr(shoal_last_error_message(), "panic") != NULL);
+    /* ...and the library works afterwards. */
+    CHECK_RC(shoal_test_panic(), SHOAL_PANIC);
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("after-panic", &s, &m)) { h_failures++; return; }
+    CHECK_RC(shoal_map_put(m, "k", 1, "v", 1, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+/* ---- stores ------------------------------------------------------------------------ */
+
+static void test_store_open_modes_and_options(void) {
+    char p[512];
+    tpath(p, sizeof p, "modes");
+    shoal_store_destroy(p);
+    shoal_store *s = (shoal_store *)1;
+    shoal_options o = small_opts();
+
+    /* NULL arguments. */
+    CHECK_RC(shoal_store_open(p, &o, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_open(NULL, &o, &s), SHOAL_NULL_POINTER);
+    CHECK(s == NULL); /* out is cleared on failure */
+
+    /* Open-existing of a missing file; create-new; create-new again. */
+    o.open_mode = SHOAL_OPEN_EXISTING;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_NOT_FOUND);
+    CHECK(s == NULL);
+    o.open_mode = SHOAL_CREATE_NEW;
+    o.file_mode = 0640;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0640);
+    shoal_store *s2 = NULL;
+    CHECK_RC(shoal_store_open(p, &o, &s2), SHOAL_EXISTS);
+    o.open_mode = SHOAL_OPEN_EXISTING;
+    CHECK_RC(shoal_store_open(p, &o, &s2), SHOAL_OK);
+    CHECK_RC(shoal_store_close(s2), SHOAL_OK);
+    CHECK_RC(shoal_store_close(s), SHOAL_OK);
+    CHECK_RC(shoal_store_close(NULL), SHOAL_OK);
+
+    /* NULL options: open or create with defaults. */
+    CHECK_RC(shoal_store_open(p, NULL, &s), SHOAL_OK);
+    shoal_store_close(s);
+
+    /* Bad options. */
+    o = small_opts();
+    o.open_mode = 7;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_INVALID);
+    o = small_opts();
+    o.file_mode = 010000;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_INVALID);
+    o = small_opts();
+    o.struct_size = 0;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "struct_size") != NULL);
+    char p2[512];
+    tpath(p2, sizeof p2, "badopts");
+    o = small_opts();
+    o.chunk_size = 1000;
+    CHECK_RC(shoal_store_open(p2, &o, &s), SHOAL_INVALID);
+    o = small_opts();
+    o.max_maps = 100000;
+    CHECK_RC(shoal_store_open(p2, &o, &s), SHOAL_INVALID);
+    o = small_opts();
+    o.max_size = 4096; /* below the tables */
+    CHECK_RC(shoal_store_open(p2, &o, &s), SHOAL_INVALID);
+    CHECK(access(p2, F_OK) != 0);
+
+    /* A caller compiled against an older header (a shorter struct): the missing fields
+     * take their defaults. */
+    o = small_opts();
+    o.struct_size = offsetof(shoal_options, initial_size);
+    o.max_size = 64u << 20;
+    o.max_maps = 1; /* beyond struct_size: ignored */
+    shoal_store_destroy(p2);
+    REQUIRE_OK(shoal_store_open(p2, &o, &s));
+    shoal_store_stats ss;
+    memset(&ss, 0, sizeof ss);
+    ss.struct_size = sizeof ss;
+    CHECK_RC(shoal_store_get_stats(s, &ss), SHOAL_OK);
+    CHECK(ss.max_size == 64u << 20);
+    shoal_map *m1 = NULL, *m2 = NULL;
+    CHECK_RC(shoal_map_open(s, "one", SHOAL_MAP_CREATE, NULL, &m1), SHOAL_OK);
+    CHECK_RC(shoal_map_open(s, "two", SHOAL_MAP_CREATE, NULL, &m2), SHOAL_OK); /* max_maps ignored */
+    shoal_map_close(m1);
+    shoal_map_close(m2);
+    shoal_store_close(s);
+
+    /* A caller compiled against a newer header: unknown trailing fields must be zero. */
+    struct {
+        shoal_options o;
+        uint64_t future;
+    } big;
+    memset(&big, 0, sizeof big);
+    big.o.struct_size = sizeof big;
+    CHECK_RC(shoal_store_open(p2, &big.o, &s), SHOAL_OK);
+    shoal_store_close(s);
+    big.future = 1;
+    CHECK_RC(shoal_store_open(p2, &big.o, &s), SHOAL_INVALID);
+    shoal_store_destroy(p2);
+    shoal_store_destroy(p);
+}
+
+static void test_store_bad_files(void) {
+    char p[512];
+    shoal_store *s = NULL;
+    shoal_options o = small_opts();
+
+    tpath(p, sizeof p, "empty.shoal");
+    CHECK(write_file(p, "", 0));
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_NOT_A_STORE);
+    CHECK(strstr(shoal_last_error_message(), "not a Shoal store") != NULL);
+
+    tpath(p, sizeof p, "garbage.shoal");
+    static const char junk[] = "this is not a store, just some text in a file\n";
+    CHECK(write_file(p, junk, sizeof junk));
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_NOT_A_STORE);
+    o.open_mode = SHOAL_CREATE_NEW;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_EXISTS);
+    o.open_mode = SHOAL_OPEN_OR_CREATE;
+
+    /* A real store, then damaged headers. */
+    tpath(p, sizeof p, "damaged.shoal");
+    shoal_store_destroy(p);
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_store_close(s);
+    uint32_t version = 999;
+    CHECK(patch_file(p, 8, &version, 4));
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_VERSION);
+    if (s) shoal_store_close(s);
+    version = 1;
+    CHECK(patch_file(p, 8, &version, 4));
+    uint64_t flags = 1ull << 63; /* a flag no version knows */
+    CHECK(patch_file(p, 16, &flags, 8));
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_CORRUPT);
+    if (s) shoal_store_close(s);
+    CHECK(strstr(shoal_last_error_message(), "flags") != NULL);
+    CHECK(truncate(p, 100) == 0);
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_CORRUPT);
+    CHECK(strstr(shoal_last_error_message(), "truncated") != NULL);
+    CHECK(s == NULL);
+
+    /* A directory. */
+    CHECK_RC(shoal_store_open(g_dir, &o, &s), SHOAL_IO);
+    /* A path whose directory does not exist. */
+    tpath(p, sizeof p, "no/such/dir/x.shoal");
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_NOT_FOUND);
+}
+
+static void test_store_permission(void) {
+    char p[512];
+    tpath(p, sizeof p, "private.shoal");
+    shoal_store_destroy(p);
+    shoal_store *s = NULL;
+    shoal_options o = small_opts();
+    o.file_mode = 0600;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_store_close(s);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* As another user (root drops to nobody), or with no permission bits at all. */
+        if (getuid() == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+        } else if (chmod(p, 0) != 0) {
+            _exit(4);
+        }
+        shoal_store *c = NULL;
+        shoal_status rc = shoal_store_open(p, NULL, &c);
+        if (rc != SHOAL_PERMISSION) {
+            fprintf(stderr, "child: %s: %s\n", shoal_strerror(rc), shoal_last_error_message());
+            _exit(1);
+        }
+        _exit(0);
+    }
+    CHECK(pid > 0 && wait_child(pid) == 0);
+    chmod(p, 0600);
+    CHECK_RC(shoal_store_destroy(p), SHOAL_OK);
+}
+
+static void test_store_destroy_and_path(void) {
+    char p[512];
+    tpath(p, sizeof p, "destroy.shoal");
+    shoal_store_destroy(p);
+    CHECK_RC(shoal_store_destroy(NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_destroy(p), SHOAL_NOT_FOUND);
+    shoal_store *s = NULL;
+    REQUIRE_OK(shoal_store_open(p, NULL, &s));
+
+    size_t len = 0;
+    char buf[512];
+    CHECK_RC(shoal_store_path(NULL, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_path(s, buf, sizeof buf, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_path(s, NULL, 0, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == strlen(p));
+    memset(buf, 'x', sizeof buf);
+    CHECK_RC(shoal_store_path(s, buf, len, &len), SHOAL_BUFFER_TOO_SMALL); /* no room for NUL */
+    CHECK(buf[0] == 'x');
+    CHECK_RC(shoal_store_path(s, NULL, len + 1, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_path(s, buf, len + 1, &len), SHOAL_OK);
+    CHECK(strcmp(buf, p) == 0);
+
+    /* Destroying a store in use: handles keep working; a new open makes a new store. */
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    CHECK_RC(shoal_store_destroy(p), SHOAL_OK);
+    CHECK(access(p, F_OK) != 0);
+    CHECK_RC(shoal_map_put(m, "k", 1, "v", 1, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+
+    /* A bare name means /dev/shm/NAME.shoal. */
+    char name[64];
+    snprintf(name, sizeof name, "shoal-ctest-%d", (int)getpid());
+    REQUIRE_OK(shoal_store_open(name, NULL, &s));
+    CHECK_RC(shoal_store_path(s, buf, sizeof buf, &len), SHOAL_OK);
+    char want[128];
+    snprintf(want, sizeof want, "/dev/shm/%s.shoal", name);
+    CHECK(strcmp(buf, want) == 0);
+    shoal_store_close(s);
+    CHECK_RC(shoal_store_destroy(name), SHOAL_OK);
+}
+
+struct names {
+    int n;
+    int stop_after;
+    char seen[8][64];
+};
+
+static int collect_name(void *ctx, const char *name, size_t len) {
+    struct names *c = ctx;
+    if (c->n < 8 && len < 64) {
+        memcpy(c->seen[c->n], name, len + 1); /* NUL-terminated */
+    }
+    c->n++;
+    return c->stop_after > 0 && c->n >= c->stop_after;
+}
+
+static int has_name(const struct names *c, const char *name) {
+    for (int i = 0; i < c->n && i < 8; i++)
+        if (strcmp(c->seen[i], name) == 0) return 1;
+    return 0;
+}
+
+static void test_store_maps_and_drop(void) {
+    shoal_store *s;
+    if (!fresh("maps", &s, NULL)) { h_failures++; return; }
+    shoal_map *a = NULL, *b = NULL, *c = NULL;
+    REQUIRE_OK(shoal_map_open(s, "alpha", SHOAL_MAP_CREATE, NULL, &a));
+    REQUIRE_OK(shoal_map_open(s, "beta", SHOAL_MAP_CREATE, NULL, &b));
+    REQUIRE_OK(shoal_map_open(s, "gamma", SHOAL_MAP_CREATE, NULL, &c));
+    struct names got = {0};
+    CHECK_RC(shoal_store_maps(NULL, collect_name, &got), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_maps(s, NULL, &got), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_maps(s, collect_name, &got), SHOAL_OK);
+    CHECK(got.n == 3 && has_name(&got, "alpha") && has_name(&got, "beta") && has_name(&got, "gamma"));
+    struct names one = {0};
+    one.stop_after = 1;
+    CHECK_RC(shoal_store_maps(s, collect_name, &one), SHOAL_OK);
+    CHECK(one.n == 1);
+
+    CHECK_RC(shoal_map_put(b, "k", 1, "v", 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_store_drop_map(NULL, "beta"), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_drop_map(s, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_drop_map(s, ""), SHOAL_INVALID);
+    CHECK_RC(shoal_store_drop_map(s, "nope"), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_store_drop_map(s, "beta"), SHOAL_OK);
+    CHECK_RC(shoal_store_drop_map(s, "beta"), SHOAL_NOT_FOUND);
+    /* The dropped map's handle reports NOT_FOUND from then on. */
+    uint64_t n = 0;
+    CHECK_RC(shoal_map_len(b, &n), SHOAL_NOT_FOUND);
+    struct names after = {0};
+    CHECK_RC(shoal_store_maps(s, collect_name, &after), SHOAL_OK);
+    CHECK(after.n == 2 && !has_name(&after, "beta"));
+    shoal_map_close(a);
+    shoal_map_close(b);
+    shoal_map_close(c);
+    shoal_store_close(s);
+}
+
+static void test_store_stats_compact(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("stats", &s, &m)) { h_failures++; return; }
+    char v[1000];
+    memset(v, 'v', sizeof v);
+    for (int i = 0; i < 2000; i++) {
+        char k[32];
+        int kl = snprintf(k, sizeof k, "key-%d", i);
+        CHECK_RC(shoal_map_put(m, k, (size_t)kl, v, sizeof v, NULL), SHOAL_OK);
+    }
+    CHECK_RC(shoal_map_clear(m), SHOAL_OK);
+
+    shoal_store_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK_RC(shoal_store_get_stats(NULL, &st), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_get_stats(s, NULL), SHOAL_NULL_POINTER);
+    st.struct_size = 0;
+    CHECK_RC(shoal_store_get_stats(s, &st), SHOAL_INVALID);
+    st.struct_size = sizeof st;
+    CHECK_RC(shoal_store_get_stats(s, &st), SHOAL_OK);
+    CHECK(st.struct_size == sizeof st);
+    CHECK(st.maps == 1 && st.processes >= 1 && st.max_size == 256u << 20);
+    CHECK(st.file_size > 0 && st.data_bytes >= st.live_bytes && st.dead_bytes > 0);
+
+    /* An older caller's shorter struct: only its fields are written. */
+    shoal_store_stats old;
+    memset(&old, 0xAB, sizeof old);
+    old.struct_size = offsetof(shoal_store_stats, max_size);
+    CHECK_RC(shoal_store_get_stats(s, &old), SHOAL_OK);
+    CHECK(old.struct_size == offsetof(shoal_store_stats, max_size));
+    CHECK(old.file_size == st.file_size);
+    CHECK(old.max_size == 0xABABABABABABABABull);
+
+    uint64_t freed = 12345;
+    CHECK_RC(shoal_store_compact(NULL, &freed), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_compact(s, &freed), SHOAL_OK);
+    CHECK(freed != 12345);
+    CHECK_RC(shoal_store_compact(s, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static int collect_problem(void *ctx, const char *text, size_t len) {
+    int *n = ctx;
+    CHECK(text != NULL && strlen(text) == len && len > 0);
+    (*n)++;
+    return 0;
+}
+
+static int stop_at_first(void *ctx, const char *text, size_t len) {
+    (void)text;
+    (void)len;
+    (*(int *)ctx)++;
+    return 1;
+}
+
+static void test_store_check(void) {
+    char p[512];
+    tpath(p, sizeof p, "check.shoal");
+    shoal_store_destroy(p);
+    shoal_store *s = NULL;
+    shoal_options o = small_opts();
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    for (int i = 0; i < 20; i++) {
+        char k[64];
+        int kl = snprintf(k, sizeof k, "corruptme-key-%04d", i);
+        CHECK_RC(shoal_map_put(m, k, (size_t)kl, "value", 5, NULL), SHOAL_OK);
+    }
+    shoal_check_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    int problems = 0;
+    CHECK_RC(shoal_store_check(NULL, &r, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_check(s, &r, collect_problem, &problems), SHOAL_OK);
+    CHECK(r.problems == 0 && r.maps == 1 && r.entries == 20 && r.segments >= 1 && r.chunks >= 1);
+    CHECK(problems == 0);
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    r.struct_size = 3;
+    CHECK_RC(shoal_store_check(s, &r, NULL, NULL), SHOAL_INVALID);
+    shoal_map_close(m);
+    shoal_store_close(s);
+
+    /* Damage the stored keys in the file: the checker must say so. */
+    int fd = open(p, O_RDWR);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    char *data = malloc((size_t)st.st_size);
+    CHECK(data != NULL && pread(fd, data, (size_t)st.st_size, 0) == st.st_size);
+    int patched = 0;
+    for (char *q = data; (q = memmem(q, (size_t)(data + st.st_size - q), "corruptme", 9)) != NULL;
+         q += 9) {
+        CHECK(pwrite(fd, "CORRUPTED", 9, q - data) == 9);
+        patched++;
+    }
+    CHECK(patched >= 20);
+    free(data);
+    close(fd);
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    problems = 0;
+    CHECK_RC(shoal_store_check(s, &r, collect_problem, &problems), SHOAL_CORRUPT);
+    CHECK(r.problems > 0 && problems == (int)r.problems);
+    CHECK(strstr(shoal_last_error_message(), "problems") != NULL);
+    int calls = 0;
+    CHECK_RC(shoal_store_check(s, NULL, stop_at_first, &calls), SHOAL_CORRUPT);
+    CHECK(calls == 1);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
+/* ---- maps -------------------------------------------------------------------------- */
+
+static void test_map_open_close_name(void) {
+    shoal_store *s;
+    if (!fresh("mapopen", &s, NULL)) { h_failures++; return; }
+    shoal_map *m = (shoal_map *)1;
+    CHECK_RC(shoal_map_open(NULL, "m", SHOAL_MAP_CREATE, NULL, &m), SHOAL_NULL_POINTER);
+    CHECK(m == NULL);
+    CHECK_RC(shoal_map_open(s, NULL, SHOAL_MAP_CREATE, NULL, &m), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_open(s, "m", 0, NULL, &m), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_open(s, "m", 0x80, NULL, &m), SHOAL_INVALID);
+    CHECK_RC(shoal_map_open(s, "", SHOAL_MAP_CREATE, NULL, &m), SHOAL_INVALID);
+    CHECK_RC(shoal_map_open(s, "bad\xff utf8", SHOAL_MAP_CREATE, NULL, &m), SHOAL_INVALID);
+    char longname[SHOAL_MAX_NAME_LEN + 2];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[SHOAL_MAX_NAME_LEN + 1] = 0;
+    CHECK_RC(shoal_map_open(s, longname, SHOAL_MAP_CREATE, NULL, &m), SHOAL_INVALID);
+    longname[SHOAL_MAX_NAME_LEN] = 0; /* exactly the maximum */
+    CHECK_RC(shoal_map_open(s, longname, SHOAL_MAP_CREATE, NULL, &m), SHOAL_OK);
+    char buf[SHOAL_MAX_NAME_LEN + 1];
+    size_t len = 0;
+    CHECK_RC(shoal_map_name(m, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == SHOAL_MAX_NAME_LEN && strcmp(buf, longname) == 0);
+    shoal_map_close(m);
+
+    shoal_map_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.segment_buckets = 5000;
+    CHECK_RC(shoal_map_open(s, "opts", SHOAL_MAP_CREATE, &mo, &m), SHOAL_INVALID);
+    mo.segment_buckets = 0;
+    mo.struct_size = 0;
+    CHECK_RC(shoal_map_open(s, "opts", SHOAL_MAP_CREATE, &mo, &m), SHOAL_INVALID);
+    mo.struct_size = sizeof mo;
+    mo.segment_buckets = 2;
+    mo.stash_buckets = 1;
+    REQUIRE_OK(shoal_map_open(s, "opts", SHOAL_MAP_CREATE, &mo, &m));
+    /* Tiny segments split often. */
+    for (int i = 0; i < 500; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof k, "%d", i);
+        CHECK_RC(shoal_map_put(m, k, (size_t)kl, k, (size_t)kl, NULL), SHOAL_OK);
+    }
+    shoal_map_stats ms;
+    memset(&ms, 0, sizeof ms);
+    ms.struct_size = sizeof ms;
+    CHECK_RC(shoal_map_get_stats(m, &ms), SHOAL_OK);
+    CHECK(ms.entries == 500 && ms.segments > 4 && ms.splits > 0);
+
+    /* shoal_map_name's buffer protocol. */
+    CHECK_RC(shoal_map_name(NULL, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_name(m, buf, sizeof buf, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_name(m, NULL, 0, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 4);
+    CHECK_RC(shoal_map_name(m, buf, 4, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK_RC(shoal_map_name(m, buf, 5, &len), SHOAL_OK);
+    CHECK(strcmp(buf, "opts") == 0);
+    shoal_map *again = NULL;
+    CHECK_RC(shoal_map_open(s, "opts", 0, NULL, &again), SHOAL_OK); /* existing: no create flag needed */
+    CHECK_RC(shoal_map_close(again), SHOAL_OK);
+    CHECK_RC(shoal_map_close(NULL), SHOAL_OK);
+
+    /* A map handle outlives its store handle. */
+    CHECK_RC(shoal_store_close(s), SHOAL_OK);
+    CHECK_RC(shoal_map_put(m, "after", 5, "close", 5, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_close(m), SHOAL_OK);
+}
+
+static void test_map_get_put_buffers(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("getput", &s, &m)) { h_failures++; return; }
+    bool replaced = true;
+    CHECK_RC(shoal_map_put(NULL, "k", 1, "v", 1, &replaced), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put(m, NULL, 1, "v", 1, &replaced), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put(m, "k", 1, NULL, 1, &replaced), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put(m, "key", 3, "hello", 5, &replaced), SHOAL_OK);
+    CHECK(replaced == false);
+    CHECK_RC(shoal_map_put(m, "key", 3, "world!", 6, &replaced), SHOAL_OK);
+    CHECK(replaced == true);
+    CHECK_RC(shoal_map_put(m, "key2", 4, "x", 1, NULL), SHOAL_OK);
+
+    char buf[64];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(NULL, "key", 3, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get(m, NULL, 3, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get(m, "key", 3, buf, sizeof buf, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get(m, "key", 3, NULL, 10, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get(m, "key", 3, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 6 && memcmp(buf, "world!", 6) == 0);
+    /* Too small: the needed length, nothing written. */
+    memset(buf, '#', sizeof buf);
+    len = 0;
+    CHECK_RC(shoal_map_get(m, "key", 3, buf, 5, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 6 && buf[0] == '#');
+    CHECK(strstr(shoal_last_error_message(), "6 bytes needed") != NULL);
+    /* Length query with no buffer, then exactly the right size. */
+    CHECK_RC(shoal_map_get(m, "key", 3, NULL, 0, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 6);
+    CHECK_RC(shoal_map_get(m, "key", 3, buf, 6, &len), SHOAL_OK);
+    CHECK(memcmp(buf, "world!", 6) == 0);
+    CHECK_RC(shoal_map_get(m, "nokey", 5, buf, sizeof buf, &len), SHOAL_NOT_FOUND);
+    CHECK(strcmp(shoal_last_error_message(), "key not found") == 0);
+
+    /* Empty keys and values, with NULL pointers. */
+    CHECK_RC(shoal_map_put(m, NULL, 0, NULL, 0, &replaced), SHOAL_OK);
+    CHECK(replaced == false);
+    len = 99;
+    CHECK_RC(shoal_map_get(m, NULL, 0, NULL, 0, &len), SHOAL_OK);
+    CHECK(len == 0);
+    CHECK_RC(shoal_map_get(m, "", 0, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 0);
+
+    /* Binary keys and values (NUL bytes inside). */
+    const char bk[] = {0, 1, 2, 0, 3};
+    const char bv[] = {9, 0, 9, 0};
+    CHECK_RC(shoal_map_put(m, bk, sizeof bk, bv, sizeof bv, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, bk, sizeof bk, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == sizeof bv && memcmp(buf, bv, sizeof bv) == 0);
+
+    /* Size limits. */
+    static char bigkey[SHOAL_MAX_KEY_LEN + 1];
+    memset(bigkey, 'k', sizeof bigkey);
+    CHECK_RC(shoal_map_put(m, bigkey, SHOAL_MAX_KEY_LEN + 1, "v", 1, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_map_get(m, bigkey, SHOAL_MAX_KEY_LEN + 1, buf, sizeof buf, &len), SHOAL_INVALID);
+    CHECK_RC(shoal_map_put(m, bigkey, SHOAL_MAX_KEY_LEN, "max", 3, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, bigkey, SHOAL_MAX_KEY_LEN, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 3);
+    /* A value one byte over the limit, in readable (never written) address space. */
+    size_t vbig = (size_t)SHOAL_MAX_VALUE_LEN + 1;
+    void *vm = mmap(NULL, vbig, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (vm != MAP_FAILED) {
+        CHECK_RC(shoal_map_put(m, "huge", 4, vm, vbig, NULL), SHOAL_INVALID);
+        munmap(vm, vbig);
+    }
+
+    /* A 1 MiB value through a too-small buffer, then the right one. */
+    size_t vlen = 1u << 20;
+    char *v = malloc(vlen), *out = malloc(vlen);
+    for (size_t i = 0; i < vlen; i++) v[i] = (char)(i * 7);
+    CHECK_RC(shoal_map_put(m, "mib", 3, v, vlen, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, "mib", 3, out, 100, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == vlen);
+    CHECK_RC(shoal_map_get(m, "mib", 3, out, len, &len), SHOAL_OK);
+    CHECK(memcmp(v, out, vlen) == 0);
+    free(v);
+    free(out);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+struct got_value {
+    int calls;
+    size_t len;
+    char data[64];
+    const shoal_map *m; /* for the nested call */
+    int nested_ok;
+};
+
+static void on_value(void *ctx, const void *value, size_t len) {
+    struct got_value *g = ctx;
+    g->calls++;
+    g->len = len;
+    if (len <= sizeof g->data && len > 0) memcpy(g->data, value, len);
+    if (len == 0) CHECK(value == NULL);
+    if (g->m) {
+        /* A call into the library from inside a callback (same thread) works. */
+        struct got_value inner = {0};
+        g->nested_ok = shoal_map_get_cb(g->m, "other", 5, on_value, &inner) == SHOAL_OK &&
+                       inner.len == 3 && memcmp(inner.data, "two", 3) == 0;
+        g->m = NULL;
+    }
+}
+
+static void test_map_get_cb_and_take(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("getcb", &s, &m)) { h_failures++; return; }
+    CHECK_RC(shoal_map_put(m, "k", 1, "one", 3, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_put(m, "other", 5, "two", 3, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_put(m, "empty", 5, NULL, 0, NULL), SHOAL_OK);
+    struct got_value g = {0};
+    CHECK_RC(shoal_map_get_cb(NULL, "k", 1, on_value, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_cb(m, "k", 1, NULL, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_cb(m, NULL, 1, on_value, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_cb(m, "absent", 6, on_value, &g), SHOAL_NOT_FOUND);
+    CHECK(g.calls == 0);
+    g.m = m;
+    CHECK_RC(shoal_map_get_cb(m, "k", 1, on_value, &g), SHOAL_OK);
+    CHECK(g.calls == 1 && g.len == 3 && memcmp(g.data, "one", 3) == 0 && g.nested_ok);
+    memset(&g, 0, sizeof g);
+    CHECK_RC(shoal_map_get_cb(m, "empty", 5, on_value, &g), SHOAL_OK);
+    CHECK(g.calls == 1 && g.len == 0);
+
+    /* take: remove and hand over the old value. */
+    memset(&g, 0, sizeof g);
+    CHECK_RC(shoal_map_take(NULL, "k", 1, on_value, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_take(m, "k", 1, NULL, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_take(m, "k", 1, on_value, &g), SHOAL_OK);
+    CHECK(g.calls == 1 && g.len == 3 && memcmp(g.data, "one", 3) == 0);
+    CHECK_RC(shoal_map_take(m, "k", 1, on_value, &g), SHOAL_NOT_FOUND);
+    CHECK(g.calls == 1);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static void test_map_insert_replace_remove_contains(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("irr", &s, &m)) { h_failures++; return; }
+    CHECK_RC(shoal_map_insert(NULL, "a", 1, "1", 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_insert(m, NULL, 1, "1", 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_insert(m, "a", 1, NULL, 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_insert(m, "a", 1, "1", 1), SHOAL_OK);
+    CHECK_RC(shoal_map_insert(m, "a", 1, "2", 1), SHOAL_EXISTS);
+    char buf[16];
+    size_t len;
+    CHECK_RC(shoal_map_get(m, "a", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 1 && buf[0] == '1');
+
+    CHECK_RC(shoal_map_replace(NULL, "a", 1, "3", 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_replace(m, "a", 1, NULL, 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_replace(m, "b", 1, "3", 1), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_replace(m, "a", 1, "3", 1), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, "a", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(buf[0] == '3');
+
+    bool present = false;
+    CHECK_RC(shoal_map_contains(NULL, "a", 1, &present), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_contains(m, "a", 1, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_contains(m, NULL, 1, &present), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_contains(m, "a", 1, &present), SHOAL_OK);
+    CHECK(present);
+    CHECK_RC(shoal_map_contains(m, "b", 1, &present), SHOAL_OK);
+    CHECK(!present);
+
+    /* remove, plain and with the old value copied out (whole, truncated, absent). */
+    CHECK_RC(shoal_map_remove(NULL, "a", 1, NULL, 0, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_remove(m, NULL, 1, NULL, 0, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_remove(m, "a", 1, NULL, 0, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_remove(m, "a", 1, NULL, 0, NULL), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_put(m, "c", 1, "old value", 9, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_remove(m, "c", 1, NULL, 5, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_contains(m, "c", 1, &present), SHOAL_OK);
+    CHECK(present); /* the failed call changed nothing */
+    memset(buf, 0, sizeof buf);
+    CHECK_RC(shoal_map_remove(m, "c", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 9 && memcmp(buf, "old value", 9) == 0);
+    CHECK_RC(shoal_map_put(m, "c", 1, "old value", 9, NULL), SHOAL_OK);
+    memset(buf, 0, sizeof buf);
+    CHECK_RC(shoal_map_remove(m, "c", 1, buf, 3, &len), SHOAL_OK);
+    CHECK(len == 9 && memcmp(buf, "old", 3) == 0 && buf[3] == 0); /* truncated */
+    CHECK_RC(shoal_map_contains(m, "c", 1, &present), SHOAL_OK);
+    CHECK(!present);
+    len = 77;
+    CHECK_RC(shoal_map_remove(m, "c", 1, buf, sizeof buf, &len), SHOAL_NOT_FOUND);
+    CHECK(len == 0);
+    CHECK_RC(shoal_map_put(m, "d", 1, "x", 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_remove(m, "d", 1, NULL, 0, &len), SHOAL_OK); /* length only */
+    CHECK(len == 1);
+
+    char bigkey[SHOAL_MAX_KEY_LEN + 1];
+    memset(bigkey, 'k', sizeof bigkey);
+    CHECK_RC(shoal_map_insert(m, bigkey, sizeof bigkey, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_map_replace(m, bigkey, sizeof bigkey, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_map_remove(m, bigkey, sizeof bigkey, NULL, 0, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_map_contains(m, bigkey, sizeof bigkey, &present), SHOAL_INVALID);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static void test_map_len_clear_stats(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("len", &s, &m)) { h_failures++; return; }
+    uint64_t n = 99;
+    CHECK_RC(shoal_map_len(NULL, &n), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_len(m, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == 0);
+    for (int i = 0; i < 1000; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof k, "k%d", i);
+        CHECK_RC(shoal_map_put(m, k, (size_t)kl, "v", 1, NULL), SHOAL_OK);
+    }
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == 1000);
+    shoal_map_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK_RC(shoal_map_get_stats(NULL, &st), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_stats(m, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_stats(m, &st), SHOAL_INVALID); /* struct_size 0 */
+    st.struct_size = sizeof st;
+    CHECK_RC(shoal_map_get_stats(m, &st), SHOAL_OK);
+    CHECK(st.struct_size == sizeof st && st.entries == 1000 && st.live_bytes > 0 && st.segments >= 1);
+    CHECK(st.file_size > 0 && st.store_data_bytes >= st.live_bytes);
+    CHECK_RC(shoal_map_clear(NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_clear(m), SHOAL_OK);
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == 0);
+    /* Dropped map: NOT_FOUND from every call on the handle. */
+    CHECK_RC(shoal_store_drop_map(s, "m"), SHOAL_OK);
+    CHECK_RC(shoal_map_get_stats(m, &st), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_clear(m), SHOAL_NOT_FOUND);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+struct walk {
+    int n;
+    int stop_after;
+    uint64_t key_sum;
+};
+
+static int on_entry(void *ctx, const void *k, size_t kl, const void *v, size_t vl) {
+    struct walk *w = ctx;
+    char kb[32] = {0}, vb[32] = {0};
+    CHECK(kl < sizeof kb && vl < sizeof vb);
+    memcpy(kb, k, kl);
+    memcpy(vb, v, vl);
+    CHECK(strcmp(kb + 1, vb + 1) == 0); /* "kN" -> "vN" */
+    w->key_sum += (uint64_t)atoi(kb + 1);
+    w->n++;
+    return w->stop_after > 0 && w->n >= w->stop_after;
+}
+
+static void test_map_for_each(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("foreach", &s, &m)) { h_failures++; return; }
+    for (int i = 0; i < 300; i++) {
+        char k[16], v[16];
+        int kl = snprintf(k, sizeof k, "k%d", i), vl = snprintf(v, sizeof v, "v%d", i);
+        CHECK_RC(shoal_map_put(m, k, (size_t)kl, v, (size_t)vl, NULL), SHOAL_OK);
+    }
+    struct walk w = {0};
+    CHECK_RC(shoal_map_for_each(NULL, on_entry, &w), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_for_each(m, NULL, &w), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_for_each(m, on_entry, &w), SHOAL_OK);
+    CHECK(w.n == 300 && w.key_sum == 299 * 300 / 2);
+    struct walk w2 = {0};
+    w2.stop_after = 10;
+    CHECK_RC(shoal_map_for_each(m, on_entry, &w2), SHOAL_OK);
+    CHECK(w2.n == 10);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static void test_iter(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("iter", &s, &m)) { h_failures++; return; }
+    enum { N = 500 };
+    static unsigned char seen[N];
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < N; i++) {
+        char k[16], v[300];
+        int kl = snprintf(k, sizeof k, "%d", i);
+        int vl = i % 250; /* values of 0..249 bytes */
+        memset(v, 'a' + i % 26, (size_t)vl);
+        CHECK_RC(shoal_map_put(m, k, (size_t)kl, v, (size_t)vl, NULL), SHOAL_OK);
+    }
+    shoal_iter *it = (shoal_iter *)1;
+    CHECK_RC(shoal_iter_open(NULL, 0, &it), SHOAL_NULL_POINTER);
+    CHECK(it == NULL);
+    CHECK_RC(shoal_iter_open(m, 0, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_iter_open(m, 0x10, &it), SHOAL_INVALID);
+    REQUIRE_OK(shoal_iter_open(m, 0, &it));
+    /* The map handle may be closed while the iterator runs. */
+    CHECK_RC(shoal_map_close(m), SHOAL_OK);
+    m = NULL;
+
+    char kb[16], vb[300];
+    size_t kl = 0, vl = 0;
+    CHECK_RC(shoal_iter_next(NULL, kb, sizeof kb, &kl, vb, sizeof vb, &vl), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_iter_next(it, kb, sizeof kb, NULL, vb, sizeof vb, &vl), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_iter_next(it, kb, sizeof kb, &kl, vb, sizeof vb, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_iter_next(it, NULL, 4, &kl, vb, sizeof vb, &vl), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_iter_next(it, kb, sizeof kb, &kl, NULL, 4, &vl), SHOAL_NULL_POINTER);
+    int count = 0, too_small = 0;
+    size_t vcap = 8; /* grows when an entry does not fit */
+    for (;;) {
+        shoal_status rc = shoal_iter_next(it, kb, sizeof kb - 1, &kl, vb, vcap, &vl);
+        if (rc == SHOAL_DONE) break;
+        if (rc == SHOAL_BUFFER_TOO_SMALL) {
+            CHECK(vl > vcap && vl <= sizeof vb);
+            too_small++;
+            vcap = vl; /* the same entry comes back */
+            continue;
+        }
+        CHECK_RC(rc, SHOAL_OK);
+        if (rc != SHOAL_OK) break;
+        kb[kl] = 0;
+        int i = atoi(kb);
+        CHECK(i >= 0 && i < N && !seen[i]);
+        if (i >= 0 && i < N) seen[i] = 1;
+        CHECK(vl == (size_t)(i % 250));
+        for (size_t j = 0; j < vl; j++) CHECK(vb[j] == 'a' + i % 26);
+        count++;
+    }
+    CHECK(count == N);
+    CHECK(too_small > 0);
+    CHECK_RC(shoal_iter_next(it, kb, sizeof kb, &kl, vb, sizeof vb, &vl), SHOAL_DONE);
+    CHECK_RC(shoal_iter_close(it), SHOAL_OK);
+    CHECK_RC(shoal_iter_close(NULL), SHOAL_OK);
+
+    /* Keys only: the value arguments may be NULL. */
+    REQUIRE_OK(shoal_map_open(s, "m", 0, NULL, &m));
+    REQUIRE_OK(shoal_iter_open(m, SHOAL_ITER_KEYS_ONLY, &it));
+    count = 0;
+    CHECK_RC(shoal_iter_next(it, NULL, 0, &kl, NULL, 0, NULL), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(kl > 0);
+    while (shoal_iter_next(it, kb, sizeof kb, &kl, NULL, 0, NULL) == SHOAL_OK) count++;
+    CHECK(count == N);
+    shoal_iter_close(it);
+
+    /* An empty map. */
+    CHECK_RC(shoal_map_clear(m), SHOAL_OK);
+    REQUIRE_OK(shoal_iter_open(m, 0, &it));
+    CHECK_RC(shoal_iter_next(it, kb, sizeof kb, &kl, vb, sizeof vb, &vl), SHOAL_DONE);
+    shoal_iter_close(it);
+
+    /* A dropped map: the iteration fails, then is over. */
+    CHECK_RC(shoal_map_put(m, "x", 1, "y", 1, NULL), SHOAL_OK);
+    REQUIRE_OK(shoal_iter_open(m, 0, &it));
+    CHECK_RC(shoal_store_drop_map(s, "m"), SHOAL_OK);
+    shoal_status rc = shoal_iter_next(it, kb, sizeof kb, &kl, vb, sizeof vb, &vl);
+    CHECK(rc == SHOAL_NOT_FOUND || rc == SHOAL_DONE);
+    CHECK_RC(shoal_iter_next(it, kb, sizeof kb, &kl, vb, sizeof vb, &vl), SHOAL_DONE);
+    shoal_iter_close(it);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+
+/* ---- atomic read-modify-write, batches, timeouts, durability ------------------------ */
+
+static void on_old(void *ctx, const void *value, size_t len) {
+    struct got_value *g = ctx;
+    g->calls++;
+    g->len = len;
+    if (len <= sizeof g->data && len > 0) memcpy(g->data, value, len);
+}
+
+static void test_map_swap_cas_add(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("atomic", &s, &m)) { h_failures++; return; }
+    /* swap */
+    struct got_value g = {0};
+    bool replaced = true;
+    CHECK_RC(shoal_map_swap(NULL, "k", 1, "1", 1, &replaced, on_old, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_swap(m, "k", 1, NULL, 1, &replaced, on_old, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_swap(m, "k", 1, "one", 3, &replaced, on_old, &g), SHOAL_OK);
+    CHECK(!replaced && g.calls == 0);
+    CHECK_RC(shoal_map_swap(m, "k", 1, "two", 3, &replaced, on_old, &g), SHOAL_OK);
+    CHECK(replaced && g.calls == 1 && g.len == 3 && memcmp(g.data, "one", 3) == 0);
+    CHECK_RC(shoal_map_swap(m, "k", 1, "three", 5, NULL, NULL, NULL), SHOAL_OK);
+
+    /* compare-and-swap */
+    CHECK_RC(shoal_map_compare_and_swap(NULL, "k", 1, "three", 5, "4", 1, 0), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_compare_and_swap(m, "k", 1, NULL, 5, "4", 1, 0), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_compare_and_swap(m, "k", 1, "three", 5, NULL, 1, 0), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_compare_and_swap(m, "k", 1, "three", 5, "4", 1, 0x100), SHOAL_INVALID);
+    CHECK_RC(shoal_map_compare_and_swap(m, "k", 1, "nope", 4, "4", 1, 0), SHOAL_MISMATCH);
+    CHECK(strstr(shoal_last_error_message(), "expected") != NULL);
+    CHECK_RC(shoal_map_compare_and_swap(m, "k", 1, "three", 5, "four", 4, 0), SHOAL_OK);
+    CHECK_RC(shoal_map_compare_and_swap(m, "k", 1, NULL, 0, "x", 1, SHOAL_CAS_EXPECT_ABSENT),
+             SHOAL_MISMATCH);
+    CHECK_RC(shoal_map_compare_and_swap(m, "n", 1, NULL, 0, "new", 3, SHOAL_CAS_EXPECT_ABSENT),
+             SHOAL_OK);
+    CHECK_RC(shoal_map_compare_and_swap(m, "n", 1, "new", 3, NULL, 0, SHOAL_CAS_REMOVE), SHOAL_OK);
+    bool present = true;
+    CHECK_RC(shoal_map_contains(m, "n", 1, &present), SHOAL_OK);
+    CHECK(!present);
+    char buf[16];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 4 && memcmp(buf, "four", 4) == 0);
+
+    /* add */
+    int64_t v = 99;
+    CHECK_RC(shoal_map_add(NULL, "c", 1, 1, &v), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_add(m, NULL, 1, 1, &v), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_add(m, "c", 1, 5, &v), SHOAL_OK);
+    CHECK(v == 5);
+    CHECK_RC(shoal_map_add(m, "c", 1, -7, &v), SHOAL_OK);
+    CHECK(v == -2);
+    CHECK_RC(shoal_map_add(m, "c", 1, 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, "c", 1, buf, sizeof buf, &len), SHOAL_OK);
+    int64_t raw;
+    memcpy(&raw, buf, 8);
+    CHECK(len == 8 && raw == -1); /* little-endian on this machine */
+    CHECK_RC(shoal_map_add(m, "k", 1, 1, &v), SHOAL_INVALID); /* "four" is not 8 bytes */
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+struct upd {
+    int calls;
+    int mode; /* 0: append "+", 1: remove, 2: cancel, 3: NULL value with a length */
+    char out[64];
+};
+
+static int updater(void *ctx, const void *cur, size_t cur_len, bool present,
+                   const void **new_value, size_t *new_len) {
+    struct upd *u = ctx;
+    u->calls++;
+    if (!present) CHECK(cur == NULL && cur_len == 0);
+    switch (u->mode) {
+    case 0:
+        if (cur_len + 1 > sizeof u->out) return 2;
+        if (cur_len) memcpy(u->out, cur, cur_len);
+        u->out[cur_len] = '+';
+        *new_value = u->out;
+        *new_len = cur_len + 1;
+        return SHOAL_UPDATE_SET;
+    case 1:
+        return SHOAL_UPDATE_REMOVE;
+    case 3:
+        *new_value = NULL;
+        *new_len = 5;
+        return SHOAL_UPDATE_SET;
+    default:
+        return 42;
+    }
+}
+
+static void test_map_update_get_or_insert(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("update", &s, &m)) { h_failures++; return; }
+    struct upd u = {0};
+    CHECK_RC(shoal_map_update(NULL, "k", 1, updater, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_update(m, "k", 1, NULL, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_update(m, "k", 1, updater, &u), SHOAL_OK);
+    CHECK_RC(shoal_map_update(m, "k", 1, updater, &u), SHOAL_OK);
+    char buf[16];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 2 && memcmp(buf, "++", 2) == 0);
+    u.mode = 2;
+    CHECK_RC(shoal_map_update(m, "k", 1, updater, &u), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "cancelled") != NULL);
+    u.mode = 3;
+    CHECK_RC(shoal_map_update(m, "k", 1, updater, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 2); /* unchanged by the cancelled updates */
+    u.mode = 1;
+    CHECK_RC(shoal_map_update(m, "k", 1, updater, &u), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_NOT_FOUND);
+
+    /* get_or_insert */
+    CHECK_RC(shoal_map_get_or_insert(NULL, "g", 1, "d", 1, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_or_insert(m, "g", 1, "d", 1, buf, sizeof buf, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_or_insert(m, "g", 1, NULL, 1, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_or_insert(m, "g", 1, "d", 1, NULL, 4, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_or_insert(m, "g", 1, "default", 7, buf, 3, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 7);
+    CHECK_RC(shoal_map_get_or_insert(m, "g", 1, "other", 5, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 7 && memcmp(buf, "default", 7) == 0); /* inserted by the first call */
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+struct many {
+    int calls;
+    int present;
+    size_t last_index;
+};
+
+static void on_many(void *ctx, size_t index, const void *v, size_t len, bool present) {
+    struct many *c = ctx;
+    CHECK(index == (size_t)c->calls);
+    if (present) {
+        char want[16];
+        int wl = snprintf(want, sizeof want, "v%zu", index);
+        CHECK(len == (size_t)wl && memcmp(v, want, len) == 0);
+        c->present++;
+    } else {
+        CHECK(v == NULL && len == 0);
+    }
+    c->calls++;
+}
+
+static void test_map_batches(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("batch", &s, &m)) { h_failures++; return; }
+    enum { N = 100 };
+    static char kb[N][16], vb[N][16];
+    shoal_kv items[N];
+    shoal_bytes keys[N + 1];
+    for (int i = 0; i < N; i++) {
+        int kl = snprintf(kb[i], sizeof kb[i], "k%d", i);
+        int vl = snprintf(vb[i], sizeof vb[i], "v%d", i);
+        items[i] = (shoal_kv){kb[i], (size_t)kl, vb[i], (size_t)vl};
+        keys[i] = (shoal_bytes){kb[i], (size_t)kl};
+    }
+    keys[N] = (shoal_bytes){"absent", 6};
+    CHECK_RC(shoal_map_put_many(NULL, items, N), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_many(m, NULL, N), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_many(m, NULL, 0), SHOAL_OK);
+    /* Only even items at first; keys[] asks for all. */
+    shoal_kv even[N / 2];
+    for (int i = 0; i < N / 2; i++) even[i] = items[2 * i];
+    CHECK_RC(shoal_map_put_many(m, even, N / 2), SHOAL_OK);
+    struct many c = {0};
+    CHECK_RC(shoal_map_get_many(NULL, keys, N + 1, on_many, &c), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_many(m, NULL, 3, on_many, &c), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_many(m, keys, N + 1, NULL, &c), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_many(m, keys, N + 1, on_many, &c), SHOAL_OK);
+    CHECK(c.calls == N + 1 && c.present == N / 2);
+    CHECK_RC(shoal_map_put_many(m, items, N), SHOAL_OK);
+    memset(&c, 0, sizeof c);
+    CHECK_RC(shoal_map_get_many(m, keys, N, on_many, &c), SHOAL_OK);
+    CHECK(c.present == N);
+    memset(&c, 0, sizeof c);
+    CHECK_RC(shoal_map_get_many(m, NULL, 0, on_many, &c), SHOAL_OK);
+    CHECK(c.calls == 0);
+    /* A NULL pointer in an item: refused before anything is written. */
+    shoal_kv bad[2] = {{"ok", 2, "1", 1}, {NULL, 3, "x", 1}};
+    CHECK_RC(shoal_map_put_many(m, bad, 2), SHOAL_NULL_POINTER);
+    /* A key too large: an error naming the item; the earlier items are written. */
+    static char bigkey[SHOAL_MAX_KEY_LEN + 1];
+    shoal_kv big[2] = {{"ok2", 3, "1", 1}, {bigkey, sizeof bigkey, "x", 1}};
+    CHECK_RC(shoal_map_put_many(m, big, 2), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 1") != NULL);
+    bool present = false;
+    CHECK_RC(shoal_map_contains(m, "ok2", 3, &present), SHOAL_OK);
+    CHECK(present);
+
+    uint64_t removed = 0;
+    CHECK_RC(shoal_map_remove_many(NULL, keys, N + 1, &removed), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_remove_many(m, NULL, 2, &removed), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_remove_many(m, keys, N + 1, &removed), SHOAL_OK);
+    CHECK(removed == N);
+    CHECK_RC(shoal_map_remove_many(m, keys, N + 1, NULL), SHOAL_OK);
+    uint64_t n = 0;
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == 1); /* "ok2" */
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static void test_map_with_timeout(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("withtimeout", &s, &m)) { h_failures++; return; }
+    shoal_map *t = (shoal_map *)1;
+    CHECK_RC(shoal_map_with_timeout(NULL, 10, &t), SHOAL_NULL_POINTER);
+    CHECK(t == NULL);
+    CHECK_RC(shoal_map_with_timeout(m, 10, NULL), SHOAL_NULL_POINTER);
+    REQUIRE_OK(shoal_map_with_timeout(m, 10, &t));
+    CHECK_RC(shoal_map_put(t, "k", 1, "v", 1, NULL), SHOAL_OK);
+    char buf[8];
+    size_t len;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_OK); /* same map */
+    shoal_map_close(t);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static int count_lines(void *ctx, const char *text, size_t len) {
+    (void)text;
+    (void)len;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void test_store_flush_repair_durability_options(void) {
+    char p[512];
+    tpath(p, sizeof p, "durable.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.checksums = 3;
+    shoal_store *s = NULL;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_INVALID);
+    o.checksums = 0;
+    o.sync_writes = 2;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_INVALID);
+    o.checksums = 1;
+    o.sync_writes = 1;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_store_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK_RC(shoal_store_get_stats(s, &st), SHOAL_OK);
+    CHECK(st.checksums == 1);
+    CHECK(st.on_disk == 0 || st.on_disk == 1);
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    CHECK_RC(shoal_map_put(m, "k", 1, "v", 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_store_flush(NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_flush(s), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+
+    /* Checksums off. */
+    char p2[512];
+    tpath(p2, sizeof p2, "nosum.shoal");
+    shoal_store_destroy(p2);
+    o.checksums = 2;
+    o.sync_writes = 0;
+    REQUIRE_OK(shoal_store_open(p2, &o, &s));
+    CHECK_RC(shoal_store_get_stats(s, &st), SHOAL_OK);
+    CHECK(st.checksums == 0);
+    shoal_store_close(s);
+    shoal_store_destroy(p2);
+
+    /* Repair of a sound store: returned as is, with an empty report. */
+    shoal_repair_report r;
+    memset(&r, 0xff, sizeof r);
+    r.struct_size = sizeof r;
+    int lines = 0;
+    s = (shoal_store *)1;
+    CHECK_RC(shoal_store_repair(NULL, &s, &r, count_lines, &lines), SHOAL_NULL_POINTER);
+    CHECK(s == NULL);
+    CHECK_RC(shoal_store_repair(p, NULL, &r, count_lines, &lines), SHOAL_NULL_POINTER);
+    r.struct_size = 1;
+    CHECK_RC(shoal_store_repair(p, &s, &r, count_lines, &lines), SHOAL_INVALID);
+    r.struct_size = sizeof r;
+    CHECK_RC(shoal_store_repair(p, &s, &r, count_lines, &lines), SHOAL_OK);
+    CHECK(r.struct_size == sizeof r && r.found == 0 && r.dropped == 0 && r.rebuilt == 0 && lines == 0);
+    REQUIRE_OK(shoal_map_open(s, "m", 0, NULL, &m));
+    char buf[4];
+    size_t len;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    CHECK_RC(shoal_store_repair(p, &s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_store_close(s);
+    tpath(p2, sizeof p2, "missing.shoal");
+    CHECK_RC(shoal_store_repair(p2, &s, NULL, NULL, NULL), SHOAL_NOT_FOUND);
+    shoal_store_destroy(p);
+}
+
+/* ---- store-level errors ------------------------------------------------------------ */
+
+static void test_full(void) {
+    char p[512];
+    tpath(p, sizeof p, "full.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.max_maps = 1;
+    o.max_processes = 4;
+    o.max_threads = 8;
+    o.chunk_size = 64 << 10;
+    o.max_size = 2u << 20;
+    shoal_store *s = NULL;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_map *m = NULL, *m2 = NULL;
+    REQUIRE_OK(shoal_map_open(s, "only", SHOAL_MAP_CREATE, NULL, &m));
+    CHECK_RC(shoal_map_open(s, "second", SHOAL_MAP_CREATE, NULL, &m2), SHOAL_FULL);
+    CHECK(m2 == NULL);
+    char v[1000];
+    memset(v, 'f', sizeof v);
+    shoal_status rc = SHOAL_OK;
+    int i;
+    for (i = 0; i < 100000 && rc == SHOAL_OK; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof k, "%d", i);
+        rc = shoal_map_put(m, k, (size_t)kl, v, sizeof v, NULL);
+    }
+    CHECK_RC(rc, SHOAL_FULL);
+    CHECK(i > 100);
+    /* Earlier entries are all there. */
+    uint64_t n = 0;
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == (uint64_t)(i - 1));
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
+static void test_no_space(void) {
+    char p[512];
+    tpath(p, sizeof p, "nospace.shoal");
+    shoal_store_destroy(p);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {6u << 20, 6u << 20};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(3);
+        shoal_store *s = NULL;
+        shoal_map *m = NULL;
+        if (shoal_store_open(p, NULL, &s) != SHOAL_OK) _exit(4);
+        if (shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m) != SHOAL_OK) _exit(5);
+        char v[500];
+        memset(v, 9, sizeof v);
+        shoal_status rc = SHOAL_OK;
+        for (int i = 0; i < 1000000 && rc == SHOAL_OK; i++) {
+            char k[16];
+            int kl = snprintf(k, sizeof k, "k%d", i);
+            rc = shoal_map_put(m, k, (size_t)kl, v, sizeof v, NULL);
+        }
+        if (rc != SHOAL_NO_SPACE) {
+            fprintf(stderr, "child: %s: %s\n", shoal_strerror(rc), shoal_last_error_message());
+            _exit(1);
+        }
+        if (strstr(shoal_last_error_message(), "no space") == NULL) _exit(2);
+        _exit(0);
+    }
+    CHECK(pid > 0 && wait_child(pid) == 0);
+    shoal_store *s = NULL;
+    REQUIRE_OK(shoal_store_open(p, NULL, &s));
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
+static void *put_in_thread(void *arg) {
+    const shoal_map *m = arg;
+    return (void *)(intptr_t)shoal_map_put(m, "t", 1, "v", 1, NULL);
+}
+
+static void test_too_many(void) {
+    char p[512];
+    tpath(p, sizeof p, "toomany.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.max_threads = 1;
+    o.max_processes = 1;
+    shoal_store *s = NULL;
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    CHECK_RC(shoal_map_put(m, "main", 4, "v", 1, NULL), SHOAL_OK);
+    /* A second thread writing while this one holds the only thread slot. */
+    pthread_t t;
+    void *res = NULL;
+    CHECK(pthread_create(&t, NULL, put_in_thread, m) == 0);
+    pthread_join(t, &res);
+    CHECK((shoal_status)(intptr_t)res == SHOAL_TOO_MANY);
+    /* A second process while this one holds the only process slot: a forked child
+     * registers on its first use of the inherited handles. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        shoal_status rc = shoal_map_put(m, "child", 5, "v", 1, NULL);
+        if (rc != SHOAL_TOO_MANY) {
+            fprintf(stderr, "child: %s: %s\n", shoal_strerror(rc), shoal_last_error_message());
+            _exit(1);
+        }
+        _exit(0);
+    }
+    CHECK(pid > 0 && wait_child(pid) == 0);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
+static void test_timeout(void) {
+    /* A child writes one key in a loop; stopping it (SIGSTOP) while it holds the
+     * segment's lock makes our write wait, then time out after lock_timeout_ms. It is
+     * stopped at random moments until that happens. */
+    char p[512];
+    tpath(p, sizeof p, "timeout.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.lock_timeout_ms = 20;
+    shoal_store *s = NULL;
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_map_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.segment_buckets = 1;
+    mo.stash_buckets = 1;
+    REQUIRE_OK(shoal_map_open(s, "hot", SHOAL_MAP_CREATE, &mo, &m));
+    pid_t pid = fork();
+    if (pid == 0) {
+        char v[64] = {0};
+        for (uint64_t i = 0;; i++) {
+            memcpy(v, &i, sizeof i);
+            shoal_map_put(m, "hot", 3, v, sizeof v, NULL);
+        }
+    }
+    CHECK(pid > 0);
+    int timed_out = 0, tries = 0;
+    struct timespec pause = {0, 200000};
+    for (; tries < 2000 && !timed_out; tries++) {
+        nanosleep(&pause, NULL);
+        kill(pid, SIGSTOP);
+        int st;
+        waitpid(pid, &st, WUNTRACED);
+        shoal_status rc = shoal_map_put(m, "hot", 3, "parent", 6, NULL);
+        if (rc == SHOAL_TIMEOUT) {
+            timed_out = 1;
+            CHECK(strstr(shoal_last_error_message(), "timed out") != NULL);
+        } else {
+            CHECK_RC(rc, SHOAL_OK);
+        }
+        kill(pid, SIGCONT);
+    }
+    CHECK(timed_out);
+    if (!timed_out) fprintf(stderr, "no timeout in %d tries\n", tries);
+    kill(pid, SIGKILL);
+    wait_child(pid);
+    /* The dead child's lock is recovered. */
+    CHECK_RC(shoal_map_put(m, "hot", 3, "after", 5, NULL), SHOAL_OK);
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
+/* ---- threads and fork --------------------------------------------------------------- */
+
+struct worker {
+    const shoal_map *m;
+    int id;
+    int errors;
+};
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    for (int i = 0; i < 2000; i++) {
+        char k[32], v[32], out[32];
+        int kl = snprintf(k, sizeof k, "t%d-%d", w->id, i);
+        int vl = snprintf(v, sizeof v, "value-%d", i);
+        size_t len = 0;
+        if (shoal_map_put(w->m, k, (size_t)kl, v, (size_t)vl, NULL) != SHOAL_OK) w->errors++;
+        if (shoal_map_get(w->m, k, (size_t)kl, out, sizeof out, &len) != SHOAL_OK ||
+            len != (size_t)vl || memcmp(out, v, len) != 0)
+            w->errors++;
+    }
+    return NULL;
+}
+
+static void test_threads_share_handles(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("threads", &s, &m)) { h_failures++; return; }
+    enum { T = 4 };
+    pthread_t th[T];
+    struct worker w[T];
+    for (int i = 0; i < T; i++) {
+        w[i] = (struct worker){m, i, 0};
+        CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].errors == 0);
+    }
+    uint64_t n = 0;
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == T * 2000);
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static void test_fork_child_uses_handles(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("fork", &s, &m)) { h_failures++; return; }
+    CHECK_RC(shoal_map_put(m, "parent", 6, "1", 1, NULL), SHOAL_OK);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char b[8];
+        size_t len;
+        if (shoal_map_get(m, "parent", 6, b, sizeof b, &len) != SHOAL_OK) _exit(1);
+        if (shoal_map_put(m, "child", 5, "2", 1, NULL) != SHOAL_OK) _exit(2);
+        _exit(0);
+    }
+    CHECK(pid > 0 && wait_child(pid) == 0);
+    bool present = false;
+    CHECK_RC(shoal_map_contains(m, "child", 5, &present), SHOAL_OK);
+    CHECK(present);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+int main(void) {
+    const char *base = getenv("SHOAL_TEST_DIR");
+    snprintf(g_dir, sizeof g_dir, "%s/shoal-ctest-XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    RUN(test_strerror_and_version);
+    RUN(test_last_error_message_and_panic);
+    RUN(test_store_open_modes_and_options);
+    RUN(test_store_bad_files);
+    RUN(test_store_permission);
+    RUN(test_store_destroy_and_path);
+    RUN(test_store_maps_and_drop);
+    RUN(test_store_stats_compact);
+    RUN(test_store_check);
+    RUN(test_map_open_close_name);
+    RUN(test_map_get_put_buffers);
+    RUN(test_map_get_cb_and_take);
+    RUN(test_map_insert_replace_remove_contains);
+    RUN(test_map_len_clear_stats);
+    RUN(test_map_for_each);
+    RUN(test_iter);
+    RUN(test_map_swap_cas_add);
+    RUN(test_map_update_get_or_insert);
+    RUN(test_map_batches);
+    RUN(test_map_with_timeout);
+    RUN(test_store_flush_repair_durability_options);
+    RUN(test_full);
+    RUN(test_no_space);
+    RUN(test_too_many);
+    RUN(test_timeout);
+    RUN(test_threads_share_handles);
+    RUN(test_fork_child_uses_handles);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    return finish();
+}

@@ -1,0 +1,375 @@
+// GoogleTest tests of the C++ wrapper shoal.hpp (and through it, the C API).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shoal.hpp"
+
+namespace {
+
+class ShoalTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+        path_ = std::string("/tmp/shoal-gtest-") + std::to_string(getpid()) + "-" + t->name() +
+                ".shoal";
+        shoal::Store::destroy(path_);
+    }
+    void TearDown() override { shoal::Store::destroy(path_); }
+
+    shoal::Options small() const {
+        shoal::Options o;
+        o.max_size = 256u << 20;
+        return o;
+    }
+
+    std::string path_;
+};
+
+TEST_F(ShoalTest, PutGetAndOptionalResults) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("users");
+    EXPECT_EQ(m.put("alice", "admin"), shoal::PutOutcome::Inserted);
+    EXPECT_EQ(m.put("alice", "root"), shoal::PutOutcome::Replaced);
+    EXPECT_EQ(m.get("alice"), std::optional<std::string>("root"));
+    EXPECT_EQ(m.get("bob"), std::nullopt);
+    EXPECT_TRUE(m.contains("alice"));
+    EXPECT_FALSE(m.contains("bob"));
+    EXPECT_EQ(m.size(), 1u);
+    EXPECT_FALSE(m.empty());
+    EXPECT_EQ(m.name(), "users");
+    EXPECT_EQ(store.path(), path_);
+}
+
+TEST_F(ShoalTest, InsertReplaceRemoveTake) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("m");
+    EXPECT_TRUE(m.insert("k", "1"));
+    EXPECT_FALSE(m.insert("k", "2"));
+    EXPECT_EQ(*m.get("k"), "1");
+    EXPECT_TRUE(m.replace("k", "3"));
+    EXPECT_FALSE(m.replace("absent", "3"));
+    EXPECT_FALSE(m.contains("absent"));
+    EXPECT_EQ(m.take("k"), std::optional<std::string>("3"));
+    EXPECT_EQ(m.take("k"), std::nullopt);
+    m.put("r", "x");
+    EXPECT_TRUE(m.remove("r"));
+    EXPECT_FALSE(m.remove("r"));
+    EXPECT_TRUE(m.empty());
+}
+
+TEST_F(ShoalTest, BytesViewInputs) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("bytes");
+    const std::string with_nul("a\0b", 3);
+    std::vector<std::uint8_t> vk{0, 1, 2, 255};
+    std::array<std::byte, 2> ak{std::byte{7}, std::byte{0}};
+    std::vector<char> vc{'v', 'c'};
+    const char raw[] = {'r', 'a', 'w'};
+    m.put(with_nul, "nul");
+    m.put(vk, vc);
+    m.put(ak, std::string_view("array"));
+    m.put({raw, sizeof raw}, {raw, 2});
+    m.put(std::string_view(), "");  // empty key, empty value
+    EXPECT_EQ(*m.get(with_nul), "nul");
+    EXPECT_EQ(*m.get(vk), "vc");
+    EXPECT_EQ(*m.get(ak), "array");
+    EXPECT_EQ(*m.get({raw, 3}), "ra");
+    EXPECT_EQ(m.get(""), std::optional<std::string>(""));
+    EXPECT_EQ(m.get("a"), std::nullopt);  // "a" is not "a\0b"
+    EXPECT_EQ(m.size(), 5u);
+}
+
+TEST_F(ShoalTest, LargeValuesAndBufferReuse) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("big");
+    std::string big(3u << 20, '\0');
+    for (std::size_t i = 0; i < big.size(); i++) big[i] = static_cast<char>(i * 31);
+    m.put("big", big);
+    m.put("small", "s");
+    std::string buf;
+    ASSERT_TRUE(m.get_into("big", buf));
+    EXPECT_EQ(buf, big);
+    ASSERT_TRUE(m.get_into("small", buf));
+    EXPECT_EQ(buf, "s");
+    EXPECT_GE(buf.capacity(), big.size());  // the allocation is reused
+    EXPECT_FALSE(m.get_into("none", buf));
+    EXPECT_TRUE(buf.empty());
+}
+
+TEST_F(ShoalTest, ErrorsAreExceptionsWithCodes) {
+    shoal::Options o = small();
+    o.open_mode = SHOAL_OPEN_EXISTING;
+    try {
+        shoal::Store s(path_, o);
+        FAIL() << "opened a missing store";
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_NOT_FOUND);
+        EXPECT_NE(std::string(e.what()).find("shoal_store_open"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find(path_), std::string::npos);
+    }
+    shoal::Store store(path_, small());
+    EXPECT_THROW(store.map("missing", false), shoal::Error);
+    try {
+        store.map(std::string(SHOAL_MAX_NAME_LEN + 1, 'n'));
+        FAIL();
+    } catch (const std::runtime_error& e) {  // shoal::Error is a runtime_error
+        EXPECT_EQ(dynamic_cast<const shoal::Error&>(e).code(), SHOAL_INVALID);
+    }
+    shoal::Map m = store.map("m");
+    std::string huge_key(SHOAL_MAX_KEY_LEN + 1, 'k');
+    try {
+        m.put(huge_key, "v");
+        FAIL();
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_INVALID);
+    }
+    o.open_mode = SHOAL_CREATE_NEW;
+    EXPECT_THROW(shoal::Store(path_, o), shoal::Error);
+}
+
+TEST_F(ShoalTest, CallbacksAndExceptionsThroughThem) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("cb");
+    m.put("k", "value");
+    std::string seen;
+    EXPECT_TRUE(m.visit("k", [&](std::string_view v) { seen = v; }));
+    EXPECT_EQ(seen, "value");
+    EXPECT_FALSE(m.visit("none", [&](std::string_view) { FAIL(); }));
+    EXPECT_THROW(m.visit("k", [](std::string_view) { throw std::logic_error("mine"); }),
+                 std::logic_error);
+
+    for (int i = 0; i < 100; i++) m.put("k" + std::to_string(i), std::to_string(i));
+    int n = 0;
+    m.for_each([&](std::string_view, std::string_view) { n++; });
+    EXPECT_EQ(n, 101);
+    n = 0;
+    m.for_each([&](std::string_view, std::string_view) { return ++n < 5; });
+    EXPECT_EQ(n, 5);
+    EXPECT_THROW(m.for_each([](std::string_view, std::string_view) { throw 42; }), int);
+}
+
+TEST_F(ShoalTest, RangeForIteration) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("iter");
+    std::map<std::string, std::string> want;
+    for (int i = 0; i < 2000; i++) {
+        std::string k = "key" + std::to_string(i);
+        std::string v(static_cast<std::size_t>(i % 300), static_cast<char>('a' + i % 26));
+        m.put(k, v);
+        want[k] = v;
+    }
+    std::map<std::string, std::string> got;
+    for (const auto& [key, value] : m) {
+        EXPECT_TRUE(got.emplace(key, value).second) << "twice: " << key;
+    }
+    EXPECT_EQ(got, want);
+    std::set<std::string> keys;
+    for (const std::string& k : m.keys()) keys.insert(k);
+    EXPECT_EQ(keys.size(), want.size());
+
+    shoal::Map empty = store.map("empty");
+    for (const auto& e : empty) ADD_FAILURE() << "entry in an empty map: " << e.first;
+}
+
+TEST_F(ShoalTest, IteratingADroppedMapThrows) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("gone");
+    for (int i = 0; i < 100; i++) m.put(std::to_string(i), "v");
+    EXPECT_TRUE(store.drop_map("gone"));
+    EXPECT_FALSE(store.drop_map("gone"));
+    EXPECT_THROW(
+        {
+            for (const auto& e : m) (void)e;
+        },
+        shoal::Error);
+    try {
+        m.size();
+        FAIL();
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_NOT_FOUND);
+    }
+}
+
+TEST_F(ShoalTest, StoreLevelCalls) {
+    shoal::Store store(path_, small());
+    {
+        shoal::Map a = store.map("a");
+        shoal::Map b = store.map("b");
+        for (int i = 0; i < 1000; i++) a.put(std::to_string(i), std::string(100, 'x'));
+        a.clear();
+        EXPECT_EQ(a.size(), 0u);
+        shoal_map_stats ms = b.stats();
+        EXPECT_EQ(ms.entries, 0u);
+        EXPECT_EQ(ms.struct_size, sizeof ms);
+    }
+    std::vector<std::string> names = store.maps();
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), (std::set<std::string>{"a", "b"}));
+    shoal_store_stats st = store.stats();
+    EXPECT_EQ(st.maps, 2u);
+    EXPECT_GT(st.dead_bytes, 0u);
+    store.compact();
+    shoal::CheckResult r = store.check();
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r.report.maps, 2u);
+    EXPECT_TRUE(shoal::Store::destroy(path_));
+    EXPECT_FALSE(shoal::Store::destroy(path_));
+}
+
+TEST_F(ShoalTest, HandlesMoveAndOutliveTheirStore) {
+    std::optional<shoal::Map> keep;
+    {
+        shoal::Store s1(path_, small());
+        shoal::Store s2 = std::move(s1);
+        shoal::Map m = s2.map("m");
+        m.put("k", "v");
+        keep.emplace(std::move(m));
+    }  // the store handle is closed here
+    EXPECT_EQ(keep->get("k"), std::optional<std::string>("v"));
+    keep->put("after", "close");
+    EXPECT_EQ(keep->size(), 2u);
+}
+
+TEST_F(ShoalTest, ThreadsShareOneMap) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("threads");
+    std::atomic<int> errors{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++) {
+        ts.emplace_back([&, t] {
+            std::string buf;
+            for (int i = 0; i < 2000; i++) {
+                std::string k = std::to_string(t) + ":" + std::to_string(i);
+                m.put(k, k);
+                if (!m.get_into(k, buf) || buf != k) errors++;
+            }
+        });
+    }
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_EQ(m.size(), 8000u);
+}
+
+TEST_F(ShoalTest, MapOptionsApplyAtCreation) {
+    shoal::Store store(path_, small());
+    shoal::MapOptions mo;
+    mo.segment_buckets = 2;
+    mo.stash_buckets = 1;
+    shoal::Map m = store.map("tiny", true, mo);
+    for (int i = 0; i < 1000; i++) m.put(std::to_string(i), "v");
+    EXPECT_GT(m.stats().splits, 0u);
+    EXPECT_TRUE(store.check().ok());
+}
+
+TEST_F(ShoalTest, AtomicReadModifyWrite) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("rmw");
+    EXPECT_EQ(m.swap("k", "1"), std::nullopt);
+    EXPECT_EQ(m.swap("k", "2"), std::optional<std::string>("1"));
+    EXPECT_FALSE(m.compare_and_swap("k", "1", "3"));
+    EXPECT_TRUE(m.compare_and_swap("k", "2", "3"));
+    EXPECT_FALSE(m.compare_and_swap("k", std::nullopt, "4"));
+    EXPECT_TRUE(m.compare_and_swap("new", std::nullopt, "4"));
+    EXPECT_TRUE(m.compare_and_swap("new", "4", std::nullopt));
+    EXPECT_FALSE(m.contains("new"));
+    EXPECT_EQ(m.add("n", 10), 10);
+    EXPECT_EQ(m.add("n", -3), 7);
+    try {
+        m.add("k", 1);  // "3" is not an 8-byte integer
+        FAIL();
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_INVALID);
+    }
+    auto append = [](std::optional<std::string_view> cur) -> std::optional<std::string> {
+        return std::string(cur.value_or("")) + "x";
+    };
+    EXPECT_EQ(m.update("u", append), std::optional<std::string>("x"));
+    EXPECT_EQ(m.update("u", append), std::optional<std::string>("xx"));
+    EXPECT_EQ(m.update("u", [](auto) -> std::optional<std::string> { return std::nullopt; }),
+              std::nullopt);
+    EXPECT_FALSE(m.contains("u"));
+    EXPECT_THROW(m.update("u", [](auto) -> std::optional<std::string> { throw std::out_of_range("f"); }),
+                 std::out_of_range);
+    EXPECT_EQ(m.get_or_insert("g", "first"), "first");
+    EXPECT_EQ(m.get_or_insert("g", "second"), "first");
+    EXPECT_EQ(m.get_or_insert("long", std::string(1000, 'L')), std::string(1000, 'L'));
+    EXPECT_EQ(m.get_or_insert("long", ""), std::string(1000, 'L'));
+}
+
+TEST_F(ShoalTest, CompareAndSwapCounterAcrossThreads) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("cas");
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++) {
+        ts.emplace_back([&] {
+            for (int i = 0; i < 500; i++) {
+                for (;;) {
+                    std::optional<std::string> cur = m.get("c");
+                    std::string next = std::to_string(cur ? std::stoi(*cur) + 1 : 1);
+                    std::optional<shoal::bytes_view> expected;
+                    if (cur) expected = shoal::bytes_view(*cur);
+                    if (m.compare_and_swap("c", expected, next)) break;
+                }
+                m.add("a", 1);
+            }
+        });
+    }
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(*m.get("c"), "2000");
+    EXPECT_EQ(m.add("a", 0), 2000);
+}
+
+TEST_F(ShoalTest, Batches) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("batch");
+    std::vector<std::string> ks, vs;
+    for (int i = 0; i < 300; i++) {
+        ks.push_back("k" + std::to_string(i));
+        vs.push_back("v" + std::to_string(i));
+    }
+    std::vector<std::pair<shoal::bytes_view, shoal::bytes_view>> items;
+    for (int i = 0; i < 300; i += 2) items.emplace_back(ks[i], vs[i]);
+    m.put_many(items);
+    std::vector<shoal::bytes_view> keys(ks.begin(), ks.end());
+    auto got = m.get_many(keys);
+    ASSERT_EQ(got.size(), 300u);
+    for (int i = 0; i < 300; i++) {
+        if (i % 2 == 0) {
+            EXPECT_EQ(got[i], std::optional<std::string>(vs[i]));
+        } else {
+            EXPECT_EQ(got[i], std::nullopt);
+        }
+    }
+    EXPECT_EQ(m.remove_many(keys), 150u);
+    EXPECT_TRUE(m.empty());
+    EXPECT_TRUE(m.get_many({}).empty());
+}
+
+TEST_F(ShoalTest, TimeoutHandleAndDurabilityCalls) {
+    shoal::Options o = small();
+    o.checksums = true;
+    o.sync_writes = true;
+    {
+        shoal::Store store(path_, o);
+        EXPECT_EQ(store.stats().checksums, 1u);
+        shoal::Map m = store.map("t");
+        shoal::Map fast = m.with_timeout(std::chrono::milliseconds(5));
+        fast.put("k", "v");
+        EXPECT_EQ(m.get("k"), std::optional<std::string>("v"));
+        store.flush();
+    }
+    std::vector<std::string> report;
+    shoal::Store again = shoal::Store::repair(path_, &report);
+    EXPECT_TRUE(report.empty());
+    EXPECT_EQ(again.map("t").get("k"), std::optional<std::string>("v"));
+}
+
+}  // namespace
