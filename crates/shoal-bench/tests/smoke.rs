@@ -1,0 +1,44 @@
+//! Smoke test of the benchmark binary on a tiny key count: it runs every phase (both put
+//! passes, gets, the two forked processes), checks its own results, and cleans up.
+//! It asserts nothing about speed.
+
+use std::process::Command;
+
+#[test]
+fn runs_on_a_few_keys() {
+    let store = format!("/dev/shm/shoal-bench-smoke-{}.shoal", std::process::id());
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal-bench"))
+        .args([
+            "--keys", "20000", "--reps", "1", "--json", "--store", &store,
+        ])
+        .output()
+        .expect("run shoal-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "shoal-bench failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let json = stdout.trim();
+    assert!(
+        json.starts_with('{') && json.ends_with('}'),
+        "not a JSON object: {json}"
+    );
+    for field in [
+        "\"keys\":20000",
+        "\"shoal\":{",
+        "\"hashbrown\":{",
+        "\"two_process\":[{",
+        "\"max_us\":",
+    ] {
+        assert!(json.contains(field), "missing {field} in {json}");
+    }
+    assert!(
+        !std::path::Path::new(&store).exists(),
+        "the store was not destroyed"
+    );
+    assert!(
+        !std::path::Path::new(&format!("{store}-lat")).exists(),
+        "the latency store was not destroyed"
+    );
+}
