@@ -807,7 +807,8 @@ fn corrupt(b: &mut [u8], seed: u64) -> Vec<String> {
     let txns = tables(H_TXN_OFF, H_CATALOG_OFF);
     let procs = tables(H_PROC_OFF, H_TXN_OFF);
     let header = vec![H_MUTABLE];
-    let regions: [(&str, &Vec<(u64, u64)>, u32); 8] = [
+    type Region<'a> = (&'static str, &'a Vec<(u64, u64)>, u32);
+    let regions: [Region; 8] = [
         ("index", &index, 30),
         ("data", &data, 20),
         ("chunk header", &headers, 15),
@@ -1326,6 +1327,7 @@ fn interior_corruption_never_crashes() {
 
 /// Delta-debugging: the smallest set of the word changes of trial `seed` that still
 /// fails the same way (for turning a failing seed into a regression test).
+#[allow(clippy::mut_range_bound)] // `n` changes only right before a `break`
 fn minimize(bases: &Bases, seed: u64) -> Vec<(u64, u64)> {
     let (base, ..) = bases.for_trial(seed);
     let orig = fs::read(base).unwrap();
@@ -1371,7 +1373,7 @@ fn minimize(bases: &Bases, seed: u64) -> Vec<(u64, u64)> {
                 .collect();
             if rest.len() < patches.len() && fails(&rest) {
                 patches = rest;
-                n = (n - 1).max(2);
+                n = (n - 1).max(2); // the loop is left right after (break below)
                 reduced = true;
                 println!("  down to {} words", patches.len());
                 break;
@@ -1481,7 +1483,7 @@ fn a_huge_chunk_run_does_not_hang_check_or_compact() {
 #[test]
 fn garbage_cleaner_cursor_does_not_crash() {
     let (victim, pos, scan) = (288, 296, 304);
-    for v in [u64::MAX & !7, 1 << 47, 0x10_0000_0000, 4096, 8] {
+    for v in [!7u64, 1 << 47, 0x10_0000_0000, 4096, 8] {
         patched_trial_survives(&format!("clean victim = {v:#x}"), |_| {
             vec![(victim, v), (pos, v.wrapping_add(128))]
         });
