@@ -670,9 +670,19 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
         let end = sh.file_end();
         let nb = m.n_main + m.n_stash;
         let mut overflow = vec![0u64; m.n_main as usize];
+        // Every key's hash, computed once here and reused to finish the split (the old
+        // segment cannot change meanwhile: we hold its lock).
+        let mut hashes = vec![0u64; (nb * SLOTS) as usize];
         for b in 0..nb {
             if b == nb / 2 {
                 crate::rt::failpoint!("split.building");
+            }
+            // Start the bucket's record misses together rather than one after another.
+            for i in 0..SLOTS {
+                let s = sh.w(slot_off(seg, b, i)).load(Relaxed);
+                if s != 0 && slot_off_of(s) < end {
+                    sh.r.prefetch(slot_off_of(s));
+                }
             }
             for i in 0..SLOTS {
                 let s = sh.w(slot_off(seg, b, i)).load(Acquire);
@@ -680,6 +690,7 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
                     continue;
                 }
                 let kh = key_hash_of(sh, m, slot_off_of(s), end)?;
+                hashes[(b * SLOTS + i) as usize] = kh;
                 if (kh >> d) & 1 == 1 {
                     sh.w(slot_off(s1, b, i)).store(s, Relaxed);
                     if b >= m.n_main {
@@ -699,7 +710,7 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
         sh.persist(s1, m.seg_size)?;
         crate::rt::failpoint!("split.built");
         tx.set_arg(A_PHASE as u64, 1);
-        finish_split(sh, m, seg, s1, d)?;
+        finish_split(sh, m, seg, s1, d, Some(&hashes))?;
         crate::rt::failpoint!("split.done");
         // Statistics only (not covered by the intent: a crash may lose one count).
         let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
@@ -729,6 +740,13 @@ fn key_hash_of(sh: &Shared, m: &MapRef, off: u64, end: u64) -> Result<u64> {
             m.id
         )));
     }
+    // Splits hash every key of a segment: no allocation for ordinary key sizes.
+    let mut small = [0u8; 256];
+    if k as usize <= small.len() {
+        let key = &mut small[..k as usize];
+        sh.r.read_bytes(off + hl, key);
+        return Ok(hash(sh.g.seed, key));
+    }
     let mut key = vec![0u8; k as usize];
     sh.r.read_bytes(off + hl, &mut key);
     Ok(hash(sh.g.seed, &key))
@@ -737,7 +755,16 @@ fn key_hash_of(sh: &Shared, m: &MapRef, off: u64, end: u64) -> Result<u64> {
 /// Steps 3-4 of a split, idempotent: repoint the directory, set depths, drop the moved
 /// keys from the old segment. Runs with the segment, new segment and directory locked
 /// (by the splitter, or by the dead splitter whose recovery this is).
-fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()> {
+/// `known` holds the hash of every slot's key (0 for empty slots) when the caller has them
+/// (a live split); recovery passes None and reads the records again.
+fn finish_split(
+    sh: &Shared,
+    m: &MapRef,
+    seg: u64,
+    s1: u64,
+    d: u64,
+    known: Option<&[u64]>,
+) -> Result<()> {
     let root = sh.w(m.hdr + M_ROOT).load(Acquire);
     let g = root >> 48;
     let dir = root & OFF_MASK;
@@ -778,7 +805,10 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
             if s == 0 {
                 continue;
             }
-            let kh = key_hash_of(sh, m, slot_off_of(s), end)?;
+            let kh = match known {
+                Some(k) => k[(b * SLOTS + i) as usize],
+                None => key_hash_of(sh, m, slot_off_of(s), end)?,
+            };
             if (kh >> d) & 1 == 1 {
                 moved[i as usize] = true;
                 any = true;
@@ -801,9 +831,23 @@ fn finish_split(sh: &Shared, m: &MapRef, seg: u64, s1: u64, d: u64) -> Result<()
         }
     }
     // Overflow counts of the old segment: recount from its stash, which is exact whatever
-    // point a previous attempt reached.
+    // point a previous attempt reached (with known hashes, without reading records).
     let _ = overflow_drop;
-    recount_overflow(sh, m, seg, end)?;
+    match known {
+        Some(k) => {
+            let mut counts = vec![0u64; m.n_main as usize];
+            for st in 0..m.n_stash {
+                let b = m.n_main + st;
+                for i in 0..SLOTS {
+                    if sh.w(slot_off(seg, b, i)).load(Acquire) != 0 {
+                        counts[home_bucket(k[(b * SLOTS + i) as usize], m.n_main) as usize] += 1;
+                    }
+                }
+            }
+            set_overflow_counts(sh, seg, &counts);
+        }
+        None => recount_overflow(sh, m, seg, end)?,
+    }
     Ok(())
 }
 
@@ -819,6 +863,12 @@ pub(crate) fn recount_overflow(sh: &Shared, m: &MapRef, seg: u64, end: u64) -> R
             }
         }
     }
+    set_overflow_counts(sh, seg, &counts);
+    Ok(())
+}
+
+/// Stores the main buckets' overflow counts (bumping the seq of each bucket it changes).
+fn set_overflow_counts(sh: &Shared, seg: u64, counts: &[u64]) {
     for (b, c) in counts.iter().enumerate() {
         let bo = bucket_off(seg, b as u64);
         let h0 = sh.w(bo).load(Acquire);
@@ -828,7 +878,6 @@ pub(crate) fn recount_overflow(sh: &Shared, m: &MapRef, seg: u64, end: u64) -> R
             sh.w(bo).store(make_hdr(seq.wrapping_add(1), *c), Release);
         }
     }
-    Ok(())
 }
 
 /// Recovery of a split whose thread died (called with its locks still naming it).
@@ -840,7 +889,7 @@ pub(crate) fn recover_split(sh: &Shared, _t: u64, args: &[u64]) -> Result<()> {
         // the old segment changed.
         return Ok(());
     }
-    finish_split(sh, &m, args[A_SEG], args[A_NEW], args[A_DEPTH])
+    finish_split(sh, &m, args[A_SEG], args[A_NEW], args[A_DEPTH], None)
 }
 
 /// A MapRef read straight from the catalog (recovery and checks).

@@ -61,7 +61,8 @@ pub struct MapStats {
     pub splits: u64,
     /// Global depth of the directory (it has 2^depth entries).
     pub directory_depth: u64,
-    /// Bytes of record space in the store no longer referenced by any map, not yet reclaimed.
+    /// Bytes of dead records in the store (no longer referenced by any map), not yet
+    /// reclaimed.
     pub store_dead_bytes: u64,
     /// Bytes in the store's data chunks (live + dead).
     pub store_data_bytes: u64,
@@ -623,9 +624,7 @@ impl Map {
         s.segments = crate::index::segments(sh, &self.m)?.len() as u64;
         s.directory_depth = sh.w(self.m.hdr + M_ROOT).load(Acquire) >> 48;
         s.store_data_bytes = sh.w(H_DATA_BYTES).load(Acquire);
-        s.store_dead_bytes = s
-            .store_data_bytes
-            .saturating_sub(crate::cleaner::total_live_bytes(sh));
+        s.store_dead_bytes = crate::cleaner::reclaimable_dead(sh);
         s.file_size = sh.file_end();
         Ok(s)
     }

@@ -115,13 +115,16 @@ pub struct StoreStats {
     pub file_size: u64,
     /// Largest size the file may grow to.
     pub max_size: u64,
-    /// Bytes in data chunks (live and dead records).
+    /// Bytes in data chunks: live records + dead records + the unwritten ends of the
+    /// chunks threads are filling.
     pub data_bytes: u64,
     /// Bytes of live records, over all maps.
     pub live_bytes: u64,
-    /// Data bytes not holding live records: dead records not yet reclaimed, plus the
-    /// unwritten ends of the chunks threads are filling (at most one chunk per thread).
+    /// Bytes of dead records (overwritten or deleted) not yet reclaimed.
     pub dead_bytes: u64,
+    /// Unwritten ends of the data chunks threads are filling (at most one chunk per
+    /// thread that writes): space reserved for the next records, not garbage.
+    pub unfilled_bytes: u64,
     /// Bytes in free chunks.
     pub free_bytes: u64,
     /// Chunks reclaimed by the cleaner so far.
@@ -454,6 +457,7 @@ impl Store {
         sh.ensure_registered()?;
         let data = sh.w(H_DATA_BYTES).load(Acquire);
         let live = crate::cleaner::total_live_bytes(sh);
+        let dead = crate::cleaner::reclaimable_dead(sh);
         let mut procs = 0;
         for p in 0..sh.g.n_proc {
             if sh.w(sh.g.proc_slot(p) + P_STATE).load(Acquire) != 0
@@ -467,7 +471,8 @@ impl Store {
             max_size: sh.g.max_size,
             data_bytes: data,
             live_bytes: live,
-            dead_bytes: data.saturating_sub(live),
+            dead_bytes: dead,
+            unfilled_bytes: data.saturating_sub(live).saturating_sub(dead),
             free_bytes: sh.w(H_FREE_BYTES).load(Acquire),
             chunks_cleaned: sh.w(H_CLEANED).load(Acquire),
             maps: self.maps()?.len() as u64,
