@@ -963,7 +963,7 @@ pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
     let root = sh.w(m.hdr + M_ROOT).load(Acquire);
     let g = root >> 48;
     let dir = root & OFF_MASK;
-    if g > MAX_DEPTH || dir + (8 << g) > end {
+    if g > MAX_DEPTH || dir < sh.g.chunks_off || dir + (8 << g) > end {
         return Err(sh.corrupt(format!("map {}: directory {root:#x} out of the file", m.id)));
     }
     let mut out = Vec::new();
@@ -977,7 +977,19 @@ pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
             )));
         }
         if j < (1 << d) {
-            out.push((entry_seg(e), d));
+            // Callers lock and read the segments: never trust an offset from the file
+            // (`end` may be stale: the file may have grown since; look again first).
+            let seg = entry_seg(e);
+            if seg < sh.g.chunks_off
+                || seg % BUCKET != 0
+                || (seg + m.seg_size > end && seg + m.seg_size > sh.file_end())
+            {
+                return Err(sh.corrupt(format!(
+                    "map {}: directory entry {j} = {e:#x} out of the file",
+                    m.id
+                )));
+            }
+            out.push((seg, d));
         }
     }
     Ok(out)

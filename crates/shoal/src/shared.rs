@@ -118,12 +118,7 @@ impl Shared {
     /// first opener holds it exclusively.
     #[cfg(not(shuttle))]
     pub fn seize(&self) -> Result<bool> {
-        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
-        let fd = reg
-            .lock_fd
-            .as_ref()
-            .map(|f| f.as_raw_fd())
-            .ok_or_else(|| self.corrupt("not registered"))?;
+        let fd = self.lock_fd()?;
         if sys::try_lock_byte(fd, sys::SEIZE_BYTE).map_err(|e| Error::io(&self.path, e))? {
             return Ok(true);
         }
@@ -131,15 +126,20 @@ impl Shared {
         Ok(false)
     }
 
+    /// The descriptor through which this process holds its liveness and seize locks.
+    #[cfg(not(shuttle))]
+    fn lock_fd(&self) -> Result<std::os::fd::RawFd> {
+        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
+        reg.lock_fd
+            .as_ref()
+            .map(|f| f.as_raw_fd())
+            .ok_or_else(|| self.corrupt("not registered"))
+    }
+
     /// Turns an exclusive seize lock into a shared one (others may now attach).
     #[cfg(not(shuttle))]
     pub fn share_seize(&self) -> Result<()> {
-        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
-        let fd = reg
-            .lock_fd
-            .as_ref()
-            .map(|f| f.as_raw_fd())
-            .ok_or_else(|| self.corrupt("not registered"))?;
+        let fd = self.lock_fd()?;
         sys::lock_byte_shared_wait(fd, sys::SEIZE_BYTE).map_err(|e| Error::io(&self.path, e))
     }
 

@@ -234,9 +234,19 @@ fn ops(
     Union::new_weighted(arms).boxed()
 }
 
-/// Per-map options: tiny segments (constant splits), now and then the defaults.
-fn map_specs() -> impl Strategy<Value = Vec<Option<(u32, u32)>>> {
-    prop::collection::vec(prop::option::weighted(0.85, (1u32..=4, 1u32..=2)), 1..=3)
+/// A case's store: per-map options (tiny segments: constant splits; now and then the
+/// defaults) and whether records carry checksums.
+type Setup = (Vec<Option<(u32, u32)>>, bool);
+
+fn setup_of(maps: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Setup> {
+    (
+        prop::collection::vec(prop::option::weighted(0.85, (1u32..=4, 1u32..=2)), maps),
+        any::<bool>(),
+    )
+}
+
+fn map_specs() -> impl Strategy<Value = Setup> {
+    setup_of(1..=3)
 }
 
 fn map_options(spec: Option<(u32, u32)>) -> MapOptions {
@@ -285,8 +295,9 @@ fn tmpdir() -> tempfile::TempDir {
         .expect("temp dir")
 }
 
-fn store_options() -> Options {
+fn store_options(checksums: bool) -> Options {
     Options {
+        checksums: Some(checksums),
         chunk_size: CHUNK,
         max_threads: 16,
         max_processes: 16,
@@ -306,6 +317,8 @@ struct Harness {
     maps: Vec<Map>,
     model: Vec<Model>,
     seen: Seen,
+    /// Records end with a 4-byte CRC32C.
+    checksums: bool,
     /// Splits of dropped map incarnations (each incarnation counts its own).
     splits_before: u64,
 }
@@ -339,10 +352,10 @@ fn same(ctx: &str, got: Option<&[u8]>, want: Option<&[u8]>) -> Result<(), TestCa
 }
 
 impl Harness {
-    fn new(specs: &[Option<(u32, u32)>]) -> Result<Harness, TestCaseError> {
+    fn new((specs, checksums): &Setup) -> Result<Harness, TestCaseError> {
         let dir = tmpdir();
         let path = dir.path().join("prop.shoal");
-        let store = Store::open_with(&path, &store_options(), OpenMode::CreateNew)
+        let store = Store::open_with(&path, &store_options(*checksums), OpenMode::CreateNew)
             .map_err(|e| fail(format!("create store: {e}")))?;
         let mut h = Harness {
             _dir: dir,
@@ -352,6 +365,7 @@ impl Harness {
             opts: Vec::new(),
             maps: Vec::new(),
             model: Vec::new(),
+            checksums: *checksums,
             seen: Seen {
                 cases: 1,
                 ..Seen::default()
@@ -542,7 +556,9 @@ impl Harness {
                         st.segments, st.directory_depth
                     )));
                 }
-                // Record bytes: varint map id (1 byte: ids < 16), varint lengths, key, value.
+                // Record bytes: varint map id (1 byte: ids < 16), varint lengths, key, value,
+                // and with checksums a 4-byte CRC32C.
+                let crc = if self.checksums { 4 } else { 0 };
                 let varint = |n: usize| {
                     if n < 1 << 7 {
                         1
@@ -555,7 +571,7 @@ impl Harness {
                 let want: u64 = self.model[m]
                     .iter()
                     .map(|(k, v)| {
-                        (1 + varint(k.len()) + varint(v.len()) + k.len() + v.len()) as u64
+                        (1 + varint(k.len()) + varint(v.len()) + k.len() + v.len() + crc) as u64
                     })
                     .sum();
                 if st.live_bytes != want {
@@ -846,8 +862,8 @@ impl Harness {
     }
 }
 
-fn run_case(specs: &[Option<(u32, u32)>], ops: &[Op]) -> Result<Seen, TestCaseError> {
-    let mut h = Harness::new(specs)?;
+fn run_case(setup: &Setup, ops: &[Op]) -> Result<Seen, TestCaseError> {
+    let mut h = Harness::new(setup)?;
     for (i, op) in ops.iter().enumerate() {
         h.apply(i, op)?;
     }
@@ -933,7 +949,7 @@ fn cases_or(default: u32) -> u32 {
 /// maps sharing keys, with structural operations (clear, compact, drop, reopen, check).
 #[test]
 fn small_key_space_every_operation() {
-    let cases = cases_or(48);
+    let cases = cases_or(96);
     let strategy = (
         map_specs(),
         prop::collection::vec(ops(small_keys(64), vals(2), 4, 2), 1..400),
@@ -961,7 +977,7 @@ fn small_key_space_every_operation() {
 /// directories double; removes and reads still hit through `KeyRef::Old`.
 #[test]
 fn large_key_space_splits() {
-    let cases = cases_or(24);
+    let cases = cases_or(48);
     // Two thirds fresh inserts (so maps grow to hundreds of keys), one third every other
     // operation.
     let fresh = (
@@ -990,7 +1006,7 @@ fn large_key_space_splits() {
 /// records of several maps while the sequence runs.
 #[test]
 fn cleaner_runs_during_sequences() {
-    let cases = cases_or(24);
+    let cases = cases_or(48);
     let medium = (
         prop_oneof![1024u32..8192, 8192u32..20_000, Just(300 * 1024)],
         any::<u8>(),
@@ -1044,10 +1060,9 @@ fn cleaner_runs_during_sequences() {
 /// their records share data chunks), with drops, re-creations, clears and compactions.
 #[test]
 fn maps_sharing_chunks_stay_independent() {
-    let cases = cases_or(24);
-    let specs = prop::collection::vec(prop::option::weighted(0.85, (1u32..=4, 1u32..=2)), 3..=3);
+    let cases = cases_or(48);
     let strategy = (
-        specs,
+        setup_of(3..=3),
         prop::collection::vec(ops(small_keys(24), vals(1), 8, 8), 50..250),
     );
     let total = run(
@@ -1069,7 +1084,7 @@ fn maps_sharing_chunks_stay_independent() {
 /// contents; then a second history on the reopened store and another reopen.
 #[test]
 fn reopen_finds_the_same_contents() {
-    let cases = cases_or(16);
+    let cases = cases_or(32);
     let no_reopen = |o: &Op| !matches!(o, Op::Reopen);
     let seq = || {
         prop::collection::vec(
@@ -1139,8 +1154,11 @@ fn fixed_sequence_reaches_splits_large_records_and_the_cleaner() {
     ops.push(Op::Reopen);
     ops.push(Op::DropRecreate(2));
     ops.push(Op::Iter(1));
-    let seen = run_case(&[Some((1, 1)), Some((2, 1)), Some((4, 2))], &ops)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let seen = run_case(
+        &(vec![Some((1, 1)), Some((2, 1)), Some((4, 2))], true),
+        &ops,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     println!("{seen:?}");
     assert!(seen.chunks_cleaned > 0, "the cleaner never ran: {seen:?}");
     assert!(seen.splits > 10, "too few splits: {seen:?}");
@@ -1172,7 +1190,9 @@ fn empty_keys_and_values_and_max_keys() {
         Op::Remove(0, KeyRef::New(max_key(1))),
         Op::Check,
     ];
-    run_case(&[Some((1, 1)), None], &ops).unwrap_or_else(|e| panic!("{e}"));
+    for checksums in [false, true] {
+        run_case(&(vec![Some((1, 1)), None], checksums), &ops).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 /// Runs `f` on its own thread; fails the test if it does not return within `secs`.
@@ -1193,7 +1213,7 @@ fn compact_terminates_when_slack_exceeds_a_chunk() {
     let d = tmpdir();
     let s = Store::open_with(
         d.path().join("c.shoal"),
-        &store_options(),
+        &store_options(false),
         OpenMode::CreateNew,
     )
     .unwrap();
@@ -1221,7 +1241,7 @@ fn compact_terminates_with_only_large_records() {
     let d = tmpdir();
     let s = Store::open_with(
         d.path().join("c.shoal"),
-        &store_options(),
+        &store_options(false),
         OpenMode::CreateNew,
     )
     .unwrap();
@@ -1247,7 +1267,7 @@ fn dropped_map_handle_is_not_found_after_its_chunk_is_reused() {
     let d = tmpdir();
     let s = Store::open_with(
         d.path().join("z.shoal"),
-        &store_options(),
+        &store_options(false),
         OpenMode::CreateNew,
     )
     .unwrap();
