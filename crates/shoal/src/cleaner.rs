@@ -1,7 +1,7 @@
 //! The cleaner: reclaims the space of overwritten and deleted records, a little at a time.
 //!
 //! Records are appended, never updated in place, so every overwrite or delete leaves dead
-//! bytes in some sealed data chunk. When dead bytes pass 1/8 of the data bytes, each write
+//! bytes in some sealed data chunk. When dead bytes pass 1/10 of the data bytes, each write
 //! does one bounded cleaning step (at most `STEP_RECORDS` records, at most
 //! `SCAN_CHUNKS` chunk headers) after its own work: the step walks the current victim
 //! chunk, moves each record that the index still references to the cleaner's own data
@@ -95,7 +95,7 @@ pub(crate) fn maybe_clean(tx: &Txn) {
     }
 }
 
-/// Reclaims dead space until less than 1/8 of the data bytes is dead, or `max_steps`
+/// Reclaims dead space until less than one chunk of it is left, or `max_steps`
 /// steps ran. Returns the number of chunks freed.
 ///
 /// At most one pass over the file, too: slack that no cleaning removes (chunk tails too

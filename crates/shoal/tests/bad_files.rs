@@ -22,8 +22,17 @@
 //!   re-executed) under a timeout, so a crash or a hang is a reported failure; every
 //!   failure prints its seed, keeps the corrupted file, and says how to reproduce it.
 //!
-//! `SHOAL_CORRUPT_TRIALS` sets the number of interior trials, `SHOAL_CORRUPT_SEED` runs
-//! just one, `SHOAL_CORRUPT_FILE` exercises a given (kept) file.
+//!   Trials use plain and checksummed stores on tmpfs, and checksummed stores copied to a
+//!   disk file system with the clean flag cleared (so opening runs the verification of an
+//!   unclean store).
+//! * each engine bug those trials found is pinned by a test of its own, minimised to the
+//!   one or two corrupted words that caused it (the "Regression" tests below).
+//!
+//! Knobs: `SHOAL_CORRUPT_TRIALS` (default 250; 80 in a debug build),
+//! `SHOAL_CORRUPT_FIRST_SEED`, `SHOAL_CORRUPT_SEED` (one trial), `SHOAL_CORRUPT_FILE`
+//! (exercise a kept file in this process), `SHOAL_CORRUPT_MINIMIZE=<seed>` (shrink a
+//! failing trial to the fewest corrupted words), `SHOAL_CORRUPT_PATCH` (one explicit
+//! patch, "offset=value+...").
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -1286,7 +1295,7 @@ fn interior_corruption_never_crashes() {
     let trials: u64 = std::env::var("SHOAL_CORRUPT_TRIALS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+        .unwrap_or(if cfg!(debug_assertions) { 80 } else { 250 });
     let first: u64 = std::env::var("SHOAL_CORRUPT_FIRST_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
