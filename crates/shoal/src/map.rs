@@ -132,8 +132,8 @@ impl Map {
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
         self.m.read(sh, key, |_, voff, vlen| {
-            let mut v = vec![0u8; vlen as usize];
-            sh.r.read_bytes(voff, &mut v);
+            let mut v = Vec::new();
+            sh.r.read_to_vec(voff, vlen as usize, &mut v);
             v
         })
     }
@@ -145,9 +145,7 @@ impl Map {
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
         let found = self.m.read(sh, key, |_, voff, vlen| {
-            buf.clear();
-            buf.resize(vlen as usize, 0);
-            sh.r.read_bytes(voff, buf);
+            sh.r.read_to_vec(voff, vlen as usize, buf)
         })?;
         if found.is_none() {
             buf.clear();
