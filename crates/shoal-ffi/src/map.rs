@@ -136,6 +136,7 @@ pub unsafe extern "C" fn shoal_map_open(
             } else {
                 o.stash_buckets
             },
+            ..d
         };
         let map = s.map_with(name, &mo, flags & SHOAL_MAP_CREATE != 0)?;
         let h = Box::into_raw(Box::new(shoal_map { map }));

@@ -63,6 +63,7 @@ fn kill_run(name: &str, workload: &str, writer_args: &[&str], reader_args: &[&st
             &MapOptions {
                 segment_buckets: 2,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

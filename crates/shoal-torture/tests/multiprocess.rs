@@ -43,6 +43,7 @@ fn writers_and_readers_in_many_processes() {
             &MapOptions {
                 segment_buckets: 2,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

@@ -239,6 +239,8 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
         }
         let (mut count, mut bytes) = (0u64, 0u64);
         let mut keys: HashSet<Vec<u8>> = HashSet::new();
+        // (record, UID index) of every live record of a map with UIDs.
+        let mut uids: Vec<(u64, u64)> = Vec::new();
         for j in 0..(1u64 << gd) {
             let e = sh.w(dir + 8 * j).load(Acquire);
             let (seg, d) = (entry_seg(e), entry_depth(e));
@@ -330,6 +332,14 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                         ));
                     }
                     count += 1;
+                    if m.vtrail != 0 {
+                        if v < m.vtrail {
+                            ck.bad(format!("map {id}: record {off:#x} has no room for its UID"));
+                        } else {
+                            let rec_len = hl + k + v + g.trailer;
+                            uids.push((off, crate::uid::record_index(sh, off, rec_len)));
+                        }
+                    }
                     if g.trailer == 4 {
                         let mut rec = vec![0u8; (hl + k + v) as usize];
                         sh.r.read_bytes(off, &mut rec);
@@ -376,6 +386,12 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                 "map {id}: counters say {} live bytes, the index holds {bytes}",
                 c_bytes as i64
             ));
+        }
+        if m.vtrail != 0 {
+            if let Err(why) = crate::uid::check(sh, &m, &uids) {
+                ck.bad(format!("map {id}: {why}"));
+            }
+            ck.lock_ok(m.hdr + M_UID_LOCK, "UID");
         }
         ck.r.entries += count;
     }

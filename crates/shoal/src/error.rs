@@ -60,6 +60,10 @@ pub enum Error {
     /// for example stopped with SIGSTOP).
     #[error("timed out after {0:?} waiting for a lock")]
     Timeout(std::time::Duration),
+    /// A [`Uid`](crate::Uid) whose key was removed (its 64-bit form, or the bare index of
+    /// a 32-bit one): the handle no longer names anything.
+    #[error("stale UID {0:#x}: its key was removed")]
+    StaleUid(u64),
     /// More threads or processes use the store at once than it has slots for.
     #[error("too many users: {0}")]
     TooManyUsers(String),

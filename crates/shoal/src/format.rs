@@ -149,9 +149,32 @@ pub const M_SPARE_DIR: u64 = 40;
 pub const M_SPARE_DIR_G: u64 = 48;
 pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
-/// Reserved for map kinds (fixed-size, inline, UIDs): 0 in version 1.
-#[allow(dead_code)]
+/// Map flags: [`MF_UIDS`]; bits 1.. reserved for map kinds (fixed-size, inline).
 pub const M_FLAGS: u64 = 72;
+/// The map keeps a stable UID per key (see `uid.rs`): every record's value ends with its
+/// 8-byte UID index, and the UID table below is in use.
+pub const MF_UIDS: u64 = 1;
+/// UID table directory: offset of `UID_DIR_N` block offsets (0 until the first UID).
+pub const M_UID_DIR: u64 = 96;
+/// Next never-used UID index (indexes start at 1; 0 until the first UID).
+pub const M_UID_NEXT: u64 = 104;
+/// Head of the free UID list: an index, 0 = empty.
+pub const M_UID_FREE: u64 = 112;
+/// Lock word taken (after the segment lock) to take or free a UID index.
+pub const M_UID_LOCK: u64 = 120;
+/// Entries per UID table block, and blocks in the directory: at most
+/// `UID_BLOCK * UID_DIR_N - 1` (134 M) keys with UIDs per map.
+pub const UID_BLOCK: u64 = 8192;
+pub const UID_DIR_N: u64 = 16384;
+/// One UID table entry: location word, version, key hash.
+pub const UID_ENTRY: u64 = 24;
+pub const E_LOC: u64 = 0;
+pub const E_VER: u64 = 8;
+pub const E_HASH: u64 = 16;
+/// In a location word: the entry is free (the low bits then hold the next free index).
+pub const E_FREE: u64 = 1 << 47;
+/// Bytes a UID map appends to each record's value: the UID index, little-endian.
+pub const UID_TRAILER: u64 = 8;
 pub const M_DIR_LOCK: u64 = 128;
 pub const M_COUNTERS: u64 = 256;
 /// Per-txn counters: entries, live record bytes, splits (single writer: that txn).

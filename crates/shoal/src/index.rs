@@ -45,6 +45,9 @@ pub(crate) struct MapRef {
     pub cat_word: u64,
     /// How long a read may wait for a bucket that a live writer keeps busy.
     pub timeout: Duration,
+    /// Bytes at the end of every record's value that are not the user's value:
+    /// [`UID_TRAILER`] in a map with UIDs, else 0.
+    pub vtrail: u64,
 }
 
 /// Where a key was found: the slot's location and the record's layout.
@@ -54,7 +57,10 @@ pub(crate) struct Hit {
     pub slot: u64,
     pub off: u64,
     pub rec_len: u64,
+    /// The record header's length (the key starts at `off + hl`).
+    pub hl: u64,
     pub val_off: u64,
+    /// The user's value length (without a UID trailer).
     pub vlen: u64,
 }
 
@@ -295,7 +301,8 @@ impl MapRef {
                 if sh.w(bo + B_HDR).load(Relaxed) != h1 {
                     return Ok(Attempt::Retry);
                 }
-                Some(f(fd.off, fd.off + fd.hl + key.len() as u64, fd.vlen))
+                let vlen = fd.vlen.saturating_sub(self.vtrail);
+                Some(f(fd.off, fd.off + fd.hl + key.len() as u64, vlen))
             }
         };
         fence(Acquire);
@@ -377,15 +384,50 @@ impl MapRef {
         for j in 0..n {
             let bk = if j == 0 { b } else { self.n_main + j - 1 };
             if let Some(fd) = self.scan(sh, bucket_off(seg, bk), tag, key, end) {
-                let k = key.len() as u64;
-                return Some(Hit {
-                    bucket: bk,
-                    slot: fd.slot,
-                    off: fd.off,
-                    rec_len: fd.hl + k + fd.vlen + sh.g.trailer,
-                    val_off: fd.off + fd.hl + k,
-                    vlen: fd.vlen,
-                });
+                return self.hit(sh, bk, fd, key.len() as u64);
+            }
+        }
+        None
+    }
+
+    /// A [`Hit`] for a record found in bucket `bk` (None if its value is too short to
+    /// hold the UID trailer: not a record of this map).
+    fn hit(&self, sh: &Shared, bk: u64, fd: Found, klen: u64) -> Option<Hit> {
+        Some(Hit {
+            bucket: bk,
+            slot: fd.slot,
+            off: fd.off,
+            rec_len: fd.hl + klen + fd.vlen + sh.g.trailer,
+            hl: fd.hl,
+            val_off: fd.off + fd.hl + klen,
+            vlen: fd.vlen.checked_sub(self.vtrail)?,
+        })
+    }
+
+    /// Under the segment lock: the entry whose record is at `off` (found by its slot, no
+    /// key comparison: the UID paths know the record and the hash already).
+    pub(crate) fn find_locked_at(&self, sh: &Shared, seg: u64, h: u64, off: u64) -> Option<Hit> {
+        let end = sh.file_end();
+        let want = make_slot(hash_tag(h), off);
+        let b = home_bucket(h, self.n_main);
+        let stash = hdr_overflow(sh.w(bucket_off(seg, b) + B_HDR).load(Acquire)) > 0;
+        let n = if stash { 1 + self.n_stash } else { 1 };
+        for j in 0..n {
+            let bk = if j == 0 { b } else { self.n_main + j - 1 };
+            for i in 0..SLOTS {
+                if sh.w(slot_off(seg, bk, i)).load(Relaxed) == want {
+                    let (m, k, v, hl) = read_record_header(sh, off, end)?;
+                    if m != self.id {
+                        return None;
+                    }
+                    let fd = Found {
+                        slot: i,
+                        off,
+                        vlen: v,
+                        hl,
+                    };
+                    return self.hit(sh, bk, fd, k);
+                }
             }
         }
         None
@@ -424,7 +466,9 @@ impl MapRef {
         let h = hash(sh.g.seed, key);
         loop {
             let seg = self.lock_segment(tx, h)?;
-            let r = self.write_locked(tx, seg, h, key, produce);
+            crate::rt::failpoint!("write.locked");
+            let hit = self.find_locked(sh, seg, h, key);
+            let r = self.write_locked(tx, seg, h, hit, produce);
             match r {
                 Ok(Some(res)) => {
                     tx.unlock(seg + S_LOCK);
@@ -444,23 +488,63 @@ impl MapRef {
         }
     }
 
+    /// The write path by UID: the entry gives the hash (no hashing) and the record (no
+    /// key comparison). A stale handle is `Error::StaleUid`; `produce` always sees the
+    /// entry.
+    pub(crate) fn write_uid(
+        &self,
+        tx: &Txn,
+        uid: crate::Uid,
+        produce: &mut Produce,
+    ) -> Result<WriteResult> {
+        let sh = tx.sh;
+        loop {
+            let h = crate::uid::load(sh, self, uid)?.hash;
+            let seg = self.lock_segment(tx, h)?;
+            crate::rt::failpoint!("write.locked");
+            // Under the lock the entry holds still unless it was freed and reused by a
+            // key of another segment: look again.
+            let r = match crate::uid::load(sh, self, uid) {
+                Err(e) => Err(e),
+                Ok(ent) if ent.hash != h => {
+                    tx.unlock(seg + S_LOCK);
+                    continue;
+                }
+                Ok(ent) => match self.find_locked_at(sh, seg, h, ent.off()) {
+                    None => Err(sh.corrupt(format!(
+                        "map {}: UID {uid} names record {:#x}, which no slot holds",
+                        self.id,
+                        ent.off()
+                    ))),
+                    Some(hit) => self.write_locked(tx, seg, h, Some(hit), produce),
+                },
+            };
+            tx.unlock(seg + S_LOCK);
+            return match r {
+                Ok(Some(res)) => Ok(res),
+                // Only an insert needs a free slot, and a write by UID never inserts.
+                Ok(None) => Err(sh.corrupt("a write by UID asked for a new slot")),
+                Err(e) => Err(e),
+            };
+        }
+    }
+
     fn write_locked(
         &self,
         tx: &Txn,
         seg: u64,
         h: u64,
-        key: &[u8],
+        hit: Option<Hit>,
         produce: &mut Produce,
     ) -> Result<Option<WriteResult>> {
         let sh = tx.sh;
-        crate::rt::failpoint!("write.locked");
-        let hit = self.find_locked(sh, seg, h, key);
         let new = match produce(tx, hit.as_ref())? {
             Action::Keep => {
                 return Ok(Some(WriteResult {
                     old: hit.map(|h| (h.off, h.rec_len)),
                     applied: false,
                     published: None,
+                    uid: None,
                 }))
             }
             Action::Put(off, len) => Some((off, len)),
@@ -483,6 +567,10 @@ impl MapRef {
             let ov = (hdr_overflow(cur) as i64 + overflow_delta).max(0) as u64;
             redo.push(bo, make_hdr(seq.wrapping_add(2), ov));
         };
+        let uids = self.vtrail != 0;
+        let uid_lock = self.hdr + M_UID_LOCK;
+        let mut uid_locked = false;
+        let mut new_uid = None;
         match (hit, new) {
             (Some(hit), Some((off, len))) => {
                 redo.push(
@@ -492,6 +580,19 @@ impl MapRef {
                 touch(&mut redo, bucket_off(seg, hit.bucket), 0);
                 redo.push(bytes_off, bytes.wrapping_add(len).wrapping_sub(hit.rec_len));
                 crate::alloc::publish_large_redo(tx, off, &mut redo);
+                if uids {
+                    // Same key, new record: the entry follows it (no UID lock: the
+                    // entry belongs to this key, whose segment lock we hold).
+                    let index = crate::uid::record_index(sh, hit.off, hit.rec_len);
+                    let e = crate::uid::entry_off(sh, self, index)?.ok_or_else(|| {
+                        sh.corrupt(format!(
+                            "map {}: record {:#x} names UID {index}, never handed out",
+                            self.id, hit.off
+                        ))
+                    })?;
+                    crate::uid::patch_record(sh, off, len, index);
+                    new_uid = Some(crate::uid::push_move(sh, &mut redo, e, index, off));
+                }
             }
             (None, Some((off, len))) => {
                 let Some((b, i)) = self.free_slot(sh, seg, h) else {
@@ -505,6 +606,20 @@ impl MapRef {
                 redo.push(cnt_off, cnt.wrapping_add(1));
                 redo.push(bytes_off, bytes.wrapping_add(len));
                 crate::alloc::publish_large_redo(tx, off, &mut redo);
+                if uids {
+                    tx.lock(uid_lock)?;
+                    uid_locked = true;
+                    match crate::uid::push_take(tx, self, &mut redo, off, h) {
+                        Ok(uid) => {
+                            crate::uid::patch_record(sh, off, len, uid.index());
+                            new_uid = Some(uid);
+                        }
+                        Err(e) => {
+                            tx.unlock(uid_lock);
+                            return Err(e);
+                        }
+                    }
+                }
             }
             (Some(hit), None) => {
                 redo.push(slot_off(seg, hit.bucket, hit.slot), 0);
@@ -514,12 +629,22 @@ impl MapRef {
                 }
                 redo.push(cnt_off, cnt.wrapping_sub(1));
                 redo.push(bytes_off, bytes.wrapping_sub(hit.rec_len));
+                if uids {
+                    let index = crate::uid::record_index(sh, hit.off, hit.rec_len);
+                    tx.lock(uid_lock)?;
+                    uid_locked = true;
+                    if let Err(e) = crate::uid::push_free(tx, self, &mut redo, index) {
+                        tx.unlock(uid_lock);
+                        return Err(e);
+                    }
+                }
             }
             (None, None) => {
                 return Ok(Some(WriteResult {
                     old: None,
                     applied: false,
                     published: None,
+                    uid: None,
                 }))
             }
         }
@@ -533,10 +658,14 @@ impl MapRef {
         tx.apply_range(&redo, redo.n / 2, redo.n);
         crate::rt::failpoint!("write.applied");
         tx.done();
+        if uid_locked {
+            tx.unlock(uid_lock);
+        }
         Ok(Some(WriteResult {
             old: hit.map(|h| (h.off, h.rec_len)),
             applied: true,
             published: new.map(|n| n.0),
+            uid: new_uid,
         }))
     }
 }
@@ -561,6 +690,8 @@ pub(crate) struct WriteResult {
     pub applied: bool,
     /// The record offset now published (for `Action::Put`).
     pub published: Option<u64>,
+    /// In a map with UIDs, the published key's handle.
+    pub uid: Option<crate::Uid>,
 }
 
 /// Makes sure the map has a spare segment (and, when `dir_g` is given, a spare directory
@@ -592,7 +723,7 @@ fn ensure_spares(tx: &Txn, m: &MapRef, dir_g: Option<u64>) -> Result<()> {
     Ok(())
 }
 
-fn commit_apply(tx: &Txn, redo: &mut Redo, extra: &[(u64, u64)]) {
+pub(crate) fn commit_apply(tx: &Txn, redo: &mut Redo, extra: &[(u64, u64)]) {
     for (o, v) in extra {
         redo.push(*o, *v);
     }
@@ -605,7 +736,7 @@ fn commit_apply(tx: &Txn, redo: &mut Redo, extra: &[(u64, u64)]) {
 /// chunk (or, for a directory larger than a chunk, a run of its own) when needed.
 /// Returns the offset and the redo entries that take the space; the caller commits them
 /// together with the entry that records what the space is for, so a crash leaks nothing.
-fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(u64, u64)>)> {
+pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(u64, u64)>)> {
     let sh = tx.sh;
     let cs = sh.g.chunk_size();
     // Everything in the arena is bucket-aligned (segments must be; directories may as well).
@@ -960,6 +1091,10 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     if !(1..=4096).contains(&n_main) || !(1..=1024).contains(&n_stash) || n_main > u16::MAX as u64 {
         return Err(sh.corrupt(format!("map {id}: bad geometry {n_main}+{n_stash} buckets")));
     }
+    let flags = sh.w(hdr + M_FLAGS).load(Acquire);
+    if flags & !MF_UIDS != 0 {
+        return Err(sh.corrupt(format!("map {id}: unknown map flags {flags:#x}")));
+    }
     Ok(MapRef {
         id,
         hdr,
@@ -968,12 +1103,20 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
         seg_size: segment_size(n_main, n_stash),
         cat_word,
         timeout: sh.lock_timeout,
+        vtrail: if flags & MF_UIDS != 0 { UID_TRAILER } else { 0 },
     })
 }
 
 /// Creates the index of a new map inside its first chunk `c` (already taken by the caller
 /// and zero-initialised as needed): header, a one-entry directory, one segment.
-pub(crate) fn init_map(sh: &Shared, c: u64, id: u64, n_main: u64, n_stash: u64) -> MapRef {
+pub(crate) fn init_map(
+    sh: &Shared,
+    c: u64,
+    id: u64,
+    n_main: u64,
+    n_stash: u64,
+    flags: u64,
+) -> MapRef {
     let hdr = c + CHUNK_HDR;
     let hsize = map_header_size(sh.g.n_txn);
     let mut o = hdr;
@@ -991,11 +1134,13 @@ pub(crate) fn init_map(sh: &Shared, c: u64, id: u64, n_main: u64, n_stash: u64) 
         seg_size: segment_size(n_main, n_stash),
         cat_word: 0,
         timeout: sh.lock_timeout,
+        vtrail: if flags & MF_UIDS != 0 { UID_TRAILER } else { 0 },
     };
     init_segment(sh, &m, seg, 0, 0, 0);
     sh.w(dir).store(dir_entry(seg, 0), Relaxed);
     sh.w(hdr + M_N_MAIN).store(n_main, Relaxed);
     sh.w(hdr + M_N_STASH).store(n_stash, Relaxed);
+    sh.w(hdr + M_FLAGS).store(flags, Relaxed);
     sh.w(hdr + M_CHAIN).store(c, Relaxed);
     sh.w(hdr + M_ARENA).store(c, Relaxed);
     sh.w(hdr + M_ARENA_BUMP).store(seg + m.seg_size, Relaxed);
@@ -1094,6 +1239,13 @@ fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
     if !m.alive(sh) {
         return Err(m.dropped());
     }
+    if m.vtrail != 0 {
+        let uid_lock = m.hdr + M_UID_LOCK;
+        tx.lock(uid_lock)?;
+        let r = clear_segment_uids(tx, m, seg);
+        tx.unlock(uid_lock);
+        return r;
+    }
     let end = sh.file_end();
     let cnt_off = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_COUNT;
     let bytes_off = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_BYTES;
@@ -1133,6 +1285,66 @@ fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
         tx.apply(&redo);
         tx.done();
         freed += bytes;
+    }
+    Ok(freed)
+}
+
+/// [`clear_segment`] for a map with UIDs (segment and UID locks held): one redo list per
+/// entry, since each also frees the entry's UID; the bucket headers' overflow counts are
+/// reset once the segment is empty.
+fn clear_segment_uids(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {
+    let sh = tx.sh;
+    let end = sh.file_end();
+    let cnt_off = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_COUNT;
+    let bytes_off = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_BYTES;
+    let mut freed = 0;
+    for b in 0..m.n_main + m.n_stash {
+        let bo = bucket_off(seg, b);
+        for i in 0..SLOTS {
+            let so = slot_off(seg, b, i);
+            let s = sh.w(so).load(Acquire);
+            if s == 0 {
+                continue;
+            }
+            let off = slot_off_of(s);
+            let (_, k, v, hl) = read_record_header(sh, off, end)
+                .filter(|r| r.2 >= UID_TRAILER)
+                .ok_or_else(|| {
+                    sh.corrupt(format!("map {}: slot at {so:#x} points at no record", m.id))
+                })?;
+            let len = hl + k + v + sh.g.trailer;
+            let h0 = sh.w(bo).load(Acquire);
+            let mut redo = Redo::new();
+            redo.push(so, 0);
+            redo.push(bo, make_hdr(hdr_seq(h0).wrapping_add(2), hdr_overflow(h0)));
+            redo.push(cnt_off, sh.w(cnt_off).load(Relaxed).wrapping_sub(1));
+            redo.push(bytes_off, sh.w(bytes_off).load(Relaxed).wrapping_sub(len));
+            crate::uid::push_free(tx, m, &mut redo, crate::uid::record_index(sh, off, len))?;
+            tx.commit(I_REDO, &[], &redo);
+            sh.w(bo).store(
+                make_hdr(hdr_seq(h0).wrapping_add(1), hdr_overflow(h0)),
+                Relaxed,
+            );
+            tx.apply(&redo);
+            tx.done();
+            freed += len;
+        }
+    }
+    // Every slot is empty now (the segment lock kept inserts out): no bucket overflows.
+    for b in 0..m.n_main {
+        let bo = bucket_off(seg, b);
+        let h0 = sh.w(bo).load(Acquire);
+        if hdr_overflow(h0) != 0 {
+            let mut redo = Redo::new();
+            redo.push(bo, make_hdr(hdr_seq(h0).wrapping_add(2), 0));
+            tx.commit(I_REDO, &[], &redo);
+            sh.w(bo).store(
+                make_hdr(hdr_seq(h0).wrapping_add(1), hdr_overflow(h0)),
+                Relaxed,
+            );
+            tx.apply(&redo);
+            tx.done();
+        }
     }
     Ok(freed)
 }
@@ -1242,8 +1454,7 @@ fn snapshot_once(
                 if sh.w(bo).load(Relaxed) != h1 {
                     return Ok(None);
                 }
-                val = vec![0u8; v as usize];
-                sh.r.read_bytes(off + hl + k, &mut val);
+                sh.r.read_to_vec(off + hl + k, v.saturating_sub(m.vtrail) as usize, &mut val);
             }
             items.push((key, val));
         }

@@ -43,10 +43,12 @@ mod shared;
 mod store;
 mod sys;
 mod txn;
+mod uid;
 
 pub use error::{Error, Result};
 pub use map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
+pub use uid::Uid;
 
 /// The format version this library writes (see `docs/FORMAT.md`).
 pub const FORMAT_VERSION: u32 = format::FORMAT_VERSION;

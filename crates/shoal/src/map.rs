@@ -5,6 +5,7 @@ use crate::format::*;
 use crate::index::{read_record_header, Action, Hit, MapRef, WriteResult};
 use crate::shared::{thread_txn, Shared};
 use crate::txn::Txn;
+use crate::uid::Uid;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
@@ -46,6 +47,14 @@ fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
     let mut v = vec![0u8; hit.vlen as usize];
     sh.r.read_bytes(hit.val_off, &mut v);
     v
+}
+
+/// The key of the record a hit names.
+fn hit_key(sh: &Shared, hit: &Hit) -> Vec<u8> {
+    let mut k = Vec::new();
+    let koff = hit.off + hit.hl;
+    sh.r.read_to_vec(koff, (hit.val_off - koff) as usize, &mut k);
+    k
 }
 
 /// Figures about one map (see [`Map::stats`]).
@@ -253,17 +262,34 @@ impl Map {
     }
 
     /// Appends a record for (key, value) to the thread's data chunk: (offset, length).
+    ///
+    /// In a map with UIDs the value is followed by an 8-byte placeholder for the key's UID
+    /// index, filled in under the locks (`uid::patch_record`).
     fn append(&self, tx: &Txn, key: &[u8], v: &[u8]) -> Result<(u64, u64)> {
-        let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64);
+        let vt = self.m.vtrail;
+        if v.len() as u64 + vt > MAX_VALUE {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes; the limit in a map with UIDs is {}",
+                v.len(),
+                MAX_VALUE - vt
+            )));
+        }
+        let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64 + vt);
+        let tail = [0u8; UID_TRAILER as usize];
+        let tail = &tail[..vt as usize];
         let off = if self.sh.g.trailer == 4 {
-            let crc = record_crc(&[&hdr, key, v]).to_le_bytes();
-            crate::alloc::append(tx, &[&hdr, key, v, &crc], crate::alloc::Purpose::Normal)?
+            let crc = record_crc(&[&hdr, key, v, tail]).to_le_bytes();
+            crate::alloc::append(
+                tx,
+                &[&hdr, key, v, tail, &crc],
+                crate::alloc::Purpose::Normal,
+            )?
         } else {
-            crate::alloc::append(tx, &[&hdr, key, v], crate::alloc::Purpose::Normal)?
+            crate::alloc::append(tx, &[&hdr, key, v, tail], crate::alloc::Purpose::Normal)?
         };
         Ok((
             off,
-            hdr.len() as u64 + key.len() as u64 + v.len() as u64 + self.sh.g.trailer,
+            hdr.len() as u64 + key.len() as u64 + v.len() as u64 + vt + self.sh.g.trailer,
         ))
     }
 
@@ -307,26 +333,59 @@ impl Map {
     fn rmw<T>(
         &self,
         key: &[u8],
-        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
     ) -> Result<(bool, T)> {
         check_sizes(key, None)?;
+        self.rmw_with(|tx, p| self.m.write(tx, key, p), produce)
+    }
+
+    /// [`Map::rmw`] on the key a UID names (`produce` always sees its entry).
+    fn rmw_uid<T>(
+        &self,
+        uid: Uid,
+        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+    ) -> Result<(bool, T)> {
+        self.need_uids()?;
+        self.rmw_with(
+            |tx, p| self.m.write_uid(tx, uid, p),
+            |map, tx, hit, appended| match hit {
+                Some(h) => produce(map, tx, h, appended),
+                None => Err(crate::uid::stale(uid)),
+            },
+        )
+    }
+
+    fn rmw_with<T>(
+        &self,
+        write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+    ) -> Result<(bool, T)> {
+        self.rmw_uid_out(write, produce).map(|(a, t, _)| (a, t))
+    }
+
+    /// [`Map::rmw_with`], also returning the published key's UID (maps with UIDs).
+    fn rmw_uid_out<T>(
+        &self,
+        write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
+        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+    ) -> Result<(bool, T, Option<Uid>)> {
         let r = self.retry_full(|| {
             let tx = self.txn()?;
             let mut appended = Vec::new();
             let mut out = None;
-            let r = self.m.write(&tx, key, &mut |tx, hit| {
+            let r = write(&tx, &mut |tx, hit| {
                 let (a, t) = produce(self, tx, hit, &mut appended)?;
                 out = Some(t);
                 Ok(a)
             });
             let applied = self.settle(&tx, &r, appended);
-            r?;
+            let uid = r?.uid;
             self.sync()?;
-            Ok((applied, out))
+            Ok((applied, out, uid))
         })?;
         match r {
-            (applied, Some(t)) => Ok((applied, t)),
-            (_, None) => Err(Error::InvalidArgument(
+            (applied, Some(t), uid) => Ok((applied, t, uid)),
+            (_, None, _) => Err(Error::InvalidArgument(
                 "read-modify-write produced nothing".into(),
             )),
         }
@@ -471,6 +530,233 @@ impl Map {
                 appended.push((off, len));
                 Ok((Action::Put(off, len), default.to_vec()))
             }
+        })?;
+        Ok(v)
+    }
+
+    /// Whether the map keeps a stable [`Uid`] per key (chosen at creation with
+    /// [`MapOptions::uids`](crate::MapOptions::uids)).
+    pub fn has_uids(&self) -> bool {
+        self.m.vtrail != 0
+    }
+
+    fn need_uids(&self) -> Result<()> {
+        if self.has_uids() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "map {:?} has no UIDs (create it with MapOptions::uids)",
+                self.name
+            )))
+        }
+    }
+
+    /// The stable handle of `key`, or `None` if the key is absent. It stays valid while
+    /// the key exists, however its record moves; see [`Uid`].
+    pub fn uid(&self, key: &[u8]) -> Result<Option<Uid>> {
+        check_sizes(key, None)?;
+        self.need_uids()?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let start = std::time::Instant::now();
+        loop {
+            let Some((off, index)) = self.m.read(sh, key, |off, voff, vlen| {
+                let mut b = [0u8; 8];
+                sh.r.read_bytes(voff + vlen, &mut b);
+                (off, u64::from_le_bytes(b))
+            })?
+            else {
+                return Ok(None);
+            };
+            // The entry names this very record unless the key was written meanwhile:
+            // then look again.
+            if let Some(e) = crate::uid::entry_off(sh, &self.m, index)? {
+                let loc = sh.w(e + E_LOC).load(Acquire);
+                if loc & E_FREE == 0 && loc & (E_FREE - 1) == off {
+                    return Ok(Some(Uid::new(index, loc >> 48)));
+                }
+            }
+            if start.elapsed() > self.m.timeout {
+                return Err(Error::Timeout(start.elapsed()));
+            }
+            crate::rt::yield_now();
+        }
+    }
+
+    /// [`Map::put`], also returning the key's handle (a new one for an inserted key, the
+    /// one it had for a replaced key).
+    pub fn put_with_uid(&self, key: &[u8], value: &[u8]) -> Result<(PutOutcome, Uid)> {
+        check_sizes(key, Some(value))?;
+        self.need_uids()?;
+        let (_, existed, uid) = self.rmw_uid_out(
+            |tx, p| self.m.write(tx, key, p),
+            |map, tx, hit, appended| {
+                let (off, len) = map.append(tx, key, value)?;
+                appended.push((off, len));
+                Ok((Action::Put(off, len), hit.is_some()))
+            },
+        )?;
+        let uid = uid.ok_or_else(|| self.sh.corrupt("a write to a UID map published no UID"))?;
+        let outcome = if existed {
+            PutOutcome::Replaced
+        } else {
+            PutOutcome::Inserted
+        };
+        Ok((outcome, uid))
+    }
+
+    /// Optimistic read of the entry `uid` names: calls `f(key offset, key length, value
+    /// offset, value length)` on a consistent view (perhaps more than once).
+    fn read_uid<T>(&self, uid: Uid, mut f: impl FnMut(u64, u64, u64, u64) -> T) -> Result<T> {
+        self.need_uids()?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let start = std::time::Instant::now();
+        let mut tries = 0u32;
+        loop {
+            let ent = crate::uid::load(sh, &self.m, uid)?;
+            let off = ent.off();
+            if let Some((mid, k, v, hl)) = read_record_header(sh, off, sh.file_end()) {
+                // Validate before trusting the length with an allocation.
+                if mid == self.m.id && v >= UID_TRAILER && ent.unchanged(sh) {
+                    let r = f(off + hl, k, off + hl + k, v - UID_TRAILER);
+                    if ent.unchanged(sh) {
+                        if !self.m.alive(sh) {
+                            return Err(self.m.dropped());
+                        }
+                        return Ok(r);
+                    }
+                }
+            }
+            if ent.unchanged(sh) {
+                if !self.m.alive(sh) {
+                    return Err(self.m.dropped());
+                }
+                return Err(sh.corrupt(format!(
+                    "map {:?}: UID {uid} names {off:#x}, which is not one of its records",
+                    self.name
+                )));
+            }
+            tries += 1;
+            if start.elapsed() > self.m.timeout {
+                return Err(Error::Timeout(start.elapsed()));
+            }
+            if tries > 16 {
+                crate::rt::yield_now();
+            }
+        }
+    }
+
+    /// The value of the key `uid` names, copied out: no hashing, no key comparison.
+    /// [`Error::StaleUid`] if the key was removed.
+    pub fn get_by_uid(&self, uid: Uid) -> Result<Vec<u8>> {
+        let sh = &*self.sh;
+        self.read_uid(uid, |_, _, voff, vlen| {
+            let mut v = Vec::new();
+            sh.r.read_to_vec(voff, vlen as usize, &mut v);
+            v
+        })
+    }
+
+    /// Copies the value of the key `uid` names into `buf` (replacing its contents).
+    pub fn get_by_uid_into(&self, uid: Uid, buf: &mut Vec<u8>) -> Result<()> {
+        let sh = &*self.sh;
+        self.read_uid(uid, |_, _, voff, vlen| {
+            sh.r.read_to_vec(voff, vlen as usize, buf)
+        })
+    }
+
+    /// The key `uid` names.
+    pub fn key_by_uid(&self, uid: Uid) -> Result<Vec<u8>> {
+        let sh = &*self.sh;
+        self.read_uid(uid, |koff, klen, _, _| {
+            let mut k = Vec::new();
+            sh.r.read_to_vec(koff, klen as usize, &mut k);
+            k
+        })
+    }
+
+    /// Replaces the value of the key `uid` names (the handle stays the same).
+    pub fn put_by_uid(&self, uid: Uid, value: &[u8]) -> Result<()> {
+        check_sizes(&[], Some(value))?;
+        self.rmw_uid(uid, |map, tx, hit, appended| {
+            let key = hit_key(tx.sh, hit);
+            let (off, len) = map.append(tx, &key, value)?;
+            appended.push((off, len));
+            Ok((Action::Put(off, len), ()))
+        })?;
+        Ok(())
+    }
+
+    /// Removes the key `uid` names, returning its value; the handle becomes stale.
+    pub fn remove_by_uid(&self, uid: Uid) -> Result<Vec<u8>> {
+        let (_, v) = self.rmw_uid(uid, |_, tx, hit, _| {
+            Ok((Action::Remove, copy_value(tx.sh, hit)))
+        })?;
+        Ok(v)
+    }
+
+    /// [`Map::update`] on the key `uid` names: `f` sees the current value and returns the
+    /// new one (or `None` to remove the key), without any lock held; it runs again if
+    /// another write came in between.
+    pub fn update_by_uid(
+        &self,
+        uid: Uid,
+        mut f: impl FnMut(&[u8]) -> Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let start = std::time::Instant::now();
+        loop {
+            let sh = &*self.sh;
+            let (seen, cur) = self.read_uid(uid, |koff, _, voff, vlen| {
+                let mut v = Vec::new();
+                sh.r.read_to_vec(voff, vlen as usize, &mut v);
+                (koff, v)
+            })?;
+            let new = f(&cur);
+            if let Some(v) = &new {
+                check_sizes(&[], Some(v))?;
+            }
+            let (applied, ()) = self.rmw_uid(uid, |map, tx, hit, appended| {
+                if hit.off + hit.hl != seen {
+                    return Ok((Action::Keep, ()));
+                }
+                Ok((
+                    match &new {
+                        Some(v) => {
+                            let (off, len) = map.append(tx, &hit_key(tx.sh, hit), v)?;
+                            appended.push((off, len));
+                            Action::Put(off, len)
+                        }
+                        None => Action::Remove,
+                    },
+                    (),
+                ))
+            })?;
+            if applied {
+                return Ok(new);
+            }
+            if start.elapsed() > self.m.timeout {
+                return Err(Error::Timeout(start.elapsed()));
+            }
+            crate::rt::yield_now();
+        }
+    }
+
+    /// [`Map::add`] on the key `uid` names.
+    pub fn add_by_uid(&self, uid: Uid, delta: i64) -> Result<i64> {
+        let (_, v) = self.rmw_uid(uid, |map, tx, hit, appended| {
+            if hit.vlen != 8 {
+                return Err(Error::InvalidArgument(format!(
+                    "add needs an 8-byte integer value; this one has {} bytes",
+                    hit.vlen
+                )));
+            }
+            let mut b = [0u8; 8];
+            tx.sh.r.read_bytes(hit.val_off, &mut b);
+            let new = i64::from_le_bytes(b).wrapping_add(delta);
+            let (off, len) = map.append(tx, &hit_key(tx.sh, hit), &new.to_le_bytes())?;
+            appended.push((off, len));
+            Ok((Action::Put(off, len), new))
         })?;
         Ok(v)
     }

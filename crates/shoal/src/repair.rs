@@ -255,7 +255,9 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
         }
         let m = map_ref_unchecked(sh, id)?;
         sh.w(m.hdr + M_DIR_LOCK).store(0, Release);
+        sh.w(m.hdr + M_UID_LOCK).store(0, Release);
         let (mut count, mut bytes) = (0u64, 0u64);
+        let mut uids: Vec<(u64, u64)> = Vec::new();
         for (seg, _) in segments(sh, &m)? {
             sh.w(seg + S_LOCK).store(0, Release);
             for b in 0..m.n_main + m.n_stash {
@@ -277,6 +279,10 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
                     if let Some((_, k, v, hl)) = read_record_header_in(sh, off, limit) {
                         count += 1;
                         bytes += hl + k + v + g.trailer;
+                        if m.vtrail != 0 && v >= m.vtrail {
+                            let len = hl + k + v + g.trailer;
+                            uids.push((off, crate::uid::record_index(sh, off, len)));
+                        }
                     }
                 }
             }
@@ -289,9 +295,13 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
             sh.w(c + MC_BYTES)
                 .store(if t == 0 { bytes } else { 0 }, Release);
         }
+        if m.vtrail != 0 {
+            crate::uid::rebuild(sh, &m, &uids)?;
+        }
         rep.rebuilt.push(format!(
-            "map {:?}: locks, sequence numbers, overflow counts, counters",
-            map_name(sh, id)
+            "map {:?}: locks, sequence numbers, overflow counts, counters{}",
+            map_name(sh, id),
+            if m.vtrail != 0 { ", UID table" } else { "" }
         ));
     }
     Ok(())

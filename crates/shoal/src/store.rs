@@ -88,6 +88,9 @@ pub struct MapOptions {
     pub segment_buckets: u32,
     /// Stash buckets per segment, for keys whose home bucket is full. Default 4.
     pub stash_buckets: u32,
+    /// Keep a stable [`Uid`](crate::Uid) per key (see [`Map::uid`](crate::Map::uid)):
+    /// 24 bytes per key in a UID table plus 8 per record. Default false.
+    pub uids: bool,
 }
 
 impl Default for MapOptions {
@@ -95,6 +98,7 @@ impl Default for MapOptions {
         MapOptions {
             segment_buckets: DEFAULT_MAIN_BUCKETS as u32,
             stash_buckets: DEFAULT_STASH_BUCKETS as u32,
+            uids: false,
         }
     }
 }
@@ -254,6 +258,11 @@ impl Store {
             ));
         }
         if let Some(m) = self.find_map(name)? {
+            if opts.uids && !m.has_uids() {
+                return Err(Error::InvalidArgument(format!(
+                    "map {name:?} exists without UIDs; UIDs are chosen when a map is created"
+                )));
+            }
             return Ok(m);
         }
         if !create {
@@ -263,7 +272,14 @@ impl Store {
         tx.lock(H_CATALOG_LOCK)?;
         let r = self.create_map_locked(&tx, name, opts);
         tx.unlock(H_CATALOG_LOCK);
-        r
+        let m = r?;
+        if opts.uids && !m.has_uids() {
+            // Another process created it first, without UIDs.
+            return Err(Error::InvalidArgument(format!(
+                "map {name:?} exists without UIDs; UIDs are chosen when a map is created"
+            )));
+        }
+        Ok(m)
     }
 
     fn find_map(&self, name: &str) -> Result<Option<Map>> {
@@ -316,7 +332,8 @@ impl Store {
             let c = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
             // The run is ours (alloc lock held); its content is written now, published by
             // the redo list below together with the catalog entry.
-            let mut m: MapRef = index::init_map(sh, c, id, n_main, n_stash);
+            let flags = if opts.uids { MF_UIDS } else { 0 };
+            let mut m: MapRef = index::init_map(sh, c, id, n_main, n_stash, flags);
             m.cat_word = word;
             sh.r.write_bytes(ce + C_NAME, name.as_bytes());
             redo.push(c + K_KIND, CK_INDEX);

@@ -132,6 +132,7 @@ fn build_store(dir: &Path, name: &str, checksums: bool) -> PathBuf {
             &MapOptions {
                 segment_buckets: 1,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )
@@ -141,6 +142,7 @@ fn build_store(dir: &Path, name: &str, checksums: bool) -> PathBuf {
             &MapOptions {
                 segment_buckets: 3,
                 stash_buckets: 2,
+                uids: false,
             },
             true,
         )
@@ -153,6 +155,7 @@ fn build_store(dir: &Path, name: &str, checksums: bool) -> PathBuf {
             &MapOptions {
                 segment_buckets: 2,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )
@@ -1002,6 +1005,7 @@ fn exercise(path: &Path) {
         &MapOptions {
             segment_buckets: 1,
             stash_buckets: 1,
+            uids: false,
         },
         true,
     ) {
@@ -1450,6 +1454,7 @@ fn failed_splits_over_a_corrupt_slot_never_panic() {
             &MapOptions {
                 segment_buckets: 1,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

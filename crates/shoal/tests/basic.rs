@@ -45,6 +45,7 @@ fn many_keys_split_and_iterate() {
             &MapOptions {
                 segment_buckets: 2,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

@@ -123,6 +123,7 @@ fn durable_writer() {
             &shoal::MapOptions {
                 segment_buckets: 4,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )
@@ -237,6 +238,7 @@ fn killed_writer_leaves_an_unclean_store_that_is_verified_and_repaired() {
             &shoal::MapOptions {
                 segment_buckets: 4,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )
@@ -299,6 +301,7 @@ fn copies_taken_at_random_moments_are_never_silently_wrong() {
             &shoal::MapOptions {
                 segment_buckets: 4,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

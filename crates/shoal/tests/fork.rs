@@ -56,6 +56,7 @@ fn open(dir: &tempfile::TempDir) -> (Store, Map) {
             &MapOptions {
                 segment_buckets: 2,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

@@ -30,6 +30,7 @@ fn tiny() -> MapOptions {
     MapOptions {
         segment_buckets: 1,
         stash_buckets: 1,
+        uids: false,
     }
 }
 

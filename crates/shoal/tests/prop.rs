@@ -260,6 +260,7 @@ fn map_options(spec: Option<(u32, u32)>) -> MapOptions {
         Some((segment_buckets, stash_buckets)) => MapOptions {
             segment_buckets,
             stash_buckets,
+            uids: false,
         },
         None => MapOptions::default(),
     }
@@ -1291,6 +1292,7 @@ fn dropped_map_handle_is_not_found_after_its_chunk_is_reused() {
             &MapOptions {
                 segment_buckets: 1,
                 stash_buckets: 1,
+                uids: false,
             },
             true,
         )

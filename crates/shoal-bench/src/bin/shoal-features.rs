@@ -1,0 +1,285 @@
+//! `shoal-features`: the issue-3 feature benchmarks, each a same-run ratio.
+//!
+//! * get by UID vs get by key, and put by UID vs put by key (replace), over N keys of a
+//!   map with UIDs, in one shuffled order;
+//! * `get_many_with` (batches of 256) vs single gets, same keys, same order;
+//! * `add` on one hot key: one process vs two processes at once (total ops/s).
+//!
+//! `cargo run --release -p shoal-bench --bin shoal-features -- --keys 10000000`
+
+use shoal_bench::{mops, Data, Phase, PhaseTime, SchedStat};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+const HELP: &str = "\
+shoal-features: get/put by UID vs by key, get_many vs get, hot-key add from 1 and 2 processes.
+
+USAGE: shoal-features [--keys N] [--reps R] [--adds A] [--store PATH]
+
+  --keys N     keys in the map (default 10000000), key:%012d -> val:%012d
+  --reps R     repetitions of each timed pass; the best is reported (default 2)
+  --adds A     adds per process in the hot-key passes (default 2000000)
+  --store PATH store file (default /dev/shm/shoal-features-PID.shoal), removed at the end";
+
+struct Args {
+    keys: usize,
+    reps: usize,
+    adds: u64,
+    store: String,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        keys: 10_000_000,
+        reps: 2,
+        adds: 2_000_000,
+        store: format!("/dev/shm/shoal-features-{}.shoal", std::process::id()),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(f) = it.next() {
+        let mut val = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match f.as_str() {
+            "--keys" => a.keys = val("--keys")?.parse().map_err(|e| format!("--keys: {e}"))?,
+            "--reps" => a.reps = val("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--adds" => a.adds = val("--adds")?.parse().map_err(|e| format!("--adds: {e}"))?,
+            "--store" => a.store = val("--store")?,
+            "-h" | "--help" => return Err(HELP.into()),
+            other => return Err(format!("unknown argument {other:?}\n\n{HELP}")),
+        }
+    }
+    if a.keys == 0 || a.reps == 0 || a.adds == 0 {
+        return Err("--keys, --reps and --adds must be positive".into());
+    }
+    Ok(a)
+}
+
+/// Best (fastest) of `reps` timed runs of `f`, which returns a checksum kept alive.
+fn best(
+    reps: usize,
+    ops: usize,
+    sched: &mut Option<SchedStat>,
+    mut f: impl FnMut() -> Result<u64, String>,
+) -> Result<(f64, PhaseTime), String> {
+    let mut out = (0.0, PhaseTime::default());
+    for _ in 0..reps {
+        let p = Phase::start(sched);
+        std::hint::black_box(f()?);
+        let (d, t) = p.end(sched);
+        let r = mops(ops, d);
+        if r > out.0 {
+            out = (r, t);
+        }
+    }
+    Ok(out)
+}
+
+/// Child process: `--add-worker PATH N` adds 1 to key "hot" N times, after waiting for
+/// the parent's "go" key (so two children start together).
+fn add_worker(path: &str, n: u64) -> Result<(), String> {
+    let s = shoal::Store::open_existing(path).map_err(|e| e.to_string())?;
+    let m = s.open_map("hot").map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    while !m.contains(b"go").map_err(|e| e.to_string())? {
+        if start.elapsed() > Duration::from_secs(60) {
+            return Err("no go signal within 60 s".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    for _ in 0..n {
+        m.add(b"hot", 1).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Runs `procs` add workers at once; returns total M adds/s (wall time from go to the
+/// last exit).
+fn hot_adds(path: &str, procs: usize, n: u64) -> Result<f64, String> {
+    let s = shoal::Store::open_existing(path).map_err(|e| e.to_string())?;
+    let m = s.map("hot").map_err(|e| e.to_string())?;
+    m.remove(b"go").map_err(|e| e.to_string())?;
+    let before = m.add(b"hot", 0).map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut kids = Vec::new();
+    for _ in 0..procs {
+        kids.push(
+            Command::new(&exe)
+                .args(["--add-worker", path, &n.to_string()])
+                .stdout(Stdio::null())
+                .spawn()
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    // Let them open the store and reach the wait loop.
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    m.put(b"go", b"").map_err(|e| e.to_string())?;
+    for mut k in kids {
+        let st = k.wait().map_err(|e| e.to_string())?;
+        if !st.success() {
+            return Err(format!("an add worker failed: {st}"));
+        }
+    }
+    let d = t.elapsed();
+    let after = m.add(b"hot", 0).map_err(|e| e.to_string())?;
+    if after - before != (procs as u64 * n) as i64 {
+        return Err(format!(
+            "lost adds: {} counted, {} made",
+            after - before,
+            procs as u64 * n
+        ));
+    }
+    Ok(mops(procs * n as usize, d))
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    let e = |e: shoal::Error| e.to_string();
+    let n = a.keys;
+    eprintln!("generating {n} keys...");
+    let data = Data::generate(n, 1);
+    let mut sched = SchedStat::open();
+    let s = shoal::Store::create(&a.store).map_err(e)?;
+    let m = s
+        .map_with(
+            "uids",
+            &shoal::MapOptions {
+                uids: true,
+                ..Default::default()
+            },
+            true,
+        )
+        .map_err(e)?;
+    eprintln!("loading {n} keys into a map with UIDs...");
+    let t = Instant::now();
+    let mut uids = Vec::with_capacity(n);
+    for i in 0..n {
+        uids.push(m.put_with_uid(data.key(i), data.val(i)).map_err(e)?.1);
+    }
+    let load = mops(n, t.elapsed());
+    let mut buf = Vec::new();
+    eprintln!("get by key / by UID...");
+    let (get_key, tk) = best(a.reps, n, &mut sched, || {
+        let mut sum = 0u64;
+        for &i in &data.order {
+            m.get_into(data.key(i as usize), &mut buf).map_err(e)?;
+            sum += buf[15] as u64;
+        }
+        Ok(sum)
+    })?;
+    let (get_uid, tu) = best(a.reps, n, &mut sched, || {
+        let mut sum = 0u64;
+        for &i in &data.order {
+            m.get_by_uid_into(uids[i as usize], &mut buf).map_err(e)?;
+            sum += buf[15] as u64;
+        }
+        Ok(sum)
+    })?;
+    eprintln!("get_many...");
+    let (get_many, tm) = best(a.reps, n, &mut sched, || {
+        let mut sum = 0u64;
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(256);
+        for chunk in data.order.chunks(256) {
+            keys.clear();
+            keys.extend(chunk.iter().map(|&i| data.key(i as usize)));
+            m.get_many_with(&keys, |_, v| {
+                if let Some(v) = v {
+                    sum += v[15] as u64;
+                }
+            })
+            .map_err(e)?;
+        }
+        Ok(sum)
+    })?;
+    let writes = n.min(2_000_000);
+    eprintln!("put by key / by UID ({writes} replaces each)...");
+    let (put_key, _) = best(1, writes, &mut sched, || {
+        for &i in &data.order[..writes] {
+            m.put(data.key(i as usize), data.val(i as usize))
+                .map_err(e)?;
+        }
+        Ok(0)
+    })?;
+    let (put_uid, _) = best(1, writes, &mut sched, || {
+        for &i in &data.order[..writes] {
+            m.put_by_uid(uids[i as usize], data.val(i as usize))
+                .map_err(e)?;
+        }
+        Ok(0)
+    })?;
+    drop(m);
+    eprintln!("hot-key add, 1 and 2 processes...");
+    let (mut one, mut two) = (0.0f64, 0.0f64);
+    for _ in 0..a.reps {
+        one = one.max(hot_adds(&a.store, 1, a.adds)?);
+        two = two.max(hot_adds(&a.store, 2, a.adds)?);
+    }
+    let la = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "N = {n} keys (16-byte keys key:%012d, 16-byte values), best of {} reps; load average {}",
+        a.reps,
+        la.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!();
+    println!("| measure | M ops/s | CPU share | ratio |");
+    println!("|---|---|---|---|");
+    println!("| load (put_with_uid, N inserts) | {load:.2} | | |");
+    println!(
+        "| get by key (get_into) | {get_key:.2} | {:.0}% | 1.00 |",
+        tk.cpu_share * 100.0
+    );
+    println!(
+        "| get by UID (get_by_uid_into) | {get_uid:.2} | {:.0}% | {:.2}× get by key |",
+        tu.cpu_share * 100.0,
+        get_uid / get_key
+    );
+    println!(
+        "| get_many_with (256 per call) | {get_many:.2} | {:.0}% | {:.2}× get by key |",
+        tm.cpu_share * 100.0,
+        get_many / get_key
+    );
+    println!("| put by key (replace) | {put_key:.2} | | 1.00 |");
+    println!(
+        "| put by UID | {put_uid:.2} | | {:.2}× put by key |",
+        put_uid / put_key
+    );
+    println!("| add, one hot key, 1 process | {one:.2} | | 1.00 |");
+    println!(
+        "| add, one hot key, 2 processes (total) | {two:.2} | | {:.2}× 1 process |",
+        two / one
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--add-worker") && args.len() == 4 {
+        return match args[3].parse() {
+            Ok(n) => match add_worker(&args[2], n) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("add worker: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(e) => {
+                eprintln!("add worker: bad count: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let r = run(&a);
+    let _ = shoal::Store::destroy(&a.store);
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shoal-features: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
