@@ -273,21 +273,35 @@ pub const MAX_KEY: usize = 64 * 1024;
 /// Largest value, in bytes (4 GiB - 1).
 pub const MAX_VALUE: u64 = u32::MAX as u64;
 
-/// Appends the LEB128 encoding of `v` to `out`.
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+/// An encoded record header (no allocation: it is built on every write).
+#[derive(Clone, Copy)]
+pub struct RecordHeader {
+    buf: [u8; 30],
+    len: u8,
+}
+
+impl std::ops::Deref for RecordHeader {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
     }
-    out.push(v as u8);
 }
 
 /// Record header: `varint map id, varint key length, varint value length`.
-pub fn record_header(map: u64, klen: u64, vlen: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(12);
-    put_varint(&mut h, map);
-    put_varint(&mut h, klen);
-    put_varint(&mut h, vlen);
+pub fn record_header(map: u64, klen: u64, vlen: u64) -> RecordHeader {
+    let mut h = RecordHeader {
+        buf: [0; 30],
+        len: 0,
+    };
+    for mut v in [map, klen, vlen] {
+        while v >= 0x80 {
+            h.buf[h.len as usize] = (v as u8) | 0x80;
+            h.len += 1;
+            v >>= 7;
+        }
+        h.buf[h.len as usize] = v as u8;
+        h.len += 1;
+    }
     h
 }
 

@@ -255,7 +255,7 @@ impl Map {
                 None => Action::Remove,
             })
         });
-        let applied = self.settle(&tx, &r, new.into_iter().collect());
+        let applied = self.settle(&tx, &r, new.as_slice());
         r?;
         self.sync()?;
         Ok((applied, existed, old_val))
@@ -296,7 +296,7 @@ impl Map {
     /// After a write: accounts the records it made dead (the replaced one, and every
     /// appended one that did not get published), frees large ones, and runs a cleaning
     /// step if due. Returns whether the write changed the map.
-    fn settle(&self, tx: &Txn, r: &Result<WriteResult>, appended: Vec<(u64, u64)>) -> bool {
+    fn settle(&self, tx: &Txn, r: &Result<WriteResult>, appended: &[(u64, u64)]) -> bool {
         let (applied, old) = match r {
             Ok(w) => (w.applied, w.old),
             Err(_) => (false, None),
@@ -306,7 +306,7 @@ impl Map {
             _ => None,
         };
         let mut dead = 0u64;
-        for (off, len) in appended {
+        for &(off, len) in appended {
             if Some(off) != published {
                 crate::alloc::free_if_large(tx, off);
                 dead += len;
@@ -378,7 +378,7 @@ impl Map {
                 out = Some(t);
                 Ok(a)
             });
-            let applied = self.settle(&tx, &r, appended);
+            let applied = self.settle(&tx, &r, &appended);
             let uid = r?.uid;
             self.sync()?;
             Ok((applied, out, uid))
