@@ -159,6 +159,7 @@ fn refill(tx: &Txn, purpose: Purpose) -> Result<()> {
         redo.push(c + K_NEXT, 0);
         redo.push(c + K_OWNER, tx.idx);
         redo.push(c + K_USED, c + CHUNK_HDR);
+        redo.push(c + K_DEAD, 0);
         redo.push(tx.base + T_DATA_CHUNK, c);
         redo.push(tx.base + T_BUMP, c + CHUNK_HDR);
         redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire) + cs);

@@ -39,6 +39,18 @@ pub(crate) fn note_dead(tx: &Txn, bytes: u64) {
     }
 }
 
+/// [`note_dead`] for the record at `off`, also adding its length to its data chunk's
+/// dead-bytes hint (`K_DEAD`), by which the cleaner picks its victims.
+pub(crate) fn note_dead_at(tx: &Txn, off: u64, len: u64) {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    if len <= cs - CHUNK_HDR && off >= sh.g.chunks_off + CHUNK_HDR && off < sh.file_end() {
+        let c = sh.g.chunks_off + ((off - sh.g.chunks_off) & !(cs - 1));
+        sh.w(c + K_DEAD).fetch_add(len, Relaxed);
+    }
+    note_dead(tx, len);
+}
+
 /// Live record bytes of every map in the store (exact when no write is in flight).
 pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
     let mut total: u64 = 0;
@@ -187,9 +199,11 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         if c < sh.g.chunks_off || c >= end || (c - sh.g.chunks_off) % cs != 0 {
             c = sh.g.chunks_off;
         }
-        // Round robin: the next sealed chunk (in steady overwrite, the oldest). Sampling
-        // candidates' liveness was tried and did worse (first records are not a fair
-        // sample); choosing by dead bytes needs per-chunk estimates (docs/DESIGN.md).
+        // Greedy over a window: of the next SCAN_CHUNKS chunks (round robin over the
+        // file), the sealed one with the most dead bytes by its `K_DEAD` hint, so that
+        // a step moves as few live records as it can per byte reclaimed (round robin
+        // alone moved ~9 live records per dead one under uniform overwrites).
+        let mut best: Option<(u64, u64, u64)> = None; // (dead, chunk, next)
         for _ in 0..SCAN_CHUNKS {
             let kind = sh.w(c + K_KIND).load(Acquire);
             let run = sh.w(c + K_RUN).load(Acquire).max(1);
@@ -201,20 +215,30 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
             };
             match kind {
                 CK_SEALED => {
-                    victim = c;
-                    pos = c + CHUNK_HDR;
-                    set_cursor(tx, next, victim, pos);
-                    crate::rt::failpoint!("clean.victim");
-                    break;
+                    let dead = sh.w(c + K_DEAD).load(Relaxed);
+                    if best.is_none_or(|(d, ..)| dead > d) {
+                        best = Some((dead, c, next));
+                    }
                 }
                 CK_LARGE => free_large_if_dead(tx, c)?,
                 _ => {}
             }
             c = next;
+            if c == sh.g.chunks_off {
+                break; // one lap at most per window
+            }
         }
-        if victim == 0 {
-            set_cursor(tx, c, 0, 0);
-            return Ok(true);
+        match best {
+            Some((_, v, next)) => {
+                victim = v;
+                pos = v + CHUNK_HDR;
+                set_cursor(tx, next, victim, pos);
+                crate::rt::failpoint!("clean.victim");
+            }
+            None => {
+                set_cursor(tx, c, 0, 0);
+                return Ok(true);
+            }
         }
     }
     let used = sh.w(victim + K_USED).load(Acquire).min(victim + cs);
@@ -222,6 +246,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     // for the step, not one per record), then repoint their slots.
     let mut examined = 0;
     let mut moves: Vec<Move> = Vec::new();
+    let mut scratch = Vec::new();
     while pos < used && examined < STEP_RECORDS {
         let Some((mid, k, v, hl)) = read_record_header_in(sh, pos, used) else {
             // Unparseable bytes in a sealed chunk: nothing after them can be trusted to
@@ -234,10 +259,13 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         examined += 1;
         if let Ok(m) = map_ref_unchecked(sh, mid) {
             if sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
-                let mut buf = vec![0u8; len as usize];
-                sh.r.read_bytes(pos, &mut buf);
-                let key = hl as usize..(hl + k) as usize;
-                if m.record_of(sh, &buf[key.clone()]) == Some(pos) {
+                // Most examined records of a good victim are dead: copy only the key to
+                // ask the index, and the whole record only when it is live.
+                sh.r.read_to_vec(pos + hl, k as usize, &mut scratch);
+                if m.record_of(sh, &scratch) == Some(pos) {
+                    let mut buf = Vec::new();
+                    sh.r.read_to_vec(pos, len as usize, &mut buf);
+                    let key = hl as usize..(hl + k) as usize;
                     let new = crate::alloc::append(tx, &[&buf], crate::alloc::Purpose::Cleaner)?;
                     moves.push((pos, new, len, buf, key, m));
                 }
@@ -260,7 +288,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     }
     for (old, new, len, buf, key, m) in &moves {
         if !m.relocate(tx, &buf[key.clone()], *old, (*new, *len))? {
-            note_dead(tx, *len);
+            note_dead_at(tx, *new, *len);
         }
         crate::rt::failpoint!("clean.moved");
     }

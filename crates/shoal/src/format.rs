@@ -131,6 +131,10 @@ pub const K_USED: u64 = 24;
 /// DATA: owning txn (while active); LARGE: txn + 1 while unpublished, else 0;
 /// INDEX: owning map id.
 pub const K_OWNER: u64 = 32;
+/// DATA / SEALED: bytes of this chunk's records known to be dead (a hint for choosing
+/// cleaning victims; not exact: added to without locks, lost on a crash, reset when the
+/// chunk is taken for data).
+pub const K_DEAD: u64 = 40;
 pub const CK_ZERO: u64 = 0;
 pub const CK_FREE: u64 = 1;
 pub const CK_DATA: u64 = 2;

@@ -49,12 +49,45 @@ fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
     v
 }
 
-/// The key of the record a hit names.
-fn hit_key(sh: &Shared, hit: &Hit) -> Vec<u8> {
-    let mut k = Vec::new();
+/// Records a write appended (offset, length): usually one, so kept inline (no allocation
+/// on the read-modify-write paths); more only when splits made `produce` run again.
+#[derive(Default)]
+pub(crate) struct Appended {
+    inline: [(u64, u64); 2],
+    n: usize,
+    more: Vec<(u64, u64)>,
+}
+
+impl Appended {
+    pub(crate) fn push(&mut self, r: (u64, u64)) {
+        if self.n < self.inline.len() {
+            self.inline[self.n] = r;
+            self.n += 1;
+        } else {
+            self.more.push(r);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.inline[..self.n]
+            .iter()
+            .chain(self.more.iter())
+            .copied()
+    }
+}
+
+/// Calls `f` with the key of the record a hit names (copied to the stack when short).
+fn with_hit_key<T>(sh: &Shared, hit: &Hit, f: impl FnOnce(&[u8]) -> T) -> T {
     let koff = hit.off + hit.hl;
-    sh.r.read_to_vec(koff, (hit.val_off - koff) as usize, &mut k);
-    k
+    let klen = (hit.val_off - koff) as usize;
+    let mut small = [0u8; 256];
+    if klen <= small.len() {
+        sh.r.read_bytes(koff, &mut small[..klen]);
+        return f(&small[..klen]);
+    }
+    let mut k = Vec::new();
+    sh.r.read_to_vec(koff, klen, &mut k);
+    f(&k)
 }
 
 /// Figures about one map (see [`Map::stats`]).
@@ -255,7 +288,7 @@ impl Map {
                 None => Action::Remove,
             })
         });
-        let applied = self.settle(&tx, &r, new.as_slice());
+        let applied = self.settle(&tx, &r, new.into_iter());
         r?;
         self.sync()?;
         Ok((applied, existed, old_val))
@@ -296,7 +329,12 @@ impl Map {
     /// After a write: accounts the records it made dead (the replaced one, and every
     /// appended one that did not get published), frees large ones, and runs a cleaning
     /// step if due. Returns whether the write changed the map.
-    fn settle(&self, tx: &Txn, r: &Result<WriteResult>, appended: &[(u64, u64)]) -> bool {
+    fn settle(
+        &self,
+        tx: &Txn,
+        r: &Result<WriteResult>,
+        appended: impl Iterator<Item = (u64, u64)>,
+    ) -> bool {
         let (applied, old) = match r {
             Ok(w) => (w.applied, w.old),
             Err(_) => (false, None),
@@ -305,21 +343,17 @@ impl Map {
             Ok(w) if w.applied => w.published,
             _ => None,
         };
-        let mut dead = 0u64;
-        for &(off, len) in appended {
+        for (off, len) in appended {
             if Some(off) != published {
                 crate::alloc::free_if_large(tx, off);
-                dead += len;
+                crate::cleaner::note_dead_at(tx, off, len);
             }
         }
         if applied {
             if let Some((old_off, old_len)) = old {
                 crate::alloc::free_if_large(tx, old_off);
-                dead += old_len;
+                crate::cleaner::note_dead_at(tx, old_off, old_len);
             }
-        }
-        if dead > 0 {
-            crate::cleaner::note_dead(tx, dead);
         }
         if r.is_ok() {
             crate::cleaner::maybe_clean(tx);
@@ -333,7 +367,7 @@ impl Map {
     fn rmw<T>(
         &self,
         key: &[u8],
-        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action, T)>,
     ) -> Result<(bool, T)> {
         check_sizes(key, None)?;
         self.rmw_with(|tx, p| self.m.write(tx, key, p), produce)
@@ -343,7 +377,7 @@ impl Map {
     fn rmw_uid<T>(
         &self,
         uid: Uid,
-        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Appended) -> Result<(Action, T)>,
     ) -> Result<(bool, T)> {
         self.need_uids()?;
         self.rmw_with(
@@ -358,7 +392,7 @@ impl Map {
     fn rmw_with<T>(
         &self,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
-        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action, T)>,
     ) -> Result<(bool, T)> {
         self.rmw_uid_out(write, produce).map(|(a, t, _)| (a, t))
     }
@@ -367,18 +401,18 @@ impl Map {
     fn rmw_uid_out<T>(
         &self,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
-        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Vec<(u64, u64)>) -> Result<(Action, T)>,
+        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action, T)>,
     ) -> Result<(bool, T, Option<Uid>)> {
         let r = self.retry_full(|| {
             let tx = self.txn()?;
-            let mut appended = Vec::new();
+            let mut appended = Appended::default();
             let mut out = None;
             let r = write(&tx, &mut |tx, hit| {
                 let (a, t) = produce(self, tx, hit, &mut appended)?;
                 out = Some(t);
                 Ok(a)
             });
-            let applied = self.settle(&tx, &r, &appended);
+            let applied = self.settle(&tx, &r, appended.iter());
             let uid = r?.uid;
             self.sync()?;
             Ok((applied, out, uid))
@@ -617,8 +651,8 @@ impl Map {
             let ent = crate::uid::load(sh, &self.m, uid)?;
             let off = ent.off();
             if let Some((mid, k, v, hl)) = read_record_header(sh, off, sh.file_end()) {
-                // Validate before trusting the length with an allocation.
-                if mid == self.m.id && v >= UID_TRAILER && ent.unchanged(sh) {
+                // A large length is validated before it is trusted with an allocation.
+                if mid == self.m.id && v >= UID_TRAILER && (v <= 4096 || ent.unchanged(sh)) {
                     let r = f(off + hl, k, off + hl + k, v - UID_TRAILER);
                     if ent.unchanged(sh) {
                         if !self.m.alive(sh) {
@@ -680,8 +714,7 @@ impl Map {
     pub fn put_by_uid(&self, uid: Uid, value: &[u8]) -> Result<()> {
         check_sizes(&[], Some(value))?;
         self.rmw_uid(uid, |map, tx, hit, appended| {
-            let key = hit_key(tx.sh, hit);
-            let (off, len) = map.append(tx, &key, value)?;
+            let (off, len) = with_hit_key(tx.sh, hit, |key| map.append(tx, key, value))?;
             appended.push((off, len));
             Ok((Action::Put(off, len), ()))
         })?;
@@ -723,7 +756,8 @@ impl Map {
                 Ok((
                     match &new {
                         Some(v) => {
-                            let (off, len) = map.append(tx, &hit_key(tx.sh, hit), v)?;
+                            let (off, len) =
+                                with_hit_key(tx.sh, hit, |key| map.append(tx, key, v))?;
                             appended.push((off, len));
                             Action::Put(off, len)
                         }
@@ -754,7 +788,8 @@ impl Map {
             let mut b = [0u8; 8];
             tx.sh.r.read_bytes(hit.val_off, &mut b);
             let new = i64::from_le_bytes(b).wrapping_add(delta);
-            let (off, len) = map.append(tx, &hit_key(tx.sh, hit), &new.to_le_bytes())?;
+            let (off, len) =
+                with_hit_key(tx.sh, hit, |key| map.append(tx, key, &new.to_le_bytes()))?;
             appended.push((off, len));
             Ok((Action::Put(off, len), new))
         })?;

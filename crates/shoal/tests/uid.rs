@@ -448,6 +448,11 @@ fn uid_crash_worker() {
             }
         }
     }
+    // Half the base keys die: their chunks become victims with live records to move.
+    for i in (0..400u32).step_by(2) {
+        m.put_with_uid(format!("base{i}").as_bytes(), &[2; 90])
+            .unwrap();
+    }
     s.compact().unwrap();
 }
 
