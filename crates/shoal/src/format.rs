@@ -96,6 +96,8 @@ pub const T_NREDO: u64 = 20;
 pub const T_LARGE: u64 = 488;
 /// Dead bytes this txn produced and has not yet added to the store's `H_DEAD_HINT`.
 pub const T_DEAD_PEND: u64 = 496;
+/// The segment a lock-free add of this txn is counted in (0 = none); see `fixed.rs`.
+pub const T_ADDING: u64 = 504;
 
 /// Encodes the owner word of a txn slot.
 pub fn txn_owner(proc_idx: u64, proc_gen: u64) -> u64 {
@@ -149,9 +151,13 @@ pub const M_SPARE_DIR: u64 = 40;
 pub const M_SPARE_DIR_G: u64 = 48;
 pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
-/// Reserved for map kinds (fixed-size, inline, UIDs): 0 in version 1.
-#[allow(dead_code)]
+/// Map kind flags: bit 0 is reserved for stable UIDs, bit 1 = [`MF_FIXED`].
 pub const M_FLAGS: u64 = 72;
+/// Map flag: a fixed-size (cell) map; see `fixed.rs` and FORMAT.md "Fixed-size maps".
+pub const MF_FIXED: u64 = 2;
+/// Fixed-size maps: the key and value sizes in bytes (0 in variable maps).
+pub const M_KEY_SIZE: u64 = 80;
+pub const M_VALUE_SIZE: u64 = 88;
 pub const M_DIR_LOCK: u64 = 128;
 pub const M_COUNTERS: u64 = 256;
 /// Per-txn counters: entries, live record bytes, splits (single writer: that txn).
