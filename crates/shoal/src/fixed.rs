@@ -1769,3 +1769,35 @@ fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<FixedMap>();
 }
+
+#[cfg(all(test, not(shuttle)))]
+mod tests {
+    use super::*;
+
+    /// The geometry rule of FORMAT.md: values whose size is a multiple of 8 are 8-aligned
+    /// (so `add` can be one atomic word), buckets hold at least 7 cells when they fit in
+    /// 4096 bytes, and inline maps fit one line (cells ≤ 8 bytes) or an aligned pair.
+    #[test]
+    fn geometry() {
+        for ks in 1..=64u64 {
+            for vs in [0u64, 1, 3, 8, 16, 24, 100, 128] {
+                let g = Geo::new(ks, vs);
+                assert!(g.cells >= 1 && g.cells <= MAX_CELLS, "{ks}+{vs}");
+                assert!(8 + g.cells * g.cell <= g.bsize, "{ks}+{vs}");
+                assert!(g.bsize % 64 == 0 && g.bsize <= 4096);
+                assert!(g.cells >= 7 || g.bsize == 4096, "{ks}+{vs}: {g:?}");
+                if vs > 0 && vs % 8 == 0 {
+                    assert_eq!(g.kstride % 8, 0);
+                    assert_eq!(g.cell % 8, 0);
+                }
+                let (nm, ns) = g.default_buckets();
+                assert!(nm >= 1 && ns >= 2);
+            }
+        }
+        assert_eq!((Geo::new(4, 4).bsize, Geo::new(4, 4).cells), (64, 7));
+        assert_eq!((Geo::new(8, 8).bsize, Geo::new(8, 8).cells), (128, 7));
+        assert_eq!((Geo::new(4, 8).kstride, Geo::new(4, 8).cell), (8, 16));
+        assert_eq!((Geo::new(16, 16).bsize, Geo::new(16, 16).cells), (256, 7));
+        assert_eq!(Geo::new(3, 5).cell, 8);
+    }
+}
