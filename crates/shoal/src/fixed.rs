@@ -11,9 +11,11 @@
 //!                   then `cells` cells of `cell` bytes: key, padding, value
 //! ```
 //!
-//! A key lives in its home bucket or, when that is full, in a stash bucket (the home
-//! bucket's overflow count says when to look there), as in `index.rs`. A bitmap bit says
-//! which cells are occupied; a deleted cell is reused by the next insert.
+//! A key lives in its home bucket or, when that is full, in one of the next
+//! [`NEIGHBOURS`] buckets or a stash bucket; the home bucket's overflow count says when to
+//! look there (F14's counts, as in `index.rs`; the neighbours raise the load at which
+//! segments split from ~45 % to ~85 %). A bitmap bit says which cells are occupied; a
+//! deleted cell is reused by the next insert.
 //!
 //! **Writes** lock the segment. An insert writes the key and value into a *free* cell
 //! (invisible: its bit is clear), then commits a redo list that sets the bit and bumps the
