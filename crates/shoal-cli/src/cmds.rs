@@ -111,6 +111,8 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
         match s.open_map(&name).and_then(|m| m.stats()) {
             Ok(ms) => maps.push((name, ms)),
             Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
+            // A fixed-size map: not shown by this command yet.
+            Err(shoal::Error::InvalidArgument(_)) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -249,7 +251,10 @@ pub fn ls(
                             human::count(ms.entries),
                             human::size(ms.live_bytes)
                         )?,
-                        Err(shoal::Error::NotFound(_)) => continue,
+                        // Dropped meanwhile, or a fixed-size map (not listed long yet).
+                        Err(shoal::Error::NotFound(_) | shoal::Error::InvalidArgument(_)) => {
+                            continue
+                        }
                         Err(e) => return Err(e.into()),
                     }
                 } else {

@@ -331,8 +331,8 @@ fn large_run_dead(tx: &Txn, run: u64) -> bool {
     };
     let map_live = mid < sh.g.n_catalog
         && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
-    if !map_live {
-        return true; // its map is gone
+    if !map_live || crate::fixed::is_fixed(sh, mid) {
+        return true; // its map is gone (its id may now name a fixed map: no records)
     }
     let Ok(m) = crate::index::map_ref_unchecked(sh, mid) else {
         return false;

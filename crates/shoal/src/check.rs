@@ -11,6 +11,9 @@
 //!   data chunk, below its used mark, at a complete record of this map whose key hashes to
 //!   that segment, bucket (or stash) and tag; no record is referenced twice; no key twice;
 //! * entry and byte counters equal what the index holds;
+//! * fixed-size maps (`fixed.rs`): the same directory checks; every occupied cell (bitmap
+//!   bit set) holds a key of its segment and bucket, no key twice, no bit past the
+//!   bucket's cells, overflow counts and entry counters exact;
 //! * no lock is held by a dead process, no intent is left unapplied.
 
 use crate::error::Result;
@@ -207,6 +210,25 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             continue;
         }
         ck.r.maps += 1;
+        if crate::fixed::is_fixed(sh, id) {
+            let in_index = |off: u64, len: u64| -> bool {
+                if off < g.chunks_off {
+                    return false;
+                }
+                let c = g.chunk_of(off);
+                kinds.iter().any(|(s, (k, r))| {
+                    *k == CK_INDEX && off >= *s && off + len <= s + r * cs && (*s == c || *r > 1)
+                })
+            };
+            let mut problems = Vec::new();
+            let (n, segs) = crate::fixed::check_map(sh, id, &in_index, &mut problems);
+            for p in problems {
+                ck.bad(p);
+            }
+            ck.r.entries += n;
+            ck.r.segments += segs;
+            continue;
+        }
         let m = match map_ref_unchecked(sh, id) {
             Ok(m) => m,
             Err(e) => {

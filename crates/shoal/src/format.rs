@@ -96,6 +96,8 @@ pub const T_NREDO: u64 = 20;
 pub const T_LARGE: u64 = 488;
 /// Dead bytes this txn produced and has not yet added to the store's `H_DEAD_HINT`.
 pub const T_DEAD_PEND: u64 = 496;
+/// The segment a lock-free add of this txn is counted in (0 = none); see `fixed.rs`.
+pub const T_ADDING: u64 = 504;
 
 /// Encodes the owner word of a txn slot.
 pub fn txn_owner(proc_idx: u64, proc_gen: u64) -> u64 {
@@ -153,7 +155,7 @@ pub const M_SPARE_DIR: u64 = 40;
 pub const M_SPARE_DIR_G: u64 = 48;
 pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
-/// Map flags: [`MF_UIDS`]; bits 1.. reserved for map kinds (fixed-size, inline).
+/// Map flags: [`MF_UIDS`], [`MF_FIXED`]; other bits must be 0.
 pub const M_FLAGS: u64 = 72;
 /// The map keeps a stable UID per key (see `uid.rs`): every record's value ends with its
 /// 8-byte UID index, and the UID table below is in use.
@@ -179,6 +181,11 @@ pub const E_HASH: u64 = 16;
 pub const E_FREE: u64 = 1 << 47;
 /// Bytes a UID map appends to each record's value: the UID index, little-endian.
 pub const UID_TRAILER: u64 = 8;
+/// Map flag: a fixed-size (cell) map; see `fixed.rs` and FORMAT.md "Fixed-size maps".
+pub const MF_FIXED: u64 = 2;
+/// Fixed-size maps: the key and value sizes in bytes (0 in variable maps).
+pub const M_KEY_SIZE: u64 = 80;
+pub const M_VALUE_SIZE: u64 = 88;
 pub const M_DIR_LOCK: u64 = 128;
 pub const M_COUNTERS: u64 = 256;
 /// Per-txn counters: entries, live record bytes, splits (single writer: that txn).

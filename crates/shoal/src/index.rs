@@ -696,7 +696,7 @@ pub(crate) struct WriteResult {
 
 /// Makes sure the map has a spare segment (and, when `dir_g` is given, a spare directory
 /// of that depth), allocating from its index arena. Called with the directory lock held.
-fn ensure_spares(tx: &Txn, m: &MapRef, dir_g: Option<u64>) -> Result<()> {
+pub(crate) fn ensure_spares(tx: &Txn, m: &MapRef, dir_g: Option<u64>) -> Result<()> {
     let sh = tx.sh;
     let need_seg = sh.w(m.hdr + M_SPARE_SEG).load(Acquire) == 0;
     let need_dir = match dir_g {
@@ -773,7 +773,7 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
 }
 
 /// Zeroes a segment's memory (it may be a reused chunk) and sets its header.
-fn init_segment(sh: &Shared, m: &MapRef, seg: u64, lock: u64, depth: u64, prefix: u64) {
+pub(crate) fn init_segment(sh: &Shared, m: &MapRef, seg: u64, lock: u64, depth: u64, prefix: u64) {
     let mut o = seg;
     while o < seg + m.seg_size {
         sh.w(o).store(0, Relaxed);
@@ -816,22 +816,7 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
     //    directory of depth g+1 and publish it with one store. The old one is abandoned
     //    (readers may still be in it; it is never reused while the map lives).
     if d == g {
-        ensure_spares(tx, m, Some(g + 1))?;
-        let nd = sh.w(m.hdr + M_SPARE_DIR).load(Acquire);
-        let od = root & OFF_MASK;
-        let half = 1u64 << g;
-        for i in 0..half {
-            let e = sh.w(od + 8 * i).load(Acquire);
-            sh.w(nd + 8 * i).store(e, Relaxed);
-            sh.w(nd + 8 * (i + half)).store(e, Relaxed);
-        }
-        // On disk, the new directory must be durable before the root points at it.
-        sh.persist(nd, 16 << g)?;
-        let mut redo = Redo::new();
-        redo.push(m.hdr + M_ROOT, make_root(nd, g + 1));
-        redo.push(m.hdr + M_SPARE_DIR, 0);
-        commit_apply(tx, &mut redo, &[]);
-        crate::rt::failpoint!("split.doubled");
+        double_directory(tx, m, root)?;
     }
     ensure_spares(tx, m, None)?;
     let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
@@ -906,6 +891,32 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
     sh.w(s1 + S_LOCK).store(0, Release);
     tx.held_forget(s1 + S_LOCK);
     r
+}
+
+/// Doubles the directory of depth g (`root` is the current root; the directory lock is
+/// held): copies it twice into the spare directory of depth g+1 and publishes that with
+/// one store of the root. The old one is abandoned (readers may still be in it; it is
+/// never reused while the map lives). Shared by the variable and the fixed-size maps.
+pub(crate) fn double_directory(tx: &Txn, m: &MapRef, root: u64) -> Result<()> {
+    let sh = tx.sh;
+    let g = root >> 48;
+    ensure_spares(tx, m, Some(g + 1))?;
+    let nd = sh.w(m.hdr + M_SPARE_DIR).load(Acquire);
+    let od = root & OFF_MASK;
+    let half = 1u64 << g;
+    for i in 0..half {
+        let e = sh.w(od + 8 * i).load(Acquire);
+        sh.w(nd + 8 * i).store(e, Relaxed);
+        sh.w(nd + 8 * (i + half)).store(e, Relaxed);
+    }
+    // On disk, the new directory must be durable before the root points at it.
+    sh.persist(nd, 16 << g)?;
+    let mut redo = Redo::new();
+    redo.push(m.hdr + M_ROOT, make_root(nd, g + 1));
+    redo.push(m.hdr + M_SPARE_DIR, 0);
+    commit_apply(tx, &mut redo, &[]);
+    crate::rt::failpoint!("split.doubled");
+    Ok(())
 }
 
 /// The hash of the key of the record at `off` (during a split or a check).
@@ -1085,6 +1096,12 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     let end = sh.file_end();
     if hdr < sh.g.chunks_off || hdr + M_COUNTERS > end {
         return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
+    }
+    if sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0 {
+        // A fixed-size map's segments hold cells, not slots: never walk them as slots.
+        return Err(Error::InvalidArgument(format!(
+            "map {id} is a fixed-size map (open it with Store::fixed_map)"
+        )));
     }
     let n_main = sh.w(hdr + M_N_MAIN).load(Acquire);
     let n_stash = sh.w(hdr + M_N_STASH).load(Acquire);

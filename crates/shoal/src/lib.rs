@@ -33,6 +33,7 @@ mod cleaner;
 mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
+mod fixed;
 mod format;
 mod index;
 mod map;
@@ -46,6 +47,7 @@ mod txn;
 mod uid;
 
 pub use error::{Error, Result};
+pub use fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
 pub use uid::Uid;

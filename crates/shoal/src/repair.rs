@@ -129,8 +129,10 @@ fn map_name(sh: &Shared, id: u64) -> String {
 fn drop_untrusted_entries(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     let mut seen_records = HashSet::new();
     for id in 0..sh.g.n_catalog {
-        if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
-            continue;
+        if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
+            || crate::fixed::is_fixed(sh, id)
+        {
+            continue; // fixed maps have no records to distrust
         }
         let m = map_ref_unchecked(sh, id)?;
         let name = map_name(sh, id);
@@ -251,6 +253,14 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     // Maps: locks, sequence numbers, overflow counts, counters.
     for id in 0..g.n_catalog {
         if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+            continue;
+        }
+        if crate::fixed::is_fixed(sh, id) {
+            crate::fixed::rebuild(sh, id)?;
+            rep.rebuilt.push(format!(
+                "fixed map {:?}: locks, sequence numbers, overflow counts, counters",
+                map_name(sh, id)
+            ));
             continue;
         }
         let m = map_ref_unchecked(sh, id)?;

@@ -319,7 +319,7 @@ impl Shared {
         for i in 0..T_NHELD {
             self.w(b + T_HELD + 8 * i).store(0, Relaxed);
         }
-        for o in [T_RECOVERING, T_INTENT, T_LARGE, T_DEAD_PEND] {
+        for o in [T_RECOVERING, T_INTENT, T_LARGE, T_DEAD_PEND, T_ADDING] {
             self.w(b + o).store(0, Relaxed);
         }
         let c = self.w(b + T_DATA_CHUNK).load(Acquire);

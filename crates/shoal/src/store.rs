@@ -1,6 +1,7 @@
 //! `Store`: opening, creating and destroying store files; the catalog of named maps.
 
 use crate::error::{Error, Result};
+use crate::fixed::{FixedMap, FixedOptions};
 use crate::format::*;
 use crate::index::{self, MapRef};
 use crate::map::Map;
@@ -294,6 +295,11 @@ impl Store {
             {
                 continue;
             }
+            if crate::fixed::is_fixed(sh, id) {
+                return Err(Error::InvalidArgument(format!(
+                    "map {name:?} is a fixed-size map: open it with Store::fixed_map"
+                )));
+            }
             let mut m = index::map_ref_unchecked(sh, id)?;
             m.cat_word = st;
             if sh.w(ce + C_STATE).load(Acquire) != st {
@@ -353,6 +359,161 @@ impl Store {
         })
     }
 
+    /// Opens the fixed-size map `name` (every key `key_size` bytes, every value
+    /// `value_size` bytes), creating it with default options if it does not exist. An
+    /// existing map with other sizes, or a variable-size map of that name, is
+    /// `InvalidArgument`. Keys are 1 to 512 bytes, values 0 to 128; see [`FixedMap`].
+    pub fn fixed_map(&self, name: &str, key_size: usize, value_size: usize) -> Result<FixedMap> {
+        self.fixed_map_with(name, key_size, value_size, &FixedOptions::default(), true)
+    }
+
+    /// [`Store::fixed_map`] with options, applied if the map is created; `create = false`
+    /// makes a missing map `NotFound`.
+    pub fn fixed_map_with(
+        &self,
+        name: &str,
+        key_size: usize,
+        value_size: usize,
+        opts: &FixedOptions,
+        create: bool,
+    ) -> Result<FixedMap> {
+        validate_name(name)?;
+        let (ks, vs) = (key_size as u64, value_size as u64);
+        if !(1..=crate::fixed::MAX_KEY_SIZE).contains(&ks) || vs > crate::fixed::MAX_VALUE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "fixed-size maps have keys of 1 to {} bytes and values of 0 to {} bytes",
+                crate::fixed::MAX_KEY_SIZE,
+                crate::fixed::MAX_VALUE_SIZE
+            )));
+        }
+        if opts.segment_buckets > 4096 || opts.stash_buckets > 1024 {
+            return Err(Error::InvalidArgument(
+                "segment_buckets must be 0..=4096 and stash_buckets 0..=1024".into(),
+            ));
+        }
+        if let Some(m) = self.find_fixed(name, ks, vs)? {
+            return Ok(m);
+        }
+        if !create {
+            return Err(Error::NotFound(format!("map {name:?}")));
+        }
+        let tx = self.txn()?;
+        tx.lock(H_CATALOG_LOCK)?;
+        let r = self.create_fixed_locked(&tx, name, ks, vs, opts);
+        tx.unlock(H_CATALOG_LOCK);
+        r
+    }
+
+    /// The live catalog entry named `name`: (id, state word).
+    fn find_entry(&self, name: &str) -> Result<Option<(u64, u64)>> {
+        let sh = &*self.sh;
+        sh.ensure_registered()?;
+        for id in 0..sh.g.n_catalog {
+            let ce = sh.g.cat_entry(id);
+            let st = sh.w(ce + C_STATE).load(Acquire);
+            if st & 0xff == CAT_LIVE
+                && sh.w(ce + C_KIND).load(Acquire) == KIND_MAP
+                && name_is(sh, ce, name)
+            {
+                return Ok(Some((id, st)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn find_fixed(&self, name: &str, ks: u64, vs: u64) -> Result<Option<FixedMap>> {
+        let sh = &*self.sh;
+        let Some((id, st)) = self.find_entry(name)? else {
+            return Ok(None);
+        };
+        if !crate::fixed::is_fixed(sh, id) {
+            return Err(Error::InvalidArgument(format!(
+                "map {name:?} is a variable-size map: open it with Store::map"
+            )));
+        }
+        let mut f = crate::fixed::fixed_ref_unchecked(sh, id)?;
+        f.m.cat_word = st;
+        if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) != st {
+            return Ok(None); // dropped while we looked
+        }
+        if (f.geo.key_size, f.geo.value_size) != (ks, vs) {
+            return Err(Error::InvalidArgument(format!(
+                "map {name:?} has {}-byte keys and {}-byte values, not {ks} and {vs}",
+                f.geo.key_size, f.geo.value_size
+            )));
+        }
+        Ok(Some(FixedMap {
+            sh: self.sh.clone(),
+            f,
+            name: name.into(),
+        }))
+    }
+
+    fn create_fixed_locked(
+        &self,
+        tx: &Txn,
+        name: &str,
+        ks: u64,
+        vs: u64,
+        opts: &FixedOptions,
+    ) -> Result<FixedMap> {
+        let sh = &*self.sh;
+        self.finish_drops(tx)?;
+        if let Some(m) = self.find_fixed(name, ks, vs)? {
+            return Ok(m);
+        }
+        if self.find_entry(name)?.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "map {name:?} exists and is not a fixed-size map"
+            )));
+        }
+        let id = (0..sh.g.n_catalog)
+            .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
+            .ok_or_else(|| {
+                Error::StoreFull(format!(
+                    "the store already holds its maximum of {} maps",
+                    sh.g.n_catalog
+                ))
+            })?;
+        let ce = sh.g.cat_entry(id);
+        let geo = crate::fixed::Geo::new(ks, vs);
+        let (dm, ds) = geo.default_buckets();
+        let n_main = if opts.segment_buckets == 0 {
+            dm
+        } else {
+            opts.segment_buckets as u64
+        };
+        let n_stash = if opts.stash_buckets == 0 {
+            ds
+        } else {
+            opts.stash_buckets as u64
+        };
+        let cs = sh.g.chunk_size();
+        let k = crate::fixed::first_chunk_need(sh, &geo, n_main, n_stash).div_ceil(cs);
+        let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
+        let word = CAT_LIVE | (inc << 8);
+        let f = crate::alloc::with_alloc_lock(tx, |redo| {
+            let c = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
+            let mut f = crate::fixed::init_map(sh, c, id, geo, n_main, n_stash);
+            f.m.cat_word = word;
+            sh.r.write_bytes(ce + C_NAME, name.as_bytes());
+            redo.push(c + K_KIND, CK_INDEX);
+            redo.push(c + K_RUN, k);
+            redo.push(c + K_NEXT, 0);
+            redo.push(c + K_OWNER, id);
+            redo.push(ce + C_KIND, KIND_MAP);
+            redo.push(ce + C_HDR, f.m.hdr);
+            redo.push(ce + C_NAME_LEN, name.len() as u64);
+            redo.push(ce + C_STATE, word);
+            Ok(f)
+        })?;
+        Ok(FixedMap {
+            sh: self.sh.clone(),
+            f,
+            name: name.into(),
+        })
+    }
+
     /// Names of the maps in the store.
     pub fn maps(&self) -> Result<Vec<String>> {
         let sh = &*self.sh;
@@ -371,23 +532,32 @@ impl Store {
     /// it (in any process) get `NotFound` from then on.
     pub fn drop_map(&self, name: &str) -> Result<bool> {
         validate_name(name)?;
-        let Some(map) = self.find_map(name)? else {
+        let Some((id, cat_word)) = self.find_entry(name)? else {
             return Ok(false);
+        };
+        let map = if crate::fixed::is_fixed(&self.sh, id) {
+            None
+        } else {
+            self.find_map(name)?
         };
         let tx = self.txn()?;
         tx.lock(H_CATALOG_LOCK)?;
         let r = (|| {
             let sh = &*self.sh;
-            let ce = sh.g.cat_entry(map.m.id);
-            if sh.w(ce + C_STATE).load(Acquire) != map.m.cat_word {
+            let ce = sh.g.cat_entry(id);
+            if sh.w(ce + C_STATE).load(Acquire) != cat_word {
                 return Ok(false);
             }
             let mut redo = crate::txn::Redo::new();
-            redo.push(ce + C_STATE, CAT_DROPPING | (map.m.cat_word & !0xff));
+            redo.push(ce + C_STATE, CAT_DROPPING | (cat_word & !0xff));
             tx.commit(crate::txn::I_REDO, &[], &redo);
             tx.apply(&redo);
             tx.done();
-            let live: u64 = map.stats().map(|s| s.live_bytes).unwrap_or(0);
+            // A fixed map has no records: nothing becomes dead data.
+            let live: u64 = map
+                .and_then(|m| m.stats().ok())
+                .map(|s| s.live_bytes)
+                .unwrap_or(0);
             crate::cleaner::note_dead(&tx, live);
             self.finish_drops(&tx)?;
             Ok(true)
@@ -406,14 +576,25 @@ impl Store {
             if st & 0xff != CAT_DROPPING {
                 continue;
             }
-            let m = index::map_ref_unchecked(sh, id)?;
+            let fixed = crate::fixed::is_fixed(sh, id);
+            let (m, f) = if fixed {
+                let f = crate::fixed::fixed_ref_unchecked(sh, id)?;
+                (f.m, Some(f))
+            } else {
+                (index::map_ref_unchecked(sh, id)?, None)
+            };
             // Barrier: any writer that saw the map alive holds a segment or the directory
             // lock; once we have had each, none is left (later ones see it dropping).
+            // Lock-free adders of a fixed map are counted in the segment locks.
             tx.lock(m.hdr + M_DIR_LOCK)?;
             tx.unlock(m.hdr + M_DIR_LOCK);
-            for (seg, _) in index::segments(sh, &m)? {
-                tx.lock(seg + S_LOCK)?;
-                tx.unlock(seg + S_LOCK);
+            if let Some(f) = f {
+                crate::fixed::drop_barrier(tx, &f)?;
+            } else {
+                for (seg, _) in index::segments(sh, &m)? {
+                    tx.lock(seg + S_LOCK)?;
+                    tx.unlock(seg + S_LOCK);
+                }
             }
             // On disk, the drop must be durable before the map's chunks can be reused.
             if sh.durable {

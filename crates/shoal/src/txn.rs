@@ -26,10 +26,16 @@ use std::time::{Duration, Instant};
 
 pub const WAITERS: u64 = 1 << 31;
 const OWNER_MASK: u64 = WAITERS - 1;
+/// The high half of a lock word is not the lock's: segment locks of fixed-size maps count
+/// the lock-free adders in flight there (see `fixed.rs`). Taking and releasing a lock
+/// keeps it; in every other lock word it is always 0.
+pub const LOCK_HIGH: u64 = !((1u64 << 32) - 1);
 
 /// Intent kinds.
 pub const I_REDO: u64 = 1;
 pub const I_SPLIT: u64 = 2;
+/// A split of a fixed-size map's segment (same arguments as `I_SPLIT`).
+pub const I_FSPLIT: u64 = 3;
 
 /// A thread's txn slot in one store.
 #[derive(Clone, Copy)]
@@ -160,7 +166,7 @@ impl<'a> Txn<'a> {
                     self.me()
                 } else {
                     self.me() | WAITERS
-                };
+                } | (cur & LOCK_HIGH);
                 if w.compare_exchange(cur, want, Acquire, Relaxed).is_ok() {
                     return Ok(());
                 }
@@ -210,7 +216,7 @@ impl<'a> Txn<'a> {
 
     /// Releases a lock taken by [`Txn::lock`].
     pub fn unlock(&self, lock: u64) {
-        let prev = self.sh.w(lock).swap(0, Release);
+        let prev = self.sh.w(lock).fetch_and(LOCK_HIGH, Release);
         if prev & WAITERS != 0 {
             wake(self.sh, lock, 1);
         }
@@ -363,6 +369,13 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
                 }
                 crate::index::recover_split(sh, t, &args)?;
             }
+            I_FSPLIT => {
+                let mut args = [0u64; T_NARGS as usize];
+                for (i, a) in args.iter_mut().enumerate() {
+                    *a = sh.w(base + T_ARGS + 8 * i as u64).load(Acquire);
+                }
+                crate::fixed::recover_split(sh, &args)?;
+            }
             _ => return Err(sh.corrupt(format!("txn slot {t}: unknown intent kind {kind}"))),
         }
         sh.w(base + T_INTENT).store(0, Release);
@@ -375,7 +388,10 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
         if l != 0 && l % 8 == 0 && l + 8 <= sh.file_end() {
             let w = sh.w(l);
             let cur = w.load(Acquire);
-            if cur & OWNER_MASK == dead && w.compare_exchange(cur, 0, AcqRel, Relaxed).is_ok() {
+            if cur & OWNER_MASK == dead
+                && w.compare_exchange(cur, cur & LOCK_HIGH, AcqRel, Relaxed)
+                    .is_ok()
+            {
                 wake(sh, l, i32::MAX as u32);
             }
         }

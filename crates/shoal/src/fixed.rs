@@ -1,0 +1,1811 @@
+//! Fixed-size maps: every key has `key_size` bytes and every value `value_size`, so the
+//! entries are stored as *cells* inside the index buckets themselves (no records, no
+//! per-entry length or offset). With `key_size + value_size <= 16` this is the *inline*
+//! map: a lookup reads one bucket (one cache line, or an aligned pair of lines) and nothing
+//! else.
+//!
+//! ```text
+//! root, directory   as in index.rs (extendible hashing, low hash bits)
+//! segment           64-byte header line (lock, depth, prefix) + n_main + n_stash buckets
+//! bucket (64·L B)   header word: seq (24 bits) | overflow (8) << 24 | bitmap (32) << 32
+//!                   then `cells` cells of `cell` bytes: key, padding, value
+//! ```
+//!
+//! A key lives in its home bucket or, when that is full, in one of the next
+//! [`NEIGHBOURS`] buckets or a stash bucket; the home bucket's overflow count says when to
+//! look there (F14's counts, as in `index.rs`; the neighbours raise the load at which
+//! segments split from ~45 % to ~85 %). A bitmap bit says which cells are occupied; a
+//! deleted cell is reused by the next insert.
+//!
+//! **Writes** lock the segment. An insert writes the key and value into a *free* cell
+//! (invisible: its bit is clear), then commits a redo list that sets the bit and bumps the
+//! seq (and the home bucket's overflow count for a stash cell, and the entry counter): a
+//! writer killed before the commit leaves garbage in a free cell, never a visible entry.
+//! A value replaced in place is logged in the redo list word by word (values are at most
+//! [`MAX_VALUE_SIZE`] bytes, which always fits), so recovery completes it. Readers validate
+//! the bucket's header word (the seq changes with every write) and retry.
+//!
+//! **Lock-free adds.** When the value is 8 bytes it is 8-aligned (see [`Geo::new`]), and
+//! [`FixedMap::add`](crate::FixedMap::add) on a present key is one `fetch_add` on it, with
+//! no lock and no redo list (one atomic word: a process killed around it either added or
+//! did not). What makes that safe against writers that move or reuse cells (remove, split,
+//! clear, insert into a freed cell): an adder first counts itself in the **high half of
+//! the segment's lock word** (a CAS that succeeds only while nobody owns the lock), and a
+//! locked writer, once it owns the lock (which stops new adders), waits for that count to
+//! drain before it changes anything. So no add is ever applied to a cell that changed
+//! hands. An adder announces the segment in its txn slot (`T_ADDING`) before counting
+//! itself; a count left by a killed adder is recognised (no live txn announces the
+//! segment) and cleared by the writer waiting on it, after 10 ms.
+//!
+//! Duplicated from index.rs, with cells instead of slots: the optimistic read loop, the
+//! split (build, finish, recovery), clear and iteration snapshots. They differ in every
+//! line that touches a bucket (bitmaps instead of slots, keys in place instead of in
+//! records, in-place values that need the old segment frozen by the lock), and keeping
+//! `index.rs`'s hot paths free of a cell/slot abstraction was a goal. The directory, the
+//! segment locking, the spares and the directory doubling are shared (`index.rs`).
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::index::{self, MapRef};
+use crate::mem::fence;
+use crate::shared::Shared;
+use crate::txn::{Redo, Txn, I_FSPLIT, I_REDO, LOCK_HIGH, WAITERS};
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+/// Largest key of a fixed-size map, in bytes.
+pub const MAX_KEY_SIZE: u64 = 512;
+/// Largest value of a fixed-size map, in bytes (a replaced value must fit a redo list).
+pub const MAX_VALUE_SIZE: u64 = 128;
+/// Bytes of a segment's header line (lock, depth, prefix).
+pub(crate) const SEG_HDR: u64 = 64;
+/// At most this many cells per bucket (the bitmap's width).
+pub(crate) const MAX_CELLS: u64 = 32;
+/// Main buckets after its home (wrapping) a key may overflow into before the stash.
+pub(crate) const NEIGHBOURS: u64 = 3;
+/// One adder in flight, in a segment lock word.
+const ONE_ADDER: u64 = 1 << 32;
+
+// Bucket header word.
+const SEQ_MASK: u64 = (1 << 24) - 1;
+#[inline]
+fn fh_seq(h: u64) -> u64 {
+    h & SEQ_MASK
+}
+#[inline]
+fn fh_over(h: u64) -> u64 {
+    (h >> 24) & 0xff
+}
+#[inline]
+fn fh_bits(h: u64) -> u64 {
+    h >> 32
+}
+#[inline]
+fn fh(seq: u64, over: u64, bits: u64) -> u64 {
+    (seq & SEQ_MASK) | (over << 24) | (bits << 32)
+}
+
+/// The cell geometry, derived from the key and value sizes alone (FORMAT.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geo {
+    pub key_size: u64,
+    pub value_size: u64,
+    /// Key bytes plus padding: where the value starts in a cell.
+    pub kstride: u64,
+    /// Bytes per cell.
+    pub cell: u64,
+    /// Bytes per bucket (a multiple of 64).
+    pub bsize: u64,
+    /// Cells per bucket.
+    pub cells: u64,
+}
+
+impl Geo {
+    /// The geometry of a map with these sizes (validated by the caller).
+    ///
+    /// Alignment rule: when the value size is a multiple of 8, the key is padded to a
+    /// multiple of 8, so every value starts 8-aligned (buckets are 64-aligned and the
+    /// header is one word). A bucket is 64 × L bytes, L the smallest power of two that
+    /// holds at least 7 cells (capped at 32 cells by the bitmap, 4096 bytes): one line for
+    /// cells of up to 8 bytes, an aligned pair of lines up to 17, four lines up to 36.
+    pub fn new(key_size: u64, value_size: u64) -> Geo {
+        let kstride = if value_size > 0 && value_size % 8 == 0 {
+            key_size.next_multiple_of(8)
+        } else {
+            key_size
+        };
+        let cell = (kstride + value_size).max(1);
+        let mut bsize = 64;
+        while bsize < 4096 && (bsize - 8) / cell < 7 {
+            bsize *= 2;
+        }
+        let cells = ((bsize - 8) / cell).min(MAX_CELLS);
+        Geo {
+            key_size,
+            value_size,
+            kstride,
+            cell,
+            bsize,
+            cells,
+        }
+    }
+
+    /// Default bucket counts: segments of about 8 KiB, a sixteenth of them stash (at
+    /// least 2), and at least 8 buckets.
+    pub fn default_buckets(&self) -> (u64, u64) {
+        let nb = ((8192 - SEG_HDR) / self.bsize).max(8);
+        let stash = (nb / 16).max(2);
+        (nb - stash, stash)
+    }
+}
+
+/// Bytes of a segment.
+pub(crate) fn fixed_segment_size(bsize: u64, n_main: u64, n_stash: u64) -> u64 {
+    (SEG_HDR + bsize * (n_main + n_stash)).next_multiple_of(BUCKET)
+}
+
+/// What a handle knows about a fixed-size map.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FixedRef {
+    /// The shared part: id, header, bucket counts, segment size, catalog word, timeout.
+    pub m: MapRef,
+    pub geo: Geo,
+}
+
+/// Outcome of one optimistic attempt.
+enum Attempt<T> {
+    Done(T),
+    Retry,
+}
+
+/// What a write decides, seeing the current value (its offset) under the lock.
+pub(crate) enum Act<'a> {
+    Keep,
+    Put(&'a [u8]),
+    /// Put an 8-byte value given as a little-endian word.
+    PutWord(u64),
+    Remove,
+}
+
+/// Whether map `id` (a live catalog entry) is a fixed-size map.
+pub(crate) fn is_fixed(sh: &Shared, id: u64) -> bool {
+    if id >= sh.g.n_catalog {
+        return false;
+    }
+    let hdr = sh.w(sh.g.cat_entry(id) + C_HDR).load(Acquire);
+    hdr >= sh.g.chunks_off
+        && hdr + M_COUNTERS <= sh.file_end()
+        && sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0
+}
+
+/// A FixedRef read straight from the catalog (open, recovery, checks, drops).
+pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
+    if id >= sh.g.n_catalog {
+        return Err(sh.corrupt(format!("map id {id} out of range")));
+    }
+    let ce = sh.g.cat_entry(id);
+    let cat_word = sh.w(ce + C_STATE).load(Acquire);
+    let hdr = sh.w(ce + C_HDR).load(Acquire);
+    let end = sh.file_end();
+    if hdr < sh.g.chunks_off || hdr + M_COUNTERS > end {
+        return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
+    }
+    let flags = sh.w(hdr + M_FLAGS).load(Acquire);
+    if flags & MF_FIXED == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "map {id} is not a fixed-size map (open it with Store::map)"
+        )));
+    }
+    if flags != MF_FIXED {
+        return Err(sh.corrupt(format!("map {id}: unknown map flags {flags:#x}")));
+    }
+    let ks = sh.w(hdr + M_KEY_SIZE).load(Acquire);
+    let vs = sh.w(hdr + M_VALUE_SIZE).load(Acquire);
+    let n_main = sh.w(hdr + M_N_MAIN).load(Acquire);
+    let n_stash = sh.w(hdr + M_N_STASH).load(Acquire);
+    if !(1..=MAX_KEY_SIZE).contains(&ks)
+        || vs > MAX_VALUE_SIZE
+        || !(1..=4096).contains(&n_main)
+        || !(1..=1024).contains(&n_stash)
+    {
+        return Err(sh.corrupt(format!(
+            "map {id}: bad fixed geometry (key {ks}, value {vs}, {n_main}+{n_stash} buckets)"
+        )));
+    }
+    let geo = Geo::new(ks, vs);
+    Ok(FixedRef {
+        m: MapRef {
+            id,
+            hdr,
+            n_main,
+            n_stash,
+            seg_size: fixed_segment_size(geo.bsize, n_main, n_stash),
+            cat_word,
+            timeout: sh.lock_timeout,
+            vtrail: 0,
+        },
+        geo,
+    })
+}
+
+/// Space the first chunk of a new fixed map needs.
+pub(crate) fn first_chunk_need(sh: &Shared, geo: &Geo, n_main: u64, n_stash: u64) -> u64 {
+    CHUNK_HDR
+        + map_header_size(sh.g.n_txn)
+        + BUCKET
+        + fixed_segment_size(geo.bsize, n_main, n_stash)
+}
+
+/// Creates a new fixed map's index in its first chunk `c` (taken by the caller).
+pub(crate) fn init_map(
+    sh: &Shared,
+    c: u64,
+    id: u64,
+    geo: Geo,
+    n_main: u64,
+    n_stash: u64,
+) -> FixedRef {
+    let hdr = c + CHUNK_HDR;
+    let hsize = map_header_size(sh.g.n_txn);
+    let mut o = hdr;
+    while o < hdr + hsize {
+        sh.w(o).store(0, Relaxed);
+        o += 8;
+    }
+    let dir = hdr + hsize;
+    let seg = dir + BUCKET;
+    let f = FixedRef {
+        m: MapRef {
+            id,
+            hdr,
+            n_main,
+            n_stash,
+            seg_size: fixed_segment_size(geo.bsize, n_main, n_stash),
+            cat_word: 0,
+            timeout: sh.lock_timeout,
+            vtrail: 0,
+        },
+        geo,
+    };
+    index::init_segment(sh, &f.m, seg, 0, 0, 0);
+    sh.w(dir).store(dir_entry(seg, 0), Relaxed);
+    sh.w(hdr + M_N_MAIN).store(n_main, Relaxed);
+    sh.w(hdr + M_N_STASH).store(n_stash, Relaxed);
+    sh.w(hdr + M_FLAGS).store(MF_FIXED, Relaxed);
+    sh.w(hdr + M_KEY_SIZE).store(geo.key_size, Relaxed);
+    sh.w(hdr + M_VALUE_SIZE).store(geo.value_size, Relaxed);
+    sh.w(hdr + M_CHAIN).store(c, Relaxed);
+    sh.w(hdr + M_ARENA).store(c, Relaxed);
+    sh.w(hdr + M_ARENA_BUMP).store(seg + f.m.seg_size, Relaxed);
+    sh.w(hdr + M_ROOT).store(make_root(dir, 0), Release);
+    f
+}
+
+/// A cell found under the lock: bucket index and cell index.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cell {
+    pub b: u64,
+    pub i: u64,
+}
+
+impl FixedRef {
+    #[inline]
+    pub fn bucket(&self, seg: u64, b: u64) -> u64 {
+        seg + SEG_HDR + b * self.geo.bsize
+    }
+    #[inline]
+    pub fn cell_off(&self, bo: u64, i: u64) -> u64 {
+        bo + 8 + i * self.geo.cell
+    }
+    /// Neighbour buckets a key may take (fewer when the segment has fewer main buckets).
+    #[inline]
+    fn n_neigh(&self) -> u64 {
+        NEIGHBOURS.min(self.m.n_main - 1)
+    }
+    /// Buckets other than its home a key may live in.
+    #[inline]
+    fn n_alt(&self) -> u64 {
+        self.n_neigh() + self.m.n_stash
+    }
+    /// The `j`-th alternative to home bucket `home`: its neighbours `home + 1..` (modulo the
+    /// main buckets), then the stash buckets, from `first` on.
+    #[inline]
+    fn alt(&self, home: u64, j: u64, first: u64) -> u64 {
+        let nn = self.n_neigh();
+        if j < nn {
+            (home + 1 + j) % self.m.n_main
+        } else {
+            self.m.n_main + (first + j - nn) % self.m.n_stash
+        }
+    }
+    /// Whether bucket `b` may hold a key whose home is `home`.
+    fn may_hold(&self, home: u64, b: u64) -> bool {
+        b == home
+            || b >= self.m.n_main
+            || (b + self.m.n_main - home) % self.m.n_main <= self.n_neigh()
+    }
+    #[inline]
+    fn all_bits(&self) -> u64 {
+        (1u64 << self.geo.cells) - 1
+    }
+    fn counter(&self, tx: &Txn, field: u64) -> u64 {
+        self.m.hdr + M_COUNTERS + MC_SIZE * tx.idx + field
+    }
+
+    /// The cell of `key` in bucket `bo` whose header word is `hw`, if any (optimistic:
+    /// the caller validates `hw` afterwards).
+    #[inline]
+    fn find_in(&self, sh: &Shared, bo: u64, hw: u64, key: &[u8]) -> Option<u64> {
+        let mut bits = fh_bits(hw) & self.all_bits();
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            if sh.r.bytes_eq(self.cell_off(bo, i), key) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Optimistic lookup: calls `f(value offset)` on a consistent view; `f` may run more
+    /// than once (only the validated call's result is returned).
+    pub fn read<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        mut f: impl FnMut(u64) -> T,
+    ) -> Result<Option<T>> {
+        let h = hash(sh.g.seed, key);
+        let mut tries = 0u32;
+        let mut start = None;
+        loop {
+            match self.read_once(sh, h, key, &mut f)? {
+                Attempt::Done(r) => return Ok(r),
+                Attempt::Retry => {
+                    tries += 1;
+                    let t0 = *start.get_or_insert_with(Instant::now);
+                    self.backoff(sh, h, tries, t0)?;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn read_once<T>(
+        &self,
+        sh: &Shared,
+        h: u64,
+        key: &[u8],
+        f: &mut impl FnMut(u64) -> T,
+    ) -> Result<Attempt<Option<T>>> {
+        let end = sh.file_end();
+        let (root, eoff, e) = self.m.locate(sh, h, end)?;
+        let seg = entry_seg(e);
+        let home = home_bucket(h, self.m.n_main);
+        let bo = self.bucket(seg, home);
+        let h1 = sh.w(bo).load(Acquire);
+        if fh_seq(h1) & 1 == 1 {
+            return Ok(Attempt::Retry);
+        }
+        let mut result = None;
+        if let Some(i) = self.find_in(sh, bo, h1, key) {
+            result = Some(f(self.cell_off(bo, i) + self.geo.kstride));
+        } else if fh_over(h1) > 0 {
+            for j in 0..self.n_alt() {
+                let so = self.bucket(seg, self.alt(home, j, 0));
+                let sh1 = sh.w(so).load(Acquire);
+                if fh_seq(sh1) & 1 == 1 {
+                    return Ok(Attempt::Retry);
+                }
+                let found = self.find_in(sh, so, sh1, key);
+                if let Some(i) = found {
+                    result = Some(f(self.cell_off(so, i) + self.geo.kstride));
+                }
+                fence(Acquire);
+                if sh.w(so).load(Relaxed) != sh1 {
+                    return Ok(Attempt::Retry);
+                }
+                if found.is_some() {
+                    break;
+                }
+            }
+        }
+        fence(Acquire);
+        if sh.w(bo).load(Relaxed) != h1
+            || sh.w(eoff).load(Relaxed) != e
+            || sh.w(self.m.hdr + M_ROOT).load(Relaxed) != root
+        {
+            return Ok(Attempt::Retry);
+        }
+        if !self.m.alive(sh) {
+            return Err(self.m.dropped());
+        }
+        Ok(Attempt::Done(result))
+    }
+
+    /// Between optimistic retries (as `MapRef::backoff`): spin, yield, sleep; after 10 ms
+    /// recover a dead writer of the segment; give up at the timeout.
+    #[cold]
+    fn backoff(&self, sh: &Shared, h: u64, tries: u32, start: Instant) -> Result<()> {
+        if tries < 16 {
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        if tries < 64 {
+            crate::rt::yield_now();
+            return Ok(());
+        }
+        if !self.m.alive(sh) {
+            return Err(self.m.dropped());
+        }
+        let waited = start.elapsed();
+        if waited > Duration::from_millis(10) {
+            let (_, _, e) = self.m.locate(sh, h, sh.file_end())?;
+            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
+            if lockw != 0 && !sh.txn_alive(lockw - 1) {
+                crate::txn::recover_txn(sh, lockw - 1)?;
+            }
+            if waited > self.m.timeout {
+                return Err(Error::Timeout(waited));
+            }
+        }
+        crate::rt::sleep(Duration::from_micros(50));
+        Ok(())
+    }
+
+    /// Prefetches the home buckets of `keys` (a batch), so their misses overlap.
+    pub fn prefetch(&self, sh: &Shared, keys: &[&[u8]]) {
+        let end = sh.file_end();
+        for k in keys {
+            let h = hash(sh.g.seed, k);
+            if let Ok((_, _, e)) = self.m.locate(sh, h, end) {
+                let bo = self.bucket(entry_seg(e), home_bucket(h, self.m.n_main));
+                let mut o = bo;
+                while o < bo + self.geo.bsize {
+                    sh.r.prefetch(o);
+                    o += 64;
+                }
+            }
+        }
+    }
+
+    /// Locks the segment of `h` for a writer and waits out the lock-free adders in it.
+    pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {
+        let seg = self.m.lock_segment(tx, h)?;
+        if let Err(e) = wait_adders(tx, seg, self.m.timeout) {
+            tx.unlock(seg + S_LOCK);
+            return Err(e);
+        }
+        Ok(seg)
+    }
+
+    /// Under the segment lock: the cell holding `key`.
+    pub(crate) fn find_locked(&self, sh: &Shared, seg: u64, h: u64, key: &[u8]) -> Option<Cell> {
+        let b = home_bucket(h, self.m.n_main);
+        let hw = sh.w(self.bucket(seg, b)).load(Acquire);
+        if let Some(i) = self.find_in(sh, self.bucket(seg, b), hw, key) {
+            return Some(Cell { b, i });
+        }
+        if fh_over(hw) > 0 {
+            for j in 0..self.n_alt() {
+                let sb = self.alt(b, j, 0);
+                let so = self.bucket(seg, sb);
+                let sw = sh.w(so).load(Acquire);
+                if let Some(i) = self.find_in(sh, so, sw, key) {
+                    return Some(Cell { b: sb, i });
+                }
+            }
+        }
+        None
+    }
+
+    /// Under the segment lock: a free cell for a key with hash `h` (home, then stash).
+    fn free_cell(&self, sh: &Shared, seg: u64, h: u64) -> Option<Cell> {
+        let b = home_bucket(h, self.m.n_main);
+        let hw = sh.w(self.bucket(seg, b)).load(Acquire);
+        let free = !fh_bits(hw) & self.all_bits();
+        if free != 0 {
+            return Some(Cell {
+                b,
+                i: free.trailing_zeros() as u64,
+            });
+        }
+        if fh_over(hw) >= 0xff {
+            return None;
+        }
+        let first = first_stash(h, self.m.n_stash);
+        for j in 0..self.n_alt() {
+            let sb = self.alt(b, j, first);
+            let sw = sh.w(self.bucket(seg, sb)).load(Acquire);
+            let free = !fh_bits(sw) & self.all_bits();
+            if free != 0 {
+                return Some(Cell {
+                    b: sb,
+                    i: free.trailing_zeros() as u64,
+                });
+            }
+        }
+        None
+    }
+
+    /// The one locked write path: `produce` sees the current value's offset (None when
+    /// absent) and decides. Returns (whether the key existed, whether something changed).
+    /// Splits the segment and asks again when an insert finds no free cell.
+    pub(crate) fn write<'v>(
+        &self,
+        tx: &Txn,
+        key: &[u8],
+        produce: &mut dyn FnMut(Option<u64>) -> Result<Act<'v>>,
+    ) -> Result<(bool, bool)> {
+        let h = hash(tx.sh.g.seed, key);
+        loop {
+            let seg = self.lock_segment(tx, h)?;
+            let r = self.write_locked(tx, seg, h, key, produce);
+            match r {
+                Ok(Some(res)) => {
+                    tx.unlock(seg + S_LOCK);
+                    return Ok(res);
+                }
+                Ok(None) => {
+                    let r = split(tx, self, seg);
+                    tx.unlock(seg + S_LOCK);
+                    r?;
+                }
+                Err(e) => {
+                    tx.unlock(seg + S_LOCK);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    fn write_locked<'v>(
+        &self,
+        tx: &Txn,
+        seg: u64,
+        h: u64,
+        key: &[u8],
+        produce: &mut dyn FnMut(Option<u64>) -> Result<Act<'v>>,
+    ) -> Result<Option<(bool, bool)>> {
+        let sh = tx.sh;
+        crate::rt::failpoint!("fixed.locked");
+        let found = self.find_locked(sh, seg, h, key);
+        let voff = found.map(|c| self.cell_off(self.bucket(seg, c.b), c.i) + self.geo.kstride);
+        let existed = found.is_some();
+        let wbuf: [u8; 8];
+        let act = match produce(voff)? {
+            Act::PutWord(w) => {
+                wbuf = w.to_le_bytes();
+                Act::Put(&wbuf[..self.geo.value_size.min(8) as usize])
+            }
+            a => a,
+        };
+        let cnt_off = self.counter(tx, MC_COUNT);
+        let cnt = sh.w(cnt_off).load(Relaxed);
+        let mut redo = Redo::new();
+        // At most two bucket headers change: the cell's and, for a stash cell, its home's.
+        let mut touched: [(u64, u64); 2] = [(0, 0); 2];
+        let mut nt = 0;
+        let mut touch =
+            |redo: &mut Redo, bo: u64, over_delta: i64, bits_set: u64, bits_clr: u64| {
+                let cur = sh.w(bo).load(Relaxed);
+                touched[nt] = (bo, fh(fh_seq(cur) + 1, fh_over(cur), fh_bits(cur)));
+                nt += 1;
+                let ov = (fh_over(cur) as i64 + over_delta).clamp(0, 0xff) as u64;
+                let bits = (fh_bits(cur) | bits_set) & !bits_clr;
+                redo.push(bo, fh(fh_seq(cur) + 2, ov, bits));
+            };
+        let home = home_bucket(h, self.m.n_main);
+        match (found, act) {
+            (_, Act::Keep) | (None, Act::Remove) | (_, Act::PutWord(_)) => {
+                return Ok(Some((existed, false)))
+            }
+            (Some(c), Act::Put(v)) => {
+                // In place: the value's words, each with its final content, then the seq.
+                let voff = voff.unwrap_or(0);
+                value_redo(sh, voff, v, &mut redo);
+                touch(&mut redo, self.bucket(seg, c.b), 0, 0, 0);
+            }
+            (None, Act::Put(v)) => {
+                let Some(c) = self.free_cell(sh, seg, h) else {
+                    return Ok(None);
+                };
+                // The cell is free (its bit clear): nobody reads it, so write it directly.
+                let co = self.cell_off(self.bucket(seg, c.b), c.i);
+                sh.r.write_bytes(co, key);
+                if self.geo.kstride > self.geo.key_size {
+                    let pad = [0u8; 8];
+                    sh.r.write_bytes(
+                        co + self.geo.key_size,
+                        &pad[..(self.geo.kstride - self.geo.key_size) as usize],
+                    );
+                }
+                sh.r.write_bytes(co + self.geo.kstride, v);
+                sh.persist(co, self.geo.cell)?;
+                crate::rt::failpoint!("fixed.cell_written");
+                touch(&mut redo, self.bucket(seg, c.b), 0, 1 << c.i, 0);
+                if c.b != home {
+                    touch(&mut redo, self.bucket(seg, home), 1, 0, 0);
+                }
+                redo.push(cnt_off, cnt.wrapping_add(1));
+            }
+            (Some(c), Act::Remove) => {
+                touch(&mut redo, self.bucket(seg, c.b), 0, 0, 1 << c.i);
+                if c.b != home {
+                    touch(&mut redo, self.bucket(seg, home), -1, 0, 0);
+                }
+                redo.push(cnt_off, cnt.wrapping_sub(1));
+            }
+        }
+        tx.commit(I_REDO, &[], &redo);
+        crate::rt::failpoint!("fixed.committed");
+        for (bo, odd) in &touched[..nt] {
+            sh.w(*bo).store(*odd, Relaxed);
+        }
+        tx.apply_range(&redo, 0, redo.n / 2);
+        crate::rt::failpoint!("fixed.half_applied");
+        tx.apply_range(&redo, redo.n / 2, redo.n);
+        crate::rt::failpoint!("fixed.applied");
+        tx.done();
+        Ok(Some((existed, true)))
+    }
+
+    /// Lock-free add on a present key (8-byte values): `Some(new value)`, or None when the
+    /// key is absent or a writer owns the segment (the caller takes the locked path).
+    pub(crate) fn add_in_place(&self, tx: &Txn, key: &[u8], delta: i64) -> Result<Option<i64>> {
+        let sh = tx.sh;
+        let h = hash(sh.g.seed, key);
+        let announce = sh.w(tx.base + T_ADDING);
+        for _ in 0..4 {
+            let end = sh.file_end();
+            let (_, _, e) = self.m.locate(sh, h, end)?;
+            let seg = entry_seg(e);
+            let lw = sh.w(seg + S_LOCK);
+            let cur = lw.load(Acquire);
+            if cur & !LOCK_HIGH != 0 || cur >> 32 == u32::MAX as u64 {
+                return Ok(None); // a writer is at work here: take the locked path
+            }
+            announce.store(seg, SeqCst);
+            if lw
+                .compare_exchange(cur, cur + ONE_ADDER, SeqCst, Relaxed)
+                .is_err()
+            {
+                announce.store(0, Release);
+                continue;
+            }
+            // Counted in: no writer changes this segment until we leave. It must still be
+            // the key's segment (a split may have finished before our CAS).
+            let r = (|| -> Result<Option<i64>> {
+                let (_, _, e2) = self.m.locate(sh, h, sh.file_end())?;
+                if entry_seg(e2) != seg || !self.m.alive(sh) {
+                    return Ok(None);
+                }
+                let Some(c) = self.find_locked(sh, seg, h, key) else {
+                    return Ok(None);
+                };
+                let bo = self.bucket(seg, c.b);
+                if fh_seq(sh.w(bo).load(Acquire)) & 1 == 1 {
+                    return Ok(None);
+                }
+                let voff = self.cell_off(bo, c.i) + self.geo.kstride;
+                debug_assert!(voff % 8 == 0);
+                crate::rt::failpoint!("fixed.add_counted");
+                let old = sh.w(voff).fetch_add(delta as u64, AcqRel);
+                crate::rt::failpoint!("fixed.add_applied");
+                Ok(Some((old as i64).wrapping_add(delta)))
+            })();
+            lw.fetch_sub(ONE_ADDER, Release);
+            announce.store(0, Release);
+            return r;
+        }
+        Ok(None)
+    }
+}
+
+/// Redo entries writing `v` at `voff`: every word the value covers, with its final
+/// content (bytes of the word outside the value are kept: they are the cell's key or a
+/// neighbour's bytes, which cannot change while we hold the segment lock).
+fn value_redo(sh: &Shared, voff: u64, v: &[u8], redo: &mut Redo) {
+    if v.is_empty() {
+        return;
+    }
+    let end = voff + v.len() as u64;
+    let mut a = voff & !7;
+    while a < end {
+        let mut w = sh.w(a).load(Relaxed).to_le_bytes();
+        for (j, byte) in w.iter_mut().enumerate() {
+            let o = a + j as u64;
+            if o >= voff && o < end {
+                *byte = v[(o - voff) as usize];
+            }
+        }
+        redo.push(a, u64::from_le_bytes(w));
+        a += 8;
+    }
+}
+
+/// Called by a writer that owns segment lock `seg + S_LOCK`: waits until no lock-free
+/// adder is counted in it. A count nobody live announces (left by killed adders) is
+/// cleared after 10 ms.
+fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
+    let sh = tx.sh;
+    let lw = sh.w(seg + S_LOCK);
+    if lw.load(Acquire) & LOCK_HIGH == 0 {
+        return Ok(());
+    }
+    let start = Instant::now();
+    let mut spins = 0u32;
+    let mut next_check = Duration::from_millis(10);
+    loop {
+        let cur = lw.load(Acquire);
+        if cur & LOCK_HIGH == 0 {
+            return Ok(());
+        }
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+            continue;
+        }
+        crate::rt::sleep(Duration::from_micros(20));
+        let waited = start.elapsed();
+        if waited >= next_check {
+            next_check = waited + Duration::from_millis(10);
+            let live = (0..sh.g.n_txn).any(|t| {
+                t != tx.idx
+                    && sh.w(sh.g.txn_slot(t) + T_ADDING).load(SeqCst) == seg
+                    && sh.txn_alive(t)
+            });
+            if !live {
+                // We own the lock, so no adder can count itself in meanwhile: the count
+                // left is all stale.
+                let _ = lw.compare_exchange(cur, cur & !LOCK_HIGH, AcqRel, Relaxed);
+                continue;
+            }
+            if waited >= timeout {
+                return Err(Error::Timeout(waited));
+            }
+        }
+    }
+}
+
+/// The barrier of a drop (catalog lock held, map marked dropping): once every segment
+/// lock has been taken and its adders drained, no writer or adder is left in the map.
+pub(crate) fn drop_barrier(tx: &Txn, f: &FixedRef) -> Result<()> {
+    for (seg, _) in index::segments(tx.sh, &f.m)? {
+        tx.lock(seg + S_LOCK)?;
+        let r = wait_adders(tx, seg, f.m.timeout);
+        tx.unlock(seg + S_LOCK);
+        r?;
+    }
+    Ok(())
+}
+
+/// Split arguments (as in index.rs).
+const A_MAP: usize = 0;
+const A_SEG: usize = 1;
+const A_NEW: usize = 2;
+const A_DEPTH: usize = 3;
+const A_PHASE: usize = 4;
+
+/// Splits full segment `seg` (locked by the caller, adders drained).
+fn split(tx: &Txn, f: &FixedRef, seg: u64) -> Result<()> {
+    let sh = tx.sh;
+    let d = sh.w(seg + S_DEPTH).load(Acquire);
+    if d >= MAX_DEPTH {
+        return Err(Error::StoreFull(format!(
+            "map {}: segment at depth {d} is full; keys collide on {MAX_DEPTH} hash bits",
+            f.m.id
+        )));
+    }
+    let dir_lock = f.m.hdr + M_DIR_LOCK;
+    tx.lock(dir_lock)?;
+    let r = split_locked(tx, f, seg, d);
+    tx.unlock(dir_lock);
+    r
+}
+
+fn split_locked(tx: &Txn, f: &FixedRef, seg: u64, d: u64) -> Result<()> {
+    let sh = tx.sh;
+    let m = &f.m;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    if d == root >> 48 {
+        index::double_directory(tx, m, root)?;
+    }
+    index::ensure_spares(tx, m, None)?;
+    let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
+    let prefix = sh.w(seg + S_PREFIX).load(Acquire);
+    let me = tx.idx + 1;
+    tx.held_note(s1 + S_LOCK)?;
+    let r = (|| -> Result<()> {
+        let mut args = [0u64; T_NARGS as usize];
+        args[A_MAP] = m.id;
+        args[A_SEG] = seg;
+        args[A_NEW] = s1;
+        args[A_DEPTH] = d;
+        args[A_PHASE] = 0;
+        tx.commit(I_FSPLIT, &args, &Redo::new());
+        index::init_segment(sh, m, s1, me, d + 1, prefix | (1 << d));
+        // The new segment takes the cells whose hash bit d is 1, at the same positions
+        // (so it cannot overflow). The old segment cannot change meanwhile: we hold its
+        // lock and no adder is counted in it.
+        let nb = m.n_main + m.n_stash;
+        let mut over = vec![0u64; m.n_main as usize];
+        let mut bits_new = vec![0u64; nb as usize];
+        let mut key = vec![0u8; f.geo.key_size as usize];
+        let mut cell = vec![0u8; f.geo.cell as usize];
+        for b in 0..nb {
+            if b == nb / 2 {
+                crate::rt::failpoint!("fixed.split.building");
+            }
+            let bo = f.bucket(seg, b);
+            let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
+            while bits != 0 {
+                let i = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+                let kh = hash(sh.g.seed, &key);
+                if (kh >> d) & 1 == 1 {
+                    sh.r.read_bytes(f.cell_off(bo, i), &mut cell);
+                    sh.r.write_bytes(f.cell_off(f.bucket(s1, b), i), &cell);
+                    bits_new[b as usize] |= 1 << i;
+                    let home = home_bucket(kh, m.n_main);
+                    if b != home {
+                        over[home as usize] += 1;
+                    }
+                }
+            }
+        }
+        for b in 0..nb {
+            let ov = if b < m.n_main { over[b as usize] } else { 0 };
+            let bn = bits_new[b as usize];
+            if ov > 0 || bn != 0 {
+                sh.w(f.bucket(s1, b)).store(fh(0, ov, bn), Relaxed);
+            }
+        }
+        sh.persist(s1, m.seg_size)?;
+        crate::rt::failpoint!("fixed.split.built");
+        tx.set_arg(A_PHASE as u64, 1);
+        finish_split(sh, f, seg, s1, d)?;
+        crate::rt::failpoint!("fixed.split.done");
+        let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
+        sh.w(so).store(sh.w(so).load(Relaxed) + 1, Relaxed);
+        Ok(())
+    })();
+    tx.done();
+    sh.w(s1 + S_LOCK).fetch_and(LOCK_HIGH, Release);
+    tx.held_forget(s1 + S_LOCK);
+    r
+}
+
+/// The split's second half, idempotent (a recoverer runs it again): repoint the
+/// directory, set depths, clear the moved cells' bits in the old segment, recount its
+/// overflow counts.
+fn finish_split(sh: &Shared, f: &FixedRef, seg: u64, s1: u64, d: u64) -> Result<()> {
+    let m = &f.m;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let g = root >> 48;
+    let dir = root & OFF_MASK;
+    let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
+    let mut j = prefix;
+    while j < (1 << g) {
+        let e = if (j >> d) & 1 == 1 {
+            dir_entry(s1, d + 1)
+        } else {
+            dir_entry(seg, d + 1)
+        };
+        sh.w(dir + 8 * j).store(e, Release);
+        j += 1 << d;
+    }
+    sh.w(s1 + S_DEPTH).store(d + 1, Release);
+    sh.w(s1 + S_PREFIX).store(prefix | (1 << d), Release);
+    sh.w(seg + S_DEPTH).store(d + 1, Release);
+    sh.w(m.hdr + M_SPARE_SEG).store(0, Release);
+    sh.persist(dir, 8 << g)?;
+    sh.persist(m.hdr, 8)?;
+    sh.persist(seg, BUCKET)?;
+    sh.persist(s1, BUCKET)?;
+    crate::rt::failpoint!("fixed.split.published");
+    let nb = m.n_main + m.n_stash;
+    let mut key = vec![0u8; f.geo.key_size as usize];
+    let mut counts = vec![0u64; m.n_main as usize];
+    for b in 0..nb {
+        if b == nb / 2 {
+            crate::rt::failpoint!("fixed.split.removing");
+        }
+        let bo = f.bucket(seg, b);
+        let h0 = sh.w(bo).load(Acquire);
+        let mut bits = fh_bits(h0) & f.all_bits();
+        let mut moved = 0u64;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+            let kh = hash(sh.g.seed, &key);
+            let home = home_bucket(kh, m.n_main);
+            if (kh >> d) & 1 == 1 {
+                moved |= 1 << i;
+            } else if b != home {
+                counts[home as usize] += 1;
+            }
+        }
+        if moved != 0 || fh_seq(h0) & 1 == 1 || fh_bits(h0) & !f.all_bits() != 0 {
+            let seq = fh_seq(h0) | 1;
+            sh.w(bo).store(fh(seq, fh_over(h0), fh_bits(h0)), Relaxed);
+            sh.w(bo).store(
+                fh(seq + 1, fh_over(h0), fh_bits(h0) & !moved & f.all_bits()),
+                Release,
+            );
+        }
+    }
+    set_overflow_counts(sh, f, seg, &counts);
+    Ok(())
+}
+
+/// Sets the main buckets' overflow counts (bumping the seq of each bucket it changes).
+fn set_overflow_counts(sh: &Shared, f: &FixedRef, seg: u64, counts: &[u64]) {
+    for (b, c) in counts.iter().enumerate() {
+        let bo = f.bucket(seg, b as u64);
+        let h0 = sh.w(bo).load(Acquire);
+        let c = (*c).min(0xff);
+        if fh_over(h0) != c || fh_seq(h0) & 1 == 1 {
+            let seq = fh_seq(h0) | 1;
+            sh.w(bo).store(fh(seq, fh_over(h0), fh_bits(h0)), Relaxed);
+            sh.w(bo).store(fh(seq + 1, c, fh_bits(h0)), Release);
+        }
+    }
+}
+
+/// The overflow counts a segment's cells imply (keys outside their home bucket).
+fn overflow_counts(sh: &Shared, f: &FixedRef, seg: u64) -> Vec<u64> {
+    let mut counts = vec![0u64; f.m.n_main as usize];
+    let mut key = vec![0u8; f.geo.key_size as usize];
+    for b in 0..f.m.n_main + f.m.n_stash {
+        let bo = f.bucket(seg, b);
+        let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+            let home = home_bucket(hash(sh.g.seed, &key), f.m.n_main);
+            if home != b {
+                counts[home as usize] += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Recovery of a fixed map's split whose thread died (its locks still name it).
+pub(crate) fn recover_split(sh: &Shared, args: &[u64]) -> Result<()> {
+    let f = fixed_ref_unchecked(sh, args[A_MAP])?;
+    if args[A_PHASE] == 0 {
+        return Ok(()); // the new segment is still the map's spare; nothing else changed
+    }
+    finish_split(sh, &f, args[A_SEG], args[A_NEW], args[A_DEPTH])
+}
+
+/// Removes every entry, one segment at a time.
+pub(crate) fn clear(tx: &Txn, f: &FixedRef) -> Result<()> {
+    let sh = tx.sh;
+    let mut done = std::collections::HashSet::new();
+    loop {
+        if !f.m.alive(sh) {
+            return Err(f.m.dropped());
+        }
+        let todo: Vec<u64> = index::segments(sh, &f.m)?
+            .into_iter()
+            .map(|(s, _)| s)
+            .filter(|s| !done.contains(s))
+            .collect();
+        if todo.is_empty() {
+            return Ok(());
+        }
+        for seg in todo {
+            done.insert(seg);
+            tx.lock(seg + S_LOCK)?;
+            let r = wait_adders(tx, seg, f.m.timeout).and_then(|_| clear_segment(tx, f, seg));
+            tx.unlock(seg + S_LOCK);
+            r?;
+        }
+    }
+}
+
+fn clear_segment(tx: &Txn, f: &FixedRef, seg: u64) -> Result<()> {
+    let sh = tx.sh;
+    if !f.m.alive(sh) {
+        return Err(f.m.dropped());
+    }
+    let cnt_off = f.counter(tx, MC_COUNT);
+    for b in 0..f.m.n_main + f.m.n_stash {
+        let bo = f.bucket(seg, b);
+        let h0 = sh.w(bo).load(Acquire);
+        let n = (fh_bits(h0) & f.all_bits()).count_ones() as u64;
+        if n == 0 && fh_over(h0) == 0 {
+            continue;
+        }
+        let mut redo = Redo::new();
+        redo.push(bo, fh(fh_seq(h0) + 2, 0, 0));
+        redo.push(cnt_off, sh.w(cnt_off).load(Relaxed).wrapping_sub(n));
+        tx.commit(I_REDO, &[], &redo);
+        sh.w(bo)
+            .store(fh(fh_seq(h0) + 1, fh_over(h0), fh_bits(h0)), Relaxed);
+        tx.apply(&redo);
+        tx.done();
+    }
+    Ok(())
+}
+
+/// Items of one iteration step.
+pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Copies out the segment covering iteration position `cursor` (bit-reversed hash
+/// order, as `index::snapshot`) and returns the next position.
+pub(crate) fn snapshot(
+    sh: &std::sync::Arc<Shared>,
+    f: &FixedRef,
+    cursor: u64,
+) -> Result<(Items, Option<u64>)> {
+    for attempt in 0..16 {
+        if let Some(r) = snapshot_once(sh, f, cursor, None)? {
+            return Ok(r);
+        }
+        if attempt > 4 {
+            crate::rt::yield_now();
+        }
+    }
+    let t = crate::shared::thread_txn(sh)?;
+    let tx = Txn::new(sh, t);
+    let seg = f.lock_segment(&tx, cursor.reverse_bits())?;
+    let r = snapshot_once(sh, f, cursor, Some(seg));
+    tx.unlock(seg + S_LOCK);
+    r?.ok_or_else(|| {
+        sh.corrupt(format!(
+            "map {}: segment {seg:#x} changed under its lock",
+            f.m.id
+        ))
+    })
+}
+
+fn snapshot_once(
+    sh: &Shared,
+    f: &FixedRef,
+    cursor: u64,
+    locked: Option<u64>,
+) -> Result<Option<(Items, Option<u64>)>> {
+    let m = &f.m;
+    let end = sh.file_end();
+    let (root, eoff, e) = m.locate(sh, cursor.reverse_bits(), end)?;
+    let seg = entry_seg(e);
+    if locked.is_some_and(|l| l != seg) {
+        return Ok(None);
+    }
+    let d = entry_depth(e);
+    if d > MAX_DEPTH {
+        return Err(sh.corrupt(format!(
+            "map {}: directory entry {eoff:#x} has depth {d}",
+            m.id
+        )));
+    }
+    let next = if d == 0 {
+        None
+    } else {
+        let span = 1u64 << (64 - d);
+        (cursor & !(span - 1)).checked_add(span)
+    };
+    let nb = m.n_main + m.n_stash;
+    let mut hdrs = Vec::with_capacity(nb as usize);
+    let mut items = Vec::new();
+    for b in 0..nb {
+        let bo = f.bucket(seg, b);
+        let h1 = sh.w(bo).load(Acquire);
+        if fh_seq(h1) & 1 == 1 {
+            return Ok(None);
+        }
+        hdrs.push(h1);
+        let mut bits = fh_bits(h1) & f.all_bits();
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            let co = f.cell_off(bo, i);
+            let mut key = vec![0u8; f.geo.key_size as usize];
+            sh.r.read_bytes(co, &mut key);
+            // Only keys of this segment's interval (a split in flight may leave moved
+            // keys in the old segment for a moment; the new one returns them).
+            let pos = hash(sh.g.seed, &key).reverse_bits();
+            if pos < cursor || next.is_some_and(|n| pos >= n) {
+                continue;
+            }
+            let mut val = vec![0u8; f.geo.value_size as usize];
+            sh.r.read_bytes(co + f.geo.kstride, &mut val);
+            items.push((key, val));
+        }
+    }
+    fence(Acquire);
+    for b in 0..nb {
+        if sh.w(f.bucket(seg, b)).load(Relaxed) != hdrs[b as usize] {
+            return Ok(None);
+        }
+    }
+    if sh.w(eoff).load(Relaxed) != e || sh.w(m.hdr + M_ROOT).load(Relaxed) != root {
+        return Ok(None);
+    }
+    if !m.alive(sh) {
+        return Err(m.dropped());
+    }
+    Ok(Some((items, next)))
+}
+
+/// The checker's part for one fixed map: returns (entries, segments) and pushes problems.
+pub(crate) fn check_map(
+    sh: &Shared,
+    id: u64,
+    in_index: &dyn Fn(u64, u64) -> bool,
+    problems: &mut Vec<String>,
+) -> (u64, u64) {
+    let f = match fixed_ref_unchecked(sh, id) {
+        Ok(f) => f,
+        Err(e) => {
+            problems.push(format!("map {id}: {e}"));
+            return (0, 0);
+        }
+    };
+    let m = &f.m;
+    let end = sh.file_end();
+    let lock_ok = |off: u64, what: &str, problems: &mut Vec<String>| {
+        let v = sh.w(off).load(Acquire) & (WAITERS - 1);
+        if v != 0 && !sh.txn_alive(v - 1) {
+            problems.push(format!(
+                "map {id}: {what} lock at {off:#x} held by dead txn {}",
+                v - 1
+            ));
+        }
+    };
+    lock_ok(m.hdr + M_DIR_LOCK, "directory", problems);
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let (gd, dir) = (root >> 48, root & OFF_MASK);
+    if gd > MAX_DEPTH || dir < sh.g.chunks_off || dir + (8 << gd) > end {
+        problems.push(format!("map {id}: directory {root:#x} out of the file"));
+        return (0, 0);
+    }
+    if !in_index(dir, 8 << gd) {
+        problems.push(format!(
+            "map {id}: directory {dir:#x} is not inside an index chunk"
+        ));
+    }
+    let (mut count, mut segs) = (0u64, 0u64);
+    let mut keys: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut key = vec![0u8; f.geo.key_size as usize];
+    for j in 0..(1u64 << gd) {
+        let e = sh.w(dir + 8 * j).load(Acquire);
+        let (seg, d) = (entry_seg(e), entry_depth(e));
+        if d > gd {
+            problems.push(format!("map {id}: directory entry {j} depth {d} > {gd}"));
+            continue;
+        }
+        let first = j & ((1 << d) - 1);
+        if j != first {
+            if sh.w(dir + 8 * first).load(Acquire) != e {
+                problems.push(format!(
+                    "map {id}: directory entries {first} and {j} disagree"
+                ));
+            }
+            continue;
+        }
+        segs += 1;
+        if seg % BUCKET != 0 || !in_index(seg, m.seg_size) {
+            problems.push(format!(
+                "map {id}: segment {seg:#x} is not inside an index chunk"
+            ));
+            continue;
+        }
+        // An adder count in the lock word's high half may be left by killed adders: it
+        // is harmless (the next writer of the segment recognises and clears it).
+        lock_ok(seg + S_LOCK, "segment", problems);
+        if sh.w(seg + S_DEPTH).load(Acquire) != d || sh.w(seg + S_PREFIX).load(Acquire) != first {
+            problems.push(format!(
+                "map {id}: segment {seg:#x} depth/prefix disagree with the directory"
+            ));
+        }
+        let mut over = vec![0u64; m.n_main as usize];
+        for b in 0..m.n_main + m.n_stash {
+            let bo = f.bucket(seg, b);
+            let hw = sh.w(bo).load(Acquire);
+            if fh_seq(hw) & 1 == 1 {
+                problems.push(format!("map {id}: bucket {bo:#x} left mid-write (odd seq)"));
+            }
+            if fh_bits(hw) & !f.all_bits() != 0 {
+                problems.push(format!(
+                    "map {id}: bucket {bo:#x} bitmap {:#x} names cells past its {}",
+                    fh_bits(hw),
+                    f.geo.cells
+                ));
+            }
+            if b >= m.n_main && fh_over(hw) != 0 {
+                problems.push(format!(
+                    "map {id}: stash bucket {bo:#x} has an overflow count"
+                ));
+            }
+            let mut bits = fh_bits(hw) & f.all_bits();
+            while bits != 0 {
+                let i = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+                let h = hash(sh.g.seed, &key);
+                if h & ((1 << d) - 1) != first {
+                    problems.push(format!(
+                        "map {id}: cell {i} of bucket {bo:#x} hashes outside its segment"
+                    ));
+                }
+                let home = home_bucket(h, m.n_main);
+                if !f.may_hold(home, b) {
+                    problems.push(format!(
+                        "map {id}: cell {i} of bucket {b} of {seg:#x}: its home {home} may not overflow there"
+                    ));
+                }
+                if b != home {
+                    over[home as usize] += 1;
+                }
+                if !keys.insert(key.clone()) {
+                    problems.push(format!(
+                        "map {id}: a key is present twice (cell {i} of {bo:#x})"
+                    ));
+                }
+                count += 1;
+            }
+        }
+        for b in 0..m.n_main {
+            let ov = fh_over(sh.w(f.bucket(seg, b)).load(Acquire));
+            if ov != over[b as usize].min(0xff) {
+                problems.push(format!(
+                    "map {id}: bucket {b} of {seg:#x} has overflow {ov}, stash holds {}",
+                    over[b as usize]
+                ));
+            }
+        }
+    }
+    let (mut c_count, mut c_bytes) = (0u64, 0u64);
+    for t in 0..sh.g.n_txn {
+        let c = m.hdr + M_COUNTERS + MC_SIZE * t;
+        c_count = c_count.wrapping_add(sh.w(c + MC_COUNT).load(Acquire));
+        c_bytes = c_bytes.wrapping_add(sh.w(c + MC_BYTES).load(Acquire));
+    }
+    if c_count != count {
+        problems.push(format!(
+            "map {id}: counters say {} entries, the cells hold {count}",
+            c_count as i64
+        ));
+    }
+    if c_bytes != 0 {
+        problems.push(format!(
+            "map {id}: a fixed map's live byte counters sum to {c_bytes}, not 0"
+        ));
+    }
+    (count, segs)
+}
+
+/// The lossless repairs of a fixed map (alone, after an unclean shutdown): locks and
+/// adder counts cleared, odd seqs made even, overflow counts and the entry counter
+/// rebuilt from the cells. (Cells have no checksums: a value torn by an OS crash between
+/// two flushes is not detected.)
+pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
+    let f = fixed_ref_unchecked(sh, id)?;
+    sh.w(f.m.hdr + M_DIR_LOCK).store(0, Release);
+    let mut count = 0u64;
+    for (seg, _) in index::segments(sh, &f.m)? {
+        sh.w(seg + S_LOCK).store(0, Release);
+        for b in 0..f.m.n_main + f.m.n_stash {
+            let bo = f.bucket(seg, b);
+            let h = sh.w(bo).load(Acquire);
+            let bits = fh_bits(h) & f.all_bits();
+            let over = if b < f.m.n_main { fh_over(h) } else { 0 };
+            sh.w(bo)
+                .store(fh((fh_seq(h) + 1) & !1, over, bits), Release);
+            count += bits.count_ones() as u64;
+        }
+        let counts = overflow_counts(sh, &f, seg);
+        set_overflow_counts(sh, &f, seg, &counts);
+    }
+    for t in 0..sh.g.n_txn {
+        let c = f.m.hdr + M_COUNTERS + MC_SIZE * t;
+        sh.w(c + MC_COUNT)
+            .store(if t == 0 { count } else { 0 }, Release);
+        sh.w(c + MC_BYTES).store(0, Release);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The public type.
+
+use crate::map::PutOutcome;
+use std::sync::Arc;
+
+/// Options for creating a fixed-size map ([`Store::fixed_map_with`](crate::Store::fixed_map_with)).
+#[derive(Clone, Debug, Default)]
+pub struct FixedOptions {
+    /// Main buckets per segment; 0 (the default) chooses segments of about 8 KiB. Small
+    /// segments split more often (useful in tests).
+    pub segment_buckets: u32,
+    /// Stash buckets per segment; 0 (the default) chooses a sixteenth of the buckets.
+    pub stash_buckets: u32,
+}
+
+/// A named map whose keys all have one size and whose values all have one size, stored
+/// as fixed-size cells in the index buckets themselves: no records, no per-entry lengths
+/// or offsets, values updated in place. With `key_size + value_size <= 16` (u64 → u64
+/// counters, u32 → u32 ids) it is an *inline* map: a lookup reads one bucket (one cache
+/// line for cells of up to 8 bytes, an aligned pair of lines up to 16) and nothing else.
+///
+/// Created with [`Store::fixed_map`](crate::Store::fixed_map). All methods take `&self`;
+/// a `FixedMap` is `Send + Sync` and cheap to clone. A key or value of the wrong size is
+/// [`Error::InvalidArgument`]. Reads never lock and never write; writes lock one segment;
+/// [`FixedMap::add`] on a present key with 8-byte values takes no lock at all.
+#[derive(Clone)]
+pub struct FixedMap {
+    pub(crate) sh: Arc<Shared>,
+    pub(crate) f: FixedRef,
+    pub(crate) name: Arc<str>,
+}
+
+/// Figures about one fixed-size map (see [`FixedMap::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FixedStats {
+    /// Entries in the map.
+    pub entries: u64,
+    /// Key size in bytes.
+    pub key_size: u64,
+    /// Value size in bytes.
+    pub value_size: u64,
+    /// Bytes per cell (key, padding, value).
+    pub cell_bytes: u64,
+    /// Bytes per bucket.
+    pub bucket_bytes: u64,
+    /// Cells per bucket.
+    pub cells_per_bucket: u64,
+    /// Index segments.
+    pub segments: u64,
+    /// Bytes of the segments (cells, bucket headers, segment headers).
+    pub segment_bytes: u64,
+    /// Cells in all segments (the map's capacity before its next splits).
+    pub capacity: u64,
+    /// Segment splits so far.
+    pub splits: u64,
+    /// Global depth of the directory.
+    pub directory_depth: u64,
+    /// Size of the store file.
+    pub file_size: u64,
+}
+
+impl FixedMap {
+    /// The map's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The size of every key, in bytes.
+    pub fn key_size(&self) -> usize {
+        self.f.geo.key_size as usize
+    }
+
+    /// The size of every value, in bytes.
+    pub fn value_size(&self) -> usize {
+        self.f.geo.value_size as usize
+    }
+
+    /// A handle on the same map whose operations wait at most `timeout` for a lock held by
+    /// a live process (see [`Map::with_timeout`](crate::Map::with_timeout)).
+    pub fn with_timeout(&self, timeout: Duration) -> FixedMap {
+        let mut m = self.clone();
+        m.f.m.timeout = timeout;
+        m
+    }
+
+    fn txn(&self) -> Result<Txn<'_>> {
+        let t = crate::shared::thread_txn(&self.sh)?;
+        let mut tx = Txn::new(&self.sh, t);
+        tx.timeout = self.f.m.timeout;
+        Ok(tx)
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.len() as u64 != self.f.geo.key_size {
+            return Err(Error::InvalidArgument(format!(
+                "map {:?} has {}-byte keys; this key has {} bytes",
+                self.name,
+                self.f.geo.key_size,
+                key.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, v: &[u8]) -> Result<()> {
+        if v.len() as u64 != self.f.geo.value_size {
+            return Err(Error::InvalidArgument(format!(
+                "map {:?} has {}-byte values; this value has {} bytes",
+                self.name,
+                self.f.geo.value_size,
+                v.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The value of `key`, copied out, or `None`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let n = self.f.geo.value_size as usize;
+        self.f.read(sh, key, |voff| {
+            let mut v = vec![0u8; n];
+            sh.r.read_bytes(voff, &mut v);
+            v
+        })
+    }
+
+    /// Copies the value of `key` into `buf`, which must be exactly `value_size` bytes;
+    /// returns whether the key was present (`buf` is left alone when it is not).
+    pub fn get_into(&self, key: &[u8], buf: &mut [u8]) -> Result<bool> {
+        self.check_key(key)?;
+        self.check_value(buf)?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let mut tmp = [0u8; MAX_VALUE_SIZE as usize];
+        let n = buf.len();
+        let found = self
+            .f
+            .read(sh, key, |voff| sh.r.read_bytes(voff, &mut tmp[..n]))?;
+        if found.is_some() {
+            buf.copy_from_slice(&tmp[..n]);
+        }
+        Ok(found.is_some())
+    }
+
+    /// Whether `key` is present.
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        self.check_key(key)?;
+        self.sh.ensure_registered()?;
+        Ok(self.f.read(&self.sh, key, |_| ())?.is_some())
+    }
+
+    /// The locked write path with a decision made under the lock.
+    fn write<'v>(
+        &self,
+        key: &[u8],
+        produce: &mut dyn FnMut(Option<u64>) -> Result<Act<'v>>,
+    ) -> Result<(bool, bool)> {
+        self.check_key(key)?;
+        let tx = self.txn()?;
+        let r = self.f.write(&tx, key, produce);
+        if r.is_ok() && self.sh.sync_writes {
+            self.sh.flush()?;
+        }
+        r
+    }
+
+    /// Inserts or replaces; says which.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<PutOutcome> {
+        self.check_value(value)?;
+        let (existed, _) = self.write(key, &mut |_| Ok(Act::Put(value)))?;
+        Ok(if existed {
+            PutOutcome::Replaced
+        } else {
+            PutOutcome::Inserted
+        })
+    }
+
+    /// Inserts only if `key` is absent; returns whether it did.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.check_value(value)?;
+        let (_, applied) = self.write(key, &mut |cur| {
+            Ok(if cur.is_none() {
+                Act::Put(value)
+            } else {
+                Act::Keep
+            })
+        })?;
+        Ok(applied)
+    }
+
+    /// Replaces only if `key` is present; returns whether it did.
+    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.check_value(value)?;
+        let (_, applied) = self.write(key, &mut |cur| {
+            Ok(if cur.is_some() {
+                Act::Put(value)
+            } else {
+                Act::Keep
+            })
+        })?;
+        Ok(applied)
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&self, key: &[u8]) -> Result<bool> {
+        let (_, applied) = self.write(key, &mut |_| Ok(Act::Remove))?;
+        Ok(applied)
+    }
+
+    /// Atomically: if the current value of `key` equals `expected` (`None` = absent), sets
+    /// it to `new` (`None` = remove) and returns true; else changes nothing and returns
+    /// false. Decided under the segment lock.
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool> {
+        if let Some(e) = expected {
+            self.check_value(e)?;
+        }
+        if let Some(n) = new {
+            self.check_value(n)?;
+        }
+        let sh = &*self.sh;
+        let mut same = false;
+        let (_, applied) = self.write(key, &mut |cur| {
+            same = match (cur, expected) {
+                (None, None) => true,
+                (Some(off), Some(e)) => sh.r.bytes_eq(off, e),
+                _ => false,
+            };
+            Ok(match (same, new) {
+                (false, _) => Act::Keep,
+                (true, Some(v)) => Act::Put(v),
+                (true, None) => Act::Remove,
+            })
+        })?;
+        Ok(applied || same)
+    }
+
+    /// Atomic read-modify-write: `f` sees the current value (or `None`) and returns the
+    /// new one (or `None` to remove the key); no other write to the key comes in between.
+    /// Returns what `f` returned for the value that was installed.
+    ///
+    /// `f` runs without any lock held; the result is installed only if the value is still
+    /// the one `f` saw, otherwise `f` runs again (so it must have no side effects). A new
+    /// value of the wrong size is `InvalidArgument`. Gives up with [`Error::Timeout`]
+    /// after the lock timeout of retries.
+    pub fn update(
+        &self,
+        key: &[u8],
+        mut f: impl FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.check_key(key)?;
+        let start = Instant::now();
+        let mut tries = 0u32;
+        loop {
+            let cur = self.get(key)?;
+            let new = f(cur.as_deref());
+            if let Some(v) = &new {
+                self.check_value(v)?;
+            }
+            if self.compare_and_swap(key, cur.as_deref(), new.as_deref())? {
+                return Ok(new);
+            }
+            tries += 1;
+            if start.elapsed() > self.f.m.timeout {
+                return Err(Error::Timeout(start.elapsed()));
+            }
+            if tries > 4 {
+                crate::rt::sleep(Duration::from_micros(10 << tries.min(10)));
+            } else {
+                crate::rt::yield_now();
+            }
+        }
+    }
+
+    /// Atomically adds `delta` (wrapping) to the 8-byte little-endian integer value of
+    /// `key` and returns the new value; an absent key counts as 0 and is created. For
+    /// unsigned counters, cast: `add(k, d as i64)? as u64` is the wrapping u64 sum.
+    ///
+    /// On a present key this is **lock-free**: one `fetch_add` on the value word, which
+    /// is 8-aligned (values whose size is a multiple of 8 always are; see FORMAT.md), with
+    /// no lock and no redo list. Only while a writer restructures the same segment (an
+    /// insert, remove, split or clear there) does it take the locked path instead.
+    /// `InvalidArgument` unless the map's values are 8 bytes.
+    pub fn add(&self, key: &[u8], delta: i64) -> Result<i64> {
+        self.check_key(key)?;
+        if self.f.geo.value_size != 8 {
+            return Err(Error::InvalidArgument(format!(
+                "add needs 8-byte values; map {:?} has {}-byte values",
+                self.name, self.f.geo.value_size
+            )));
+        }
+        let tx = self.txn()?;
+        if let Some(v) = self.f.add_in_place(&tx, key, delta)? {
+            if self.sh.sync_writes {
+                self.sh.flush()?;
+            }
+            return Ok(v);
+        }
+        let sh = &*self.sh;
+        let mut out = 0i64;
+        self.write(key, &mut |cur| {
+            let old = match cur {
+                Some(off) => sh.w(off).load(Acquire) as i64,
+                None => 0,
+            };
+            out = old.wrapping_add(delta);
+            Ok(Act::PutWord(out as u64))
+        })?;
+        Ok(out)
+    }
+
+    /// Looks up many keys at once, prefetching their buckets in batches so that their
+    /// cache misses overlap. Each lookup is individually consistent.
+    pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        for k in keys {
+            self.check_key(k)?;
+        }
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let n = self.f.geo.value_size as usize;
+        let mut out = Vec::with_capacity(keys.len());
+        for batch in keys.chunks(index::BATCH) {
+            self.f.prefetch(sh, batch);
+            for k in batch {
+                out.push(self.f.read(sh, k, |voff| {
+                    let mut v = vec![0u8; n];
+                    sh.r.read_bytes(voff, &mut v);
+                    v
+                })?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> Result<u64> {
+        let sh = &*self.sh;
+        let mut n: u64 = 0;
+        for t in 0..sh.g.n_txn {
+            n = n.wrapping_add(
+                sh.w(self.f.m.hdr + M_COUNTERS + MC_SIZE * t + MC_COUNT)
+                    .load(Relaxed),
+            );
+        }
+        if !self.f.m.alive(sh) {
+            return Err(Error::NotFound(format!("map {} was dropped", self.name)));
+        }
+        Ok(if (n as i64) < 0 { 0 } else { n })
+    }
+
+    /// Whether the map has no entries.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Removes every entry, one segment at a time (other operations go on meanwhile).
+    pub fn clear(&self) -> Result<()> {
+        let tx = self.txn()?;
+        clear(&tx, &self.f)
+    }
+
+    /// Iterates over `(key, value)` pairs, weakly consistently (as [`Map::iter`](crate::Map::iter)):
+    /// every key present for the whole iteration is returned exactly once.
+    pub fn iter(&self) -> FixedIter {
+        FixedIter {
+            map: self.clone(),
+            cursor: 0,
+            done: false,
+            buf: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Figures about this map.
+    pub fn stats(&self) -> Result<FixedStats> {
+        let sh = &*self.sh;
+        let entries = self.len()?;
+        let mut splits: u64 = 0;
+        for t in 0..sh.g.n_txn {
+            let c = self.f.m.hdr + M_COUNTERS + MC_SIZE * t;
+            splits = splits.wrapping_add(sh.w(c + MC_SPLITS).load(Relaxed));
+        }
+        let segments = index::segments(sh, &self.f.m)?.len() as u64;
+        let g = self.f.geo;
+        Ok(FixedStats {
+            entries,
+            key_size: g.key_size,
+            value_size: g.value_size,
+            cell_bytes: g.cell,
+            bucket_bytes: g.bsize,
+            cells_per_bucket: g.cells,
+            segments,
+            segment_bytes: segments * self.f.m.seg_size,
+            capacity: segments * (self.f.m.n_main + self.f.m.n_stash) * g.cells,
+            splits,
+            directory_depth: sh.w(self.f.m.hdr + M_ROOT).load(Acquire) >> 48,
+            file_size: sh.file_end(),
+        })
+    }
+}
+
+/// Iterator over a fixed map's entries; see [`FixedMap::iter`]. An error ends it.
+pub struct FixedIter {
+    map: FixedMap,
+    cursor: u64,
+    done: bool,
+    buf: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Iterator for FixedIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(item) = self.buf.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.map.sh.ensure_registered() {
+                self.done = true;
+                return Some(Err(e));
+            }
+            match snapshot(&self.map.sh, &self.map.f, self.cursor) {
+                Ok((items, next)) => {
+                    self.buf.extend(items);
+                    match next {
+                        Some(c) => self.cursor = c,
+                        None => self.done = true,
+                    }
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for FixedMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FixedMap")
+            .field("name", &self.name)
+            .field("key_size", &self.f.geo.key_size)
+            .field("value_size", &self.f.geo.value_size)
+            .finish()
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<FixedMap>();
+}
+
+#[cfg(all(test, not(shuttle)))]
+mod tests {
+    use super::*;
+
+    /// The geometry rule of FORMAT.md: values whose size is a multiple of 8 are 8-aligned
+    /// (so `add` can be one atomic word), buckets hold at least 7 cells when they fit in
+    /// 4096 bytes, and inline maps fit one line (cells ≤ 8 bytes) or an aligned pair.
+    #[test]
+    fn geometry() {
+        for ks in 1..=64u64 {
+            for vs in [0u64, 1, 3, 8, 16, 24, 100, 128] {
+                let g = Geo::new(ks, vs);
+                assert!(g.cells >= 1 && g.cells <= MAX_CELLS, "{ks}+{vs}");
+                assert!(8 + g.cells * g.cell <= g.bsize, "{ks}+{vs}");
+                assert!(g.bsize % 64 == 0 && g.bsize <= 4096);
+                assert!(g.cells >= 7 || g.bsize == 4096, "{ks}+{vs}: {g:?}");
+                if vs > 0 && vs % 8 == 0 {
+                    assert_eq!(g.kstride % 8, 0);
+                    assert_eq!(g.cell % 8, 0);
+                }
+                let (nm, ns) = g.default_buckets();
+                assert!(nm >= 1 && ns >= 2);
+            }
+        }
+        assert_eq!((Geo::new(4, 4).bsize, Geo::new(4, 4).cells), (64, 7));
+        assert_eq!((Geo::new(8, 8).bsize, Geo::new(8, 8).cells), (128, 7));
+        assert_eq!((Geo::new(4, 8).kstride, Geo::new(4, 8).cell), (8, 16));
+        assert_eq!((Geo::new(16, 16).bsize, Geo::new(16, 16).cells), (256, 7));
+        assert_eq!(Geo::new(3, 5).cell, 8);
+    }
+}
