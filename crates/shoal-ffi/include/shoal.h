@@ -17,7 +17,8 @@
  *  - After a status other than SHOAL_OK, shoal_last_error_message() gives details
  *    (per thread); shoal_strerror(code) names the code.
  *  - Buffers follow one protocol: the call stores the needed length, and returns
- *    SHOAL_BUFFER_TOO_SMALL (having written nothing) when the buffer is smaller.
+ *    SHOAL_BUFFER_TOO_SMALL when the buffer is smaller (the buffer then holds nothing
+ *    to rely on).
  *  - Pointers passed to callbacks are valid only during the callback. Callbacks must
  *    not unwind out of themselves (no C++ exception, no longjmp).
  *  - Structs start with struct_size, which the caller sets to sizeof the struct it
@@ -883,8 +884,11 @@ shoal_status shoal_map_name(const struct shoal_map *map, char *buf, size_t cap, 
  *   buffer is too small).
  *
  * Returns `SHOAL_OK` (the value is in `buf`), `SHOAL_NOT_FOUND` (no such key),
- * `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: nothing was written; call again with a
- * buffer of `*value_len` bytes — the value may have changed meanwhile, so loop).
+ * `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: call again with a buffer of
+ * `*value_len` bytes — the value may have changed meanwhile, so loop). The value is
+ * copied straight into `buf`, so `buf`'s contents are meaningful only after `SHOAL_OK`:
+ * a get racing with a write to the key may have copied a value that was then replaced
+ * by a larger one or removed.
  * Errors: `SHOAL_INVALID` (key longer than `SHOAL_MAX_KEY_LEN`), `SHOAL_NOT_FOUND` also
  * when the map was dropped, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
  *

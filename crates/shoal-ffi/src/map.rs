@@ -232,8 +232,11 @@ pub unsafe extern "C" fn shoal_map_name(
 ///   buffer is too small).
 ///
 /// Returns `SHOAL_OK` (the value is in `buf`), `SHOAL_NOT_FOUND` (no such key),
-/// `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: nothing was written; call again with a
-/// buffer of `*value_len` bytes — the value may have changed meanwhile, so loop).
+/// `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: call again with a buffer of
+/// `*value_len` bytes — the value may have changed meanwhile, so loop). The value is
+/// copied straight into `buf`, so `buf`'s contents are meaningful only after `SHOAL_OK`:
+/// a get racing with a write to the key may have copied a value that was then replaced
+/// by a larger one or removed.
 /// Errors: `SHOAL_INVALID` (key longer than `SHOAL_MAX_KEY_LEN`), `SHOAL_NOT_FOUND` also
 /// when the map was dropped, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
 ///
