@@ -52,6 +52,7 @@ pub fn to_py(py: Python<'_>, e: shoal::Error) -> PyErr {
         E::InvalidArgument(_) => exc(py, "InvalidArgument", msg),
         E::Timeout(_) => os_exc(py, "Timeout", ETIMEDOUT, msg),
         E::TooManyUsers(_) => exc(py, "TooManyUsers", msg),
+        E::StaleUid(_) => exc(py, "StaleUidError", msg),
         E::Io { ref source, .. } => os_exc(py, "IOError", source.raw_os_error().unwrap_or(0), msg),
         _ => exc(py, "Error", msg),
     }

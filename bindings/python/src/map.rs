@@ -576,6 +576,140 @@ impl Map {
         }
     }
 
+    /// Whether the map keeps a stable UID per key (created with `Store.map(..., uids=True)`).
+    #[getter]
+    fn uids(&self, py: Python<'_>) -> PyResult<bool> {
+        let g = self.m(py)?;
+        Ok(g.as_ref().expect("checked").has_uids())
+    }
+
+    /// uid(key) -> int | None: the stable UID of `key` (a positive 64-bit int), or None if
+    /// the key is absent. It stays valid while the key exists, however often its value is
+    /// replaced; once the key is removed the `*_by_uid` methods raise
+    /// `shoal.StaleUidError` for it, even after its table entry is reused by a later key.
+    /// `shoal.InvalidArgument` on a map without UIDs.
+    fn uid(&self, key: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let py = key.py();
+        let k = self.kc.encode(key, "key")?;
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let kr: &[u8] = &k;
+        Ok(py.detach(|| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
+    }
+
+    /// put_uid(key, value) -> int: `m[key] = value`, returning the key's UID (a new one
+    /// for an inserted key, the one it had for a replaced key).
+    fn put_uid(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let py = key.py();
+        let k = self.kc.encode(key, "key")?;
+        let v = self.vc.encode(value, "value")?;
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let (kr, vr): (&[u8], &[u8]) = (&k, &v);
+        let (_, u) = py.detach(|| m.put_with_uid(kr, vr)).py_err(py)?;
+        Ok(u.to_u64())
+    }
+
+    /// get_by_uid(uid) -> value: the value of the key `uid` names (no hashing, no key
+    /// comparison). `shoal.StaleUidError` (a KeyError) if the key was removed.
+    fn get_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let v = m.get_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
+        self.vc.decode(py, &v)
+    }
+
+    /// key_by_uid(uid) -> key: the key `uid` names.
+    fn key_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let k = m.key_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
+        self.kc.decode(py, &k)
+    }
+
+    /// put_by_uid(uid, value): replaces the value of the key `uid` names (its UID stays).
+    fn put_by_uid(&self, uid: u64, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = value.py();
+        let v = self.vc.encode(value, "value")?;
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let vr: &[u8] = &v;
+        py.detach(|| m.put_by_uid(shoal::Uid::from_u64(uid), vr))
+            .py_err(py)
+    }
+
+    /// remove_by_uid(uid) -> value: removes the key `uid` names and returns its value; the
+    /// UID becomes stale.
+    fn remove_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let v = py
+            .detach(|| m.remove_by_uid(shoal::Uid::from_u64(uid)))
+            .py_err(py)?;
+        self.vc.decode(py, &v)
+    }
+
+    /// add_by_uid(uid, delta=1) -> int: `incr` on the key `uid` names (needs the "int"
+    /// value codec); returns the new value.
+    #[pyo3(signature = (uid, delta = 1))]
+    fn add_by_uid(&self, py: Python<'_>, uid: u64, delta: i64) -> PyResult<i64> {
+        if self.vc != Codec::Int {
+            return Err(PyTypeError::new_err(format!(
+                "add_by_uid needs a map with value codec 'int', not {:?}",
+                self.vc.name()
+            )));
+        }
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        py.detach(|| m.add_by_uid(shoal::Uid::from_u64(uid), delta))
+            .py_err(py)
+    }
+
+    /// update_by_uid(uid, fn, /) -> value: `modify` on the key `uid` names: stores
+    /// `fn(current)` (returning `shoal.ABSENT` removes the key, and the UID becomes stale)
+    /// and returns it. `fn` may run several times (when another write comes in between)
+    /// and runs with no lock held; an exception from it propagates and changes nothing.
+    #[pyo3(signature = (uid, func, /))]
+    fn update_by_uid<'py>(
+        &self,
+        py: Python<'py>,
+        uid: u64,
+        func: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let absent = absent(py)?.clone();
+        let g = self.m(py)?;
+        let m: &shoal::Map = g.as_ref().expect("checked");
+        let mut failed: Option<PyErr> = None;
+        let mut last: Option<Bound<'py, PyAny>> = None;
+        m.update_by_uid(shoal::Uid::from_u64(uid), |cur| {
+            if failed.is_some() {
+                return Some(cur.to_vec()); // cancelled: keep what is there
+            }
+            let r = (|| -> PyResult<Option<Vec<u8>>> {
+                let out = func.call1((self.vc.decode(py, cur)?,))?;
+                let new = if out.is(&absent) {
+                    None
+                } else {
+                    Some(self.vc.encode(&out, "value")?.to_vec())
+                };
+                last = Some(out);
+                Ok(new)
+            })();
+            match r {
+                Ok(new) => new,
+                Err(e) => {
+                    failed = Some(e);
+                    Some(cur.to_vec())
+                }
+            }
+        })
+        .py_err(py)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(last.unwrap_or(absent))
+    }
+
     /// get_many(keys, default=None) -> list: the values of many keys at once (`default`
     /// for absent ones), in order. Faster per key than single gets: the engine overlaps
     /// the memory misses of a batch, and the GIL is released once for the whole batch.

@@ -68,7 +68,7 @@ impl Store {
         self.core.lock_timeout
     }
 
-    /// map(name, *, key="bytes", value="bytes", create=True) -> Map
+    /// map(name, *, key="bytes", value="bytes", create=True, uids=False) -> Map
     ///
     /// Opens the named map, creating it if it does not exist (unless `create=False`, which
     /// raises `shoal.NotFound`). `key` and `value` name the codecs that turn Python objects
@@ -77,13 +77,19 @@ impl Store {
     /// or "pickle" (opt-in; never use it on a store that untrusted processes can write:
     /// unpickling runs arbitrary code). Codecs are not recorded in the file: every process
     /// must open a map with the same codecs.
-    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true))]
+    ///
+    /// `uids=True` creates the map with a stable UID per key (`Map.uid`, `Map.put_uid`
+    /// and the `*_by_uid` methods). UIDs are chosen when a map is created: asking for them
+    /// on an existing map without UIDs raises `shoal.InvalidArgument`; `uids=False` opens
+    /// an existing map with UIDs all the same.
+    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true, uids = false))]
     fn map(
         slf: &Bound<'_, Self>,
         name: &str,
         key: &str,
         value: &str,
         create: bool,
+        uids: bool,
     ) -> PyResult<Map> {
         let py = slf.py();
         let kc = Codec::parse(key)?;
@@ -93,7 +99,13 @@ impl Store {
         let name_owned = name.to_owned();
         let m = py
             .detach(|| {
-                if create {
+                if uids {
+                    let o = shoal::MapOptions {
+                        uids: true,
+                        ..Default::default()
+                    };
+                    st.map_with(&name_owned, &o, create)
+                } else if create {
                     st.map(&name_owned)
                 } else {
                     st.open_map(&name_owned)

@@ -17,7 +17,8 @@
  *  - After a status other than SHOAL_OK, shoal_last_error_message() gives details
  *    (per thread); shoal_strerror(code) names the code.
  *  - Buffers follow one protocol: the call stores the needed length, and returns
- *    SHOAL_BUFFER_TOO_SMALL (having written nothing) when the buffer is smaller.
+ *    SHOAL_BUFFER_TOO_SMALL when the buffer is smaller (the buffer then holds nothing
+ *    to rely on).
  *  - Pointers passed to callbacks are valid only during the callback. Callbacks must
  *    not unwind out of themselves (no C++ exception, no longjmp).
  *  - Structs start with struct_size, which the caller sets to sizeof the struct it
@@ -87,6 +88,13 @@
  * What a `shoal_update_fn` wants done: remove the key (or leave it absent).
  */
 #define SHOAL_UPDATE_REMOVE 1
+
+/**
+ * Marks a handle made from the 32-bit form of a UID (see `shoal_uid_from_u32`): the
+ * by-UID calls then skip the generation check. Bit 47 is never set in a 64-bit handle
+ * the library returns (UID indexes stay below 2^27).
+ */
+#define SHOAL_UID_UNCHECKED 140737488355328
 
 /**
  * The status every call returns. `SHOAL_OK` is 0; every other value is a failure or an
@@ -178,6 +186,12 @@ enum shoal_status
      * `shoal_map_compare_and_swap`: the current value is not the expected one.
      */
     SHOAL_MISMATCH = 18,
+    /**
+     * A by-UID call (`shoal_map_get_by_uid`, ...): the handle's key was removed, so the
+     * handle names nothing (a 64-bit handle stays stale even after its table entry is
+     * reused by another key).
+     */
+    SHOAL_STALE_UID = 19,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -468,6 +482,17 @@ typedef struct shoal_map_options {
      * Default 4.
      */
     uint32_t stash_buckets;
+    /**
+     * 1: keep a stable UID per key (`shoal_map_uid` and the by-UID calls); 0 (default):
+     * no UIDs. Chosen at creation: opening an existing map without UIDs with `uids = 1`
+     * fails with `SHOAL_INVALID`. Added in 0.1 after `stash_buckets`: a caller compiled
+     * with the older 16-byte struct gets no UIDs.
+     */
+    uint32_t uids;
+    /**
+     * Reserved; must be 0.
+     */
+    uint32_t reserved;
 } shoal_map_options;
 
 /**
@@ -859,8 +884,11 @@ shoal_status shoal_map_name(const struct shoal_map *map, char *buf, size_t cap, 
  *   buffer is too small).
  *
  * Returns `SHOAL_OK` (the value is in `buf`), `SHOAL_NOT_FOUND` (no such key),
- * `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: nothing was written; call again with a
- * buffer of `*value_len` bytes — the value may have changed meanwhile, so loop).
+ * `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: call again with a buffer of
+ * `*value_len` bytes — the value may have changed meanwhile, so loop). The value is
+ * copied straight into `buf`, so `buf`'s contents are meaningful only after `SHOAL_OK`:
+ * a get racing with a write to the key may have copied a value that was then replaced
+ * by a larger one or removed.
  * Errors: `SHOAL_INVALID` (key longer than `SHOAL_MAX_KEY_LEN`), `SHOAL_NOT_FOUND` also
  * when the map was dropped, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
  *
@@ -1226,6 +1254,232 @@ shoal_status shoal_map_remove_many(const struct shoal_map *map,
 shoal_status shoal_map_with_timeout(const struct shoal_map *map,
                                     uint32_t timeout_ms,
                                     struct shoal_map **out);
+
+/**
+ * The 32-bit form of a 64-bit handle: its bare table index (to embed in other keys or
+ * values where 4 bytes matter). It names the key while the key exists, but carries no
+ * generation: once the key is removed and its table entry reused by a later key, it
+ * names that key. Keep 32-bit handles only where keys are not removed while handles on
+ * them live. Pure: no status, no error.
+ */
+uint32_t shoal_uid_to_u32(uint64_t uid);
+
+/**
+ * The handle to pass to the by-UID calls for a 32-bit form `uid32` (from
+ * `shoal_uid_to_u32`): `uid32 | SHOAL_UID_UNCHECKED`. Those calls then return
+ * `SHOAL_STALE_UID` only while the table entry is free; see `shoal_uid_to_u32`. Pure.
+ */
+uint64_t shoal_uid_from_u32(uint32_t uid32);
+
+/**
+ * Tells whether the map keeps a UID per key (it was created with
+ * `shoal_map_options.uids = 1`). The by-UID calls on a map without UIDs return
+ * `SHOAL_INVALID`.
+ *
+ * * `has_uids`: receives the answer.
+ *
+ * Errors: `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `has_uids` is NULL or writable.
+ */
+shoal_status shoal_map_has_uids(const struct shoal_map *map, bool *has_uids);
+
+/**
+ * The stable 64-bit handle of `key`: valid while the key exists, however often its
+ * value is replaced; after the key is removed every by-UID call on it returns
+ * `SHOAL_STALE_UID`, even once its table entry names a later key. Never 0.
+ *
+ * * `uid`: receives the handle (0 when the call fails).
+ *
+ * Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (no such key, or the map was dropped).
+ * Errors: `SHOAL_INVALID` (the map has no UIDs, or the key is too large),
+ * `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes; `uid`
+ * is NULL or writable.
+ */
+shoal_status shoal_map_uid(const struct shoal_map *map,
+                           const void *key,
+                           size_t key_len,
+                           uint64_t *uid);
+
+/**
+ * `shoal_map_put` that also returns the key's handle: a new one for an inserted key,
+ * the one it had for a replaced key.
+ *
+ * * `uid`: receives the handle (0 when the call fails).
+ * * `replaced`: NULL, or receives whether the key was present.
+ *
+ * Errors: `SHOAL_INVALID` (the map has no UIDs, key or value too large), and those of
+ * `shoal_map_put`.
+ *
+ * # Safety
+ * As `shoal_map_put`; `uid` is NULL or writable.
+ */
+shoal_status shoal_map_put_uid(const struct shoal_map *map,
+                               const void *key,
+                               size_t key_len,
+                               const void *value,
+                               size_t value_len,
+                               uint64_t *uid,
+                               bool *replaced);
+
+/**
+ * Copies the value of the key `uid` names into the caller's buffer: no hashing, no key
+ * comparison.
+ *
+ * * `uid`: a handle from `shoal_map_uid` / `shoal_map_put_uid`, or
+ *   `shoal_uid_from_u32(u)`.
+ * * `buf`, `cap`, `value_len`: as `shoal_map_get` (`*value_len` is set also when the
+ *   buffer is too small; `buf` may be NULL when `cap` is 0).
+ *
+ * Returns `SHOAL_OK`, `SHOAL_BUFFER_TOO_SMALL` (nothing written; call again with
+ * `*value_len` bytes — the value may have changed meanwhile, so loop) or
+ * `SHOAL_STALE_UID` (the key was removed). Errors: `SHOAL_INVALID` (the map has no
+ * UIDs), `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `buf` is NULL or has `cap` writable bytes;
+ * `value_len` is NULL or writable.
+ */
+shoal_status shoal_map_get_by_uid(const struct shoal_map *map,
+                                  uint64_t uid,
+                                  void *buf,
+                                  size_t cap,
+                                  size_t *value_len);
+
+/**
+ * Calls `cb` once with the value of the key `uid` names, without copying it into a
+ * caller's buffer first.
+ *
+ * * `cb`: receives `ctx` and the value (valid only during the call; NULL when empty).
+ *
+ * Returns `SHOAL_OK` (cb was called) or `SHOAL_STALE_UID` (cb was not called).
+ * Errors: as `shoal_map_get_by_uid`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `cb` does not unwind.
+ */
+shoal_status shoal_map_get_by_uid_cb(const struct shoal_map *map,
+                                     uint64_t uid,
+                                     shoal_value_fn cb,
+                                     void *ctx);
+
+/**
+ * Copies the key `uid` names into the caller's buffer (not NUL-terminated).
+ *
+ * * `buf`, `cap`, `key_len`: as the value buffer of `shoal_map_get`: `*key_len`
+ *   receives the key's length, also when the buffer is too small.
+ *
+ * Returns `SHOAL_OK`, `SHOAL_BUFFER_TOO_SMALL` (nothing written) or
+ * `SHOAL_STALE_UID`. Errors: as `shoal_map_get_by_uid`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `buf` is NULL or has `cap` writable bytes; `key_len`
+ * is NULL or writable.
+ */
+shoal_status shoal_map_key_by_uid(const struct shoal_map *map,
+                                  uint64_t uid,
+                                  void *buf,
+                                  size_t cap,
+                                  size_t *key_len);
+
+/**
+ * Replaces the value of the key `uid` names (the handle stays the same).
+ *
+ * * `value`, `value_len`: the new value (`value` may be NULL when `value_len` is 0).
+ *
+ * Returns `SHOAL_OK` or `SHOAL_STALE_UID` (nothing written). Errors: `SHOAL_INVALID`
+ * (the map has no UIDs, the value is too large), and those of `shoal_map_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `value` is NULL or has `value_len` readable bytes.
+ */
+shoal_status shoal_map_put_by_uid(const struct shoal_map *map,
+                                  uint64_t uid,
+                                  const void *value,
+                                  size_t value_len);
+
+/**
+ * Removes the key `uid` names, optionally copying its old value out; the handle becomes
+ * stale.
+ *
+ * * `old_buf`, `old_cap`, `old_len`: as `shoal_map_remove`: `old_len` NULL to just
+ *   remove; otherwise it receives the old value's length and up to `old_cap` bytes are
+ *   copied (truncated if larger; the status is still `SHOAL_OK`).
+ *
+ * Returns `SHOAL_OK` or `SHOAL_STALE_UID` (nothing removed; `*old_len` = 0).
+ * Errors: `SHOAL_INVALID` (the map has no UIDs), `SHOAL_NOT_FOUND` (the map was
+ * dropped), `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`
+ * (`old_buf` NULL with `old_cap` > 0).
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `old_buf` is NULL or has `old_cap` writable bytes;
+ * `old_len` is NULL or writable.
+ */
+shoal_status shoal_map_remove_by_uid(const struct shoal_map *map,
+                                     uint64_t uid,
+                                     void *old_buf,
+                                     size_t old_cap,
+                                     size_t *old_len);
+
+/**
+ * Removes the key `uid` names and passes its old value to `cb` (never truncated, unlike
+ * the buffer of `shoal_map_remove_by_uid`); the handle becomes stale.
+ *
+ * * `cb`: receives `ctx` and the old value (valid only during the call; NULL when
+ *   empty).
+ *
+ * Returns `SHOAL_OK` (removed; cb was called) or `SHOAL_STALE_UID` (cb was not
+ * called). Errors: as `shoal_map_remove_by_uid`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `cb` does not unwind.
+ */
+shoal_status shoal_map_take_by_uid(const struct shoal_map *map,
+                                   uint64_t uid,
+                                   shoal_value_fn cb,
+                                   void *ctx);
+
+/**
+ * `shoal_map_add` on the key `uid` names: adds `delta` (wrapping) to its 8-byte
+ * little-endian signed integer value.
+ *
+ * * `result`: NULL, or receives the new value.
+ *
+ * Returns `SHOAL_OK` or `SHOAL_STALE_UID`. Errors: `SHOAL_INVALID` (the map has no
+ * UIDs, or the value is not 8 bytes long), and those of `shoal_map_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `result` is NULL or writable.
+ */
+shoal_status shoal_map_add_by_uid(const struct shoal_map *map,
+                                  uint64_t uid,
+                                  int64_t delta,
+                                  int64_t *result);
+
+/**
+ * `shoal_map_update` on the key `uid` names: `f` computes the new value from the
+ * current one (`present` is always true), with no lock held; it runs again if another
+ * write to the key came in between. `SHOAL_UPDATE_REMOVE` removes the key (the handle
+ * becomes stale).
+ *
+ * Returns `SHOAL_OK` or `SHOAL_STALE_UID` (the key was removed, possibly while `f`
+ * ran; `f` may not have been called). Errors: `SHOAL_INVALID` (the map has no UIDs, `f`
+ * returned neither `SHOAL_UPDATE_SET` nor `SHOAL_UPDATE_REMOVE` — the update is then
+ * cancelled and the value left as it was — or a value too large), `SHOAL_TIMEOUT`,
+ * and those of `shoal_map_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `f` follows the contract of `shoal_update_fn`.
+ */
+shoal_status shoal_map_update_by_uid(const struct shoal_map *map,
+                                     uint64_t uid,
+                                     shoal_update_fn f,
+                                     void *ctx);
 
 /**
  * Starts an iteration over a map.

@@ -176,6 +176,34 @@ struct Options {
 struct MapOptions {
     std::uint32_t segment_buckets = 0;
     std::uint32_t stash_buckets = 0;
+    /// Keep a stable Uid per key (Map::uid and the *_by_uid calls). Chosen at creation.
+    bool uids = false;
+};
+
+/// A stable handle on one key of a map with UIDs (Map::uid, Map::put_uid): valid while
+/// the key exists, however often its value is replaced. Once the key is removed the
+/// by-UID calls throw shoal::Error with code() == SHOAL_STALE_UID, even after the table
+/// entry is reused by another key. to_u32() is the bare index (no generation): a handle
+/// rebuilt with from_u32() detects a removed key but names a later key that reuses the
+/// entry -- keep 32-bit forms only where keys are not removed while they are held.
+class Uid {
+public:
+    constexpr Uid() noexcept = default;
+    /// From the 64-bit form (to_u64()).
+    constexpr explicit Uid(std::uint64_t v) noexcept : v_(v) {}
+    /// From the 32-bit form (to_u32()): no generation check.
+    static constexpr Uid from_u32(std::uint32_t v) noexcept {
+        return Uid(static_cast<std::uint64_t>(v) | SHOAL_UID_UNCHECKED);
+    }
+    /// The 64-bit form, the handle the C API takes; never 0 for a real handle.
+    constexpr std::uint64_t to_u64() const noexcept { return v_; }
+    /// The 32-bit form: the bare table index.
+    constexpr std::uint32_t to_u32() const noexcept { return static_cast<std::uint32_t>(v_); }
+    friend constexpr bool operator==(Uid a, Uid b) noexcept { return a.v_ == b.v_; }
+    friend constexpr bool operator!=(Uid a, Uid b) noexcept { return a.v_ != b.v_; }
+
+private:
+    std::uint64_t v_ = 0;
 };
 
 /// What Store::check found.
@@ -544,6 +572,158 @@ public:
         return n;
     }
 
+    // ---- stable UIDs (maps created with MapOptions::uids; the calls below throw
+    // shoal::Error with SHOAL_INVALID on a map without them, and with SHOAL_STALE_UID
+    // for a handle whose key was removed)
+
+    /// Whether the map keeps a Uid per key.
+    bool has_uids() const {
+        bool b = false;
+        detail::check(shoal_map_has_uids(h_.get(), &b), "shoal_map_has_uids");
+        return b;
+    }
+
+    /// The handle of `key`, or nullopt if the key is absent.
+    std::optional<Uid> uid(bytes_view key) const {
+        std::uint64_t u = 0;
+        shoal_status rc = shoal_map_uid(h_.get(), key.data(), key.size(), &u);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_map_uid");
+        return Uid(u);
+    }
+
+    /// put, returning the key's handle (new for an inserted key, unchanged for a replaced
+    /// one); `outcome`, if not null, receives what the put did.
+    Uid put_uid(bytes_view key, bytes_view value, PutOutcome* outcome = nullptr) const {
+        std::uint64_t u = 0;
+        bool replaced = false;
+        detail::check(shoal_map_put_uid(h_.get(), key.data(), key.size(), value.data(),
+                                        value.size(), &u, &replaced),
+                      "shoal_map_put_uid");
+        if (outcome) *outcome = replaced ? PutOutcome::Replaced : PutOutcome::Inserted;
+        return Uid(u);
+    }
+
+    /// The value of the key `uid` names.
+    std::string get_by_uid(Uid uid) const {
+        std::string out;
+        get_by_uid_into(uid, out);
+        return out;
+    }
+
+    /// Copies the value of the key `uid` names into `out` (reusing its capacity).
+    void get_by_uid_into(Uid uid, std::string& out) const {
+        if (out.capacity() > out.size()) out.resize(out.capacity());
+        for (;;) {
+            std::size_t len = 0;
+            shoal_status rc =
+                shoal_map_get_by_uid(h_.get(), uid.to_u64(), out.data(), out.size(), &len);
+            if (rc == SHOAL_OK) {
+                out.resize(len);
+                return;
+            }
+            if (rc != SHOAL_BUFFER_TOO_SMALL) detail::raise(rc, "shoal_map_get_by_uid");
+            out.resize(len);  // the value may change meanwhile: loop
+        }
+    }
+
+    /// Calls f(std::string_view value) on the value of the key `uid` names, without a copy.
+    template <class F>
+    void visit_by_uid(Uid uid, F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        detail::Thunk<Fn> t{&f, nullptr};
+        auto cb = [](void* ctx, const void* v, std::size_t len) {
+            auto* t = static_cast<detail::Thunk<Fn>*>(ctx);
+            try {
+                (*t->f)(std::string_view(static_cast<const char*>(v), len));
+            } catch (...) {
+                t->error = std::current_exception();
+            }
+        };
+        shoal_status rc = shoal_map_get_by_uid_cb(h_.get(), uid.to_u64(), cb, &t);
+        if (t.error) std::rethrow_exception(t.error);
+        detail::check(rc, "shoal_map_get_by_uid_cb");
+    }
+
+    /// The key `uid` names.
+    std::string key_by_uid(Uid uid) const {
+        std::string out(16, '\0');
+        for (;;) {
+            std::size_t len = 0;
+            shoal_status rc =
+                shoal_map_key_by_uid(h_.get(), uid.to_u64(), out.data(), out.size(), &len);
+            if (rc == SHOAL_OK) {
+                out.resize(len);
+                return out;
+            }
+            if (rc != SHOAL_BUFFER_TOO_SMALL) detail::raise(rc, "shoal_map_key_by_uid");
+            out.resize(len);
+        }
+    }
+
+    /// Replaces the value of the key `uid` names.
+    void put_by_uid(Uid uid, bytes_view value) const {
+        detail::check(shoal_map_put_by_uid(h_.get(), uid.to_u64(), value.data(), value.size()),
+                      "shoal_map_put_by_uid");
+    }
+
+    /// Removes the key `uid` names and returns its value; the handle becomes stale.
+    std::string remove_by_uid(Uid uid) const {
+        std::string out;
+        auto cb = [](void* ctx, const void* v, std::size_t len) {
+            auto* o = static_cast<std::pair<std::string*, bool>*>(ctx);
+            try {
+                o->first->assign(static_cast<const char*>(v), len);
+            } catch (...) {
+                o->second = true;
+            }
+        };
+        std::pair<std::string*, bool> ctx{&out, false};
+        shoal_status rc = shoal_map_take_by_uid(h_.get(), uid.to_u64(), cb, &ctx);
+        if (ctx.second) throw std::bad_alloc();
+        detail::check(rc, "shoal_map_take_by_uid");
+        return out;
+    }
+
+    /// add on the key `uid` names; returns the new value.
+    std::int64_t add_by_uid(Uid uid, std::int64_t delta) const {
+        std::int64_t v = 0;
+        detail::check(shoal_map_add_by_uid(h_.get(), uid.to_u64(), delta, &v),
+                      "shoal_map_add_by_uid");
+        return v;
+    }
+
+    /// update on the key `uid` names: f(std::string_view current) returns
+    /// std::optional<std::string> (nullopt removes the key); it may run more than once.
+    /// Returns what f returned last (the value now installed).
+    template <class F>
+    std::optional<std::string> update_by_uid(Uid uid, F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        struct Ctx {
+            Fn* f;
+            std::optional<std::string> last;
+            std::exception_ptr error;
+        } c{&f, std::nullopt, nullptr};
+        auto cb = [](void* ctx, const void* cur, std::size_t len, bool,
+                     const void** out, std::size_t* out_len) -> int {
+            auto* c = static_cast<Ctx*>(ctx);
+            try {
+                c->last = (*c->f)(std::string_view(static_cast<const char*>(cur), len));
+                if (!c->last) return SHOAL_UPDATE_REMOVE;
+                *out = c->last->data();
+                *out_len = c->last->size();
+                return SHOAL_UPDATE_SET;
+            } catch (...) {
+                c->error = std::current_exception();
+                return -1;  // cancels the update
+            }
+        };
+        shoal_status rc = shoal_map_update_by_uid(h_.get(), uid.to_u64(), cb, &c);
+        if (c.error) std::rethrow_exception(c.error);
+        detail::check(rc, "shoal_map_update_by_uid");
+        return std::move(c.last);
+    }
+
     /// A second handle on this map whose calls wait at most `timeout` for a lock.
     Map with_timeout(std::chrono::milliseconds timeout) const {
         auto ms = timeout.count();
@@ -749,6 +929,7 @@ inline Map Store::map(std::string_view name, bool create, const MapOptions& opts
     o.struct_size = sizeof o;
     o.segment_buckets = opts.segment_buckets;
     o.stash_buckets = opts.stash_buckets;
+    o.uids = opts.uids ? 1u : 0u;
     shoal_map* m = nullptr;
     detail::check(shoal_map_open(h_.get(), n.c_str(), create ? SHOAL_MAP_CREATE : 0, &o, &m),
                   "shoal_map_open");

@@ -77,7 +77,7 @@ pub type shoal_many_fn = Option<
     ),
 >;
 
-fn ptr_of(b: &[u8]) -> *const c_void {
+pub(crate) fn ptr_of(b: &[u8]) -> *const c_void {
     if b.is_empty() {
         std::ptr::null()
     } else {

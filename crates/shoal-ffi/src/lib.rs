@@ -27,12 +27,15 @@ mod map;
 
 mod atomic;
 
+mod uid;
+
 mod iter;
 
 pub use atomic::*;
 pub use iter::*;
 pub use map::*;
 pub use store::*;
+pub use uid::*;
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -86,6 +89,10 @@ pub enum shoal_status {
     SHOAL_ERROR = 17,
     /// `shoal_map_compare_and_swap`: the current value is not the expected one.
     SHOAL_MISMATCH = 18,
+    /// A by-UID call (`shoal_map_get_by_uid`, ...): the handle's key was removed, so the
+    /// handle names nothing (a 64-bit handle stays stale even after its table entry is
+    /// reused by another key).
+    SHOAL_STALE_UID = 19,
 }
 
 pub use shoal_status::*;
@@ -161,6 +168,7 @@ pub extern "C" fn shoal_strerror(code: i32) -> *const c_char {
         16 => c"end of iteration",
         17 => c"error",
         18 => c"value mismatch",
+        19 => c"stale UID: its key was removed",
         _ => c"unknown status",
     };
     s.as_ptr()
@@ -255,6 +263,7 @@ pub(crate) fn status_of(e: &shoal::Error) -> shoal_status {
         E::Timeout(_) => SHOAL_TIMEOUT,
         E::TooManyUsers(_) => SHOAL_TOO_MANY,
         E::Io { .. } => SHOAL_IO,
+        E::StaleUid(_) => SHOAL_STALE_UID,
         _ => SHOAL_ERROR,
     }
 }
@@ -553,6 +562,7 @@ mod tests {
                 SHOAL_TIMEOUT,
             ),
             (E::TooManyUsers("u".into()), SHOAL_TOO_MANY),
+            (E::StaleUid(0x1_0000_0000_0005), SHOAL_STALE_UID),
             (
                 E::Io {
                     path: p(),

@@ -30,11 +30,19 @@ pub struct shoal_map_options {
     /// Stash buckets per segment, for keys whose home bucket is full, 1..=1024.
     /// Default 4.
     pub stash_buckets: u32,
+    /// 1: keep a stable UID per key (`shoal_map_uid` and the by-UID calls); 0 (default):
+    /// no UIDs. Chosen at creation: opening an existing map without UIDs with `uids = 1`
+    /// fails with `SHOAL_INVALID`. Added in 0.1 after `stash_buckets`: a caller compiled
+    /// with the older 16-byte struct gets no UIDs.
+    pub uids: u32,
+    /// Reserved; must be 0.
+    pub reserved: u32,
 }
 
-// SAFETY: repr(C), starts with struct_size: usize, then two u32 (16 bytes, no padding),
+// SAFETY: repr(C), starts with struct_size: usize, then four u32 (24 bytes, no padding),
 // any bit pattern valid.
 unsafe impl Versioned for shoal_map_options {}
+const _: () = assert!(std::mem::size_of::<shoal_map_options>() == 24);
 
 /// Figures about one map (`shoal_map_get_stats`). Set `struct_size` before the call.
 #[repr(C)]
@@ -136,8 +144,20 @@ pub unsafe extern "C" fn shoal_map_open(
             } else {
                 o.stash_buckets
             },
-            ..d
+            uids: match o.uids {
+                0 => false,
+                1 => true,
+                u => {
+                    return Err(Fail::new(
+                        SHOAL_INVALID,
+                        format!("opts->uids is {u}; it must be 0 or 1"),
+                    ))
+                }
+            },
         };
+        if o.reserved != 0 {
+            return Err(Fail::new(SHOAL_INVALID, "opts->reserved must be 0"));
+        }
         let map = s.map_with(name, &mo, flags & SHOAL_MAP_CREATE != 0)?;
         let h = Box::into_raw(Box::new(shoal_map { map }));
         // SAFETY: as above.
@@ -212,8 +232,11 @@ pub unsafe extern "C" fn shoal_map_name(
 ///   buffer is too small).
 ///
 /// Returns `SHOAL_OK` (the value is in `buf`), `SHOAL_NOT_FOUND` (no such key),
-/// `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: nothing was written; call again with a
-/// buffer of `*value_len` bytes — the value may have changed meanwhile, so loop).
+/// `SHOAL_BUFFER_TOO_SMALL` (`*value_len > cap`: call again with a buffer of
+/// `*value_len` bytes — the value may have changed meanwhile, so loop). The value is
+/// copied straight into `buf`, so `buf`'s contents are meaningful only after `SHOAL_OK`:
+/// a get racing with a write to the key may have copied a value that was then replaced
+/// by a larger one or removed.
 /// Errors: `SHOAL_INVALID` (key longer than `SHOAL_MAX_KEY_LEN`), `SHOAL_NOT_FOUND` also
 /// when the map was dropped, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
 ///
@@ -238,15 +261,31 @@ pub unsafe extern "C" fn shoal_map_get(
         if buf.is_null() && cap > 0 {
             return Err(null("buf"));
         }
-        with_value_buf(|v| {
-            if !m.get_into(key, v)? {
-                return Err(absent());
-            }
-            // SAFETY: forwarded contract; `v` is the library's own buffer.
-            unsafe { copy_out(v, buf, cap, value_len, false, "buf") }?;
-            Ok(SHOAL_OK)
-        })
+        // The value is copied straight into the caller's buffer when it fits (no
+        // intermediate copy, no thread-local buffer).
+        let dst: &mut [u8] = if cap == 0 {
+            &mut []
+        } else {
+            // SAFETY: buf is non-NULL (checked above) with `cap` writable bytes (caller's
+            // contract), clamped to what a slice may span; values are at most 4 GiB.
+            unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, cap.min(isize::MAX as usize)) }
+        };
+        let n = m.get_to_slice(key, dst)?.ok_or_else(absent)?;
+        // SAFETY: non-NULL (checked above), writable by contract.
+        unsafe { value_len.write(n) };
+        if n > cap {
+            return Err(too_small(n, cap));
+        }
+        Ok(SHOAL_OK)
     })
+}
+
+#[cold]
+fn too_small(need: usize, cap: usize) -> Fail {
+    Fail::new(
+        SHOAL_BUFFER_TOO_SMALL,
+        format!("buf: {need} bytes needed, the buffer has {cap}"),
+    )
 }
 
 /// Looks `key` up and, if present, calls `cb` once with its value, without copying it

@@ -195,6 +195,25 @@ impl Map {
         Ok(found.is_some())
     }
 
+    /// Copies the value of `key` into `buf` if it fits; returns the value's length, or
+    /// `None` if the key is absent. A value longer than `buf` is not copied: the returned
+    /// length says how large a buffer it needs. No allocation; for callers that bring
+    /// their own buffer (the C ABI). The copy is optimistic: when the read races with a
+    /// write to the key it is retried, so `buf` may hold bytes of a replaced value unless
+    /// the result is `Some(n)` with `n <= buf.len()` (then `buf[..n]` is the value).
+    pub fn get_to_slice(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<usize>> {
+        check_sizes(key, None)?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        self.m.read(sh, key, |_, voff, vlen| {
+            let n = vlen as usize;
+            if let Some(dst) = buf.get_mut(..n) {
+                sh.r.read_bytes(voff, dst);
+            }
+            n
+        })
+    }
+
     /// Whether `key` is present.
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
         check_sizes(key, None)?;

@@ -36,6 +36,39 @@ fn put_get_remove_roundtrip() {
 }
 
 #[test]
+fn get_to_slice_copies_only_what_fits() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    let mut buf = [7u8; 16];
+    assert_eq!(m.get_to_slice(b"k", &mut buf).unwrap(), None);
+    m.put(b"k", b"hello").unwrap();
+    assert_eq!(m.get_to_slice(b"k", &mut buf).unwrap(), Some(5));
+    assert_eq!(&buf[..5], b"hello");
+    assert_eq!(buf[5], 7, "nothing past the value is written");
+    // Too small: the needed length, and the buffer untouched.
+    let mut small = [7u8; 4];
+    assert_eq!(m.get_to_slice(b"k", &mut small).unwrap(), Some(5));
+    assert_eq!(small, [7u8; 4]);
+    assert_eq!(m.get_to_slice(b"k", &mut []).unwrap(), Some(5));
+    // Exact fit, an empty value, a long value.
+    let mut exact = [0u8; 5];
+    assert_eq!(m.get_to_slice(b"k", &mut exact).unwrap(), Some(5));
+    assert_eq!(&exact, b"hello");
+    m.put(b"e", b"").unwrap();
+    assert_eq!(m.get_to_slice(b"e", &mut []).unwrap(), Some(0));
+    let long: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+    m.put(b"l", &long).unwrap();
+    let mut big = vec![0u8; 2000];
+    assert_eq!(m.get_to_slice(b"l", &mut big).unwrap(), Some(1000));
+    assert_eq!(&big[..1000], &long[..]);
+    assert!(matches!(
+        m.get_to_slice(&vec![0u8; shoal::MAX_KEY_LEN + 1], &mut buf),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
 fn many_keys_split_and_iterate() {
     let d = tmp();
     let s = Store::open(d.path().join("a.shoal")).unwrap();

@@ -33,6 +33,7 @@ from ._errors import (
     NotAStore,
     NotFound,
     PermissionDenied,
+    StaleUidError,
     StoreFull,
     Timeout,
     TooManyUsers,
@@ -91,6 +92,7 @@ __all__ = [
     "IOError",
     "DecodeError",
     "Closed",
+    "StaleUidError",
 ]
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "IOError",
     "DecodeError",
     "Closed",
+    "StaleUidError",
 ]
 
 _K = TypeVar("_K")
@@ -112,6 +113,9 @@ class DecodeError(Error, ValueError):
 
 class Closed(Error, ValueError):
     """The store (or this map's store) was closed."""
+
+class StaleUidError(Error, KeyError):
+    """A by-UID call on a UID whose key was removed."""
 
 # ---- module functions ---------------------------------------------------------------
 
@@ -189,46 +193,46 @@ class Store:
         """Seconds a call waits for a lock held by a live process."""
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["bytes"] = ..., create: bool = True
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["bytes"] = ..., create: bool = True, uids: bool = False
     ) -> Map[bytes, bytes]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["str"], create: bool = True
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["str"], create: bool = True, uids: bool = False
     ) -> Map[bytes, str]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["int"], create: bool = True
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["int"], create: bool = True, uids: bool = False
     ) -> Map[bytes, int]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["float"], create: bool = True
+        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["float"], create: bool = True, uids: bool = False
     ) -> Map[bytes, float]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["str"], value: Literal["bytes"] = ..., create: bool = True
+        self, name: str, *, key: Literal["str"], value: Literal["bytes"] = ..., create: bool = True, uids: bool = False
     ) -> Map[str, bytes]: ...
     @overload
-    def map(self, name: str, *, key: Literal["str"], value: Literal["str"], create: bool = True) -> Map[str, str]: ...
+    def map(self, name: str, *, key: Literal["str"], value: Literal["str"], create: bool = True, uids: bool = False) -> Map[str, str]: ...
     @overload
-    def map(self, name: str, *, key: Literal["str"], value: Literal["int"], create: bool = True) -> Map[str, int]: ...
+    def map(self, name: str, *, key: Literal["str"], value: Literal["int"], create: bool = True, uids: bool = False) -> Map[str, int]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["str"], value: Literal["float"], create: bool = True
+        self, name: str, *, key: Literal["str"], value: Literal["float"], create: bool = True, uids: bool = False
     ) -> Map[str, float]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["int"], value: Literal["bytes"] = ..., create: bool = True
+        self, name: str, *, key: Literal["int"], value: Literal["bytes"] = ..., create: bool = True, uids: bool = False
     ) -> Map[int, bytes]: ...
     @overload
-    def map(self, name: str, *, key: Literal["int"], value: Literal["str"], create: bool = True) -> Map[int, str]: ...
+    def map(self, name: str, *, key: Literal["int"], value: Literal["str"], create: bool = True, uids: bool = False) -> Map[int, str]: ...
     @overload
-    def map(self, name: str, *, key: Literal["int"], value: Literal["int"], create: bool = True) -> Map[int, int]: ...
+    def map(self, name: str, *, key: Literal["int"], value: Literal["int"], create: bool = True, uids: bool = False) -> Map[int, int]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["int"], value: Literal["float"], create: bool = True
+        self, name: str, *, key: Literal["int"], value: Literal["float"], create: bool = True, uids: bool = False
     ) -> Map[int, float]: ...
     @overload
-    def map(self, name: str, *, key: _Codec = ..., value: _Codec = ..., create: bool = True) -> Map[Any, Any]: ...
+    def map(self, name: str, *, key: _Codec = ..., value: _Codec = ..., create: bool = True, uids: bool = False) -> Map[Any, Any]: ...
     def maps(self) -> list[str]:
         """Names of the maps in the store."""
     def drop_map(self, name: str) -> bool:
@@ -328,6 +332,26 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
     def modify(self, key: _K, func: Callable[[_V | _AbsentType], _V | _AbsentType], /) -> _V | _AbsentType:
         """Atomic read-modify-write: stores func(current) (current is ABSENT if the key is
         absent; returning ABSENT removes it) and returns it. func may run several times."""
+    @property
+    def uids(self) -> bool:
+        """Whether the map keeps a stable UID per key (Store.map(..., uids=True))."""
+    def uid(self, key: _K) -> int | None:
+        """The stable 64-bit UID of key, or None if absent (InvalidArgument without UIDs)."""
+    def put_uid(self, key: _K, value: _V) -> int:
+        """m[key] = value, returning the key's UID."""
+    def get_by_uid(self, uid: int) -> _V:
+        """The value of the key uid names; StaleUidError if the key was removed."""
+    def key_by_uid(self, uid: int) -> _K:
+        """The key uid names; StaleUidError if it was removed."""
+    def put_by_uid(self, uid: int, value: _V) -> None:
+        """Replaces the value of the key uid names (the UID stays)."""
+    def remove_by_uid(self, uid: int) -> _V:
+        """Removes the key uid names and returns its value; the UID becomes stale."""
+    def add_by_uid(self, uid: int, delta: int = 1) -> int:
+        """incr on the key uid names ("int" value codec); returns the new value."""
+    def update_by_uid(self, uid: int, func: Callable[[_V], _V | _AbsentType], /) -> _V | _AbsentType:
+        """modify on the key uid names: stores func(current) (ABSENT removes the key) and
+        returns it. func may run several times."""
     @overload
     def get_many(self, keys: Iterable[_K]) -> list[_V | None]: ...
     @overload

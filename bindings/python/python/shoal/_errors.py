@@ -18,6 +18,7 @@ __all__ = [
     "IOError",
     "DecodeError",
     "Closed",
+    "StaleUidError",
 ]
 
 
@@ -84,6 +85,11 @@ class Closed(Error, ValueError):
     """The store (or the store of this map) was closed."""
 
 
+class StaleUidError(Error, KeyError):
+    """A by-UID call (``Map.get_by_uid``, ...) on a UID whose key was removed: the UID
+    names nothing any more, even once its table entry is reused by a later key."""
+
+
 # Shown (and pickled) as shoal.X, where they are re-exported.
 for _cls in (
     Error,
@@ -101,6 +107,7 @@ for _cls in (
     IOError,
     DecodeError,
     Closed,
+    StaleUidError,
 ):
     _cls.__module__ = "shoal"
 del _cls

@@ -89,7 +89,7 @@ static void test_strerror_and_version(void) {
         SHOAL_OK, SHOAL_NOT_FOUND, SHOAL_EXISTS, SHOAL_FULL, SHOAL_NO_SPACE, SHOAL_CORRUPT,
         SHOAL_VERSION, SHOAL_PERMISSION, SHOAL_INVALID, SHOAL_TIMEOUT, SHOAL_TOO_MANY, SHOAL_IO,
         SHOAL_BUFFER_TOO_SMALL, SHOAL_NULL_POINTER, SHOAL_PANIC, SHOAL_NOT_A_STORE, SHOAL_DONE,
-        SHOAL_ERROR, SHOAL_MISMATCH};
+        SHOAL_ERROR, SHOAL_MISMATCH, SHOAL_STALE_UID};
     const size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         const char *s = shoal_strerror(codes[i]);
@@ -1102,6 +1102,231 @@ static void on_many(void *ctx, size_t index, const void *v, size_t len, bool pre
     c->calls++;
 }
 
+/* A map with UIDs: every by-UID call, the 32-bit form, stale handles (after remove, after
+ * the entry is reused), NULL pointers, small buffers, and a map without UIDs refusing. */
+static void test_map_uids(void) {
+    shoal_store *s;
+    shoal_map *plain;
+    if (!fresh("uids", &s, &plain)) { h_failures++; return; }
+    shoal_map_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.uids = 2;
+    shoal_map *m = NULL;
+    CHECK_RC(shoal_map_open(s, "u", SHOAL_MAP_CREATE, &mo, &m), SHOAL_INVALID);
+    mo.uids = 1;
+    mo.reserved = 7;
+    CHECK_RC(shoal_map_open(s, "u", SHOAL_MAP_CREATE, &mo, &m), SHOAL_INVALID);
+    mo.reserved = 0;
+    /* UIDs cannot be added to an existing map. */
+    CHECK_RC(shoal_map_open(s, "m", SHOAL_MAP_CREATE, &mo, &m), SHOAL_INVALID);
+    REQUIRE_OK(shoal_map_open(s, "u", SHOAL_MAP_CREATE, &mo, &m));
+    bool has = false;
+    CHECK_RC(shoal_map_has_uids(m, &has), SHOAL_OK);
+    CHECK(has);
+    CHECK_RC(shoal_map_has_uids(plain, &has), SHOAL_OK);
+    CHECK(!has);
+    CHECK_RC(shoal_map_has_uids(NULL, &has), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_has_uids(m, NULL), SHOAL_NULL_POINTER);
+
+    /* put_uid and uid */
+    uint64_t a = 0, a2 = 0, b = 0;
+    bool replaced = true;
+    CHECK_RC(shoal_map_put_uid(NULL, "a", 1, "v", 1, &a, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_uid(m, "a", 1, "v", 1, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_uid(m, NULL, 1, "v", 1, &a, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_uid(m, "a", 1, NULL, 1, &a, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_uid(m, "a", 1, "alpha", 5, &a, &replaced), SHOAL_OK);
+    CHECK(a != 0 && !replaced);
+    CHECK_RC(shoal_map_put_uid(m, "a", 1, "ALPHA", 5, &a2, &replaced), SHOAL_OK);
+    CHECK(a2 == a && replaced);
+    CHECK_RC(shoal_map_put_uid(m, "b", 1, "beta", 4, &b, NULL), SHOAL_OK);
+    CHECK(b != 0 && b != a);
+    uint64_t u = 1;
+    CHECK_RC(shoal_map_uid(m, "a", 1, &u), SHOAL_OK);
+    CHECK(u == a);
+    CHECK_RC(shoal_map_uid(m, "nope", 4, &u), SHOAL_NOT_FOUND);
+    CHECK(u == 0);
+    CHECK_RC(shoal_map_uid(NULL, "a", 1, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_uid(m, "a", 1, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_uid(m, NULL, 1, &u), SHOAL_NULL_POINTER);
+    /* A plain put keeps the handle. */
+    CHECK_RC(shoal_map_put(m, "a", 1, "alpha!", 6, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_uid(m, "a", 1, &u), SHOAL_OK);
+    CHECK(u == a);
+
+    /* get_by_uid: the needed-length protocol */
+    char buf[64];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get_by_uid(m, a, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 6 && memcmp(buf, "alpha!", 6) == 0);
+    memset(buf, 'x', sizeof buf);
+    CHECK_RC(shoal_map_get_by_uid(m, a, buf, 3, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 6 && buf[0] == 'x');
+    CHECK_RC(shoal_map_get_by_uid(m, a, NULL, 0, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 6);
+    CHECK_RC(shoal_map_get_by_uid(m, a, buf, 6, &len), SHOAL_OK);
+    CHECK_RC(shoal_map_get_by_uid(NULL, a, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_by_uid(m, a, buf, sizeof buf, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_by_uid(m, a, NULL, 4, &len), SHOAL_NULL_POINTER);
+
+    /* get_by_uid_cb */
+    struct got_value g = {0};
+    CHECK_RC(shoal_map_get_by_uid_cb(m, b, on_value, &g), SHOAL_OK);
+    CHECK(g.calls == 1 && g.len == 4 && memcmp(g.data, "beta", 4) == 0);
+    CHECK_RC(shoal_map_get_by_uid_cb(NULL, b, on_value, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_by_uid_cb(m, b, NULL, &g), SHOAL_NULL_POINTER);
+
+    /* key_by_uid */
+    CHECK_RC(shoal_map_key_by_uid(m, b, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 1 && buf[0] == 'b');
+    CHECK_RC(shoal_map_key_by_uid(m, b, NULL, 0, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(len == 1);
+    CHECK_RC(shoal_map_key_by_uid(NULL, b, buf, sizeof buf, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_key_by_uid(m, b, buf, sizeof buf, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_key_by_uid(m, b, NULL, 8, &len), SHOAL_NULL_POINTER);
+
+    /* put_by_uid */
+    CHECK_RC(shoal_map_put_by_uid(m, b, "BETA", 4), SHOAL_OK);
+    CHECK_RC(shoal_map_get(m, "b", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 4 && memcmp(buf, "BETA", 4) == 0);
+    CHECK_RC(shoal_map_put_by_uid(m, b, NULL, 0), SHOAL_OK);
+    CHECK_RC(shoal_map_get_by_uid(m, b, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 0);
+    CHECK_RC(shoal_map_put_by_uid(m, b, NULL, 2), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_by_uid(NULL, b, "x", 1), SHOAL_NULL_POINTER);
+
+    /* add_by_uid */
+    uint64_t c = 0;
+    int64_t r = 0;
+    CHECK_RC(shoal_map_put_uid(m, "n", 1, "\x05\0\0\0\0\0\0\0", 8, &c, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_add_by_uid(m, c, 10, &r), SHOAL_OK);
+    CHECK(r == 15);
+    CHECK_RC(shoal_map_add_by_uid(m, c, -20, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_add(m, "n", 1, 0, &r), SHOAL_OK);
+    CHECK(r == -5);
+    CHECK_RC(shoal_map_add_by_uid(m, a, 1, &r), SHOAL_INVALID); /* not 8 bytes */
+    CHECK_RC(shoal_map_add_by_uid(NULL, c, 1, &r), SHOAL_NULL_POINTER);
+
+    /* update_by_uid */
+    struct upd up = {0};
+    CHECK_RC(shoal_map_update_by_uid(m, a, updater, &up), SHOAL_OK);
+    CHECK(up.calls >= 1);
+    CHECK_RC(shoal_map_get(m, "a", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 7 && memcmp(buf, "alpha!+", 7) == 0);
+    up.mode = 2; /* cancel */
+    CHECK_RC(shoal_map_update_by_uid(m, a, updater, &up), SHOAL_INVALID);
+    up.mode = 3; /* NULL value with a length */
+    CHECK_RC(shoal_map_update_by_uid(m, a, updater, &up), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_get_by_uid(m, a, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 7); /* unchanged by the cancelled updates */
+    CHECK_RC(shoal_map_update_by_uid(NULL, a, updater, &up), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_update_by_uid(m, a, NULL, &up), SHOAL_NULL_POINTER);
+    /* Removing through update makes the handle stale. */
+    uint64_t d = 0;
+    CHECK_RC(shoal_map_put_uid(m, "d", 1, "dd", 2, &d, NULL), SHOAL_OK);
+    up.mode = 1;
+    CHECK_RC(shoal_map_update_by_uid(m, d, updater, &up), SHOAL_OK);
+    CHECK_RC(shoal_map_get_by_uid(m, d, buf, sizeof buf, &len), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_update_by_uid(m, d, updater, &up), SHOAL_STALE_UID);
+
+    /* remove_by_uid: the old value, truncated to the buffer; then stale everywhere */
+    memset(buf, 0, sizeof buf);
+    CHECK_RC(shoal_map_remove_by_uid(m, a, NULL, 4, &len), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_remove_by_uid(NULL, a, NULL, 0, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_remove_by_uid(m, a, buf, 3, &len), SHOAL_OK);
+    CHECK(len == 7 && memcmp(buf, "alp", 3) == 0 && buf[3] == 0);
+    bool present = true;
+    CHECK_RC(shoal_map_contains(m, "a", 1, &present), SHOAL_OK);
+    CHECK(!present);
+    len = 99;
+    CHECK_RC(shoal_map_remove_by_uid(m, a, buf, sizeof buf, &len), SHOAL_STALE_UID);
+    CHECK(len == 0);
+    CHECK(strstr(shoal_last_error_message(), "stale") != NULL);
+    CHECK_RC(shoal_map_remove_by_uid(m, a, NULL, 0, NULL), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_get_by_uid(m, a, buf, sizeof buf, &len), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_get_by_uid_cb(m, a, on_value, &g), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_key_by_uid(m, a, buf, sizeof buf, &len), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_put_by_uid(m, a, "x", 1), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_add_by_uid(m, a, 1, &r), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_update_by_uid(m, a, updater, &up), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_remove_by_uid(m, b, NULL, 0, NULL), SHOAL_OK); /* just remove */
+    CHECK_RC(shoal_map_get_by_uid(m, b, buf, sizeof buf, &len), SHOAL_STALE_UID);
+    /* take_by_uid: the whole old value to a callback */
+    uint64_t t = 0;
+    CHECK_RC(shoal_map_put_uid(m, "t", 1, "tango", 5, &t, NULL), SHOAL_OK);
+    memset(&g, 0, sizeof g);
+    CHECK_RC(shoal_map_take_by_uid(NULL, t, on_value, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_take_by_uid(m, t, NULL, &g), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_take_by_uid(m, t, on_value, &g), SHOAL_OK);
+    CHECK(g.calls == 1 && g.len == 5 && memcmp(g.data, "tango", 5) == 0);
+    CHECK_RC(shoal_map_take_by_uid(m, t, on_value, &g), SHOAL_STALE_UID);
+    CHECK(g.calls == 1);
+    /* Handles never handed out, and 0, are stale too. */
+    CHECK_RC(shoal_map_get_by_uid(m, 0, buf, sizeof buf, &len), SHOAL_STALE_UID);
+    CHECK_RC(shoal_map_get_by_uid(m, 1000000, buf, sizeof buf, &len), SHOAL_STALE_UID);
+
+    /* The 32-bit form: bare index, no generation. */
+    uint64_t e = 0;
+    CHECK_RC(shoal_map_put_uid(m, "e", 1, "echo", 4, &e, NULL), SHOAL_OK);
+    uint32_t e32 = shoal_uid_to_u32(e);
+    CHECK((uint64_t)e32 == (e & 0xffffffffu));
+    CHECK(shoal_uid_from_u32(e32) == ((uint64_t)e32 | SHOAL_UID_UNCHECKED));
+    CHECK_RC(shoal_map_get_by_uid(m, shoal_uid_from_u32(e32), buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 4 && memcmp(buf, "echo", 4) == 0);
+    CHECK_RC(shoal_map_remove(m, "e", 1, NULL, 0, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_get_by_uid(m, shoal_uid_from_u32(e32), buf, sizeof buf, &len),
+             SHOAL_STALE_UID);
+    /* Stale after reuse: the freed entry goes to the next new key; the 64-bit handle
+     * stays stale, the 32-bit form names the new key. */
+    int reused = 0;
+    for (int i = 0; i < 64 && !reused; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof k, "new%d", i);
+        uint64_t nu = 0;
+        CHECK_RC(shoal_map_put_uid(m, k, (size_t)kl, k, (size_t)kl, &nu, NULL), SHOAL_OK);
+        if (shoal_uid_to_u32(nu) == e32) {
+            reused = 1;
+            CHECK(nu != e);
+            CHECK_RC(shoal_map_get_by_uid(m, e, buf, sizeof buf, &len), SHOAL_STALE_UID);
+            CHECK_RC(shoal_map_put_by_uid(m, e, "x", 1), SHOAL_STALE_UID);
+            CHECK_RC(shoal_map_key_by_uid(m, shoal_uid_from_u32(e32), buf, sizeof buf, &len),
+                     SHOAL_OK);
+            CHECK(len == (size_t)kl && memcmp(buf, k, len) == 0);
+        }
+    }
+    CHECK(reused);
+
+    /* A map without UIDs refuses every by-UID call. */
+    CHECK_RC(shoal_map_put(plain, "k", 1, "v", 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_uid(plain, "k", 1, &u), SHOAL_INVALID);
+    CHECK_RC(shoal_map_put_uid(plain, "k", 1, "v", 1, &u, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_map_get_by_uid(plain, 1, buf, sizeof buf, &len), SHOAL_INVALID);
+    CHECK_RC(shoal_map_get_by_uid_cb(plain, 1, on_value, &g), SHOAL_INVALID);
+    CHECK_RC(shoal_map_key_by_uid(plain, 1, buf, sizeof buf, &len), SHOAL_INVALID);
+    CHECK_RC(shoal_map_put_by_uid(plain, 1, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_map_remove_by_uid(plain, 1, NULL, 0, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_map_take_by_uid(plain, 1, on_value, &g), SHOAL_INVALID);
+    CHECK_RC(shoal_map_add_by_uid(plain, 1, 1, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_map_update_by_uid(plain, 1, updater, &up), SHOAL_INVALID);
+
+    /* An old caller's 16-byte options struct (before `uids`) still works: no UIDs. */
+    struct {
+        size_t struct_size;
+        uint32_t segment_buckets, stash_buckets;
+    } old = {16, 0, 0};
+    shoal_map *om = NULL;
+    REQUIRE_OK(shoal_map_open(s, "old", SHOAL_MAP_CREATE, (const shoal_map_options *)&old, &om));
+    CHECK_RC(shoal_map_has_uids(om, &has), SHOAL_OK);
+    CHECK(!has);
+    shoal_map_close(om);
+
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_map_close(plain);
+    shoal_store_close(s);
+}
+
 static void test_map_batches(void) {
     shoal_store *s;
     shoal_map *m;
@@ -1516,6 +1741,7 @@ int main(void) {
     RUN(test_iter);
     RUN(test_map_swap_cas_add);
     RUN(test_map_update_get_or_insert);
+    RUN(test_map_uids);
     RUN(test_map_batches);
     RUN(test_map_with_timeout);
     RUN(test_store_flush_repair_durability_options);

@@ -372,4 +372,112 @@ TEST_F(ShoalTest, TimeoutHandleAndDurabilityCalls) {
     EXPECT_EQ(again.map("t").get("k"), std::optional<std::string>("v"));
 }
 
+// Expects `call` to throw shoal::Error with `code`.
+#define EXPECT_SHOAL_CODE(call, want)                                    \
+    do {                                                                 \
+        try {                                                            \
+            (void)(call);                                                \
+            ADD_FAILURE() << #call " did not throw";                     \
+        } catch (const shoal::Error& e) {                                \
+            EXPECT_EQ(e.code(), (want)) << e.what();                     \
+        }                                                                \
+    } while (0)
+
+TEST_F(ShoalTest, StableUids) {
+    shoal::Store store(path_, small());
+    shoal::MapOptions mo;
+    mo.uids = true;
+    shoal::Map m = store.map("u", true, mo);
+    EXPECT_TRUE(m.has_uids());
+    shoal::PutOutcome o = shoal::PutOutcome::Replaced;
+    shoal::Uid a = m.put_uid("alice", "admin", &o);
+    EXPECT_EQ(o, shoal::PutOutcome::Inserted);
+    EXPECT_NE(a.to_u64(), 0u);
+    EXPECT_EQ(m.put_uid("alice", "root", &o), a);
+    EXPECT_EQ(o, shoal::PutOutcome::Replaced);
+    EXPECT_EQ(m.uid("alice"), std::optional<shoal::Uid>(a));
+    EXPECT_EQ(m.uid("bob"), std::nullopt);
+    EXPECT_EQ(m.get_by_uid(a), "root");
+    std::string big(1000, 'x');
+    m.put_by_uid(a, big);
+    EXPECT_EQ(m.get_by_uid(a), big);
+    std::string buf;
+    m.get_by_uid_into(a, buf);
+    EXPECT_EQ(buf, big);
+    EXPECT_EQ(*m.get("alice"), big);
+    std::string seen;
+    m.visit_by_uid(a, [&](std::string_view v) { seen = std::string(v); });
+    EXPECT_EQ(seen, big);
+    EXPECT_THROW(m.visit_by_uid(a, [](std::string_view) { throw std::logic_error("x"); }),
+                 std::logic_error);
+    std::string long_key(300, 'k');
+    shoal::Uid l = m.put_uid(long_key, "");
+    EXPECT_EQ(m.key_by_uid(l), long_key);
+    EXPECT_EQ(m.key_by_uid(a), "alice");
+    EXPECT_EQ(m.get_by_uid(l), "");
+
+    shoal::Uid n = m.put_uid("n", std::string(8, '\0'));
+    EXPECT_EQ(m.add_by_uid(n, 5), 5);
+    EXPECT_EQ(m.add_by_uid(n, -7), -2);
+    EXPECT_SHOAL_CODE(m.add_by_uid(a, 1), SHOAL_INVALID);
+
+    auto r = m.update_by_uid(l, [](std::string_view cur) {
+        return std::optional<std::string>(std::string(cur) + "+");
+    });
+    EXPECT_EQ(r, std::optional<std::string>("+"));
+    EXPECT_EQ(m.get_by_uid(l), "+");
+    EXPECT_THROW(m.update_by_uid(l, [](std::string_view) -> std::optional<std::string> {
+        throw std::logic_error("no");
+    }),
+                 std::logic_error);
+    EXPECT_EQ(m.get_by_uid(l), "+");
+    EXPECT_EQ(m.update_by_uid(l, [](std::string_view) { return std::optional<std::string>(); }),
+              std::nullopt);
+    EXPECT_FALSE(m.contains(long_key));
+    EXPECT_SHOAL_CODE(m.get_by_uid(l), SHOAL_STALE_UID);
+
+    // remove_by_uid returns the old value; the handle is stale for every call after.
+    EXPECT_EQ(m.remove_by_uid(a), big);
+    EXPECT_FALSE(m.contains("alice"));
+    EXPECT_SHOAL_CODE(m.remove_by_uid(a), SHOAL_STALE_UID);
+    EXPECT_SHOAL_CODE(m.get_by_uid(a), SHOAL_STALE_UID);
+    EXPECT_SHOAL_CODE(m.key_by_uid(a), SHOAL_STALE_UID);
+    EXPECT_SHOAL_CODE(m.put_by_uid(a, "x"), SHOAL_STALE_UID);
+    EXPECT_SHOAL_CODE(m.add_by_uid(a, 1), SHOAL_STALE_UID);
+    EXPECT_SHOAL_CODE(
+        m.update_by_uid(a, [](std::string_view) { return std::optional<std::string>("x"); }),
+        SHOAL_STALE_UID);
+    EXPECT_SHOAL_CODE(m.visit_by_uid(a, [](std::string_view) {}), SHOAL_STALE_UID);
+
+    // The 32-bit form, and stale-after-reuse for the 64-bit one.
+    shoal::Uid e = m.put_uid("e", "echo");
+    shoal::Uid e32 = shoal::Uid::from_u32(e.to_u32());
+    EXPECT_EQ(m.get_by_uid(e32), "echo");
+    EXPECT_TRUE(m.remove("e"));
+    EXPECT_SHOAL_CODE(m.get_by_uid(e32), SHOAL_STALE_UID);
+    bool reused = false;
+    for (int i = 0; i < 64 && !reused; i++) {
+        std::string k = "new" + std::to_string(i);
+        shoal::Uid u = m.put_uid(k, k);
+        if (u.to_u32() == e.to_u32()) {
+            reused = true;
+            EXPECT_NE(u, e);
+            EXPECT_SHOAL_CODE(m.get_by_uid(e), SHOAL_STALE_UID);
+            EXPECT_EQ(m.key_by_uid(e32), k);
+        }
+    }
+    EXPECT_TRUE(reused);
+
+    // A map without UIDs refuses; UIDs cannot be added to an existing map.
+    shoal::Map plain = store.map("plain");
+    EXPECT_FALSE(plain.has_uids());
+    plain.put("k", "v");
+    EXPECT_SHOAL_CODE(plain.uid("k"), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(plain.put_uid("k", "v"), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(plain.get_by_uid(shoal::Uid(1)), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(plain.remove_by_uid(shoal::Uid(1)), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(store.map("plain", true, mo), SHOAL_INVALID);
+    EXPECT_TRUE(store.check().ok());
+}
+
 }  // namespace
