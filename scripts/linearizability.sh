@@ -14,7 +14,7 @@ secs=${1:-600}
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
     export PATH="$PATH:/usr/local/go/bin"
 fi
-export GOFLAGS=-mod=readonly
+export GOFLAGS="-mod=readonly -buildvcs=false"
 mkdir -p target
 (cd tools/linearizability && go vet ./... && go test ./... && go build -o ../../target/lincheck .)
 SHOAL_LINCHECK="$PWD/target/lincheck" SHOAL_LINEAR_SECS="$secs" \

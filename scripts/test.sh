@@ -26,7 +26,7 @@ if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
     export PATH="$PATH:/usr/local/go/bin"
 fi
 go version
-(cd tools/linearizability && GOFLAGS=-mod=readonly go vet ./... && GOFLAGS=-mod=readonly go test ./...)
+(cd tools/linearizability && GOFLAGS="-mod=readonly -buildvcs=false" go vet ./... && GOFLAGS="-mod=readonly -buildvcs=false" go test ./...)
 
 step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
 cargo test --workspace --release --locked --features shoal/failpoints

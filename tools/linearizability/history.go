@@ -19,12 +19,6 @@ import (
 // returned: after every other event.
 const Infinity = int64(math.MaxInt64)
 
-// Client is one process's parsed log.
-type Client struct {
-	Name string
-	Ops  []porcupine.Operation // the last one may be pending (Return == Infinity)
-}
-
 func parseOpt(s string) (int64, bool, error) {
 	if s == "-" {
 		return 0, false, nil
@@ -128,22 +122,24 @@ func readToZero(path string) ([]byte, error) {
 	}
 }
 
-// ParseLog reads one worker log, up to its first zero byte. A last line without its newline (torn by a SIGKILL)
-// is ignored: if it was a call, the operation had not started; if a response, the
-// operation stays pending, which only weakens what is checked.
-func ParseLog(path string, client int) (Client, error) {
-	c := Client{Name: filepath.Base(path)}
+// ParseLog reads one worker log, up to its first zero byte, and hands each operation
+// to emit, in order: the last one pending (Return == Infinity, Output unknown) if the
+// worker was killed before it returned. A last line without its newline (cut by a
+// SIGKILL) is ignored: if it was a call, the operation had not started; if a response,
+// the operation stays pending, which only weakens what is checked.
+func ParseLog(path string, client int, emit func(porcupine.Operation)) error {
 	data, err := readToZero(path)
 	if err != nil {
-		return c, err
+		return err
 	}
-	text := string(data)
-	if i := strings.LastIndexByte(text, '\n'); i+1 != len(text) {
-		text = text[:i+1]
+	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
+		data = data[:i+1]
 	}
-	sc := bufio.NewScanner(strings.NewReader(text))
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	var cur *porcupine.Operation
+	var cur porcupine.Operation
+	pending := false
+	lastReturn := int64(0)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -152,83 +148,166 @@ func ParseLog(path string, client int) (Client, error) {
 			return fmt.Errorf("%s:%d: %q: %s", path, line, sc.Text(), fmt.Sprintf(why, args...))
 		}
 		if len(f) == 0 {
-			return c, bad("empty line")
+			return bad("empty line")
 		}
 		switch f[0] {
 		case "W":
 			if line != 1 {
-				return c, bad("W line after the start")
+				return bad("W line after the start")
 			}
 		case "C":
-			if cur != nil {
-				return c, bad("call while the previous operation is pending")
+			if pending {
+				return bad("call while the previous operation is pending")
 			}
 			if len(f) < 3 {
-				return c, bad("short call line")
+				return bad("short call line")
 			}
 			t, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
-				return c, bad("bad time: %v", err)
+				return bad("bad time: %v", err)
 			}
 			in, err := parseCall(f[2:])
 			if err != nil {
-				return c, bad("%v", err)
+				return bad("%v", err)
 			}
-			if n := len(c.Ops); n > 0 && c.Ops[n-1].Return > t {
-				return c, bad("call at %d before the previous response at %d", t, c.Ops[n-1].Return)
+			if lastReturn > t {
+				return bad("call at %d before the previous response at %d", t, lastReturn)
 			}
-			c.Ops = append(c.Ops, porcupine.Operation{ClientId: client, Input: in, Call: t, Output: Output{Unknown: true}, Return: Infinity})
-			cur = &c.Ops[len(c.Ops)-1]
+			cur = porcupine.Operation{ClientId: client, Input: in, Call: t, Output: Output{Unknown: true}, Return: Infinity}
+			pending = true
 		case "R":
-			if cur == nil || len(f) != 3 {
-				return c, bad("response without a call, or malformed")
+			if !pending || len(f) != 3 {
+				return bad("response without a call, or malformed")
 			}
 			t, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil || t < cur.Call {
-				return c, bad("bad response time")
+				return bad("bad response time")
 			}
 			out, err := parseRet(cur.Input.(Input), f[2])
 			if err != nil {
-				return c, bad("%v", err)
+				return bad("%v", err)
 			}
 			cur.Output, cur.Return = out, t
-			cur = nil
+			lastReturn = t
+			pending = false
+			emit(cur)
 		default:
-			return c, bad("unknown line kind")
+			return bad("unknown line kind")
 		}
 	}
-	return c, sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if pending {
+		emit(cur)
+	}
+	return nil
 }
 
-// LoadDir reads every *.lin file of dir, in name order, one client each.
-func LoadDir(dir string) ([]Client, error) {
+// rec is an operation stored compactly (long runs log millions): porcupine's form is
+// built one key at a time, when that key is checked.
+type rec struct {
+	call, ret, a, b, v int64
+	client             int32
+	op                 uint8 // index in opNames
+	flags              uint8
+}
+
+const (
+	fHasA = 1 << iota
+	fHasB
+	fOk
+	fUnknown
+)
+
+var opNames = []string{"get", "put", "ins", "rep", "del", "cas", "add", "swap", "take"}
+
+func flagIf(b bool, f uint8) uint8 {
+	if b {
+		return f
+	}
+	return 0
+}
+
+// Histories: every process's operations, grouped by key.
+type Histories struct {
+	Clients []string // log file names, by client id
+	Keys    []string // sorted
+	recs    [][]rec  // per key, as Keys
+}
+
+// Ops: key i's operations in porcupine's form.
+func (h *Histories) Ops(i int) []porcupine.Operation {
+	ops := make([]porcupine.Operation, len(h.recs[i]))
+	for j, r := range h.recs[i] {
+		ops[j] = porcupine.Operation{
+			ClientId: int(r.client),
+			Input: Input{Op: opNames[r.op], Key: h.Keys[i], A: r.a, HasA: r.flags&fHasA != 0,
+				B: r.b, HasB: r.flags&fHasB != 0},
+			Call:   r.call,
+			Output: Output{Unknown: r.flags&fUnknown != 0, Ok: r.flags&fOk != 0, V: r.v},
+			Return: r.ret,
+		}
+	}
+	return ops
+}
+
+// Len: the number of operations.
+func (h *Histories) Len() int {
+	n := 0
+	for _, r := range h.recs {
+		n += len(r)
+	}
+	return n
+}
+
+// LoadDir reads every *.lin file of dir, in name order, one client each. Pending
+// reads are dropped (they change nothing and return nothing known).
+func LoadDir(dir string) (*Histories, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.lin"))
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(paths)
-	var cs []Client
+	opIdx := map[string]uint8{}
+	for i, n := range opNames {
+		opIdx[n] = uint8(i)
+	}
+	h := &Histories{}
+	keyIdx := map[string]int{}
 	for i, p := range paths {
-		c, err := ParseLog(p, i)
+		h.Clients = append(h.Clients, filepath.Base(p))
+		err := ParseLog(p, i, func(op porcupine.Operation) {
+			in, out := op.Input.(Input), op.Output.(Output)
+			if out.Unknown && in.Op == "get" {
+				return
+			}
+			k, ok := keyIdx[in.Key]
+			if !ok {
+				k = len(h.Keys)
+				keyIdx[in.Key] = k
+				h.Keys = append(h.Keys, in.Key)
+				h.recs = append(h.recs, nil)
+			}
+			h.recs[k] = append(h.recs[k], rec{
+				call: op.Call, ret: op.Return, a: in.A, b: in.B, v: out.V,
+				client: int32(op.ClientId), op: opIdx[in.Op],
+				flags: flagIf(in.HasA, fHasA) | flagIf(in.HasB, fHasB) | flagIf(out.Ok, fOk) | flagIf(out.Unknown, fUnknown),
+			})
+		})
 		if err != nil {
 			return nil, err
 		}
-		cs = append(cs, c)
 	}
-	return cs, nil
-}
-
-// History: all operations of all clients. Pending reads are dropped (they change
-// nothing and return nothing known).
-func History(cs []Client) []porcupine.Operation {
-	var h []porcupine.Operation
-	for _, c := range cs {
-		for _, op := range c.Ops {
-			if op.Return == Infinity && op.Input.(Input).Op == "get" {
-				continue
-			}
-			h = append(h, op)
-		}
+	order := make([]int, len(h.Keys))
+	for i := range order {
+		order[i] = i
 	}
-	return h
+	sort.Slice(order, func(a, b int) bool { return h.Keys[order[a]] < h.Keys[order[b]] })
+	keys, recs := make([]string, len(order)), make([][]rec, len(order))
+	for i, o := range order {
+		keys[i], recs[i] = h.Keys[o], append([]rec(nil), h.recs[o]...) // no spare capacity
+	}
+	h.Keys, h.recs = keys, recs
+	return h, nil
 }

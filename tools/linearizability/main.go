@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,9 +60,9 @@ func readKills(path string) ([]kill, error) {
 }
 
 // afterKill: the operation was running when a process was killed, or started within
-// 100 ms after (so it may have waited for the dead process's locks).
+// 10 ms after (so it may have waited for the dead process's locks).
 func afterKill(op porcupine.Operation, ks []kill) bool {
-	const grace = int64(100 * time.Millisecond)
+	const grace = int64(10 * time.Millisecond)
 	i := sort.Search(len(ks), func(i int) bool { return ks[i].reaped+grace >= op.Call })
 	return i < len(ks) && ks[i].sent <= op.Return
 }
@@ -77,7 +78,8 @@ func main() {
 		os.Exit(4)
 	}
 	dir := flag.Arg(0)
-	clients, err := LoadDir(dir)
+	debug.SetGCPercent(50) // long runs: millions of operations; keep the heap tight
+	h, err := LoadDir(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lincheck:", err)
 		os.Exit(4)
@@ -88,24 +90,29 @@ func main() {
 		os.Exit(4)
 	}
 	sort.Slice(ks, func(i, j int) bool { return ks[i].reaped < ks[j].reaped })
-	history := History(clients)
 
 	// Figures: operations, pending ones, latencies.
-	var done, pending int
+	var done, pending, nAfterKill int
 	var longest, longestAfterKill porcupine.Operation
-	perKey := map[string]int{}
-	for _, op := range history {
-		perKey[op.Input.(Input).Key]++
-		if op.Return == Infinity {
-			pending++
-			continue
-		}
-		done++
-		if op.Return-op.Call > longest.Return-longest.Call {
-			longest = op
-		}
-		if afterKill(op, ks) && op.Return-op.Call > longestAfterKill.Return-longestAfterKill.Call {
-			longestAfterKill = op
+	fewest, most := h.Len(), 0
+	for i := range h.Keys {
+		ops := h.Ops(i)
+		fewest, most = min(fewest, len(ops)), max(most, len(ops))
+		for _, op := range ops {
+			if op.Return == Infinity {
+				pending++
+				continue
+			}
+			done++
+			if op.Return-op.Call > longest.Return-longest.Call {
+				longest = op
+			}
+			if afterKill(op, ks) {
+				nAfterKill++
+				if op.Return-op.Call > longestAfterKill.Return-longestAfterKill.Call {
+					longestAfterKill = op
+				}
+			}
 		}
 	}
 	lat := func(op porcupine.Operation) string {
@@ -113,36 +120,21 @@ func main() {
 			return "none"
 		}
 		return fmt.Sprintf("%v (%s by %s)", time.Duration(op.Return-op.Call),
-			describeOp(op.Input, op.Output), clients[op.ClientId].Name)
-	}
-	keys := make([]string, 0, len(perKey))
-	for k := range perKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fewest, most := len(history), 0
-	for _, k := range keys {
-		fewest, most = min(fewest, perKey[k]), max(most, perKey[k])
+			describeOp(op.Input, op.Output), h.Clients[op.ClientId])
 	}
 	fmt.Printf("lincheck: %d processes, %d operations checked (%d completed, %d pending: killed in flight), %d kills\n",
-		len(clients), len(history), done, pending, len(ks))
-	fmt.Printf("lincheck: %d keys, %d to %d operations each\n", len(keys), fewest, most)
+		len(h.Clients), done+pending, done, pending, len(ks))
+	fmt.Printf("lincheck: %d keys, %d to %d operations each\n", len(h.Keys), fewest, most)
 	fmt.Printf("lincheck: longest operation: %s\n", lat(longest))
-	fmt.Printf("lincheck: longest operation in flight at a kill or started within 100 ms after one: %s\n", lat(longestAfterKill))
+	fmt.Printf("lincheck: longest of the %d operations in flight at a kill or started within 10 ms after one: %s\n", nAfterKill, lat(longestAfterKill))
 
 	// Each key's history is checked apart (the map is linearizable iff each key is),
-	// by at most GOMAXPROCS at a time: Porcupine's memory grows with the square of a
-	// history's length, so checking every key at once (as its own partitioning does)
-	// could take far more memory than any one key.
+	// by at most GOMAXPROCS at a time, each built only when checked: Porcupine's memory
+	// grows with the square of a history's length, so checking every key at once (as
+	// its own partitioning does) could take far more memory than any one key.
 	start := time.Now()
-	parts := partitionByKey(history)
-	sort.Slice(parts, func(i, j int) bool { return parts[i][0].Input.(Input).Key < parts[j][0].Input.(Input).Key })
-	largest := 0
-	for _, p := range parts {
-		largest = max(largest, len(p))
-	}
 	deadline := start.Add(*timeout)
-	results := make([]porcupine.CheckResult, len(parts))
+	results := make([]porcupine.CheckResult, len(h.Keys))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
@@ -155,11 +147,11 @@ func main() {
 					results[i] = porcupine.Unknown
 					continue
 				}
-				results[i] = porcupine.CheckOperationsTimeout(kvModel, parts[i], left)
+				results[i] = porcupine.CheckOperationsTimeout(kvModel, h.Ops(i), left)
 			}
 		}()
 	}
-	for i := range parts {
+	for i := range h.Keys {
 		next <- i
 	}
 	close(next)
@@ -174,7 +166,7 @@ func main() {
 		}
 	}
 	fmt.Printf("lincheck: porcupine: %d keys (longest history %d operations): %d linearizable, %d not, %d unknown (timed out) in %v\n",
-		len(parts), largest, len(parts)-len(illegal)-len(unknown), len(illegal), len(unknown), time.Since(start).Round(time.Millisecond))
+		len(h.Keys), most, len(h.Keys)-len(illegal)-len(unknown), len(illegal), len(unknown), time.Since(start).Round(time.Millisecond))
 	if len(illegal) > 0 {
 		base := *viz
 		if base == "" {
@@ -182,18 +174,19 @@ func main() {
 		}
 		base = strings.TrimSuffix(base, ".html")
 		for n, i := range illegal {
-			key := parts[i][0].Input.(Input).Key
+			key := h.Keys[i]
 			if n == 3 {
 				fmt.Printf("lincheck: (and %d more keys not linearizable; visualized: the first 3)\n", len(illegal)-n)
 				break
 			}
-			_, info := porcupine.CheckOperationsVerbose(kvModel, parts[i], *timeout)
+			ops := h.Ops(i)
+			_, info := porcupine.CheckOperationsVerbose(kvModel, ops, *timeout)
 			path := fmt.Sprintf("%s-%s.html", base, key)
 			if err := porcupine.VisualizePath(kvModel, info, path); err != nil {
 				fmt.Fprintf(os.Stderr, "lincheck: visualization of key %s: %v\n", key, err)
 				path = "(none)"
 			}
-			fmt.Printf("lincheck: NOT LINEARIZABLE: key %s (%d operations); visualization: %s\n", key, len(parts[i]), path)
+			fmt.Printf("lincheck: NOT LINEARIZABLE: key %s (%d operations); visualization: %s\n", key, len(ops), path)
 		}
 		fmt.Println("lincheck: FAIL: the history is not linearizable")
 		os.Exit(1)
