@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: what `.ci/run` runs, and the README's second command.
 # Installs what it needs (from the package registries), then runs, in order:
-# formatting, lints, unit + integration tests (multi-process and kill tests included),
-# the model checks under shuttle, and the bindings' suites.
+# formatting, lints, the linearizability checker's self-tests (Go), unit + integration
+# tests (multi-process and kill tests included, and a 30 s kill storm whose histories
+# that checker verifies), the model checks under shuttle, and the bindings' suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -18,6 +19,14 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p shoal --all-targets --locked --features failpoints -- -D warnings
+
+step "linearizability checker (tools/linearizability, Go + Porcupine): vet, self-tests"
+# The Go toolchain; modules come from the proxy, pinned by the committed go.sum.
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+    export PATH="$PATH:/usr/local/go/bin"
+fi
+go version
+(cd tools/linearizability && GOFLAGS="-mod=readonly -buildvcs=false" go vet ./... && GOFLAGS="-mod=readonly -buildvcs=false" go test ./...)
 
 step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
 cargo test --workspace --release --locked --features shoal/failpoints

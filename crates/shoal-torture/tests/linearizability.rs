@@ -1,0 +1,261 @@
+//! Kill storm with a linearizability check.
+//!
+//! `SHOAL_LINEAR_WORKERS` (default 8) `shoal-lin-worker` processes run random get, put,
+//! insert, replace, remove, compare_and_swap, add, swap and take on a few hot keys
+//! (`SHOAL_LINEAR_KEYS`, default 6) with 8-byte integer values, each logging every
+//! operation's invocation (before the call) and response (after it) with CLOCK_MONOTONIC
+//! timestamps. For `SHOAL_LINEAR_SECS` seconds (default 30) the supervisor SIGKILLs a
+//! random worker every 200–400 ms (sometimes one that has just started, so inside
+//! `Store::open` and its recovery) and starts a replacement. Then every worker is told
+//! to stop, the supervisor reads each key once more (logged like a worker), runs
+//! `Store::check`, and hands the logs to the Porcupine checker (`tools/linearizability`,
+//! built here with `go build`; `SHOAL_LINCHECK` may name a prebuilt binary), which
+//! fails the run on a non-linearizable history (and writes an HTML visualization of the
+//! failing key, whose path it prints) or on an operation that waited more than 10 s.
+//!
+//! A killed worker's last operation (invoked, never returned) may or may not have taken
+//! effect: it gets return time +infinity and an unknown output.
+//!
+//! `SHOAL_SEED` repeats the run's random choices (not its scheduling). The long form:
+//! `scripts/linearizability.sh 600`.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shoal::{Options, Store};
+use shoal_torture::harness::{env_u64, seed, tail, Rig, Scratch, Worker};
+use shoal_torture::now_ns;
+use shoal_torture::value::Wid;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The Go checker: `SHOAL_LINCHECK`, or built from `tools/linearizability`.
+fn checker(seed: u64) -> PathBuf {
+    if let Ok(p) = std::env::var("SHOAL_LINCHECK") {
+        return p.into();
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/linearizability");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lincheck");
+    // `go` on PATH, else where the official tarball puts it.
+    let go = if Command::new("go").arg("version").output().is_ok() {
+        PathBuf::from("go")
+    } else {
+        PathBuf::from("/usr/local/go/bin/go")
+    };
+    let st = Command::new(go)
+        .arg("build")
+        .arg("-o")
+        .arg(&out)
+        .arg(".")
+        .current_dir(&src)
+        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("seed {seed}: cannot run `go build` (is Go installed and on PATH?): {e}")
+        });
+    assert!(
+        st.success(),
+        "seed {seed}: `go build` of {} failed: {st}",
+        src.display()
+    );
+    out
+}
+
+/// What a storm leaves: its scratch directory (kept if the caller panics), the
+/// checker's exit status and output.
+struct Storm {
+    seed: u64,
+    dir: Scratch,
+    status: std::process::ExitStatus,
+    stdout: String,
+}
+
+/// The two tests share the machine's cores: one storm at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs a storm of `secs` seconds (workers get `extra` arguments too), then the checks
+/// up to `Store::check` (which must pass), then the checker, whose verdict it returns.
+fn storm(name: &str, secs: u64, extra: &[&str]) -> Storm {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = seed();
+    let nworkers = env_u64("SHOAL_LINEAR_WORKERS", 8) as u32;
+    let keys = env_u64("SHOAL_LINEAR_KEYS", 6);
+    // Workers operate in bursts: the first ACTIVE µs of every PERIOD µs, all together
+    // (CLOCK_MONOTONIC is one clock for all), and kills are aimed at the bursts: most
+    // land inside an operation while the history stays small enough to check.
+    let period = env_u64("SHOAL_LINEAR_PERIOD_US", 200_000).max(1);
+    let active = env_u64("SHOAL_LINEAR_ACTIVE_US", 6_000).min(period);
+    let lincheck = checker(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let dir = Scratch::new(name, seed);
+    let rig = Rig::new(env!("CARGO_BIN_EXE_shoal-lin-worker"), &dir.path, seed);
+    let opts = Options {
+        lock_timeout: Duration::from_secs(30),
+        ..Options::default()
+    };
+    let store = Store::open_with(&rig.store, &opts, shoal::OpenMode::CreateNew).unwrap();
+    let map = store.map("t").unwrap();
+
+    // Keys change every EPOCH ms (all workers move to fresh, absent keys together),
+    // so each key's history stays short enough for Porcupine, whose memory grows with
+    // the square of a key's history.
+    let epoch_ms = env_u64("SHOAL_LINEAR_EPOCH_MS", 3000).max(1);
+    let epoch_s = epoch_ms.to_string();
+    let keys_s = keys.to_string();
+    let (period_s, active_s) = (period.to_string(), active.to_string());
+    let args = [
+        "--keys",
+        &keys_s,
+        "--epoch-ms",
+        &epoch_s,
+        "--period-us",
+        &period_s,
+        "--active-us",
+        &active_s,
+        "--nice",
+        "10",
+    ];
+    let args = [&args[..], extra].concat();
+    // Rig names a writer's log NAME.log; the checker reads *.lin, so each worker gets
+    // its own --log (the later one wins) and Rig's is never created.
+    let spawn = |wid: Wid| -> Worker {
+        let log = dir.path.join(format!("w{}.{:05}.lin", wid.slot, wid.gen));
+        let log = log.to_str().unwrap().to_owned();
+        let mut w = rig.spawn("linear", wid, &[&args[..], &["--log", &log]].concat());
+        w.log = Some(log.into());
+        w
+    };
+    let first_epoch = now_ns() / (epoch_ms * 1_000_000);
+    let mut workers: Vec<Worker> = (0..nworkers)
+        .map(|slot| spawn(Wid { slot, gen: 0 }))
+        .collect();
+    let mut kills = String::new();
+    let mut nkills = 0u64;
+    let mut newest: Option<usize> = None;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(secs) {
+        let i = match newest {
+            Some(i) if rng.random_range(0..8) == 0 => {
+                std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
+                i
+            }
+            _ => {
+                // A random moment of the burst of the next period or the one after.
+                // Sleep until shortly before that period (the workers sleep then, so
+                // the supervisor wakes on time), then spin to the moment.
+                let p = period * 1000;
+                let next = (now_ns() / p + 1 + rng.random_range(0..2)) * p;
+                let at = next + rng.random_range(0..active.max(1) * 1000);
+                let early = next.saturating_sub(2_000_000.min(p / 4));
+                std::thread::sleep(Duration::from_nanos(early.saturating_sub(now_ns())));
+                while now_ns() < at {
+                    std::hint::spin_loop();
+                }
+                rng.random_range(0..workers.len())
+            }
+        };
+        for w in workers.iter_mut() {
+            if let Some(st) = w.child.try_wait().unwrap() {
+                panic!(
+                    "seed {seed}: {} exited by itself with {st}:\n{}",
+                    w.name,
+                    tail(&w.err)
+                );
+            }
+        }
+        let sent = now_ns();
+        let reaped = rig.kill(&mut workers[i]);
+        let _ = writeln!(kills, "{sent} {reaped}");
+        nkills += 1;
+        let old = workers[i].wid;
+        workers[i] = spawn(Wid {
+            slot: old.slot,
+            gen: old.gen + 1,
+        });
+        newest = Some(i);
+    }
+    rig.stop_all();
+    let bad = rig.wait_all(&mut workers, Duration::from_secs(120));
+    assert!(
+        bad.is_empty(),
+        "seed {seed}: workers failed:\n{}",
+        bad.join("\n")
+    );
+
+    // The final state, read once more and logged like a worker's reads.
+    let mut fin = format!("W 999 0 {}\n", std::process::id());
+    let last_epoch = now_ns() / (epoch_ms * 1_000_000);
+    for (e, k) in (first_epoch..=last_epoch).flat_map(|e| (0..keys).map(move |k| (e, k))) {
+        let key = format!("e{e}k{k}");
+        let t0 = now_ns();
+        let v = map.get(key.as_bytes()).unwrap().map(|b| {
+            i64::from_le_bytes(b.as_slice().try_into().expect("an 8-byte value")).to_string()
+        });
+        let t1 = now_ns();
+        let _ = writeln!(
+            fin,
+            "C {t0} get {key}\nR {t1} {}",
+            v.as_deref().unwrap_or("-")
+        );
+    }
+    std::fs::write(dir.path.join("zfinal.lin"), fin).unwrap();
+    let kpath = dir.path.join("kills.txt");
+    std::fs::write(&kpath, kills).unwrap();
+
+    let report = store.check().unwrap();
+    assert!(
+        report.is_ok(),
+        "seed {seed}: Store::check after {nkills} kills:\n{report}"
+    );
+
+    let t = Instant::now();
+    let out = Command::new(&lincheck)
+        .arg("-kills")
+        .arg(&kpath)
+        .arg("-max-wait")
+        .arg("10s")
+        .arg(&dir.path)
+        .output()
+        .unwrap_or_else(|e| panic!("seed {seed}: run {}: {e}", lincheck.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprint!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "{name}: seed {seed}: {secs} s storm, {nworkers} workers, {keys} keys, {nkills} kills; checked in {:?}",
+        t.elapsed()
+    );
+    Storm {
+        seed,
+        dir,
+        status: out.status,
+        stdout,
+    }
+}
+
+#[test]
+fn kill_storm_is_linearizable() {
+    let s = storm("linear", env_u64("SHOAL_LINEAR_SECS", 30), &[]);
+    assert!(
+        s.status.success(),
+        "seed {}: the linearizability checker failed ({}); histories kept in {} \
+         (repeat with SHOAL_SEED={})",
+        s.seed,
+        s.status,
+        s.dir.path.display(),
+        s.seed
+    );
+}
+
+/// The whole chain (worker logs, parsing, model, checker) can fail: a worker that
+/// logs, once in a while, a get of a value never written is caught.
+#[test]
+fn a_lying_worker_is_caught() {
+    let s = storm("linear-lie", 3, &["--fault-lie", "300"]);
+    assert!(
+        s.status.code() == Some(1) && s.stdout.contains("NOT LINEARIZABLE"),
+        "seed {}: a worker's logged lies went unnoticed ({}); histories kept in {}",
+        s.seed,
+        s.status,
+        s.dir.path.display()
+    );
+}
