@@ -6,7 +6,7 @@ use crate::fail::Fail;
 use base64::Engine as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use shoal::Map;
+use shoal::{FixedMap, Map, MapKind, Store};
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::Path;
 
@@ -26,6 +26,11 @@ padding):
 A map without entries is written as one object with no key and value, so that loading \
 re-creates it:
   {\"map\": \"empty\"}
+A map created with options has such a line first, carrying them, so that loading creates it \
+the same way: \"uids\": true for a map with stable UIDs (the UIDs themselves are not kept: a \
+load hands out new ones), and \"kind\": \"fixed\" with \"key_size\" and \"value_size\" for a \
+fixed-size map:
+  {\"map\": \"counters\", \"kind\": \"fixed\", \"key_size\": 8, \"value_size\": 8}
 
 Maps come one after the other; entries within a map are in no particular order. Readers \
 must ignore blank lines and must reject unknown fields. The dump is streamed: the store \
@@ -73,23 +78,97 @@ fn progress(len: Option<u64>, template: &str) -> ProgressBar {
 }
 
 /// `shoal dump`.
+/// The entries of a map of either kind.
+type Entries<'a> = Box<dyn Iterator<Item = shoal::Result<(Vec<u8>, Vec<u8>)>> + 'a>;
+
+/// A map of either kind, opened without knowing how it was created.
+enum AnyMap {
+    Var(Map),
+    Fixed(FixedMap),
+}
+
+impl AnyMap {
+    fn open(s: &Store, name: &str) -> Result<Option<AnyMap>, Fail> {
+        Ok(match s.map_kind(name)? {
+            None => None,
+            Some(MapKind::Variable { .. }) => Some(AnyMap::Var(cmds::open_map(s, name)?)),
+            Some(MapKind::Fixed {
+                key_size,
+                value_size,
+            }) => Some(AnyMap::Fixed(s.fixed_map_with(
+                name,
+                key_size,
+                value_size,
+                &shoal::FixedOptions::default(),
+                false,
+            )?)),
+        })
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            AnyMap::Var(m) => m.name(),
+            AnyMap::Fixed(m) => m.name(),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            AnyMap::Var(m) => m.len().unwrap_or(0),
+            AnyMap::Fixed(m) => m.len().unwrap_or(0),
+        }
+    }
+
+    /// The option fields of the map's first line, if it was created with options.
+    fn options(&self) -> Option<String> {
+        match self {
+            AnyMap::Var(m) if m.has_uids() => Some(",\"uids\":true".into()),
+            AnyMap::Var(_) => None,
+            AnyMap::Fixed(m) => Some(format!(
+                ",\"kind\":\"fixed\",\"key_size\":{},\"value_size\":{}",
+                m.key_size(),
+                m.value_size()
+            )),
+        }
+    }
+
+    fn put(&self, k: &[u8], v: &[u8]) -> shoal::Result<()> {
+        match self {
+            AnyMap::Var(m) => m.put(k, v).map(|_| ()),
+            AnyMap::Fixed(m) => m.put(k, v).map(|_| ()),
+        }
+    }
+
+    fn entries(&self) -> Entries<'_> {
+        match self {
+            AnyMap::Var(m) => Box::new(m.iter()),
+            AnyMap::Fixed(m) => Box::new(m.iter()),
+        }
+    }
+}
+
+/// `shoal dump`.
 pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
     let s = cmds::open_existing(store)?;
-    let maps: Vec<Map> = match only {
-        Some(name) => vec![cmds::open_map(&s, name)?],
+    let maps: Vec<AnyMap> = match only {
+        Some(name) => match AnyMap::open(&s, name)? {
+            Some(m) => vec![m],
+            None => {
+                return Err(cmds::open_map(&s, name)
+                    .err()
+                    .unwrap_or_else(|| Fail::err(format!("no map named {name:?}"))))
+            }
+        },
         None => {
             let mut v = Vec::new();
             for name in s.maps()? {
-                match s.open_map(&name) {
-                    Ok(m) => v.push(m),
-                    Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
-                    Err(e) => return Err(e.into()),
-                }
+                // None: dropped meanwhile.
+                v.extend(AnyMap::open(&s, &name)?);
             }
             v
         }
     };
-    let total: u64 = maps.iter().map(|m| m.len().unwrap_or(0)).sum();
+    let total: u64 = maps.iter().map(AnyMap::len).sum();
     let pb = progress(
         Some(total),
         "dump {bar:40} {human_pos}/{human_len} entries  {rate}  eta {eta}",
@@ -99,8 +178,15 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
     for m in &maps {
         let mut name = Vec::new();
         serde_json::to_writer(&mut name, m.name()).map_err(std::io::Error::from)?;
+        let opts = m.options();
+        if let Some(o) = &opts {
+            out.write_all(b"{\"map\":")?;
+            out.write_all(&name)?;
+            out.write_all(o.as_bytes())?;
+            out.write_all(b"}\n")?;
+        }
         let mut n = 0u64;
-        for item in m.iter() {
+        for item in m.entries() {
             let (k, v) = item?;
             out.write_all(b"{\"map\":")?;
             out.write_all(&name)?;
@@ -115,7 +201,7 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
             }
         }
         pb.inc(n % 1024);
-        if n == 0 {
+        if n == 0 && opts.is_none() {
             out.write_all(b"{\"map\":")?;
             out.write_all(&name)?;
             out.write_all(b"}\n")?;
@@ -152,18 +238,21 @@ fn field_bytes(v: &Value, what: &str) -> Result<Vec<u8>, String> {
     }
 }
 
-/// One parsed line: the map, and the entry unless it is a map-only line.
-type Line = (String, Option<(Vec<u8>, Vec<u8>)>);
+/// One parsed line: the map, its creation options (a map line may carry them), and the
+/// entry unless it is a map-only line.
+type Line = (String, Option<MapKind>, Option<(Vec<u8>, Vec<u8>)>);
 
 fn parse_line(line: &str) -> Result<Line, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(o) = v else {
         return Err("not a JSON object".into());
     };
-    if let Some(extra) = o
-        .keys()
-        .find(|k| !matches!(k.as_str(), "map" | "key" | "value"))
-    {
+    if let Some(extra) = o.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "map" | "key" | "value" | "uids" | "kind" | "key_size" | "value_size"
+        )
+    }) {
         return Err(format!("unknown field {extra:?}"));
     }
     let map = match o.get("map") {
@@ -171,14 +260,68 @@ fn parse_line(line: &str) -> Result<Line, String> {
         Some(_) => return Err("\"map\" must be a string".into()),
         None => return Err("no \"map\" field".into()),
     };
+    let size = |f: &str| -> Result<usize, String> {
+        o.get(f)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(format!("a fixed-size map needs a numeric \"{f}\""))
+    };
+    let kind = match (o.get("kind"), o.get("uids")) {
+        (None, None) if o.contains_key("key_size") || o.contains_key("value_size") => {
+            return Err("\"key_size\" and \"value_size\" need \"kind\": \"fixed\"".into())
+        }
+        (None, None) => None,
+        (None, Some(Value::Bool(u))) => Some(MapKind::Variable { uids: *u }),
+        (Some(Value::String(k)), None) if k == "fixed" => Some(MapKind::Fixed {
+            key_size: size("key_size")?,
+            value_size: size("value_size")?,
+        }),
+        (Some(Value::String(k)), None) if k == "variable" => {
+            Some(MapKind::Variable { uids: false })
+        }
+        _ => {
+            return Err(
+                "map options are \"uids\": true|false, or \"kind\": \"fixed\" with sizes".into(),
+            )
+        }
+    };
     match (o.get("key"), o.get("value")) {
-        (None, None) => Ok((map, None)),
+        (None, None) => Ok((map, kind, None)),
+        (Some(_), Some(_)) if kind.is_some() => {
+            Err("map options go on a line of their own, before the entries".into())
+        }
         (Some(k), Some(v)) => Ok((
             map,
+            None,
             Some((field_bytes(k, "key")?, field_bytes(v, "value")?)),
         )),
         _ => Err("\"key\" and \"value\" must come together".into()),
     }
+}
+
+/// Opens (creating it as `kind` says, default a plain map) the map a load writes into.
+fn load_target(s: &Store, name: &str, kind: Option<MapKind>) -> shoal::Result<AnyMap> {
+    Ok(match kind {
+        Some(MapKind::Fixed {
+            key_size,
+            value_size,
+        }) => AnyMap::Fixed(s.fixed_map(name, key_size, value_size)?),
+        Some(MapKind::Variable { uids }) => AnyMap::Var(s.map_with(
+            name,
+            &shoal::MapOptions {
+                uids,
+                ..Default::default()
+            },
+            true,
+        )?),
+        None => match s.map_kind(name)? {
+            Some(MapKind::Fixed {
+                key_size,
+                value_size,
+            }) => AnyMap::Fixed(s.fixed_map(name, key_size, value_size)?),
+            _ => AnyMap::Var(s.map(name)?),
+        },
+    })
 }
 
 /// `shoal load`.
@@ -214,7 +357,7 @@ pub fn load(store: &Path, file: Option<&Path>) -> Result<(), Fail> {
     };
     let mut r = BufReader::with_capacity(1 << 16, input);
     let mut line = String::new();
-    let mut cur: Option<Map> = None;
+    let mut cur: Option<AnyMap> = None;
     let mut maps: std::collections::HashSet<String> = Default::default();
     let (mut lineno, mut entries) = (0u64, 0u64);
     loop {
@@ -237,11 +380,10 @@ pub fn load(store: &Path, file: Option<&Path>) -> Result<(), Fail> {
         if line.trim().is_empty() {
             continue;
         }
-        let (map, entry) =
+        let (map, kind, entry) =
             parse_line(&line).map_err(|e| Fail::err(format!("{name}, line {lineno}: {e}")))?;
-        if cur.as_ref().map(|m| m.name()) != Some(map.as_str()) {
-            let m = s
-                .map(&map)
+        if kind.is_some() || cur.as_ref().map(|m| m.name()) != Some(map.as_str()) {
+            let m = load_target(&s, &map, kind)
                 .map_err(|e| Fail::err(format!("{name}, line {lineno}: map {map:?}: {e}")))?;
             cur = Some(m);
             maps.insert(map);
@@ -268,10 +410,28 @@ mod tests {
 
     #[test]
     fn lines_parse() {
-        let (m, e) = parse_line(r#"{"map":"a","key":"k","value":{"b64":"AP8="}}"#).unwrap();
+        let (m, _, e) = parse_line(r#"{"map":"a","key":"k","value":{"b64":"AP8="}}"#).unwrap();
         assert_eq!(m, "a");
         assert_eq!(e, Some((b"k".to_vec(), vec![0, 255])));
-        assert_eq!(parse_line(r#"{"map":"e"}"#).unwrap(), ("e".into(), None));
+        assert_eq!(
+            parse_line(r#"{"map":"e"}"#).unwrap(),
+            ("e".into(), None, None)
+        );
+        assert_eq!(
+            parse_line(r#"{"map":"f","kind":"fixed","key_size":8,"value_size":4}"#).unwrap(),
+            (
+                "f".into(),
+                Some(MapKind::Fixed {
+                    key_size: 8,
+                    value_size: 4
+                }),
+                None
+            )
+        );
+        assert_eq!(
+            parse_line(r#"{"map":"u","uids":true}"#).unwrap().1,
+            Some(MapKind::Variable { uids: true })
+        );
         for bad in [
             "nope",
             "[1]",
@@ -280,6 +440,10 @@ mod tests {
             r#"{"map":"a","key":1,"value":"v"}"#,
             r#"{"map":"a","key":{"b64":"!!"},"value":"v"}"#,
             r#"{"map":"a","key":"k","value":"v","ttl":3}"#,
+            r#"{"map":"a","kind":"fixed","key_size":8}"#,
+            r#"{"map":"a","kind":"tree"}"#,
+            r#"{"map":"a","uids":true,"key":"k","value":"v"}"#,
+            r#"{"map":"a","key_size":8,"value_size":8}"#,
         ] {
             assert!(parse_line(bad).is_err(), "{bad}");
         }

@@ -742,3 +742,69 @@ fn watch_stops_on_interrupt() {
     assert_eq!(o.status.code(), Some(0), "{:?}", o);
     assert!(String::from_utf8_lossy(&o.stdout).contains("refresh 2"));
 }
+
+/// Maps created with options (UIDs, fixed sizes) are dumped with them and loaded back the
+/// same way, with the same entries.
+#[test]
+fn dump_and_load_keep_map_kinds() {
+    let d = tmp();
+    let a = store_in(&d, "kinds.shoal");
+    {
+        let s = shoal::Store::open(&a).unwrap();
+        let u = s
+            .map_with(
+                "with-uids",
+                &shoal::MapOptions {
+                    uids: true,
+                    ..Default::default()
+                },
+                true,
+            )
+            .unwrap();
+        u.put(b"k1", b"v1").unwrap();
+        let f = s.fixed_map("counters", 8, 8).unwrap();
+        for i in 0..300u64 {
+            f.put(&i.to_le_bytes(), &(i * 3).to_le_bytes()).unwrap();
+        }
+        s.fixed_map("empty-fixed", 4, 2).unwrap();
+    }
+    let dump = ok(&["dump", &a]);
+    assert!(
+        dump.contains(r#"{"map":"with-uids","uids":true}"#),
+        "{dump}"
+    );
+    assert!(
+        dump.contains(r#"{"map":"counters","kind":"fixed","key_size":8,"value_size":8}"#),
+        "{dump}"
+    );
+    assert!(dump.contains(r#"{"map":"empty-fixed","kind":"fixed","key_size":4,"value_size":2}"#));
+    let b = store_in(&d, "kinds-copy.shoal");
+    let r = shoal_with(&["load", &b], dump.as_bytes());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = shoal::Store::open_existing(&b).unwrap();
+    assert_eq!(
+        s.map_kind("with-uids").unwrap(),
+        Some(shoal::MapKind::Variable { uids: true })
+    );
+    let u = s.open_map("with-uids").unwrap();
+    let uid = u.uid(b"k1").unwrap().unwrap();
+    assert_eq!(u.get_by_uid(uid).unwrap(), b"v1");
+    let f = s.fixed_map("counters", 8, 8).unwrap();
+    assert_eq!(f.len().unwrap(), 300);
+    assert_eq!(
+        f.get(&7u64.to_le_bytes()).unwrap().unwrap(),
+        21u64.to_le_bytes()
+    );
+    assert_eq!(
+        s.map_kind("empty-fixed").unwrap(),
+        Some(shoal::MapKind::Fixed {
+            key_size: 4,
+            value_size: 2
+        })
+    );
+    // A wrong-sized entry for a fixed map is a clear error naming the line.
+    let bad = "{\"map\":\"counters\",\"key\":\"short\",\"value\":\"x\"}\n";
+    let r = shoal_with(&["load", &b], bad.as_bytes());
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("line 1"), "{}", r.stderr);
+}

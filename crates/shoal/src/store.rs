@@ -104,6 +104,23 @@ impl Default for MapOptions {
     }
 }
 
+/// The kind of a map, as [`Store::map_kind`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// A map of variable-size keys and values ([`Store::map`]), with or without UIDs.
+    Variable {
+        /// Whether it keeps a stable UID per key ([`MapOptions::uids`]).
+        uids: bool,
+    },
+    /// A fixed-size map ([`Store::fixed_map`]).
+    Fixed {
+        /// Bytes per key.
+        key_size: usize,
+        /// Bytes per value.
+        value_size: usize,
+    },
+}
+
 /// An open store: one file holding named maps, shared by every process that opens it.
 ///
 /// `Store` is `Send + Sync` and cheap to clone; opening the same file twice in one
@@ -526,6 +543,26 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// What kind of map `name` is (None if there is none), so that a tool can open any
+    /// map without knowing how it was created.
+    pub fn map_kind(&self, name: &str) -> Result<Option<MapKind>> {
+        let sh = &*self.sh;
+        let Some((id, _)) = self.find_entry(name)? else {
+            return Ok(None);
+        };
+        if crate::fixed::is_fixed(sh, id) {
+            let f = crate::fixed::fixed_ref_unchecked(sh, id)?;
+            return Ok(Some(MapKind::Fixed {
+                key_size: f.geo.key_size as usize,
+                value_size: f.geo.value_size as usize,
+            }));
+        }
+        let m = index::map_ref_unchecked(sh, id)?;
+        Ok(Some(MapKind::Variable {
+            uids: m.vtrail != 0,
+        }))
     }
 
     /// Drops the map `name` and everything in it; returns whether it existed. Handles on
