@@ -98,6 +98,58 @@ pub fn read_header(path: &Path) -> Result<Header, Fail> {
     })
 }
 
+/// One map's line in `shoal stat`, whatever its kind.
+struct MapRow {
+    kind: String,
+    kind_json: serde_json::Value,
+    entries: u64,
+    live_bytes: u64,
+    segments: u64,
+    splits: u64,
+    directory_depth: u64,
+}
+
+fn map_row(s: &shoal::Store, name: &str) -> shoal::Result<Option<MapRow>> {
+    Ok(match s.map_kind(name)? {
+        None => None,
+        Some(shoal::MapKind::Variable { uids }) => {
+            let m = s.open_map(name)?.stats()?;
+            Some(MapRow {
+                kind: if uids { "variable, UIDs" } else { "variable" }.into(),
+                kind_json: serde_json::json!({"variable": {"uids": uids}}),
+                entries: m.entries,
+                live_bytes: m.live_bytes,
+                segments: m.segments,
+                splits: m.splits,
+                directory_depth: m.directory_depth,
+            })
+        }
+        Some(shoal::MapKind::Fixed {
+            key_size,
+            value_size,
+        }) => {
+            let m = s
+                .fixed_map_with(
+                    name,
+                    key_size,
+                    value_size,
+                    &shoal::FixedOptions::default(),
+                    false,
+                )?
+                .stats()?;
+            Some(MapRow {
+                kind: format!("fixed {key_size}+{value_size}"),
+                kind_json: serde_json::json!({"fixed": {"key_size": key_size, "value_size": value_size}}),
+                entries: m.entries,
+                live_bytes: m.entries * (key_size + value_size) as u64,
+                segments: m.segments,
+                splits: m.splits,
+                directory_depth: m.directory_depth,
+            })
+        }
+    })
+}
+
 /// `shoal stat`.
 pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
     let s = open_existing(store)?;
@@ -108,11 +160,9 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
     let others = st.processes.saturating_sub(1);
     let mut maps = Vec::new();
     for name in s.maps()? {
-        match s.open_map(&name).and_then(|m| m.stats()) {
-            Ok(ms) => maps.push((name, ms)),
-            Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
-            // A fixed-size map: not shown by this command yet.
-            Err(shoal::Error::InvalidArgument(_)) => {}
+        match map_row(&s, &name) {
+            Ok(Some(row)) => maps.push((name, row)),
+            Ok(None) | Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
             Err(e) => return Err(e.into()),
         }
     }
@@ -123,6 +173,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             .map(|(name, m)| {
                 serde_json::json!({
                     "name": name,
+                    "kind": m.kind_json,
                     "entries": m.entries,
                     "live_bytes": m.live_bytes,
                     "segments": m.segments,
@@ -208,6 +259,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             .map(|(name, m)| {
                 vec![
                     name.clone(),
+                    m.kind.clone(),
                     human::count(m.entries),
                     human::size(m.live_bytes),
                     human::count(m.segments),
@@ -218,9 +270,11 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             .collect();
         out.write_all(
             human::table(
-                &["MAP", "ENTRIES", "LIVE", "SEGMENTS", "SPLITS", "DEPTH"],
+                &[
+                    "MAP", "KIND", "ENTRIES", "LIVE", "SEGMENTS", "SPLITS", "DEPTH",
+                ],
                 &rows,
-                &[0],
+                &[0, 1],
             )
             .as_bytes(),
         )?;
