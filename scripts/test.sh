@@ -18,9 +18,11 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p shoal --all-targets --locked --features failpoints -- -D warnings
+cargo clippy -p shoal-torture --all-targets --locked --features failpoints -- -D warnings
 
+# With fail points on, the per-fail-point crash driver (shoal-torture/tests/crash_points.rs) runs.
 step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
-cargo test --workspace --release --locked --features shoal/failpoints
+cargo test --workspace --release --locked --features shoal/failpoints,shoal-torture/failpoints
 
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
