@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: what `.ci/run` runs, and the README's second command.
 # Installs what it needs (from the package registries), then runs, in order:
-# formatting, lints, unit + integration tests (multi-process and kill tests included),
-# the model checks under shuttle, and the bindings' suites.
+# formatting, lints, unit + integration tests (multi-process, kill and per-fail-point
+# crash tests included), the model checks under shuttle, a short fuzzing run, and the
+# bindings' suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -26,6 +27,9 @@ cargo test --workspace --release --locked --features shoal/failpoints,shoal-tort
 
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
+
+step "fuzzing, short form (cargo-fuzz: open_check, ops_model; 45 s each)"
+bash scripts/fuzz.sh 45
 
 step "C ABI, C++ header, packaging (ctest plain and sanitized)"
 bash scripts/test-c.sh
