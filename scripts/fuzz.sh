@@ -55,7 +55,7 @@ for t in "${TARGETS[@]}"; do
     else
         status=1
         echo "  $t: FAILED; the end of its log ($PWD/$log):"
-        tail -60 "$log"
+        tail -60 "$log" | cut -c1-400
         ls -l "artifacts/$t" || true
     fi
 done

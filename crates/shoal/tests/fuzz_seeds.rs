@@ -76,8 +76,7 @@ fn fuzz_seeds() {
     make(open_dir, "splits", false, |s| {
         let m = s.map_with("t", &tiny(), true).unwrap();
         for i in 0..200 {
-            m.put(format!("k{i}").as_bytes(), &vec![i as u8; 40])
-                .unwrap();
+            m.put(format!("k{i}").as_bytes(), &[i as u8; 40]).unwrap();
         }
         for i in (0..200).step_by(3) {
             m.remove(format!("k{i}").as_bytes()).unwrap();
@@ -99,7 +98,7 @@ fn fuzz_seeds() {
         let b = s.map_with("b", &tiny(), true).unwrap();
         for i in 0..50 {
             a.put(format!("a{i}").as_bytes(), b"x").unwrap();
-            b.put(format!("b{i}").as_bytes(), &vec![1u8; 100]).unwrap();
+            b.put(format!("b{i}").as_bytes(), &[1u8; 100]).unwrap();
         }
         let c = s.map("dropped").unwrap();
         c.put(b"k", b"v").unwrap();
