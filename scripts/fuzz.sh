@@ -12,7 +12,10 @@
 #
 # SANITIZER=address (default none: plain instrumented build, ~2x more executions; the
 # engine's unsafe code is confined to two modules) builds with AddressSanitizer.
-# JOBS=N runs N fuzzing processes per target (default 1). Prints executions per target.
+# JOBS=N runs N fuzzing processes per target (default 1). SHOAL_FUZZ_DISK=1 makes
+# open_check also open one input in four as a file on disk (unclean-store verification and
+# Store::repair; three fsyncs per such input, so only in the long form, with TIMEOUT=60).
+# TIMEOUT=S is libFuzzer's per-input limit (default 20). Prints executions per target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -21,6 +24,7 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(open_check ops_model)
 SANITIZER=${SANITIZER:-none}
 JOBS=${JOBS:-1}
+TIMEOUT=${TIMEOUT:-20}
 CARGO_FUZZ_VERSION=0.13.1
 
 if ! rustup toolchain list | grep -q '^nightly'; then
@@ -45,7 +49,7 @@ for t in "${TARGETS[@]}"; do
     echo "fuzzing $t for ${SECONDS_EACH}s (sanitizer $SANITIZER, $JOBS job(s))"
     mkdir -p "corpus/$t" "artifacts/$t"
     if cargo +nightly fuzz run -s "$SANITIZER" "$t" "corpus/$t" -- \
-        -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=4096 \
+        -max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" -rss_limit_mb=4096 \
         -max_len="${MAXLEN[$t]:-4096}" -print_final_stats=1 \
         -artifact_prefix="artifacts/$t/" \
         $([ "$JOBS" -gt 1 ] && echo "-fork=$JOBS") >"$log" 2>&1; then
