@@ -1571,6 +1571,23 @@ fn a_data_chunk_bump_outside_the_chunk_is_reported() {
     }
 }
 
+/// A txn slot's data chunk pointer near 2^64 (from a damaged file) must not overflow when
+/// the dead bytes are computed: `stats` panicked with overflow checks on (found by
+/// fuzzing: `fuzz/`, open_check, which builds with debug assertions).
+#[test]
+fn a_huge_data_chunk_pointer_does_not_overflow_stats() {
+    let d = tmpdir();
+    let base = build_store(d.path(), "base.shoal", false);
+    let mut bytes = fs::read(&base).unwrap();
+    let t = read_u64(&bytes, H_TXN_OFF); // txn slot 0
+    bytes[(t + 16) as usize..(t + 24) as usize].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+    let p = d.path().join("huge-chunk.shoal");
+    fs::write(&p, &bytes).unwrap();
+    let s = Store::open_existing(&p).unwrap();
+    let st = s.stats().unwrap();
+    assert!(st.dead_bytes <= st.data_bytes, "{st:?}");
+}
+
 #[test]
 fn a_corrupt_data_chunk_pointer_is_never_written_through() {
     use std::os::unix::fs::FileExt;
