@@ -2,8 +2,9 @@
 # The whole test suite: what `.ci/run` runs, and the README's second command.
 # Installs what it needs (from the package registries), then runs, in order:
 # formatting, lints, the linearizability checker's self-tests (Go), unit + integration
-# tests (multi-process and kill tests included, and a 30 s kill storm whose histories
-# that checker verifies), the model checks under shuttle, and the bindings' suites.
+# tests (multi-process, kill and per-fail-point crash tests included, and a 30 s kill
+# storm whose histories that checker verifies), the model checks under shuttle, a short
+# fuzzing run, and the bindings' suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -19,6 +20,7 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p shoal --all-targets --locked --features failpoints -- -D warnings
+cargo clippy -p shoal-torture --all-targets --locked --features failpoints -- -D warnings
 
 step "linearizability checker (tools/linearizability, Go + Porcupine): vet, self-tests"
 # The Go toolchain; modules come from the proxy, pinned by the committed go.sum.
@@ -28,11 +30,15 @@ fi
 go version
 (cd tools/linearizability && GOFLAGS="-mod=readonly -buildvcs=false" go vet ./... && GOFLAGS="-mod=readonly -buildvcs=false" go test ./...)
 
+# With fail points on, the per-fail-point crash driver (shoal-torture/tests/crash_points.rs) runs.
 step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
-cargo test --workspace --release --locked --features shoal/failpoints
+cargo test --workspace --release --locked --features shoal/failpoints,shoal-torture/failpoints
 
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
+
+step "fuzzing, short form (cargo-fuzz: open_check, ops_model; 45 s each)"
+bash scripts/fuzz.sh 45
 
 step "C ABI, C++ header, packaging (ctest plain and sanitized)"
 bash scripts/test-c.sh

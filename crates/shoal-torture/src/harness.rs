@@ -102,6 +102,8 @@ pub struct Rig {
     pub stop: PathBuf,
     /// The run's seed (passed on to workers, mixed with their identity).
     pub seed: u64,
+    /// Whether writers keep an acknowledged log (default true; a long soak turns it off).
+    pub logs: bool,
 }
 
 impl Rig {
@@ -113,6 +115,7 @@ impl Rig {
             store: dir.join("store.shoal"),
             stop: dir.join("STOP"),
             seed,
+            logs: true,
         }
     }
 
@@ -121,7 +124,7 @@ impl Rig {
     pub fn spawn(&self, workload: &str, wid: Wid, args: &[&str]) -> Worker {
         let name = format!("{workload}-{wid}");
         let err = self.dir.join(format!("{name}.err"));
-        let log = (workload != "reader").then(|| self.dir.join(format!("{name}.log")));
+        let log = (self.logs && workload != "reader").then(|| self.dir.join(format!("{name}.log")));
         let mut cmd = Command::new(&self.exe);
         cmd.arg(&self.store).arg(workload);
         cmd.args([

@@ -7,11 +7,13 @@
 //! * [`value`]: self-describing values, so torn or misplaced values are detected;
 //! * [`acklog`]: the per-writer log of announced and acknowledged operations;
 //! * [`verify`]: the check of a map's final state against those logs;
-//! * [`harness`]: spawning, killing and reaping workers.
+//! * [`harness`]: spawning, killing and reaping workers;
+//! * [`crash`]: the per-fail-point crash driver's workload and model.
 
 #![warn(missing_docs)]
 
 pub mod acklog;
+pub mod crash;
 pub mod harness;
 pub mod value;
 pub mod verify;

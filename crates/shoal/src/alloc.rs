@@ -16,7 +16,7 @@ use crate::shared::Shared;
 use crate::txn::{Redo, Txn, I_REDO};
 use std::sync::atomic::Ordering::*;
 
-/// How many free runs a first-fit search looks at before growing the file instead.
+/// How many free runs a search looks at before growing the file instead.
 const FIRST_FIT_LIMIT: usize = 64;
 
 /// Who is asking for space: the cleaner may use the last free chunk of a store that can
@@ -28,8 +28,8 @@ pub(crate) enum Purpose {
     Cleaner,
 }
 
-/// Under the alloc lock: finds `k` contiguous chunks (first fit over the free list, else at
-/// the end of the file, growing it) and adds to `redo` the stores that take them. The
+/// Under the alloc lock: finds `k` contiguous chunks (best fit over the first runs of the
+/// free list, else at the end of the file, growing it) and adds to `redo` the stores that take them. The
 /// caller adds the new run's header. Returns the run's offset.
 pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -> Result<u64> {
     let cs = sh.g.chunk_size();
@@ -44,6 +44,12 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
             "the store is at its maximum size of {limit} bytes (the last chunk is kept for reclaiming space)"
         )));
     }
+    // Best fit over the first FIRST_FIT_LIMIT runs: an exact fit if there is one, else
+    // the first run that is big enough (split). Taking the first big-enough run instead
+    // let single-chunk refills split every multi-chunk run that a freed large record left
+    // at the head of the list, so large records never found room again and the file grew
+    // by the size of every large record written (found by the soak, scripts/soak.sh).
+    let mut fit: Option<(u64, u64, u64, u64)> = None; // (link, run offset, chunks, next)
     for _ in 0..FIRST_FIT_LIMIT {
         if cur == 0 {
             break;
@@ -59,22 +65,29 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
         {
             return Err(sh.corrupt(format!("free list entry at {cur:#x} is not a free run")));
         }
-        if run >= k {
-            if run == k {
-                redo.push(link, next);
-            } else {
-                let rest = cur + k * cs;
-                redo.push(rest + K_KIND, CK_FREE);
-                redo.push(rest + K_RUN, run - k);
-                redo.push(rest + K_NEXT, next);
-                redo.push(link, rest);
-            }
-            let fb = sh.w(H_FREE_BYTES).load(Acquire);
-            redo.push(H_FREE_BYTES, fb.saturating_sub(k * cs));
-            return Ok(cur);
+        if run == k {
+            fit = Some((link, cur, run, next));
+            break;
+        }
+        if run > k && fit.is_none() {
+            fit = Some((link, cur, run, next));
         }
         link = cur + K_NEXT;
         cur = next;
+    }
+    if let Some((link, cur, run, next)) = fit {
+        if run == k {
+            redo.push(link, next);
+        } else {
+            let rest = cur + k * cs;
+            redo.push(rest + K_KIND, CK_FREE);
+            redo.push(rest + K_RUN, run - k);
+            redo.push(rest + K_NEXT, next);
+            redo.push(link, rest);
+        }
+        let fb = sh.w(H_FREE_BYTES).load(Acquire);
+        redo.push(H_FREE_BYTES, fb.saturating_sub(k * cs));
+        return Ok(cur);
     }
     let end = sh.file_end();
     let new_end = end

@@ -129,6 +129,15 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                 ck.bad(format!(
                     "chunk {c:#x}: active data chunk not owned by txn slot {t}"
                 ));
+            } else {
+                // The next thread to claim the slot would forget such a chunk (see
+                // `scrub_claimed_txn`), leaving it orphaned: it is unsound already.
+                let bump = sh.w(g.txn_slot(t) + T_BUMP).load(Acquire);
+                if !(c + CHUNK_HDR..=c + cs).contains(&bump) {
+                    ck.bad(format!(
+                        "chunk {c:#x}: txn slot {t}'s bump {bump:#x} is outside its data chunk"
+                    ));
+                }
             }
         }
         kinds.insert(c, (kind, run));

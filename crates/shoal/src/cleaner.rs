@@ -83,7 +83,8 @@ pub(crate) fn reclaimable_dead(sh: &Shared) -> u64 {
         let c = sh.w(b + T_DATA_CHUNK).load(Relaxed);
         if c != 0 {
             let bump = sh.w(b + T_BUMP).load(Relaxed);
-            tails += (c + cs).saturating_sub(bump).min(cs);
+            // Both come from the file: no overflow whatever they hold.
+            tails = tails.saturating_add(c.saturating_add(cs).saturating_sub(bump).min(cs));
         }
     }
     sh.w(H_DATA_BYTES)

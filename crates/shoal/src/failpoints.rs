@@ -57,3 +57,14 @@ pub fn kill_at(name: &str, hit: u64) -> Result<(), String> {
         }
     })
 }
+
+/// Counts the times fail point `name` is reached from now on (without changing what it
+/// does otherwise): the crash tests' census of how often a workload reaches each point.
+pub fn counter(name: &str) -> Result<std::sync::Arc<std::sync::atomic::AtomicU64>, String> {
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let c = n.clone();
+    fail::cfg_callback(name, move || {
+        c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    })?;
+    Ok(n)
+}

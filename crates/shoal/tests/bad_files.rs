@@ -1547,6 +1547,52 @@ fn a_free_run_past_the_file_end_is_corrupt_not_sigbus() {
 /// (a slot is validated when a thread claims it), the next put must fail with Corrupt and
 /// write nothing there, and the store stays readable. In process, not in a child: the
 /// check is on the bytes (a crash fails it too).
+/// A txn slot whose data chunk's bump lies outside the chunk is reported by `check`. The
+/// next thread to claim the slot forgets such a chunk, orphaning it, so a store that
+/// `check` called sound was unsound after one put (found by fuzzing: `fuzz/`, open_check).
+#[test]
+fn a_data_chunk_bump_outside_the_chunk_is_reported() {
+    let d = tmpdir();
+    let base = build_store(d.path(), "base.shoal", false);
+    {
+        let s = Store::open_existing(&base).unwrap();
+        s.open_map("tiny").unwrap().put(b"first", b"x").unwrap();
+        assert!(s.check().unwrap().is_ok());
+    }
+    let mut bytes = fs::read(&base).unwrap();
+    let t = read_u64(&bytes, H_TXN_OFF); // txn slot 0
+    let chunk = read_u64(&bytes, t + 16);
+    assert_ne!(chunk, 0, "txn slot 0 has no data chunk after a put");
+    for bump in [0, chunk + 3 * CHUNK] {
+        bytes[(t + 24) as usize..(t + 32) as usize].copy_from_slice(&bump.to_le_bytes());
+        let p = d.path().join("bad-bump.shoal");
+        fs::write(&p, &bytes).unwrap();
+        let s = Store::open_existing(&p).unwrap();
+        let r = s.check().unwrap();
+        assert!(
+            r.problems.iter().any(|p| p.contains("bump")),
+            "bump {bump:#x}: not reported: {r}"
+        );
+    }
+}
+
+/// A txn slot's data chunk pointer near 2^64 (from a damaged file) must not overflow when
+/// the dead bytes are computed: `stats` panicked with overflow checks on (found by
+/// fuzzing: `fuzz/`, open_check, which builds with debug assertions).
+#[test]
+fn a_huge_data_chunk_pointer_does_not_overflow_stats() {
+    let d = tmpdir();
+    let base = build_store(d.path(), "base.shoal", false);
+    let mut bytes = fs::read(&base).unwrap();
+    let t = read_u64(&bytes, H_TXN_OFF); // txn slot 0
+    bytes[(t + 16) as usize..(t + 24) as usize].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+    let p = d.path().join("huge-chunk.shoal");
+    fs::write(&p, &bytes).unwrap();
+    let s = Store::open_existing(&p).unwrap();
+    let st = s.stats().unwrap();
+    assert!(st.dead_bytes <= st.data_bytes, "{st:?}");
+}
+
 #[test]
 fn a_corrupt_data_chunk_pointer_is_never_written_through() {
     use std::os::unix::fs::FileExt;

@@ -141,6 +141,49 @@ fn overwrite_forever_keeps_file_bounded() {
     assert!(r.is_ok(), "{r}");
 }
 
+/// Overwriting large values (runs of several chunks) amid small overwrites (the cleaner
+/// freeing single chunks) must reuse the freed runs. Regression: single-chunk refills took
+/// the first free run and split the multi-chunk runs freed large records left at the
+/// head of the free list, so every large write grew the file (found by the soak).
+#[test]
+fn large_overwrites_amid_small_ones_keep_file_bounded() {
+    let d = tmp();
+    let o = Options {
+        chunk_size: 64 * 1024,
+        ..Options::default()
+    };
+    let s = Store::open_with(d.path().join("a.shoal"), &o, OpenMode::CreateNew).unwrap();
+    let m = s.map("m").unwrap();
+    let big = vec![5u8; 70_000]; // two chunks
+    let mut after_warmup = 0;
+    for round in 0..300u32 {
+        for i in 0..300u32 {
+            m.put(format!("k{i}").as_bytes(), &[round as u8; 200])
+                .unwrap();
+        }
+        for j in 0..4u32 {
+            m.put(
+                format!("big{j}").as_bytes(),
+                &big[..69_000 + round as usize],
+            )
+            .unwrap();
+        }
+        if round == 30 {
+            after_warmup = s.stats().unwrap().file_size;
+        }
+    }
+    // Live data: ~300 * 220 bytes + 4 large records = 6 runs of 2 chunks + a few chunks.
+    // Without reuse: 300 rounds * 4 records * 2 chunks = 150 MiB.
+    let st = s.stats().unwrap();
+    assert!(
+        st.file_size <= after_warmup + after_warmup / 2 + (1 << 20),
+        "file grew from {after_warmup} after warm-up to {}: {st:?}",
+        st.file_size
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
 #[test]
 fn large_values() {
     let d = tmp();

@@ -20,7 +20,9 @@
 //!   --map NAME          map to use, which must exist (default "t")
 //!   --keys N            size of the window of disjoint keys (default 1000)
 //!   --advance N         the window moves up one key every N operations; each
-//!                       generation starts keys/2 higher (0: fixed window) (default 0)
+//!                       generation starts --gen-shift higher (0: fixed window) (default 0)
+//!   --gen-shift N       how much higher each generation's window starts (default keys/2;
+//!                       0 keeps a lineage on the same keys forever, as the soak does)
 //!   --hot N             number of hot keys (default 32)
 //!   --hot-pct N         mixed: percent of operations on hot keys (default 25)
 //!   --read-pct N        percent of extra get()s checked against what is known (default 10)
@@ -66,6 +68,7 @@ struct Args {
     map: String,
     keys: u64,
     advance: u64,
+    gen_shift: Option<u64>,
     hot: u64,
     hot_pct: u32,
     read_pct: u32,
@@ -100,6 +103,7 @@ fn parse_args() -> Args {
         map: "t".into(),
         keys: 1000,
         advance: 0,
+        gen_shift: None,
         hot: 32,
         hot_pct: 25,
         read_pct: 10,
@@ -127,6 +131,7 @@ fn parse_args() -> Args {
             "--map" => a.map = val.clone(),
             "--keys" => a.keys = num().max(1),
             "--advance" => a.advance = num(),
+            "--gen-shift" => a.gen_shift = Some(num()),
             "--hot" => a.hot = num().max(1),
             "--hot-pct" => a.hot_pct = num().min(100) as u32,
             "--read-pct" => a.read_pct = num().min(100) as u32,
@@ -289,7 +294,8 @@ fn writer(a: &Args, wid: Wid, who: &str, map: &shoal::Map, mut rng: StdRng) -> u
         let key = if hot {
             hot_key(rng.random_range(0..a.hot))
         } else {
-            let lo = a.gen as u64 * (a.keys / 2) + done.checked_div(a.advance).unwrap_or(0);
+            let shift = a.gen_shift.unwrap_or(a.keys / 2);
+            let lo = a.gen as u64 * shift + done.checked_div(a.advance).unwrap_or(0);
             disjoint_key(a.id, lo + rng.random_range(0..a.keys))
         };
         let state = if hot {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets in fuzz/ (cargo-fuzz) for SECONDS each (default 60).
+#
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]     targets: open_check ops_model (default both)
+#
+# Installs what it needs: the nightly toolchain (rustup) and cargo-fuzz (pinned). Seeds
+# the corpora with real store files and op sequences written by the engine's test
+# crates/shoal/tests/fuzz_seeds.rs (nothing binary is kept in git), then fuzzes each
+# target; a crash, panic, timeout (-timeout, default 20 s per input) or leak fails the
+# script, and libFuzzer leaves the input in fuzz/artifacts/TARGET/. Corpora grow in
+# fuzz/corpus/ (ignored by git) from run to run.
+#
+# SANITIZER=address (default none: plain instrumented build, ~2x more executions; the
+# engine's unsafe code is confined to two modules) builds with AddressSanitizer.
+# JOBS=N runs N fuzzing processes per target (default 1). SHOAL_FUZZ_DISK=1 makes
+# open_check also open one input in four as a file on disk (unclean-store verification and
+# Store::repair; three fsyncs per such input, so only in the long form, with TIMEOUT=60).
+# TIMEOUT=S is libFuzzer's per-input limit (default 20). Prints executions per target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-60}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(open_check ops_model)
+SANITIZER=${SANITIZER:-none}
+JOBS=${JOBS:-1}
+TIMEOUT=${TIMEOUT:-20}
+CARGO_FUZZ_VERSION=0.13.1
+
+if ! rustup toolchain list | grep -q '^nightly'; then
+    rustup toolchain install nightly --profile minimal
+fi
+if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+fi
+
+# Seeds: real store files (open_check) and op sequences (ops_model).
+SHOAL_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test -p shoal --release --locked \
+    --features failpoints --test fuzz_seeds -q >/dev/null
+
+cd fuzz
+cargo +nightly fuzz build -s "$SANITIZER"
+export SHOAL_FUZZ_DISK_DIR="$PWD/target/disk"
+mkdir -p "$SHOAL_FUZZ_DISK_DIR"
+declare -A MAXLEN=([open_check]=600000 [ops_model]=1200)
+status=0
+for t in "${TARGETS[@]}"; do
+    log="target/fuzz-$t.log"
+    echo "fuzzing $t for ${SECONDS_EACH}s (sanitizer $SANITIZER, $JOBS job(s))"
+    mkdir -p "corpus/$t" "artifacts/$t"
+    if cargo +nightly fuzz run -s "$SANITIZER" "$t" "corpus/$t" -- \
+        -max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" -rss_limit_mb=4096 \
+        -max_len="${MAXLEN[$t]:-4096}" -print_final_stats=1 \
+        -artifact_prefix="artifacts/$t/" \
+        $([ "$JOBS" -gt 1 ] && echo "-fork=$JOBS") >"$log" 2>&1; then
+        execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s+=$2} END {print s+0}')
+        [ "$execs" = 0 ] && execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+        echo "  $t: OK, $execs executions in ${SECONDS_EACH}s, corpus $(ls "corpus/$t" | wc -l) inputs"
+    else
+        status=1
+        echo "  $t: FAILED; the end of its log ($PWD/$log):"
+        tail -60 "$log" | cut -c1-400
+        ls -l "artifacts/$t" || true
+    fi
+done
+exit $status
