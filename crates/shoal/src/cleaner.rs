@@ -99,11 +99,51 @@ fn worth_cleaning(sh: &Shared, dead: u64) -> bool {
     data >= 4 * sh.g.chunk_size() && dead.saturating_mul(10) > data
 }
 
-/// After a write: one cleaning step if dead space is high. Never fails the caller's write.
+/// Cleaning credit (bytes of records a step may examine) one appended byte earns, while
+/// dead space is above the threshold, and above a quarter of the data.
+const CREDIT_PER_BYTE: u64 = 16;
+const CREDIT_PER_BYTE_HIGH: u64 = 64;
+/// Credit a step costs: about what its `STEP_RECORDS` records of ordinary size span.
+const STEP_CREDIT: u64 = 4096;
+
+thread_local! {
+    /// This thread's cleaning credit (see `maybe_clean`). Per thread, not shared: a
+    /// pacing hint, lost harmlessly when the thread ends.
+    static CREDIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// After a write that appended `appended` bytes: a cleaning step when the thread has
+/// earned one. Cleaning is charged to the writes that consume space, in proportion to the
+/// space they consume: a remove appends nothing and cleans nothing (reclaiming space
+/// nobody is asking for is wasted work: a step costs an index lookup per record it
+/// examines), and an overwrite pays for a step every few writes instead of one each
+/// (which made overwrites and removes ~10x the cost of an insert). With more than a
+/// quarter of the data dead, writes pay four times as much, so the cleaner catches up.
+/// Never fails the caller's write.
 #[inline]
-pub(crate) fn maybe_clean(tx: &Txn) {
+pub(crate) fn maybe_clean(tx: &Txn, appended: u64) {
     let sh = tx.sh;
-    if worth_cleaning(sh, sh.w(H_DEAD_HINT).load(Relaxed)) {
+    let dead = sh.w(H_DEAD_HINT).load(Relaxed);
+    if appended == 0 || !worth_cleaning(sh, dead) {
+        return;
+    }
+    let high = dead.saturating_mul(4) > sh.w(H_DATA_BYTES).load(Relaxed);
+    let rate = if high {
+        CREDIT_PER_BYTE_HIGH
+    } else {
+        CREDIT_PER_BYTE
+    };
+    let due = CREDIT.with(|c| {
+        let v = c.get().saturating_add(appended.saturating_mul(rate));
+        if v >= STEP_CREDIT {
+            c.set((v - STEP_CREDIT).min(4 * STEP_CREDIT));
+            true
+        } else {
+            c.set(v);
+            false
+        }
+    });
+    if due {
         let _ = step(tx);
     }
 }

@@ -362,7 +362,9 @@ impl Map {
             Ok(w) if w.applied => w.published,
             _ => None,
         };
+        let mut consumed = 0u64;
         for (off, len) in appended {
+            consumed += len;
             if Some(off) != published {
                 crate::alloc::free_if_large(tx, off);
                 crate::cleaner::note_dead_at(tx, off, len);
@@ -375,7 +377,7 @@ impl Map {
             }
         }
         if r.is_ok() {
-            crate::cleaner::maybe_clean(tx);
+            crate::cleaner::maybe_clean(tx, consumed);
         }
         applied
     }
