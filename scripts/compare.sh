@@ -3,7 +3,10 @@
 # and Redis on the same workloads (PUT, GET, MIX 98/2, REMOVE; 1 and 2 processes; Shoal
 # also with 8), with the ratio Shoal / peer measured in the same run.
 #
-#   bash scripts/compare.sh [--keys N] [more shoal-compare options, see --help]
+#   bash scripts/compare.sh [--readme] [--keys N] [more shoal-compare options, see --help]
+#
+# --readme also replaces the README's comparison section (between the compare:begin and
+# compare:end markers) with this run's tables and ops chart.
 #
 # Installs what it needs when missing (with apt-get: libclang for the libmdbx bindings,
 # redis-server; a Python venv in target/compare-venv with bench/requirements-compare.txt),
@@ -21,7 +24,12 @@ step() { printf '\n=== %s\n' "$*" >&2; }
 
 # N as the binary reads it (1M, 10_000_000, 500k): needed for the file names.
 keys=1000000
-args=("$@")
+readme=
+args=()
+for a in "$@"; do
+    if [ "$a" = --readme ]; then readme=1; else args+=("$a"); fi
+done
+set -- ${args[@]+"${args[@]}"}
 for ((i = 0; i < ${#args[@]}; i++)); do
     if [ "${args[$i]}" = --keys ] && [ $((i + 1)) -lt ${#args[@]} ]; then
         k=${args[$((i + 1))]//[_,]/}
@@ -69,6 +77,10 @@ if "$VENV/bin/python" -m pip install --quiet -r bench/requirements-compare.txt; 
     "$VENV/bin/python" bench/plot_compare.py "$OUT/compare-$keys.json" "$OUT/compare-$keys"
 else
     echo "matplotlib could not be installed: no charts" >&2
+fi
+if [ -n "$readme" ]; then
+    step "README"
+    python3 bench/update_readme.py "$OUT/compare-$keys.md"
 fi
 cat "$OUT/compare-$keys.md"
 exit $rc

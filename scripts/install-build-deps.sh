@@ -5,8 +5,11 @@
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc)
-if ! ls /usr/lib/llvm-*/lib/libclang.so /usr/lib/*/libclang.so /usr/lib/*/libclang-*.so* \
-    >/dev/null 2>&1 && [ -z "${LIBCLANG_PATH:-}" ]; then
+have_clang=
+for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang.so* /usr/lib/*/libclang-*.so*; do
+    [ -e "$f" ] && have_clang=1 && break
+done
+if [ -z "$have_clang" ] && [ -z "${LIBCLANG_PATH:-}" ]; then
     missing+=(libclang-dev)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -43,6 +43,7 @@ Options:
   --json            print one JSON object on stdout (progress on stderr)
   --md PATH         also write the Markdown report to PATH
   --repro CMD       the command to show in the report as the way to reproduce it
+  --put-order O     keys (default: PUT in key order, the B-trees' best case) or shuffled
   --seed S          shuffle seed (default 1)
 
 Exit status: 0 when every result of every system was correct, 1 otherwise.";
@@ -118,6 +119,8 @@ pub struct Args {
     pub md: Option<PathBuf>,
     pub repro: Option<String>,
     pub seed: u64,
+    /// PUT in a shuffled order instead of key order.
+    pub put_shuffled: bool,
 }
 
 fn parse_count(s: &str) -> Result<usize, String> {
@@ -147,6 +150,7 @@ fn parse_args() -> Result<Args, String> {
         md: None,
         repro: None,
         seed: 1,
+        put_shuffled: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -178,6 +182,13 @@ fn parse_args() -> Result<Args, String> {
             "--md" => a.md = Some(PathBuf::from(val()?)),
             "--repro" => a.repro = Some(val()?),
             "--seed" => a.seed = parse_count(&val()?)? as u64,
+            "--put-order" => {
+                a.put_shuffled = match val()?.as_str() {
+                    "keys" => false,
+                    "shuffled" => true,
+                    o => return Err(format!("--put-order {o:?}: keys or shuffled")),
+                }
+            }
             _ => return Err(format!("unknown argument {arg:?} (see --help)")),
         }
     }
@@ -525,7 +536,11 @@ fn run_one(
         redis_sock,
     };
     let ops = Ops {
-        put: (0..a.keys as u32).collect(),
+        put: if a.put_shuffled {
+            shoal_bench::shuffled(a.keys, a.seed ^ 0x7075_7473)
+        } else {
+            (0..a.keys as u32).collect()
+        },
         mix: mix_ops(a.keys, p, a.seed),
     };
     match drive(sys, p, a, d, &ops, &place, &mut res) {

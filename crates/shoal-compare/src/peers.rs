@@ -560,6 +560,8 @@ impl MdbxKv {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let cpath = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
             .map_err(|e| e.to_string())?;
+        // SAFETY: sets the library's log level (errors only; the default logger).
+        unsafe { mx::mdbx_setup_debug(mx::MDBX_LOG_ERROR, mx::MDBX_DBG_DONTCHANGE, None) };
         let mut env = std::ptr::null_mut();
         // SAFETY: plain libmdbx calls on the environment created here; on failure it is
         // closed before returning.

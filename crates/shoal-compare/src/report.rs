@@ -345,8 +345,7 @@ impl Report<'_> {
             "- 2 processes: two worker processes forked after the data is generated; each \
              opens the store itself and does half of every phase's ops; the phase's time is \
              the slower worker's. Redis: two client processes, one server (a third process).\n\
-             - PUT inserts keys in key order, which favours the B-trees (LMDB, libmdbx: \
-             appends at the right edge); GET and REMOVE go in one shuffled order; MIX picks \
+             - PUT: {put_order}; GET and REMOVE go in one shuffled order; MIX picks \
              random keys (a remove + put counts as 2 ops).\n\
              - Shoal: `Map::put`, `Map::get_into`, `Map::remove` on one map of a store in \
              {dir}; bytes/entry = file size / N.\n\
@@ -364,7 +363,13 @@ impl Report<'_> {
              commands per round trip. bytes/entry = INFO `used_memory` delta / N.",
             dir = a.dir.display(),
             b = a.batch,
-            pl = a.pipeline
+            pl = a.pipeline,
+            put_order = if a.put_shuffled {
+                "keys inserted in a shuffled order (`--put-order shuffled`)"
+            } else {
+                "keys inserted in key order, which favours the B-trees (LMDB, libmdbx append \
+                 at the right edge of the tree; `--put-order shuffled` inserts at random)"
+            }
         );
         if self
             .runs
@@ -436,6 +441,7 @@ impl Report<'_> {
             "load_before": self.load_before,
             "load_after": self.load_after,
             "many_procs": a.many_procs,
+            "put_order": if a.put_shuffled { "shuffled" } else { "keys" },
             "runs": runs,
             "targets": targets,
         })
