@@ -679,6 +679,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    peers::quiet();
     let load_before = report::loadavg();
     let t0 = Instant::now();
     progress(&a, &format!("generating {} keys…", a.keys));

@@ -554,14 +554,19 @@ impl Single for MdbxTxn {
     }
 }
 
+/// Sets libmdbx's log level to errors only (its notices, e.g. at each fork, go to stderr).
+pub fn quiet() {
+    // SAFETY: sets the library's log level; the default logger is kept.
+    unsafe { mx::mdbx_setup_debug(mx::MDBX_LOG_ERROR, mx::MDBX_DBG_DONTCHANGE, None) };
+}
+
 impl MdbxKv {
     /// Opens (creating if needed) the environment in `dir`.
     pub fn open(dir: &Path, n: usize, batch: usize) -> Result<MdbxKv, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let cpath = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
             .map_err(|e| e.to_string())?;
-        // SAFETY: sets the library's log level (errors only; the default logger).
-        unsafe { mx::mdbx_setup_debug(mx::MDBX_LOG_ERROR, mx::MDBX_DBG_DONTCHANGE, None) };
+        quiet();
         let mut env = std::ptr::null_mut();
         // SAFETY: plain libmdbx calls on the environment created here; on failure it is
         // closed before returning.

@@ -235,6 +235,22 @@ impl Report<'_> {
             "- load average (1, 5, 15 min): {} before, {} after; the run took {:.0} s",
             self.load_before, self.load_after, self.secs
         );
+        let busy = |l: &str| {
+            l.split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<f64>().ok())
+                .is_some_and(|x| x > cores() as f64)
+        };
+        if busy(&self.load_before) || busy(&self.load_after) {
+            let _ = writeln!(
+                s,
+                "- **the machine was busy** (load average above its {} cores): other \
+                 processes shared the CPUs, so absolute figures are low and noisy, and runs \
+                 with more processes than free cores suffer most; ratios compare systems \
+                 measured minutes apart under that load",
+                cores()
+            );
+        }
         if let Some(r) = &a.repro {
             let _ = writeln!(s, "- command: `{r}`");
         }
@@ -371,6 +387,18 @@ impl Report<'_> {
                  at the right edge of the tree; `--put-order shuffled` inserts at random)"
             }
         );
+        let not_run: Vec<&str> = crate::ALL
+            .iter()
+            .filter(|x| !a.systems.contains(x))
+            .map(|x| x.key())
+            .collect();
+        if !not_run.is_empty() {
+            let _ = writeln!(
+                s,
+                "- not run in this invocation (left out with `--systems`): {}.",
+                not_run.join(", ")
+            );
+        }
         if self
             .runs
             .iter()
