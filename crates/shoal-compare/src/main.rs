@@ -209,11 +209,18 @@ pub struct PhaseResult {
     pub errors: u64,
     pub misses: u64,
     pub first_error: Option<String>,
+    /// CPU time of the workers in the timed part (and of the server, for Redis).
+    pub cpu_secs: f64,
     /// Timed ops were capped (unpipelined Redis on big N).
     pub capped: bool,
 }
 
 impl PhaseResult {
+    /// Operations per CPU-second (None when not measured).
+    pub fn ops_per_cpu_sec(&self) -> Option<f64> {
+        (self.cpu_secs > 0.0).then(|| self.ops as f64 / self.cpu_secs)
+    }
+
     pub fn ops_per_sec(&self) -> f64 {
         if self.secs > 0.0 {
             self.ops as f64 / self.secs
@@ -366,6 +373,19 @@ fn reap(workers: Vec<Worker>) {
 struct Place {
     path: PathBuf,
     redis_sock: Option<PathBuf>,
+    /// The Redis server's pid (its CPU time counts in the per-CPU-second figures).
+    server_pid: Option<u32>,
+}
+
+/// CPU time (user + system) of process `pid` so far, from /proc/PID/stat.
+fn proc_cpu_ns(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some(ticks * 1_000_000_000 / hz)
 }
 
 fn open_kv(sys: Sys, a: &Args, place: &Place) -> Result<Box<dyn Kv>, String> {
@@ -476,9 +496,11 @@ fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Res
         };
         let timed = &mine[..mine.len().min(cap)];
         let mut c = Counts::default();
+        let cpu0 = shoal_bench::thread_cpu_ns();
         let t = Instant::now();
         kv.run(phase, timed, d, &mut c)?;
         let nanos = t.elapsed().as_nanos();
+        let cpu = shoal_bench::thread_cpu_ns() - cpu0;
         let timed_ops = c.ops;
         if timed.len() < mine.len() && phase == Phase::Put {
             kv.fill(phase, &mine[timed.len()..], d, &mut c)?;
@@ -486,7 +508,7 @@ fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Res
         let fe = c.first_error.unwrap_or_default().replace('\n', " ");
         writeln!(
             reps,
-            "done {timed_ops} {} {} {nanos} {} {fe}",
+            "done {timed_ops} {} {} {nanos} {} {cpu} {fe}",
             c.errors,
             c.misses,
             (timed.len() < mine.len()) as u8
@@ -514,6 +536,10 @@ fn run_one(
         res.skipped = Some("in-process only".into());
         return res;
     }
+    let server_pid = match (sys, redis) {
+        (Sys::Redis | Sys::RedisPipe, Ok(s)) => Some(s.pid()),
+        _ => None,
+    };
     let redis_sock = match (sys, redis) {
         (Sys::Redis | Sys::RedisPipe, Err(e)) => {
             res.skipped = Some(e.clone());
@@ -534,6 +560,7 @@ fn run_one(
             _ => base.join(format!("{}-{p}", sys.key())),
         },
         redis_sock,
+        server_pid,
     };
     let ops = Ops {
         put: if a.put_shuffled {
@@ -607,10 +634,11 @@ fn drive(
             for w in workers.iter_mut() {
                 w.send(phase.name())?;
             }
+            let server0 = place.server_pid.and_then(proc_cpu_ns);
             let mut pr = PhaseResult::default();
             for w in workers.iter_mut() {
                 let r = w.recv()?;
-                let mut f = r.splitn(7, ' ');
+                let mut f = r.splitn(8, ' ');
                 let tag = f.next();
                 let mut num = || -> Result<u128, String> {
                     f.next()
@@ -620,15 +648,24 @@ fn drive(
                 if tag != Some("done") {
                     return Err(format!("bad reply {r:?}"));
                 }
-                let (o, e, m, ns, capped) = (num()?, num()?, num()?, num()?, num()?);
+                let (o, e, m, ns, capped, cpu) = (num()?, num()?, num()?, num()?, num()?, num()?);
+                pr.cpu_secs += cpu as f64 / 1e9;
                 pr.ops += o as u64;
                 pr.errors += e as u64;
                 pr.misses += m as u64;
                 pr.secs = pr.secs.max(ns as f64 / 1e9);
                 pr.capped |= capped != 0;
-                let fe = r.splitn(7, ' ').nth(6).unwrap_or("").trim();
+                let fe = r.splitn(8, ' ').nth(7).unwrap_or("").trim();
                 if !fe.is_empty() && pr.first_error.is_none() {
                     pr.first_error = Some(fe.to_string());
+                }
+            }
+            if let Some(pid) = place.server_pid {
+                // The server's CPU time counts too (not measurable for a capped phase:
+                // its untimed remainder ran on the server as well).
+                match (server0, proc_cpu_ns(pid)) {
+                    (Some(a), Some(b)) if !pr.capped => pr.cpu_secs += (b - a) as f64 / 1e9,
+                    _ => pr.cpu_secs = f64::NAN,
                 }
             }
             if p == 1 && phase == Phase::Mix && pr.misses > 0 {

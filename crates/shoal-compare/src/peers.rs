@@ -999,6 +999,11 @@ impl RedisServer {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Empties the server (between runs).
     pub fn flush_all(&self) -> Result<(), String> {
         let mut c = Resp::connect(&self.sock).map_err(|e| e.to_string())?;

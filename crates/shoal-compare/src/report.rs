@@ -94,6 +94,8 @@ struct Target {
     what: String,
     phase: &'static str,
     value: Option<f64>,
+    /// The same ratio in operations per CPU-second.
+    cpu_value: Option<f64>,
     goal: f64,
     /// true: value must be >= goal; false: value must be < goal.
     at_least: bool,
@@ -136,6 +138,19 @@ impl Report<'_> {
         Some(self.ops(Sys::Shoal, p, ph)? / self.ops(peer, p, ph)?)
     }
 
+    fn ops_cpu(&self, sys: Sys, p: usize, ph: Phase) -> Option<f64> {
+        let r = self.run(sys, p)?.phase(ph)?;
+        if r.errors > 0 {
+            return None;
+        }
+        r.ops_per_cpu_sec()
+    }
+
+    /// Shoal / peer in operations per CPU-second.
+    fn ratio_cpu(&self, peer: Sys, p: usize, ph: Phase) -> Option<f64> {
+        Some(self.ops_cpu(Sys::Shoal, p, ph)? / self.ops_cpu(peer, p, ph)?)
+    }
+
     fn targets(&self) -> Vec<Target> {
         let mut t = Vec::new();
         let goals = [
@@ -162,6 +177,7 @@ impl Report<'_> {
                         ),
                         phase: ph.name(),
                         value: self.ratio(peer, p, ph),
+                        cpu_value: self.ratio_cpu(peer, p, ph),
                         goal,
                         at_least: true,
                     });
@@ -178,6 +194,10 @@ impl Report<'_> {
                 what: format!("Shoal MIX, {many} processes / 2 processes ≥ 0.70×"),
                 phase: "MIX",
                 value: v,
+                cpu_value: self
+                    .ops_cpu(Sys::Shoal, many, Phase::Mix)
+                    .zip(self.ops_cpu(Sys::Shoal, 2, Phase::Mix))
+                    .map(|(a, b)| a / b),
                 goal: 0.7,
                 at_least: true,
             });
@@ -191,6 +211,7 @@ impl Report<'_> {
                     what: format!("bytes/entry: Shoal / {} < 1", peer.label(self.args)),
                     phase: "bytes",
                     value: self.bpe(peer).map(|pb| sb / pb),
+                    cpu_value: None,
                     goal: 1.0,
                     at_least: false,
                 });
@@ -334,8 +355,42 @@ impl Report<'_> {
                 b
             );
         }
+        s.push_str(
+            "\n## Shoal / peer per CPU-second (same run; less sensitive to other load)\n\n\
+             Operations per CPU-second of the worker processes (plus the Redis server's), \
+             Shoal's over the peer's. A process that sleeps waiting for a lock spends no CPU, \
+             so with 2 processes this favours the peer that blocks.\n\n",
+        );
+        s.push_str("| peer | procs | PUT | GET | MIX 98/2 | REMOVE |\n");
+        s.push_str("|---|---:|---:|---:|---:|---:|\n");
+        for r in self.runs {
+            if r.sys == Sys::Shoal || r.skipped.is_some() {
+                continue;
+            }
+            let cells: Vec<String> = PHASES
+                .iter()
+                .map(|&ph| {
+                    self.ratio_cpu(r.sys, r.procs, ph)
+                        .map(fmt_ratio)
+                        .unwrap_or_else(|| "–".into())
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.sys.label(a),
+                r.procs,
+                cells[0],
+                cells[1],
+                cells[2],
+                cells[3]
+            );
+        }
         s.push_str("\n## The issue's targets\n\n");
-        s.push_str("| target | phase | measured | met? |\n|---|---|---:|---|\n");
+        s.push_str(
+            "| target | phase | measured (ops/s) | met? | per CPU-second |\n\
+             |---|---|---:|---|---:|\n",
+        );
         let targets = self.targets();
         for t in &targets {
             let (v, m) = match (t.value, t.met()) {
@@ -350,7 +405,12 @@ impl Report<'_> {
                 ),
                 _ => ("–".into(), "not measured".into()),
             };
-            let _ = writeln!(s, "| {} | {} | {} | {} |", t.what, t.phase, v, m);
+            let c = match t.cpu_value {
+                Some(c) if c >= t.goal => format!("{} (met)", fmt_ratio(c)),
+                Some(c) => format!("{} (missed)", fmt_ratio(c)),
+                None => "–".into(),
+            };
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", t.what, t.phase, v, m, c);
         }
         let met = targets.iter().filter(|t| t.met() == Some(true)).count();
         let measured = targets.iter().filter(|t| t.met().is_some()).count();
@@ -432,6 +492,9 @@ impl Report<'_> {
                                 "ops": p.ops,
                                 "secs": p.secs,
                                 "ops_per_sec": p.ops_per_sec(),
+                                "cpu_secs": if p.cpu_secs.is_finite() { Some(p.cpu_secs) } else { None },
+                                "ops_per_cpu_sec": p.ops_per_cpu_sec(),
+                                "shoal_ratio_cpu": if r.sys == Sys::Shoal { None } else { self.ratio_cpu(r.sys, r.procs, *ph) },
                                 "errors": p.errors,
                                 "misses": p.misses,
                                 "first_error": p.first_error,
@@ -458,7 +521,7 @@ impl Report<'_> {
             .map(|t| {
                 serde_json::json!({
                     "target": t.what, "phase": t.phase, "value": t.value,
-                    "goal": t.goal, "met": t.met(),
+                    "goal": t.goal, "met": t.met(), "cpu_value": t.cpu_value,
                 })
             })
             .collect();
