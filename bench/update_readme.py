@@ -19,7 +19,9 @@ def main():
     head = [
         line
         for line in md.splitlines()
-        if line.startswith(("- date:", "- machine:", "- load average", "- command:"))
+        if line.startswith(
+            ("- date:", "- machine:", "- load average", "- **the machine was busy**", "- command:")
+        )
     ]
     body = md[md.index("## Throughput") : md.index("## Notes")].strip()
     body = "\n".join("##" + line if line.startswith("## ") else line for line in body.splitlines())

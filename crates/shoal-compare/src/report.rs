@@ -275,12 +275,14 @@ impl Report<'_> {
         if let Some(r) = &a.repro {
             let _ = writeln!(s, "- command: `{r}`");
         }
-        let argv: Vec<String> = std::env::args().collect();
+        let argv: Vec<String> = std::env::args()
+            .map(|x| if x.contains(' ') { format!("'{x}'") } else { x })
+            .collect();
         let _ = writeln!(s, "- binary invocation: `{}`", argv.join(" "));
         let _ = writeln!(
             s,
-            "- versions: LMDB {} (heed, built from source), libmdbx {} (libmdbx crate, built \
-             from source), {}",
+            "- versions: {} (heed, built from source), libmdbx {} (mdbx-sys, built from \
+             source, called directly), {}",
             crate::peers::LmdbKv::version(),
             crate::peers::MdbxKv::version(),
             self.redis_version.as_deref().unwrap_or("Redis: not run")
