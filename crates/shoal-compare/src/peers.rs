@@ -346,9 +346,8 @@ impl LmdbKv {
         // SAFETY: mdb_version writes three ints and returns a static string.
         let s = unsafe { lmdb_master_sys::mdb_version(&mut a, &mut b, &mut c) };
         // SAFETY: a NUL-terminated static string.
-        unsafe { std::ffi::CStr::from_ptr(s) }
-            .to_string_lossy()
-            .into_owned()
+        let v = unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy();
+        v.split(':').next().unwrap_or("LMDB").trim().to_string()
     }
 }
 
@@ -575,7 +574,18 @@ impl MdbxKv {
             let r = (|| {
                 mrc(
                     "set_geometry",
-                    mx::mdbx_env_set_geometry(env, -1, -1, map_size(n) as isize, 64 << 20, -1, -1),
+                    // 4x LMDB's bound: with two writer processes libmdbx's file grew to
+                    // ~550 B/entry in our runs (freed pages not reused), so the smaller bound
+                    // ended in MDBX_MAP_FULL. The file is sparse: only used pages count.
+                    mx::mdbx_env_set_geometry(
+                        env,
+                        -1,
+                        -1,
+                        4 * map_size(n) as isize,
+                        64 << 20,
+                        -1,
+                        -1,
+                    ),
                 )?;
                 mrc(
                     "set_option",
