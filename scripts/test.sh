@@ -14,6 +14,9 @@ step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo --version
 
+step "build dependencies (C compiler, libclang for the libmdbx bindings of shoal-compare)"
+bash scripts/install-build-deps.sh
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
