@@ -53,6 +53,14 @@ def test_basic_mapping(store):
     assert f.setdefault(k4(5), v8(6)) == v8(5)
     assert f.pop(k4(5)) == v8(5)
     assert f.pop(k4(5), None) is None
+    with pytest.raises(KeyError):
+        f.pop(k4(5))
+    with pytest.raises(TypeError):
+        f.pop(k4(5), 1, 2)
+    f[k4(6)] = v8(6)
+    k, v = f.popitem()
+    assert (k, v) in ((k4(1), v8(10)), (k4(6), v8(6)))
+    f[k] = v
     f.update({k4(7): v8(7)}, )
     assert f[k4(7)] == v8(7)
     assert "FixedMap" in repr(f)
@@ -236,6 +244,14 @@ class FixedVsDict(RuleBasedStateMachine):
                 self.d.pop(k, None)
             else:
                 self.d[k] = n
+
+    @rule(k=KEYS, v=VALUES)
+    def setdefault(self, k, v):
+        assert self.m.setdefault(k, v) == self.d.setdefault(k, v)
+
+    @rule(k=KEYS)
+    def pop(self, k):
+        assert self.m.pop(k, None) == self.d.pop(k, None)
 
     @rule()
     def clear(self):

@@ -411,6 +411,14 @@ class FixedMap(MutableMapping[bytes, bytes]):
     def get(self, key: bytes, default: None = None) -> bytes | None: ...
     @overload
     def get(self, key: bytes, default: bytes | _T) -> bytes | _T: ...
+    @overload
+    def pop(self, key: bytes) -> bytes: ...
+    @overload
+    def pop(self, key: bytes, default: bytes | _T) -> bytes | _T: ...
+    def popitem(self) -> tuple[bytes, bytes]:
+        """Removes and returns some (key, value) pair."""
+    def setdefault(self, key: bytes, default: bytes) -> bytes:  # type: ignore[override]
+        """Atomic insert-if-absent; returns the value now in the map."""
     def put(self, key: bytes, value: bytes) -> bool:
         """Inserts or replaces; True if the key was present."""
     def insert(self, key: bytes, value: bytes) -> bool:

@@ -98,6 +98,39 @@ class FixedMap(_MutableMapping):
         v = self._m.get(key)
         return default if v is None else v
 
+    def pop(self, key, *default):
+        """Removes ``key`` and returns its value (atomically: a compare-and-swap loop),
+        or returns ``default`` if given and the key is absent; else raises KeyError."""
+        if len(default) > 1:
+            raise TypeError(f"pop expected at most 2 arguments, got {1 + len(default)}")
+        while True:
+            v = self._m.get(key)
+            if v is None:
+                if default:
+                    return default[0]
+                raise KeyError(key)
+            if self._m.compare_and_swap(key, v, None):
+                return v
+
+    def popitem(self):
+        """Removes and returns some (key, value) pair; KeyError if the map is empty."""
+        for k in self._m.iter(_KEYS):
+            try:
+                return (k, self.pop(k))
+            except KeyError:
+                continue  # removed meanwhile by another process
+        raise KeyError("popitem(): shoal.FixedMap is empty")
+
+    def setdefault(self, key, default):
+        """The value of ``key``; if absent, inserts ``default`` first (atomically, as
+        insert-if-absent) and returns it. ``default`` is required (no ``None`` values)."""
+        while True:
+            v = self._m.get(key)
+            if v is not None:
+                return v
+            if self._m.insert(key, default):
+                return default
+
     def put(self, key, value) -> bool:
         """Inserts or replaces; returns True if the key was present (replaced)."""
         return self._m.put(key, value)
