@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod codec;
 mod errors;
+mod fixed;
 mod map;
 mod store;
 
@@ -15,6 +16,8 @@ fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::CheckReport>()?;
     m.add_class::<map::Map>()?;
     m.add_class::<map::MapIter>()?;
+    m.add_class::<fixed::FixedMapNative>()?;
+    m.add_class::<fixed::FixedIterNative>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(store::remove, m)?)?;
     m.add_function(wrap_pyfunction!(store::repair, m)?)?;

@@ -2,6 +2,7 @@
 
 use crate::codec::Codec;
 use crate::errors::{closed, ResultExt};
+use crate::fixed::{FixedCore, FixedMapNative};
 use crate::map::{Map, MapCore};
 use arc_swap::ArcSwapOption;
 use pyo3::exceptions::PyValueError;
@@ -19,6 +20,7 @@ pub struct StoreCore {
     pub lock_timeout: f64,
     pub store: ArcSwapOption<shoal::Store>,
     pub maps: Mutex<Vec<Weak<MapCore>>>,
+    pub fixed_maps: Mutex<Vec<Weak<FixedCore>>>,
 }
 
 /// An open Shoal store: one file (by default in /dev/shm) holding named maps that every
@@ -38,6 +40,9 @@ impl Store {
         self.core.store.load_full().ok_or_else(|| closed(py))
     }
 }
+
+/// What `Store.map_kind` returns: (kind, key size, value size).
+type KindTuple = (&'static str, Option<usize>, Option<usize>);
 
 fn stats_dict<'py>(py: Python<'py>, pairs: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -134,6 +139,80 @@ impl Store {
         })
     }
 
+    /// fixed_map(name, key_size, value_size, create=True) -> FixedMap
+    ///
+    /// Opens the named fixed-size map (bytes keys of exactly `key_size` bytes, bytes values
+    /// of exactly `value_size` bytes, stored as cells in the index itself), creating it if
+    /// it does not exist (unless `create=False`, which raises `shoal.NotFound`). Sizes out
+    /// of range, other sizes than an existing map's, or a variable-size map of that name
+    /// raise `shoal.InvalidArgument` (a `ValueError`).
+    #[pyo3(signature = (name, key_size, value_size, create = true))]
+    fn fixed_map<'py>(
+        slf: &Bound<'py, Self>,
+        name: &str,
+        key_size: usize,
+        value_size: usize,
+        create: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let st = this.get(py)?;
+        let name_owned = name.to_owned();
+        let m = py
+            .detach(|| {
+                st.fixed_map_with(
+                    &name_owned,
+                    key_size,
+                    value_size,
+                    &shoal::FixedOptions::default(),
+                    create,
+                )
+            })
+            .py_err(py)?;
+        let core = Arc::new(FixedCore {
+            map: ArcSwapOption::from_pointee(m),
+        });
+        {
+            let mut maps = this
+                .core
+                .fixed_maps
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            maps.retain(|w| w.strong_count() > 0);
+            maps.push(Arc::downgrade(&core));
+        }
+        if this.core.store.load().is_none() {
+            core.map.store(None);
+            return Err(closed(py));
+        }
+        let native = FixedMapNative {
+            core,
+            name: name.to_owned(),
+            key_size,
+            value_size,
+        };
+        py.import("shoal._fixed")?
+            .getattr("FixedMap")?
+            .call1((native, slf))
+    }
+
+    /// map_kind(name) -> tuple | None
+    ///
+    /// What kind of map `name` is: ("variable", None, None), ("uids", None, None) for a
+    /// variable-size map with UIDs, ("fixed", key_size, value_size), or None if the store
+    /// has no such map.
+    fn map_kind<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<KindTuple>> {
+        let st = self.get(py)?;
+        Ok(st.map_kind(name).py_err(py)?.map(|k| match k {
+            shoal::MapKind::Variable { uids: false } => ("variable", None, None),
+            shoal::MapKind::Variable { uids: true } => ("uids", None, None),
+            shoal::MapKind::Fixed {
+                key_size,
+                value_size,
+            } => ("fixed", Some(key_size), Some(value_size)),
+        }))
+    }
+
     /// Names of the maps in the store.
     fn maps(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let st = self.get(py)?;
@@ -211,6 +290,11 @@ impl Store {
             core.store.store(None);
             let maps = std::mem::take(&mut *core.maps.lock().unwrap_or_else(|e| e.into_inner()));
             for m in maps.iter().filter_map(Weak::upgrade) {
+                m.map.store(None);
+            }
+            let fixed =
+                std::mem::take(&mut *core.fixed_maps.lock().unwrap_or_else(|e| e.into_inner()));
+            for m in fixed.iter().filter_map(Weak::upgrade) {
                 m.map.store(None);
             }
         });
@@ -394,6 +478,7 @@ impl Store {
                 lock_timeout,
                 store: ArcSwapOption::from_pointee(st),
                 maps: Mutex::new(Vec::new()),
+                fixed_maps: Mutex::new(Vec::new()),
             }),
         }
     }

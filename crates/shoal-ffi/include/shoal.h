@@ -26,9 +26,9 @@
  *    older or newer header work with this library. In option structs, a field left
  *    0 means its default: zero-initialise them.
  *
- * Handles: shoal_store and shoal_map may be used from any number of threads at once
- * (closing excepted); a shoal_iter by one thread at a time. Handles stay valid in a
- * fork() child.
+ * Handles: shoal_store, shoal_map and shoal_fixed may be used from any number of
+ * threads at once (closing excepted); a shoal_iter or shoal_fixed_iter by one thread
+ * at a time. Handles stay valid in a fork() child.
  */
 
 #ifndef SHOAL_H
@@ -95,6 +95,33 @@
  * the library returns (UID indexes stay below 2^27).
  */
 #define SHOAL_UID_UNCHECKED 140737488355328
+
+/**
+ * `shoal_map_kind`: a map of variable-size keys and values without UIDs
+ * (`shoal_map_open`).
+ */
+#define SHOAL_MAP_KIND_VARIABLE 1
+
+/**
+ * `shoal_map_kind`: a map of variable-size keys and values with a UID per key
+ * (`shoal_map_open` with `shoal_map_options.uids = 1`).
+ */
+#define SHOAL_MAP_KIND_VARIABLE_UIDS 2
+
+/**
+ * `shoal_map_kind`: a fixed-size map (`shoal_fixed_open`).
+ */
+#define SHOAL_MAP_KIND_FIXED 3
+
+/**
+ * The largest key of a fixed-size map, in bytes.
+ */
+#define SHOAL_FIXED_MAX_KEY_SIZE 512
+
+/**
+ * The largest value of a fixed-size map, in bytes.
+ */
+#define SHOAL_FIXED_MAX_VALUE_SIZE 128
 
 /**
  * The status every call returns. `SHOAL_OK` is 0; every other value is a failure or an
@@ -229,6 +256,26 @@ typedef enum shoal_open_mode shoal_open_mode;
 typedef uint32_t shoal_open_mode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * A named fixed-size map in a store (`shoal_fixed_open`): every key is exactly
+ * `key_size` bytes (1 to `SHOAL_FIXED_MAX_KEY_SIZE`) and every value exactly
+ * `value_size` bytes (0 to `SHOAL_FIXED_MAX_VALUE_SIZE`), stored as cells in the index buckets themselves (no records, values
+ * updated in place; `shoal_fixed_add` on a present key takes no lock). Every key and
+ * value buffer passed to its calls must be exactly that many bytes: any other length is
+ * `SHOAL_INVALID`.
+ *
+ * Thread safety: as `shoal_map` (any number of threads at once, except
+ * `shoal_fixed_close`). The handle keeps its store mapped.
+ */
+typedef struct shoal_fixed shoal_fixed;
+
+/**
+ * An iteration over a fixed-size map's entries (`shoal_fixed_iter_open`), with the
+ * consistency of `shoal_iter`: every key present for the whole iteration is returned
+ * exactly once. Used by one thread at a time; it holds its own reference to the map.
+ */
+typedef struct shoal_fixed_iter shoal_fixed_iter;
 
 /**
  * An iteration over a map's entries, weakly consistent: every key present for the whole
@@ -623,6 +670,66 @@ typedef struct shoal_kv {
      */
     size_t value_len;
 } shoal_kv;
+
+/**
+ * Figures about one fixed-size map (`shoal_fixed_get_stats`). Set `struct_size` before
+ * the call.
+ */
+typedef struct shoal_fixed_stats {
+    /**
+     * In: `sizeof(shoal_fixed_stats)` as the caller was compiled with. Out: the number
+     * of bytes the library filled in.
+     */
+    size_t struct_size;
+    /**
+     * Entries in the map.
+     */
+    uint64_t entries;
+    /**
+     * Key size in bytes.
+     */
+    uint64_t key_size;
+    /**
+     * Value size in bytes.
+     */
+    uint64_t value_size;
+    /**
+     * Bytes per cell (key, padding, value).
+     */
+    uint64_t cell_bytes;
+    /**
+     * Bytes per bucket.
+     */
+    uint64_t bucket_bytes;
+    /**
+     * Cells per bucket.
+     */
+    uint64_t cells_per_bucket;
+    /**
+     * Index segments.
+     */
+    uint64_t segments;
+    /**
+     * Bytes of the segments (cells, bucket headers, segment headers).
+     */
+    uint64_t segment_bytes;
+    /**
+     * Cells in all segments (the map's capacity before its next splits).
+     */
+    uint64_t capacity;
+    /**
+     * Segment splits so far.
+     */
+    uint64_t splits;
+    /**
+     * Global depth of the directory (it has 2^depth entries).
+     */
+    uint64_t directory_depth;
+    /**
+     * Size of the store file.
+     */
+    uint64_t file_size;
+} shoal_fixed_stats;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1530,6 +1637,308 @@ shoal_status shoal_iter_next(struct shoal_iter *iter,
  * `iter` is NULL or a live iterator from `shoal_iter_open`, not used after this call.
  */
 shoal_status shoal_iter_close(struct shoal_iter *iter);
+
+/**
+ * Opens the fixed-size map `name` of a store and returns a handle on it.
+ *
+ * * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
+ * * `key_size`: bytes per key, 1 to `SHOAL_FIXED_MAX_KEY_SIZE`.
+ * * `value_size`: bytes per value, 0 to `SHOAL_FIXED_MAX_VALUE_SIZE`.
+ * * `flags`: 0 or `SHOAL_MAP_CREATE` (create the map if it does not exist).
+ * * `out`: receives the new handle (NULL on failure). Free it with `shoal_fixed_close`.
+ *
+ * Errors: `SHOAL_NOT_FOUND` (no such map and no `SHOAL_MAP_CREATE`), `SHOAL_INVALID`
+ * (bad name, unknown flags, sizes out of range, a map of that name exists with other
+ * sizes or is a variable-size map), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`,
+ * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `name` is NULL or NUL-terminated; `out` is NULL or
+ * writable.
+ */
+shoal_status shoal_fixed_open(const struct shoal_store *store,
+                              const char *name,
+                              size_t key_size,
+                              size_t value_size,
+                              uint32_t flags,
+                              struct shoal_fixed **out);
+
+/**
+ * Closes a fixed map handle (the map and its entries stay). NULL is allowed and does
+ * nothing.
+ *
+ * Errors: none (always `SHOAL_OK`).
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle from `shoal_fixed_open`, not used again after this
+ * call and not in use by another thread during it. Iterators opened on it stay valid.
+ */
+shoal_status shoal_fixed_close(struct shoal_fixed *fixed);
+
+/**
+ * The map's key and value sizes.
+ *
+ * * `key_size`, `value_size`: NULL, or receive the sizes in bytes.
+ *
+ * Errors: `SHOAL_NULL_POINTER` (`fixed`).
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key_size`/`value_size` are NULL or writable.
+ */
+shoal_status shoal_fixed_sizes(const struct shoal_fixed *fixed,
+                               size_t *key_size,
+                               size_t *value_size);
+
+/**
+ * Copies the value of `key` into the caller's buffer.
+ *
+ * * `key`, `key_len`: the key; `key_len` must be the map's key size.
+ * * `buf`, `buf_len`: the caller's buffer; `buf_len` must be the map's value size.
+ *
+ * Returns `SHOAL_OK` (the value is in `buf`) or `SHOAL_NOT_FOUND` (no such key; `buf`
+ * is left as it was). Errors: `SHOAL_INVALID` (a length other than the map's sizes),
+ * `SHOAL_NOT_FOUND` also when the map was dropped, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes;
+ * `buf` is NULL or has `buf_len` writable bytes.
+ */
+shoal_status shoal_fixed_get(const struct shoal_fixed *fixed,
+                             const void *key,
+                             size_t key_len,
+                             void *buf,
+                             size_t buf_len);
+
+/**
+ * Tells whether `key` is present.
+ *
+ * * `present`: receives the answer.
+ *
+ * Errors: `SHOAL_INVALID` (wrong key length), `SHOAL_NOT_FOUND` (the map was dropped),
+ * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes;
+ * `present` is NULL or writable.
+ */
+shoal_status shoal_fixed_contains(const struct shoal_fixed *fixed,
+                                  const void *key,
+                                  size_t key_len,
+                                  bool *present);
+
+/**
+ * Inserts or replaces the value of `key`.
+ *
+ * * `key_len`, `value_len`: must be the map's key and value sizes.
+ * * `replaced`: NULL, or receives true if the key was present (its value replaced),
+ *   false if it was inserted.
+ *
+ * Errors: `SHOAL_INVALID` (wrong lengths), `SHOAL_FULL`, `SHOAL_NO_SPACE`,
+ * `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key`/`value` are NULL or have
+ * `key_len`/`value_len` readable bytes; `replaced` is NULL or writable.
+ */
+shoal_status shoal_fixed_put(const struct shoal_fixed *fixed,
+                             const void *key,
+                             size_t key_len,
+                             const void *value,
+                             size_t value_len,
+                             bool *replaced);
+
+/**
+ * Inserts `key` only if it is absent.
+ *
+ * Returns `SHOAL_OK` (inserted) or `SHOAL_EXISTS` (the key is present; nothing
+ * changed). Errors: as `shoal_fixed_put`.
+ *
+ * # Safety
+ * As `shoal_fixed_put`.
+ */
+shoal_status shoal_fixed_insert(const struct shoal_fixed *fixed,
+                                const void *key,
+                                size_t key_len,
+                                const void *value,
+                                size_t value_len);
+
+/**
+ * Replaces the value of `key` only if it is present.
+ *
+ * Returns `SHOAL_OK` (replaced) or `SHOAL_NOT_FOUND` (the key is absent; nothing
+ * changed). Errors: as `shoal_fixed_put`.
+ *
+ * # Safety
+ * As `shoal_fixed_put`.
+ */
+shoal_status shoal_fixed_replace(const struct shoal_fixed *fixed,
+                                 const void *key,
+                                 size_t key_len,
+                                 const void *value,
+                                 size_t value_len);
+
+/**
+ * Removes `key`.
+ *
+ * Returns `SHOAL_OK` (removed) or `SHOAL_NOT_FOUND` (the key was absent).
+ * Errors: `SHOAL_INVALID` (wrong key length), `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes.
+ */
+shoal_status shoal_fixed_remove(const struct shoal_fixed *fixed, const void *key, size_t key_len);
+
+/**
+ * Atomically: if the current value of `key` is `expected` (or the key is absent, with
+ * `SHOAL_CAS_EXPECT_ABSENT`), sets it to `new_value` (or removes it, with
+ * `SHOAL_CAS_REMOVE`). Decided under the segment lock.
+ *
+ * * `expected_len`, `new_len`: the map's value size (ignored, with their pointers, when
+ *   the corresponding flag is set).
+ * * `flags`: 0, or `SHOAL_CAS_EXPECT_ABSENT` and/or `SHOAL_CAS_REMOVE`.
+ *
+ * Returns `SHOAL_OK` (the value matched and was replaced) or `SHOAL_MISMATCH` (it did
+ * not; nothing changed). Errors: `SHOAL_INVALID` (unknown flags, wrong lengths), and
+ * those of `shoal_fixed_put`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key`, `expected` and `new_value` are NULL or have
+ * their length in readable bytes.
+ */
+shoal_status shoal_fixed_compare_and_swap(const struct shoal_fixed *fixed,
+                                          const void *key,
+                                          size_t key_len,
+                                          const void *expected,
+                                          size_t expected_len,
+                                          const void *new_value,
+                                          size_t new_len,
+                                          uint32_t flags);
+
+/**
+ * Atomically adds `delta` (wrapping) to the 8-byte little-endian signed integer value of
+ * `key`; an absent key counts as 0 and is created. Lock-free on a present key.
+ *
+ * * `result`: NULL, or receives the new value.
+ *
+ * Errors: `SHOAL_INVALID` (wrong key length, or the map's values are not 8 bytes), and
+ * those of `shoal_fixed_put`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes;
+ * `result` is NULL or writable.
+ */
+shoal_status shoal_fixed_add(const struct shoal_fixed *fixed,
+                             const void *key,
+                             size_t key_len,
+                             int64_t delta,
+                             int64_t *result);
+
+/**
+ * The number of entries.
+ *
+ * * `len`: receives it.
+ *
+ * Errors: `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `len` is NULL or writable.
+ */
+shoal_status shoal_fixed_len(const struct shoal_fixed *fixed, uint64_t *len);
+
+/**
+ * Removes every entry, one index segment at a time (other calls go on meanwhile).
+ *
+ * Errors: `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle.
+ */
+shoal_status shoal_fixed_clear(const struct shoal_fixed *fixed);
+
+/**
+ * Fills `out` with figures about the map.
+ *
+ * * `out`: set `out->struct_size = sizeof *out` first.
+ *
+ * Errors: `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_INVALID` (bad
+ * `struct_size`), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable
+ * bytes.
+ */
+shoal_status shoal_fixed_get_stats(const struct shoal_fixed *fixed, struct shoal_fixed_stats *out);
+
+/**
+ * Starts an iteration over a fixed-size map.
+ *
+ * * `out`: receives the iterator (NULL on failure). Free it with
+ *   `shoal_fixed_iter_close`.
+ *
+ * Errors: `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `out` is NULL or writable.
+ */
+shoal_status shoal_fixed_iter_open(const struct shoal_fixed *fixed, struct shoal_fixed_iter **out);
+
+/**
+ * Copies the next entry into the caller's buffers.
+ *
+ * * `key_buf`, `key_len`: the key's buffer; `key_len` must be the map's key size.
+ * * `value_buf`, `value_len`: the value's buffer; `value_len` must be the map's value
+ *   size, or 0 with `value_buf` NULL to skip values.
+ *
+ * Returns `SHOAL_OK` (an entry was copied) or `SHOAL_DONE` (no more entries; again on
+ * later calls). Errors: `SHOAL_INVALID` (wrong lengths; the entry is not consumed),
+ * `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_CORRUPT`, `SHOAL_TOO_MANY`,
+ * `SHOAL_NULL_POINTER`; an engine error ends the iteration (`SHOAL_DONE` afterwards).
+ *
+ * # Safety
+ * `iter` is NULL or a live iterator not in use by another thread; each buffer is NULL
+ * or has its length in writable bytes.
+ */
+shoal_status shoal_fixed_iter_next(struct shoal_fixed_iter *iter,
+                                   void *key_buf,
+                                   size_t key_len,
+                                   void *value_buf,
+                                   size_t value_len);
+
+/**
+ * Ends an iteration and frees the iterator. NULL is allowed and does nothing.
+ *
+ * Errors: none (always `SHOAL_OK`).
+ *
+ * # Safety
+ * `iter` is NULL or a live iterator from `shoal_fixed_iter_open`, not used after this
+ * call.
+ */
+shoal_status shoal_fixed_iter_close(struct shoal_fixed_iter *iter);
+
+/**
+ * Tells what kind of map `name` is, without opening it.
+ *
+ * * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS` or
+ *   `SHOAL_MAP_KIND_FIXED` (0 on failure).
+ * * `key_size`, `value_size`: NULL, or receive the sizes of a fixed-size map (0 for the
+ *   other kinds, and on failure).
+ *
+ * Errors: `SHOAL_NOT_FOUND` (no such map), `SHOAL_INVALID` (bad name), `SHOAL_TOO_MANY`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER` (`store`, `name`, `kind`).
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `name` is NULL or NUL-terminated; `kind`,
+ * `key_size` and `value_size` are NULL or writable.
+ */
+shoal_status shoal_map_kind(const struct shoal_store *store,
+                            const char *name,
+                            uint32_t *kind,
+                            size_t *key_size,
+                            size_t *value_size);
 
 #ifdef __cplusplus
 }  // extern "C"

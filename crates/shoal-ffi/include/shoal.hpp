@@ -214,6 +214,17 @@ struct CheckResult {
 };
 
 class Map;
+class FixedMap;
+
+/// What kind of map a name is (Store::map_kind).
+struct MapKind {
+    /// SHOAL_MAP_KIND_VARIABLE, SHOAL_MAP_KIND_VARIABLE_UIDS or SHOAL_MAP_KIND_FIXED.
+    std::uint32_t kind = 0;
+    /// Bytes per key and per value of a fixed-size map (0 for the other kinds).
+    std::size_t key_size = 0;
+    std::size_t value_size = 0;
+    bool fixed() const noexcept { return kind == SHOAL_MAP_KIND_FIXED; }
+};
 
 /// An open store. Move-only; closes its handle when destroyed. Usable from many threads.
 class Store {
@@ -238,6 +249,23 @@ public:
     /// Opens the map `name`, creating it (with `opts`) if absent and `create`.
     /// Throws shoal::Error (SHOAL_NOT_FOUND when absent and !create).
     Map map(std::string_view name, bool create = true, const MapOptions& opts = {}) const;
+
+    /// Opens the fixed-size map `name` (keys of `key_size` bytes, values of `value_size`),
+    /// creating it if absent and `create`. Throws shoal::Error (SHOAL_NOT_FOUND when
+    /// absent and !create; SHOAL_INVALID for other sizes or a variable-size map).
+    FixedMap fixed_map(std::string_view name, std::size_t key_size, std::size_t value_size,
+                       bool create = true) const;
+
+    /// The kind of the map `name`, or nullopt if there is none.
+    std::optional<MapKind> map_kind(std::string_view name) const {
+        std::string n(name);
+        MapKind k;
+        shoal_status rc =
+            shoal_map_kind(h_.get(), n.c_str(), &k.kind, &k.key_size, &k.value_size);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_map_kind");
+        return k;
+    }
 
     /// Names of the maps in the store.
     std::vector<std::string> maps() const {
@@ -921,6 +949,182 @@ private:
     const Map* map_;
 };
 
+/// A fixed-size map (Store::fixed_map): every key is exactly key_size() bytes and every
+/// value exactly value_size() bytes; any other length throws shoal::Error with
+/// SHOAL_INVALID. Move-only; closes its handle when destroyed (the map stays in the
+/// store). Usable from many threads at once. Range-for yields (key, value) pairs.
+class FixedMap {
+public:
+    class iterator;
+    struct sentinel {};
+
+    std::size_t key_size() const noexcept { return key_size_; }
+    std::size_t value_size() const noexcept { return value_size_; }
+
+    /// The value of `key`, or nullopt.
+    std::optional<std::string> get(bytes_view key) const {
+        std::string v(value_size_, '\0');
+        if (!get_into(key, v.data(), v.size())) return std::nullopt;
+        return v;
+    }
+
+    /// Copies the value of `key` into `buf` (exactly value_size() bytes); false if absent.
+    bool get_into(bytes_view key, void* buf, std::size_t len) const {
+        shoal_status rc = shoal_fixed_get(h_.get(), key.data(), key.size(), buf, len);
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_fixed_get");
+        return true;
+    }
+
+    bool contains(bytes_view key) const {
+        bool present = false;
+        detail::check(shoal_fixed_contains(h_.get(), key.data(), key.size(), &present),
+                      "shoal_fixed_contains");
+        return present;
+    }
+
+    /// Inserts or replaces; says which.
+    PutOutcome put(bytes_view key, bytes_view value) const {
+        bool replaced = false;
+        detail::check(shoal_fixed_put(h_.get(), key.data(), key.size(), value.data(),
+                                      value.size(), &replaced),
+                      "shoal_fixed_put");
+        return replaced ? PutOutcome::Replaced : PutOutcome::Inserted;
+    }
+
+    /// Inserts only if absent; false if the key was present (nothing changed).
+    bool insert(bytes_view key, bytes_view value) const {
+        shoal_status rc =
+            shoal_fixed_insert(h_.get(), key.data(), key.size(), value.data(), value.size());
+        if (rc == SHOAL_EXISTS) return false;
+        detail::check(rc, "shoal_fixed_insert");
+        return true;
+    }
+
+    /// Replaces only if present; false if the key was absent (nothing changed).
+    bool replace(bytes_view key, bytes_view value) const {
+        shoal_status rc =
+            shoal_fixed_replace(h_.get(), key.data(), key.size(), value.data(), value.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_fixed_replace");
+        return true;
+    }
+
+    /// Removes `key`; false if it was absent.
+    bool remove(bytes_view key) const {
+        shoal_status rc = shoal_fixed_remove(h_.get(), key.data(), key.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_fixed_remove");
+        return true;
+    }
+
+    /// Atomically: if the value of `key` is `expected` (nullopt: absent), sets it to
+    /// `desired` (nullopt: removes it). False if it did not match (nothing changed).
+    bool compare_and_swap(bytes_view key, std::optional<bytes_view> expected,
+                          std::optional<bytes_view> desired) const {
+        std::uint32_t flags = (expected ? 0u : SHOAL_CAS_EXPECT_ABSENT) |
+                              (desired ? 0u : SHOAL_CAS_REMOVE);
+        bytes_view e = expected.value_or(bytes_view()), d = desired.value_or(bytes_view());
+        shoal_status rc = shoal_fixed_compare_and_swap(h_.get(), key.data(), key.size(),
+                                                       e.data(), e.size(), d.data(), d.size(),
+                                                       flags);
+        if (rc == SHOAL_MISMATCH) return false;
+        detail::check(rc, "shoal_fixed_compare_and_swap");
+        return true;
+    }
+
+    /// Atomically adds `delta` to the 8-byte little-endian integer value of `key` (absent
+    /// counts as 0); returns the new value. Lock-free on a present key.
+    std::int64_t add(bytes_view key, std::int64_t delta) const {
+        std::int64_t v = 0;
+        detail::check(shoal_fixed_add(h_.get(), key.data(), key.size(), delta, &v),
+                      "shoal_fixed_add");
+        return v;
+    }
+
+    /// Number of entries.
+    std::uint64_t size() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_fixed_len(h_.get(), &n), "shoal_fixed_len");
+        return n;
+    }
+    bool empty() const { return size() == 0; }
+
+    /// Removes every entry.
+    void clear() const { detail::check(shoal_fixed_clear(h_.get()), "shoal_fixed_clear"); }
+
+    shoal_fixed_stats stats() const {
+        shoal_fixed_stats s{};
+        s.struct_size = sizeof s;
+        detail::check(shoal_fixed_get_stats(h_.get(), &s), "shoal_fixed_get_stats");
+        return s;
+    }
+
+    /// Range-for over (key, value) pairs, weakly consistent (see shoal_fixed_iter_next).
+    iterator begin() const;
+    sentinel end() const noexcept { return {}; }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_fixed* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class Store;
+    explicit FixedMap(shoal_fixed* f) : h_(f) {
+        detail::check(shoal_fixed_sizes(f, &key_size_, &value_size_), "shoal_fixed_sizes");
+    }
+    struct Close {
+        void operator()(shoal_fixed* f) const noexcept { shoal_fixed_close(f); }
+    };
+    std::unique_ptr<shoal_fixed, Close> h_;
+    std::size_t key_size_ = 0;
+    std::size_t value_size_ = 0;
+};
+
+/// An input iterator over a fixed map's entries (see FixedMap::begin). Copies share one
+/// position.
+class FixedMap::iterator {
+public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = std::pair<std::string, std::string>;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const value_type*;
+    using reference = const value_type&;
+
+    iterator() = default;
+    reference operator*() const noexcept { return st_->cur; }
+    pointer operator->() const noexcept { return &st_->cur; }
+    iterator& operator++() {
+        st_->advance();
+        return *this;
+    }
+    void operator++(int) { ++*this; }
+    bool operator==(sentinel) const noexcept { return !st_ || st_->done; }
+    bool operator!=(sentinel s) const noexcept { return !(*this == s); }
+    friend bool operator==(sentinel s, const iterator& i) noexcept { return i == s; }
+    friend bool operator!=(sentinel s, const iterator& i) noexcept { return i != s; }
+
+private:
+    friend class FixedMap;
+    struct State {
+        struct Close {
+            void operator()(shoal_fixed_iter* i) const noexcept { shoal_fixed_iter_close(i); }
+        };
+        std::unique_ptr<shoal_fixed_iter, Close> it;
+        value_type cur;
+        bool done = false;
+
+        void advance() {
+            shoal_status rc = shoal_fixed_iter_next(it.get(), cur.first.data(), cur.first.size(),
+                                                    cur.second.data(), cur.second.size());
+            if (rc == SHOAL_OK) return;
+            done = true;
+            if (rc != SHOAL_DONE) detail::raise(rc, "shoal_fixed_iter_next");
+        }
+    };
+    explicit iterator(std::shared_ptr<State> st) : st_(std::move(st)) {}
+    std::shared_ptr<State> st_;
+};
+
 // Out-of-class definitions (they need the complete nested types).
 
 inline Map Store::map(std::string_view name, bool create, const MapOptions& opts) const {
@@ -950,6 +1154,27 @@ inline Map::iterator Map::open_iter(bool keys_only) const {
 inline Map::iterator Map::begin() const { return open_iter(false); }
 
 inline Map::key_range Map::keys() const { return key_range(this); }
+
+inline FixedMap Store::fixed_map(std::string_view name, std::size_t key_size,
+                                 std::size_t value_size, bool create) const {
+    std::string n(name);
+    shoal_fixed* f = nullptr;
+    detail::check(shoal_fixed_open(h_.get(), n.c_str(), key_size, value_size,
+                                   create ? SHOAL_MAP_CREATE : 0, &f),
+                  "shoal_fixed_open");
+    return FixedMap(f);
+}
+
+inline FixedMap::iterator FixedMap::begin() const {
+    auto st = std::make_shared<iterator::State>();
+    st->cur.first.resize(key_size_);
+    st->cur.second.resize(value_size_);
+    shoal_fixed_iter* it = nullptr;
+    detail::check(shoal_fixed_iter_open(h_.get(), &it), "shoal_fixed_iter_open");
+    st->it.reset(it);
+    st->advance();
+    return iterator(std::move(st));
+}
 
 }  // namespace shoal
 

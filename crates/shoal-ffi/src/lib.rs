@@ -31,7 +31,10 @@ mod uid;
 
 mod iter;
 
+mod fixed;
+
 pub use atomic::*;
+pub use fixed::*;
 pub use iter::*;
 pub use map::*;
 pub use store::*;

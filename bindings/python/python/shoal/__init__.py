@@ -55,6 +55,7 @@ from ._shoal import (
     resolve_path,
 )
 from ._views import ItemsView, KeysView, ValuesView
+from ._fixed import FixedMap
 
 __version__ = "0.1.0"
 
@@ -68,6 +69,7 @@ __all__ = [
     "Store",
     "Map",
     "MapIterator",
+    "FixedMap",
     "CheckReport",
     "KeysView",
     "ValuesView",
@@ -104,3 +106,8 @@ def _reopen_store(path, lock_timeout=5.0):
 def _reopen_map(path, name, key, value, lock_timeout=5.0):
     """Unpickling helper: opens an existing store's map again (in any process)."""
     return _reopen_store(path, lock_timeout).map(name, key=key, value=value)
+
+
+def _reopen_fixed(path, name, key_size, value_size, lock_timeout=5.0):
+    """Unpickling helper: opens an existing store's fixed-size map again."""
+    return _reopen_store(path, lock_timeout).fixed_map(name, key_size, value_size, create=False)

@@ -18,6 +18,7 @@ __all__ = [
     "Store",
     "Map",
     "MapIterator",
+    "FixedMap",
     "CheckReport",
     "KeysView",
     "ValuesView",
@@ -233,6 +234,12 @@ class Store:
     ) -> Map[int, float]: ...
     @overload
     def map(self, name: str, *, key: _Codec = ..., value: _Codec = ..., create: bool = True, uids: bool = False) -> Map[Any, Any]: ...
+    def fixed_map(self, name: str, key_size: int, value_size: int, create: bool = True) -> FixedMap:
+        """Opens (or creates) a fixed-size map of bytes keys and values of exactly
+        key_size and value_size bytes; other sizes raise InvalidArgument (a ValueError)."""
+    def map_kind(self, name: str) -> tuple[str, int | None, int | None] | None:
+        """("variable", None, None), ("uids", None, None), ("fixed", key_size,
+        value_size), or None if there is no such map."""
     def maps(self) -> list[str]:
         """Names of the maps in the store."""
     def drop_map(self, name: str) -> bool:
@@ -366,3 +373,69 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
         """Same as to_dict()."""
     def stats(self) -> dict[str, int]:
         """Figures about this map and its store."""
+
+# ---- FixedMap -----------------------------------------------------------------------
+
+class FixedMap(MutableMapping[bytes, bytes]):
+    """A fixed-size map of a shoal store (Store.fixed_map): bytes keys of exactly
+    key_size bytes, bytes values of exactly value_size bytes; other lengths raise
+    InvalidArgument (a ValueError). Dict semantics, shared by every process."""
+
+    def __init__(self, native: Any, store: Store) -> None: ...
+    @property
+    def name(self) -> str:
+        """The map's name."""
+    @property
+    def key_size(self) -> int:
+        """Bytes per key."""
+    @property
+    def value_size(self) -> int:
+        """Bytes per value."""
+    @property
+    def store(self) -> Store:
+        """The Store this map was opened from."""
+    def __getitem__(self, key: bytes) -> bytes: ...
+    def __setitem__(self, key: bytes, value: bytes) -> None: ...
+    def __delitem__(self, key: bytes) -> None: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[bytes]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def keys(self) -> KeysView[bytes]:
+        """A live, set-like view of the keys."""
+    def values(self) -> ValuesView[bytes]:
+        """A live view of the values."""
+    def items(self) -> ItemsView[bytes, bytes]:
+        """A live, set-like view of the (key, value) pairs."""
+    @overload
+    def get(self, key: bytes, default: None = None) -> bytes | None: ...
+    @overload
+    def get(self, key: bytes, default: bytes | _T) -> bytes | _T: ...
+    @overload
+    def pop(self, key: bytes) -> bytes: ...
+    @overload
+    def pop(self, key: bytes, default: bytes | _T) -> bytes | _T: ...
+    def popitem(self) -> tuple[bytes, bytes]:
+        """Removes and returns some (key, value) pair."""
+    def setdefault(self, key: bytes, default: bytes) -> bytes:  # type: ignore[override]
+        """Atomic insert-if-absent; returns the value now in the map."""
+    def put(self, key: bytes, value: bytes) -> bool:
+        """Inserts or replaces; True if the key was present."""
+    def insert(self, key: bytes, value: bytes) -> bool:
+        """Inserts only if absent; returns whether it did."""
+    def replace(self, key: bytes, value: bytes) -> bool:
+        """Replaces only if present; returns whether it did."""
+    def remove(self, key: bytes) -> bool:
+        """Removes the key; returns whether it was present."""
+    def compare_and_swap(
+        self, key: bytes, expected: bytes | _AbsentType, new: bytes | _AbsentType
+    ) -> bool:
+        """Atomic compare-and-swap; ABSENT means "absent" / "remove"."""
+    def add(self, key: bytes, delta: int = 1) -> int:
+        """Atomically adds delta to the 8-byte little-endian signed value; returns it."""
+    def clear(self) -> None:
+        """Removes every entry."""
+    def stats(self) -> dict[str, int]:
+        """Figures about the map."""
+    def to_dict(self) -> dict[bytes, bytes]:
+        """A copy of the whole map as a plain dict."""

@@ -1716,6 +1716,261 @@ static void test_fork_child_uses_handles(void) {
     shoal_store_close(s);
 }
 
+/* ---- fixed-size maps ------------------------------------------------------------- */
+
+static void test_fixed_open_kind(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("fixed_open", &s, &m)) { h_failures++; return; }
+    shoal_fixed *f = (shoal_fixed *)1;
+    /* NULLs and bad arguments. */
+    CHECK_RC(shoal_fixed_open(s, "f", 8, 8, SHOAL_MAP_CREATE, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_open(NULL, "f", 8, 8, SHOAL_MAP_CREATE, &f), SHOAL_NULL_POINTER);
+    CHECK(f == NULL);
+    CHECK_RC(shoal_fixed_open(s, NULL, 8, 8, SHOAL_MAP_CREATE, &f), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_open(s, "f", 8, 8, 0x80, &f), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open(s, "f", 0, 8, SHOAL_MAP_CREATE, &f), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open(s, "f", SHOAL_FIXED_MAX_KEY_SIZE + 1, 8, SHOAL_MAP_CREATE, &f),
+             SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open(s, "f", 8, SHOAL_FIXED_MAX_VALUE_SIZE + 1, SHOAL_MAP_CREATE, &f),
+             SHOAL_INVALID);
+    CHECK(f == NULL);
+    /* Missing map without create. */
+    CHECK_RC(shoal_fixed_open(s, "f", 8, 8, 0, &f), SHOAL_NOT_FOUND);
+    CHECK(f == NULL);
+    REQUIRE_OK(shoal_fixed_open(s, "f", 8, 8, SHOAL_MAP_CREATE, &f));
+    CHECK(f != NULL);
+    /* Reopen with the same sizes, without create. */
+    shoal_fixed *f2 = NULL;
+    CHECK_RC(shoal_fixed_open(s, "f", 8, 8, 0, &f2), SHOAL_OK);
+    CHECK_RC(shoal_fixed_close(f2), SHOAL_OK);
+    /* Other sizes; a variable map opened as fixed and the reverse. */
+    CHECK_RC(shoal_fixed_open(s, "f", 8, 4, SHOAL_MAP_CREATE, &f2), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open(s, "f", 4, 8, 0, &f2), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open(s, "m", 8, 8, SHOAL_MAP_CREATE, &f2), SHOAL_INVALID);
+    CHECK(f2 == NULL);
+    shoal_map *m2 = NULL;
+    CHECK(shoal_map_open(s, "f", 0, NULL, &m2) != SHOAL_OK);
+    CHECK(shoal_map_open(s, "f", SHOAL_MAP_CREATE, NULL, &m2) != SHOAL_OK);
+    CHECK(m2 == NULL);
+    size_t ks = 99, vs = 99;
+    CHECK_RC(shoal_fixed_sizes(NULL, &ks, &vs), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_sizes(f, NULL, NULL), SHOAL_OK);
+    CHECK_RC(shoal_fixed_sizes(f, &ks, &vs), SHOAL_OK);
+    CHECK(ks == 8 && vs == 8);
+
+    /* shoal_map_kind */
+    shoal_map_options uo;
+    memset(&uo, 0, sizeof uo);
+    uo.struct_size = sizeof uo;
+    uo.uids = 1;
+    REQUIRE_OK(shoal_map_open(s, "u", SHOAL_MAP_CREATE, &uo, &m2));
+    uint32_t kind = 99;
+    ks = vs = 99;
+    CHECK_RC(shoal_map_kind(s, "m", &kind, &ks, &vs), SHOAL_OK);
+    CHECK(kind == SHOAL_MAP_KIND_VARIABLE && ks == 0 && vs == 0);
+    CHECK_RC(shoal_map_kind(s, "u", &kind, NULL, NULL), SHOAL_OK);
+    CHECK(kind == SHOAL_MAP_KIND_VARIABLE_UIDS);
+    CHECK_RC(shoal_map_kind(s, "f", &kind, &ks, &vs), SHOAL_OK);
+    CHECK(kind == SHOAL_MAP_KIND_FIXED && ks == 8 && vs == 8);
+    CHECK_RC(shoal_map_kind(s, "nope", &kind, &ks, &vs), SHOAL_NOT_FOUND);
+    CHECK(kind == 0 && ks == 0 && vs == 0);
+    CHECK_RC(shoal_map_kind(NULL, "m", &kind, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_kind(s, NULL, &kind, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_kind(s, "m", NULL, NULL, NULL), SHOAL_NULL_POINTER);
+    CHECK(shoal_map_kind(s, "", &kind, NULL, NULL) != SHOAL_OK);
+
+    /* The fixed map is listed among the store's maps and can be dropped. */
+    CHECK_RC(shoal_store_drop_map(s, "f"), SHOAL_OK);
+    uint64_t n = 0;
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_fixed_close(f), SHOAL_OK);
+    CHECK_RC(shoal_fixed_close(NULL), SHOAL_OK);
+    shoal_map_close(m2);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+static void test_fixed_ops(void) {
+    shoal_store *s;
+    if (!fresh("fixed_ops", &s, NULL)) { h_failures++; return; }
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 4, 8, SHOAL_MAP_CREATE, &f));
+    const char k1[4] = {'a', 'b', 'c', 'd'};
+    const char k2[4] = {'w', 'x', 'y', 'z'};
+    const char v1[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const char v2[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    char buf[16];
+    bool b = true;
+
+    /* get on a missing key; wrong sizes; NULLs. */
+    CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 8), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_fixed_get(f, k1, 3, buf, 8), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 7), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 16), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_get(NULL, k1, 4, buf, 8), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_get(f, NULL, 4, buf, 8), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_get(f, k1, 4, NULL, 8), SHOAL_NULL_POINTER);
+
+    /* put */
+    CHECK_RC(shoal_fixed_put(f, k1, 4, v1, 8, &b), SHOAL_OK);
+    CHECK(!b);
+    CHECK_RC(shoal_fixed_put(f, k1, 4, v1, 8, &b), SHOAL_OK);
+    CHECK(b);
+    CHECK_RC(shoal_fixed_put(f, k1, 4, v1, 8, NULL), SHOAL_OK);
+    CHECK_RC(shoal_fixed_put(f, k1, 5, v1, 8, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_put(f, k1, 4, v1, 7, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_put(f, k1, 4, NULL, 8, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_put(NULL, k1, 4, v1, 8, NULL), SHOAL_NULL_POINTER);
+    memset(buf, 0, sizeof buf);
+    CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 8), SHOAL_OK);
+    CHECK(memcmp(buf, v1, 8) == 0);
+
+    /* contains */
+    CHECK_RC(shoal_fixed_contains(f, k1, 4, &b), SHOAL_OK);
+    CHECK(b);
+    CHECK_RC(shoal_fixed_contains(f, k2, 4, &b), SHOAL_OK);
+    CHECK(!b);
+    CHECK_RC(shoal_fixed_contains(f, k2, 2, &b), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_contains(f, k2, 4, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_contains(NULL, k2, 4, &b), SHOAL_NULL_POINTER);
+
+    /* insert / replace */
+    CHECK_RC(shoal_fixed_insert(f, k1, 4, v2, 8), SHOAL_EXISTS);
+    CHECK_RC(shoal_fixed_replace(f, k2, 4, v2, 8), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_fixed_insert(f, k2, 4, v2, 8), SHOAL_OK);
+    CHECK_RC(shoal_fixed_replace(f, k1, 4, v2, 8), SHOAL_OK);
+    CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 8), SHOAL_OK);
+    CHECK(memcmp(buf, v2, 8) == 0);
+    CHECK_RC(shoal_fixed_insert(f, k1, 4, v2, 9), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_replace(f, k1, 1, v2, 8), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_insert(NULL, k1, 4, v2, 8), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_replace(NULL, k1, 4, v2, 8), SHOAL_NULL_POINTER);
+
+    /* compare_and_swap */
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v1, 8, v1, 8, 0), SHOAL_MISMATCH);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v2, 8, v1, 8, 0), SHOAL_OK);
+    CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 8), SHOAL_OK);
+    CHECK(memcmp(buf, v1, 8) == 0);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, NULL, 0, v2, 8, SHOAL_CAS_EXPECT_ABSENT),
+             SHOAL_MISMATCH);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v1, 8, NULL, 0, SHOAL_CAS_REMOVE), SHOAL_OK);
+    CHECK_RC(shoal_fixed_contains(f, k1, 4, &b), SHOAL_OK);
+    CHECK(!b);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, NULL, 0, v2, 8, SHOAL_CAS_EXPECT_ABSENT),
+             SHOAL_OK);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v1, 7, v2, 8, 0), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v1, 8, v2, 3, 0), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v1, 8, v2, 8, 0x40), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_compare_and_swap(NULL, k1, 4, v1, 8, v2, 8, 0), SHOAL_NULL_POINTER);
+
+    /* remove */
+    CHECK_RC(shoal_fixed_remove(f, k1, 4), SHOAL_OK);
+    CHECK_RC(shoal_fixed_remove(f, k1, 4), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_fixed_remove(f, k1, 8), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_remove(NULL, k1, 4), SHOAL_NULL_POINTER);
+
+    /* add (8-byte values) */
+    int64_t r = 0;
+    CHECK_RC(shoal_fixed_add(f, k1, 4, 5, &r), SHOAL_OK);
+    CHECK(r == 5);
+    CHECK_RC(shoal_fixed_add(f, k1, 4, -7, &r), SHOAL_OK);
+    CHECK(r == -2);
+    CHECK_RC(shoal_fixed_add(f, k1, 4, 2, NULL), SHOAL_OK);
+    int64_t back = 1;
+    CHECK_RC(shoal_fixed_get(f, k1, 4, &back, sizeof back), SHOAL_OK);
+    CHECK(back == 0);
+    CHECK_RC(shoal_fixed_add(f, k1, 3, 1, &r), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_add(NULL, k1, 4, 1, &r), SHOAL_NULL_POINTER);
+
+    /* len / clear */
+    uint64_t n = 0;
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == 2);
+    CHECK_RC(shoal_fixed_len(f, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_len(NULL, &n), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_clear(NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_clear(f), SHOAL_OK);
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == 0);
+
+    /* add on a map whose values are not 8 bytes */
+    shoal_fixed *g;
+    REQUIRE_OK(shoal_fixed_open(s, "g", 2, 4, SHOAL_MAP_CREATE, &g));
+    CHECK_RC(shoal_fixed_add(g, "ab", 2, 1, &r), SHOAL_INVALID);
+    /* a zero-size value: NULL buffers allowed */
+    shoal_fixed *z;
+    REQUIRE_OK(shoal_fixed_open(s, "z", 2, 0, SHOAL_MAP_CREATE, &z));
+    CHECK_RC(shoal_fixed_put(z, "ab", 2, NULL, 0, NULL), SHOAL_OK);
+    CHECK_RC(shoal_fixed_get(z, "ab", 2, NULL, 0), SHOAL_OK);
+    CHECK_RC(shoal_fixed_get(z, "cd", 2, NULL, 0), SHOAL_NOT_FOUND);
+    shoal_fixed_close(z);
+    shoal_fixed_close(g);
+    shoal_fixed_close(f);
+    shoal_store_close(s);
+}
+
+static void test_fixed_iter_stats(void) {
+    shoal_store *s;
+    if (!fresh("fixed_iter", &s, NULL)) { h_failures++; return; }
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 8, 8, SHOAL_MAP_CREATE, &f));
+    const uint64_t N = 2000;
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t v = i * 3;
+        CHECK_RC(shoal_fixed_put(f, &i, 8, &v, 8, NULL), SHOAL_OK);
+    }
+    shoal_fixed_iter *it = (shoal_fixed_iter *)1;
+    CHECK_RC(shoal_fixed_iter_open(NULL, &it), SHOAL_NULL_POINTER);
+    CHECK(it == NULL);
+    CHECK_RC(shoal_fixed_iter_open(f, NULL), SHOAL_NULL_POINTER);
+    REQUIRE_OK(shoal_fixed_iter_open(f, &it));
+    uint64_t k, v, count = 0, ksum = 0;
+    int bad = 0;
+    /* Wrong sizes and NULLs do not consume an entry. */
+    CHECK_RC(shoal_fixed_iter_next(it, &k, 4, &v, 8), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_iter_next(it, &k, 8, &v, 4), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_iter_next(it, NULL, 8, &v, 8), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_iter_next(NULL, &k, 8, &v, 8), SHOAL_NULL_POINTER);
+    shoal_status rc;
+    while ((rc = shoal_fixed_iter_next(it, &k, 8, &v, 8)) == SHOAL_OK) {
+        count++;
+        ksum += k;
+        if (v != k * 3) bad++;
+    }
+    CHECK(rc == SHOAL_DONE);
+    CHECK_RC(shoal_fixed_iter_next(it, &k, 8, &v, 8), SHOAL_DONE);
+    CHECK(count == N && ksum == N * (N - 1) / 2 && bad == 0);
+    CHECK_RC(shoal_fixed_iter_close(it), SHOAL_OK);
+    CHECK_RC(shoal_fixed_iter_close(NULL), SHOAL_OK);
+    /* Keys only (value buffer NULL, length 0); the iterator outlives the map handle. */
+    REQUIRE_OK(shoal_fixed_iter_open(f, &it));
+    shoal_fixed *f2;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 8, 8, 0, &f2));
+    count = 0;
+    while (shoal_fixed_iter_next(it, &k, 8, NULL, 0) == SHOAL_OK) count++;
+    CHECK(count == N);
+    shoal_fixed_iter_close(it);
+
+    shoal_fixed_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK_RC(shoal_fixed_get_stats(NULL, &st), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_get_stats(f2, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_get_stats(f2, &st), SHOAL_INVALID); /* struct_size 0 */
+    st.struct_size = sizeof st;
+    CHECK_RC(shoal_fixed_get_stats(f2, &st), SHOAL_OK);
+    CHECK(st.struct_size == sizeof st && st.entries == N && st.key_size == 8 && st.value_size == 8);
+    CHECK(st.segments >= 1 && st.capacity >= N && st.cell_bytes >= 16 && st.file_size > 0);
+    CHECK(st.cells_per_bucket >= 1 && st.bucket_bytes > 0 && st.segment_bytes > 0);
+    /* An older, shorter struct gets only its fields. */
+    struct { size_t struct_size; uint64_t entries; } old = {sizeof old, 0};
+    CHECK_RC(shoal_fixed_get_stats(f2, (shoal_fixed_stats *)&old), SHOAL_OK);
+    CHECK(old.struct_size == sizeof old && old.entries == N);
+    shoal_fixed_close(f2);
+    shoal_fixed_close(f);
+    shoal_store_close(s);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ctest-XXXXXX", base ? base : "/tmp");
@@ -1744,6 +1999,9 @@ int main(void) {
     RUN(test_map_uids);
     RUN(test_map_batches);
     RUN(test_map_with_timeout);
+    RUN(test_fixed_open_kind);
+    RUN(test_fixed_ops);
+    RUN(test_fixed_iter_stats);
     RUN(test_store_flush_repair_durability_options);
     RUN(test_full);
     RUN(test_no_space);

@@ -480,4 +480,114 @@ TEST_F(ShoalTest, StableUids) {
     EXPECT_TRUE(store.check().ok());
 }
 
+TEST_F(ShoalTest, FixedMapBasics) {
+    shoal::Store store(path_, small());
+    shoal::FixedMap f = store.fixed_map("counters", 8, 8);
+    EXPECT_EQ(f.key_size(), 8u);
+    EXPECT_EQ(f.value_size(), 8u);
+    std::uint64_t k1 = 1, k2 = 2, v1 = 10, v2 = 20;
+    shoal::bytes_view K1(&k1, 8), K2(&k2, 8), V1(&v1, 8), V2(&v2, 8);
+    EXPECT_EQ(f.get(K1), std::nullopt);
+    EXPECT_EQ(f.put(K1, V1), shoal::PutOutcome::Inserted);
+    EXPECT_EQ(f.put(K1, V1), shoal::PutOutcome::Replaced);
+    EXPECT_EQ(f.get(K1), std::optional<std::string>(std::string(V1.str())));
+    std::uint64_t out = 0;
+    EXPECT_TRUE(f.get_into(K1, &out, sizeof out));
+    EXPECT_EQ(out, 10u);
+    EXPECT_FALSE(f.get_into(K2, &out, sizeof out));
+    EXPECT_TRUE(f.contains(K1));
+    EXPECT_FALSE(f.contains(K2));
+    EXPECT_FALSE(f.insert(K1, V2));
+    EXPECT_FALSE(f.replace(K2, V2));
+    EXPECT_TRUE(f.insert(K2, V2));
+    EXPECT_TRUE(f.replace(K2, V1));
+    EXPECT_FALSE(f.compare_and_swap(K2, V2, V1));
+    EXPECT_TRUE(f.compare_and_swap(K2, V1, V2));
+    EXPECT_FALSE(f.compare_and_swap(K2, std::nullopt, V1));
+    EXPECT_TRUE(f.compare_and_swap(K2, V2, std::nullopt));
+    EXPECT_FALSE(f.contains(K2));
+    EXPECT_TRUE(f.compare_and_swap(K2, std::nullopt, V1));
+    EXPECT_EQ(f.add(K1, 5), 15);
+    EXPECT_EQ(f.add(K2, -20), -10);
+    EXPECT_EQ(f.size(), 2u);
+    EXPECT_FALSE(f.empty());
+    EXPECT_TRUE(f.remove(K2));
+    EXPECT_FALSE(f.remove(K2));
+    shoal_fixed_stats st = f.stats();
+    EXPECT_EQ(st.entries, 1u);
+    EXPECT_EQ(st.key_size, 8u);
+    EXPECT_EQ(st.value_size, 8u);
+    f.clear();
+    EXPECT_TRUE(f.empty());
+    EXPECT_NE(f.handle(), nullptr);
+}
+
+TEST_F(ShoalTest, FixedMapErrorsAndKinds) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("var");
+    shoal::FixedMap f = store.fixed_map("fix", 4, 2);
+    shoal::MapOptions mo;
+    mo.uids = true;
+    shoal::Map u = store.map("uids", true, mo);
+    EXPECT_SHOAL_CODE(f.get("abc"), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(f.put("abcd", "xyz"), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(f.put("abc", "xy"), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(f.contains("abcde"), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(f.add("abcd", 1), SHOAL_INVALID);  // values are not 8 bytes
+    char small_buf[1];
+    EXPECT_SHOAL_CODE(f.get_into("abcd", small_buf, 1), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(store.fixed_map("absent", 4, 2, false), SHOAL_NOT_FOUND);
+    EXPECT_SHOAL_CODE(store.fixed_map("fix", 4, 3), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(store.fixed_map("var", 4, 2), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(store.map("fix"), SHOAL_INVALID);
+    auto k = store.map_kind("fix");
+    ASSERT_TRUE(k.has_value());
+    EXPECT_TRUE(k->fixed());
+    EXPECT_EQ(k->key_size, 4u);
+    EXPECT_EQ(k->value_size, 2u);
+    k = store.map_kind("var");
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->kind, SHOAL_MAP_KIND_VARIABLE);
+    EXPECT_FALSE(k->fixed());
+    k = store.map_kind("uids");
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->kind, SHOAL_MAP_KIND_VARIABLE_UIDS);
+    EXPECT_EQ(store.map_kind("absent"), std::nullopt);
+    // A second handle, without create; the first stays usable after a move.
+    shoal::FixedMap g = store.fixed_map("fix", 4, 2, false);
+    g.put("abcd", "xy");
+    shoal::FixedMap moved = std::move(f);
+    EXPECT_EQ(moved.get("abcd"), std::optional<std::string>("xy"));
+}
+
+TEST_F(ShoalTest, FixedMapIteration) {
+    shoal::Store store(path_, small());
+    shoal::FixedMap f = store.fixed_map("it", 4, 4);
+    std::map<std::string, std::string> want;
+    for (std::uint32_t i = 0; i < 500; i++) {
+        std::string k(reinterpret_cast<const char*>(&i), 4);
+        std::uint32_t v = i * 7;
+        std::string vs(reinterpret_cast<const char*>(&v), 4);
+        f.put(k, vs);
+        want[k] = vs;
+    }
+    std::map<std::string, std::string> got;
+    for (const auto& kv : f) got.emplace(kv.first, kv.second);
+    EXPECT_EQ(got, want);
+    shoal::FixedMap empty = store.fixed_map("empty", 1, 0);
+    int n = 0;
+    for (const auto& kv : empty) {
+        (void)kv;
+        n++;
+    }
+    EXPECT_EQ(n, 0);
+    empty.put("a", shoal::bytes_view());
+    for (const auto& kv : empty) {
+        EXPECT_EQ(kv.first, "a");
+        EXPECT_EQ(kv.second, "");
+        n++;
+    }
+    EXPECT_EQ(n, 1);
+}
+
 }  // namespace

@@ -1,0 +1,200 @@
+"""shoal.FixedMap: a fixed-size map of bytes (see Store.fixed_map)."""
+
+from collections.abc import Mapping as _Mapping
+from collections.abc import MutableMapping as _MutableMapping
+
+from ._absent import ABSENT
+from ._views import ItemsView, KeysView, ValuesView
+
+__all__ = ["FixedMap"]
+
+_KEYS, _VALUES, _ITEMS = 0, 1, 2
+
+
+class FixedMap(_MutableMapping):
+    """A named fixed-size map in a shoal store: every key is a bytes object of exactly
+    ``key_size`` bytes and every value one of exactly ``value_size`` bytes, stored as
+    cells in the index itself (no records; values updated in place; ``add`` on a present
+    key takes no lock). A ``collections.abc.MutableMapping[bytes, bytes]`` with dict
+    semantics, shared by every process that opens the store.
+
+    Created by ``Store.fixed_map(name, key_size, value_size)``. A key or value of another
+    length raises ``shoal.InvalidArgument`` (a ``ValueError``), also for ``in`` and
+    ``get``; a key that is not ``bytes`` raises ``TypeError``. Iteration is weakly
+    consistent, as for ``Map``.
+    """
+
+    __slots__ = ("_m", "_store", "__weakref__")
+
+    def __init__(self, native, store):
+        self._m = native
+        self._store = store
+
+    @property
+    def name(self) -> str:
+        """The map's name."""
+        return self._m.name
+
+    @property
+    def key_size(self) -> int:
+        """Bytes per key."""
+        return self._m.key_size
+
+    @property
+    def value_size(self) -> int:
+        """Bytes per value."""
+        return self._m.value_size
+
+    @property
+    def store(self):
+        """The Store this map was opened from."""
+        return self._store
+
+    def __getitem__(self, key):
+        v = self._m.get(key)
+        if v is None:
+            raise KeyError(key)
+        return v
+
+    def __setitem__(self, key, value):
+        self._m.put(key, value)
+
+    def __delitem__(self, key):
+        if not self._m.remove(key):
+            raise KeyError(key)
+
+    def __contains__(self, key):
+        return self._m.contains(key)
+
+    def __len__(self):
+        return self._m.len()
+
+    def __iter__(self):
+        return self._m.iter(_KEYS)
+
+    def _iter_keys(self):
+        return self._m.iter(_KEYS)
+
+    def _iter_values(self):
+        return self._m.iter(_VALUES)
+
+    def _iter_items(self):
+        return self._m.iter(_ITEMS)
+
+    def keys(self):
+        """A live, set-like view of the keys."""
+        return KeysView(self)
+
+    def values(self):
+        """A live view of the values."""
+        return ValuesView(self)
+
+    def items(self):
+        """A live, set-like view of the (key, value) pairs."""
+        return ItemsView(self)
+
+    def get(self, key, default=None):
+        """The value of ``key``, or ``default``."""
+        v = self._m.get(key)
+        return default if v is None else v
+
+    def pop(self, key, *default):
+        """Removes ``key`` and returns its value (atomically: a compare-and-swap loop),
+        or returns ``default`` if given and the key is absent; else raises KeyError."""
+        if len(default) > 1:
+            raise TypeError(f"pop expected at most 2 arguments, got {1 + len(default)}")
+        while True:
+            v = self._m.get(key)
+            if v is None:
+                if default:
+                    return default[0]
+                raise KeyError(key)
+            if self._m.compare_and_swap(key, v, None):
+                return v
+
+    def popitem(self):
+        """Removes and returns some (key, value) pair; KeyError if the map is empty."""
+        for k in self._m.iter(_KEYS):
+            try:
+                return (k, self.pop(k))
+            except KeyError:
+                continue  # removed meanwhile by another process
+        raise KeyError("popitem(): shoal.FixedMap is empty")
+
+    def setdefault(self, key, default):
+        """The value of ``key``; if absent, inserts ``default`` first (atomically, as
+        insert-if-absent) and returns it. ``default`` is required (no ``None`` values)."""
+        while True:
+            v = self._m.get(key)
+            if v is not None:
+                return v
+            if self._m.insert(key, default):
+                return default
+
+    def put(self, key, value) -> bool:
+        """Inserts or replaces; returns True if the key was present (replaced)."""
+        return self._m.put(key, value)
+
+    def insert(self, key, value) -> bool:
+        """Inserts only if ``key`` is absent; returns whether it did."""
+        return self._m.insert(key, value)
+
+    def replace(self, key, value) -> bool:
+        """Replaces only if ``key`` is present; returns whether it did."""
+        return self._m.replace(key, value)
+
+    def remove(self, key) -> bool:
+        """Removes ``key``; returns whether it was present."""
+        return self._m.remove(key)
+
+    def compare_and_swap(self, key, expected, new) -> bool:
+        """Atomically: if the value of ``key`` is ``expected`` (``shoal.ABSENT``: the key
+        is absent), sets it to ``new`` (``shoal.ABSENT``: removes the key) and returns
+        True; otherwise changes nothing and returns False."""
+        return self._m.compare_and_swap(
+            key,
+            None if expected is ABSENT else expected,
+            None if new is ABSENT else new,
+        )
+
+    def add(self, key, delta=1) -> int:
+        """Atomically adds ``delta`` (wrapping) to the 8-byte little-endian signed value of
+        ``key`` (an absent key counts as 0 and is created) and returns the new value.
+        Raises ``shoal.InvalidArgument`` unless the map's values are 8 bytes."""
+        return self._m.add(key, delta)
+
+    def clear(self):
+        """Removes every entry."""
+        self._m.clear()
+
+    def stats(self) -> dict:
+        """Figures about the map: entries, key_size, value_size, cell_bytes, bucket_bytes,
+        cells_per_bucket, segments, segment_bytes, capacity, splits, directory_depth,
+        file_size."""
+        return self._m.stats()
+
+    def to_dict(self) -> dict:
+        """A copy of the whole map as a plain dict."""
+        return dict(self._m.iter(_ITEMS))
+
+    def __eq__(self, other):
+        if not isinstance(other, _Mapping):
+            return NotImplemented
+        return self.to_dict() == dict(other.items())
+
+    def __reduce__(self):
+        if self._m.closed:
+            raise ValueError("cannot pickle a closed shoal.FixedMap")
+        from . import _reopen_fixed
+
+        return (
+            _reopen_fixed,
+            (self._store.path, self.name, self.key_size, self.value_size, self._store.lock_timeout),
+        )
+
+    def __repr__(self):
+        return (
+            f"<shoal.FixedMap {self.name!r} in {self._store.path!r} "
+            f"key_size={self.key_size} value_size={self.value_size}"
+            f"{' (closed)' if self._m.closed else ''}>"
+        )
