@@ -612,6 +612,7 @@ impl MapRef {
                     match crate::uid::push_take(tx, self, &mut redo, off, h) {
                         Ok(uid) => {
                             crate::uid::patch_record(sh, off, len, uid.index());
+                            crate::rt::failpoint!("uid.taken");
                             new_uid = Some(uid);
                         }
                         Err(e) => {

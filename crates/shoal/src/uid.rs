@@ -293,6 +293,7 @@ fn grow(tx: &Txn, m: &MapRef, index: u64) -> Result<()> {
             let mut redo = Redo::new();
             redo.push(m.hdr + M_UID_DIR, d);
             commit_apply(tx, &mut redo, &take);
+            crate::rt::failpoint!("uid.dir_allocated");
         }
         let dir = sh.w(m.hdr + M_UID_DIR).load(Acquire);
         if sh.w(dir + 8 * b).load(Acquire) == 0 {
@@ -302,6 +303,7 @@ fn grow(tx: &Txn, m: &MapRef, index: u64) -> Result<()> {
             let mut redo = Redo::new();
             redo.push(dir + 8 * b, blk);
             commit_apply(tx, &mut redo, &take);
+            crate::rt::failpoint!("uid.block_allocated");
         }
         Ok(())
     })();
