@@ -3,6 +3,8 @@
 //! * get by UID vs get by key, and put by UID vs put by key (replace), over N keys of a
 //!   map with UIDs, in one shuffled order;
 //! * `get_many_with` (batches of 256) vs single gets, same keys, same order;
+//! * u64 → u64 gets: an inline map (fixed 8+8) vs a variable map vs an in-process
+//!   `hashbrown::HashMap<u64, u64>`;
 //! * `add` on one hot key: one process vs two processes at once (total ops/s).
 //!
 //! `cargo run --release -p shoal-bench --bin shoal-features -- --keys 10000000`
@@ -131,6 +133,59 @@ fn hot_adds(path: &str, procs: usize, n: u64) -> Result<f64, String> {
     Ok(mops(procs * n as usize, d))
 }
 
+/// Gets of N u64 keys (values u64) in the shuffled order: from an inline map (a fixed
+/// 8+8 map: cells in the index), from a variable map, and from an in-process
+/// `hashbrown::HashMap<u64, u64>`. Best of `reps`, M ops/s each.
+fn u64_maps(
+    s: &shoal::Store,
+    n: usize,
+    order: &[u32],
+    reps: usize,
+    sched: &mut Option<SchedStat>,
+) -> Result<(f64, f64, f64), String> {
+    let e = |e: shoal::Error| e.to_string();
+    let key = |i: u64| i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let inline = s.fixed_map("u64-inline", 8, 8).map_err(e)?;
+    let var = s.map("u64-variable").map_err(e)?;
+    let mut hb: hashbrown::HashMap<u64, u64, foldhash::fast::RandomState> =
+        hashbrown::HashMap::default();
+    for i in 0..n as u64 {
+        let k = key(i).to_le_bytes();
+        inline.put(&k, &i.to_le_bytes()).map_err(e)?;
+        var.put(&k, &i.to_le_bytes()).map_err(e)?;
+        hb.insert(key(i), i);
+    }
+    let mut out = [0u8; 8];
+    let (r_inline, _) = best(reps, n, sched, || {
+        let mut sum = 0u64;
+        for &i in order {
+            inline
+                .get_into(&key(i as u64).to_le_bytes(), &mut out)
+                .map_err(e)?;
+            sum = sum.wrapping_add(u64::from_le_bytes(out));
+        }
+        Ok(sum)
+    })?;
+    let mut buf = Vec::new();
+    let (r_var, _) = best(reps, n, sched, || {
+        let mut sum = 0u64;
+        for &i in order {
+            var.get_into(&key(i as u64).to_le_bytes(), &mut buf)
+                .map_err(e)?;
+            sum = sum.wrapping_add(buf[0] as u64);
+        }
+        Ok(sum)
+    })?;
+    let (r_hb, _) = best(reps, n, sched, || {
+        let mut sum = 0u64;
+        for &i in order {
+            sum = sum.wrapping_add(*hb.get(&key(i as u64)).ok_or("missing key")?);
+        }
+        Ok(sum)
+    })?;
+    Ok((r_inline, r_var, r_hb))
+}
+
 fn run(a: &Args) -> Result<(), String> {
     let e = |e: shoal::Error| e.to_string();
     let n = a.keys;
@@ -206,6 +261,8 @@ fn run(a: &Args) -> Result<(), String> {
         Ok(0)
     })?;
     drop(m);
+    eprintln!("u64 -> u64: inline map, variable map, hashbrown...");
+    let ints = u64_maps(&s, n, &data.order, a.reps, &mut sched)?;
     eprintln!("hot-key add, 1 and 2 processes...");
     let (mut one, mut two) = (0.0f64, 0.0f64);
     for _ in 0..a.reps {
@@ -241,6 +298,17 @@ fn run(a: &Args) -> Result<(), String> {
         "| put by UID | {put_uid:.2} | | {:.2}× put by key |",
         put_uid / put_key
     );
+    let (inl, var, hb) = ints;
+    println!(
+        "| u64→u64 get, inline map (fixed 8+8) | {inl:.2} | | {:.2}× hashbrown, {:.2}× variable map |",
+        inl / hb,
+        inl / var
+    );
+    println!(
+        "| u64→u64 get, variable map | {var:.2} | | {:.2}× hashbrown |",
+        var / hb
+    );
+    println!("| u64→u64 get, hashbrown HashMap<u64, u64> (in-process) | {hb:.2} | | 1.00 |");
     println!("| add, one hot key, 1 process | {one:.2} | | 1.00 |");
     println!(
         "| add, one hot key, 2 processes (total) | {two:.2} | | {:.2}× 1 process |",
