@@ -170,6 +170,12 @@ impl Stopper {
         }
         if !self.stopping && n % 32 == 0 {
             self.stopping = self.stop.as_ref().is_some_and(|p| p.exists());
+            // A supervisor that died (killed, or timed out) never creates the stop file,
+            // and its scratch directory may be gone: an orphan stops at once rather than
+            // running forever (seen when a soak run was killed from outside).
+            if std::os::unix::process::parent_id() == 1 {
+                std::process::exit(0);
+            }
         }
         self.stopping && n >= self.min_ops
     }
