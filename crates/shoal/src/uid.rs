@@ -124,6 +124,19 @@ pub(crate) fn stale(uid: Uid) -> Error {
     Error::StaleUid(uid.to_u64())
 }
 
+/// The UID directory's offset, checked (it comes from the file): inside the file and
+/// word-aligned.
+fn dir_of(sh: &Shared, m: &MapRef) -> Result<u64> {
+    let dir = sh.w(m.hdr + M_UID_DIR).load(Acquire);
+    if dir < sh.g.chunks_off || dir % 8 != 0 || dir + 8 * UID_DIR_N > sh.file_end() {
+        return Err(sh.corrupt(format!(
+            "map {}: UID directory {dir:#x} out of the file",
+            m.id
+        )));
+    }
+    Ok(dir)
+}
+
 /// Offset of the table entry of `index`, if it was ever handed out.
 pub(crate) fn entry_off(sh: &Shared, m: &MapRef, index: u64) -> Result<Option<u64>> {
     let next = sh.w(m.hdr + M_UID_NEXT).load(Acquire);
@@ -131,13 +144,10 @@ pub(crate) fn entry_off(sh: &Shared, m: &MapRef, index: u64) -> Result<Option<u6
         return Ok(None);
     }
     let end = sh.file_end();
-    let dir = sh.w(m.hdr + M_UID_DIR).load(Acquire);
+    let dir = dir_of(sh, m)?;
     let b = index / UID_BLOCK;
-    if dir < sh.g.chunks_off || dir + 8 * UID_DIR_N > end || b >= UID_DIR_N {
-        return Err(sh.corrupt(format!(
-            "map {}: UID directory {dir:#x} out of the file",
-            m.id
-        )));
+    if b >= UID_DIR_N {
+        return Err(sh.corrupt(format!("map {}: UID {index} past the table", m.id)));
     }
     let block = sh.w(dir + 8 * b).load(Acquire);
     if block < sh.g.chunks_off || block + UID_ENTRY * UID_BLOCK > end || block % 8 != 0 {
@@ -239,8 +249,15 @@ pub(crate) fn push_take(tx: &Txn, m: &MapRef, redo: &mut Redo, off: u64, h: u64)
     };
     // `entry_off` bounds indexes by the high-water mark, which this redo list may only
     // be about to raise: compute the entry's place directly.
-    let dir = sh.w(m.hdr + M_UID_DIR).load(Acquire);
-    let e = sh.w(dir + 8 * (index / UID_BLOCK)).load(Acquire) + UID_ENTRY * (index % UID_BLOCK);
+    let dir = dir_of(sh, m)?;
+    let block = sh.w(dir + 8 * (index / UID_BLOCK)).load(Acquire);
+    if block < sh.g.chunks_off || block % 8 != 0 || block + UID_ENTRY * UID_BLOCK > sh.file_end() {
+        return Err(sh.corrupt(format!(
+            "map {}: UID block {block:#x} out of the file",
+            m.id
+        )));
+    }
+    let e = block + UID_ENTRY * (index % UID_BLOCK);
     redo.push(e + E_HASH, h);
     redo.push(e + E_VER, sh.w(e + E_VER).load(Relaxed).wrapping_add(1));
     redo.push(e + E_LOC, live_loc(gen, off));
@@ -274,12 +291,7 @@ fn grow(tx: &Txn, m: &MapRef, index: u64) -> Result<()> {
     let dir_lock = m.hdr + M_DIR_LOCK;
     let need_dir = sh.w(m.hdr + M_UID_DIR).load(Acquire) == 0;
     let b = index / UID_BLOCK;
-    if !need_dir
-        && sh
-            .w(sh.w(m.hdr + M_UID_DIR).load(Acquire) + 8 * b)
-            .load(Acquire)
-            != 0
-    {
+    if !need_dir && sh.w(dir_of(sh, m)? + 8 * b).load(Acquire) != 0 {
         return Ok(());
     }
     // The map's index arena is shared with segments and directories, which the
@@ -295,7 +307,7 @@ fn grow(tx: &Txn, m: &MapRef, index: u64) -> Result<()> {
             commit_apply(tx, &mut redo, &take);
             crate::rt::failpoint!("uid.dir_allocated");
         }
-        let dir = sh.w(m.hdr + M_UID_DIR).load(Acquire);
+        let dir = dir_of(sh, m)?;
         if sh.w(dir + 8 * b).load(Acquire) == 0 {
             let (blk, take) = arena_alloc(tx, m, UID_ENTRY * UID_BLOCK)?;
             zero(sh, blk, UID_ENTRY * UID_BLOCK);
