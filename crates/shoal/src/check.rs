@@ -248,7 +248,7 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
         ck.lock_ok(m.hdr + M_DIR_LOCK, "directory");
         let root = sh.w(m.hdr + M_ROOT).load(Acquire);
         let (gd, dir) = (root >> 48, root & OFF_MASK);
-        if gd > MAX_DEPTH || dir < g.chunks_off || dir + (8 << gd) > end {
+        if gd > MAX_DEPTH || dir < g.chunks_off || dir % 8 != 0 || dir + (8 << gd) > end {
             ck.bad(format!("map {id}: directory {root:#x} out of the file"));
             continue;
         }

@@ -1163,7 +1163,7 @@ pub(crate) fn check_map(
     lock_ok(m.hdr + M_DIR_LOCK, "directory", problems);
     let root = sh.w(m.hdr + M_ROOT).load(Acquire);
     let (gd, dir) = (root >> 48, root & OFF_MASK);
-    if gd > MAX_DEPTH || dir < sh.g.chunks_off || dir + (8 << gd) > end {
+    if gd > MAX_DEPTH || dir < sh.g.chunks_off || dir % 8 != 0 || dir + (8 << gd) > end {
         problems.push(format!("map {id}: directory {root:#x} out of the file"));
         return (0, 0);
     }

@@ -151,7 +151,7 @@ impl MapRef {
         // `g` comes from the file: checked below, but never shift by more than 63 first.
         let eoff = dir + 8 * (h & ((1u64 << g.min(MAX_DEPTH)) - 1));
         // One branch for all the bounds checks: they pass on every healthy lookup.
-        if (g > MAX_DEPTH) | (eoff + 8 > end) | (dir < sh.g.chunks_off) {
+        if (g > MAX_DEPTH) | (eoff + 8 > end) | (dir < sh.g.chunks_off) | (dir % 8 != 0) {
             return self.locate_slow(sh, h);
         }
         let e = sh.w(eoff).load(Acquire);
@@ -172,7 +172,7 @@ impl MapRef {
         let g = root >> 48;
         let dir = root & OFF_MASK;
         let eoff = dir + 8 * (h & ((1u64 << g.min(MAX_DEPTH)) - 1));
-        if g > MAX_DEPTH || eoff + 8 > end || dir < sh.g.chunks_off {
+        if g > MAX_DEPTH || eoff + 8 > end || dir < sh.g.chunks_off || dir % 8 != 0 {
             return Err(self.bad(
                 sh,
                 format!("map {}: directory root {root:#x} out of the file", self.id),
@@ -1177,7 +1177,7 @@ pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
     let root = sh.w(m.hdr + M_ROOT).load(Acquire);
     let g = root >> 48;
     let dir = root & OFF_MASK;
-    if g > MAX_DEPTH || dir < sh.g.chunks_off || dir + (8 << g) > end {
+    if g > MAX_DEPTH || dir < sh.g.chunks_off || dir % 8 != 0 || dir + (8 << g) > end {
         return Err(sh.corrupt(format!("map {}: directory {root:#x} out of the file", m.id)));
     }
     let mut out = Vec::new();
