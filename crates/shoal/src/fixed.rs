@@ -173,8 +173,12 @@ pub(crate) fn is_fixed(sh: &Shared, id: u64) -> bool {
         return false;
     }
     let hdr = sh.w(sh.g.cat_entry(id) + C_HDR).load(Acquire);
+    // `hdr` comes from the file: no overflow, and word-aligned.
     hdr >= sh.g.chunks_off
-        && hdr + M_COUNTERS <= sh.file_end()
+        && hdr % 8 == 0
+        && hdr
+            .checked_add(M_COUNTERS)
+            .is_some_and(|e| e <= sh.file_end())
         && sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0
 }
 
@@ -187,7 +191,8 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
     let cat_word = sh.w(ce + C_STATE).load(Acquire);
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     let end = sh.file_end();
-    if hdr < sh.g.chunks_off || hdr + M_COUNTERS > end {
+    if hdr < sh.g.chunks_off || hdr % 8 != 0 || hdr.checked_add(M_COUNTERS).is_none_or(|e| e > end)
+    {
         return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
     }
     let flags = sh.w(hdr + M_FLAGS).load(Acquire);

@@ -1095,7 +1095,8 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     let cat_word = sh.w(ce + C_STATE).load(Acquire);
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     let end = sh.file_end();
-    if hdr < sh.g.chunks_off || hdr + M_COUNTERS > end {
+    if hdr < sh.g.chunks_off || hdr % 8 != 0 || hdr.checked_add(M_COUNTERS).is_none_or(|e| e > end)
+    {
         return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
     }
     if sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0 {
