@@ -16,6 +16,9 @@
 # open_check also open one input in four as a file on disk (unclean-store verification and
 # Store::repair; three fsyncs per such input, so only in the long form, with TIMEOUT=60).
 # TIMEOUT=S is libFuzzer's per-input limit (default 20). Prints executions per target.
+#
+# Past crash inputs (fuzz/regressions/TARGET/NAME.gz) are replayed before fuzzing: put
+# each new crash input there, gzipped, with its fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -44,6 +47,28 @@ export SHOAL_FUZZ_DISK_DIR="$PWD/target/disk"
 mkdir -p "$SHOAL_FUZZ_DISK_DIR"
 declare -A MAXLEN=([open_check]=600000 [ops_model]=1200)
 status=0
+
+# Every input that ever crashed a target (fuzz/regressions/TARGET/*.gz, gzipped) is
+# replayed first, each once: a fixed bug that comes back fails here whatever the random
+# fuzzing below happens to find.
+for t in "${TARGETS[@]}"; do
+    [ -d "regressions/$t" ] || continue
+    replay="target/regressions/$t"
+    rm -rf "$replay" && mkdir -p "$replay"
+    for f in regressions/"$t"/*.gz; do
+        gunzip -c "$f" >"$replay/$(basename "$f" .gz)"
+    done
+    log="target/replay-$t.log"
+    if cargo +nightly fuzz run -s "$SANITIZER" "$t" "$replay"/* -- -timeout="$TIMEOUT" \
+        -rss_limit_mb=4096 >"$log" 2>&1; then
+        echo "  $t: replayed $(ls "$replay" | wc -l) past crash inputs, all pass"
+    else
+        status=1
+        echo "  $t: a past crash input fails again; the end of its log ($PWD/$log):"
+        tail -60 "$log" | cut -c1-400
+    fi
+done
+
 for t in "${TARGETS[@]}"; do
     log="target/fuzz-$t.log"
     echo "fuzzing $t for ${SECONDS_EACH}s (sanitizer $SANITIZER, $JOBS job(s))"

@@ -1796,3 +1796,61 @@ fn a_lock_held_by_a_free_txn_slot_times_out_and_is_reported() {
     let r = s.check().unwrap();
     assert!(r.problems.iter().any(|p| p.contains("alloc lock")), "{r}");
 }
+
+/// Regression (found by fuzzing, `fuzz/regressions/open_check/`): a map's directory
+/// offset that lies in the file but is not 8-aligned made `check` read a misaligned word,
+/// and a map header offset near 2^64 overflowed `hdr + M_COUNTERS` (in a release build it
+/// wrapped, passed the bounds check and was read: SIGSEGV). Both must be reported as
+/// corruption: every call returns, and `check` names the map.
+#[test]
+fn misaligned_or_overflowing_offsets_are_corrupt() {
+    // Map 0 ("tiny"): catalog entry 0, word 2 holds its header offset; the header's first
+    // word is its root, directory | depth << 48.
+    fn entry(b: &[u8]) -> u64 {
+        read_u64(b, H_CATALOG_OFF) + 16
+    }
+    type Case = (&'static str, fn(&[u8]) -> Vec<(u64, u64)>);
+    let cases: [Case; 4] = [
+        ("map 0's directory offset + 4", |b| {
+            let hdr = read_u64(b, entry(b));
+            vec![(hdr, read_u64(b, hdr) + 4)]
+        }),
+        ("map 0's header offset = 2^64 - 8", |b| {
+            vec![(entry(b), u64::MAX - 7)]
+        }),
+        ("map 0's header offset = 2^64 - 64", |b| {
+            vec![(entry(b), u64::MAX - 63)]
+        }),
+        ("map 0's header offset + 4", |b| {
+            vec![(entry(b), read_u64(b, entry(b)) + 4)]
+        }),
+    ];
+    for (what, patch) in cases {
+        patched_trial_survives(what, patch);
+    }
+    // In process too: `check` must say what is wrong (in a release build a misaligned read
+    // does not crash, so the trial alone would not catch the first case coming back).
+    let d = tmpdir();
+    let base = build_store(d.path(), "base.shoal", false);
+    let good = fs::read(&base).unwrap();
+    for (i, (what, patch)) in cases.iter().enumerate() {
+        let mut b = good.clone();
+        for (at, v) in patch(&good) {
+            put_u64(&mut b, at, v);
+        }
+        let p = d.path().join(format!("case-{i}.shoal"));
+        fs::write(&p, &b).unwrap();
+        let s = Store::open_existing(&p).unwrap();
+        let r = s.check().unwrap();
+        assert!(!r.is_ok(), "{what}: check passed");
+        assert!(
+            r.problems.iter().any(|p| p.contains("map")),
+            "{what}: no problem names a map: {r}"
+        );
+        // The other maps still read.
+        assert_eq!(
+            s.open_map("small").unwrap().get(&key_of(1)).unwrap(),
+            expected(1, 1)
+        );
+    }
+}
