@@ -205,15 +205,12 @@ impl MapRef {
     ///
     /// The slots whose tag matches are gathered in one mask first (no branch per slot),
     /// so the usual lookup reads one record: a 16-bit tag leaves ~15/65536 false matches.
-    #[inline]
+    #[inline(always)]
     fn scan(&self, sh: &Shared, bo: u64, tag: u64, key: &[u8], end: u64) -> Option<Found> {
-        let mut mask = 0u32;
-        for i in 0..SLOTS {
-            let s = sh.w(bo + B_SLOT0 + 8 * i).load(Relaxed);
-            // An empty slot (0) matches only tag 0; its offset 0 then fails the record
-            // bounds check below, so no separate emptiness test is needed here.
-            mask |= ((slot_tag(s) == tag) as u32) << i;
-        }
+        // An empty slot (0) matches only tag 0; its offset 0 then fails the record bounds
+        // check below, so no separate emptiness test is needed here.
+        let mut mask = sh.r.bucket_tag_mask(bo, tag);
+        const _: () = assert!(B_SLOT0 == 8 && SLOTS == 15 && BUCKET == 128);
         while mask != 0 {
             let i = mask.trailing_zeros() as u64;
             mask &= mask - 1;
