@@ -217,10 +217,10 @@ impl Region {
         let mut i = 0;
         let head = off - a;
         if head != 0 {
-            let mut w = self.load_word(a).to_le_bytes();
             let take = (8 - head).min(n);
-            w[head..head + take].copy_from_slice(&src[..take]);
-            self.store_word(a, u64::from_le_bytes(w));
+            let bits = le_bits(&src[..take]) << (8 * head);
+            let keep = !(byte_mask(take) << (8 * head));
+            self.store_word(a, (self.load_word(a) & keep) | bits);
             i = take;
             a += 8;
         }
@@ -230,9 +230,9 @@ impl Region {
             a += 8;
         }
         if i < n {
-            let mut w = self.load_word(a).to_le_bytes();
-            w[..n - i].copy_from_slice(&src[i..]);
-            self.store_word(a, u64::from_le_bytes(w));
+            let rest = n - i;
+            let bits = le_bits(&src[i..]);
+            self.store_word(a, (self.load_word(a) & !byte_mask(rest)) | bits);
         }
     }
 
@@ -336,6 +336,40 @@ impl Region {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = off;
+    }
+}
+
+/// Bytes `0..n` of a word set (`n` <= 8).
+#[cfg(not(shuttle))]
+#[inline(always)]
+fn byte_mask(n: usize) -> u64 {
+    debug_assert!(n <= 8);
+    if n >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * n)) - 1
+    }
+}
+
+/// `b` (at most 8 bytes) as a little-endian integer, without a variable-length `memcpy`:
+/// two overlapping loads of the largest power-of-two size that fits.
+#[cfg(not(shuttle))]
+#[inline(always)]
+fn le_bits(b: &[u8]) -> u64 {
+    let n = b.len();
+    debug_assert!(n <= 8);
+    if n >= 4 {
+        let lo = u32::from_le_bytes(b[..4].try_into().unwrap()) as u64;
+        let hi = u32::from_le_bytes(b[n - 4..].try_into().unwrap()) as u64;
+        lo | hi << (8 * (n - 4))
+    } else if n >= 2 {
+        let lo = u16::from_le_bytes(b[..2].try_into().unwrap()) as u64;
+        let hi = u16::from_le_bytes(b[n - 2..].try_into().unwrap()) as u64;
+        lo | hi << (8 * (n - 2))
+    } else if n == 1 {
+        b[0] as u64
+    } else {
+        0
     }
 }
 
@@ -464,6 +498,34 @@ mod tests {
         let mut expect = reference.clone();
         expect[13..24].copy_from_slice(b"abcdefghijk");
         assert_eq!(all, expect);
+        // SAFETY: allocated above with this layout; the region is not used past here.
+        unsafe { dealloc(base, layout) };
+    }
+
+    /// Every offset and length of a write near the edges of words, against a plain
+    /// slice: the merged edge words keep their other bytes.
+    #[test]
+    fn writes_keep_the_bytes_around_them() {
+        const LEN: usize = 64;
+        let layout = Layout::from_size_align(LEN, 4096).unwrap();
+        // SAFETY: as in the test above.
+        let base = unsafe { alloc_zeroed(layout) };
+        assert!(!base.is_null());
+        let r = unsafe { Region::from_raw(base, LEN as u64) };
+        let mut reference: Vec<u8> = (0..LEN)
+            .map(|i| (i as u8).wrapping_mul(101) ^ 0xa5)
+            .collect();
+        r.write_bytes(0, &reference);
+        for off in 0..24 {
+            for n in 0..=(LEN - off).min(40) {
+                let src: Vec<u8> = (0..n).map(|j| (off * 7 + j * 13 + n) as u8 | 1).collect();
+                r.write_bytes(off as u64, &src);
+                reference[off..off + n].copy_from_slice(&src);
+                let mut all = vec![0u8; LEN];
+                r.read_bytes(0, &mut all);
+                assert_eq!(all, reference, "write_bytes off {off} n {n}");
+            }
+        }
         // SAFETY: allocated above with this layout; the region is not used past here.
         unsafe { dealloc(base, layout) };
     }
