@@ -42,7 +42,7 @@
 #include <stdint.h>
 
 /**
- * `shoal_map_open` flag: create the map if it does not exist.
+ * `shoal_map_open` and `shoal_fixed_open[_with]` flag: create the map if it does not exist.
  */
 #define SHOAL_MAP_CREATE 1
 
@@ -604,16 +604,17 @@ typedef struct shoal_map_stats {
 } shoal_map_stats;
 
 /**
- * Computes a new value from the current one (`shoal_map_update`).
+ * Computes a new value from the current one (`shoal_map_update`, `shoal_map_update_by_uid`,
+ * `shoal_fixed_update`).
  *
  * * `current`, `current_len`, `present`: the current value (`present` false: the key is
  *   absent; `current` is then NULL). Valid only during the call.
  * * `new_value`, `new_len`: where the callback stores the new value when it returns
  *   `SHOAL_UPDATE_SET`; the bytes must stay valid until the callback is called again or
- *   `shoal_map_update` returns.
+ *   the update call returns.
  *
  * Returns `SHOAL_UPDATE_SET` or `SHOAL_UPDATE_REMOVE`; any other value cancels the
- * update (nothing is changed and `shoal_map_update` returns `SHOAL_INVALID`). It may be
+ * update (nothing is changed and the update call returns `SHOAL_INVALID`). It may be
  * called several times (when another write to the key comes in between), so it must
  * have no side effects beyond `ctx`; it runs with no lock held. It must not unwind.
  */
@@ -639,9 +640,10 @@ typedef struct shoal_bytes {
 } shoal_bytes;
 
 /**
- * Receives the result for one key of `shoal_map_get_many`: its `index` in the keys
- * array and its value (`present` false and `value` NULL when the key is absent). The
- * value is valid only during the call. Called once per key, in order. Must not unwind.
+ * Receives the result for one key of `shoal_map_get_many` or `shoal_fixed_get_many`: its
+ * `index` in the keys array and its value (`present` false and `value` NULL when the key
+ * is absent). The value is valid only during the call. Called once per key, in order.
+ * Must not unwind.
  */
 typedef void (*shoal_many_fn)(void *ctx,
                               size_t index,
@@ -650,7 +652,7 @@ typedef void (*shoal_many_fn)(void *ctx,
                               bool present);
 
 /**
- * An entry passed in (`shoal_map_put_many`).
+ * An entry passed in (`shoal_map_put_many`, `shoal_fixed_put_many`).
  */
 typedef struct shoal_kv {
     /**
@@ -670,6 +672,29 @@ typedef struct shoal_kv {
      */
     size_t value_len;
 } shoal_kv;
+
+/**
+ * Options for creating a fixed-size map (`shoal_fixed_open_with`). Zero-initialise, set
+ * `struct_size`; every field left 0 takes its default. An existing map keeps the options
+ * it was created with.
+ */
+typedef struct shoal_fixed_options {
+    /**
+     * `sizeof(shoal_fixed_options)` as the caller was compiled with. Required.
+     */
+    size_t struct_size;
+    /**
+     * Main buckets per index segment, 1..=4096. Default: segments of about 8 KiB (how
+     * many buckets that is depends on the cell size; see `shoal_fixed_stats`). Smaller
+     * segments split more often.
+     */
+    uint32_t segment_buckets;
+    /**
+     * Stash buckets per segment, for keys whose home bucket and its neighbours are full,
+     * 1..=1024. Default: a sixteenth of the segment's buckets (at least 2).
+     */
+    uint32_t stash_buckets;
+} shoal_fixed_options;
 
 /**
  * Figures about one fixed-size map (`shoal_fixed_get_stats`). Set `struct_size` before
@@ -1639,7 +1664,8 @@ shoal_status shoal_iter_next(struct shoal_iter *iter,
 shoal_status shoal_iter_close(struct shoal_iter *iter);
 
 /**
- * Opens the fixed-size map `name` of a store and returns a handle on it.
+ * Opens the fixed-size map `name` of a store and returns a handle on it, with default
+ * options for a newly created map (`shoal_fixed_open_with` with `opts` NULL).
  *
  * * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
  * * `key_size`: bytes per key, 1 to `SHOAL_FIXED_MAX_KEY_SIZE`.
@@ -1662,6 +1688,37 @@ shoal_status shoal_fixed_open(const struct shoal_store *store,
                               size_t value_size,
                               uint32_t flags,
                               struct shoal_fixed **out);
+
+/**
+ * Opens the fixed-size map `name` of a store and returns a handle on it; a newly
+ * created map gets the options `opts`.
+ *
+ * * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
+ * * `key_size`: bytes per key, 1 to `SHOAL_FIXED_MAX_KEY_SIZE`.
+ * * `value_size`: bytes per value, 0 to `SHOAL_FIXED_MAX_VALUE_SIZE`.
+ * * `flags`: 0 or `SHOAL_MAP_CREATE` (create the map if it does not exist).
+ * * `opts`: NULL for defaults, or the options a newly created map gets (an existing
+ *   map keeps its own; they are still checked).
+ * * `out`: receives the new handle (NULL on failure). Free it with `shoal_fixed_close`.
+ *
+ * Errors: `SHOAL_NOT_FOUND` (no such map and no `SHOAL_MAP_CREATE`), `SHOAL_INVALID`
+ * (bad name, unknown flags, sizes out of range, bad options: a `struct_size` below
+ * `sizeof(size_t)`, a field out of range, or non-zero fields this library does not
+ * know; a map of that name exists with other sizes or is a variable-size map),
+ * `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `name` is NULL or NUL-terminated; `opts` is NULL or
+ * has `opts->struct_size` readable bytes; `out` is NULL or writable.
+ */
+shoal_status shoal_fixed_open_with(const struct shoal_store *store,
+                                   const char *name,
+                                   size_t key_size,
+                                   size_t value_size,
+                                   uint32_t flags,
+                                   const struct shoal_fixed_options *opts,
+                                   struct shoal_fixed **out);
 
 /**
  * Closes a fixed map handle (the map and its entries stay). NULL is allowed and does
@@ -1835,6 +1892,130 @@ shoal_status shoal_fixed_add(const struct shoal_fixed *fixed,
                              size_t key_len,
                              int64_t delta,
                              int64_t *result);
+
+/**
+ * Atomic read-modify-write: `f` computes the new value of `key` from the current one;
+ * no other write to the key comes in between (if one does, `f` runs again on the newer
+ * value). The value `f` returned last is the one installed.
+ *
+ * * `key`, `key_len`: the key; `key_len` must be the map's key size.
+ * * `f`: sees the current value (exactly the map's value size, NULL for 0-byte values;
+ *   `present` false and `current` NULL when the key is absent) and returns `SHOAL_UPDATE_SET` with
+ *   `*new_value` and `*new_len` set (`*new_len` must be the map's value size; the bytes
+ *   are copied before `f` is called again or this call returns), or
+ *   `SHOAL_UPDATE_REMOVE` to remove the key (or leave it absent). Any other return
+ *   value cancels the update. It follows the contract of `shoal_update_fn`: it may run
+ *   several times, with no lock held, so it must have no side effects beyond `ctx`, and
+ *   it must not unwind.
+ * * `ctx`: passed to `f` as is.
+ *
+ * A cancelled update, or a new value of the wrong size, changes nothing and returns at
+ * once (`f` is not called again).
+ *
+ * Returns `SHOAL_OK`. Errors: `SHOAL_INVALID` (`key_len` is not the map's key size, `f`
+ * returned neither `SHOAL_UPDATE_SET` nor `SHOAL_UPDATE_REMOVE` — the message says
+ * "cancelled" — or a `*new_len` other than the map's value size), `SHOAL_NULL_POINTER`
+ * (`fixed`, `f`, `key` with a non-zero `key_len`, or a NULL `*new_value` with a
+ * non-zero `*new_len`), `SHOAL_TIMEOUT` (retried for longer than the handle's lock
+ * timeout), and those of `shoal_fixed_put`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes; `f`
+ * follows the contract of `shoal_update_fn`.
+ */
+shoal_status shoal_fixed_update(const struct shoal_fixed *fixed,
+                                const void *key,
+                                size_t key_len,
+                                shoal_update_fn f,
+                                void *ctx);
+
+/**
+ * Looks up `n` keys at once, prefetching their buckets so that their memory misses
+ * overlap (faster per key than single gets on maps much larger than the cache), and
+ * passes each result to `cb` in key order. Each lookup is individually consistent.
+ *
+ * * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
+ *   be NULL when `n` is 0.
+ * * `cb`: called once per key, in order, with `ctx`, the key's index and its value
+ *   (exactly the map's value size, NULL for 0-byte values, valid only during the call;
+ *   `present` false and `value` NULL when the key is absent). Every key is looked up
+ *   before the first call, so after an error `cb` was not called at all.
+ *
+ * Errors: `SHOAL_INVALID` (a key of the wrong length; the message names the item),
+ * `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER` (`fixed`, `cb`, `keys` with `n` > 0, a key's `data`).
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `keys` is NULL or points to `n` readable
+ * `shoal_bytes` whose `data` are NULL or have `len` readable bytes; `cb` does not
+ * unwind.
+ */
+shoal_status shoal_fixed_get_many(const struct shoal_fixed *fixed,
+                                  const struct shoal_bytes *keys,
+                                  size_t n,
+                                  shoal_many_fn cb,
+                                  void *ctx);
+
+/**
+ * Puts `n` entries, one `shoal_fixed_put` after the other: each put is atomic on its
+ * own; the batch is not (another thread may see some of the entries and not others).
+ * NULL pointers and lengths other than the map's sizes are refused before anything is
+ * written; otherwise the call stops at the first error (earlier entries stay written).
+ * With sync writes, each put flushes (unlike `shoal_map_put_many`, which flushes once).
+ *
+ * * `items`, `n`: the entries; every `key_len` and `value_len` must be the map's key
+ *   and value sizes. `items` may be NULL when `n` is 0.
+ *
+ * Errors: as `shoal_fixed_put` (the message names the failing item).
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `items` is NULL or points to `n` readable
+ * `shoal_kv` whose pointers are NULL or have their length in readable bytes.
+ */
+shoal_status shoal_fixed_put_many(const struct shoal_fixed *fixed,
+                                  const struct shoal_kv *items,
+                                  size_t n);
+
+/**
+ * Removes `n` keys, one `shoal_fixed_remove` after the other: each removal is atomic on
+ * its own; the batch is not. NULL pointers and key lengths other than the map's key
+ * size are refused before anything is removed; otherwise the call stops at the first
+ * error (earlier keys stay removed).
+ *
+ * * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
+ *   be NULL when `n` is 0.
+ * * `removed`: NULL, or receives how many of the keys were present (left unchanged on
+ *   failure).
+ *
+ * Errors: as `shoal_fixed_remove` (the message names the failing item).
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `keys` as for `shoal_fixed_get_many`; `removed` is
+ * NULL or writable.
+ */
+shoal_status shoal_fixed_remove_many(const struct shoal_fixed *fixed,
+                                     const struct shoal_bytes *keys,
+                                     size_t n,
+                                     uint64_t *removed);
+
+/**
+ * Opens a second handle on the same fixed-size map whose calls wait at most
+ * `timeout_ms` for a lock held by a live process before failing with `SHOAL_TIMEOUT`
+ * (`shoal_fixed_update` also gives up after retrying for that long). The store's
+ * `lock_timeout_ms` applies to other handles.
+ *
+ * * `timeout_ms`: the deadline, in milliseconds.
+ * * `out`: receives the new handle (NULL on failure); close it with
+ *   `shoal_fixed_close`. It is independent of `fixed` (either may be closed first).
+ *
+ * Errors: `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `fixed` is NULL or a live handle; `out` is NULL or writable.
+ */
+shoal_status shoal_fixed_with_timeout(const struct shoal_fixed *fixed,
+                                      uint32_t timeout_ms,
+                                      struct shoal_fixed **out);
 
 /**
  * The number of entries.

@@ -39,6 +39,7 @@
 #include <exception>
 #include <iterator>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -180,6 +181,15 @@ struct MapOptions {
     bool uids = false;
 };
 
+/// Options a fixed-size map is created with (see shoal_fixed_options; 0 means the
+/// default). An existing map keeps the options it was created with.
+struct FixedOptions {
+    /// Main buckets per index segment, 1..=4096 (default: segments of about 8 KiB).
+    std::uint32_t segment_buckets = 0;
+    /// Stash buckets per segment, 1..=1024 (default: a sixteenth of the buckets).
+    std::uint32_t stash_buckets = 0;
+};
+
 /// A stable handle on one key of a map with UIDs (Map::uid, Map::put_uid): valid while
 /// the key exists, however often its value is replaced. Once the key is removed the
 /// by-UID calls throw shoal::Error with code() == SHOAL_STALE_UID, even after the table
@@ -251,10 +261,11 @@ public:
     Map map(std::string_view name, bool create = true, const MapOptions& opts = {}) const;
 
     /// Opens the fixed-size map `name` (keys of `key_size` bytes, values of `value_size`),
-    /// creating it if absent and `create`. Throws shoal::Error (SHOAL_NOT_FOUND when
-    /// absent and !create; SHOAL_INVALID for other sizes or a variable-size map).
+    /// creating it (with `opts`) if absent and `create`. Throws shoal::Error
+    /// (SHOAL_NOT_FOUND when absent and !create; SHOAL_INVALID for other sizes, a
+    /// variable-size map or options out of range).
     FixedMap fixed_map(std::string_view name, std::size_t key_size, std::size_t value_size,
-                       bool create = true) const;
+                       bool create = true, const FixedOptions& opts = {}) const;
 
     /// The kind of the map `name`, or nullopt if there is none.
     std::optional<MapKind> map_kind(std::string_view name) const {
@@ -1042,6 +1053,100 @@ public:
         return v;
     }
 
+    /// Atomic read-modify-write: `f(std::optional<std::string_view> current)` returns the
+    /// new value (std::optional<std::string> of exactly value_size() bytes; nullopt
+    /// removes the key). `f` may run several times (if another write comes in between)
+    /// and must have no side effects. Returns the value installed. A new value of another
+    /// size throws shoal::Error (SHOAL_INVALID) and changes nothing; an exception thrown
+    /// by `f` cancels the update and is rethrown.
+    template <class F>
+    std::optional<std::string> update(bytes_view key, F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        struct Ctx {
+            Fn* f;
+            std::optional<std::string> last;
+            std::exception_ptr error;
+        } c{&f, std::nullopt, nullptr};
+        auto cb = [](void* ctx, const void* cur, std::size_t len, bool present,
+                     const void** out, std::size_t* out_len) -> int {
+            auto* c = static_cast<Ctx*>(ctx);
+            try {
+                std::optional<std::string_view> now;
+                if (present) now.emplace(static_cast<const char*>(cur), len);
+                c->last = (*c->f)(now);
+                if (!c->last) return SHOAL_UPDATE_REMOVE;
+                *out = c->last->data();
+                *out_len = c->last->size();
+                return SHOAL_UPDATE_SET;
+            } catch (...) {
+                c->error = std::current_exception();
+                return -1;  // cancels the update
+            }
+        };
+        shoal_status rc = shoal_fixed_update(h_.get(), key.data(), key.size(), cb, &c);
+        if (c.error) std::rethrow_exception(c.error);
+        detail::check(rc, "shoal_fixed_update");
+        return std::move(c.last);
+    }
+
+    /// Looks up many keys at once (their memory misses overlap); results in key order.
+    /// Every key must be key_size() bytes (else shoal::Error, SHOAL_INVALID).
+    std::vector<std::optional<std::string>> get_many(const std::vector<bytes_view>& keys) const {
+        std::vector<shoal_bytes> ks(keys.size());
+        for (std::size_t i = 0; i < keys.size(); i++) ks[i] = shoal_bytes{keys[i].data(), keys[i].size()};
+        struct Ctx {
+            std::vector<std::optional<std::string>> out;
+            bool failed;
+        } c{std::vector<std::optional<std::string>>(keys.size()), false};
+        auto cb = [](void* ctx, std::size_t i, const void* v, std::size_t len, bool present) {
+            auto* c = static_cast<Ctx*>(ctx);
+            if (!present || c->failed) return;
+            try {
+                c->out[i].emplace(static_cast<const char*>(v), len);
+            } catch (...) {
+                c->failed = true;  // out of memory: thrown below, not through the C library
+            }
+        };
+        detail::check(shoal_fixed_get_many(h_.get(), ks.data(), ks.size(), cb, &c),
+                      "shoal_fixed_get_many");
+        if (c.failed) throw std::bad_alloc();
+        return std::move(c.out);
+    }
+
+    /// Puts many entries (each put atomic on its own, the batch not). Sizes and null
+    /// pointers are checked before anything is written; otherwise stops at the first
+    /// error, earlier entries staying written.
+    void put_many(const std::vector<std::pair<bytes_view, bytes_view>>& items) const {
+        std::vector<shoal_kv> kv(items.size());
+        for (std::size_t i = 0; i < items.size(); i++)
+            kv[i] = shoal_kv{items[i].first.data(), items[i].first.size(), items[i].second.data(),
+                             items[i].second.size()};
+        detail::check(shoal_fixed_put_many(h_.get(), kv.data(), kv.size()),
+                      "shoal_fixed_put_many");
+    }
+
+    /// Removes many keys (each removal atomic on its own); returns how many were present.
+    std::uint64_t remove_many(const std::vector<bytes_view>& keys) const {
+        std::vector<shoal_bytes> ks(keys.size());
+        for (std::size_t i = 0; i < keys.size(); i++) ks[i] = shoal_bytes{keys[i].data(), keys[i].size()};
+        std::uint64_t n = 0;
+        detail::check(shoal_fixed_remove_many(h_.get(), ks.data(), ks.size(), &n),
+                      "shoal_fixed_remove_many");
+        return n;
+    }
+
+    /// A second handle on this map whose calls wait at most `timeout` for a lock.
+    FixedMap with_timeout(std::chrono::milliseconds timeout) const {
+        auto ms = timeout.count();
+        shoal_fixed* f = nullptr;
+        detail::check(shoal_fixed_with_timeout(h_.get(),
+                                               ms <= 0 ? 0u : ms > 0xffffffffLL ? 0xffffffffU
+                                                                                 : static_cast<std::uint32_t>(ms),
+                                               &f),
+                      "shoal_fixed_with_timeout");
+        return FixedMap(f);
+    }
+
     /// Number of entries.
     std::uint64_t size() const {
         std::uint64_t n = 0;
@@ -1156,12 +1261,17 @@ inline Map::iterator Map::begin() const { return open_iter(false); }
 inline Map::key_range Map::keys() const { return key_range(this); }
 
 inline FixedMap Store::fixed_map(std::string_view name, std::size_t key_size,
-                                 std::size_t value_size, bool create) const {
+                                 std::size_t value_size, bool create,
+                                 const FixedOptions& opts) const {
     std::string n(name);
+    shoal_fixed_options o{};
+    o.struct_size = sizeof o;
+    o.segment_buckets = opts.segment_buckets;
+    o.stash_buckets = opts.stash_buckets;
     shoal_fixed* f = nullptr;
-    detail::check(shoal_fixed_open(h_.get(), n.c_str(), key_size, value_size,
-                                   create ? SHOAL_MAP_CREATE : 0, &f),
-                  "shoal_fixed_open");
+    detail::check(shoal_fixed_open_with(h_.get(), n.c_str(), key_size, value_size,
+                                        create ? SHOAL_MAP_CREATE : 0, &o, &f),
+                  "shoal_fixed_open_with");
     return FixedMap(f);
 }
 

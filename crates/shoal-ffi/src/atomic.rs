@@ -27,7 +27,7 @@ pub struct shoal_bytes {
     pub len: usize,
 }
 
-/// An entry passed in (`shoal_map_put_many`).
+/// An entry passed in (`shoal_map_put_many`, `shoal_fixed_put_many`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct shoal_kv {
@@ -41,16 +41,17 @@ pub struct shoal_kv {
     pub value_len: usize,
 }
 
-/// Computes a new value from the current one (`shoal_map_update`).
+/// Computes a new value from the current one (`shoal_map_update`, `shoal_map_update_by_uid`,
+/// `shoal_fixed_update`).
 ///
 /// * `current`, `current_len`, `present`: the current value (`present` false: the key is
 ///   absent; `current` is then NULL). Valid only during the call.
 /// * `new_value`, `new_len`: where the callback stores the new value when it returns
 ///   `SHOAL_UPDATE_SET`; the bytes must stay valid until the callback is called again or
-///   `shoal_map_update` returns.
+///   the update call returns.
 ///
 /// Returns `SHOAL_UPDATE_SET` or `SHOAL_UPDATE_REMOVE`; any other value cancels the
-/// update (nothing is changed and `shoal_map_update` returns `SHOAL_INVALID`). It may be
+/// update (nothing is changed and the update call returns `SHOAL_INVALID`). It may be
 /// called several times (when another write to the key comes in between), so it must
 /// have no side effects beyond `ctx`; it runs with no lock held. It must not unwind.
 pub type shoal_update_fn = Option<
@@ -64,9 +65,10 @@ pub type shoal_update_fn = Option<
     ) -> c_int,
 >;
 
-/// Receives the result for one key of `shoal_map_get_many`: its `index` in the keys
-/// array and its value (`present` false and `value` NULL when the key is absent). The
-/// value is valid only during the call. Called once per key, in order. Must not unwind.
+/// Receives the result for one key of `shoal_map_get_many` or `shoal_fixed_get_many`: its
+/// `index` in the keys array and its value (`present` false and `value` NULL when the key
+/// is absent). The value is valid only during the call. Called once per key, in order.
+/// Must not unwind.
 pub type shoal_many_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
@@ -325,7 +327,7 @@ pub unsafe extern "C" fn shoal_map_get_or_insert(
 ///
 /// # Safety
 /// `keys` is NULL or points to `n` `shoal_bytes`, each valid as for `bytes`.
-unsafe fn key_slices<'a>(keys: *const shoal_bytes, n: usize) -> Res<Vec<&'a [u8]>> {
+pub(crate) unsafe fn key_slices<'a>(keys: *const shoal_bytes, n: usize) -> Res<Vec<&'a [u8]>> {
     if n == 0 {
         return Ok(Vec::new());
     }

@@ -1,6 +1,7 @@
 //! Fixed-size maps: every key has one size and every value has one size, stored as
-//! cells in the index itself. Open, close, get, contains, put, insert, replace, remove,
-//! compare-and-swap, add, len, clear, stats, iterators; and `shoal_map_kind`.
+//! cells in the index itself. Open (with options), close, get, contains, put, insert,
+//! replace, remove, compare-and-swap, add, update, batches (get_many, put_many,
+//! remove_many), per-handle timeouts, len, clear, stats, iterators; and `shoal_map_kind`.
 //!
 //! A fixed-size map has a handle type of its own, `shoal_fixed`, rather than being a
 //! `shoal_map` with a kind: its calls have a different contract (every key buffer is
@@ -11,6 +12,7 @@
 
 use crate::*;
 use std::ffi::{c_char, c_void};
+use std::time::Duration;
 
 /// `shoal_map_kind`: a map of variable-size keys and values without UIDs
 /// (`shoal_map_open`).
@@ -37,6 +39,29 @@ pub const SHOAL_FIXED_MAX_VALUE_SIZE: usize = 128;
 pub struct shoal_fixed {
     pub(crate) map: shoal::FixedMap,
 }
+
+/// Options for creating a fixed-size map (`shoal_fixed_open_with`). Zero-initialise, set
+/// `struct_size`; every field left 0 takes its default. An existing map keeps the options
+/// it was created with.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shoal_fixed_options {
+    /// `sizeof(shoal_fixed_options)` as the caller was compiled with. Required.
+    pub struct_size: usize,
+    /// Main buckets per index segment, 1..=4096. Default: segments of about 8 KiB (how
+    /// many buckets that is depends on the cell size; see `shoal_fixed_stats`). Smaller
+    /// segments split more often.
+    pub segment_buckets: u32,
+    /// Stash buckets per segment, for keys whose home bucket and its neighbours are full,
+    /// 1..=1024. Default: a sixteenth of the segment's buckets (at least 2).
+    pub stash_buckets: u32,
+}
+
+// SAFETY: repr(C), starts with struct_size: usize, then two u32 (16 bytes on 64-bit
+// targets, 12 on 32-bit: no padding either way), any bit pattern valid.
+unsafe impl Versioned for shoal_fixed_options {}
+const _: () =
+    assert!(std::mem::size_of::<shoal_fixed_options>() == std::mem::size_of::<usize>() + 8);
 
 /// Figures about one fixed-size map (`shoal_fixed_get_stats`). Set `struct_size` before
 /// the call.
@@ -137,7 +162,8 @@ fn absent() -> Fail {
     Fail::new(SHOAL_NOT_FOUND, "key not found")
 }
 
-/// Opens the fixed-size map `name` of a store and returns a handle on it.
+/// Opens the fixed-size map `name` of a store and returns a handle on it, with default
+/// options for a newly created map (`shoal_fixed_open_with` with `opts` NULL).
 ///
 /// * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
 /// * `key_size`: bytes per key, 1 to `SHOAL_FIXED_MAX_KEY_SIZE`.
@@ -162,6 +188,51 @@ pub unsafe extern "C" fn shoal_fixed_open(
     flags: u32,
     out: *mut *mut shoal_fixed,
 ) -> shoal_status {
+    // SAFETY: forwarded contract (no options).
+    unsafe {
+        shoal_fixed_open_with(
+            store,
+            name,
+            key_size,
+            value_size,
+            flags,
+            std::ptr::null(),
+            out,
+        )
+    }
+}
+
+/// Opens the fixed-size map `name` of a store and returns a handle on it; a newly
+/// created map gets the options `opts`.
+///
+/// * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
+/// * `key_size`: bytes per key, 1 to `SHOAL_FIXED_MAX_KEY_SIZE`.
+/// * `value_size`: bytes per value, 0 to `SHOAL_FIXED_MAX_VALUE_SIZE`.
+/// * `flags`: 0 or `SHOAL_MAP_CREATE` (create the map if it does not exist).
+/// * `opts`: NULL for defaults, or the options a newly created map gets (an existing
+///   map keeps its own; they are still checked).
+/// * `out`: receives the new handle (NULL on failure). Free it with `shoal_fixed_close`.
+///
+/// Errors: `SHOAL_NOT_FOUND` (no such map and no `SHOAL_MAP_CREATE`), `SHOAL_INVALID`
+/// (bad name, unknown flags, sizes out of range, bad options: a `struct_size` below
+/// `sizeof(size_t)`, a field out of range, or non-zero fields this library does not
+/// know; a map of that name exists with other sizes or is a variable-size map),
+/// `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+/// `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `store` is NULL or a live handle; `name` is NULL or NUL-terminated; `opts` is NULL or
+/// has `opts->struct_size` readable bytes; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_open_with(
+    store: *const shoal_store,
+    name: *const c_char,
+    key_size: usize,
+    value_size: usize,
+    flags: u32,
+    opts: *const shoal_fixed_options,
+    out: *mut *mut shoal_fixed,
+) -> shoal_status {
     ffi(|| {
         let out = out_ptr(out, "out")?;
         // SAFETY: non-NULL, writable by contract.
@@ -176,11 +247,22 @@ pub unsafe extern "C" fn shoal_fixed_open(
                 format!("unknown map flags {flags:#x}"),
             ));
         }
+        let o = if opts.is_null() {
+            shoal_fixed_options::default()
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { read_versioned(opts, "opts") }?
+        };
+        // 0 is the default in both structs; the engine checks the ranges.
+        let fo = shoal::FixedOptions {
+            segment_buckets: o.segment_buckets,
+            stash_buckets: o.stash_buckets,
+        };
         let map = s.fixed_map_with(
             name,
             key_size,
             value_size,
-            &shoal::FixedOptions::default(),
+            &fo,
             flags & SHOAL_MAP_CREATE != 0,
         )?;
         let h = Box::into_raw(Box::new(shoal_fixed { map }));
@@ -519,6 +601,284 @@ pub unsafe extern "C" fn shoal_fixed_add(
         let v = m.add(key, delta)?;
         // SAFETY: forwarded contract.
         unsafe { write_opt(result, v) };
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Atomic read-modify-write: `f` computes the new value of `key` from the current one;
+/// no other write to the key comes in between (if one does, `f` runs again on the newer
+/// value). The value `f` returned last is the one installed.
+///
+/// * `key`, `key_len`: the key; `key_len` must be the map's key size.
+/// * `f`: sees the current value (exactly the map's value size, NULL for 0-byte values;
+///   `present` false and `current` NULL when the key is absent) and returns `SHOAL_UPDATE_SET` with
+///   `*new_value` and `*new_len` set (`*new_len` must be the map's value size; the bytes
+///   are copied before `f` is called again or this call returns), or
+///   `SHOAL_UPDATE_REMOVE` to remove the key (or leave it absent). Any other return
+///   value cancels the update. It follows the contract of `shoal_update_fn`: it may run
+///   several times, with no lock held, so it must have no side effects beyond `ctx`, and
+///   it must not unwind.
+/// * `ctx`: passed to `f` as is.
+///
+/// A cancelled update, or a new value of the wrong size, changes nothing and returns at
+/// once (`f` is not called again).
+///
+/// Returns `SHOAL_OK`. Errors: `SHOAL_INVALID` (`key_len` is not the map's key size, `f`
+/// returned neither `SHOAL_UPDATE_SET` nor `SHOAL_UPDATE_REMOVE` — the message says
+/// "cancelled" — or a `*new_len` other than the map's value size), `SHOAL_NULL_POINTER`
+/// (`fixed`, `f`, `key` with a non-zero `key_len`, or a NULL `*new_value` with a
+/// non-zero `*new_len`), `SHOAL_TIMEOUT` (retried for longer than the handle's lock
+/// timeout), and those of `shoal_fixed_put`.
+///
+/// # Safety
+/// `fixed` is NULL or a live handle; `key` is NULL or has `key_len` readable bytes; `f`
+/// follows the contract of `shoal_update_fn`.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_update(
+    fixed: *const shoal_fixed,
+    key: *const c_void,
+    key_len: usize,
+    f: shoal_update_fn,
+    ctx: *mut c_void,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        // SAFETY: forwarded contract.
+        let key = unsafe { key_arg(m, key, key_len) }?;
+        let f = f.ok_or_else(|| null("f"))?;
+        let mut bad: Option<Fail> = None;
+        let r = m.update(key, |cur| {
+            let (p, n) = match cur {
+                Some(c) => (ptr_of(c), c.len()),
+                None => (std::ptr::null(), 0),
+            };
+            let mut out: *const c_void = std::ptr::null();
+            let mut out_len: usize = 0;
+            // SAFETY: a C function pointer of the declared type; `cur` outlives the call
+            // and the out-pointers are valid locals.
+            let rc = unsafe { f(ctx, p, n, cur.is_some(), &mut out, &mut out_len) };
+            let new = match rc {
+                SHOAL_UPDATE_SET => exact(out_len, m.value_size(), "*new_len")
+                    .and_then(|()| {
+                        // SAFETY: the callback's contract: out_len readable bytes at out,
+                        // valid until it is called again or this call returns; copied now.
+                        unsafe { bytes(out, out_len, "*new_value") }
+                    })
+                    .map(|b| Some(b.to_vec())),
+                SHOAL_UPDATE_REMOVE => Ok(None),
+                other => Err(Fail::new(
+                    SHOAL_INVALID,
+                    format!("the update callback returned {other}: cancelled"),
+                )),
+            };
+            new.unwrap_or_else(|e| {
+                bad = Some(e);
+                // A value of the wrong size: FixedMap::update checks it before anything
+                // is written and returns at once, without calling us again.
+                Some(vec![0; m.value_size() + 1])
+            })
+        });
+        // The callback's failure first: the engine's error then is only our sentinel's.
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        r?;
+        Ok(SHOAL_OK)
+    })
+}
+
+/// The keys of a fixed map batch, each checked: exactly the map's key size, and non-NULL
+/// (keys have at least one byte).
+///
+/// # Safety
+/// `keys` is NULL or points to `n` `shoal_bytes`, each valid as for `bytes`.
+unsafe fn fixed_key_slices<'a>(
+    m: &shoal::FixedMap,
+    keys: *const shoal_bytes,
+    n: usize,
+) -> Res<Vec<&'a [u8]>> {
+    // SAFETY: forwarded contract.
+    let ks = unsafe { key_slices(keys, n) }?;
+    for (i, k) in ks.iter().enumerate() {
+        exact(k.len(), m.key_size(), "keys[i].len").map_err(|e| item(i, e))?;
+    }
+    Ok(ks)
+}
+
+/// Prefixes a failure's message with the batch item it is about.
+#[cold]
+fn item(i: usize, e: Fail) -> Fail {
+    // SAFETY: the message is NUL-terminated and valid until the next failing call, which
+    // is the Fail::new below (it is copied before).
+    let msg = unsafe { std::ffi::CStr::from_ptr(shoal_last_error_message()) }
+        .to_string_lossy()
+        .into_owned();
+    Fail::new(e.code, format!("item {i}: {msg}"))
+}
+
+/// Looks up `n` keys at once, prefetching their buckets so that their memory misses
+/// overlap (faster per key than single gets on maps much larger than the cache), and
+/// passes each result to `cb` in key order. Each lookup is individually consistent.
+///
+/// * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
+///   be NULL when `n` is 0.
+/// * `cb`: called once per key, in order, with `ctx`, the key's index and its value
+///   (exactly the map's value size, NULL for 0-byte values, valid only during the call;
+///   `present` false and `value` NULL when the key is absent). Every key is looked up
+///   before the first call, so after an error `cb` was not called at all.
+///
+/// Errors: `SHOAL_INVALID` (a key of the wrong length; the message names the item),
+/// `SHOAL_NOT_FOUND` (the map was dropped), `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+/// `SHOAL_NULL_POINTER` (`fixed`, `cb`, `keys` with `n` > 0, a key's `data`).
+///
+/// # Safety
+/// `fixed` is NULL or a live handle; `keys` is NULL or points to `n` readable
+/// `shoal_bytes` whose `data` are NULL or have `len` readable bytes; `cb` does not
+/// unwind.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_get_many(
+    fixed: *const shoal_fixed,
+    keys: *const shoal_bytes,
+    n: usize,
+    cb: shoal_many_fn,
+    ctx: *mut c_void,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        let cb = cb.ok_or_else(|| null("cb"))?;
+        // SAFETY: forwarded contract.
+        let ks = unsafe { fixed_key_slices(m, keys, n) }?;
+        let vs = m.get_many(&ks)?;
+        for (i, v) in vs.iter().enumerate() {
+            let (p, l) = v
+                .as_deref()
+                .map_or((std::ptr::null(), 0), |v| (ptr_of(v), v.len()));
+            // SAFETY: a C function pointer of the declared type; `v` outlives the call.
+            unsafe { cb(ctx, i, p, l, v.is_some()) };
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Puts `n` entries, one `shoal_fixed_put` after the other: each put is atomic on its
+/// own; the batch is not (another thread may see some of the entries and not others).
+/// NULL pointers and lengths other than the map's sizes are refused before anything is
+/// written; otherwise the call stops at the first error (earlier entries stay written).
+/// With sync writes, each put flushes (unlike `shoal_map_put_many`, which flushes once).
+///
+/// * `items`, `n`: the entries; every `key_len` and `value_len` must be the map's key
+///   and value sizes. `items` may be NULL when `n` is 0.
+///
+/// Errors: as `shoal_fixed_put` (the message names the failing item).
+///
+/// # Safety
+/// `fixed` is NULL or a live handle; `items` is NULL or points to `n` readable
+/// `shoal_kv` whose pointers are NULL or have their length in readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_put_many(
+    fixed: *const shoal_fixed,
+    items: *const shoal_kv,
+    n: usize,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        if n == 0 {
+            return Ok(SHOAL_OK);
+        }
+        if items.is_null() {
+            return Err(null("items"));
+        }
+        // SAFETY: n elements readable at items (caller's contract).
+        let its = unsafe { std::slice::from_raw_parts(items, n) };
+        let pairs = its
+            .iter()
+            .enumerate()
+            .map(|(i, kv)| {
+                // SAFETY: each element's contract is the caller's.
+                let k = unsafe { key_arg(m, kv.key, kv.key_len) }.map_err(|e| item(i, e))?;
+                // SAFETY: as above.
+                let v = unsafe { value_arg(m, kv.value, kv.value_len, "value") }
+                    .map_err(|e| item(i, e))?;
+                Ok((k, v))
+            })
+            .collect::<Res<Vec<(&[u8], &[u8])>>>()?;
+        for (i, (k, v)) in pairs.iter().enumerate() {
+            m.put(k, v).map_err(|e| item(i, Fail::from(e)))?;
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Removes `n` keys, one `shoal_fixed_remove` after the other: each removal is atomic on
+/// its own; the batch is not. NULL pointers and key lengths other than the map's key
+/// size are refused before anything is removed; otherwise the call stops at the first
+/// error (earlier keys stay removed).
+///
+/// * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
+///   be NULL when `n` is 0.
+/// * `removed`: NULL, or receives how many of the keys were present (left unchanged on
+///   failure).
+///
+/// Errors: as `shoal_fixed_remove` (the message names the failing item).
+///
+/// # Safety
+/// `fixed` is NULL or a live handle; `keys` as for `shoal_fixed_get_many`; `removed` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_remove_many(
+    fixed: *const shoal_fixed,
+    keys: *const shoal_bytes,
+    n: usize,
+    removed: *mut u64,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        // SAFETY: forwarded contract.
+        let ks = unsafe { fixed_key_slices(m, keys, n) }?;
+        let mut r = 0u64;
+        for (i, k) in ks.iter().enumerate() {
+            r += m.remove(k).map_err(|e| item(i, Fail::from(e)))? as u64;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { write_opt(removed, r) };
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Opens a second handle on the same fixed-size map whose calls wait at most
+/// `timeout_ms` for a lock held by a live process before failing with `SHOAL_TIMEOUT`
+/// (`shoal_fixed_update` also gives up after retrying for that long). The store's
+/// `lock_timeout_ms` applies to other handles.
+///
+/// * `timeout_ms`: the deadline, in milliseconds.
+/// * `out`: receives the new handle (NULL on failure); close it with
+///   `shoal_fixed_close`. It is independent of `fixed` (either may be closed first).
+///
+/// Errors: `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `fixed` is NULL or a live handle; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_with_timeout(
+    fixed: *const shoal_fixed,
+    timeout_ms: u32,
+    out: *mut *mut shoal_fixed,
+) -> shoal_status {
+    ffi(|| {
+        let out = out_ptr(out, "out")?;
+        // SAFETY: non-NULL, writable by contract.
+        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        let h = Box::into_raw(Box::new(shoal_fixed {
+            map: m.with_timeout(Duration::from_millis(timeout_ms as u64)),
+        }));
+        // SAFETY: as above.
+        unsafe { out.write(h) };
         Ok(SHOAL_OK)
     })
 }

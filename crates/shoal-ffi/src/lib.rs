@@ -100,7 +100,7 @@ pub enum shoal_status {
 
 pub use shoal_status::*;
 
-/// `shoal_map_open` flag: create the map if it does not exist.
+/// `shoal_map_open` and `shoal_fixed_open[_with]` flag: create the map if it does not exist.
 pub const SHOAL_MAP_CREATE: u32 = 1;
 /// `shoal_iter_open` flag: return keys only (the value buffers of `shoal_iter_next` are
 /// ignored and may be NULL).

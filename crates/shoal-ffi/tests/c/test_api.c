@@ -1971,6 +1971,576 @@ static void test_fixed_iter_stats(void) {
     shoal_store_close(s);
 }
 
+static void test_fixed_open_with_options(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("fixed_opts", &s, &m)) { h_failures++; return; }
+    shoal_fixed *f = (shoal_fixed *)1;
+    shoal_fixed_options fo;
+    memset(&fo, 0, sizeof fo);
+    fo.struct_size = sizeof fo;
+    /* NULLs; bad flags, sizes and names (as shoal_fixed_open). */
+    CHECK_RC(shoal_fixed_open_with(NULL, "f", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_NULL_POINTER);
+    CHECK(f == NULL);
+    CHECK_RC(shoal_fixed_open_with(s, NULL, 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &fo, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, 0x80, &fo, &f), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open_with(s, "f", 0, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, SHOAL_FIXED_MAX_VALUE_SIZE + 1, SHOAL_MAP_CREATE, &fo, &f),
+             SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open_with(s, "", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open_with(s, "bad\xff utf8", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    /* Bad options. */
+    fo.segment_buckets = 4097;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "segment_buckets") != NULL);
+    fo.segment_buckets = 0;
+    fo.stash_buckets = 1025;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    fo.stash_buckets = 0;
+    fo.struct_size = 0;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "struct_size") != NULL);
+    fo.struct_size = sizeof(size_t) - 1;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    /* A newer caller's larger struct: unknown fields must be 0. */
+    struct {
+        shoal_fixed_options o;
+        uint64_t future;
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.o.struct_size = sizeof newer;
+    newer.future = 1;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &newer.o, &f), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "does not know") != NULL);
+    CHECK(f == NULL);
+    /* None of the failed calls created the map. */
+    uint32_t kind = 0;
+    CHECK_RC(shoal_map_kind(s, "f", &kind, NULL, NULL), SHOAL_NOT_FOUND);
+    newer.future = 0;
+    REQUIRE_OK(shoal_fixed_open_with(s, "newer", 8, 8, SHOAL_MAP_CREATE, &newer.o, &f));
+    shoal_fixed_stats st_default;
+    memset(&st_default, 0, sizeof st_default);
+    st_default.struct_size = sizeof st_default;
+    CHECK_RC(shoal_fixed_get_stats(f, &st_default), SHOAL_OK);
+    shoal_fixed_close(f);
+    const uint64_t per_seg_default =
+        st_default.capacity / st_default.segments / st_default.cells_per_bucket;
+    CHECK(per_seg_default > 8);
+
+    /* Missing map without create. */
+    fo.struct_size = sizeof fo;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, 0, &fo, &f), SHOAL_NOT_FOUND);
+    CHECK(f == NULL);
+    /* NULL options and an older struct holding only struct_size: the defaults. */
+    shoal_fixed *d = NULL;
+    REQUIRE_OK(shoal_fixed_open_with(s, "dflt", 8, 8, SHOAL_MAP_CREATE, NULL, &d));
+    struct { size_t struct_size; } old = {sizeof old};
+    shoal_fixed *o = NULL;
+    REQUIRE_OK(shoal_fixed_open_with(s, "old", 8, 8, SHOAL_MAP_CREATE,
+                                     (const shoal_fixed_options *)&old, &o));
+    shoal_fixed_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK_RC(shoal_fixed_get_stats(d, &st), SHOAL_OK);
+    CHECK(st.capacity / st.segments / st.cells_per_bucket == per_seg_default);
+    CHECK_RC(shoal_fixed_get_stats(o, &st), SHOAL_OK);
+    CHECK(st.capacity / st.segments / st.cells_per_bucket == per_seg_default);
+
+    /* Tiny segments (2 main + 1 stash buckets) split often. */
+    fo.segment_buckets = 2;
+    fo.stash_buckets = 1;
+    REQUIRE_OK(shoal_fixed_open_with(s, "f", 8, 8, SHOAL_MAP_CREATE, &fo, &f));
+    CHECK_RC(shoal_fixed_get_stats(f, &st), SHOAL_OK);
+    CHECK(st.segments == 1 && st.capacity == 3 * st.cells_per_bucket);
+    for (uint64_t i = 0; i < 2000; i++) {
+        uint64_t v = i + 1;
+        CHECK_RC(shoal_fixed_put(f, &i, 8, &v, 8, NULL), SHOAL_OK);
+        CHECK_RC(shoal_fixed_put(d, &i, 8, &v, 8, NULL), SHOAL_OK);
+    }
+    CHECK_RC(shoal_fixed_get_stats(f, &st), SHOAL_OK);
+    CHECK(st.entries == 2000 && st.splits > 0 && st.capacity == st.segments * 3 * st.cells_per_bucket);
+    uint64_t tiny_segments = st.segments;
+    CHECK_RC(shoal_fixed_get_stats(d, &st), SHOAL_OK);
+    CHECK(st.entries == 2000 && st.segments < tiny_segments);
+    for (uint64_t i = 0; i < 2000; i += 97) {
+        uint64_t v = 0;
+        CHECK_RC(shoal_fixed_get(f, &i, 8, &v, 8), SHOAL_OK);
+        CHECK(v == i + 1);
+    }
+    /* Reopening an existing map: its own options stay; other options are still checked. */
+    shoal_fixed_options big;
+    memset(&big, 0, sizeof big);
+    big.struct_size = sizeof big;
+    big.segment_buckets = 100;
+    shoal_fixed *f2 = NULL;
+    REQUIRE_OK(shoal_fixed_open_with(s, "f", 8, 8, 0, &big, &f2));
+    CHECK_RC(shoal_fixed_get_stats(f2, &st), SHOAL_OK);
+    CHECK(st.capacity == st.segments * 3 * st.cells_per_bucket);
+    shoal_fixed_close(f2);
+    big.segment_buckets = 5000;
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 8, 0, &big, &f2), SHOAL_INVALID);
+    /* Other sizes, or a variable map's name. */
+    CHECK_RC(shoal_fixed_open_with(s, "f", 8, 4, SHOAL_MAP_CREATE, &fo, &f2), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_open_with(s, "m", 8, 8, SHOAL_MAP_CREATE, &fo, &f2), SHOAL_INVALID);
+    CHECK(f2 == NULL);
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_fixed_close(o);
+    shoal_fixed_close(d);
+    shoal_fixed_close(f);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+struct fupd {
+    int calls;
+    int absent_calls;
+    int mode; /* see fixed_updater */
+    size_t vsize;
+    uint64_t out;
+};
+
+/* mode 0: add 1 to the little-endian u64 (absent = 0); 1: remove; 2: return 42;
+ * 3: return -1; 4: a value of 4 bytes; 5: a NULL value of the right length; 6: an
+ * empty value (for 0-byte values); 7: 9 bytes. */
+static int fixed_updater(void *ctx, const void *cur, size_t cur_len, bool present,
+                         const void **new_value, size_t *new_len) {
+    struct fupd *u = ctx;
+    u->calls++;
+    if (present) {
+        CHECK(cur_len == u->vsize && (cur != NULL || u->vsize == 0));
+    } else {
+        CHECK(cur == NULL && cur_len == 0);
+        u->absent_calls++;
+    }
+    switch (u->mode) {
+    case 0: {
+        uint64_t v = 0;
+        if (present && cur_len == 8) memcpy(&v, cur, 8);
+        u->out = v + 1;
+        *new_value = &u->out;
+        *new_len = 8;
+        return SHOAL_UPDATE_SET;
+    }
+    case 1:
+        return SHOAL_UPDATE_REMOVE;
+    case 2:
+        return 42;
+    case 3:
+        return -1;
+    case 4:
+        *new_value = &u->out;
+        *new_len = 4;
+        return SHOAL_UPDATE_SET;
+    case 5:
+        *new_value = NULL;
+        *new_len = 8;
+        return SHOAL_UPDATE_SET;
+    case 6:
+        *new_value = NULL;
+        *new_len = 0;
+        return SHOAL_UPDATE_SET;
+    default:
+        *new_value = "123456789";
+        *new_len = 9;
+        return SHOAL_UPDATE_SET;
+    }
+}
+
+/* The callback of the threaded updates: no CHECK (not thread-safe), counts its calls. */
+static int fixed_incr(void *ctx, const void *cur, size_t cur_len, bool present,
+                      const void **new_value, size_t *new_len) {
+    struct fupd *u = ctx;
+    u->calls++;
+    uint64_t v = 0;
+    if (present && cur_len == 8) memcpy(&v, cur, 8);
+    u->out = v + 1;
+    *new_value = &u->out;
+    *new_len = 8;
+    return SHOAL_UPDATE_SET;
+}
+
+struct fupd_worker {
+    const shoal_fixed *f;
+    struct fupd u;
+    int errors;
+};
+
+static void *fixed_update_worker(void *arg) {
+    struct fupd_worker *w = arg;
+    uint64_t key = 77;
+    for (int i = 0; i < 500; i++)
+        if (shoal_fixed_update(w->f, &key, 8, fixed_incr, &w->u) != SHOAL_OK) w->errors++;
+    return NULL;
+}
+
+static void test_fixed_update(void) {
+    shoal_store *s;
+    if (!fresh("fixed_update", &s, NULL)) { h_failures++; return; }
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 8, 8, SHOAL_MAP_CREATE, &f));
+    uint64_t k = 5, v = 0;
+    bool present = true;
+    struct fupd u = {0, 0, 0, 8, 0};
+    /* NULLs and a wrong key length: the callback is not called. */
+    CHECK_RC(shoal_fixed_update(NULL, &k, 8, fixed_updater, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_update(f, &k, 8, NULL, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_update(f, NULL, 8, fixed_updater, &u), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_update(f, &k, 4, fixed_updater, &u), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_update(f, &k, 0, fixed_updater, &u), SHOAL_INVALID);
+    CHECK(u.calls == 0);
+    /* Absent: the callback sees absence and inserts; then it sees the value. */
+    CHECK_RC(shoal_fixed_update(f, &k, 8, fixed_updater, &u), SHOAL_OK);
+    CHECK(u.calls == 1 && u.absent_calls == 1);
+    CHECK_RC(shoal_fixed_update(f, &k, 8, fixed_updater, &u), SHOAL_OK);
+    CHECK(u.calls == 2 && u.absent_calls == 1);
+    CHECK_RC(shoal_fixed_get(f, &k, 8, &v, 8), SHOAL_OK);
+    CHECK(v == 2);
+    /* Cancelled (any other return value), wrong sizes, a NULL value: nothing changes,
+     * and the callback is called once (not retried). */
+    int modes[] = {2, 3, 4, 7, 5};
+    shoal_status want[] = {SHOAL_INVALID, SHOAL_INVALID, SHOAL_INVALID, SHOAL_INVALID,
+                           SHOAL_NULL_POINTER};
+    const char *msg[] = {"cancelled", "cancelled", "*new_len", "*new_len", "*new_value"};
+    for (int i = 0; i < 5; i++) {
+        u.mode = modes[i];
+        u.calls = 0;
+        CHECK_RC(shoal_fixed_update(f, &k, 8, fixed_updater, &u), want[i]);
+        CHECK(strstr(shoal_last_error_message(), msg[i]) != NULL);
+        CHECK(u.calls == 1);
+        v = 0;
+        CHECK_RC(shoal_fixed_get(f, &k, 8, &v, 8), SHOAL_OK);
+        CHECK(v == 2);
+        /* The same on an absent key: it stays absent. */
+        uint64_t absent = 6;
+        u.calls = 0;
+        CHECK_RC(shoal_fixed_update(f, &absent, 8, fixed_updater, &u), want[i]);
+        CHECK(u.calls == 1);
+        CHECK_RC(shoal_fixed_contains(f, &absent, 8, &present), SHOAL_OK);
+        CHECK(!present);
+    }
+    /* Remove a present key; "remove" on an absent key leaves it absent. */
+    u.mode = 1;
+    CHECK_RC(shoal_fixed_update(f, &k, 8, fixed_updater, &u), SHOAL_OK);
+    CHECK_RC(shoal_fixed_contains(f, &k, 8, &present), SHOAL_OK);
+    CHECK(!present);
+    CHECK_RC(shoal_fixed_update(f, &k, 8, fixed_updater, &u), SHOAL_OK);
+    CHECK_RC(shoal_fixed_contains(f, &k, 8, &present), SHOAL_OK);
+    CHECK(!present);
+    uint64_t n = 99;
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == 0);
+
+    /* Threads updating one key: every increment lands exactly once. */
+    enum { T = 4 };
+    pthread_t th[T];
+    struct fupd_worker w[T];
+    for (int i = 0; i < T; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].f = f;
+        CHECK(pthread_create(&th[i], NULL, fixed_update_worker, &w[i]) == 0);
+    }
+    int calls = 0;
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].errors == 0);
+        calls += w[i].u.calls;
+    }
+    uint64_t hot = 77;
+    CHECK_RC(shoal_fixed_get(f, &hot, 8, &v, 8), SHOAL_OK);
+    CHECK(v == T * 500);
+    CHECK(calls >= T * 500);
+
+    /* 0-byte values: set (a NULL, empty value) and remove. */
+    shoal_fixed *z;
+    REQUIRE_OK(shoal_fixed_open(s, "z", 2, 0, SHOAL_MAP_CREATE, &z));
+    struct fupd uz = {0, 0, 6, 0, 0};
+    CHECK_RC(shoal_fixed_update(z, "ab", 2, fixed_updater, &uz), SHOAL_OK);
+    CHECK_RC(shoal_fixed_contains(z, "ab", 2, &present), SHOAL_OK);
+    CHECK(present && uz.absent_calls == 1);
+    CHECK_RC(shoal_fixed_update(z, "ab", 2, fixed_updater, &uz), SHOAL_OK); /* sees it present */
+    CHECK(uz.calls == 2 && uz.absent_calls == 1);
+    uz.mode = 0; /* 8 bytes: wrong size here */
+    CHECK_RC(shoal_fixed_update(z, "ab", 2, fixed_updater, &uz), SHOAL_INVALID);
+    uz.mode = 1;
+    CHECK_RC(shoal_fixed_update(z, "ab", 2, fixed_updater, &uz), SHOAL_OK);
+    CHECK_RC(shoal_fixed_contains(z, "ab", 2, &present), SHOAL_OK);
+    CHECK(!present);
+    shoal_fixed_close(z);
+
+    /* A dropped map: SHOAL_NOT_FOUND, the callback not called. */
+    CHECK_RC(shoal_store_drop_map(s, "f"), SHOAL_OK);
+    u.mode = 0;
+    u.calls = 0;
+    CHECK_RC(shoal_fixed_update(f, &k, 8, fixed_updater, &u), SHOAL_NOT_FOUND);
+    CHECK(u.calls == 0);
+    shoal_fixed_close(f);
+    shoal_store_close(s);
+}
+
+struct fmany {
+    int calls;
+    int present;
+    int bad;
+};
+
+/* Keys are u64 i; a present key's value is i * 10. */
+static void on_fixed_many(void *ctx, size_t index, const void *v, size_t len, bool present) {
+    struct fmany *c = ctx;
+    if (index != (size_t)c->calls) c->bad++;
+    if (present) {
+        uint64_t got;
+        if (len != 8 || v == NULL) {
+            c->bad++;
+        } else {
+            memcpy(&got, v, 8);
+            if (got != (uint64_t)index * 10) c->bad++;
+        }
+        c->present++;
+    } else if (v != NULL || len != 0) {
+        c->bad++;
+    }
+    c->calls++;
+}
+
+static void test_fixed_batches(void) {
+    shoal_store *s;
+    if (!fresh("fixed_batch", &s, NULL)) { h_failures++; return; }
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 8, 8, SHOAL_MAP_CREATE, &f));
+    enum { N = 100 };
+    static uint64_t kb[N + 1], vb[N];
+    shoal_kv items[N];
+    shoal_bytes keys[N + 1];
+    for (int i = 0; i < N; i++) {
+        kb[i] = (uint64_t)i;
+        vb[i] = (uint64_t)i * 10;
+        items[i] = (shoal_kv){&kb[i], 8, &vb[i], 8};
+        keys[i] = (shoal_bytes){&kb[i], 8};
+    }
+    kb[N] = 1000000; /* never put */
+    keys[N] = (shoal_bytes){&kb[N], 8};
+
+    /* put_many: NULLs; an empty batch. */
+    CHECK_RC(shoal_fixed_put_many(NULL, items, N), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_put_many(f, NULL, N), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_put_many(f, NULL, 0), SHOAL_OK);
+    shoal_kv even[N / 2];
+    for (int i = 0; i < N / 2; i++) even[i] = items[2 * i];
+    CHECK_RC(shoal_fixed_put_many(f, even, N / 2), SHOAL_OK);
+    uint64_t n = 0;
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == N / 2);
+
+    /* get_many: NULLs; results in key order, absent keys reported absent. */
+    struct fmany c = {0};
+    CHECK_RC(shoal_fixed_get_many(NULL, keys, N + 1, on_fixed_many, &c), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_get_many(f, NULL, 3, on_fixed_many, &c), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_get_many(f, keys, N + 1, NULL, &c), SHOAL_NULL_POINTER);
+    CHECK(c.calls == 0);
+    CHECK_RC(shoal_fixed_get_many(f, keys, N + 1, on_fixed_many, &c), SHOAL_OK);
+    CHECK(c.calls == N + 1 && c.present == N / 2 && c.bad == 0);
+    memset(&c, 0, sizeof c);
+    CHECK_RC(shoal_fixed_get_many(f, NULL, 0, on_fixed_many, &c), SHOAL_OK);
+    CHECK(c.calls == 0);
+    /* A key of the wrong length, or a NULL key: refused before any callback. */
+    shoal_bytes badkeys[10];
+    memcpy(badkeys, keys, sizeof badkeys);
+    badkeys[7].len = 4;
+    CHECK_RC(shoal_fixed_get_many(f, badkeys, 10, on_fixed_many, &c), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 7") != NULL);
+    badkeys[7].len = 8;
+    badkeys[3].data = NULL;
+    CHECK_RC(shoal_fixed_get_many(f, badkeys, 10, on_fixed_many, &c), SHOAL_NULL_POINTER);
+    CHECK(c.calls == 0);
+
+    CHECK_RC(shoal_fixed_put_many(f, items, N), SHOAL_OK);
+    memset(&c, 0, sizeof c);
+    CHECK_RC(shoal_fixed_get_many(f, keys, N, on_fixed_many, &c), SHOAL_OK);
+    CHECK(c.calls == N && c.present == N && c.bad == 0);
+
+    /* Wrong lengths and NULL pointers in an item: refused before anything is written. */
+    uint64_t nk = 5000, nv = 1;
+    shoal_kv bad[2] = {{&nk, 8, &nv, 8}, {&kb[1], 8, &vb[1], 4}};
+    CHECK_RC(shoal_fixed_put_many(f, bad, 2), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 1") != NULL);
+    bad[1] = (shoal_kv){&kb[1], 3, &vb[1], 8};
+    CHECK_RC(shoal_fixed_put_many(f, bad, 2), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 1") != NULL);
+    bad[1] = (shoal_kv){&kb[1], 8, NULL, 8};
+    CHECK_RC(shoal_fixed_put_many(f, bad, 2), SHOAL_NULL_POINTER);
+    bad[1] = (shoal_kv){NULL, 8, &vb[1], 8};
+    CHECK_RC(shoal_fixed_put_many(f, bad, 2), SHOAL_NULL_POINTER);
+    bool present = true;
+    CHECK_RC(shoal_fixed_contains(f, &nk, 8, &present), SHOAL_OK);
+    CHECK(!present);
+
+    /* remove_many: NULLs; bad keys refused before anything is removed. */
+    uint64_t removed = 99;
+    CHECK_RC(shoal_fixed_remove_many(NULL, keys, N + 1, &removed), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_remove_many(f, NULL, 2, &removed), SHOAL_NULL_POINTER);
+    badkeys[3] = keys[3];
+    badkeys[9].len = 9;
+    CHECK_RC(shoal_fixed_remove_many(f, badkeys, 10, &removed), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 9") != NULL);
+    CHECK(removed == 99);
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == N);
+    CHECK_RC(shoal_fixed_remove_many(f, NULL, 0, &removed), SHOAL_OK);
+    CHECK(removed == 0);
+    CHECK_RC(shoal_fixed_remove_many(f, keys, N + 1, &removed), SHOAL_OK);
+    CHECK(removed == N);
+    CHECK_RC(shoal_fixed_put_many(f, items, 3), SHOAL_OK);
+    CHECK_RC(shoal_fixed_remove_many(f, keys, N + 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == 0);
+
+    /* A dropped map: every batch call fails with SHOAL_NOT_FOUND. */
+    CHECK_RC(shoal_store_drop_map(s, "f"), SHOAL_OK);
+    memset(&c, 0, sizeof c);
+    CHECK_RC(shoal_fixed_get_many(f, keys, N, on_fixed_many, &c), SHOAL_NOT_FOUND);
+    CHECK(c.calls == 0);
+    CHECK_RC(shoal_fixed_put_many(f, items, N), SHOAL_NOT_FOUND);
+    CHECK(strstr(shoal_last_error_message(), "item 0") != NULL);
+    CHECK_RC(shoal_fixed_remove_many(f, keys, N, &removed), SHOAL_NOT_FOUND);
+    shoal_fixed_close(f);
+    shoal_store_close(s);
+
+    /* A batch that fills the store stops at the failing item, naming it; the earlier
+     * entries stay written. */
+    char p[512];
+    tpath(p, sizeof p, "fixed_full.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.max_maps = 1;
+    o.max_processes = 4;
+    o.max_threads = 8;
+    o.chunk_size = 64 << 10;
+    o.max_size = 2u << 20;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    REQUIRE_OK(shoal_fixed_open(s, "big", 8, SHOAL_FIXED_MAX_VALUE_SIZE, SHOAL_MAP_CREATE, &f));
+    enum { M = 40000 };
+    static uint64_t fk[M];
+    static shoal_kv fitems[M];
+    static char fv[SHOAL_FIXED_MAX_VALUE_SIZE];
+    memset(fv, 'v', sizeof fv);
+    for (int i = 0; i < M; i++) {
+        fk[i] = (uint64_t)i;
+        fitems[i] = (shoal_kv){&fk[i], 8, fv, sizeof fv};
+    }
+    CHECK_RC(shoal_fixed_put_many(f, fitems, M), SHOAL_FULL);
+    const char *full_msg = shoal_last_error_message();
+    const char *at = strstr(full_msg, "item ");
+    CHECK(at != NULL);
+    long failed = at ? strtol(at + 5, NULL, 10) : -1;
+    CHECK(failed > 100 && failed < M);
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == (uint64_t)failed);
+    present = false;
+    CHECK_RC(shoal_fixed_contains(f, &fk[failed > 0 ? failed - 1 : 0], 8, &present), SHOAL_OK);
+    CHECK(present);
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_fixed_close(f);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void test_fixed_with_timeout(void) {
+    shoal_store *s;
+    if (!fresh("fixed_withtimeout", &s, NULL)) { h_failures++; return; }
+    shoal_fixed *f, *t = (shoal_fixed *)1;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 4, 4, SHOAL_MAP_CREATE, &f));
+    CHECK_RC(shoal_fixed_with_timeout(NULL, 10, &t), SHOAL_NULL_POINTER);
+    CHECK(t == NULL);
+    CHECK_RC(shoal_fixed_with_timeout(f, 10, NULL), SHOAL_NULL_POINTER);
+    REQUIRE_OK(shoal_fixed_with_timeout(f, 10, &t));
+    size_t ks = 0, vs = 0;
+    CHECK_RC(shoal_fixed_sizes(t, &ks, &vs), SHOAL_OK);
+    CHECK(ks == 4 && vs == 4);
+    CHECK_RC(shoal_fixed_put(t, "key1", 4, "val1", 4, NULL), SHOAL_OK);
+    char buf[4];
+    CHECK_RC(shoal_fixed_get(f, "key1", 4, buf, 4), SHOAL_OK); /* the same map */
+    CHECK(memcmp(buf, "val1", 4) == 0);
+    /* Independent handles: close the original first. */
+    CHECK_RC(shoal_fixed_close(f), SHOAL_OK);
+    CHECK_RC(shoal_fixed_put(t, "key2", 4, "val2", 4, NULL), SHOAL_OK);
+    uint64_t n = 0;
+    CHECK_RC(shoal_fixed_len(t, &n), SHOAL_OK);
+    CHECK(n == 2);
+    CHECK_RC(shoal_fixed_close(t), SHOAL_OK);
+    shoal_store_close(s);
+
+    /* The handle's deadline applies, not the store's (30 s): a child writes one key in
+     * a loop; stopped (SIGSTOP) while it holds the segment's lock, it makes writes
+     * through a 20 ms handle fail with SHOAL_TIMEOUT, quickly. */
+    char p[512];
+    tpath(p, sizeof p, "fixed_timeout.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.lock_timeout_ms = 30000;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_fixed_options fo;
+    memset(&fo, 0, sizeof fo);
+    fo.struct_size = sizeof fo;
+    fo.segment_buckets = 1;
+    fo.stash_buckets = 1;
+    REQUIRE_OK(shoal_fixed_open_with(s, "hot", 8, 8, SHOAL_MAP_CREATE, &fo, &f));
+    REQUIRE_OK(shoal_fixed_with_timeout(f, 20, &t));
+    uint64_t key = 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (uint64_t i = 0;; i++) shoal_fixed_put(f, &key, 8, &i, 8, NULL);
+    }
+    CHECK(pid > 0);
+    int timed_out = 0, tries = 0;
+    struct timespec pause = {0, 200000};
+    for (; tries < 2000 && !timed_out; tries++) {
+        nanosleep(&pause, NULL);
+        kill(pid, SIGSTOP);
+        int st;
+        waitpid(pid, &st, WUNTRACED);
+        uint64_t v = 0xdead;
+        double t0 = now_ms();
+        shoal_status rc = shoal_fixed_put(t, &key, 8, &v, 8, NULL);
+        if (rc == SHOAL_TIMEOUT) {
+            timed_out = 1;
+            CHECK(now_ms() - t0 < 5000);
+            CHECK(strstr(shoal_last_error_message(), "timed out") != NULL);
+            /* The other writing calls through the same handle time out the same way. */
+            struct fupd u = {0, 0, 0, 8, 0};
+            t0 = now_ms();
+            CHECK_RC(shoal_fixed_update(t, &key, 8, fixed_updater, &u), SHOAL_TIMEOUT);
+            CHECK(now_ms() - t0 < 5000);
+            shoal_bytes kk = {&key, 8};
+            shoal_kv kv = {&key, 8, &v, 8};
+            CHECK_RC(shoal_fixed_put_many(t, &kv, 1), SHOAL_TIMEOUT);
+            CHECK_RC(shoal_fixed_remove_many(t, &kk, 1, NULL), SHOAL_TIMEOUT);
+            CHECK(now_ms() - t0 < 15000);
+        } else {
+            CHECK_RC(rc, SHOAL_OK);
+        }
+        kill(pid, SIGCONT);
+    }
+    CHECK(timed_out);
+    if (!timed_out) fprintf(stderr, "no timeout in %d tries\n", tries);
+    kill(pid, SIGKILL);
+    wait_child(pid);
+    /* The dead child's lock is recovered. */
+    uint64_t last = 42;
+    CHECK_RC(shoal_fixed_put(f, &key, 8, &last, 8, NULL), SHOAL_OK);
+    CHECK_RC(shoal_store_check(s, NULL, NULL, NULL), SHOAL_OK);
+    shoal_fixed_close(t);
+    shoal_fixed_close(f);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ctest-XXXXXX", base ? base : "/tmp");
@@ -2002,6 +2572,10 @@ int main(void) {
     RUN(test_fixed_open_kind);
     RUN(test_fixed_ops);
     RUN(test_fixed_iter_stats);
+    RUN(test_fixed_open_with_options);
+    RUN(test_fixed_update);
+    RUN(test_fixed_batches);
+    RUN(test_fixed_with_timeout);
     RUN(test_store_flush_repair_durability_options);
     RUN(test_full);
     RUN(test_no_space);

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -588,6 +589,142 @@ TEST_F(ShoalTest, FixedMapIteration) {
         n++;
     }
     EXPECT_EQ(n, 1);
+}
+
+// A u64 as 8 bytes, and back.
+std::string u64s(std::uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
+std::uint64_t u64of(std::string_view s) {
+    std::uint64_t v = 0;
+    if (s.size() == 8) std::memcpy(&v, s.data(), 8);
+    return v;
+}
+
+TEST_F(ShoalTest, FixedMapOptionsApplyAtCreation) {
+    shoal::Store store(path_, small());
+    shoal::FixedOptions fo;
+    fo.segment_buckets = 2;
+    fo.stash_buckets = 1;
+    shoal::FixedMap tiny = store.fixed_map("tiny", 8, 8, true, fo);
+    shoal::FixedMap dflt = store.fixed_map("dflt", 8, 8);
+    for (std::uint64_t i = 0; i < 2000; i++) {
+        tiny.put(u64s(i), u64s(i * 2));
+        dflt.put(u64s(i), u64s(i * 2));
+    }
+    shoal_fixed_stats t = tiny.stats(), d = dflt.stats();
+    EXPECT_EQ(t.entries, 2000u);
+    EXPECT_GT(t.splits, 0u);
+    EXPECT_EQ(t.capacity, t.segments * 3 * t.cells_per_bucket);
+    EXPECT_GT(t.segments, d.segments);
+    EXPECT_GT(d.capacity / d.segments / d.cells_per_bucket, 8u);
+    EXPECT_EQ(u64of(*tiny.get(u64s(1999))), 3998u);
+    // Reopened with other options, the map keeps its own.
+    shoal::FixedOptions other;
+    other.segment_buckets = 64;
+    shoal::FixedMap again = store.fixed_map("tiny", 8, 8, false, other);
+    shoal_fixed_stats a = again.stats();
+    EXPECT_EQ(a.capacity, a.segments * 3 * a.cells_per_bucket);
+    // Out-of-range options are refused, and nothing is created.
+    shoal::FixedOptions bad;
+    bad.segment_buckets = 4097;
+    EXPECT_SHOAL_CODE(store.fixed_map("bad", 8, 8, true, bad), SHOAL_INVALID);
+    bad.segment_buckets = 0;
+    bad.stash_buckets = 1025;
+    EXPECT_SHOAL_CODE(store.fixed_map("bad", 8, 8, true, bad), SHOAL_INVALID);
+    EXPECT_EQ(store.map_kind("bad"), std::nullopt);
+    EXPECT_SHOAL_CODE(store.fixed_map("absent", 8, 8, false, fo), SHOAL_NOT_FOUND);
+    EXPECT_TRUE(store.check().ok());
+}
+
+TEST_F(ShoalTest, FixedMapUpdate) {
+    shoal::Store store(path_, small());
+    shoal::FixedMap f = store.fixed_map("u", 4, 8);
+    auto incr = [](std::optional<std::string_view> cur) -> std::optional<std::string> {
+        return u64s(cur ? u64of(*cur) + 1 : 100);
+    };
+    EXPECT_EQ(f.update("key1", incr), std::optional<std::string>(u64s(100)));
+    EXPECT_EQ(f.update("key1", incr), std::optional<std::string>(u64s(101)));
+    EXPECT_EQ(u64of(*f.get("key1")), 101u);
+    // The callback sees absence as nullopt.
+    bool saw_absent = false;
+    f.update("key2", [&](std::optional<std::string_view> cur) -> std::optional<std::string> {
+        saw_absent = !cur.has_value();
+        return std::nullopt;
+    });
+    EXPECT_TRUE(saw_absent);
+    EXPECT_FALSE(f.contains("key2"));
+    // A value of another size: SHOAL_INVALID, nothing changed.
+    EXPECT_SHOAL_CODE(f.update("key1", [](auto) -> std::optional<std::string> { return "short"; }),
+                      SHOAL_INVALID);
+    EXPECT_EQ(u64of(*f.get("key1")), 101u);
+    // A key of another size.
+    EXPECT_SHOAL_CODE(f.update("k", incr), SHOAL_INVALID);
+    // An exception from the callback cancels the update and is rethrown.
+    EXPECT_THROW(f.update("key1", [](auto) -> std::optional<std::string> { throw std::out_of_range("f"); }),
+                 std::out_of_range);
+    EXPECT_EQ(u64of(*f.get("key1")), 101u);
+    // Remove through update.
+    EXPECT_EQ(f.update("key1", [](auto) -> std::optional<std::string> { return std::nullopt; }),
+              std::nullopt);
+    EXPECT_FALSE(f.contains("key1"));
+    // Threads incrementing one key: no increment is lost.
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++) {
+        ts.emplace_back([&] {
+            for (int i = 0; i < 500; i++) f.update("hot!", incr);
+        });
+    }
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(u64of(*f.get("hot!")), 100u + 1999u);
+}
+
+TEST_F(ShoalTest, FixedMapBatches) {
+    shoal::Store store(path_, small());
+    shoal::FixedMap f = store.fixed_map("batch", 8, 8);
+    std::vector<std::string> ks, vs;
+    for (std::uint64_t i = 0; i < 300; i++) {
+        ks.push_back(u64s(i));
+        vs.push_back(u64s(i * 7));
+    }
+    std::vector<std::pair<shoal::bytes_view, shoal::bytes_view>> items;
+    for (int i = 0; i < 300; i += 2) items.emplace_back(ks[i], vs[i]);
+    f.put_many(items);
+    EXPECT_EQ(f.size(), 150u);
+    std::vector<shoal::bytes_view> keys(ks.begin(), ks.end());
+    auto got = f.get_many(keys);
+    ASSERT_EQ(got.size(), 300u);
+    for (int i = 0; i < 300; i++) {
+        if (i % 2 == 0) {
+            EXPECT_EQ(got[i], std::optional<std::string>(vs[i]));
+        } else {
+            EXPECT_EQ(got[i], std::nullopt);
+        }
+    }
+    EXPECT_TRUE(f.get_many({}).empty());
+    f.put_many({});
+    // Wrong sizes: refused before anything is written or removed.
+    EXPECT_SHOAL_CODE(f.get_many({ks[0], "short"}), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(f.put_many({{ks[1], vs[1]}, {ks[3], "short"}}), SHOAL_INVALID);
+    EXPECT_FALSE(f.contains(ks[1]));
+    EXPECT_SHOAL_CODE(f.remove_many({ks[0], "short"}), SHOAL_INVALID);
+    EXPECT_TRUE(f.contains(ks[0]));
+    EXPECT_EQ(f.remove_many(keys), 150u);
+    EXPECT_TRUE(f.empty());
+    EXPECT_EQ(f.remove_many(keys), 0u);
+}
+
+TEST_F(ShoalTest, FixedMapWithTimeout) {
+    shoal::Store store(path_, small());
+    std::optional<shoal::FixedMap> f(store.fixed_map("t", 4, 2));
+    shoal::FixedMap fast = f->with_timeout(std::chrono::milliseconds(5));
+    EXPECT_EQ(fast.key_size(), 4u);
+    EXPECT_EQ(fast.value_size(), 2u);
+    fast.put("abcd", "xy");
+    EXPECT_EQ(f->get("abcd"), std::optional<std::string>("xy"));  // the same map
+    f.reset();  // the handles are independent
+    EXPECT_EQ(fast.get("abcd"), std::optional<std::string>("xy"));
+    EXPECT_EQ(fast.update("abcd", [](auto) -> std::optional<std::string> { return "zz"; }),
+              std::optional<std::string>("zz"));
+    EXPECT_NE(fast.handle(), nullptr);
 }
 
 }  // namespace
