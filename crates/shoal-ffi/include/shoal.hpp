@@ -495,11 +495,18 @@ public:
     std::optional<std::string> swap(bytes_view key, bytes_view value) const {
         std::optional<std::string> old;
         auto cb = [](void* ctx, const void* v, std::size_t len) {
-            static_cast<std::optional<std::string>*>(ctx)->emplace(static_cast<const char*>(v), len);
+            auto* o = static_cast<std::pair<std::optional<std::string>*, bool>*>(ctx);
+            try {
+                o->first->emplace(static_cast<const char*>(v), len);
+            } catch (...) {
+                o->second = true;  // out of memory: thrown below, not through the C library
+            }
         };
-        detail::check(shoal_map_swap(h_.get(), key.data(), key.size(), value.data(), value.size(),
-                                     nullptr, cb, &old),
-                      "shoal_map_swap");
+        std::pair<std::optional<std::string>*, bool> ctx{&old, false};
+        shoal_status rc = shoal_map_swap(h_.get(), key.data(), key.size(), value.data(),
+                                         value.size(), nullptr, cb, &ctx);
+        if (ctx.second) throw std::bad_alloc();
+        detail::check(rc, "shoal_map_swap");
         return old;
     }
 
@@ -582,14 +589,23 @@ public:
     std::vector<std::optional<std::string>> get_many(const std::vector<bytes_view>& keys) const {
         std::vector<shoal_bytes> ks(keys.size());
         for (std::size_t i = 0; i < keys.size(); i++) ks[i] = shoal_bytes{keys[i].data(), keys[i].size()};
-        std::vector<std::optional<std::string>> out(keys.size());
+        struct Ctx {
+            std::vector<std::optional<std::string>> out;
+            bool failed;
+        } c{std::vector<std::optional<std::string>>(keys.size()), false};
         auto cb = [](void* ctx, std::size_t i, const void* v, std::size_t len, bool present) {
-            if (present) (*static_cast<std::vector<std::optional<std::string>>*>(ctx))[i].emplace(
-                static_cast<const char*>(v), len);
+            auto* c = static_cast<Ctx*>(ctx);
+            if (!present || c->failed) return;
+            try {
+                c->out[i].emplace(static_cast<const char*>(v), len);
+            } catch (...) {
+                c->failed = true;  // out of memory: thrown below, not through the C library
+            }
         };
-        detail::check(shoal_map_get_many(h_.get(), ks.data(), ks.size(), cb, &out),
-                      "shoal_map_get_many");
-        return out;
+        shoal_status rc = shoal_map_get_many(h_.get(), ks.data(), ks.size(), cb, &c);
+        if (c.failed) throw std::bad_alloc();
+        detail::check(rc, "shoal_map_get_many");
+        return std::move(c.out);
     }
 
     /// Puts many entries (each put atomic on its own; stops at the first error).
