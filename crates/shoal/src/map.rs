@@ -378,6 +378,7 @@ impl Map {
         }
         if r.is_ok() {
             crate::cleaner::maybe_clean(tx, consumed);
+            crate::index::prepare_growth(tx, &self.m);
         }
         applied
     }
