@@ -124,8 +124,10 @@ fn overwrite_forever_keeps_file_bounded() {
                 .unwrap();
         }
         let st = s.stats().unwrap();
+        // The cleaner tolerates a quarter of the data dead (cleaner.rs, `worth_cleaning`)
+        // and is paced, so allow a third.
         assert!(
-            st.dead_bytes * 5 <= st.data_bytes,
+            st.dead_bytes * 3 <= st.data_bytes,
             "round {round}: dead {} of {} data bytes",
             st.dead_bytes,
             st.data_bytes
