@@ -201,6 +201,7 @@ impl Map {
     /// their own buffer (the C ABI). The copy is optimistic: when the read races with a
     /// write to the key it is retried, so `buf` may hold bytes of a replaced value unless
     /// the result is `Some(n)` with `n <= buf.len()` (then `buf[..n]` is the value).
+    #[inline] // across the crate boundary into the C ABI's `shoal_map_get`: no call, no sret
     pub fn get_to_slice(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<usize>> {
         check_sizes(key, None)?;
         self.sh.ensure_registered()?;
