@@ -763,17 +763,24 @@ impl Map {
         let start = std::time::Instant::now();
         loop {
             let sh = &*self.sh;
-            let (seen, cur) = self.read_uid(uid, |koff, _, voff, vlen| {
+            let cur = self.read_uid(uid, |_, _, voff, vlen| {
                 let mut v = Vec::new();
                 sh.r.read_to_vec(voff, vlen as usize, &mut v);
-                (koff, v)
+                v
             })?;
             let new = f(&cur);
             if let Some(v) = &new {
                 check_sizes(&[], Some(v))?;
             }
             let (applied, ()) = self.rmw_uid(uid, |map, tx, hit, appended| {
-                if hit.off + hit.hl != seen {
+                // Under the lock, the value must still be the one `f` saw. Its bytes are
+                // compared, not its record's offset: a large record has a run of its own,
+                // freed as soon as it is replaced and handed out again first, so two
+                // writes while `f` ran could put the key's record back at the same offset
+                // with another value, and the update would have overwritten both (found
+                // by the linearizability helper; `update_by_uid_sees_writes_that_reuse_the_offset`).
+                // Equal bytes are as good as no write: `f` depends on the value only.
+                if hit.vlen != cur.len() as u64 || !tx.sh.r.bytes_eq(hit.val_off, &cur) {
                     return Ok((Action::Keep, ()));
                 }
                 Ok((

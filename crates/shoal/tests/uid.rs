@@ -541,3 +541,53 @@ fn uid_writes_survive_a_crash_at_every_step() {
         assert_eq!(n as u64, m.len().unwrap());
     }
 }
+
+/// Regression (found by the linearizability helper, reading the code): `update_by_uid`
+/// checked under the lock that the key's record was still at the offset `f` had read. A
+/// large record has a run of its own, freed as soon as it is replaced and handed out again
+/// first, so two writes while `f` ran put the record back at the same offset with another
+/// value, and the update applied `f` to the stale value, losing both writes (the result
+/// was 100, not 102). It now compares the value itself, as `update` by key does.
+#[test]
+fn update_by_uid_sees_writes_that_reuse_the_offset() {
+    use std::sync::mpsc;
+    let d = tmp();
+    let s = Store::open_with(d.path().join("s"), &Options::default(), OpenMode::CreateNew).unwrap();
+    let m = s.map_with("t", &uid_opts(), true).unwrap();
+    let big = |b: u8| vec![b; 300 * 1024]; // more than a 256 KiB chunk: a run of its own
+    let (_, uid) = m.put_with_uid(b"k", &big(0)).unwrap();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let m2 = m.clone();
+    let writer = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        m2.put_by_uid(uid, &big(1)).unwrap();
+        m2.put_by_uid(uid, &big(2)).unwrap();
+        done_tx.send(()).unwrap();
+    });
+    let mut calls = 0;
+    let out = m
+        .update_by_uid(uid, |cur| {
+            calls += 1;
+            if calls == 1 {
+                go_tx.send(()).unwrap();
+                done_rx.recv().unwrap(); // the other thread writes twice while f runs
+            }
+            let mut v = cur.to_vec();
+            v[0] = v[0].wrapping_add(100);
+            Some(v)
+        })
+        .unwrap();
+    writer.join().unwrap();
+    let now = m.get(b"k").unwrap().unwrap();
+    assert_eq!(
+        calls, 2,
+        "f must run again after the value changed under it"
+    );
+    assert_eq!(out.unwrap()[0], 102);
+    assert_eq!(
+        now[0], 102,
+        "update_by_uid applied f to an overwritten value"
+    );
+    assert!(s.check().unwrap().is_ok());
+}
