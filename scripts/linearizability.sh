@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
 # Kill storm with a linearizability check: 8 processes run random operations on a few
 # hot keys while random ones are SIGKILLed and replaced; then Porcupine checks every
-# logged history (tools/linearizability). The suite (scripts/test.sh) runs the 30 s
-# form inside `cargo test`; this runs one of any length:
+# logged history (tools/linearizability). The suite (scripts/test.sh) runs them inside
+# `cargo test` (30 s on a variable-size map, 15 s each on a fixed-size map and on a map
+# with UIDs); this runs one of any length:
 #
-#   bash scripts/linearizability.sh [SECONDS]      # default 600 (10 minutes)
+#   bash scripts/linearizability.sh [SECONDS] [KIND]   # default 600 (10 minutes), variable
+#
+# KIND is the map's: variable (default), fixed (a fixed-size map) or uids (a map with
+# UIDs, by-key and by-UID operations mixed).
 #
 # SHOAL_SEED repeats a run's random choices; SHOAL_LINEAR_WORKERS, _KEYS, _EPOCH_MS,
 # _PERIOD_US, _ACTIVE_US tune it (see crates/shoal-torture/tests/linearizability.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}
+kind=${2:-variable}
+case $kind in
+variable) test=kill_storm_is_linearizable; var=SHOAL_LINEAR_SECS ;;
+fixed) test=fixed_map_kill_storm_is_linearizable; var=SHOAL_LINEAR_FIXED_SECS ;;
+uids) test=uid_map_kill_storm_is_linearizable; var=SHOAL_LINEAR_UIDS_SECS ;;
+*) echo "unknown kind $kind: variable, fixed or uids" >&2; exit 2 ;;
+esac
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
     export PATH="$PATH:/usr/local/go/bin"
 fi
 export GOFLAGS="-mod=readonly -buildvcs=false"
 mkdir -p target
 (cd tools/linearizability && go vet ./... && go test ./... && go build -o ../../target/lincheck .)
-SHOAL_LINCHECK="$PWD/target/lincheck" SHOAL_LINEAR_SECS="$secs" \
+env SHOAL_LINCHECK="$PWD/target/lincheck" "$var=$secs" \
     cargo test --release --locked -p shoal-torture --features shoal/failpoints \
-    --test linearizability -- --exact kill_storm_is_linearizable --nocapture
+    --test linearizability -- --exact "$test" --nocapture

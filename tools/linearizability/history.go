@@ -40,27 +40,53 @@ func intern(s string) string {
 	return s
 }
 
+// parseUid: a UID in its 64-bit form (never 0).
+func parseUid(s string) (uint64, error) {
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err == nil && u == 0 {
+		err = fmt.Errorf("UID 0")
+	}
+	return u, err
+}
+
+// callFields: the number of fields of each operation's call (op, key, arguments).
+var callFields = map[string]int{
+	"get": 2, "del": 2, "take": 2, "has": 2, "uid": 2,
+	"put": 3, "ins": 3, "rep": 3, "swap": 3, "add": 3, "upd": 3, "putu": 3,
+	"uget": 3, "udel": 3, "ukey": 3,
+	"cas": 4, "uput": 4, "uupd": 4, "uadd": 4,
+}
+
 func parseCall(f []string) (Input, error) {
 	if len(f) < 2 {
 		return Input{}, fmt.Errorf("short call")
 	}
 	in := Input{Op: intern(f[0]), Key: intern(f[1])}
-	want := map[string]int{"get": 2, "del": 2, "take": 2, "put": 3, "ins": 3, "rep": 3, "swap": 3, "add": 3, "cas": 4}
-	n, ok := want[in.Op]
+	n, ok := callFields[in.Op]
 	if !ok {
 		return in, fmt.Errorf("unknown op %q", in.Op)
 	}
 	if len(f) != n {
 		return in, fmt.Errorf("%s takes %d fields, not %d", in.Op, n, len(f))
 	}
+	args := f[2:]
 	var err error
+	if isByUid(in.Op) {
+		in.U, err = parseUid(args[0])
+		if err != nil {
+			return in, err
+		}
+		args = args[1:]
+	}
 	switch in.Op {
-	case "put", "ins", "rep", "swap", "add":
-		in.A, err = strconv.ParseInt(f[2], 10, 64)
+	case "put", "ins", "rep", "swap", "add", "putu", "uput", "uadd":
+		in.A, err = strconv.ParseInt(args[0], 10, 64)
+	case "upd", "uupd":
+		in.A, in.HasA, err = parseOpt(args[0])
 	case "cas":
 		var e2 error
-		in.A, in.HasA, err = parseOpt(f[2])
-		in.B, in.HasB, e2 = parseOpt(f[3])
+		in.A, in.HasA, err = parseOpt(args[0])
+		in.B, in.HasB, e2 = parseOpt(args[1])
 		if err == nil {
 			err = e2
 		}
@@ -71,20 +97,41 @@ func parseCall(f []string) (Input, error) {
 func parseRet(in Input, s string) (Output, error) {
 	var out Output
 	var err error
+	if isByUid(in.Op) && s == "stale" {
+		out.Stale = true
+		return out, nil
+	}
 	switch in.Op {
-	case "get", "swap", "take":
+	case "get", "swap", "take", "upd", "uupd":
 		out.V, out.Ok, err = parseOpt(s)
-	case "add":
+	case "add", "uadd", "uget", "udel":
 		out.V, err = strconv.ParseInt(s, 10, 64)
 		out.Ok = true
-	case "put":
-		switch s {
+	case "uid":
+		if s != "-" {
+			out.U, err = parseUid(s)
+			out.Ok = true
+		}
+	case "put", "putu":
+		what, uid, hasUid := strings.Cut(s, ":")
+		if hasUid != (in.Op == "putu") {
+			return out, fmt.Errorf("bad %s outcome %q", in.Op, s)
+		}
+		switch what {
 		case "ins":
 		case "rep":
 			out.Ok = true
 		default:
-			err = fmt.Errorf("bad put outcome %q", s)
+			return out, fmt.Errorf("bad %s outcome %q", in.Op, s)
 		}
+		if hasUid {
+			out.U, err = parseUid(uid)
+		}
+	case "uput":
+		if s != "ok" {
+			err = fmt.Errorf("bad uput outcome %q", s)
+		}
+		out.Ok = true
 	default:
 		switch s {
 		case "0":
@@ -205,7 +252,8 @@ func ParseLog(path string, client int, emit func(porcupine.Operation)) error {
 }
 
 // rec is an operation stored compactly (long runs log millions): porcupine's form is
-// built one key at a time, when that key is checked.
+// built one key at a time, when that key is checked. A by-UID operation's handle is
+// kept in b (only cas has a B otherwise), a returned UID (uid, putu) in v.
 type rec struct {
 	call, ret, a, b, v int64
 	client             int32
@@ -218,9 +266,23 @@ const (
 	fHasB
 	fOk
 	fUnknown
+	fStale
 )
 
-var opNames = []string{"get", "put", "ins", "rep", "del", "cas", "add", "swap", "take"}
+var opNames = []string{"get", "put", "ins", "rep", "del", "cas", "add", "swap", "take",
+	"has", "upd", "uid", "putu", "uget", "uput", "uupd", "uadd", "udel", "ukey"}
+
+// returnsUid: operations whose output carries a UID (kept in rec.v).
+func returnsUid(op string) bool { return op == "uid" || op == "putu" }
+
+// pureRead: operations that change nothing, dropped when pending.
+func pureRead(op string) bool {
+	switch op {
+	case "get", "has", "uid", "uget", "ukey":
+		return true
+	}
+	return false
+}
 
 func flagIf(b bool, f uint8) uint8 {
 	if b {
@@ -240,14 +302,19 @@ type Histories struct {
 func (h *Histories) Ops(i int) []porcupine.Operation {
 	ops := make([]porcupine.Operation, len(h.recs[i]))
 	for j, r := range h.recs[i] {
-		ops[j] = porcupine.Operation{
-			ClientId: int(r.client),
-			Input: Input{Op: opNames[r.op], Key: h.Keys[i], A: r.a, HasA: r.flags&fHasA != 0,
-				B: r.b, HasB: r.flags&fHasB != 0},
-			Call:   r.call,
-			Output: Output{Unknown: r.flags&fUnknown != 0, Ok: r.flags&fOk != 0, V: r.v},
-			Return: r.ret,
+		op := opNames[r.op]
+		in := Input{Op: op, Key: h.Keys[i], A: r.a, HasA: r.flags&fHasA != 0,
+			B: r.b, HasB: r.flags&fHasB != 0}
+		if isByUid(op) {
+			in.B, in.U = 0, uint64(r.b)
 		}
+		out := Output{Unknown: r.flags&fUnknown != 0, Ok: r.flags&fOk != 0, V: r.v,
+			Stale: r.flags&fStale != 0}
+		if returnsUid(op) {
+			out.V, out.U = 0, uint64(r.v)
+		}
+		ops[j] = porcupine.Operation{ClientId: int(r.client), Input: in, Call: r.call,
+			Output: out, Return: r.ret}
 	}
 	return ops
 }
@@ -262,7 +329,9 @@ func (h *Histories) Len() int {
 }
 
 // LoadDir reads every *.lin file of dir, in name order, one client each. Pending
-// reads are dropped (they change nothing and return nothing known).
+// pure reads are dropped (they change nothing and return nothing known). A by-UID
+// operation must use a handle its own process learned earlier on the same key (from a
+// completed uid or putu), which the model relies on (see State).
 func LoadDir(dir string) (*Histories, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.lin"))
 	if err != nil {
@@ -275,11 +344,24 @@ func LoadDir(dir string) (*Histories, error) {
 	}
 	h := &Histories{}
 	keyIdx := map[string]int{}
+	type handle struct {
+		key string
+		uid uint64
+	}
 	for i, p := range paths {
 		h.Clients = append(h.Clients, filepath.Base(p))
+		learned := map[handle]bool{}
+		var bad error
 		err := ParseLog(p, i, func(op porcupine.Operation) {
 			in, out := op.Input.(Input), op.Output.(Output)
-			if out.Unknown && in.Op == "get" {
+			if isByUid(in.Op) && !learned[handle{in.Key, in.U}] && bad == nil {
+				bad = fmt.Errorf("%s: %s on key %s uses UID %s, which this process had not learned on that key",
+					p, in.Op, in.Key, describeUid(in.U))
+			}
+			if returnsUid(in.Op) && !out.Unknown && out.U != 0 {
+				learned[handle{in.Key, out.U}] = true
+			}
+			if out.Unknown && pureRead(in.Op) {
 				return
 			}
 			k, ok := keyIdx[in.Key]
@@ -289,12 +371,23 @@ func LoadDir(dir string) (*Histories, error) {
 				h.Keys = append(h.Keys, in.Key)
 				h.recs = append(h.recs, nil)
 			}
-			h.recs[k] = append(h.recs[k], rec{
+			r := rec{
 				call: op.Call, ret: op.Return, a: in.A, b: in.B, v: out.V,
 				client: int32(op.ClientId), op: opIdx[in.Op],
-				flags: flagIf(in.HasA, fHasA) | flagIf(in.HasB, fHasB) | flagIf(out.Ok, fOk) | flagIf(out.Unknown, fUnknown),
-			})
+				flags: flagIf(in.HasA, fHasA) | flagIf(in.HasB, fHasB) | flagIf(out.Ok, fOk) |
+					flagIf(out.Unknown, fUnknown) | flagIf(out.Stale, fStale),
+			}
+			if isByUid(in.Op) {
+				r.b = int64(in.U)
+			}
+			if returnsUid(in.Op) {
+				r.v = int64(out.U)
+			}
+			h.recs[k] = append(h.recs[k], r)
 		})
+		if err == nil {
+			err = bad
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -251,3 +251,335 @@ func TestBinaryFailsOnCorruptedHistory(t *testing.T) {
 		t.Fatalf("no visualization written: %v\n%s", err, out)
 	}
 }
+
+// Fixed-size maps: has and update.
+
+func has(k string) Input          { return Input{Op: "has", Key: k} }
+func upd(k string, a int64) Input { return Input{Op: "upd", Key: k, A: a, HasA: true} }
+func updRemove(k string) Input    { return Input{Op: "upd", Key: k} }
+func del(k string) Input          { return Input{Op: "del", Key: k} }
+func ins(k string, v int64) Input { return Input{Op: "ins", Key: k, A: v} }
+func pending(client int, call int64, in Input) porcupine.Operation {
+	return op(client, call, Infinity, in, Output{})
+}
+
+func TestFixedSequentialSpecification(t *testing.T) {
+	h := []porcupine.Operation{
+		op(0, 0, 1, has("a"), applied(false)),
+		op(0, 2, 3, updRemove("a"), absent()), // f(absent) = remove: stays absent
+		op(0, 4, 5, has("a"), applied(false)),
+		op(0, 6, 7, upd("a", 12), found(12)), // f(absent) = 12
+		op(0, 8, 9, has("a"), applied(true)),
+		op(0, 10, 11, upd("a", 10), found(12^10)), // f(c) = c ^ 10
+		op(0, 12, 13, get("a"), found(6)),
+		op(0, 14, 15, add("a", 4), found(10)),
+		op(0, 16, 17, updRemove("a"), absent()), // f(c) = remove
+		op(0, 18, 19, get("a"), absent()),
+	}
+	if r := check(t, h); r != porcupine.Ok {
+		t.Fatalf("a correct sequential history: %s", r)
+	}
+}
+
+func TestFixedCorruptionsRejected(t *testing.T) {
+	for name, h := range map[string][]porcupine.Operation{
+		"has sees a key removed before it started": {
+			op(0, 0, 1, put("a", 1), applied(false)),
+			op(0, 2, 3, del("a"), applied(true)),
+			op(1, 4, 5, has("a"), applied(true)),
+		},
+		"update returns a value its function cannot give": {
+			op(0, 0, 1, put("a", 12), applied(false)),
+			op(0, 2, 3, upd("a", 10), found(22)),
+		},
+		"two concurrent updates both from one value (a lost update)": {
+			op(0, 0, 1, put("a", 12), applied(false)),
+			op(1, 2, 10, upd("a", 1), found(13)),
+			op(2, 2, 10, upd("a", 2), found(14)),
+		},
+		"an update that removed, then the old value read": {
+			op(0, 0, 1, put("a", 12), applied(false)),
+			op(0, 2, 3, updRemove("a"), absent()),
+			op(1, 4, 5, get("a"), found(12)),
+		},
+		"a killed update seen, then undone": {
+			op(0, 0, 1, put("a", 12), applied(false)),
+			pending(1, 2, upd("a", 1)),
+			op(0, 10, 11, get("a"), found(13)),
+			op(0, 12, 13, get("a"), found(12)),
+		},
+	} {
+		if r := check(t, h); r != porcupine.Illegal {
+			t.Errorf("%s: %s, want Illegal", name, r)
+		}
+	}
+}
+
+// Maps with UIDs.
+
+func uidOf(k string) Input                   { return Input{Op: "uid", Key: k} }
+func putu(k string, v int64) Input           { return Input{Op: "putu", Key: k, A: v} }
+func uget(k string, u uint64) Input          { return Input{Op: "uget", Key: k, U: u} }
+func uput(k string, u uint64, v int64) Input { return Input{Op: "uput", Key: k, U: u, A: v} }
+func uadd(k string, u uint64, d int64) Input { return Input{Op: "uadd", Key: k, U: u, A: d} }
+func uupd(k string, u uint64, a int64) Input {
+	return Input{Op: "uupd", Key: k, U: u, A: a, HasA: true}
+}
+func udel(k string, u uint64) Input { return Input{Op: "udel", Key: k, U: u} }
+func ukey(k string, u uint64) Input { return Input{Op: "ukey", Key: k, U: u} }
+func handle(u uint64) Output        { return Output{Ok: true, U: u} }
+func inserted(u uint64) Output      { return Output{U: u} }
+func replaced(u uint64) Output      { return Output{Ok: true, U: u} }
+func stale() Output                 { return Output{Stale: true} }
+func ok() Output                    { return Output{Ok: true} }
+
+const u1, u2 = 1<<48 | 7, 2<<48 | 7 // one table entry, two generations
+
+func TestUidSequentialSpecification(t *testing.T) {
+	h := []porcupine.Operation{
+		op(0, 0, 1, uidOf("a"), absent()),
+		op(0, 2, 3, putu("a", 5), inserted(u1)),
+		op(0, 4, 5, uidOf("a"), handle(u1)),
+		op(0, 6, 7, uget("a", u1), found(5)),
+		op(0, 8, 9, uput("a", u1, 6), ok()),
+		op(0, 10, 11, uadd("a", u1, 2), found(8)),
+		op(0, 12, 13, uupd("a", u1, 3), found(8^3)),
+		op(0, 14, 15, ukey("a", u1), ok()),
+		op(0, 16, 17, putu("a", 9), replaced(u1)), // same incarnation, same handle
+		op(0, 18, 19, udel("a", u1), found(9)),
+		op(0, 20, 21, uget("a", u1), stale()), // removed: stale ...
+		op(0, 22, 23, ins("a", 10), applied(true)),
+		op(0, 24, 25, uget("a", u1), stale()), // ... for ever, even once the key is back
+		op(0, 26, 27, ukey("a", u1), stale()),
+		op(0, 28, 29, uidOf("a"), handle(u2)), // the new incarnation's UID
+		op(0, 30, 31, uget("a", u2), found(10)),
+		op(0, 32, 33, Input{Op: "uupd", Key: "a", U: u2}, absent()), // update_by_uid removing
+		op(0, 34, 35, uput("a", u2, 1), stale()),
+		op(0, 36, 37, get("a"), absent()),
+	}
+	if r := check(t, h); r != porcupine.Ok {
+		t.Fatalf("a correct sequential history: %s", r)
+	}
+}
+
+func TestUidConcurrencyAccepted(t *testing.T) {
+	// A by-UID read overlapping the key's removal may see it or find the handle stale.
+	for _, out := range []Output{found(5), stale()} {
+		h := []porcupine.Operation{
+			op(0, 0, 1, putu("a", 5), inserted(u1)),
+			op(0, 2, 10, del("a"), applied(true)),
+			op(0, 11, 12, ins("a", 6), applied(true)),
+			op(1, 5, 15, uget("a", u1), out),
+		}
+		if r := check(t, h); r != porcupine.Ok {
+			t.Fatalf("uget overlapping a remove, returning %+v: %s", out, r)
+		}
+	}
+	// A killed remove_by_uid may have applied or not.
+	for _, out := range []Output{found(5), absent()} {
+		h := []porcupine.Operation{
+			op(0, 0, 1, putu("a", 5), inserted(u1)),
+			pending(0, 2, udel("a", u1)),
+			op(1, 10, 11, get("a"), out),
+		}
+		if r := check(t, h); r != porcupine.Ok {
+			t.Fatalf("a killed udel, then get returning %+v: %s", out, r)
+		}
+	}
+	// The UID of an incarnation nobody asked about stays unknown: a later one may
+	// have any UID not retired.
+	h := []porcupine.Operation{
+		op(0, 0, 1, put("a", 5), applied(false)),
+		op(0, 2, 3, del("a"), applied(true)),
+		op(0, 4, 5, putu("a", 6), inserted(u1)),
+	}
+	if r := check(t, h); r != porcupine.Ok {
+		t.Fatalf("a first UID learned after an unobserved incarnation: %s", r)
+	}
+}
+
+func TestUidCorruptionsRejected(t *testing.T) {
+	learn := op(0, 0, 1, putu("a", 5), inserted(u1))
+	for name, h := range map[string][]porcupine.Operation{
+		"an old handle reads the key's next incarnation": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			op(0, 4, 5, ins("a", 6), applied(true)),
+			op(0, 6, 7, uget("a", u1), found(6)),
+		},
+		"an old handle writes the key's next incarnation": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			op(0, 4, 5, ins("a", 6), applied(true)),
+			op(0, 6, 7, uput("a", u1, 7), ok()),
+		},
+		"a handle works on a removed key": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			op(0, 4, 5, uadd("a", u1, 1), found(1)),
+		},
+		"a removed key's handle names a key": {
+			learn,
+			op(0, 2, 3, udel("a", u1), found(5)),
+			op(0, 4, 5, ukey("a", u1), ok()),
+		},
+		"a live handle reported stale": {
+			learn,
+			op(0, 2, 3, uput("a", u1, 6), ok()),
+			op(0, 4, 5, uget("a", u1), stale()),
+		},
+		"a handle names another key": {
+			learn,
+			op(0, 2, 3, ukey("a", u1), applied(false)),
+		},
+		"the next incarnation gets the old UID back": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			op(0, 4, 5, ins("a", 6), applied(true)),
+			op(0, 6, 7, uidOf("a"), handle(u1)),
+		},
+		"putu inserting gets the old UID back": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			op(0, 4, 5, putu("a", 6), inserted(u1)),
+		},
+		"the UID changes while the key stays": {
+			learn,
+			op(0, 2, 3, put("a", 6), applied(true)),
+			op(0, 4, 5, uidOf("a"), handle(u2)),
+		},
+		"putu replacing returns another UID": {
+			learn,
+			op(0, 2, 3, putu("a", 6), replaced(u2)),
+		},
+		"uid of an absent key": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			op(0, 4, 5, uidOf("a"), handle(u2)),
+		},
+		"uid finds nothing on a present key": {
+			learn,
+			op(0, 2, 3, uidOf("a"), absent()),
+		},
+		"a lost by-UID add": {
+			learn,
+			op(0, 2, 10, uadd("a", u1, 1), found(6)),
+			op(1, 2, 10, add("a", 1), found(6)),
+		},
+		"by-UID read of a value never written": {
+			learn,
+			op(0, 2, 3, uget("a", u1), found(99)),
+		},
+		"by-UID update from a stale value": {
+			learn,
+			op(0, 2, 3, uput("a", u1, 6), ok()),
+			op(0, 4, 5, uupd("a", u1, 1), found(5^1)),
+		},
+		"a killed by-UID write through a stale handle seen": {
+			learn,
+			op(0, 2, 3, del("a"), applied(true)),
+			pending(0, 4, uput("a", u1, 77)),
+			op(1, 10, 11, get("a"), found(77)),
+		},
+	} {
+		if r := check(t, h); r != porcupine.Illegal {
+			t.Errorf("%s: %s, want Illegal", name, r)
+		}
+	}
+}
+
+func TestByUidWriteToAnotherKeyRejected(t *testing.T) {
+	// A write through a's handle that landed on b: b's history shows a value nobody
+	// wrote to b (and a's, a write that did not happen).
+	h := []porcupine.Operation{
+		op(0, 0, 1, putu("a", 5), inserted(u1)),
+		op(1, 0, 1, put("b", 6), applied(false)),
+		op(0, 2, 3, uput("a", u1, 7), ok()),
+		op(1, 4, 5, get("b"), found(7)),
+	}
+	if r := check(t, h); r != porcupine.Illegal {
+		t.Fatalf("a by-UID write seen on another key: %s, want Illegal", r)
+	}
+}
+
+func TestParseNewOps(t *testing.T) {
+	dir := writeLogs(t, map[string]string{
+		"w0.lin": "W 0 0 1\nC 10 putu k0 5\nR 20 ins:281474976710663\nC 30 uget k0 281474976710663\nR 40 5\n" +
+			"C 50 uupd k0 281474976710663 -\nR 60 -\nC 70 uput k0 281474976710663 3\nR 80 stale\n" +
+			"C 90 uid k0\nR 100 -\nC 110 ukey k0 281474976710663\n",
+		"w1.lin": "W 1 0 2\nC 10 has k1\nR 20 0\nC 30 upd k1 4\nR 40 4\nC 50 upd k1 -\nR 60 -\nC 70 uid k1\n",
+	})
+	h, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pending pure reads (ukey, uid) are dropped.
+	if len(h.Keys) != 2 || h.Len() != 8 {
+		t.Fatalf("parsed keys %v, %d operations", h.Keys, h.Len())
+	}
+	ops := h.Ops(0)
+	if in, out := ops[0].Input.(Input), ops[0].Output.(Output); in.Op != "putu" || out.Ok || out.U != u1 {
+		t.Fatalf("putu parsed as %+v -> %+v", in, out)
+	}
+	if in := ops[1].Input.(Input); in.Op != "uget" || in.U != u1 || in.B != 0 {
+		t.Fatalf("uget parsed as %+v", in)
+	}
+	if in, out := ops[3].Input.(Input), ops[3].Output.(Output); in.Op != "uput" || in.A != 3 || !out.Stale {
+		t.Fatalf("uput parsed as %+v -> %+v", in, out)
+	}
+	for i := range h.Keys {
+		if r := check(t, h.Ops(i)); r != porcupine.Ok {
+			t.Fatalf("key %s: %s", h.Keys[i], r)
+		}
+	}
+	const learn = "W 0 0 1\nC 10 putu k0 5\nR 20 ins:7\n"
+	for _, bad := range []map[string]string{
+		{"w.lin": "W 0 0 1\nC 10 uget k0 7\nR 20 5\n"},                   // a handle never learned
+		{"w.lin": learn + "C 30 uget k1 7\nR 40 5\n"},                    // learned on another key
+		{"w0.lin": learn, "w1.lin": "W 1 0 2\nC 30 uget k0 7\nR 40 5\n"}, // by another process
+		{"w.lin": "W 0 0 1\nC 10 putu k0 5\nC 30 uget k0 7\n"},           // its putu never returned
+		{"w.lin": "W 0 0 1\nC 10 putu k0 5\nR 20 ins\n"},                 // putu without its UID
+		{"w.lin": "W 0 0 1\nC 10 put k0 5\nR 20 ins:7\n"},                // put with one
+		{"w.lin": "W 0 0 1\nC 10 putu k0 5\nR 20 ins:0\n"},               // UID 0
+		{"w.lin": "W 0 0 1\nC 10 get k0\nR 20 stale\n"},                  // stale by key
+		{"w.lin": learn + "C 30 uput k0 7\nR 40 ok\n"},                   // uput without a value
+		{"w.lin": learn + "C 30 uput k0 7 1\nR 40 1\n"},                  // uput's outcome is ok
+		{"w.lin": learn + "C 30 ukey k0 7\nR 40 k0\n"},                   // ukey's is 0/1
+		{"w.lin": "W 0 0 1\nC 10 uid k0\nR 20 x\n"},                      // not a UID
+		{"w.lin": "W 0 0 1\nC 10 upd k0 x\n"},                            // not a value
+	} {
+		if _, err := LoadDir(writeLogs(t, bad)); err == nil {
+			t.Errorf("malformed log accepted: %q", bad)
+		}
+	}
+}
+
+// TestBinaryFailsOnOldHandle runs the real command on a history where a handle
+// outlives its key's removal and reads the next incarnation, and on the same history
+// with the read reported stale.
+func TestBinaryFailsOnOldHandle(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "lincheck")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	logs := map[string]string{
+		"w0.lin": "W 0 0 1\nC 10 putu k0 5\nR 20 ins:281474976710663\nC 30 del k0\nR 40 1\n" +
+			"C 50 putu k0 6\nR 60 ins:562949953421319\nC 70 uget k0 281474976710663\nR 80 stale\n" +
+			"C 90 uget k0 562949953421319\nR 100 6\n",
+	}
+	dir := writeLogs(t, logs)
+	out, err := exec.Command(exe, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("a good history rejected: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "by UID: 2 (1 stale)") {
+		t.Fatalf("no by-UID figures:\n%s", out)
+	}
+	logs["w0.lin"] = strings.Replace(logs["w0.lin"], "R 80 stale", "R 80 6", 1)
+	dir = writeLogs(t, logs)
+	out, err = exec.Command(exe, dir).CombinedOutput()
+	ee, isExit := err.(*exec.ExitError)
+	if !isExit || ee.ExitCode() != 1 || !strings.Contains(string(out), "NOT LINEARIZABLE: key k0") {
+		t.Fatalf("an old handle reading a new incarnation: %v, want exit status 1\n%s", err, out)
+	}
+}

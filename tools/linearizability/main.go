@@ -1,13 +1,14 @@
 // lincheck: checks the histories logged by shoal-lin-worker processes (a kill storm,
 // crates/shoal-torture/tests/linearizability.rs) for linearizability with Porcupine,
-// against a key-value map model partitioned per key.
+// against a key-value map model partitioned per key (model.go).
 //
 //	lincheck [-kills FILE] [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //
-// Reads LOGDIR/*.lin (one per process; format in shoal-lin-worker.rs). An operation
-// whose process was killed before it returned gets return time +infinity and an
-// unknown output (see step in model.go). -kills names a file of "SENT_NS REAPED_NS"
-// lines, one per SIGKILL, for the latency figures.
+// Reads LOGDIR/*.lin (one per process; format in shoal-lin-worker.rs; any map kind:
+// variable, fixed-size, with UIDs). An operation whose process was killed before it
+// returned gets return time +infinity and an unknown output (see step in model.go).
+// -kills names a file of "SENT_NS REAPED_NS" lines, one per SIGKILL, for the latency
+// figures.
 //
 // Exit status: 0 linearizable and every operation within -max-wait; 1 not
 // linearizable (the failing keys' histories are written as HTML next to -viz, and the
@@ -92,13 +93,22 @@ func main() {
 	sort.Slice(ks, func(i, j int) bool { return ks[i].reaped < ks[j].reaped })
 
 	// Figures: operations, pending ones, latencies.
-	var done, pending, nAfterKill int
+	var done, pending, nAfterKill, byUid, stale int
 	var longest, longestAfterKill porcupine.Operation
+	perOp := map[string]int{}
 	fewest, most := h.Len(), 0
 	for i := range h.Keys {
 		ops := h.Ops(i)
 		fewest, most = min(fewest, len(ops)), max(most, len(ops))
 		for _, op := range ops {
+			in, out := op.Input.(Input), op.Output.(Output)
+			perOp[in.Op]++
+			if isByUid(in.Op) {
+				byUid++
+			}
+			if out.Stale {
+				stale++
+			}
 			if op.Return == Infinity {
 				pending++
 				continue
@@ -125,6 +135,15 @@ func main() {
 	fmt.Printf("lincheck: %d processes, %d operations checked (%d completed, %d pending: killed in flight), %d kills\n",
 		len(h.Clients), done+pending, done, pending, len(ks))
 	fmt.Printf("lincheck: %d keys, %d to %d operations each\n", len(h.Keys), fewest, most)
+	var counts []string
+	for _, name := range opNames {
+		if perOp[name] > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d", name, perOp[name]))
+		}
+	}
+	fmt.Printf("lincheck: by operation: %s; by UID: %d (%d stale)\n", strings.Join(counts, ", "), byUid, stale)
+	fmt.Printf("lincheck: totals: ops=%d completed=%d pending=%d kills=%d byuid=%d stale=%d longest_ns=%d\n",
+		done+pending, done, pending, len(ks), byUid, stale, max(longest.Return-longest.Call, 0))
 	fmt.Printf("lincheck: longest operation: %s\n", lat(longest))
 	fmt.Printf("lincheck: longest of the %d operations in flight at a kill or started within 10 ms after one: %s\n", nAfterKill, lat(longestAfterKill))
 

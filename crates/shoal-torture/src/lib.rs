@@ -27,3 +27,11 @@ pub fn now_ns() -> u64 {
     assert_eq!(r, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// The key `e<EPOCH>k<I>` of the linearizability storm (`shoal-lin-worker`,
+/// `tests/linearizability.rs`) as the 8-byte key of a fixed-size map:
+/// `EPOCH << 16 | I`, little-endian (`k<I>`, without epochs, is epoch 0).
+pub fn lin_fixed_key(epoch: u64, k: u64) -> [u8; 8] {
+    assert!(k < 1 << 16, "at most 65536 hot keys");
+    ((epoch << 16) | k).to_le_bytes()
+}
