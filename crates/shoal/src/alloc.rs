@@ -60,7 +60,7 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
     // while the runs freed large records left sink past the window: stopping at the
     // window, every large record grew the file. The soak (`scripts/soak.sh 4 --seed
     // 10357184184072318369`) ended with a 36 MiB file, 24 MiB of it free and growing by
-    // ~1 MiB every 10 s; searching on, 18 MiB and flat. (Merging address-adjacent free
+    // ~1 MiB every 10 s; searching on, 18-19 MiB and flat. (Merging address-adjacent free
     // runs would do more, but a merged run's inner chunk stops being a run start while
     // the cleaner's scan cursor may hold it as one; not done.)
     let mut fit: Option<(u64, u64, u64, u64)> = None; // (link, run offset, chunks, next)
