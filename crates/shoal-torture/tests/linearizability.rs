@@ -189,10 +189,23 @@ fn storm(name: &str, secs: u64, kind: Kind, extra: &[&str]) -> Storm {
         ..Options::default()
     };
     let store = Store::open_with(&rig.store, &opts, shoal::OpenMode::CreateNew).unwrap();
-    // Small segments (fixed and UID maps), so that the keys piling up epoch after epoch
-    // split them during the storm.
+    // Small segments (one main and one stash bucket: 30 slots), so that the keys piling
+    // up epoch after epoch split them during the storm, racing its operations. (With
+    // default segments the variable storm never split its map.)
     let map = match kind {
-        Kind::Variable => Target::Variable(store.map("t").unwrap()),
+        Kind::Variable => Target::Variable(
+            store
+                .map_with(
+                    "t",
+                    &MapOptions {
+                        segment_buckets: 1,
+                        stash_buckets: 1,
+                        uids: false,
+                    },
+                    true,
+                )
+                .unwrap(),
+        ),
         Kind::Uids => Target::Variable(
             store
                 .map_with(
@@ -224,9 +237,9 @@ fn storm(name: &str, secs: u64, kind: Kind, extra: &[&str]) -> Storm {
 
     // Keys change every EPOCH ms (all workers move to fresh, absent keys together),
     // so each key's history stays short enough for Porcupine, whose memory grows with
-    // the square of a key's history. Fixed and UID maps: every second, so that more
-    // keys pile up and split their small segments.
-    let default_epoch = if kind == Kind::Variable { 3000 } else { 1000 };
+    // the square of a key's history; every second, so that keys pile up and split the
+    // small segments.
+    let default_epoch = 1000;
     let epoch_ms = env_u64("SHOAL_LINEAR_EPOCH_MS", default_epoch).max(1);
     let epoch_s = epoch_ms.to_string();
     let keys_s = keys.to_string();
