@@ -143,6 +143,49 @@ fn overwrite_forever_keeps_file_bounded() {
     assert!(r.is_ok(), "{r}");
 }
 
+/// A run a large record freed, buried under more single-chunk free runs than the
+/// allocator's first-fit window (64) holds, is found for the next large record: the file
+/// does not grow. Regression: the search stopped at the window, so under the cleaner's
+/// steady stream of freed single chunks every large write grew the file (the soak's file
+/// grew ~1 MiB every 10 s with most of it free).
+#[test]
+fn a_freed_large_run_is_found_past_the_first_fit_window() {
+    let d = tmp();
+    let o = Options {
+        chunk_size: 64 * 1024,
+        ..Options::default()
+    };
+    let s = Store::open_with(d.path().join("a.shoal"), &o, OpenMode::CreateNew).unwrap();
+    let m = s.map("m").unwrap();
+    let big = vec![9u8; 70_000]; // more than a chunk: a run of two
+    m.put(b"big-a", &big).unwrap();
+    // ~100 chunks of small records, then the large run freed first (deepest in the
+    // LIFO list), then the small records' chunks freed on top of it.
+    let small = [1u8; 1000];
+    for i in 0..6_000u32 {
+        m.put(format!("s{i}").as_bytes(), &small).unwrap();
+    }
+    assert!(m.remove(b"big-a").unwrap());
+    for i in 0..6_000u32 {
+        m.remove(format!("s{i}").as_bytes()).unwrap();
+    }
+    let freed = s.compact().unwrap();
+    assert!(
+        freed > 64,
+        "only {freed} chunks freed: the window is not exceeded"
+    );
+    let before = s.stats().unwrap();
+    m.put(b"big-b", &big).unwrap();
+    let after = s.stats().unwrap();
+    assert_eq!(
+        after.file_size, before.file_size,
+        "a large record grew the file though a free run of its size was on the list \
+         ({} bytes free)",
+        before.free_bytes
+    );
+    assert!(s.check().unwrap().is_ok());
+}
+
 /// Overwriting large values (runs of several chunks) amid small overwrites (the cleaner
 /// freeing single chunks) must reuse the freed runs. Regression: single-chunk refills took
 /// the first free run and split the multi-chunk runs freed large records left at the
