@@ -107,6 +107,22 @@ impl FixedMapNative {
         py.detach(|| m.add(key, delta)).py_err(py)
     }
 
+    /// The values of `keys` in their order (None for an absent key): one call, the GIL
+    /// released, the batch's memory misses overlapped by the engine's prefetch.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Vec<Vec<u8>>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let m = self.m(py)?;
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let vals = py.detach(|| m.get_many(&refs)).py_err(py)?;
+        Ok(vals
+            .into_iter()
+            .map(|v| v.map(|v| PyBytes::new(py, &v)))
+            .collect())
+    }
+
     fn len(&self, py: Python<'_>) -> PyResult<u64> {
         self.m(py)?.len().py_err(py)
     }

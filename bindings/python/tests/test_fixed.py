@@ -100,6 +100,94 @@ def test_add(store):
         g.add(k)
 
 
+def test_get_many(store):
+    f = store.fixed_map("gm", 4, 8)
+    for i in range(0, 200, 2):
+        f[k4(i)] = v8(i * 10)
+    keys = [k4(i) for i in range(200)]
+    got = f.get_many(keys)
+    assert got == [v8(i * 10) if i % 2 == 0 else None for i in range(200)]
+    assert f.get_many(iter(keys[:3]), default=b"-") == [v8(0), b"-", v8(20)]
+    assert f.get_many([]) == []
+    with pytest.raises(TypeError):
+        f.get_many(k4(1))  # a single key, not an iterable of keys
+    with pytest.raises(ValueError):
+        f.get_many([k4(1), b"toolong!"])  # wrong key size
+
+
+def test_modify(store):
+    f = store.fixed_map("md", 4, 8)
+    k = k4(7)
+    seen = []
+
+    def bump(cur):
+        seen.append(cur)
+        n = 0 if cur is shoal.ABSENT else struct.unpack("<q", cur)[0]
+        return v8(n + 5)
+
+    assert f.modify(k, bump) == v8(5)
+    assert f.modify(k, bump) == v8(10)
+    assert seen == [shoal.ABSENT, v8(5)]
+    assert f.modify(k, lambda cur: shoal.ABSENT) is shoal.ABSENT
+    assert k not in f
+    assert f.modify(k, lambda cur: shoal.ABSENT) is shoal.ABSENT  # absent stays absent
+    assert k not in f
+
+    class Boom(Exception):
+        pass
+
+    f[k] = v8(1)
+
+    def fail(cur):
+        raise Boom()
+
+    with pytest.raises(Boom):
+        f.modify(k, fail)
+    assert f[k] == v8(1)  # an exception changes nothing
+    with pytest.raises(ValueError):
+        f.modify(k, lambda cur: b"short")  # wrong value size
+    assert f[k] == v8(1)
+
+
+def test_modify_reruns_when_the_key_changes_in_between(store):
+    f = store.fixed_map("mr", 4, 8)
+    k = k4(1)
+    f[k] = v8(1)
+    calls = []
+
+    def racy(cur):
+        calls.append(cur)
+        if len(calls) == 1:
+            f[k] = v8(100)  # another write comes in between
+        return v8(struct.unpack("<q", cur)[0] + 1)
+
+    assert f.modify(k, racy) == v8(101)
+    assert calls == [v8(1), v8(100)]
+    assert f[k] == v8(101)
+
+
+def _modify_worker(path, n, barrier):
+    s = shoal.open(path, create=False)
+    f = s.fixed_map("mp", 4, 8, create=False)
+    barrier.wait(60)  # all at once, so that their read-modify-writes interleave
+    for _ in range(n):
+        f.modify(k4(3), lambda cur: v8((0 if cur is shoal.ABSENT else struct.unpack("<q", cur)[0]) + 1))
+    s.close()
+
+
+def test_modify_loses_no_update_across_processes(store):
+    store.fixed_map("mp", 4, 8)
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(4)
+    ps = [ctx.Process(target=_modify_worker, args=(store.path, 3000, barrier)) for _ in range(4)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(300)
+        assert p.exitcode == 0
+    assert struct.unpack("<q", store.fixed_map("mp", 4, 8)[k4(3)])[0] == 12000
+
+
 def test_wrong_sizes_raise_value_error(store):
     f = store.fixed_map("f", 4, 8)
     for call in (

@@ -433,6 +433,15 @@ class FixedMap(MutableMapping[bytes, bytes]):
         """Atomic compare-and-swap; ABSENT means "absent" / "remove"."""
     def add(self, key: bytes, delta: int = 1) -> int:
         """Atomically adds delta to the 8-byte little-endian signed value; returns it."""
+    @overload
+    def get_many(self, keys: Iterable[bytes]) -> list[bytes | None]: ...
+    @overload
+    def get_many(self, keys: Iterable[bytes], default: _T) -> list[bytes | _T]: ...
+    def modify(
+        self, key: bytes, func: Callable[[bytes | _AbsentType], bytes | _AbsentType], /
+    ) -> bytes | _AbsentType:
+        """Atomic read-modify-write: stores func(current) (current is ABSENT if the key is
+        absent; returning ABSENT removes it) and returns it. func may run several times."""
     def clear(self) -> None:
         """Removes every entry."""
     def stats(self) -> dict[str, int]:
