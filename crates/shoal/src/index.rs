@@ -273,6 +273,13 @@ impl MapRef {
             return Ok(Attempt::Retry);
         }
         let mut found = self.scan(sh, bo, tag, key, end);
+        // The stash bucket the key was found in, with its header as first read: a write to
+        // a key in a stash slot changes only that bucket's header (the home bucket's too
+        // only when the overflow count moves), so it must be validated again after the
+        // copy, like the home bucket's. (It was checked only before the copy: a replace
+        // during the copy went unseen, and once the old record's chunk was cleaned and
+        // reused a reader returned garbage; found by the multi-process test in CI.)
+        let mut stash: Option<(u64, u64)> = None;
         if found.is_none() && hdr_overflow(h1) > 0 {
             for s in 0..self.n_stash {
                 let so = bucket_off(seg, self.n_main + s);
@@ -286,6 +293,7 @@ impl MapRef {
                     return Ok(Attempt::Retry);
                 }
                 if found.is_some() {
+                    stash = Some((so, sh1));
                     break;
                 }
             }
@@ -304,6 +312,7 @@ impl MapRef {
         };
         fence(Acquire);
         if sh.w(bo + B_HDR).load(Relaxed) != h1
+            || stash.is_some_and(|(so, sh1)| sh.w(so + B_HDR).load(Relaxed) != sh1)
             || sh.w(eoff).load(Relaxed) != e
             || sh.w(self.hdr + M_ROOT).load(Relaxed) != root
         {
