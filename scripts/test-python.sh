@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests of the Python binding (bindings/python): creates a venv (bindings/python/.venv,
 # gitignored), pip-installs ./bindings/python (maturin builds the Rust extension) plus
-# pytest and hypothesis from PyPI, then runs bindings/python/tests.
+# pytest, hypothesis and mypy from PyPI (versions pinned in bindings/python/requirements-test.txt),
+# then runs bindings/python/tests.
 #
 #   bash scripts/test-python.sh [pytest args...]
 #
@@ -30,8 +31,8 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import pip' 2>/dev/nu
 fi
 VPY=$VENV/bin/python
 
-step "pip install pytest hypothesis mypy"
-"$VPY" -m pip install --quiet "pytest>=8" "hypothesis>=6.100" "mypy>=1.10"
+step "pip install pytest hypothesis mypy (pinned: bindings/python/requirements-test.txt)"
+"$VPY" -m pip install --quiet -r "$PY_DIR/requirements-test.txt"
 
 step "rustfmt --check (binding crate)"
 if cargo fmt --version >/dev/null 2>&1; then
