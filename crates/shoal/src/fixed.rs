@@ -549,6 +549,7 @@ impl FixedRef {
             match r {
                 Ok(Some(res)) => {
                     tx.unlock(seg + S_LOCK);
+                    crate::alloc::allocate_ahead(tx.sh);
                     return Ok(res);
                 }
                 Ok(None) => {

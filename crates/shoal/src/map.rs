@@ -380,6 +380,7 @@ impl Map {
         if r.is_ok() {
             crate::cleaner::maybe_clean(tx, consumed);
             crate::index::prepare_growth(tx, &self.m);
+            crate::alloc::allocate_ahead(tx.sh);
         }
         applied
     }

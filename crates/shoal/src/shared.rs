@@ -53,6 +53,9 @@ pub(crate) struct Shared {
     /// This process found the store sound when it attached: only then may it mark the
     /// store clean when it is the last to close.
     pub verified: AtomicBool,
+    /// End of the space this process has allocated past the file's end
+    /// ([`crate::alloc::allocate_ahead`]); `u64::MAX` when the filesystem cannot.
+    pub ahead: AtomicU64,
 }
 
 impl Shared {
@@ -84,6 +87,7 @@ impl Shared {
             durable: false,
             sync_writes: false,
             verified: AtomicBool::new(false),
+            ahead: AtomicU64::new(0),
         }
     }
 

@@ -47,6 +47,33 @@ pub fn allocate(file: &File, off: u64, len: u64) -> io::Result<()> {
     }
 }
 
+/// Allocates storage for `[off, off+len)` without changing the file's size
+/// (`FALLOC_FL_KEEP_SIZE`): space past the end, which a later [`allocate`] of the same
+/// range then finds already there. Only a speed hint: `Ok(false)` when the filesystem
+/// cannot do it.
+pub fn allocate_ahead(file: &File, off: u64, len: u64) -> io::Result<bool> {
+    loop {
+        // SAFETY: plain syscall on a valid descriptor.
+        let r = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                off as i64,
+                len as i64,
+            )
+        };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = last_err();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
 fn write_zeros(file: &File, off: u64, len: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let zeros = vec![0u8; 1 << 16];

@@ -291,12 +291,61 @@ fn store_full_is_an_error_and_changes_nothing() {
         }
     };
     assert!(matches!(err, Error::StoreFull(_)), "{err}");
+    // Space allocated ahead of the end never passes the maximum size either.
+    let blocks = std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(s.path()).unwrap());
+    assert!(blocks * 512 <= 4 << 20, "{} bytes allocated", blocks * 512);
     assert_eq!(m.len().unwrap(), n as u64);
     for i in 0..n {
         assert!(m.contains(format!("k{i}").as_bytes()).unwrap());
     }
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
+}
+
+/// Writes allocate file space ahead of the end in small steps (`alloc::allocate_ahead`),
+/// so that growing the file by a chunk finds its pages there; the file's size stays the
+/// store's end, which is what every other process and `check` go by.
+#[test]
+fn space_is_allocated_ahead_of_the_end_without_changing_the_size() {
+    use std::os::unix::fs::MetadataExt;
+    let path = format!("/dev/shm/shoal-ahead-{}.shoal", std::process::id());
+    let _ = Store::destroy(&path);
+    let cs = 64u64 << 10;
+    let opts = Options {
+        chunk_size: cs,
+        ..Options::default()
+    };
+    let s = Store::open_with(&path, &opts, OpenMode::CreateNew).unwrap();
+    let m = s.map("m").unwrap();
+    for i in 0..20_000u32 {
+        m.put(format!("key{i}").as_bytes(), &[7u8; 40]).unwrap();
+    }
+    let md = std::fs::metadata(&path).unwrap();
+    let st = s.stats().unwrap();
+    assert_eq!(md.len(), st.file_size, "the size is the store's end");
+    let allocated = md.blocks() * 512;
+    assert!(
+        allocated > md.len() && allocated <= md.len() + 2 * cs + 4096,
+        "{allocated} bytes allocated for a file of {}",
+        md.len()
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    drop(m);
+    drop(s);
+    // Reopened, the store sees only its own end; the space past it is used as it grows.
+    let s = Store::open_existing(&path).unwrap();
+    let m = s.map("m").unwrap();
+    for i in 0..20_000u32 {
+        m.put(format!("more{i}").as_bytes(), &[8u8; 40]).unwrap();
+    }
+    assert_eq!(m.len().unwrap(), 40_000);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), s.stats().unwrap().file_size);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    drop(m);
+    drop(s);
+    Store::destroy(&path).unwrap();
 }
 
 #[test]
