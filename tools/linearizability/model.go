@@ -281,7 +281,7 @@ func describeOpt(ok bool, v int64) string {
 }
 
 func describeUid(u uint64) string {
-	return fmt.Sprintf("%d.%d", u&(1<<48-1), u>>48) // index.generation, as shoal prints it
+	return fmt.Sprintf("%d.%d", u&(1<<32-1), u>>48) // index.generation, as shoal prints it
 }
 
 func describeOp(input, output interface{}) string {

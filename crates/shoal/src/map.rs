@@ -631,7 +631,8 @@ impl Map {
             if let Some(e) = crate::uid::entry_off(sh, &self.m, index)? {
                 let loc = sh.w(e + E_LOC).load(Acquire);
                 if loc & E_FREE == 0 && loc & (E_FREE - 1) == off {
-                    return Ok(Some(Uid::new(index, loc >> 48)));
+                    let h = crate::format::hash(sh.g.seed, key);
+                    return Ok(Some(Uid::new(index, loc >> 48, h)));
                 }
             }
             if start.elapsed() > self.m.timeout {

@@ -11,10 +11,16 @@
 //!   live the whole time (no ABA, even if the same offset came back);
 //! * the key's hash: a write by UID locks the key's segment without hashing the key.
 //!
-//! Freeing an entry increments its generation, so a 64-bit UID (`gen << 48 | index`) of a
-//! deleted key never reaches the key that reuses the entry: it is reported stale. The
-//! 32-bit form is the bare index (for embedding in other keys and values): it detects a
-//! deleted key, but not an entry reused by a later key (see `Uid::from_u32`).
+//! Freeing an entry increments its generation, and a 64-bit UID
+//! (`gen << 48 | check << 32 | index`) also carries 15 bits of its key's hash (`check`), so
+//! a UID of a deleted key does not reach the key that reuses the entry: it is reported
+//! stale. The generation alone (16 bits) would wrap after 65,536 reuses of one entry, which
+//! heavy churn reaches in minutes; with the check bits a stale handle can name another key
+//! only if the entry's generation has wrapped *and* that key's hash agrees in 15 bits (one
+//! chance in 32,768 per wrap). After a wrap it may name its own key again, re-inserted:
+//! never another key's value but that one. The 32-bit form is the bare index (for
+//! embedding in other keys and values): it detects a deleted key, but not an entry reused
+//! by a later key (see `Uid::from_u32`).
 //!
 //! Every record of a UID map ends its value with the 8-byte index, so the cleaner and the
 //! checker can go from a record to its entry. Taking and freeing indexes happen under the
@@ -42,26 +48,48 @@ pub struct Uid {
     index: u64,
     /// None for a handle made from the 32-bit form.
     gen: Option<u16>,
+    /// 15 bits of the key's hash ([`check_of`]); not checked without `gen`.
+    check: u16,
+}
+
+/// Bits 32..47 of a 64-bit UID: 15 bits of the key's hash, then bit 47, which the
+/// library never sets (indexes stay below 2^27, so bits 27..32 are 0 as well). The C ABI
+/// uses bit 47 to mark a handle made from the 32-bit form.
+const CHECK_SHIFT: u32 = 32;
+const CHECK_MASK: u64 = 0x7fff;
+/// Bits of a 64-bit UID that hold the index; bit 47 is kept in it, so that a value with
+/// bit 47 set names no entry (an index past every table) instead of aliasing one.
+const INDEX_MASK: u64 = 0x8000_ffff_ffff;
+
+/// The check bits a UID of a key with hash `hash` carries.
+pub(crate) fn check_of(hash: u64) -> u16 {
+    ((hash >> 32) & CHECK_MASK) as u16
 }
 
 impl Uid {
-    pub(crate) fn new(index: u64, gen: u64) -> Uid {
+    /// The handle of table entry `index` at generation `gen`, for a key of hash `hash`.
+    pub(crate) fn new(index: u64, gen: u64, hash: u64) -> Uid {
         Uid {
             index,
             gen: Some(gen as u16),
+            check: check_of(hash),
         }
     }
 
-    /// The 64-bit form: `generation << 48 | index`. Never 0.
+    /// The 64-bit form: `generation << 48 | check << 32 | index`, where `check` is 15
+    /// bits of the key's hash. Never 0. Its low 32 bits are the 32-bit form.
     pub fn to_u64(self) -> u64 {
-        ((self.gen.unwrap_or(0) as u64) << 48) | self.index
+        ((self.gen.unwrap_or(0) as u64) << 48)
+            | ((self.check as u64 & CHECK_MASK) << CHECK_SHIFT)
+            | self.index
     }
 
     /// A handle from its 64-bit form.
     pub fn from_u64(v: u64) -> Uid {
         Uid {
-            index: v & ((1 << 48) - 1),
+            index: v & INDEX_MASK,
             gen: Some((v >> 48) as u16),
+            check: ((v >> CHECK_SHIFT) & CHECK_MASK) as u16,
         }
     }
 
@@ -76,6 +104,7 @@ impl Uid {
         Uid {
             index: v as u64,
             gen: None,
+            check: 0,
         }
     }
 
@@ -159,14 +188,19 @@ pub(crate) fn entry_off(sh: &Shared, m: &MapRef, index: u64) -> Result<Option<u6
     Ok(Some(block + UID_ENTRY * (index % UID_BLOCK)))
 }
 
-/// Loads the entry a handle names, checking it is live and of the handle's generation.
+/// Loads the entry a handle names, checking it is live, of the handle's generation and of
+/// a key whose hash has the handle's check bits.
 /// Optimistic: callers that read the record validate with [`Entry::unchanged`].
 pub(crate) fn load(sh: &Shared, m: &MapRef, uid: Uid) -> Result<Entry> {
     let e = entry_off(sh, m, uid.index)?.ok_or_else(|| stale(uid))?;
     let ver = sh.w(e + E_VER).load(Acquire);
     let loc = sh.w(e + E_LOC).load(Acquire);
     let hash = sh.w(e + E_HASH).load(Acquire);
-    if loc & E_FREE != 0 || loc & LOC_OFF == 0 || uid.gen.is_some_and(|g| g as u64 != loc_gen(loc))
+    if loc & E_FREE != 0
+        || loc & LOC_OFF == 0
+        || uid
+            .gen
+            .is_some_and(|g| g as u64 != loc_gen(loc) || uid.check != check_of(hash))
     {
         return Err(stale(uid));
     }
@@ -212,7 +246,7 @@ pub(crate) fn push_move(sh: &Shared, redo: &mut Redo, e: u64, index: u64, new_of
     let loc = sh.w(e + E_LOC).load(Relaxed);
     redo.push(e + E_VER, sh.w(e + E_VER).load(Relaxed).wrapping_add(1));
     redo.push(e + E_LOC, live_loc(loc_gen(loc), new_off));
-    Uid::new(index, loc_gen(loc))
+    Uid::new(index, loc_gen(loc), sh.w(e + E_HASH).load(Acquire))
 }
 
 /// Under the segment lock and `M_UID_LOCK`: takes an index for a new key whose record is
@@ -261,7 +295,7 @@ pub(crate) fn push_take(tx: &Txn, m: &MapRef, redo: &mut Redo, off: u64, h: u64)
     redo.push(e + E_HASH, h);
     redo.push(e + E_VER, sh.w(e + E_VER).load(Relaxed).wrapping_add(1));
     redo.push(e + E_LOC, live_loc(gen, off));
-    Ok(Uid::new(index, gen))
+    Ok(Uid::new(index, gen, h))
 }
 
 /// Under the segment lock and `M_UID_LOCK`: frees `index` (its key is being removed),

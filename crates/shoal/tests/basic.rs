@@ -340,7 +340,10 @@ fn space_is_allocated_ahead_of_the_end_without_changing_the_size() {
         m.put(format!("more{i}").as_bytes(), &[8u8; 40]).unwrap();
     }
     assert_eq!(m.len().unwrap(), 40_000);
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), s.stats().unwrap().file_size);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        s.stats().unwrap().file_size
+    );
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
     drop(m);

@@ -55,6 +55,53 @@ fn assert_stale<T: std::fmt::Debug>(r: shoal::Result<T>, what: &str) {
     }
 }
 
+/// The 16-bit generation of one table entry wraps after 65,536 frees; the 64-bit handle
+/// also carries 15 bits of its key's hash, so a handle of a removed key does not reach
+/// another key that lands on its entry at the very same generation. (Without the check
+/// bits this test reads "c"'s value through "a"'s handle.)
+#[test]
+fn a_stale_handle_stays_stale_after_its_generation_wraps() {
+    let d = tmp();
+    let s = Store::create(d.path().join("w.shoal")).unwrap();
+    let m = s.map_with("m", &uid_opts(), true).unwrap();
+    let check = |u: Uid| (u.to_u64() >> 32) & 0x7fff;
+    let (_, a) = m.put_with_uid(b"a", b"A").unwrap();
+    // A key whose check bits differ from a's (learned from its own handle, on another
+    // entry): the hash seed is random, so look for one.
+    let c = (0..1000u32)
+        .map(|i| format!("c{i}").into_bytes())
+        .find(|k| {
+            let (_, u) = m.put_with_uid(k, b"?").unwrap();
+            m.remove(k).unwrap();
+            check(u) != check(a)
+        })
+        .expect("1000 keys with a's 15 check bits");
+    // Free list is LIFO: from here on every insert takes the entry just freed, a's.
+    m.remove(b"a").unwrap();
+    for i in 0..65_535u32 {
+        let k = format!("k{i}");
+        let (_, u) = m.put_with_uid(k.as_bytes(), b"x").unwrap();
+        assert_eq!(u.index(), a.index(), "insert {i} took another entry");
+        m.remove(k.as_bytes()).unwrap();
+    }
+    let (_, cu) = m.put_with_uid(&c, b"C").unwrap();
+    assert_eq!(cu.index(), a.index());
+    assert_eq!(
+        cu.to_u64() >> 48,
+        a.to_u64() >> 48,
+        "the generation wrapped to a's"
+    );
+    assert_ne!(cu, a);
+    assert_stale(m.get_by_uid(a), "get by a stale handle after the wrap");
+    assert_stale(m.put_by_uid(a, b"overwritten"), "put by a stale handle");
+    assert_stale(m.remove_by_uid(a), "remove by a stale handle");
+    assert_stale(m.key_by_uid(a), "key by a stale handle");
+    assert_eq!(m.get_by_uid(cu).unwrap(), b"C");
+    assert_eq!(m.get(&c).unwrap().as_deref(), Some(&b"C"[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
 #[test]
 fn handle_follows_its_key_and_goes_stale_on_remove() {
     let d = tmp();
