@@ -68,6 +68,61 @@ fn get_to_slice_copies_only_what_fits() {
     ));
 }
 
+/// A map whose directory is deep gets index arenas of several chunks
+/// (`index::arena_alloc`): segments carved from them, across reopen, and a drop that frees
+/// them, all pass `check`.
+#[test]
+fn deep_maps_take_long_index_arenas() {
+    let d = tmp();
+    let path = d.path().join("a.shoal");
+    let opts = Options {
+        chunk_size: 64 << 10,
+        ..Options::default()
+    };
+    let small = MapOptions {
+        segment_buckets: 2,
+        stash_buckets: 1,
+        uids: false,
+    };
+    let s = Store::open_with(&path, &opts, OpenMode::CreateNew).unwrap();
+    let m = s.map_with("deep", &small, true).unwrap();
+    let n = 60_000u32;
+    for i in 0..n / 2 {
+        m.put(format!("key:{i:012}").as_bytes(), &i.to_le_bytes())
+            .unwrap();
+    }
+    drop(m);
+    drop(s);
+    let s = Store::open_with(&path, &opts, OpenMode::Open).unwrap();
+    let m = s.map_with("deep", &small, false).unwrap();
+    for i in n / 2..n {
+        m.put(format!("key:{i:012}").as_bytes(), &i.to_le_bytes())
+            .unwrap();
+    }
+    let st = m.stats().unwrap();
+    assert!(
+        st.directory_depth >= 12,
+        "depth {}: arenas stayed one chunk",
+        st.directory_depth
+    );
+    for i in 0..n {
+        let v = m.get(format!("key:{i:012}").as_bytes()).unwrap();
+        assert_eq!(v.as_deref(), Some(&i.to_le_bytes()[..]), "key {i}");
+    }
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    drop(m);
+    let free_before = s.stats().unwrap().free_bytes;
+    assert!(s.drop_map("deep").unwrap());
+    let free_after = s.stats().unwrap().free_bytes;
+    assert!(
+        free_after > free_before + st.segments * 512,
+        "the drop freed {free_before} -> {free_after}"
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
 #[test]
 fn many_keys_split_and_iterate() {
     let d = tmp();
