@@ -877,6 +877,9 @@ def main():
                 k, why = line.rstrip("\n").split("\t", 1)
                 install_fail[k] = why
     only = {x for x in args.only.split(",") if x}
+    unknown = only - {pid for pid, _, _ in PEERS}
+    if unknown:
+        ap.error(f"--only: unknown peer id(s) {', '.join(sorted(unknown))}; the ids are {', '.join(pid for pid, _, _ in PEERS)}")
     results, skipped = [], []
     args.load_start = loadavg()
     for pid, cls, pkg in PEERS:
