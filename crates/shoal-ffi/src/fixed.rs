@@ -750,14 +750,11 @@ pub unsafe extern "C" fn shoal_fixed_get_many(
         let cb = cb.ok_or_else(|| null("cb"))?;
         // SAFETY: forwarded contract.
         let ks = unsafe { fixed_key_slices(m, keys, n) }?;
-        let vs = m.get_many(&ks)?;
-        for (i, v) in vs.iter().enumerate() {
-            let (p, l) = v
-                .as_deref()
-                .map_or((std::ptr::null(), 0), |v| (ptr_of(v), v.len()));
+        m.get_many_with(&ks, |i, v| {
+            let (p, l) = v.map_or((std::ptr::null(), 0), |v| (ptr_of(v), v.len()));
             // SAFETY: a C function pointer of the declared type; `v` outlives the call.
             unsafe { cb(ctx, i, p, l, v.is_some()) };
-        }
+        })?;
         Ok(SHOAL_OK)
     })
 }

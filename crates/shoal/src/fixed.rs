@@ -1642,24 +1642,36 @@ impl FixedMap {
     /// Looks up many keys at once, prefetching their buckets in batches so that their
     /// cache misses overlap. Each lookup is individually consistent.
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out = Vec::with_capacity(keys.len());
+        self.get_many_with(keys, |_, v| out.push(v.map(<[u8]>::to_vec)))?;
+        Ok(out)
+    }
+
+    /// [`FixedMap::get_many`] without allocating: calls `f(i, value)` for the `i`-th key
+    /// in order, the value (`None` if absent) borrowed for the call only.
+    pub fn get_many_with(
+        &self,
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
         for k in keys {
             self.check_key(k)?;
         }
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
         let n = self.f.geo.value_size as usize;
-        let mut out = Vec::with_capacity(keys.len());
-        for batch in keys.chunks(index::BATCH) {
+        // Values are at most MAX_VALUE_SIZE bytes: one buffer on the stack serves them all.
+        let mut buf = [0u8; MAX_VALUE_SIZE as usize];
+        for (b, batch) in keys.chunks(index::BATCH).enumerate() {
             self.f.prefetch(sh, batch);
-            for k in batch {
-                out.push(self.f.read(sh, k, |voff| {
-                    let mut v = vec![0u8; n];
-                    sh.r.read_bytes(voff, &mut v);
-                    v
-                })?);
+            for (j, k) in batch.iter().enumerate() {
+                let got = self
+                    .f
+                    .read(sh, k, |voff| sh.r.read_bytes(voff, &mut buf[..n]))?;
+                f(b * index::BATCH + j, got.map(|_| &buf[..n]));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Number of entries.

@@ -103,6 +103,20 @@ fn basic_operations() {
     for (i, g) in got.iter().enumerate() {
         assert_eq!(g.as_deref(), Some(&(i as u64 * 3).to_le_bytes()[..]));
     }
+    // The same through the callback form, with absent keys among them (past one batch).
+    let mut mixed: Vec<[u8; 8]> = keys.clone();
+    mixed.extend((1000..1040u64).map(|i| i.to_le_bytes()));
+    let refs: Vec<&[u8]> = mixed.iter().rev().map(|k| &k[..]).collect();
+    let mut seen = Vec::new();
+    m.get_many_with(&refs, |i, v| seen.push((i, v.map(<[u8]>::to_vec))))
+        .unwrap();
+    assert_eq!(seen.len(), refs.len());
+    for (j, (i, v)) in seen.iter().enumerate() {
+        assert_eq!(*i, j, "in order");
+        let k = u64::from_le_bytes(refs[j].try_into().unwrap());
+        let want = (k < 100).then(|| (k * 3).to_le_bytes().to_vec());
+        assert_eq!(*v, want, "key {k}");
+    }
     assert_eq!(contents(&m).len(), 100);
     let st = m.stats().unwrap();
     assert_eq!(st.entries, 100);
