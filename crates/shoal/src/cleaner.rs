@@ -16,7 +16,7 @@
 //! under the cleaner lock; a cleaner killed mid-step leaves at most one record moved
 //! twice (the second copy is dead and cleaned later).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::*;
 use crate::index::{map_ref_unchecked, read_record_header, read_record_header_in};
 use crate::shared::Shared;
@@ -24,6 +24,8 @@ use crate::txn::{Redo, Txn, I_REDO};
 use std::sync::atomic::Ordering::*;
 
 const STEP_RECORDS: usize = 64;
+/// How long the cleaner waits for one liveness lookup (see `step_locked`).
+const LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
 const SCAN_CHUNKS: usize = 64;
 const DEAD_FLUSH: u64 = 64 * 1024;
 
@@ -314,6 +316,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     let mut examined = 0;
     let mut moves: Vec<Move> = Vec::new();
     let mut scratch = Vec::new();
+    let mut abandon = false;
     while pos < used && examined < STEP_RECORDS {
         let Some((mid, k, v, hl)) = read_record_header_in(sh, pos, used) else {
             // Unparseable bytes in a sealed chunk: nothing after them can be trusted to
@@ -324,12 +327,26 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         };
         let len = hl + k + v + sh.g.trailer;
         examined += 1;
-        if let Ok(m) = map_ref_unchecked(sh, mid) {
+        if let Ok(mut m) = map_ref_unchecked(sh, mid) {
             if sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
                 // Most examined records of a good victim are dead: copy only the key to
                 // ask the index, and the whole record only when it is live.
                 sh.r.read_to_vec(pos + hl, k as usize, &mut scratch);
-                if m.record_of(sh, &scratch) == Some(pos) {
+                // A lookup that cannot finish (its bucket left mid-write by a stopped
+                // process) must not read as "dead": that freed a chunk holding a live
+                // record (the lookup this replaced read every error so). It gives up
+                // after LOOKUP_TIMEOUT, not the lock timeout, since writers run the
+                // cleaner: the victim is dropped for this round, and found again later.
+                m.timeout = m.timeout.min(LOOKUP_TIMEOUT);
+                let live = match m.references(sh, &scratch, pos) {
+                    Ok(live) => live,
+                    Err(Error::Timeout(_)) => {
+                        abandon = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
+                if live {
                     let mut buf = Vec::new();
                     sh.r.read_to_vec(pos, len as usize, &mut buf);
                     let key = hl as usize..(hl + k) as usize;
@@ -358,6 +375,12 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
             note_dead_at(tx, *new, *len);
         }
         crate::rt::failpoint!("clean.moved");
+    }
+    if abandon {
+        // The records copied so far are moved; the victim is left for a later round.
+        let scan = sh.w(H_CLEAN_SCAN).load(Acquire);
+        set_cursor(tx, scan, 0, 0);
+        return Ok(true);
     }
     if pos >= used {
         // On disk, every slot moved away from the victim must be durable before the
@@ -426,7 +449,9 @@ fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
                 Ok(m) => {
                     let mut key = vec![0u8; k as usize];
                     sh.r.read_bytes(off + hl, &mut key);
-                    m.record_of(sh, &key) == Some(off)
+                    // An error (a lookup that timed out behind a stopped writer) must not
+                    // read as "dead": that would free a live record.
+                    m.references(sh, &key, off)?
                 }
                 Err(_) => false,
             }

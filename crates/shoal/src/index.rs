@@ -236,14 +236,73 @@ impl MapRef {
         &self,
         sh: &Shared,
         key: &[u8],
-        mut f: impl FnMut(u64, u64, u64) -> T,
+        f: impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
         let h = hash(sh.g.seed, key);
+        self.read_probing(sh, h, Probe::Key(key), f)
+    }
+
+    /// Whether the index holds the record at `pos`, whose key is `key`: an optimistic
+    /// lookup like [`MapRef::read`] that matches slots by offset alone. The cleaner's
+    /// liveness test: for a record whose key was written again since, a lookup by key
+    /// reads the key's current record (elsewhere, usually a cache miss) only to find it is
+    /// another one; matching offsets, it reads no record at all. A slot pointing at `pos`
+    /// is the one reference a live record has, so the two tests agree.
+    pub(crate) fn references(&self, sh: &Shared, key: &[u8], pos: u64) -> Result<bool> {
+        let h = hash(sh.g.seed, key);
+        Ok(self
+            .read_probing(sh, h, Probe::Offset(pos), |_, _, _| ())?
+            .is_some())
+    }
+
+    /// [`MapRef::scan`] or [`MapRef::scan_off`], as `probe` says. (A method, not a
+    /// closure: a closure called from two places was not inlined, which cost a get 12%
+    /// more instructions.)
+    #[inline(always)]
+    fn probe(&self, sh: &Shared, bo: u64, tag: u64, probe: Probe<'_>, end: u64) -> Option<Found> {
+        match probe {
+            Probe::Key(key) => self.scan(sh, bo, tag, key, end),
+            Probe::Offset(pos) => self.scan_off(sh, bo, tag, pos),
+        }
+    }
+
+    /// [`MapRef::scan`] by record offset: the slot of bucket `bo` with tag `tag` that
+    /// points at `pos`.
+    #[inline(always)]
+    fn scan_off(&self, sh: &Shared, bo: u64, tag: u64, pos: u64) -> Option<Found> {
+        let mut mask = sh.r.bucket_tag_mask(bo, tag);
+        while mask != 0 {
+            let i = mask.trailing_zeros() as u64;
+            mask &= mask - 1;
+            let off = slot_off_of(sh.w(bo + B_SLOT0 + 8 * i).load(Relaxed));
+            if off == pos {
+                return Some(Found {
+                    slot: i,
+                    off,
+                    vlen: 0,
+                    hl: 0,
+                });
+            }
+        }
+        None
+    }
+
+    /// The optimistic lookup behind [`MapRef::read`] and [`MapRef::references`]: looks
+    /// for the key of hash `h` as `probe` says, and runs `f(record, value offset, value
+    /// length)` on what it found.
+    #[inline(always)]
+    fn read_probing<T>(
+        &self,
+        sh: &Shared,
+        h: u64,
+        probe: Probe<'_>,
+        mut f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
         let mut tries = 0u32;
         // The clock is read only once a retry happens: the common read never needs it.
         let mut start = None;
         loop {
-            match self.read_once(sh, h, key, &mut f)? {
+            match self.read_once(sh, h, probe, &mut f)? {
                 Attempt::Done(r) => return Ok(r),
                 Attempt::Retry => {
                     tries += 1;
@@ -254,25 +313,31 @@ impl MapRef {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn read_once<T>(
         &self,
         sh: &Shared,
         h: u64,
-        key: &[u8],
+        probe: Probe<'_>,
         f: &mut impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Attempt<Option<T>>> {
         let end = sh.file_end();
+        let tag = hash_tag(h);
+        // `end` is this attempt's: a record past an older end would fail the bounds check
+        // though the file has grown to hold it.
+        let klen = match probe {
+            Probe::Key(key) => key.len() as u64,
+            Probe::Offset(_) => 0,
+        };
         let (root, eoff, e) = self.locate(sh, h, end)?;
         let seg = entry_seg(e);
-        let tag = hash_tag(h);
         let b = home_bucket(h, self.n_main);
         let bo = bucket_off(seg, b);
         let h1 = sh.w(bo + B_HDR).load(Acquire);
         if hdr_seq(h1) & 1 == 1 {
             return Ok(Attempt::Retry);
         }
-        let mut found = self.scan(sh, bo, tag, key, end);
+        let mut found = self.probe(sh, bo, tag, probe, end);
         // The stash bucket the key was found in, with its header as first read: a write to
         // a key in a stash slot changes only that bucket's header (the home bucket's too
         // only when the overflow count moves), so it must be validated again after the
@@ -287,7 +352,7 @@ impl MapRef {
                 if hdr_seq(sh1) & 1 == 1 {
                     return Ok(Attempt::Retry);
                 }
-                found = self.scan(sh, so, tag, key, end);
+                found = self.probe(sh, so, tag, probe, end);
                 fence(Acquire);
                 if sh.w(so + B_HDR).load(Relaxed) != sh1 {
                     return Ok(Attempt::Retry);
@@ -307,7 +372,7 @@ impl MapRef {
                     return Ok(Attempt::Retry);
                 }
                 let vlen = fd.vlen.saturating_sub(self.vtrail);
-                Some(f(fd.off, fd.off + fd.hl + key.len() as u64, vlen))
+                Some(f(fd.off, fd.off + fd.hl + klen, vlen))
             }
         };
         fence(Acquire);
@@ -1570,12 +1635,20 @@ fn snapshot_once(
     Ok(Some((items, next)))
 }
 
+#[cfg(test)]
 impl MapRef {
-    /// Where `key`'s record is, by an optimistic read (a hint: the locked write path
-    /// checks again before acting on it).
+    /// Where `key`'s record is, by an optimistic read (tests).
     pub(crate) fn record_of(&self, sh: &Shared, key: &[u8]) -> Option<u64> {
         self.read(sh, key, |rec, _, _| rec).ok().flatten()
     }
+}
+
+/// What an optimistic lookup matches slots by: the key (its records' bytes), or the
+/// offset of one record (see [`MapRef::references`]).
+#[derive(Clone, Copy)]
+enum Probe<'a> {
+    Key(&'a [u8]),
+    Offset(u64),
 }
 
 /// Keys looked up together by [`MapRef::read_many`]: enough to keep ~10–16 misses in flight.

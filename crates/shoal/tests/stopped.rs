@@ -4,7 +4,7 @@
 //! `failpoints` feature: the worker (this binary re-executed on `stopped_worker`) is made
 //! to sleep at a chosen step while holding the lock, and is stopped there.
 
-use shoal::{Error, Store};
+use shoal::{Error, MapOptions, OpenMode, Options, Store};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -159,6 +159,71 @@ fn reader_of_a_bucket_left_mid_write_times_out_then_recovers_after_kill() {
     // The reader itself finds the writer dead and rolls its committed intent forward.
     let v = m.with_timeout(Duration::from_secs(30)).get(b"hot").unwrap();
     assert_eq!(v.as_deref(), Some(&b"from the worker"[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+/// Regression: the cleaner asks the index whether each record of its victim chunk is
+/// live. A lookup that timed out (behind a writer stopped mid-apply in that record's
+/// bucket) used to read as "dead", so a chunk holding a live record was freed and reused,
+/// and the key's slot then pointed at other bytes. Now the cleaner gives up on that
+/// victim after a short wait (not the lock timeout: writers run the cleaner) and goes on.
+#[test]
+fn cleaning_behind_a_stopped_writer_frees_no_live_record() {
+    let d = tmp();
+    let path = d.path().join("s.shoal");
+    let opts = Options {
+        chunk_size: 64 << 10,
+        lock_timeout: Duration::from_millis(300),
+        ..Options::default()
+    };
+    let s = Store::open_with(&path, &opts, OpenMode::CreateNew).unwrap();
+    // One main bucket per segment, and a single segment: every key of "m" shares the
+    // bucket the worker will leave mid-write.
+    let one_bucket = MapOptions {
+        segment_buckets: 1,
+        stash_buckets: 1,
+        uids: false,
+    };
+    let m = s.map_with("m", &one_bucket, true).unwrap();
+    let other = s.map("other").unwrap();
+    m.put(b"hot", b"initial").unwrap();
+    let keep = b"a live record in the chunk the cleaner picks";
+    m.put(b"keep", keep).unwrap();
+    // The rest of this thread's data chunk (and a few more) fills with records that die
+    // at once: chunks with one or two live records and much dead space, the victims.
+    for i in 0..300u32 {
+        other.put(b"filler", &[i as u8; 1000]).unwrap();
+    }
+    let mut w = spawn_worker(&path, "write.half_applied=1*sleep(600000)");
+    let start = Instant::now();
+    while !matches!(
+        m.with_timeout(Duration::from_millis(50)).get(b"hot"),
+        Err(Error::Timeout(_))
+    ) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "worker never reached the apply step"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&w, libc::SIGSTOP);
+    // Lookups in the worker's bucket time out: the victims holding its records are left
+    // alone, the others are cleaned.
+    s.compact().unwrap();
+    // Whatever was freed is reused now.
+    for i in 0..300u32 {
+        other
+            .put(format!("new{i}").as_bytes(), &[0xEE; 1000])
+            .unwrap();
+    }
+    signal(&w, libc::SIGKILL);
+    w.wait().unwrap();
+    let got = m
+        .with_timeout(Duration::from_secs(30))
+        .get(b"keep")
+        .unwrap();
+    assert_eq!(got.as_deref(), Some(&keep[..]));
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
