@@ -446,12 +446,18 @@ fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
                 == CAT_LIVE =>
         {
             match map_ref_unchecked(sh, mid) {
-                Ok(m) => {
+                Ok(mut m) => {
                     let mut key = vec![0u8; k as usize];
                     sh.r.read_bytes(off + hl, &mut key);
-                    // An error (a lookup that timed out behind a stopped writer) must not
-                    // read as "dead": that would free a live record.
-                    m.references(sh, &key, off)?
+                    // As for chunk victims (`step_locked`): a lookup that cannot finish
+                    // is not "dead"; after LOOKUP_TIMEOUT the run is kept for a later
+                    // round instead of stalling the writer that runs the cleaner.
+                    m.timeout = m.timeout.min(LOOKUP_TIMEOUT);
+                    match m.references(sh, &key, off) {
+                        Ok(live) => live,
+                        Err(Error::Timeout(_)) => true,
+                        Err(e) => return Err(e),
+                    }
                 }
                 Err(_) => false,
             }
