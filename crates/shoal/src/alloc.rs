@@ -78,12 +78,12 @@ pub(crate) enum Purpose {
 }
 
 /// Under the alloc lock: finds `k` contiguous chunks (best fit over the first runs of the
-/// free list, else at the end of the file, growing it) and adds to `redo` the stores that take them. The
+/// free list, else, for several chunks, after merging address-adjacent free runs, else at
+/// the end of the file, growing it) and adds to `redo` the stores that take them. The
 /// caller adds the new run's header. Returns the run's offset.
-pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -> Result<u64> {
+pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> Result<u64> {
+    let sh = tx.sh;
     let cs = sh.g.chunk_size();
-    let mut link = H_FREE_HEAD;
-    let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
     // Room left = free runs + growth still allowed. Ordinary callers leave one chunk of it
     // to the cleaner.
     let limit = sh.g.max_size.min(sh.reserve);
@@ -93,46 +93,18 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
             "the store is at its maximum size of {limit} bytes (the last chunk is kept for reclaiming space)"
         )));
     }
-    // Best fit over the first FIRST_FIT_LIMIT runs: an exact fit if there is one, else
-    // the first run that is big enough (split). Taking the first big-enough run instead
-    // let single-chunk refills split every multi-chunk run that a freed large record left
-    // at the head of the list, so large records never found room again and the file grew
-    // by the size of every large record written (found by the soak, scripts/soak.sh).
-    //
-    // Past the window the search goes on only while nothing fits and `k` > 1 (a large
-    // record, a big directory), up to WHOLE_LIST_LIMIT runs. The cleaner frees single
-    // chunks all the time and the list is LIFO, so its head fills with single-chunk runs
-    // while the runs freed large records left sink past the window: stopping at the
-    // window, every large record grew the file. The soak (`scripts/soak.sh 4 --seed
-    // 10357184184072318369`) ended with a 36 MiB file, 24 MiB of it free and growing by
-    // ~1 MiB every 10 s; searching on, 18-19 MiB and flat. (Merging address-adjacent free
-    // runs would do more, but a merged run's inner chunk stops being a run start while
-    // the cleaner's scan cursor may hold it as one; not done.)
-    let mut fit: Option<(u64, u64, u64, u64)> = None; // (link, run offset, chunks, next)
-    for i in 0..WHOLE_LIST_LIMIT {
-        if cur == 0 || i >= FIRST_FIT_LIMIT && (fit.is_some() || k == 1) {
-            break;
-        }
-        check_chunk(sh, cur, "free list")?;
-        let run = sh.w(cur + K_RUN).load(Acquire);
-        let next = sh.w(cur + K_NEXT).load(Acquire);
-        // `run` comes from the file: a run past the file end is corruption (splitting
-        // it would write the rest's header beyond the end: SIGBUS).
-        if run == 0
-            || run > (sh.file_end() - cur) / cs
-            || sh.w(cur + K_KIND).load(Acquire) != CK_FREE
-        {
-            return Err(sh.corrupt(format!("free list entry at {cur:#x} is not a free run")));
-        }
-        if run == k {
-            fit = Some((link, cur, run, next));
-            break;
-        }
-        if run > k && fit.is_none() {
-            fit = Some((link, cur, run, next));
-        }
-        link = cur + K_NEXT;
-        cur = next;
+    let mut fit = find_fit(sh, k)?;
+    // No run is long enough, yet the free runs together are: merge neighbours. Only with
+    // an empty redo list and no intent of ours pending, since merging commits its own
+    // redo lists (the caller's planned stores were computed before them).
+    if fit.is_none()
+        && k > 1
+        && redo.n == 0
+        && sh.w(tx.base + T_INTENT).load(Acquire) == 0
+        && sh.w(H_FREE_BYTES).load(Acquire) >= k * cs
+        && coalesce(tx)? > 0
+    {
+        fit = find_fit(sh, k)?;
     }
     if let Some((link, cur, run, next)) = fit {
         if run == k {
@@ -166,6 +138,150 @@ pub(crate) fn take_run(sh: &Shared, k: u64, redo: &mut Redo, purpose: Purpose) -
     crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);
     Ok(end)
+}
+
+/// Under the alloc lock: the free run to take `k` chunks from, as (link to it, run
+/// offset, its chunks, next run), or None.
+///
+/// Best fit over the first FIRST_FIT_LIMIT runs: an exact fit if there is one, else the
+/// first run that is big enough (split). Taking the first big-enough run instead let
+/// single-chunk refills split every multi-chunk run that a freed large record left at the
+/// head of the list, so large records never found room again and the file grew by the
+/// size of every large record written (found by the soak, scripts/soak.sh).
+///
+/// Past the window the search goes on only while nothing fits and `k` > 1 (a large
+/// record, a big directory), up to WHOLE_LIST_LIMIT runs. The cleaner frees single chunks
+/// all the time and the list is LIFO, so its head fills with single-chunk runs while the
+/// runs freed large records left sink past the window: stopping at the window, every
+/// large record grew the file. The soak (`scripts/soak.sh 4 --seed
+/// 10357184184072318369`) ended with a 36 MiB file, 24 MiB of it free and growing by ~1
+/// MiB every 10 s; searching on, 18-19 MiB and flat.
+fn find_fit(sh: &Shared, k: u64) -> Result<Option<(u64, u64, u64, u64)>> {
+    let mut link = H_FREE_HEAD;
+    let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
+    let mut fit: Option<(u64, u64, u64, u64)> = None;
+    for i in 0..WHOLE_LIST_LIMIT {
+        if cur == 0 || i >= FIRST_FIT_LIMIT && (fit.is_some() || k == 1) {
+            break;
+        }
+        let (run, next) = free_run_at(sh, cur)?;
+        if run == k {
+            return Ok(Some((link, cur, run, next)));
+        }
+        if run > k && fit.is_none() {
+            fit = Some((link, cur, run, next));
+        }
+        link = cur + K_NEXT;
+        cur = next;
+    }
+    Ok(fit)
+}
+
+/// The (chunks, next) of free-list entry `cur`, checked: the words come from the file, and
+/// a run past the file end is corruption (splitting it would write the rest's header
+/// beyond the end: SIGBUS).
+fn free_run_at(sh: &Shared, cur: u64) -> Result<(u64, u64)> {
+    check_chunk(sh, cur, "free list")?;
+    let run = sh.w(cur + K_RUN).load(Acquire);
+    let next = sh.w(cur + K_NEXT).load(Acquire);
+    if run == 0
+        || run > (sh.file_end() - cur) / sh.g.chunk_size()
+        || sh.w(cur + K_KIND).load(Acquire) != CK_FREE
+    {
+        return Err(sh.corrupt(format!("free list entry at {cur:#x} is not a free run")));
+    }
+    Ok((run, next))
+}
+
+/// How many runs one merge step absorbs at most: two redo entries each, plus the merged
+/// run's length and the cleaner's cursor, within `T_NREDO`.
+const MERGES_PER_REDO: usize = 8;
+const _: () = assert!(2 * MERGES_PER_REDO as u64 + 2 <= T_NREDO);
+
+/// Under the alloc lock, with no intent of `tx` pending: merges every run of the first
+/// WHOLE_LIST_LIMIT free-list entries into the free run just before it in the file, when
+/// there is one. Returns how many runs were absorbed.
+///
+/// Why: runs were never merged, so a workload of large records of varying sizes split the
+/// long runs for shorter records and then found no run long enough for the next long
+/// record: the file grew without bound (overwriting 50 keys with values of 0 to 3 MiB,
+/// 754 MiB of file for 80 MiB of live values after 20,000 puts, 649 MiB of it free).
+///
+/// Merging is done here, lazily, when a multi-chunk request finds no run long enough, so
+/// that the frequent single-chunk frees stay O(1) (the list is singly linked: unlinking a
+/// run needs its predecessor, which only a walk finds).
+///
+/// A merged run's inner chunks stop being run starts, and the rest of the engine must
+/// never take one for a header again:
+/// - the cleaner's scan cursor (`clean_scan`) is moved back to the merged run's start in
+///   the same redo list, and the cleaner reads and writes it only under the alloc lock;
+/// - the absorbed header's kind is cleared, and a late free of a large run names the
+///   run's random serial (`K_SERIAL`), which the bytes of a record written over the old
+///   header do not match;
+/// - dead bytes of a replaced record are noted on its chunk's header before the
+///   replacement is published, while the record is live and its chunk cannot be freed.
+///
+/// Each step is its own redo list, so a crash between steps leaves fewer merges done,
+/// never a broken list; `clean_scan` is always a run start (the checker verifies it).
+fn coalesce(tx: &Txn) -> Result<u64> {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    // The list as walked: entry -> (chunks, next), and where each entry is linked from.
+    let mut runs: Vec<(u64, u64)> = Vec::new(); // (offset, chunks)
+    let mut next_of: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut link_of: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut link = H_FREE_HEAD;
+    let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
+    while cur != 0 && runs.len() < WHOLE_LIST_LIMIT {
+        let (run, next) = free_run_at(sh, cur)?;
+        if link_of.insert(cur, link).is_some() {
+            return Err(sh.corrupt(format!("free list: cycle at {cur:#x}")));
+        }
+        runs.push((cur, run));
+        next_of.insert(cur, next);
+        link = cur + K_NEXT;
+        cur = next;
+    }
+    runs.sort_unstable();
+    let mut absorbed = 0u64;
+    let mut i = 0;
+    while i < runs.len() {
+        let (a, mut a_run) = runs[i];
+        i += 1;
+        while i < runs.len() && runs[i].0 == a + a_run * cs {
+            let mut redo = Redo::new();
+            let mut merged = 0;
+            while merged < MERGES_PER_REDO && i < runs.len() && runs[i].0 == a + a_run * cs {
+                let (b, b_run) = runs[i];
+                // Unlink b: whatever links to it now links to its successor.
+                let l = link_of[&b];
+                let n = next_of[&b];
+                redo.push(l, n);
+                if l != H_FREE_HEAD {
+                    next_of.insert(l - K_NEXT, n);
+                }
+                if n != 0 {
+                    link_of.insert(n, l);
+                }
+                redo.push(b + K_KIND, CK_ZERO);
+                a_run += b_run;
+                merged += 1;
+                i += 1;
+            }
+            redo.push(a + K_RUN, a_run);
+            let scan = sh.w(H_CLEAN_SCAN).load(Acquire);
+            if scan > a && scan < a + a_run * cs {
+                redo.push(H_CLEAN_SCAN, a);
+            }
+            tx.commit(I_REDO, &[], &redo);
+            crate::rt::failpoint!("alloc.merge_committed");
+            tx.apply(&redo);
+            tx.done();
+            crate::rt::failpoint!("alloc.merged");
+            absorbed += merged as u64;
+        }
+    }
+    Ok(absorbed)
 }
 
 /// Adds to `redo` the stores that put run `run` of `k` chunks on the free list.
@@ -225,7 +341,7 @@ fn refill(tx: &Txn, purpose: Purpose) -> Result<()> {
             redo.push(old + K_USED, sh.w(tx.base + T_BUMP).load(Acquire));
             redo.push(old + K_KIND, CK_SEALED);
         }
-        let c = take_run(sh, 1, redo, purpose)?;
+        let c = take_run(tx, 1, redo, purpose)?;
         redo.push(c + K_KIND, CK_DATA);
         redo.push(c + K_RUN, 1);
         redo.push(c + K_NEXT, 0);
@@ -296,8 +412,9 @@ fn alloc_large(tx: &Txn, len: u64) -> Result<u64> {
     let cs = sh.g.chunk_size();
     let k = (len + CHUNK_HDR).div_ceil(cs);
     let run = with_alloc_lock(tx, |redo| {
-        let run = take_run(sh, k, redo, Purpose::Normal)?;
+        let run = take_run(tx, k, redo, Purpose::Normal)?;
         redo.push(run + K_KIND, CK_LARGE);
+        redo.push(run + K_SERIAL, new_serial(sh, run));
         redo.push(run + K_RUN, k);
         redo.push(run + K_NEXT, 0);
         redo.push(run + K_OWNER, tx.idx + 1);
@@ -320,35 +437,84 @@ pub(crate) fn publish_large_redo(tx: &Txn, off: u64, redo: &mut Redo) {
     }
 }
 
-/// Frees the large record at `off` if it is one (after it was unpublished or never
-/// published). Errors are ignored: the cleaner frees dead runs it finds. On disk the run is
-/// left to the cleaner, which flushes before it frees (so that an OS crash never finds a
-/// slot still pointing into a reused run).
-pub(crate) fn free_if_large(tx: &Txn, off: u64) {
-    if !tx.sh.durable {
-        free_large(tx, off);
+/// The serial (`K_SERIAL`) of the large run whose record is at `off`, or 0 if `off` is no
+/// large record's. Only meaningful while something keeps the run from being freed: a slot
+/// still pointing at the record (under its segment lock), or the run pending in our own
+/// txn slot.
+pub(crate) fn large_serial(sh: &Shared, off: u64) -> u64 {
+    if off < sh.g.chunks_off + CHUNK_HDR || off >= sh.file_end() {
+        return 0;
+    }
+    let run = sh.g.chunk_of(off);
+    if run + CHUNK_HDR != off || sh.w(run + K_KIND).load(Acquire) != CK_LARGE {
+        return 0;
+    }
+    sh.w(run + K_SERIAL).load(Acquire)
+}
+
+/// [`large_serial`] of `off` if its run is the one pending in `tx`'s slot (taken, not yet
+/// published or freed, so nobody else frees it meanwhile), else 0.
+pub(crate) fn pending_large_serial(tx: &Txn, off: u64) -> u64 {
+    let sh = tx.sh;
+    let run = sh.w(tx.base + T_LARGE).load(Acquire);
+    if run == 0 || run + CHUNK_HDR != off {
+        return 0;
+    }
+    large_serial(sh, off)
+}
+
+/// A fresh serial for a large run: nonzero, and not predictable from the values users
+/// write (a value that repeats an old run's header must not pass for it).
+fn new_serial(sh: &Shared, run: u64) -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut b = [0u8; 32];
+    b[..8].copy_from_slice(&run.to_le_bytes());
+    b[8..16].copy_from_slice(&t.to_le_bytes());
+    b[16..24].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    b[24..].copy_from_slice(&COUNTER.fetch_add(1, Relaxed).to_le_bytes());
+    hash(sh.g.seed ^ 0x5e71_a15e_71a1_5e71, &b) | 1
+}
+
+/// Frees the large record at `off` with serial `serial` if it is one (after it was
+/// unpublished or never published). Errors are ignored: the cleaner frees dead runs it
+/// finds. On disk the run is left to the cleaner, which flushes before it frees (so that
+/// an OS crash never finds a slot still pointing into a reused run).
+pub(crate) fn free_if_large(tx: &Txn, off: u64, serial: u64) {
+    if !tx.sh.durable && serial != 0 {
+        free_large(tx, off, serial);
     }
 }
 
-/// Frees the large-record run whose record is at `off`, now, if it is still dead.
+/// Frees the large-record run whose record is at `off`, now, if it is still that run
+/// (its serial is `serial`) and still dead.
 ///
 /// Callers decide that the run is dead (a writer has just replaced or removed its record,
 /// or did not publish it; the cleaner found no key referencing it) before they take the
 /// alloc lock. Meanwhile the other one may have freed it, and it may have been handed out
 /// again (the free list gives out the run freed last first) for a record being written or
-/// already live. So it is checked again under the alloc lock, which every allocation and
-/// free of a run takes (see [`large_run_dead`]).
-pub(crate) fn free_large(tx: &Txn, off: u64) {
+/// already live, or merged into a longer free run (its start is then inside another
+/// run, where a record's bytes may lie). So it is checked again under the alloc lock,
+/// which every allocation, free and merge of a run takes: the same serial (a merge clears
+/// the kind of the header it absorbs, and a record written over it would have to repeat a
+/// random word), then liveness (see [`large_run_dead`]).
+pub(crate) fn free_large(tx: &Txn, off: u64, serial: u64) {
     let sh = tx.sh;
     if off < sh.g.chunks_off || off >= sh.file_end() {
         return;
     }
     let run = sh.g.chunk_of(off);
-    if run + CHUNK_HDR != off || sh.w(run + K_KIND).load(Acquire) != CK_LARGE {
+    if run + CHUNK_HDR != off || serial == 0 {
         return;
     }
     let _ = with_alloc_lock(tx, |redo| {
-        if sh.w(run + K_KIND).load(Acquire) != CK_LARGE || !large_run_dead(tx, run) {
+        if sh.w(run + K_KIND).load(Acquire) != CK_LARGE
+            || sh.w(run + K_SERIAL).load(Acquire) != serial
+            || !large_run_dead(tx, run)
+        {
             return Ok(());
         }
         let k = sh.w(run + K_RUN).load(Acquire);
@@ -444,6 +610,8 @@ mod tests {
         let (va, vb) = (vec![1u8; 100_000], vec![2u8; 100_000]);
         m.put(b"a", &va).unwrap();
         let off = m.m.record_of(&s.sh, b"a").unwrap();
+        let serial = large_serial(&s.sh, off);
+        assert_ne!(serial, 0);
         m.remove(b"a").unwrap(); // a's run is freed
         m.put(b"b", &vb).unwrap(); // and handed out again for b
         assert_eq!(
@@ -453,9 +621,79 @@ mod tests {
         );
         // The late free of "a's dead record".
         let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
-        free_large(&tx, off);
+        free_large(&tx, off, serial);
+        assert_eq!(m.get(b"b").unwrap(), Some(vb.clone()));
+        // Even naming the run's current serial, a free finds b live and keeps it.
+        free_large(&tx, off, large_serial(&s.sh, off));
         assert_eq!(m.get(b"b").unwrap(), Some(vb));
         let r = s.check().unwrap();
         assert!(r.is_ok(), "{r}");
+    }
+
+    /// Two adjacent free runs are merged for a record longer than either. A late free
+    /// aimed at the second run's old start (now inside the new record, whose bytes there
+    /// repeat a large run's header and a dead record's) frees nothing: it names the old
+    /// run's serial, which those bytes do not hold. The cleaner's cursor, left at the old
+    /// start, is moved back to the merged run's start.
+    #[test]
+    fn a_late_free_into_a_merged_run_frees_nothing() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let cs = 1u64 << 16;
+        let opts = crate::Options {
+            chunk_size: cs,
+            ..crate::Options::default()
+        };
+        let s =
+            crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew)
+                .unwrap();
+        let sh = &*s.sh;
+        let m = s.map("m").unwrap();
+        // Two records of two chunks each, one after the other at the end of the file.
+        let two = vec![1u8; (cs + cs / 2) as usize];
+        m.put(b"a", &two).unwrap();
+        m.put(b"b", &two).unwrap();
+        let (ra, rb) = (
+            m.m.record_of(sh, b"a").unwrap() - CHUNK_HDR,
+            m.m.record_of(sh, b"b").unwrap() - CHUNK_HDR,
+        );
+        assert_eq!(rb, ra + 2 * cs, "precondition: adjacent runs");
+        let serial_b = large_serial(sh, rb + CHUNK_HDR);
+        assert_ne!(serial_b, 0);
+        m.remove(b"a").unwrap();
+        m.remove(b"b").unwrap();
+        sh.w(H_CLEAN_SCAN).store(rb, Release);
+        // A record of four chunks: no free run is that long until the two merge. Its
+        // bytes at b's old header forge a large run's header (without b's serial), and
+        // after it a record of a key nobody holds (so the run would read as dead).
+        let key = b"c";
+        let hl = record_header(1, key.len() as u64, 3 * cs).len() as u64;
+        let mut v = vec![2u8; 3 * cs as usize];
+        let at = (rb - (ra + CHUNK_HDR + hl + key.len() as u64)) as usize;
+        v[at..at + 8].copy_from_slice(&CK_LARGE.to_le_bytes());
+        v[at + 8..at + 16].copy_from_slice(&2u64.to_le_bytes());
+        let forged = record_header(m.m.id, 2, 10);
+        let rec = at + CHUNK_HDR as usize;
+        v[rec..rec + forged.len()].copy_from_slice(&forged);
+        v[rec + forged.len()..rec + forged.len() + 2].copy_from_slice(b"zz");
+        let before = s.stats().unwrap().file_size;
+        m.put(key, &v).unwrap();
+        assert_eq!(
+            s.stats().unwrap().file_size,
+            before,
+            "the merged runs were not reused"
+        );
+        assert_eq!(m.m.record_of(sh, key), Some(ra + CHUNK_HDR));
+        assert_eq!(
+            sh.w(H_CLEAN_SCAN).load(Acquire),
+            ra,
+            "the cursor was left inside"
+        );
+        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
+        free_large(&tx, rb + CHUNK_HDR, serial_b);
+        // Without the serial, the late free took the forged header and record for a dead
+        // run and freed the second half of c's.
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+        assert!(m.get(key).unwrap() == Some(v), "c's value changed");
     }
 }

@@ -155,6 +155,14 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             sh.w(H_FREE_BYTES).load(Acquire)
         ));
     }
+    // The cleaner reads a chunk header where its cursor points: a merge of free runs
+    // must have moved it off the chunks it absorbed.
+    let scan = sh.w(H_CLEAN_SCAN).load(Acquire);
+    if scan != 0 && scan < end && !kinds.contains_key(&scan) {
+        ck.bad(format!(
+            "header: the cleaner's scan cursor {scan:#x} is not the start of a run"
+        ));
+    }
     let mut on_list = HashSet::new();
     let mut f = sh.w(H_FREE_HEAD).load(Acquire);
     while f != 0 {

@@ -44,6 +44,11 @@ pub(crate) fn note_dead(tx: &Txn, bytes: u64) {
 
 /// [`note_dead`] for the record at `off`, also adding its length to its data chunk's
 /// dead-bytes hint (`K_DEAD`), by which the cleaner picks its victims.
+///
+/// Only while the chunk cannot be freed: a slot still points at the record (its writer
+/// holds the segment lock), or the chunk is the caller's own (its data chunk, or for the
+/// cleaner, a chunk only it frees). A chunk freed meanwhile may have been merged into a
+/// longer run, and the add would land in another record's bytes.
 pub(crate) fn note_dead_at(tx: &Txn, off: u64, len: u64) {
     let sh = tx.sh;
     let cs = sh.g.chunk_size();
@@ -52,6 +57,20 @@ pub(crate) fn note_dead_at(tx: &Txn, off: u64, len: u64) {
         sh.w(c + K_DEAD).fetch_add(len, Relaxed);
     }
     note_dead(tx, len);
+}
+
+/// [`note_dead_at`] for a record this txn appended and did not publish: its chunk's hint
+/// only while the chunk is still this txn's data chunk. A chunk it sealed since may have
+/// been cleaned, freed and merged into a longer run already, where the add would land in
+/// another record's bytes.
+pub(crate) fn note_dead_own(tx: &Txn, off: u64, len: u64) {
+    let sh = tx.sh;
+    let chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+    if chunk != 0 && off >= sh.g.chunks_off && sh.g.chunk_of(off) == chunk {
+        note_dead_at(tx, off, len);
+    } else {
+        note_dead(tx, len);
+    }
 }
 
 /// Live record bytes of every map in the store (exact when no write is in flight).
@@ -227,16 +246,6 @@ fn step_inner(tx: &Txn, force: bool) -> Result<bool> {
     r
 }
 
-fn set_cursor(tx: &Txn, scan: u64, victim: u64, pos: u64) {
-    let mut redo = Redo::new();
-    redo.push(H_CLEAN_SCAN, scan);
-    redo.push(H_CLEAN_VICTIM, victim);
-    redo.push(H_CLEAN_POS, pos);
-    tx.commit(I_REDO, &[], &redo);
-    tx.apply(&redo);
-    tx.done();
-}
-
 fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     let sh = tx.sh;
     let cs = sh.g.chunk_size();
@@ -263,52 +272,69 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         if !force && !worth_cleaning(sh, dead) {
             return Ok(false);
         }
-        let end = sh.file_end();
-        let mut c = sh.w(H_CLEAN_SCAN).load(Acquire);
-        if c < sh.g.chunks_off || c >= end || (c - sh.g.chunks_off) % cs != 0 {
-            c = sh.g.chunks_off;
-        }
-        // Greedy over a window: of the next SCAN_CHUNKS chunks (round robin over the
-        // file), the sealed one with the most dead bytes by its `K_DEAD` hint, so that
-        // a step moves as few live records as it can per byte reclaimed (round robin
-        // alone moved ~9 live records per dead one under uniform overwrites).
-        let mut best: Option<(u64, u64, u64)> = None; // (dead, chunk, next)
-        for _ in 0..SCAN_CHUNKS {
-            let kind = sh.w(c + K_KIND).load(Acquire);
-            let run = sh.w(c + K_RUN).load(Acquire).max(1);
-            // `run` comes from the file: compare without overflowing.
-            let next = if run >= (end - c) / cs {
-                sh.g.chunks_off
-            } else {
-                c + run * cs
-            };
-            match kind {
-                CK_SEALED => {
-                    let dead = sh.w(c + K_DEAD).load(Relaxed);
-                    if best.is_none_or(|(d, ..)| dead > d) {
-                        best = Some((dead, c, next));
+        // The walk reads chunk headers at run starts, so it runs under the alloc lock:
+        // merging free runs (alloc.rs, `coalesce`) turns run starts into inner chunks,
+        // and moves the cursor back when it would point into one. The new cursor is
+        // stored in the same locked section for the same reason.
+        let mut large: Vec<(u64, u64)> = Vec::new(); // (run, serial): maybe dead
+        let chosen = crate::alloc::with_alloc_lock(tx, |redo| {
+            let end = sh.file_end();
+            let mut c = sh.w(H_CLEAN_SCAN).load(Acquire);
+            if c < sh.g.chunks_off || c >= end || (c - sh.g.chunks_off) % cs != 0 {
+                c = sh.g.chunks_off;
+            }
+            // Greedy over a window: of the next SCAN_CHUNKS chunks (round robin over the
+            // file), the sealed one with the most dead bytes by its `K_DEAD` hint, so that
+            // a step moves as few live records as it can per byte reclaimed (round robin
+            // alone moved ~9 live records per dead one under uniform overwrites).
+            let mut best: Option<(u64, u64, u64)> = None; // (dead, chunk, next)
+            for _ in 0..SCAN_CHUNKS {
+                let kind = sh.w(c + K_KIND).load(Acquire);
+                let run = sh.w(c + K_RUN).load(Acquire).max(1);
+                // `run` comes from the file: compare without overflowing.
+                let next = if run >= (end - c) / cs {
+                    sh.g.chunks_off
+                } else {
+                    c + run * cs
+                };
+                match kind {
+                    CK_SEALED => {
+                        let dead = sh.w(c + K_DEAD).load(Relaxed);
+                        if best.is_none_or(|(d, ..)| dead > d) {
+                            best = Some((dead, c, next));
+                        }
                     }
+                    CK_LARGE => large.push((c, sh.w(c + K_SERIAL).load(Acquire))),
+                    _ => {}
                 }
-                CK_LARGE => free_large_if_dead(tx, c)?,
-                _ => {}
+                c = next;
+                if c == sh.g.chunks_off {
+                    break; // one lap at most per window
+                }
             }
-            c = next;
-            if c == sh.g.chunks_off {
-                break; // one lap at most per window
-            }
+            let (scan, victim) = match best {
+                Some((_, v, next)) => (next, v),
+                None => (c, 0),
+            };
+            redo.push(H_CLEAN_SCAN, scan);
+            redo.push(H_CLEAN_VICTIM, victim);
+            redo.push(
+                H_CLEAN_POS,
+                if victim == 0 { 0 } else { victim + CHUNK_HDR },
+            );
+            Ok(victim)
+        })?;
+        // Dead large runs met on the way are freed now, each checked again (by its
+        // serial, under the alloc lock) before it is.
+        for (run, serial) in large {
+            free_large_if_dead(tx, run, serial)?;
         }
-        match best {
-            Some((_, v, next)) => {
-                victim = v;
-                pos = v + CHUNK_HDR;
-                set_cursor(tx, next, victim, pos);
-                crate::rt::failpoint!("clean.victim");
-            }
-            None => {
-                set_cursor(tx, c, 0, 0);
-                return Ok(true);
-            }
+        if chosen == 0 {
+            return Ok(true);
         }
+        victim = chosen;
+        pos = victim + CHUNK_HDR;
+        crate::rt::failpoint!("clean.victim");
     }
     let used = sh.w(victim + K_USED).load(Acquire).min(victim + cs);
     // Copy this step's live records first, make the copies durable (on disk: one msync
@@ -378,8 +404,13 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     }
     if abandon {
         // The records copied so far are moved; the victim is left for a later round.
-        let scan = sh.w(H_CLEAN_SCAN).load(Acquire);
-        set_cursor(tx, scan, 0, 0);
+        // (The scan cursor is not rewritten: it may move under the alloc lock only.)
+        let mut redo = Redo::new();
+        redo.push(H_CLEAN_VICTIM, 0);
+        redo.push(H_CLEAN_POS, 0);
+        tx.commit(I_REDO, &[], &redo);
+        tx.apply(&redo);
+        tx.done();
         return Ok(true);
     }
     if pos >= used {
@@ -425,8 +456,10 @@ type Move = (
 );
 
 /// Frees a large-record run whose record no map references (and that no live writer is
-/// about to publish).
-fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
+/// about to publish), if it is still the run of serial `serial` (seen under the alloc
+/// lock; its header is read here without it, so it may be anything by now: `free_large`
+/// checks the serial again before it frees anything).
+fn free_large_if_dead(tx: &Txn, run: u64, serial: u64) -> Result<()> {
     let sh = tx.sh;
     let owner = sh.w(run + K_OWNER).load(Acquire);
     if owner != 0 {
@@ -468,7 +501,7 @@ fn free_large_if_dead(tx: &Txn, run: u64) -> Result<()> {
         if sh.durable {
             sh.flush()?;
         }
-        crate::alloc::free_large(tx, off);
+        crate::alloc::free_large(tx, off, serial);
     }
     Ok(())
 }

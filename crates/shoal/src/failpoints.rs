@@ -12,6 +12,8 @@ pub const NAMES: &[&str] = &[
     "alloc.grown",
     "alloc.committed",
     "alloc.applied",
+    "alloc.merge_committed",
+    "alloc.merged",
     "write.locked",
     "write.committed",
     "write.half_applied",

@@ -137,6 +137,10 @@ pub const K_OWNER: u64 = 32;
 /// cleaning victims; not exact: added to without locks, lost on a crash, reset when the
 /// chunk is taken for data).
 pub const K_DEAD: u64 = 40;
+/// LARGE: a random nonzero word written when the run is taken. A late free names it, so
+/// that a free aimed at a run that was freed, merged into a longer run and handed out
+/// again meanwhile (its old start now inside another record) changes nothing.
+pub const K_SERIAL: u64 = 48;
 pub const CK_ZERO: u64 = 0;
 pub const CK_FREE: u64 = 1;
 pub const CK_DATA: u64 = 2;

@@ -613,6 +613,7 @@ impl MapRef {
             Action::Keep => {
                 return Ok(Some(WriteResult {
                     old: hit.map(|h| (h.off, h.rec_len)),
+                    old_serial: 0,
                     applied: false,
                     published: None,
                     uid: None,
@@ -714,12 +715,25 @@ impl MapRef {
             (None, None) => {
                 return Ok(Some(WriteResult {
                     old: None,
+                    old_serial: 0,
                     applied: false,
                     published: None,
                     uid: None,
                 }))
             }
         }
+        // The old record dies with this write. Its chunk's dead-bytes hint is added to now,
+        // while a slot still points at it: its chunk cannot be freed (let alone merged
+        // into a longer run and rewritten) before the slot changes, so the add lands on a
+        // chunk header, never in another record's bytes. Likewise a large old record's
+        // serial, which names its run to the free that follows.
+        let old_serial = match hit {
+            Some(hit) => {
+                crate::cleaner::note_dead_at(tx, hit.off, hit.rec_len);
+                crate::alloc::large_serial(sh, hit.off)
+            }
+            None => 0,
+        };
         tx.commit(I_REDO, &[], &redo);
         crate::rt::failpoint!("write.committed");
         for (bo, odd) in &touched[..nt] {
@@ -735,6 +749,7 @@ impl MapRef {
         }
         Ok(Some(WriteResult {
             old: hit.map(|h| (h.off, h.rec_len)),
+            old_serial,
             applied: true,
             published: new.map(|n| n.0),
             uid: new_uid,
@@ -759,6 +774,9 @@ pub(crate) type Produce<'a> = dyn FnMut(&Txn, Option<&Hit>) -> Result<Action> + 
 /// change was made (false when `produce` kept the entry).
 pub(crate) struct WriteResult {
     pub old: Option<(u64, u64)>,
+    /// The old record's large-run serial (0 if it is not a large record), read while a
+    /// slot still pointed at it; the free that follows names it.
+    pub old_serial: u64,
     pub applied: bool,
     /// The record offset now published (for `Action::Put`).
     pub published: Option<u64>,
@@ -882,7 +900,7 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
     // run linked into the map's chain (so a drop frees it even if we die right after).
     let take = |k: u64| {
         crate::alloc::with_alloc_lock(tx, |redo| {
-            let run = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
+            let run = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
             redo.push(run + K_KIND, CK_INDEX);
             redo.push(run + K_RUN, k);
             redo.push(run + K_OWNER, m.id);

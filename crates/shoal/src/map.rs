@@ -355,9 +355,9 @@ impl Map {
         r: &Result<WriteResult>,
         appended: impl Iterator<Item = (u64, u64)>,
     ) -> bool {
-        let (applied, old) = match r {
-            Ok(w) => (w.applied, w.old),
-            Err(_) => (false, None),
+        let (applied, old, old_serial) = match r {
+            Ok(w) => (w.applied, w.old, w.old_serial),
+            Err(_) => (false, None, 0),
         };
         let published = match r {
             Ok(w) if w.applied => w.published,
@@ -367,14 +367,18 @@ impl Map {
         for (off, len) in appended {
             consumed += len;
             if Some(off) != published {
-                crate::alloc::free_if_large(tx, off);
-                crate::cleaner::note_dead_at(tx, off, len);
+                // Never published. Its run or chunk is touched only while still ours (a
+                // run pending in our txn slot, our current data chunk): one we let go of
+                // since (an earlier attempt's) may be freed and reused already, and is
+                // left to the cleaner.
+                crate::alloc::free_if_large(tx, off, crate::alloc::pending_large_serial(tx, off));
+                crate::cleaner::note_dead_own(tx, off, len);
             }
         }
         if applied {
-            if let Some((old_off, old_len)) = old {
-                crate::alloc::free_if_large(tx, old_off);
-                crate::cleaner::note_dead_at(tx, old_off, old_len);
+            if let Some((old_off, _)) = old {
+                // Its dead bytes were noted by the write, while a slot still held it.
+                crate::alloc::free_if_large(tx, old_off, old_serial);
             }
         }
         if r.is_ok() {

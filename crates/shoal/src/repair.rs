@@ -205,6 +205,8 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     }
     sh.w(H_CLEAN_VICTIM).store(0, Release);
     sh.w(H_CLEAN_POS).store(0, Release);
+    // A merge of free runs may have reached the disk without the cursor it moved.
+    sh.w(H_CLEAN_SCAN).store(0, Release);
     // Chunks: rebuild the free list and the byte totals from the chunk headers.
     let end = sh.file_end();
     let (mut data, mut free, mut head) = (0u64, 0u64, 0u64);

@@ -352,7 +352,7 @@ impl Store {
         let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
         let word = CAT_LIVE | (inc << 8);
         let mref = crate::alloc::with_alloc_lock(tx, |redo| {
-            let c = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
+            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
             // The run is ours (alloc lock held); its content is written now, published by
             // the redo list below together with the catalog entry.
             let flags = if opts.uids { MF_UIDS } else { 0 };
@@ -510,7 +510,7 @@ impl Store {
         let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
         let word = CAT_LIVE | (inc << 8);
         let f = crate::alloc::with_alloc_lock(tx, |redo| {
-            let c = crate::alloc::take_run(sh, k, redo, crate::alloc::Purpose::Normal)?;
+            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
             let mut f = crate::fixed::init_map(sh, c, id, geo, n_main, n_stash);
             f.m.cat_word = word;
             sh.r.write_bytes(ce + C_NAME, name.as_bytes());
