@@ -84,12 +84,19 @@ pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
         let Ok(m) = map_ref_unchecked(sh, id) else {
             continue;
         };
-        for t in 0..sh.g.n_txn {
-            total = total.wrapping_add(
-                sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES)
-                    .load(Relaxed),
-            );
-        }
+        total = total.wrapping_add(map_live_bytes(sh, &m));
+    }
+    total
+}
+
+/// Live record bytes of one map: the sum of its per-txn counters.
+pub(crate) fn map_live_bytes(sh: &Shared, m: &crate::index::MapRef) -> u64 {
+    let mut total: u64 = 0;
+    for t in 0..sh.g.n_txn {
+        total = total.wrapping_add(
+            sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES)
+                .load(Relaxed),
+        );
     }
     total
 }
@@ -154,7 +161,13 @@ thread_local! {
     /// This thread's cleaning credit (see `maybe_clean`). Per thread, not shared: a
     /// pacing hint, lost harmlessly when the thread ends.
     static CREDIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Bytes this thread appended since it last refreshed the dead-bytes hint.
+    static APPENDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
+
+/// How many bytes a thread appends between two exact refreshes of the dead-bytes hint
+/// (`reclaimable_dead`: a load per txn slot of every live map, a few µs for one map).
+const REFRESH_BYTES: u64 = 4 << 20;
 
 /// After a write that appended `appended` bytes: a cleaning step when the thread has
 /// earned one. Cleaning is charged to the writes that consume space, in proportion to the
@@ -167,8 +180,25 @@ thread_local! {
 #[inline]
 pub(crate) fn maybe_clean(tx: &Txn, appended: u64) {
     let sh = tx.sh;
-    let dead = sh.w(H_DEAD_HINT).load(Relaxed);
-    if appended == 0 || !worth_cleaning(sh, dead) {
+    if appended == 0 {
+        return;
+    }
+    let mut dead = sh.w(H_DEAD_HINT).load(Relaxed);
+    // The hint only grows by what writers report, and a report can go missing (a process
+    // killed with its batch unflushed, dead bytes nobody counted): every REFRESH_BYTES a
+    // thread appends, it is set to the exact figure. Without that, a hint stuck below the
+    // threshold kept the cleaner from ever starting (and the exact figure is computed only
+    // by a cleaning step).
+    let refresh = APPENDED.with(|a| {
+        let v = a.get().saturating_add(appended);
+        a.set(if v >= REFRESH_BYTES { 0 } else { v });
+        v >= REFRESH_BYTES
+    });
+    if refresh {
+        dead = reclaimable_dead(sh);
+        sh.w(H_DEAD_HINT).store(dead, Relaxed);
+    }
+    if !worth_cleaning(sh, dead) {
         return;
     }
     // Behind (dead space past half the data, or past a quarter near the cap): writes pay
@@ -504,4 +534,38 @@ fn free_large_if_dead(tx: &Txn, run: u64, serial: u64) -> Result<()> {
         crate::alloc::free_large(tx, off, serial);
     }
     Ok(())
+}
+
+#[cfg(all(test, not(shuttle)))]
+mod tests {
+    use super::*;
+
+    /// A dead-bytes hint that lost the reports of dead data (here: zeroed) is set right
+    /// by the exact refresh every few MiB a thread appends, and the cleaner starts, though
+    /// the writes that follow (inserts) report no dead bytes of their own.
+    #[test]
+    fn a_hint_that_lost_its_reports_is_refreshed_and_the_cleaner_starts() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let s = crate::Store::open(d.path().join("a.shoal")).unwrap();
+        let sh = &*s.sh;
+        let m = s.map("m").unwrap();
+        let v = [1u8; 1000];
+        for k in 0..4_000u32 {
+            m.put(&k.to_le_bytes(), &v).unwrap();
+        }
+        for k in 0..4_000u32 {
+            m.remove(&k.to_le_bytes()).unwrap();
+        }
+        // The reports are lost: the hint and every thread's unflushed batch.
+        sh.w(H_DEAD_HINT).store(0, Relaxed);
+        for t in 0..sh.g.n_txn {
+            sh.w(sh.g.txn_slot(t) + T_DEAD_PEND).store(0, Relaxed);
+        }
+        assert!(reclaimable_dead(sh) > 3 << 20, "precondition: dead data");
+        for k in 10_000..16_000u32 {
+            m.put(&k.to_le_bytes(), &v).unwrap();
+        }
+        let st = s.stats().unwrap();
+        assert!(st.chunks_cleaned > 0, "the cleaner never started: {st:?}");
+    }
 }

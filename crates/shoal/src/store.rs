@@ -585,16 +585,15 @@ impl Store {
             if sh.w(ce + C_STATE).load(Acquire) != cat_word {
                 return Ok(false);
             }
+            // Its records become dead data (a fixed map has none). Counted before the map
+            // is marked dropping: after, its statistics fail ("dropped"), and counting
+            // them as 0 left the cleaner asleep while dropped maps' records filled the file.
+            let live = map.map_or(0, |m| crate::cleaner::map_live_bytes(sh, &m.m));
             let mut redo = crate::txn::Redo::new();
             redo.push(ce + C_STATE, CAT_DROPPING | (cat_word & !0xff));
             tx.commit(crate::txn::I_REDO, &[], &redo);
             tx.apply(&redo);
             tx.done();
-            // A fixed map has no records: nothing becomes dead data.
-            let live: u64 = map
-                .and_then(|m| m.stats().ok())
-                .map(|s| s.live_bytes)
-                .unwrap_or(0);
             crate::cleaner::note_dead(&tx, live);
             self.finish_drops(&tx)?;
             Ok(true)

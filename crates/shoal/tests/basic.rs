@@ -349,6 +349,34 @@ fn large_values_of_varying_sizes_keep_file_bounded() {
     assert!(r.is_ok(), "seed {seed}: {r}");
 }
 
+/// Creating a map, filling it and dropping it, again and again, keeps the file bounded:
+/// the dropped maps' records are reclaimed. Regression: a drop counted the map's live
+/// bytes after marking it dropped, when its statistics fail, so it reported no dead bytes,
+/// the cleaner never started, and the file grew by every dropped map's records (82 MiB
+/// after 350 rounds of 5,000 records, all of it dead).
+#[test]
+fn dropping_filled_maps_again_and_again_keeps_file_bounded() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    for round in 0..150u32 {
+        let m = s.map("tmp").unwrap();
+        for k in 0..3_000u32 {
+            m.put(&k.to_le_bytes(), &[round as u8; 40]).unwrap();
+        }
+        drop(m);
+        assert!(s.drop_map("tmp").unwrap());
+    }
+    // ~150 * 3,000 * 46 bytes = 20 MiB of records were written, all dead now.
+    let st = s.stats().unwrap();
+    assert!(
+        st.file_size < 8 << 20,
+        "file grew to {}: {st:?}",
+        st.file_size
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
 #[test]
 fn large_values() {
     let d = tmp();
