@@ -323,9 +323,11 @@ impl Shared {
         for i in 0..T_NHELD {
             self.w(b + T_HELD + 8 * i).store(0, Relaxed);
         }
-        for o in [T_RECOVERING, T_INTENT, T_LARGE, T_DEAD_PEND, T_ADDING] {
+        for o in [T_RECOVERING, T_INTENT, T_LARGE, T_ADDING] {
             self.w(b + o).store(0, Relaxed);
         }
+        // Dead bytes the slot's last thread counted but did not report (it died first).
+        self.flush_dead_pending(t);
         let c = self.w(b + T_DATA_CHUNK).load(Acquire);
         let bump = self.w(b + T_BUMP).load(Acquire);
         let cs = self.g.chunk_size();
@@ -345,8 +347,25 @@ impl Shared {
     /// Frees a txn slot this process owns. Its data chunk stays with the slot, so the next
     /// thread to claim it goes on filling the same chunk.
     pub fn release_txn(&self, t: u64) {
+        self.flush_dead_pending(t);
         let w = self.w(self.g.txn_slot(t) + T_OWNER);
         let _ = w.compare_exchange(self.owner_word.load(SeqCst), 0, AcqRel, Relaxed);
+    }
+
+    /// Adds txn slot `t`'s batch of unreported dead bytes (`cleaner::note_dead`) to the
+    /// store's hint, when the slot changes hands. Claiming a slot used to zero the batch,
+    /// so short-lived threads, each reusing the slot of the one before, never reported
+    /// anything: the cleaner never started and the file grew by every thread's overwrites.
+    /// The batch comes from the file (a dead process's): never more than the data bytes,
+    /// and the next cleaning step sets the hint to the exact figure anyway.
+    fn flush_dead_pending(&self, t: u64) {
+        let pend = self
+            .w(self.g.txn_slot(t) + T_DEAD_PEND)
+            .swap(0, Relaxed)
+            .min(self.w(H_DATA_BYTES).load(Relaxed));
+        if pend > 0 {
+            self.w(H_DEAD_HINT).fetch_add(pend, Relaxed);
+        }
     }
 
     /// Releases everything this process holds in the store (on close).
@@ -363,6 +382,7 @@ impl Shared {
                 if w.load(Acquire) == owner {
                     // A thread of ours may still be inside an operation only if the store
                     // is being dropped while in use, which Arc ownership rules out.
+                    self.flush_dead_pending(t);
                     w.store(0, Release);
                 }
             }

@@ -377,6 +377,38 @@ fn dropping_filled_maps_again_and_again_keeps_file_bounded() {
     assert!(r.is_ok(), "{r}");
 }
 
+/// Overwrites from many short-lived threads, one after the other, keep the file bounded.
+/// Regression: each thread reused the slot of the one before, and claiming a slot zeroed
+/// the dead bytes its last thread had counted but not yet reported (they are reported in
+/// batches of 64 KiB), so the cleaner never learnt of them and never started: the file
+/// grew by every thread's overwrites (10.7 MiB after 4,500 threads, 9.3 MiB of it dead).
+#[test]
+fn overwrites_from_short_lived_threads_keep_file_bounded() {
+    let d = tmp();
+    let s = Store::open(d.path().join("a.shoal")).unwrap();
+    let m = s.map("m").unwrap();
+    for i in 0..3_000u32 {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            for k in 0..20u32 {
+                m.put(&(k + (i % 50) * 20).to_le_bytes(), &[i as u8; 100])
+                    .unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    // 60,000 overwrites of ~110 bytes (6.6 MB) over 1,000 keys (110 KB live).
+    let st = s.stats().unwrap();
+    assert!(
+        st.file_size < 4 << 20,
+        "file grew to {}: {st:?}",
+        st.file_size
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
 #[test]
 fn large_values() {
     let d = tmp();
