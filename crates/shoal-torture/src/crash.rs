@@ -260,12 +260,29 @@ pub fn generate(p: &Params) -> Vec<Op> {
     let small = |rng: &mut StdRng| match rng.random_range(0..100) {
         0..85 => rng.random_range(16..300),
         85..99 => rng.random_range(300..3000),
-        // More than a chunk: a large record with a run of its own.
-        _ => rng.random_range(CHUNK as usize + 100..CHUNK as usize + 6000),
+        // More than a chunk: a large record with a run of its own, of 2 to 4 chunks (runs
+        // of different lengths are split and merged).
+        _ => rng.random_range(CHUNK as usize + 100..3 * CHUNK as usize + 6000),
+    };
+    // Right after the inserts, a merge for sure: four records of 5 chunks (at the end of
+    // the file, side by side: no free run is that long yet) are removed, and one of 18
+    // chunks needs their runs merged.
+    let merge_ops = |idx: usize| -> Option<Op> {
+        let j = idx.checked_sub(p.keys)?;
+        let big = |j: usize| format!("big{j}").into_bytes();
+        let len = |chunks: u64| (chunks * CHUNK) as usize - 1000;
+        match j {
+            0..4 => Some(Op::Put(0, big(j), value(&big(j), idx, len(5)))),
+            4..8 => Some(Op::Remove(big(j - 4))),
+            8 => Some(Op::Put(0, big(4), value(&big(4), idx, len(18)))),
+            _ => None,
+        }
     };
     for idx in 0..p.ops {
         let pick_key = |rng: &mut StdRng| key(rng.random_range(0..p.keys + p.keys / 10 + 1));
-        let op = if idx < p.keys {
+        let op = if let Some(op) = merge_ops(idx).filter(|_| p.ops > p.keys + 20) {
+            op
+        } else if idx < p.keys {
             // Puts of new keys: splits and directory doublings.
             let k = key(idx);
             let len = rng.random_range(16..200);

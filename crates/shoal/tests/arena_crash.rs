@@ -4,7 +4,6 @@
 //! exactly the keys it was told were written (the interrupted one wholly or not at all).
 
 use shoal::{MapOptions, OpenMode, Options, Store};
-use std::process::{Command, Stdio};
 
 const KEYS: u32 = 60_000;
 
@@ -27,47 +26,25 @@ fn value(i: u32) -> Vec<u8> {
     format!("value-{}", i.wrapping_mul(2_654_435_761)).into_bytes()
 }
 
+mod common;
+use common::crash_child;
+
+const WORKER: &str = "arena_crash_worker";
+
 /// Child entry point: inserts keys 0.. in order into the deep map until the configured
 /// fail point aborts it; without one (the census) prints how often each point was reached.
 #[test]
 #[ignore = "run as a child process by deep_map_growth_survives_a_crash_at_every_allocation"]
 fn arena_crash_worker() {
-    let Ok(path) = std::env::var("SHOAL_ARENA_PATH") else {
+    let Some((path, counter)) = crash_child::arm() else {
         return;
-    };
-    let point = std::env::var("SHOAL_ARENA_POINT").unwrap();
-    let hit: u64 = std::env::var("SHOAL_ARENA_HIT").unwrap().parse().unwrap();
-    let counter = if hit == 0 {
-        Some(shoal::failpoints::counter(&point).unwrap())
-    } else {
-        shoal::failpoints::kill_at(&point, hit).unwrap();
-        None
     };
     let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
     let m = s.map_with("deep", &tiny(), false).unwrap();
     for i in 0..KEYS {
         m.put(format!("key:{i:08}").as_bytes(), &value(i)).unwrap();
     }
-    if let Some(c) = counter {
-        println!("census {}", c.load(std::sync::atomic::Ordering::SeqCst));
-    }
-}
-
-fn run_worker(path: &std::path::Path, point: &str, hit: u64) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "arena_crash_worker",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("SHOAL_ARENA_PATH", path)
-        .env("SHOAL_ARENA_POINT", point)
-        .env("SHOAL_ARENA_HIT", hit.to_string())
-        .stderr(Stdio::null())
-        .output()
-        .unwrap()
+    crash_child::census_done(counter);
 }
 
 fn fresh(dir: &tempfile::TempDir) -> std::path::PathBuf {
@@ -85,13 +62,7 @@ fn deep_map_growth_survives_a_crash_at_every_allocation() {
         .unwrap();
     let mut cases = 0;
     for point in ["alloc.grown", "alloc.committed", "alloc.applied"] {
-        let out = run_worker(&fresh(&d), point, 0);
-        assert!(out.status.success(), "census run for {point} failed");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let census: u64 = stdout
-            .lines()
-            .find_map(|l| l.split("census ").nth(1).map(|n| n.trim().parse().unwrap()))
-            .unwrap_or_else(|| panic!("no census for {point} in {stdout:?}"));
+        let census = crash_child::census(WORKER, &fresh(&d), point);
         // Every hit in the last quarter of the growth: the directory is 2,048 entries or
         // more deep there, so index arenas are taken 2 and 4 chunks at a time (data chunk
         // refills reach the same points; they are crashed too). Each store has its own
@@ -99,7 +70,7 @@ fn deep_map_growth_survives_a_crash_at_every_allocation() {
         // a case counts only if the worker really died there.
         for hit in (census * 3 / 4).max(1)..=census {
             let path = fresh(&d);
-            let out = run_worker(&path, point, hit);
+            let out = crash_child::run(WORKER, &path, point, hit);
             if out.status.success() {
                 assert!(hit + 3 > census, "not killed at {point} #{hit} of {census}");
                 continue;

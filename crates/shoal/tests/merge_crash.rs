@@ -4,7 +4,6 @@
 //! takes the merged space instead of growing the file.
 
 use shoal::{OpenMode, Options, Store};
-use std::process::{Command, Stdio};
 
 const CHUNK: usize = 64 << 10;
 /// Free runs of two chunks, side by side in groups (a live record between groups): more
@@ -28,45 +27,23 @@ fn long_value() -> Vec<u8> {
     vec![0xa5; 5 * CHUNK]
 }
 
+mod common;
+use common::crash_child;
+
+const WORKER: &str = "merge_crash_worker";
+
 /// Child entry point: puts the long record, with the configured fail point armed (or
 /// counting, for the census).
 #[test]
 #[ignore = "run as a child process by merging_free_runs_survives_a_crash_at_every_step"]
 fn merge_crash_worker() {
-    let Ok(path) = std::env::var("SHOAL_MERGE_PATH") else {
+    let Some((path, counter)) = crash_child::arm() else {
         return;
-    };
-    let point = std::env::var("SHOAL_MERGE_POINT").unwrap();
-    let hit: u64 = std::env::var("SHOAL_MERGE_HIT").unwrap().parse().unwrap();
-    let counter = if hit == 0 {
-        Some(shoal::failpoints::counter(&point).unwrap())
-    } else {
-        shoal::failpoints::kill_at(&point, hit).unwrap();
-        None
     };
     let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
     let m = s.map("m").unwrap();
     m.put(b"long", &long_value()).unwrap();
-    if let Some(c) = counter {
-        println!("census {}", c.load(std::sync::atomic::Ordering::SeqCst));
-    }
-}
-
-fn run_worker(path: &std::path::Path, point: &str, hit: u64) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "merge_crash_worker",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("SHOAL_MERGE_PATH", path)
-        .env("SHOAL_MERGE_POINT", point)
-        .env("SHOAL_MERGE_HIT", hit.to_string())
-        .stderr(Stdio::null())
-        .output()
-        .unwrap()
+    crash_child::census_done(counter);
 }
 
 /// A store whose free list holds GROUPS groups of PER_GROUP adjacent two-chunk runs.
@@ -104,13 +81,7 @@ fn merging_free_runs_survives_a_crash_at_every_step() {
         .unwrap();
     let mut cases = 0;
     for point in ["alloc.merge_committed", "alloc.merged"] {
-        let out = run_worker(&fresh(&d), point, 0);
-        assert!(out.status.success(), "census run for {point} failed");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let census: u64 = stdout
-            .lines()
-            .find_map(|l| l.split("census ").nth(1).map(|n| n.trim().parse().unwrap()))
-            .unwrap_or_else(|| panic!("no census for {point} in {stdout:?}"));
+        let census = crash_child::census(WORKER, &fresh(&d), point);
         // Every group is merged (8 runs, then 2, absorbed per step).
         assert!(
             census >= 2 * GROUPS as u64,
@@ -122,7 +93,7 @@ fn merging_free_runs_survives_a_crash_at_every_step() {
                 let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
                 s.stats().unwrap().file_size
             };
-            let out = run_worker(&path, point, hit);
+            let out = crash_child::run(WORKER, &path, point, hit);
             assert!(
                 !out.status.success(),
                 "not killed at {point} #{hit} of {census}"

@@ -31,7 +31,7 @@
 //!   --stop FILE         stop when this file exists
 //!   --log FILE          acknowledged log (see shoal_torture::acklog); writers
 //!   --large-every N     one value-storing operation in N stores a large value (default 0)
-//!   --large-bytes N     size of large values (default 70000)
+//!   --large-bytes N     large values are N to 3N bytes (default 70000)
 //!   --lock-timeout-ms N store lock timeout (default 30000)
 //!   --fault-lie N       FAULT INJECTION, for testing the tests: one put in N is logged
 //!                       as done but not done (the writer's own checks are then off)
@@ -254,7 +254,9 @@ fn pick_kind(rng: &mut StdRng, hot: bool) -> OpKind {
 
 fn pick_pad(rng: &mut StdRng, a: &Args) -> u64 {
     if a.large_every > 0 && rng.random_range(0..a.large_every) == 0 {
-        return a.large_bytes + rng.random_range(0..4096);
+        // From one to three times the size: runs of different lengths, so that freed runs
+        // are split for shorter records and merged for longer ones (alloc::coalesce).
+        return a.large_bytes + rng.random_range(0..2 * a.large_bytes + 1);
     }
     match rng.random_range(0..100) {
         0..70 => rng.random_range(0..48),
