@@ -214,18 +214,29 @@ fn run_case(ctx: &Ctx, n: usize, c: &Case) -> Outcome {
     let path = ctx.dir.join(format!("case{n}.shoal"));
     let log = ctx.dir.join(format!("case{n}.log"));
     let err = ctx.dir.join(format!("case{n}.err"));
-    create(&path);
-    let _ = std::fs::remove_file(&log);
-    let (point, hit) = c.base.unwrap_or((c.point, c.hit));
-    let mut args = vec![
-        "run".to_string(),
-        path.display().to_string(),
-        log.display().to_string(),
-    ];
-    args.extend(ctx.args());
-    args.extend([point.to_string(), hit.to_string()]);
+    let (point, mut hit) = c.base.unwrap_or((c.point, c.hit));
     let mut out = Outcome::default();
-    let first = child(&args, &err, ctx.lie);
+    let first = loop {
+        create(&path);
+        let _ = std::fs::remove_file(&log);
+        let mut args = vec![
+            "run".to_string(),
+            path.display().to_string(),
+            log.display().to_string(),
+        ];
+        args.extend(ctx.args());
+        args.extend([point.to_string(), hit.to_string()]);
+        let first = child(&args, &err, ctx.lie);
+        // A recover case needs its first child killed anywhere near the base point. How
+        // often a run passes a point varies with the store's random hash seed (the
+        // cleaner's moves: 881 to 4,600 per census here, and one run passed fewer than a
+        // third of its census's), so a base never reached is tried again lower.
+        if c.base.is_some() && matches!(first, Exit::Done(_)) && hit > 1 {
+            hit = (hit / 4).max(1);
+            continue;
+        }
+        break first;
+    };
     let killed = match first {
         Exit::Killed => true,
         Exit::Done(_) => false,
