@@ -447,12 +447,17 @@ pub fn check(store: &Path) -> Result<(), Fail> {
 
 /// `shoal compact`.
 pub fn compact(store: &Path) -> Result<(), Fail> {
+    use std::os::unix::fs::MetadataExt;
     let s = open_existing(store)?;
-    let before = s.stats()?;
+    let path = shoal::resolve_path(store);
+    // Storage the file holds (tmpfs: memory), which compact lowers by releasing the
+    // pages of free chunks.
+    let held = || std::fs::metadata(&path).map(|m| m.blocks() * 512).ok();
+    let (before, held_before) = (s.stats()?, held());
     let t = std::time::Instant::now();
     let freed = s.compact()?;
     let secs = t.elapsed().as_secs_f64();
-    let after = s.stats()?;
+    let (after, held_after) = (s.stats()?, held());
     let mut out = std::io::stdout().lock();
     writeln!(out, "chunks freed  {}", human::count(freed))?;
     writeln!(
@@ -467,6 +472,14 @@ pub fn compact(store: &Path) -> Result<(), Fail> {
         human::size(before.free_bytes),
         human::size(after.free_bytes)
     )?;
+    if let (Some(b), Some(a)) = (held_before, held_after) {
+        writeln!(
+            out,
+            "storage held  {} -> {} (free chunks' pages returned to the filesystem)",
+            human::size(b),
+            human::size(a)
+        )?;
+    }
     writeln!(
         out,
         "file size     {} (files never shrink; freed chunks are reused)",

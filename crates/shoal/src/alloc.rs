@@ -107,6 +107,18 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
         fit = find_fit(sh, k)?;
     }
     if let Some((link, cur, run, next)) = fit {
+        // A released run's pages are holes: allocate what is taken (and the page the
+        // rest's header goes to) before anything writes there, so that a full filesystem
+        // is an error here and never a SIGBUS later.
+        let released = sh.w(cur + K_USED).load(Acquire) == RELEASED;
+        #[cfg(not(shuttle))]
+        if released {
+            let mut len = k * cs;
+            if run > k {
+                len += HEADER_PAGE;
+            }
+            crate::sys::allocate(&sh.file, cur, len).map_err(|e| Error::io(&sh.path, e))?;
+        }
         if run == k {
             redo.push(link, next);
         } else {
@@ -114,6 +126,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
             redo.push(rest + K_KIND, CK_FREE);
             redo.push(rest + K_RUN, run - k);
             redo.push(rest + K_NEXT, next);
+            redo.push(rest + K_USED, if released { RELEASED } else { 0 });
             redo.push(link, rest);
         }
         let fb = sh.w(H_FREE_BYTES).load(Acquire);
@@ -194,9 +207,9 @@ fn free_run_at(sh: &Shared, cur: u64) -> Result<(u64, u64)> {
 }
 
 /// How many runs one merge step absorbs at most: two redo entries each, plus the merged
-/// run's length and the cleaner's cursor, within `T_NREDO`.
+/// run's length, its released mark and the cleaner's cursor, within `T_NREDO`.
 const MERGES_PER_REDO: usize = 8;
-const _: () = assert!(2 * MERGES_PER_REDO as u64 + 2 <= T_NREDO);
+const _: () = assert!(2 * MERGES_PER_REDO as u64 + 3 <= T_NREDO);
 
 /// Under the alloc lock, with no intent of `tx` pending: merges every run of the first
 /// WHOLE_LIST_LIMIT free-list entries into the free run just before it in the file, when
@@ -247,6 +260,7 @@ fn coalesce(tx: &Txn) -> Result<u64> {
     let mut i = 0;
     while i < runs.len() {
         let (a, mut a_run) = runs[i];
+        let mut a_released = false;
         i += 1;
         while i < runs.len() && runs[i].0 == a + a_run * cs {
             let mut redo = Redo::new();
@@ -264,11 +278,18 @@ fn coalesce(tx: &Txn) -> Result<u64> {
                     link_of.insert(n, l);
                 }
                 redo.push(b + K_KIND, CK_ZERO);
+                if sh.w(b + K_USED).load(Acquire) == RELEASED {
+                    a_released = true;
+                }
                 a_run += b_run;
                 merged += 1;
                 i += 1;
             }
             redo.push(a + K_RUN, a_run);
+            if a_released {
+                // Some of it is holes now: whoever takes it allocates it first.
+                redo.push(a + K_USED, RELEASED);
+            }
             let scan = sh.w(H_CLEAN_SCAN).load(Acquire);
             if scan > a && scan < a + a_run * cs {
                 redo.push(H_CLEAN_SCAN, a);
@@ -282,6 +303,69 @@ fn coalesce(tx: &Txn) -> Result<u64> {
         }
     }
     Ok(absorbed)
+}
+
+/// How many runs one release step marks (one redo entry each).
+const RELEASES_PER_REDO: usize = 16;
+
+/// Returns the pages of every free run (past each run's header page) to the filesystem:
+/// on tmpfs, the memory they hold. Returns the bytes released.
+///
+/// Why: the file never shrinks (other processes map it, and a reader may still look at an
+/// old offset), so a store that once held much more than it holds now kept all that
+/// memory in its free runs. Releasing is done under the alloc lock, which every use of a
+/// free run takes: each run is first marked [`RELEASED`] (committed and applied, and on
+/// disk flushed), and only then its pages are released, so a crash in between leaves a
+/// marked run with its pages, never unmarked holes. Whoever takes a marked run allocates
+/// its pages again first (`take_run`), so a full filesystem is an error there, never a
+/// SIGBUS; merging keeps the mark. Reads of released pages (an optimistic reader holding
+/// an old offset) see zeros, which fail their checks like any stale bytes.
+pub(crate) fn release_free(tx: &Txn) -> Result<u64> {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    tx.lock(H_ALLOC_LOCK)?;
+    let r = (|| {
+        let mut todo: Vec<(u64, u64)> = Vec::new();
+        let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
+        let mut seen = 0u64;
+        while cur != 0 {
+            seen += 1;
+            if seen > (sh.file_end() - sh.g.chunks_off) / cs {
+                return Err(sh.corrupt(format!("free list: cycle at {cur:#x}")));
+            }
+            let (run, next) = free_run_at(sh, cur)?;
+            if sh.w(cur + K_USED).load(Acquire) != RELEASED {
+                todo.push((cur, run));
+            }
+            cur = next;
+        }
+        for batch in todo.chunks(RELEASES_PER_REDO) {
+            let mut redo = Redo::new();
+            for (run, _) in batch {
+                redo.push(run + K_USED, RELEASED);
+            }
+            tx.commit(I_REDO, &[], &redo);
+            tx.apply(&redo);
+            tx.done();
+        }
+        if sh.durable && !todo.is_empty() {
+            sh.flush()?;
+        }
+        crate::rt::failpoint!("alloc.released_marked");
+        let mut released = 0u64;
+        #[cfg(not(shuttle))]
+        for (run, k) in &todo {
+            let len = k * cs - HEADER_PAGE;
+            match crate::sys::release(&sh.file, run + HEADER_PAGE, len) {
+                Ok(true) => released += len,
+                Ok(false) => break, // the filesystem cannot: nothing to gain
+                Err(e) => return Err(Error::io(&sh.path, e)),
+            }
+        }
+        Ok(released)
+    })();
+    tx.unlock(H_ALLOC_LOCK);
+    r
 }
 
 /// Adds to `redo` the stores that put run `run` of `k` chunks on the free list.
@@ -695,5 +779,84 @@ mod tests {
         let r = s.check().unwrap();
         assert!(r.is_ok(), "{r}");
         assert!(m.get(key).unwrap() == Some(v), "c's value changed");
+    }
+
+    /// Bytes of storage the file holds (tmpfs: memory), from its block count.
+    fn allocated(sh: &Shared) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        sh.file.metadata().unwrap().blocks() * 512
+    }
+
+    /// Free runs released to the filesystem are holes; taking one (merged with a neighbour
+    /// first, which keeps the mark, and split, whose rest keeps it too) allocates what is
+    /// taken before anything is written there.
+    #[test]
+    fn a_released_run_is_allocated_again_before_it_is_used() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let cs = 1u64 << 16;
+        let opts = crate::Options {
+            chunk_size: cs,
+            ..crate::Options::default()
+        };
+        let s =
+            crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew)
+                .unwrap();
+        let sh = &*s.sh;
+        let m = s.map("m").unwrap();
+        let three = vec![1u8; (2 * cs + cs / 2) as usize];
+        m.put(b"a", &three).unwrap();
+        m.put(b"b", &three).unwrap();
+        let ra = m.m.record_of(sh, b"a").unwrap() - CHUNK_HDR;
+        let rb = m.m.record_of(sh, b"b").unwrap() - CHUNK_HDR;
+        assert_eq!(rb, ra + 3 * cs, "precondition: adjacent runs");
+        m.remove(b"a").unwrap();
+        m.remove(b"b").unwrap();
+        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let before = allocated(sh);
+        let released = release_free(&tx).unwrap();
+        assert!(
+            released >= 2 * (3 * cs - HEADER_PAGE),
+            "released {released}"
+        );
+        assert!(
+            allocated(sh) + released <= before,
+            "the file still holds {} of {before} bytes after releasing {released}",
+            allocated(sh)
+        );
+        // Five chunks: only the two runs merged hold them; the sixth chunk stays free.
+        let held = allocated(sh);
+        let taken: Result<()> = with_alloc_lock(&tx, |redo| {
+            let r = take_run(&tx, 5, redo, Purpose::Normal)?;
+            // Before the caller writes anything: the pages taken are there again, with
+            // the page where the rest's header goes (b's header page never left).
+            assert!(
+                allocated(sh) >= held + 5 * cs - HEADER_PAGE,
+                "taken before its pages were allocated: {} -> {}",
+                held,
+                allocated(sh)
+            );
+            assert_eq!(r, ra, "the merged runs were not taken");
+            assert!(
+                redo.e[..redo.n].contains(&(r + 5 * cs + K_USED, RELEASED)),
+                "the rest lost its mark"
+            );
+            // Not committed: only the merge stays.
+            Err(Error::InvalidArgument("rolled back".into()))
+        });
+        assert!(taken.is_err());
+        assert_eq!(
+            sh.w(ra + K_USED).load(Acquire),
+            RELEASED,
+            "the merged run lost its mark"
+        );
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+        // And for real: a record of five chunks takes the merged run.
+        let five = vec![2u8; (4 * cs + cs / 2) as usize];
+        m.put(b"c", &five).unwrap();
+        assert_eq!(m.m.record_of(sh, b"c"), Some(ra + CHUNK_HDR));
+        assert!(m.get(b"c").unwrap() == Some(five));
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
     }
 }

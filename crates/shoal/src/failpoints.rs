@@ -14,6 +14,7 @@ pub const NAMES: &[&str] = &[
     "alloc.applied",
     "alloc.merge_committed",
     "alloc.merged",
+    "alloc.released_marked",
     "write.locked",
     "write.committed",
     "write.half_applied",

@@ -128,8 +128,17 @@ pub const CHUNK_HDR: u64 = 128;
 pub const K_KIND: u64 = 0;
 pub const K_RUN: u64 = 8;
 pub const K_NEXT: u64 = 16;
-/// DATA: end of written records (absolute offset), set when sealed.
+/// DATA: end of written records (absolute offset), set when sealed. FREE: [`RELEASED`]
+/// when the run's pages past its first were returned to the filesystem (any other value
+/// is left from the run's past and means nothing).
 pub const K_USED: u64 = 24;
+/// `K_USED` of a FREE run whose pages past the first page were released: whoever takes
+/// it must allocate them again before writing (see `alloc::release_free`).
+pub const RELEASED: u64 = u64::MAX;
+/// The part of a free run never released: its header's page. (On a system with larger
+/// pages, releasing from here on zeroes the rest of the first page and releases the pages
+/// after it, which is as good.)
+pub const HEADER_PAGE: u64 = 4096;
 /// DATA: owning txn (while active); LARGE: txn + 1 while unpublished, else 0;
 /// INDEX: owning map id.
 pub const K_OWNER: u64 = 32;

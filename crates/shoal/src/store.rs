@@ -678,11 +678,19 @@ impl Store {
         Ok((s, r.unwrap_or_default()))
     }
 
-    /// Reclaims dead space now (normally done a little at a time by writers). Returns the
-    /// number of chunks freed.
+    /// Reclaims dead space now (normally done a little at a time by writers), then returns
+    /// the pages of the free chunks to the filesystem (for a store in `/dev/shm`, the
+    /// memory they held; the file's size does not change). Returns the number of chunks
+    /// freed.
+    ///
+    /// Writers that need a new chunk wait while the pages are released (it holds the
+    /// allocation lock: 80-95 ms for 451 MiB of free chunks on a 2-core VM; a second
+    /// compact with nothing new to release, under 0.1 ms).
     pub fn compact(&self) -> Result<u64> {
         let tx = self.txn()?;
-        crate::cleaner::compact(&tx, usize::MAX)
+        let freed = crate::cleaner::compact(&tx, usize::MAX)?;
+        crate::alloc::release_free(&tx)?;
+        Ok(freed)
     }
 
     /// Figures about the whole store.

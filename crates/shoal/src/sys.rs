@@ -74,6 +74,32 @@ pub fn allocate_ahead(file: &File, off: u64, len: u64) -> io::Result<bool> {
     }
 }
 
+/// Returns the storage of `[off, off+len)` to the filesystem (`FALLOC_FL_PUNCH_HOLE`):
+/// on tmpfs, the memory. The range then reads as zeros, and writing it needs a new
+/// [`allocate`] first. `Ok(false)` when the filesystem cannot do it.
+pub fn release(file: &File, off: u64, len: u64) -> io::Result<bool> {
+    loop {
+        // SAFETY: plain syscall on a valid descriptor.
+        let r = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as i64,
+                len as i64,
+            )
+        };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = last_err();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
 fn write_zeros(file: &File, off: u64, len: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let zeros = vec![0u8; 1 << 16];

@@ -441,6 +441,64 @@ fn a_capped_store_takes_large_values_of_varying_sizes() {
     assert!(r.is_ok(), "{r}");
 }
 
+/// `compact` returns the pages of free chunks to the filesystem (the memory of a store in
+/// /dev/shm): after most data is deleted the file holds far less, its size unchanged, and
+/// the space is used again afterwards as if nothing happened.
+#[test]
+fn compact_returns_the_memory_of_free_chunks() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tmp();
+    let path = d.path().join("a.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    let held = || std::fs::metadata(&path).unwrap().blocks() * 512;
+    for i in 0..40_000u32 {
+        m.put(format!("k{i}").as_bytes(), &[i as u8; 400]).unwrap();
+    }
+    for i in 0..20u32 {
+        m.put(format!("big{i}").as_bytes(), &vec![i as u8; 600_000])
+            .unwrap();
+    }
+    for i in 1..40_000u32 {
+        m.remove(format!("k{i}").as_bytes()).unwrap();
+    }
+    for i in 0..20u32 {
+        m.remove(format!("big{i}").as_bytes()).unwrap();
+    }
+    let (size, before) = (s.stats().unwrap().file_size, held());
+    s.compact().unwrap();
+    let after = held();
+    assert!(
+        after * 4 < before,
+        "the file holds {after} bytes after compact, {before} before"
+    );
+    assert_eq!(
+        s.stats().unwrap().file_size,
+        size,
+        "the file's size changed"
+    );
+    assert_eq!(m.get(b"k0").unwrap(), Some(vec![0u8; 400]));
+    // The released space is used again, and reads back right.
+    for i in 0..40_000u32 {
+        m.put(format!("n{i}").as_bytes(), &[i as u8; 300]).unwrap();
+    }
+    m.put(b"big", &vec![7u8; 900_000]).unwrap();
+    assert_eq!(
+        s.stats().unwrap().file_size,
+        size,
+        "the file grew though it had room"
+    );
+    for i in (0..40_000u32).step_by(97) {
+        assert_eq!(
+            m.get(format!("n{i}").as_bytes()).unwrap(),
+            Some(vec![i as u8; 300])
+        );
+    }
+    assert!(m.get(b"big").unwrap() == Some(vec![7u8; 900_000]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
 #[test]
 fn large_values() {
     let d = tmp();
