@@ -253,8 +253,9 @@ impl Store {
         py.detach(|| st.flush()).py_err(py)
     }
 
-    /// Reclaims dead record space now (writers normally do it a little at a time);
-    /// returns the number of chunks freed.
+    /// Reclaims dead record space now (writers normally do it a little at a time), then
+    /// returns the pages of free chunks to the filesystem (the memory of a store in
+    /// /dev/shm; the file's size stays); returns the number of chunks freed.
     fn compact(&self, py: Python<'_>) -> PyResult<u64> {
         let st = self.get(py)?;
         py.detach(|| st.compact()).py_err(py)

@@ -909,11 +909,14 @@ shoal_status shoal_store_check(const struct shoal_store *store,
                                void *ctx);
 
 /**
- * Reclaims dead space now (normally done a little at a time by writers).
+ * Reclaims dead space now (normally done a little at a time by writers), then returns
+ * the pages of free chunks to the filesystem (the memory of a store in `/dev/shm`; the
+ * file's size stays).
  *
  * * `chunks_freed`: NULL, or receives the number of chunks freed.
  *
- * Errors: `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ * Errors: `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_IO`,
+ * `SHOAL_NULL_POINTER`.
  *
  * # Safety
  * `store` is NULL or a live handle; `chunks_freed` is NULL or writable.

@@ -249,7 +249,8 @@ class Store:
     def flush(self) -> None:
         """Writes everything through to stable storage (msync + fsync)."""
     def compact(self) -> int:
-        """Reclaims dead record space now; returns the number of chunks freed."""
+        """Reclaims dead record space now, then returns the pages of free chunks to the
+        filesystem (the memory of a store in /dev/shm); returns the number of chunks freed."""
     def stats(self) -> dict[str, int]:
         """Figures about the whole store."""
     def close(self) -> None:
