@@ -18,7 +18,7 @@ pub enum Error {
     #[error("store full: {0}")]
     StoreFull(String),
     /// The filesystem has no room left (for example a full /dev/shm).
-    #[error("no space left on device while growing {path}")]
+    #[error("no space left on device for {path} (the filesystem is full)")]
     NoSpace {
         /// The store file.
         path: PathBuf,
