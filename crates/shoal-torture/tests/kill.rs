@@ -197,7 +197,9 @@ fn kill_run(name: &str, workload: &str, writer_args: &[&str], reader_args: &[&st
 }
 
 /// Writers on their own growing key spaces and a shared hot set: kills land in splits,
-/// directory doublings, allocations, file growth and large-record publication.
+/// directory doublings, allocations, file growth, large-record publication and
+/// compaction (each writer compacts every 1,000 ops: cleaning, merging free runs,
+/// releasing their pages).
 #[test]
 fn writers_killed_again_and_again() {
     let args = &[
@@ -211,6 +213,8 @@ fn writers_killed_again_and_again() {
         "25",
         "--large-every",
         "300",
+        "--compact-every",
+        "1000",
         "--min-ops",
         "300",
     ];

@@ -129,6 +129,8 @@ fn main() {
         "20",
         "--large-every",
         "400",
+        "--compact-every",
+        "5000",
         "--min-ops",
         "100",
     ];

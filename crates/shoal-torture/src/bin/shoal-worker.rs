@@ -32,6 +32,8 @@
 //!   --log FILE          acknowledged log (see shoal_torture::acklog); writers
 //!   --large-every N     one value-storing operation in N stores a large value (default 0)
 //!   --large-bytes N     large values are N to 3N bytes (default 70000)
+//!   --compact-every N   writers: Store::compact (clean, merge free runs, release their
+//!                       pages) every N operations, between two of them (default 0: never)
 //!   --lock-timeout-ms N store lock timeout (default 30000)
 //!   --fault-lie N       FAULT INJECTION, for testing the tests: one put in N is logged
 //!                       as done but not done (the writer's own checks are then off)
@@ -78,6 +80,7 @@ struct Args {
     log: Option<PathBuf>,
     large_every: u32,
     large_bytes: u64,
+    compact_every: u64,
     lock_timeout_ms: u64,
     fault_lie: u32,
 }
@@ -113,6 +116,7 @@ fn parse_args() -> Args {
         log: None,
         large_every: 0,
         large_bytes: 70_000,
+        compact_every: 0,
         lock_timeout_ms: 30_000,
         fault_lie: 0,
     };
@@ -141,6 +145,7 @@ fn parse_args() -> Args {
             "--log" => a.log = Some(val.clone().into()),
             "--large-every" => a.large_every = num() as u32,
             "--large-bytes" => a.large_bytes = num(),
+            "--compact-every" => a.compact_every = num(),
             "--lock-timeout-ms" => a.lock_timeout_ms = num(),
             "--fault-lie" => a.fault_lie = num() as u32,
             _ => usage(&format!("unknown option {flag}")),
@@ -206,7 +211,7 @@ fn main() {
     let n = if a.workload == "reader" {
         reader(&a, &who, &map, rng)
     } else {
-        writer(&a, wid, &who, &map, rng)
+        writer(&a, wid, &who, &store, &map, rng)
     };
     println!("{who}: {n} operations");
 }
@@ -265,7 +270,7 @@ fn pick_pad(rng: &mut StdRng, a: &Args) -> u64 {
     }
 }
 
-fn writer(a: &Args, wid: Wid, who: &str, map: &shoal::Map, mut rng: StdRng) -> u64 {
+fn writer(a: &Args, wid: Wid, who: &str, store: &Store, map: &shoal::Map, mut rng: StdRng) -> u64 {
     let mut log = a.log.as_ref().map(|p| {
         AckLog::create(p, wid)
             .unwrap_or_else(|e| fail(3, who, &format!("log {}: {e}", p.display())))
@@ -346,6 +351,11 @@ fn writer(a: &Args, wid: Wid, who: &str, map: &shoal::Map, mut rng: StdRng) -> u
                 ),
                 _ => {}
             }
+        }
+        if a.compact_every > 0 && seq % a.compact_every == a.compact_every - 1 {
+            store
+                .compact()
+                .unwrap_or_else(|e| fail(3, who, &format!("compact: {e}")));
         }
         let kind = pick_kind(&mut rng, hot);
         let pad = if kind.stores_value() {
