@@ -678,10 +678,10 @@ impl Store {
         Ok((s, r.unwrap_or_default()))
     }
 
-    /// Reclaims dead space now (normally done a little at a time by writers), then returns
-    /// the pages of the free chunks to the filesystem (for a store in `/dev/shm`, the
-    /// memory they held; the file's size does not change). Returns the number of chunks
-    /// freed.
+    /// Reclaims dead space now (normally done a little at a time by writers), merges
+    /// neighbouring free chunks into longer runs, then returns the pages of the free
+    /// chunks to the filesystem (for a store in `/dev/shm`, the memory they held; the
+    /// file's size does not change). Returns the number of chunks freed.
     ///
     /// Writers that need a new chunk wait while the pages are released (it holds the
     /// allocation lock: 80-95 ms for 451 MiB of free chunks on a 2-core VM; a second
