@@ -327,7 +327,8 @@ public:
         return r;
     }
 
-    /// Reclaims dead space now; returns the chunks freed.
+    /// Reclaims dead space now, then returns the free chunks' pages to the filesystem
+    /// (the memory of a store in /dev/shm); returns the chunks freed.
     std::uint64_t compact() const {
         std::uint64_t n = 0;
         detail::check(shoal_store_compact(h_.get(), &n), "shoal_store_compact");
