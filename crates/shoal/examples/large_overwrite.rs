@@ -52,7 +52,12 @@ fn main() {
     }
     // Then everything is removed, and `compact` returns the free chunks' memory.
     use std::os::unix::fs::MetadataExt;
-    let held = || std::fs::metadata(dir.path().join("o.shoal")).unwrap().blocks() * 512;
+    let held = || {
+        std::fs::metadata(dir.path().join("o.shoal"))
+            .unwrap()
+            .blocks()
+            * 512
+    };
     for k in 0..KEYS {
         m.remove(format!("k{k}").as_bytes()).unwrap();
     }

@@ -718,13 +718,9 @@ mod tests {
         assert!(r.is_ok(), "{r}");
     }
 
-    /// Two adjacent free runs are merged for a record longer than either. A late free
-    /// aimed at the second run's old start (now inside the new record, whose bytes there
-    /// repeat a large run's header and a dead record's) frees nothing: it names the old
-    /// run's serial, which those bytes do not hold. The cleaner's cursor, left at the old
-    /// start, is moved back to the merged run's start.
-    #[test]
-    fn a_late_free_into_a_merged_run_frees_nothing() {
+    /// A store in /dev/shm with 64 KiB chunks and a map "m": (its directory, the store, the
+    /// map, the chunk size).
+    fn store_with_64k_chunks() -> (tempfile::TempDir, crate::Store, crate::Map, u64) {
         let d = tempfile::tempdir_in("/dev/shm").unwrap();
         let cs = 1u64 << 16;
         let opts = crate::Options {
@@ -734,17 +730,34 @@ mod tests {
         let s =
             crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew)
                 .unwrap();
-        let sh = &*s.sh;
         let m = s.map("m").unwrap();
+        (d, s, m, cs)
+    }
+
+    /// Puts keys "a" and "b" with records of `chunks` chunks each, side by side at the end
+    /// of the file; returns their runs.
+    fn adjacent_large_records(s: &crate::Store, m: &crate::Map, chunks: u64) -> (u64, u64) {
+        let (sh, cs) = (&*s.sh, s.sh.g.chunk_size());
+        let v = vec![1u8; ((chunks - 1) * cs + cs / 2) as usize];
+        m.put(b"a", &v).unwrap();
+        m.put(b"b", &v).unwrap();
+        let ra = m.m.record_of(sh, b"a").unwrap() - CHUNK_HDR;
+        let rb = m.m.record_of(sh, b"b").unwrap() - CHUNK_HDR;
+        assert_eq!(rb, ra + chunks * cs, "precondition: adjacent runs");
+        (ra, rb)
+    }
+
+    /// Two adjacent free runs are merged for a record longer than either. A late free
+    /// aimed at the second run's old start (now inside the new record, whose bytes there
+    /// repeat a large run's header and a dead record's) frees nothing: it names the old
+    /// run's serial, which those bytes do not hold. The cleaner's cursor, left at the old
+    /// start, is moved back to the merged run's start.
+    #[test]
+    fn a_late_free_into_a_merged_run_frees_nothing() {
+        let (_d, s, m, cs) = store_with_64k_chunks();
+        let sh = &*s.sh;
         // Two records of two chunks each, one after the other at the end of the file.
-        let two = vec![1u8; (cs + cs / 2) as usize];
-        m.put(b"a", &two).unwrap();
-        m.put(b"b", &two).unwrap();
-        let (ra, rb) = (
-            m.m.record_of(sh, b"a").unwrap() - CHUNK_HDR,
-            m.m.record_of(sh, b"b").unwrap() - CHUNK_HDR,
-        );
-        assert_eq!(rb, ra + 2 * cs, "precondition: adjacent runs");
+        let (ra, rb) = adjacent_large_records(&s, &m, 2);
         let serial_b = large_serial(sh, rb + CHUNK_HDR);
         assert_ne!(serial_b, 0);
         m.remove(b"a").unwrap();
@@ -796,23 +809,9 @@ mod tests {
     /// allocates what is taken before anything is written there.
     #[test]
     fn a_released_run_is_allocated_again_before_it_is_used() {
-        let d = tempfile::tempdir_in("/dev/shm").unwrap();
-        let cs = 1u64 << 16;
-        let opts = crate::Options {
-            chunk_size: cs,
-            ..crate::Options::default()
-        };
-        let s =
-            crate::Store::open_with(d.path().join("a.shoal"), &opts, crate::OpenMode::CreateNew)
-                .unwrap();
+        let (_d, s, m, cs) = store_with_64k_chunks();
         let sh = &*s.sh;
-        let m = s.map("m").unwrap();
-        let three = vec![1u8; (2 * cs + cs / 2) as usize];
-        m.put(b"a", &three).unwrap();
-        m.put(b"b", &three).unwrap();
-        let ra = m.m.record_of(sh, b"a").unwrap() - CHUNK_HDR;
-        let rb = m.m.record_of(sh, b"b").unwrap() - CHUNK_HDR;
-        assert_eq!(rb, ra + 3 * cs, "precondition: adjacent runs");
+        let (ra, rb) = adjacent_large_records(&s, &m, 3);
         // b's run is released while a is live; then a's run is freed, not released.
         m.remove(b"b").unwrap();
         let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());

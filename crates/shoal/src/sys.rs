@@ -52,42 +52,27 @@ pub fn allocate(file: &File, off: u64, len: u64) -> io::Result<()> {
 /// range then finds already there. Only a speed hint: `Ok(false)` when the filesystem
 /// cannot do it.
 pub fn allocate_ahead(file: &File, off: u64, len: u64) -> io::Result<bool> {
-    loop {
-        // SAFETY: plain syscall on a valid descriptor.
-        let r = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_KEEP_SIZE,
-                off as i64,
-                len as i64,
-            )
-        };
-        if r == 0 {
-            return Ok(true);
-        }
-        let e = last_err();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(false),
-            _ => return Err(e),
-        }
-    }
+    fallocate_if_supported(file, libc::FALLOC_FL_KEEP_SIZE, off, len)
 }
 
 /// Returns the storage of `[off, off+len)` to the filesystem (`FALLOC_FL_PUNCH_HOLE`):
 /// on tmpfs, the memory. The range then reads as zeros, and writing it needs a new
 /// [`allocate`] first. `Ok(false)` when the filesystem cannot do it.
 pub fn release(file: &File, off: u64, len: u64) -> io::Result<bool> {
+    fallocate_if_supported(
+        file,
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+        off,
+        len,
+    )
+}
+
+/// `fallocate(2)` with `mode`, retried on EINTR; `Ok(false)` when the filesystem does not
+/// support it.
+fn fallocate_if_supported(file: &File, mode: i32, off: u64, len: u64) -> io::Result<bool> {
     loop {
         // SAFETY: plain syscall on a valid descriptor.
-        let r = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off as i64,
-                len as i64,
-            )
-        };
+        let r = unsafe { libc::fallocate(file.as_raw_fd(), mode, off as i64, len as i64) };
         if r == 0 {
             return Ok(true);
         }

@@ -3,14 +3,19 @@
 use shoal::{Error, MapOptions, OpenMode, Options, PutOutcome, Store};
 use std::collections::HashMap;
 
-/// A small deterministic generator (xorshift64) for workloads that print their seed.
-fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
+mod common;
+use common::xorshift;
+
+/// The store's file is below `limit` bytes, and the store checks clean.
+fn assert_small_and_sound(s: &Store, limit: u64) {
+    let st = s.stats().unwrap();
+    assert!(
+        st.file_size < limit,
+        "file grew to {}: {st:?}",
+        st.file_size
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
 }
 
 fn tmp() -> tempfile::TempDir {
@@ -309,16 +314,7 @@ fn large_values_of_varying_sizes_keep_file_bounded() {
     };
     let s = Store::open_with(d.path().join("a.shoal"), &o, OpenMode::CreateNew).unwrap();
     let m = s.map("m").unwrap();
-    let seed: u64 = std::env::var("SHOAL_TEST_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let seed = common::seed();
     let mut rnd = xorshift(seed);
     const KEYS: usize = 30;
     const MAX: usize = 12 * 64 * 1024;
@@ -371,14 +367,7 @@ fn dropping_filled_maps_again_and_again_keeps_file_bounded() {
         assert!(s.drop_map("tmp").unwrap());
     }
     // ~150 * 3,000 * 46 bytes = 20 MiB of records were written, all dead now.
-    let st = s.stats().unwrap();
-    assert!(
-        st.file_size < 8 << 20,
-        "file grew to {}: {st:?}",
-        st.file_size
-    );
-    let r = s.check().unwrap();
-    assert!(r.is_ok(), "{r}");
+    assert_small_and_sound(&s, 8 << 20);
 }
 
 /// Overwrites from many short-lived threads, one after the other, keep the file bounded.
@@ -403,14 +392,7 @@ fn overwrites_from_short_lived_threads_keep_file_bounded() {
         .unwrap();
     }
     // 60,000 overwrites of ~110 bytes (6.6 MB) over 1,000 keys (110 KB live).
-    let st = s.stats().unwrap();
-    assert!(
-        st.file_size < 4 << 20,
-        "file grew to {}: {st:?}",
-        st.file_size
-    );
-    let r = s.check().unwrap();
-    assert!(r.is_ok(), "{r}");
+    assert_small_and_sound(&s, 4 << 20);
 }
 
 /// A store at its maximum size keeps taking large values of varying sizes while live data

@@ -5,6 +5,8 @@
 //! is checked byte for byte; the store must check clean afterwards. A failure prints the
 //! seed (`SHOAL_SEED` repeats it; `SHOAL_THREADS_SECS` makes the run longer).
 
+mod common;
+
 use shoal::{Error, OpenMode, Options, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -33,16 +35,7 @@ fn is_value_of(key: u64, v: &[u8]) -> bool {
 
 #[test]
 fn writers_readers_and_compact_never_see_a_wrong_value() {
-    let seed: u64 = std::env::var("SHOAL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let seed = common::seed();
     let secs: u64 = std::env::var("SHOAL_THREADS_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -63,13 +56,7 @@ fn writers_readers_and_compact_never_see_a_wrong_value() {
     for t in 0..4u64 {
         let (m, stop, bad) = (m.clone(), stop.clone(), bad.clone());
         workers.push(std::thread::spawn(move || {
-            let mut x = seed ^ (t + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
-            let mut rnd = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rnd = common::xorshift(seed ^ (t + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
             let mut ver = t << 48;
             let mut ops = 0u64;
             while !stop.load(Relaxed) {
