@@ -47,7 +47,7 @@ pub fn to_py(py: Python<'_>, e: shoal::Error) -> PyErr {
         E::NoSpace { .. } => os_exc(py, "NoSpace", ENOSPC, msg),
         E::Corrupt { .. } => exc(py, "Corrupt", msg),
         E::NotAStore { .. } => exc(py, "NotAStore", msg),
-        E::VersionMismatch { .. } => exc(py, "VersionMismatch", msg),
+        E::VersionMismatch { .. } | E::UpgradeBlocked { .. } => exc(py, "VersionMismatch", msg),
         E::Permission { .. } => os_exc(py, "PermissionDenied", EACCES, msg),
         E::InvalidArgument(_) => exc(py, "InvalidArgument", msg),
         E::Timeout(_) => os_exc(py, "Timeout", ETIMEDOUT, msg),

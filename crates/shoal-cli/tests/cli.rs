@@ -234,7 +234,7 @@ fn stat_text_and_json() {
     ok(&["put", &s, "b", "k2", "v2"]);
     let t = ok(&["stat", &s]);
     for want in [
-        "format      version 1",
+        "format      version 2",
         "chunk size  256 KiB",
         "max size    1 TiB",
         "attached    0 other process(es)",
@@ -246,7 +246,7 @@ fn stat_text_and_json() {
         assert!(t.contains(want), "no {want:?} in\n{t}");
     }
     let v: Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
-    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["format_version"], shoal::FORMAT_VERSION);
     assert_eq!(v["chunk_size"], 256 * 1024);
     assert_eq!(v["other_processes_attached"], 0);
     let maps = v["maps"].as_array().unwrap();

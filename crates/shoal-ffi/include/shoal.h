@@ -159,7 +159,8 @@ enum shoal_status
      */
     SHOAL_CORRUPT = 5,
     /**
-     * The file was written by a newer format version than this library reads.
+     * The file was written by a newer format version than this library reads, or has an
+     * older one that can be upgraded only while no other process has it open.
      */
     SHOAL_VERSION = 6,
     /**

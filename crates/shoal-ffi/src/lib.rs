@@ -63,7 +63,8 @@ pub enum shoal_status {
     /// The file is not a consistent Shoal store (the message says what and where), or
     /// `shoal_store_check` found problems.
     SHOAL_CORRUPT = 5,
-    /// The file was written by a newer format version than this library reads.
+    /// The file was written by a newer format version than this library reads, or has an
+    /// older one that can be upgraded only while no other process has it open.
     SHOAL_VERSION = 6,
     /// The operation is not permitted on the file.
     SHOAL_PERMISSION = 7,
@@ -260,7 +261,7 @@ pub(crate) fn status_of(e: &shoal::Error) -> shoal_status {
         E::NoSpace { .. } => SHOAL_NO_SPACE,
         E::Corrupt { .. } => SHOAL_CORRUPT,
         E::NotAStore { .. } => SHOAL_NOT_A_STORE,
-        E::VersionMismatch { .. } => SHOAL_VERSION,
+        E::VersionMismatch { .. } | E::UpgradeBlocked { .. } => SHOAL_VERSION,
         E::Permission { .. } => SHOAL_PERMISSION,
         E::InvalidArgument(_) => SHOAL_INVALID,
         E::Timeout(_) => SHOAL_TIMEOUT,

@@ -372,6 +372,33 @@ pub(crate) fn release_free(tx: &Txn) -> Result<u64> {
     r
 }
 
+/// Upgrades a version-1 store, opened by this process alone (so no older library shares
+/// it), to version 2: every LARGE run gets its serial, then the header's version moves.
+/// Version 1 files have no serials, merged free runs or RELEASED marks; nothing else
+/// changed. Each store stands alone, so a crash midway leaves a version-1 file whose next
+/// opener does the rest.
+pub(crate) fn upgrade_from_v1(sh: &Shared) -> Result<()> {
+    let cs = sh.g.chunk_size();
+    let end = sh.file_end();
+    let mut c = sh.g.chunks_off;
+    while c < end {
+        let run = sh.w(c + K_RUN).load(Acquire);
+        if run == 0 || run > (end - c) / cs {
+            return Err(sh.corrupt(format!(
+                "chunk {c:#x}: run of {run} chunks does not fit the file"
+            )));
+        }
+        if sh.w(c + K_KIND).load(Acquire) == CK_LARGE && sh.w(c + K_SERIAL).load(Acquire) == 0 {
+            sh.w(c + K_SERIAL).store(new_serial(sh, c), Release);
+        }
+        c += run * cs;
+    }
+    let word = sh.w(H_VERSION).load(Acquire);
+    sh.w(H_VERSION)
+        .store((word & !0xffff_ffff) | u64::from(FORMAT_VERSION), Release);
+    Ok(())
+}
+
 /// Adds to `redo` the stores that put run `run` of `k` chunks on the free list.
 pub(crate) fn free_run_redo(sh: &Shared, run: u64, k: u64, redo: &mut Redo) {
     let cs = sh.g.chunk_size();

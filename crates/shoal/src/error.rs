@@ -47,6 +47,19 @@ pub enum Error {
         /// Newest version this library reads.
         supported: u32,
     },
+    /// The file has an older format version, which this library upgrades when it opens
+    /// the store alone; other processes have it open now (they may run an older library,
+    /// which must not share the file with this one).
+    #[error(
+        "{path} has format version {found}, which is upgraded when a process opens it alone; \
+         other processes have it open (close them, they may run an older library)"
+    )]
+    UpgradeBlocked {
+        /// The store file.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+    },
     /// The operation is not permitted on the file.
     #[error("permission denied: {path}")]
     Permission {

@@ -7,8 +7,10 @@
 
 /// First 8 bytes of every store file. The CR LF and NUL catch text-mode mangling.
 pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
-/// The format version this library writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this library writes and the newest it reads. Version 2 added the
+/// LARGE run's serial, merged free runs and the RELEASED mark; a version-1 file is upgraded
+/// when a process opens it alone (`alloc::upgrade_from_v1`).
+pub const FORMAT_VERSION: u32 = 2;
 /// Hash algorithm id 1: XXH3-64 (xxHash v0.8 output, frozen) with the file's 64-bit seed.
 pub const HASH_XXH3_64: u32 = 1;
 

@@ -1083,17 +1083,32 @@ fn open_file_mode(
             if durable && sh.w(H_CLEAN).load(SeqCst) == 0 {
                 report = crate::repair::verify_unclean(&sh, repair)?;
             }
+            if file_version(&sh) < FORMAT_VERSION {
+                crate::alloc::upgrade_from_v1(&sh)?;
+            }
             if durable {
                 sh.w(H_CLEAN).store(0, SeqCst);
                 sh.flush()?;
             }
             sh.share_seize()?;
+        } else if file_version(&sh) < FORMAT_VERSION {
+            // Others have it open, perhaps with a library that knows only the old version
+            // (whose cleaner would read merged runs' inner chunks as headers).
+            return Err(Error::UpgradeBlocked {
+                path: path.to_owned(),
+                found: file_version(&sh),
+            });
         }
         sh.verified.store(true, SeqCst);
         crate::txn::reclaim_dead(&sh)?;
         reg.insert(key, Arc::downgrade(&sh));
         Ok((Store { sh }, report))
     }
+}
+
+/// The format version in the store's header (the low half of the word at `H_VERSION`).
+fn file_version(sh: &Shared) -> u32 {
+    sh.w(H_VERSION).load(SeqCst) as u32
 }
 
 impl Drop for Shared {

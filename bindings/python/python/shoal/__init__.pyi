@@ -92,7 +92,8 @@ class NotAStore(Error):
     """The file is not a shoal store at all."""
 
 class VersionMismatch(Error):
-    """The file was written by a newer format version."""
+    """The file was written by a newer format version, or has an older one that is
+    upgraded only when no other process has it open."""
 
 class PermissionDenied(Error, PermissionError):
     """The operating system refused access to the store file."""
