@@ -1661,6 +1661,22 @@ impl MapRef {
     }
 }
 
+impl MapRef {
+    /// Prefetches the lines that a lookup of the key of hash `h`, and then a locked write
+    /// to it, touch first: both lines of its home bucket and its segment's lock line. A
+    /// hint only (reads nothing it relies on); the cleaner issues it for the records of a
+    /// step ahead of their liveness lookups, whose misses otherwise came one by one.
+    pub(crate) fn prefetch_hash(&self, sh: &Shared, h: u64, end: u64) {
+        if let Ok((_, _, e)) = self.locate(sh, h, end) {
+            let seg = entry_seg(e);
+            let bo = bucket_off(seg, home_bucket(h, self.n_main));
+            sh.r.prefetch(bo);
+            sh.r.prefetch(bo + 64);
+            sh.r.prefetch(seg + S_LOCK);
+        }
+    }
+}
+
 /// What an optimistic lookup matches slots by: the key (its records' bytes), or the
 /// offset of one record (see [`MapRef::references`]).
 #[derive(Clone, Copy)]
