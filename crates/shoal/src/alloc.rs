@@ -372,15 +372,17 @@ pub(crate) fn release_free(tx: &Txn) -> Result<u64> {
     r
 }
 
-/// Upgrades a version-1 store, opened by this process alone (so no older library shares
-/// it), to version 2: every LARGE run gets its serial, then the header's version moves.
-/// Version 1 files have no serials, merged free runs or RELEASED marks; nothing else
-/// changed. Each store stands alone, so a crash midway leaves a version-1 file whose next
-/// opener does the rest.
-pub(crate) fn upgrade_from_v1(sh: &Shared) -> Result<()> {
+/// Upgrades a store of format version `from` (1 or 2), opened by this process alone (so
+/// no older library shares it), to the current version: for version 1, every LARGE run
+/// gets its serial (version 1 files have no serials, merged free runs or RELEASED marks);
+/// for both, `large_slack` is summed from the LARGE runs (older libraries never kept it);
+/// then the header's version moves. Each store stands alone, so a crash midway leaves an
+/// old-version file whose next opener does it all again.
+pub(crate) fn upgrade(sh: &Shared, from: u32) -> Result<()> {
     let cs = sh.g.chunk_size();
     let end = sh.file_end();
     let mut c = sh.g.chunks_off;
+    let mut slack = 0u64;
     while c < end {
         let run = sh.w(c + K_RUN).load(Acquire);
         if run == 0 || run > (end - c) / cs {
@@ -388,15 +390,26 @@ pub(crate) fn upgrade_from_v1(sh: &Shared) -> Result<()> {
                 "chunk {c:#x}: run of {run} chunks does not fit the file"
             )));
         }
-        if sh.w(c + K_KIND).load(Acquire) == CK_LARGE && sh.w(c + K_SERIAL).load(Acquire) == 0 {
-            sh.w(c + K_SERIAL).store(new_serial(sh, c), Release);
+        if sh.w(c + K_KIND).load(Acquire) == CK_LARGE {
+            if from < 2 && sh.w(c + K_SERIAL).load(Acquire) == 0 {
+                sh.w(c + K_SERIAL).store(new_serial(sh, c), Release);
+            }
+            slack += large_slack(sh, c, run);
         }
         c += run * cs;
     }
+    sh.w(H_LARGE_SLACK).store(slack, Release);
     let word = sh.w(H_VERSION).load(Acquire);
     sh.w(H_VERSION)
         .store((word & !0xffff_ffff) | u64::from(FORMAT_VERSION), Release);
     Ok(())
+}
+
+/// Bytes of LARGE run `run`, of `k` chunks, past the end of its record (`K_USED`, clamped
+/// into the run: it comes from the file).
+pub(crate) fn large_slack(sh: &Shared, run: u64, k: u64) -> u64 {
+    let end = run + k * sh.g.chunk_size();
+    end - sh.w(run + K_USED).load(Acquire).clamp(run + CHUNK_HDR, end)
 }
 
 /// Adds to `redo` the stores that put run `run` of `k` chunks on the free list.
@@ -536,6 +549,10 @@ fn alloc_large(tx: &Txn, len: u64) -> Result<u64> {
         redo.push(run + K_USED, run + CHUNK_HDR + len);
         redo.push(tx.base + T_LARGE, run);
         redo.push(H_DATA_BYTES, sh.w(H_DATA_BYTES).load(Acquire) + k * cs);
+        redo.push(
+            H_LARGE_SLACK,
+            sh.w(H_LARGE_SLACK).load(Acquire) + (k * cs - CHUNK_HDR - len),
+        );
         Ok(run)
     })?;
     Ok(run + CHUNK_HDR)
@@ -638,6 +655,12 @@ pub(crate) fn free_large(tx: &Txn, off: u64, serial: u64) {
                 "large run {run:#x} of {k} chunks does not fit the file"
             )));
         }
+        redo.push(
+            H_LARGE_SLACK,
+            sh.w(H_LARGE_SLACK)
+                .load(Acquire)
+                .saturating_sub(large_slack(sh, run, k)),
+        );
         free_run_redo(sh, run, k, redo);
         redo.push(
             H_DATA_BYTES,

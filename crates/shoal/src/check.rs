@@ -100,7 +100,7 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
     let end = sh.file_end();
     // Chunks.
     let mut kinds: HashMap<u64, (u64, u64)> = HashMap::new(); // run start -> (kind, run)
-    let (mut data, mut free) = (0u64, 0u64);
+    let (mut data, mut free, mut slack) = (0u64, 0u64, 0u64);
     let mut c = g.chunks_off;
     while c < end {
         let kind = sh.w(c + K_KIND).load(Acquire);
@@ -111,6 +111,9 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                 "chunk {c:#x}: run of {run} chunks does not fit the file"
             ));
             break;
+        }
+        if kind == CK_LARGE {
+            slack += crate::alloc::large_slack(sh, c, run);
         }
         match kind {
             CK_DATA | CK_SEALED | CK_LARGE => data += run * cs,
@@ -147,6 +150,12 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
         ck.bad(format!(
             "header: data bytes {} but data chunks hold {data}",
             sh.w(H_DATA_BYTES).load(Acquire)
+        ));
+    }
+    if slack != sh.w(H_LARGE_SLACK).load(Acquire) {
+        ck.bad(format!(
+            "header: large slack {} but large runs hold {slack} bytes past their records",
+            sh.w(H_LARGE_SLACK).load(Acquire)
         ));
     }
     if free != sh.w(H_FREE_BYTES).load(Acquire) {

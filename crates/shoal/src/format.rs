@@ -8,9 +8,10 @@
 /// First 8 bytes of every store file. The CR LF and NUL catch text-mode mangling.
 pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// The format version this library writes and the newest it reads. Version 2 added the
-/// LARGE run's serial, merged free runs and the RELEASED mark; a version-1 file is upgraded
-/// when a process opens it alone (`alloc::upgrade_from_v1`).
-pub const FORMAT_VERSION: u32 = 2;
+/// LARGE run's serial, merged free runs and the RELEASED mark; version 3 the header's
+/// `large_slack`. An older file is upgraded when a process opens it alone
+/// (`alloc::upgrade`).
+pub const FORMAT_VERSION: u32 = 3;
 /// Hash algorithm id 1: XXH3-64 (xxHash v0.8 output, frozen) with the file's 64-bit seed.
 pub const HASH_XXH3_64: u32 = 1;
 
@@ -55,6 +56,10 @@ pub const H_CLEAN_SCAN: u64 = 304;
 /// Chunks reclaimed by the cleaner so far (statistics).
 pub const H_CLEANED: u64 = 312;
 pub const H_ALLOC_LOCK: u64 = 320;
+/// Bytes of LARGE runs past the end of their records (version 3). `data_bytes` counts
+/// them and no cleaning reclaims them, so the dead-space figure leaves them out. Alloc
+/// lock (it shares the lock's line: only the holder writes either).
+pub const H_LARGE_SLACK: u64 = 328;
 pub const H_CATALOG_LOCK: u64 = 384;
 pub const H_CLEANER_LOCK: u64 = 448;
 /// Approximate dead bytes, a trigger for the cleaner only (never trusted for accounting).

@@ -209,7 +209,7 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     sh.w(H_CLEAN_SCAN).store(0, Release);
     // Chunks: rebuild the free list and the byte totals from the chunk headers.
     let end = sh.file_end();
-    let (mut data, mut free, mut head) = (0u64, 0u64, 0u64);
+    let (mut data, mut free, mut head, mut slack) = (0u64, 0u64, 0u64, 0u64);
     let mut c = g.chunks_off;
     while c < end {
         let kind = sh.w(c + K_KIND).load(Acquire);
@@ -229,6 +229,9 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
                 rep.rebuilt
                     .push(format!("data chunk {c:#x} without its owner sealed"));
             }
+        }
+        if sh.w(c + K_KIND).load(Acquire) == CK_LARGE {
+            slack += crate::alloc::large_slack(sh, c, run);
         }
         match sh.w(c + K_KIND).load(Acquire) {
             CK_DATA | CK_SEALED | CK_LARGE => data += run * cs,
@@ -250,6 +253,7 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     }
     sh.w(H_FREE_HEAD).store(head, Release);
     sh.w(H_DATA_BYTES).store(data, Release);
+    sh.w(H_LARGE_SLACK).store(slack, Release);
     sh.w(H_FREE_BYTES).store(free, Release);
     rep.rebuilt.push("free list and byte totals".into());
     // Maps: locks, sequence numbers, overflow counts, counters.

@@ -137,15 +137,17 @@ pub struct StoreStats {
     pub file_size: u64,
     /// Largest size the file may grow to.
     pub max_size: u64,
-    /// Bytes in data chunks: live records + dead records + the unwritten ends of the
-    /// chunks threads are filling.
+    /// Bytes in data chunks and large records' runs: live records + dead records + the
+    /// unwritten ends of the chunks threads are filling and of large records' runs.
     pub data_bytes: u64,
     /// Bytes of live records, over all maps.
     pub live_bytes: u64,
     /// Bytes of dead records (overwritten or deleted) not yet reclaimed.
     pub dead_bytes: u64,
     /// Unwritten ends of the data chunks threads are filling (at most one chunk per
-    /// thread that writes): space reserved for the next records, not garbage.
+    /// thread that writes: space reserved for the next records) and of large records'
+    /// runs (less than a chunk per large record, freed with it). Not garbage: no cleaning
+    /// reclaims them.
     pub unfilled_bytes: u64,
     /// Bytes in free chunks.
     pub free_bytes: u64,
@@ -1084,7 +1086,7 @@ fn open_file_mode(
                 report = crate::repair::verify_unclean(&sh, repair)?;
             }
             if file_version(&sh) < FORMAT_VERSION {
-                crate::alloc::upgrade_from_v1(&sh)?;
+                crate::alloc::upgrade(&sh, file_version(&sh))?;
             }
             if durable {
                 sh.w(H_CLEAN).store(0, SeqCst);

@@ -1,8 +1,9 @@
-//! Format version 1 files (no serial in LARGE runs' headers) are upgraded to version 2 when
-//! a process opens them alone, and refused with `UpgradeBlocked` while others have them
-//! open. The version-1 file is made from a version-2 one by hand: its version word set
-//! back to 1 and its LARGE runs' serials zeroed, which is all version 2 added to a file
-//! that never merged or released a free run.
+//! Older files are upgraded to the current format (version 3) when a process opens them
+//! alone, and refused with `UpgradeBlocked` while others have them open. The old files are
+//! made from current ones by hand: a version-2 file has no `large_slack` word (version 3
+//! added it), and a version-1 file has no serials in its LARGE runs' headers either
+//! (version 2 added them, with merged free runs and RELEASED marks, which a file that
+//! never merged or released a free run does not have).
 
 use shoal::{Error, OpenMode, Options, Store, FORMAT_VERSION};
 use std::os::unix::fs::FileExt;
@@ -12,6 +13,7 @@ use std::process::{Command, Stdio};
 const H_VERSION: u64 = 8;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
+const H_LARGE_SLACK: u64 = 328;
 const K_KIND: u64 = 0;
 const K_RUN: u64 = 8;
 const K_SERIAL: u64 = 48;
@@ -48,14 +50,21 @@ fn version(path: &Path) -> u32 {
     read_u64(&f, H_VERSION) as u32
 }
 
-/// Turns the closed version-2 store at `path` into the version-1 file it would have been.
-fn downgrade(path: &Path) {
+/// Turns the closed current store at `path` into the file of format `to` (1 or 2) it would
+/// have been.
+fn downgrade(path: &Path, to: u64) {
     let runs = large_runs(path);
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(path)
         .unwrap();
+    write_u64(&f, H_LARGE_SLACK, 0);
+    let w = read_u64(&f, H_VERSION);
+    write_u64(&f, H_VERSION, (w & !0xffff_ffff) | to);
+    if to >= 2 {
+        return;
+    }
     for r in &runs {
         assert_ne!(
             read_u64(&f, r + K_SERIAL),
@@ -64,8 +73,6 @@ fn downgrade(path: &Path) {
         );
         write_u64(&f, r + K_SERIAL, 0);
     }
-    let w = read_u64(&f, H_VERSION);
-    write_u64(&f, H_VERSION, (w & !0xffff_ffff) | 1);
 }
 
 fn opts() -> Options {
@@ -81,7 +88,7 @@ fn big(tag: u8) -> Vec<u8> {
 
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
-    assert_eq!(FORMAT_VERSION, 2);
+    assert_eq!(FORMAT_VERSION, 3);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -92,11 +99,11 @@ fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again
         }
         m.put(b"small", b"value").unwrap();
     }
-    downgrade(&path);
+    downgrade(&path, 1);
     assert_eq!(version(&path), 1);
     assert_eq!(large_runs(&path).len(), 5);
     let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
-    assert_eq!(version(&path), 2, "not upgraded");
+    assert_eq!(version(&path), 3, "not upgraded");
     let m = s.map("m").unwrap();
     for i in 0..5u8 {
         assert!(m.get(format!("big{i}").as_bytes()).unwrap() == Some(big(i)));
@@ -144,7 +151,7 @@ fn a_version_1_store_open_elsewhere_is_refused() {
         let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
         s.map("m").unwrap().put(b"k", &big(1)).unwrap();
     }
-    downgrade(&path);
+    downgrade(&path, 1);
     // A process that holds the file open (as an older library would) blocks the upgrade.
     // This one opens it raw: it maps and registers through a store of its own first.
     let holder = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
@@ -183,5 +190,37 @@ fn a_version_1_store_open_elsewhere_is_refused() {
     drop(holder);
     let out = run(());
     assert!(out.contains("outcome: opened"), "{out}");
+    assert_eq!(version(&path), 3);
+}
+
+/// A version-2 file has no `large_slack`: the upgrade sums it from the LARGE runs, so the
+/// checker agrees with the header and the ends of those runs are not counted as dead.
+#[test]
+fn a_version_2_store_opened_alone_gets_its_large_slack() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v2.shoal");
+    let slack = {
+        let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
+        let m = s.map("m").unwrap();
+        for i in 0..5u8 {
+            m.put(format!("big{i}").as_bytes(), &big(i)).unwrap();
+        }
+        let st = s.stats().unwrap();
+        assert!(st.dead_bytes < 64 << 10, "{st:?}");
+        let f = std::fs::File::open(&path).unwrap();
+        read_u64(&f, H_LARGE_SLACK)
+    };
+    // Each record (a 5-byte header, a 4-byte key, 150,000 bytes of value) has a run of
+    // three 64 KiB chunks, whose first 128 bytes are the run's header.
+    assert_eq!(slack, 5 * (3 * 65536 - 128 - (5 + 4 + 150_000)));
+    downgrade(&path, 2);
     assert_eq!(version(&path), 2);
+    let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+    assert_eq!(version(&path), 3, "not upgraded");
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_LARGE_SLACK), slack);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    let st = s.stats().unwrap();
+    assert!(st.dead_bytes < 64 << 10, "{st:?}");
 }
