@@ -24,6 +24,13 @@ fn tmp() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// A new store made with `opts` in a temporary directory (kept alive by the first half).
+fn new_store(opts: &Options) -> (tempfile::TempDir, Store) {
+    let d = tmp();
+    let s = Store::open_with(d.path().join("a.shoal"), opts, OpenMode::CreateNew).unwrap();
+    (d, s)
+}
+
 #[test]
 fn put_get_remove_roundtrip() {
     let d = tmp();
@@ -183,14 +190,12 @@ fn many_keys_split_and_iterate() {
 
 #[test]
 fn overwrite_forever_keeps_file_bounded() {
-    let d = tmp();
     // Dead space is reclaimed a chunk at a time, so it swings by a chunk: 64 KiB chunks
     // keep that swing small beside this store's ~4 MB of data (256 KiB would be 6%).
-    let o = Options {
+    let (_d, s) = new_store(&Options {
         chunk_size: 64 << 10,
         ..Options::default()
-    };
-    let s = Store::open_with(d.path().join("a.shoal"), &o, OpenMode::CreateNew).unwrap();
+    });
     let m = s.map("m").unwrap();
     let val = [7u8; 100];
     let mut max_file = 0;
@@ -313,12 +318,10 @@ fn large_overwrites_amid_small_ones_keep_file_bounded() {
 /// ran a cleaning step that found nothing to clean.
 #[test]
 fn ends_of_large_records_runs_are_not_dead_space() {
-    let d = tmp();
-    let o = Options {
+    let (_d, s) = new_store(&Options {
         chunk_size: 64 << 10,
         ..Options::default()
-    };
-    let s = Store::open_with(d.path().join("a.shoal"), &o, OpenMode::CreateNew).unwrap();
+    });
     let m = s.map("m").unwrap();
     // Runs of two chunks, a little over half of each used.
     let v = vec![3u8; 70_000];
@@ -570,12 +573,10 @@ fn maps_are_named_and_droppable() {
 
 #[test]
 fn store_full_is_an_error_and_changes_nothing() {
-    let d = tmp();
-    let opts = Options {
+    let (_d, s) = new_store(&Options {
         max_size: 4 << 20,
         ..Options::default()
-    };
-    let s = Store::open_with(d.path().join("a.shoal"), &opts, OpenMode::CreateNew).unwrap();
+    });
     let m = s.map("m").unwrap();
     let v = vec![1u8; 1000];
     let mut n = 0u32;
