@@ -15,6 +15,7 @@ pub const NAMES: &[&str] = &[
     "alloc.merge_committed",
     "alloc.merged",
     "alloc.released_marked",
+    "alloc.release_slice",
     "write.locked",
     "write.committed",
     "write.half_applied",

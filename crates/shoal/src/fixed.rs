@@ -444,7 +444,10 @@ impl FixedRef {
             return Err(self.m.dropped());
         }
         let waited = start.elapsed();
-        if waited > Duration::from_millis(10) {
+        // The deadline is checked here too, not only with the writer's liveness every
+        // 10 ms: a deadline below that (zero: "only if not busy now") gives up after the
+        // spins and yields.
+        if waited > Duration::from_millis(10) || waited > self.m.timeout {
             let (_, _, e) = self.m.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
             if lockw != 0 && !sh.txn_alive(lockw - 1) {

@@ -405,7 +405,10 @@ impl MapRef {
             return Err(self.dropped());
         }
         let waited = start.elapsed();
-        if waited > Duration::from_millis(10) {
+        // The deadline is checked here too, not only with the writer's liveness every
+        // 10 ms: a deadline below that (zero: "only if not busy now") gives up after the
+        // spins and yields.
+        if waited > Duration::from_millis(10) || waited > self.timeout {
             let (_, _, e) = self.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
             if lockw != 0 && !sh.txn_alive(lockw - 1) {

@@ -182,21 +182,12 @@ impl<'a> Txn<'a> {
                 std::hint::spin_loop();
                 continue;
             }
-            if cur & WAITERS == 0
-                && w.compare_exchange(cur, cur | WAITERS, Relaxed, Relaxed)
-                    .is_err()
-            {
-                continue;
-            }
-            spins += 1;
-            wait_on(
-                self.sh,
-                lock,
-                (cur | WAITERS) as u32,
-                Duration::from_millis(5),
-            );
+            // The holder's liveness every 10 ms, and the deadline before every wait: a
+            // deadline shorter than a wait (zero: "only if free now", which the Python
+            // binding tries first with the GIL held) gives up after the spins, where it
+            // waited a first 10 ms.
             let waited = start.elapsed();
-            if waited >= next_check {
+            if waited >= next_check || waited >= self.timeout {
                 next_check = waited + Duration::from_millis(10);
                 let owner = (w.load(Relaxed) & OWNER_MASK).wrapping_sub(1);
                 if owner != u64::MAX && !self.sh.txn_alive(owner) {
@@ -211,6 +202,19 @@ impl<'a> Txn<'a> {
                     return Err(Error::Timeout(waited));
                 }
             }
+            if cur & WAITERS == 0
+                && w.compare_exchange(cur, cur | WAITERS, Relaxed, Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            spins += 1;
+            wait_on(
+                self.sh,
+                lock,
+                (cur | WAITERS) as u32,
+                Duration::from_millis(5),
+            );
         }
     }
 
