@@ -2,8 +2,9 @@
 
 use crate::codec::Codec;
 use crate::errors::{closed, ResultExt};
+use crate::handle::InUse;
+pub use crate::handle::MapCore;
 use crate::store::Store;
-use arc_swap::ArcSwapOption;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
@@ -14,11 +15,6 @@ use std::sync::{Arc, Mutex};
 
 /// Items fetched from the engine per GIL release while iterating.
 const ITER_BATCH: usize = 1024;
-
-/// A map's engine handle, emptied by `Store.close()`.
-pub struct MapCore {
-    pub map: ArcSwapOption<shoal::Map>,
-}
 
 /// A named map in a shoal store, shared by every process that opens the store: a
 /// `collections.abc.MutableMapping` with `dict` semantics (`m[k]`, `m[k] = v`, `del m[k]`,
@@ -71,12 +67,8 @@ enum Kind {
 
 impl Map {
     #[inline]
-    fn m(&self, py: Python<'_>) -> PyResult<arc_swap::Guard<Option<Arc<shoal::Map>>>> {
-        let g = self.core.map.load();
-        if g.is_none() {
-            return Err(closed(py));
-        }
-        Ok(g)
+    fn m(&self, py: Python<'_>) -> PyResult<InUse<'_>> {
+        self.core.enter().ok_or_else(|| closed(py))
     }
 
     /// The decoded value of `k`, or None. Values that fit a stack buffer (the usual
@@ -106,7 +98,7 @@ impl Map {
 
     fn iter_kind(&self, py: Python<'_>, kind: Kind) -> PyResult<MapIter> {
         let g = self.m(py)?;
-        let m = g.as_ref().expect("checked");
+        let m = &g.map;
         let it = match kind {
             Kind::Keys => RawIter::Keys(m.keys()),
             Kind::Values | Kind::Items => RawIter::Items(m.iter()),
@@ -188,7 +180,7 @@ impl Map {
     /// Writes encoded pairs with the engine's put_many, the GIL released.
     fn put_pairs(&self, py: Python<'_>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyResult<()> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
         py.detach(|| m.put_many(&refs)).py_err(py)
     }
@@ -251,7 +243,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        match self.get_decoded(py, g.as_ref().expect("checked"), &k)? {
+        match self.get_decoded(py, &g.map, &k)? {
             Some(v) => Ok(v),
             None => Err(Self::key_error(key)),
         }
@@ -262,7 +254,7 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
         py.detach(|| m.put(k, v)).py_err(py)?;
         Ok(())
@@ -272,7 +264,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let k: &[u8] = &k;
         if py.detach(|| m.remove(k)).py_err(py)? {
             Ok(())
@@ -285,12 +277,12 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        g.as_ref().expect("checked").contains(&k).py_err(py)
+        g.map.contains(&k).py_err(py)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let g = self.m(py)?;
-        Ok(g.as_ref().expect("checked").len().py_err(py)? as usize)
+        Ok(g.map.len().py_err(py)? as usize)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<MapIter> {
@@ -337,7 +329,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        match self.get_decoded(py, g.as_ref().expect("checked"), &k)? {
+        match self.get_decoded(py, &g.map, &k)? {
             Some(v) => Ok(v),
             None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
         }
@@ -361,7 +353,7 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
         match py.detach(|| m.take(kr)).py_err(py)? {
             Some(v) => self.vc.decode(py, &v),
@@ -377,7 +369,7 @@ impl Map {
     /// Raises KeyError if the map is empty.
     fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let got = py
             .detach(|| -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
                 for k in m.keys() {
@@ -408,7 +400,7 @@ impl Map {
         let default = default.unwrap_or_else(|| py.None().into_bound(py));
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         if let Some(v) = m.get(&k).py_err(py)? {
             return self.vc.decode(py, &v);
         }
@@ -440,7 +432,7 @@ impl Map {
     /// operations go on meanwhile).
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         py.detach(|| m.clear()).py_err(py)
     }
 
@@ -450,7 +442,7 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
         py.detach(|| m.insert(k, v)).py_err(py)
     }
@@ -461,7 +453,7 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
         py.detach(|| m.replace(k, v)).py_err(py)
     }
@@ -477,7 +469,7 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (kr, vr): (&[u8], &[u8]) = (&k, &v);
         match py.detach(|| m.swap(kr, vr)).py_err(py)? {
             Some(old) => self.vc.decode(py, &old),
@@ -501,7 +493,7 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
         py.detach(|| m.add(kr, delta)).py_err(py)
     }
@@ -532,7 +524,7 @@ impl Map {
             Some(self.vc.encode(new, "value")?)
         };
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (kr, er, nr): (&[u8], Option<&[u8]>, Option<&[u8]>) = (&k, e.as_deref(), n.as_deref());
         py.detach(|| m.compare_and_swap(kr, er, nr)).py_err(py)
     }
@@ -554,7 +546,7 @@ impl Map {
         let absent = absent(py)?.clone();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
         let timeout =
             std::time::Duration::from_secs_f64(self.store.bind(py).get().core.lock_timeout);
@@ -601,7 +593,7 @@ impl Map {
     #[getter]
     fn uids(&self, py: Python<'_>) -> PyResult<bool> {
         let g = self.m(py)?;
-        Ok(g.as_ref().expect("checked").has_uids())
+        Ok(g.map.has_uids())
     }
 
     /// uid(key) -> int | None: the stable UID of `key` (a positive 64-bit int), or None if
@@ -613,7 +605,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
         Ok(py.detach(|| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
     }
@@ -625,7 +617,7 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (kr, vr): (&[u8], &[u8]) = (&k, &v);
         let (_, u) = py.detach(|| m.put_with_uid(kr, vr)).py_err(py)?;
         Ok(u.to_u64())
@@ -635,7 +627,7 @@ impl Map {
     /// comparison). `shoal.StaleUidError` (a KeyError) if the key was removed.
     fn get_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let v = m.get_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
         self.vc.decode(py, &v)
     }
@@ -643,7 +635,7 @@ impl Map {
     /// key_by_uid(uid) -> key: the key `uid` names.
     fn key_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let k = m.key_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
         self.kc.decode(py, &k)
     }
@@ -653,7 +645,7 @@ impl Map {
         let py = value.py();
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let vr: &[u8] = &v;
         py.detach(|| m.put_by_uid(shoal::Uid::from_u64(uid), vr))
             .py_err(py)
@@ -663,7 +655,7 @@ impl Map {
     /// UID becomes stale.
     fn remove_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let v = py
             .detach(|| m.remove_by_uid(shoal::Uid::from_u64(uid)))
             .py_err(py)?;
@@ -681,7 +673,7 @@ impl Map {
             )));
         }
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         py.detach(|| m.add_by_uid(shoal::Uid::from_u64(uid), delta))
             .py_err(py)
     }
@@ -699,7 +691,7 @@ impl Map {
     ) -> PyResult<Bound<'py, PyAny>> {
         let absent = absent(py)?.clone();
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let mut failed: Option<PyErr> = None;
         let mut last: Option<Bound<'py, PyAny>> = None;
         m.update_by_uid(shoal::Uid::from_u64(uid), |cur| {
@@ -749,7 +741,7 @@ impl Map {
             .collect::<PyResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = encs.iter().map(|e| &**e).collect();
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (buf, spans) = py
             .detach(|| {
                 let mut buf = Vec::new();
@@ -795,7 +787,7 @@ impl Map {
             .collect::<PyResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = encs.iter().map(|e| &**e).collect();
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         py.detach(|| m.remove_many(&refs)).py_err(py)
     }
 
@@ -813,7 +805,7 @@ impl Map {
     /// store_dead_bytes, store_data_bytes, file_size.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let g = self.m(py)?;
-        let s = g.as_ref().expect("checked").stats().py_err(py)?;
+        let s = g.map.stats().py_err(py)?;
         let d = PyDict::new(py);
         for (k, v) in [
             ("entries", s.entries),
@@ -888,7 +880,7 @@ impl Map {
             st.core.path.display().to_string(),
             self.kc.name(),
             self.vc.name(),
-            if self.core.map.load().is_none() {
+            if self.core.is_closed() {
                 " (closed)"
             } else {
                 ""
@@ -921,7 +913,7 @@ pub struct MapIter {
 impl MapIter {
     /// The next batch of raw entries (empty at the end).
     fn fetch(&self, py: Python<'_>) -> PyResult<VecDeque<(Vec<u8>, Vec<u8>)>> {
-        if self.core.map.load().is_none() {
+        if self.core.is_closed() {
             self.st.lock().unwrap_or_else(|e| e.into_inner()).it = None;
             return Err(closed(py));
         }
