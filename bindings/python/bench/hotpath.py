@@ -10,8 +10,8 @@ difference of the totals by the difference of the calls (setup and teardown canc
 
     bash bindings/python/bench/hotpath.sh [python]
 
-OP is get (m[k]), getm (m.get(k)), put (m[k] = v, replacing), in (k in m), del (del m[k]
-then m[k] = v again: two calls), dict_get / dict_put (the same loops on a dict, the
+OP is get (m[k]), getm (m.get(k)), put (m[k] = v, replacing), ins (m[k] = v into an
+empty map), in (k in m), del (del m[k] then m[k] = v again: two calls), dict_get / dict_put (the same loops on a dict, the
 floor of the Python loop itself). Keys and values are 16-byte bytes, like bench.py.
 """
 
@@ -43,7 +43,7 @@ def main():
         m = store.map("bench")
         m.put_many(zip(keys, vals))
     t = time.perf_counter()
-    for _ in range(rounds):
+    for _ in range(rounds):  # noqa: B007 - `_` names the maps of "ins"
         if op in ("get", "dict_get"):
             for k in keys:
                 m[k]
@@ -52,6 +52,10 @@ def main():
             for k in keys:
                 g(k)
         elif op in ("put", "dict_put"):
+            for k, v in pairs:
+                m[k] = v
+        elif op == "ins":
+            m = store.map(f"ins{_}")
             for k, v in pairs:
                 m[k] = v
         elif op == "in":

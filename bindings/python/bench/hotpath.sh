@@ -7,7 +7,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${1:-$HERE/../.venv/bin/python}
 shift || true
-OPS=${*:-get getm put in del dict_get dict_put}
+OPS=${*:-get getm in put ins del dict_get dict_put}
 R1=${R1:-1}
 R2=${R2:-3}
 OUT=$(mktemp -d)

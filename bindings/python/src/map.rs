@@ -2,8 +2,8 @@
 
 use crate::codec::Codec;
 use crate::errors::{closed, ResultExt};
-use crate::handle::InUse;
 pub use crate::handle::MapCore;
+use crate::handle::{Handles, InUse};
 use crate::store::Store;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -28,6 +28,10 @@ const ITER_BATCH: usize = 1024;
 /// never raises. A key of the wrong type for the key codec raises `TypeError` (also for
 /// `in` and `get`). Pickles to (path, name, codecs), so it can be passed to child
 /// processes under any multiprocessing start method.
+///
+/// Single-key calls keep the GIL unless they have to wait for a lock or a bucket held by
+/// another thread or process for more than ~10 ms (or write more than 4 KiB): then they
+/// release it while they wait. Batch calls and iteration release it.
 #[pyclass(module = "shoal", name = "Map", frozen, mapping, weakref)]
 pub struct Map {
     pub core: Arc<MapCore>,
@@ -74,21 +78,34 @@ impl Map {
     /// The decoded value of `k`, or None. Values that fit a stack buffer (the usual
     /// ones) are copied there and decoded from it: no heap allocation per lookup, which
     /// was a fifth of a `m[k]` (callgrind). A larger value is read again into a Vec.
+    /// The GIL is released only if the read has to wait (see `Handles::quick`).
+    #[inline(always)]
     fn get_decoded<'py>(
         &self,
         py: Python<'py>,
-        m: &shoal::Map,
+        h: &Handles,
         k: &[u8],
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut buf = [0u8; 256];
-        match m.get_to_slice(k, &mut buf).py_err(py)? {
+        match h.quick(py, |m| m.get_to_slice(k, &mut buf)).py_err(py)? {
             None => Ok(None),
             Some(n) if n <= buf.len() => self.vc.decode(py, &buf[..n]).map(Some),
             // Too long for the buffer (or replaced by a longer value since): copy it whole.
-            Some(_) => match m.get(k).py_err(py)? {
-                Some(v) => self.vc.decode(py, &v).map(Some),
-                None => Ok(None),
-            },
+            Some(_) => self.get_long(py, h, k),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_long<'py>(
+        &self,
+        py: Python<'py>,
+        h: &Handles,
+        k: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match h.quick(py, |m| m.get(k)).py_err(py)? {
+            Some(v) => self.vc.decode(py, &v).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -243,7 +260,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        match self.get_decoded(py, &g.map, &k)? {
+        match self.get_decoded(py, &g, &k)? {
             Some(v) => Ok(v),
             None => Err(Self::key_error(key)),
         }
@@ -254,9 +271,9 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        py.detach(|| m.put(k, v)).py_err(py)?;
+        g.quick_write(py, k.len() + v.len(), |m| m.put(k, v))
+            .py_err(py)?;
         Ok(())
     }
 
@@ -264,9 +281,8 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let k: &[u8] = &k;
-        if py.detach(|| m.remove(k)).py_err(py)? {
+        if g.quick(py, |m| m.remove(k)).py_err(py)? {
             Ok(())
         } else {
             Err(Self::key_error(key))
@@ -277,7 +293,8 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        g.map.contains(&k).py_err(py)
+        let k: &[u8] = &k;
+        g.quick(py, |m| m.contains(k)).py_err(py)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
@@ -329,7 +346,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        match self.get_decoded(py, &g.map, &k)? {
+        match self.get_decoded(py, &g, &k)? {
             Some(v) => Ok(v),
             None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
         }
@@ -353,9 +370,8 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
-        match py.detach(|| m.take(kr)).py_err(py)? {
+        match g.quick(py, |m| m.take(kr)).py_err(py)? {
             Some(v) => self.vc.decode(py, &v),
             None => match default.iter().next() {
                 Some(d) => Ok(d),
@@ -400,13 +416,15 @@ impl Map {
         let default = default.unwrap_or_else(|| py.None().into_bound(py));
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        if let Some(v) = m.get(&k).py_err(py)? {
+        let kr: &[u8] = &k;
+        if let Some(v) = g.quick(py, |m| m.get(kr)).py_err(py)? {
             return self.vc.decode(py, &v);
         }
         let dv = self.vc.encode(&default, "value")?;
         let (kr, dr): (&[u8], &[u8]) = (&k, &dv);
-        let v = py.detach(|| m.get_or_insert(kr, dr)).py_err(py)?;
+        let v = g
+            .quick_write(py, kr.len() + dr.len(), |m| m.get_or_insert(kr, dr))
+            .py_err(py)?;
         if v == dr {
             Ok(default) // ours, or an equal one: dict returns the very object
         } else {
@@ -442,9 +460,9 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        py.detach(|| m.insert(k, v)).py_err(py)
+        g.quick_write(py, k.len() + v.len(), |m| m.insert(k, v))
+            .py_err(py)
     }
 
     /// replace(key, value) -> bool: sets `key` only if it is present; returns whether it did.
@@ -453,9 +471,9 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        py.detach(|| m.replace(k, v)).py_err(py)
+        g.quick_write(py, k.len() + v.len(), |m| m.replace(k, v))
+            .py_err(py)
     }
 
     /// swap(key, value): sets `key` and returns its previous value (None if it was
@@ -469,9 +487,11 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let (kr, vr): (&[u8], &[u8]) = (&k, &v);
-        match py.detach(|| m.swap(kr, vr)).py_err(py)? {
+        match g
+            .quick_write(py, kr.len() + vr.len(), |m| m.swap(kr, vr))
+            .py_err(py)?
+        {
             Some(old) => self.vc.decode(py, &old),
             None => Ok(py.None().into_bound(py)),
         }
@@ -493,9 +513,8 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
-        py.detach(|| m.add(kr, delta)).py_err(py)
+        g.quick(py, |m| m.add(kr, delta)).py_err(py)
     }
 
     /// compare_and_swap(key, expected, new) -> bool: atomically, if the value of `key`
@@ -524,9 +543,10 @@ impl Map {
             Some(self.vc.encode(new, "value")?)
         };
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let (kr, er, nr): (&[u8], Option<&[u8]>, Option<&[u8]>) = (&k, e.as_deref(), n.as_deref());
-        py.detach(|| m.compare_and_swap(kr, er, nr)).py_err(py)
+        let bytes = kr.len() + er.map_or(0, <[u8]>::len) + nr.map_or(0, <[u8]>::len);
+        g.quick_write(py, bytes, |m| m.compare_and_swap(kr, er, nr))
+            .py_err(py)
     }
 
     /// modify(key, fn, /): atomic read-modify-write. Calls `fn(current)` with the current
@@ -546,7 +566,6 @@ impl Map {
         let absent = absent(py)?.clone();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
         let timeout =
             std::time::Duration::from_secs_f64(self.store.bind(py).get().core.lock_timeout);
@@ -555,7 +574,7 @@ impl Map {
         loop {
             // The same loop as the engine's Map::update, but a Python callback can raise:
             // then nothing is written and the exception propagates.
-            let cur = m.get(kr).py_err(py)?;
+            let cur = g.quick(py, |m| m.get(kr)).py_err(py)?;
             let arg = match &cur {
                 Some(v) => self.vc.decode(py, v)?,
                 None => absent.clone(),
@@ -568,9 +587,11 @@ impl Map {
             };
             let (cr, nr) = (cur.as_deref(), new.as_deref());
             let done = if cr.is_none() && nr.is_none() {
-                !m.contains(kr).py_err(py)?
+                !g.quick(py, |m| m.contains(kr)).py_err(py)?
             } else {
-                py.detach(|| m.compare_and_swap(kr, cr, nr)).py_err(py)?
+                let bytes = kr.len() + cr.map_or(0, <[u8]>::len) + nr.map_or(0, <[u8]>::len);
+                g.quick_write(py, bytes, |m| m.compare_and_swap(kr, cr, nr))
+                    .py_err(py)?
             };
             if done {
                 return Ok(out);
@@ -605,9 +626,8 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let kr: &[u8] = &k;
-        Ok(py.detach(|| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
+        Ok(g.quick(py, |m| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
     }
 
     /// put_uid(key, value) -> int: `m[key] = value`, returning the key's UID (a new one
@@ -617,9 +637,10 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let (kr, vr): (&[u8], &[u8]) = (&k, &v);
-        let (_, u) = py.detach(|| m.put_with_uid(kr, vr)).py_err(py)?;
+        let (_, u) = g
+            .quick_write(py, kr.len() + vr.len(), |m| m.put_with_uid(kr, vr))
+            .py_err(py)?;
         Ok(u.to_u64())
     }
 
@@ -627,16 +648,18 @@ impl Map {
     /// comparison). `shoal.StaleUidError` (a KeyError) if the key was removed.
     fn get_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        let v = m.get_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
+        let v = g
+            .quick(py, |m| m.get_by_uid(shoal::Uid::from_u64(uid)))
+            .py_err(py)?;
         self.vc.decode(py, &v)
     }
 
     /// key_by_uid(uid) -> key: the key `uid` names.
     fn key_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        let k = m.key_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
+        let k = g
+            .quick(py, |m| m.key_by_uid(shoal::Uid::from_u64(uid)))
+            .py_err(py)?;
         self.kc.decode(py, &k)
     }
 
@@ -645,19 +668,19 @@ impl Map {
         let py = value.py();
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let vr: &[u8] = &v;
-        py.detach(|| m.put_by_uid(shoal::Uid::from_u64(uid), vr))
-            .py_err(py)
+        g.quick_write(py, vr.len(), |m| {
+            m.put_by_uid(shoal::Uid::from_u64(uid), vr)
+        })
+        .py_err(py)
     }
 
     /// remove_by_uid(uid) -> value: removes the key `uid` names and returns its value; the
     /// UID becomes stale.
     fn remove_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        let v = py
-            .detach(|| m.remove_by_uid(shoal::Uid::from_u64(uid)))
+        let v = g
+            .quick(py, |m| m.remove_by_uid(shoal::Uid::from_u64(uid)))
             .py_err(py)?;
         self.vc.decode(py, &v)
     }
@@ -673,8 +696,7 @@ impl Map {
             )));
         }
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        py.detach(|| m.add_by_uid(shoal::Uid::from_u64(uid), delta))
+        g.quick(py, |m| m.add_by_uid(shoal::Uid::from_u64(uid), delta))
             .py_err(py)
     }
 
