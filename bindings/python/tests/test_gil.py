@@ -5,6 +5,7 @@ so that the other threads of the process keep running."""
 import mmap
 import multiprocessing as mp
 import os
+import random
 import signal
 import struct
 import threading
@@ -133,14 +134,16 @@ def test_writes_that_wait_release_the_gil(path):
     child.start()
     try:
         assert ready.wait(30)
+        rnd = random.Random(1)
         for _ in range(1000):
+            assert child.is_alive()
             os.kill(child.pid, signal.SIGSTOP)
             while not _stopped(child.pid):
                 time.sleep(0.0005)
             # Stopped while holding the key's segment lock? (Most of the time it is not.)
             t0 = time.monotonic()
             try:
-                m[key] = b"mine"
+                m[key] = b"probe: 16 bytes."  # like the child's values: see the end
                 held = False
             except shoal.Timeout:
                 held = True
@@ -150,13 +153,14 @@ def test_writes_that_wait_release_the_gil(path):
                 waits_with_the_gil_released(lambda: m.__delitem__(key), timeout)
                 break
             os.kill(child.pid, signal.SIGCONT)
+            time.sleep(rnd.uniform(0, 0.002))  # let it run on, to stop it elsewhere
         else:
             pytest.fail("never stopped the writer while it held its lock")
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.join()
-    # The timed-out writes changed nothing: the value is the child's (16 bytes), or the
-    # first one if its put was rolled back when its lock was recovered.
+    # The timed-out writes (b"mine", del) changed nothing: the value is one of the
+    # child's or a probe (16 bytes), or the first one.
     v = m[key]
     assert len(v) == 16 or v == b"first"
     m[key] = b"last"  # the dead writer's lock is recovered
