@@ -43,7 +43,7 @@ def main():
         m = store.map("bench")
         m.put_many(zip(keys, vals))
     t = time.perf_counter()
-    for _ in range(rounds):  # noqa: B007 - `_` names the maps of "ins"
+    for r in range(rounds):
         if op in ("get", "dict_get"):
             for k in keys:
                 m[k]
@@ -55,7 +55,7 @@ def main():
             for k, v in pairs:
                 m[k] = v
         elif op == "ins":
-            m = store.map(f"ins{_}")
+            m = store.map(f"ins{r}")
             for k, v in pairs:
                 m[k] = v
         elif op == "in":
