@@ -2,8 +2,8 @@
 //! calls that use them.
 //!
 //! This was an `ArcSwapOption<shoal::Map>`, whose `load()` (a thread-local debt slot, a
-//! SeqCst fence, a compare-and-swap to pay the debt back) cost ~100 instructions of a
-//! ~1,200-instruction `m[k]` (callgrind). Here a call costs one atomic add and one atomic
+//! SeqCst fence, a compare-and-swap to pay the debt back) cost ~75 instructions of a
+//! ~1,180-instruction `m[k]` (callgrind, bench/hotpath.sh). Here a call costs one atomic add and one atomic
 //! subtract on a counter of calls in flight. `close()` never waits: it marks the handles
 //! closed, and whoever finishes last (close itself when nothing is in flight) drops them.
 //! No lock is taken anywhere, so a thread that released the GIL inside an engine call
@@ -27,7 +27,7 @@ pub struct Handles {
     pub map: shoal::Map,
     /// The same map with a lock timeout of zero: fails with `Error::Timeout` (changing
     /// nothing) instead of waiting, so that a call can run with the GIL held and release
-    /// it only when it has to wait (see `Map::quick`).
+    /// it only when it has to wait (see `Handles::quick`).
     pub fast: shoal::Map,
 }
 
@@ -42,14 +42,17 @@ impl Handles {
     /// as long as it does not have to wait: first on `fast`, and only if that times out,
     /// with the GIL released, on `map`, which waits up to the lock timeout. Keeping the
     /// GIL saves a release and reacquire (~450 instructions, a sixth of an `m[k] = v`;
-    /// callgrind, bench/hotpath.sh), and a call that has to wait (a lock or a bucket held by
-    /// another thread or a stopped process) still lets other threads run.
+    /// callgrind, bench/hotpath.sh), and a call that has to wait (a lock or a bucket held
+    /// by another thread or a stopped process) still lets other threads run.
     ///
-    /// Sound only because an operation that fails with `Error::Timeout` has changed
-    /// nothing the map shows (a record it appended is left dead, for the cleaner), and
-    /// because nothing waits for the GIL while holding an engine lock (so the wait on
-    /// `fast` is bounded: ~10 ms, when the engine first checks the timeout, if the holder
-    /// is stuck).
+    /// Retrying is sound because an engine call that fails with `Error::Timeout` has
+    /// changed nothing the map shows (a record it appended is left dead, for the cleaner):
+    /// callers of the normal handle rely on that too, and a zero timeout changes only when
+    /// the error comes, not where. The wait on `fast` is bounded, and cannot deadlock:
+    /// no thread waits for the GIL while it holds an engine lock. It is ~10 ms when the
+    /// holder is stuck, as the engine first looks at the timeout after 10 ms (index.rs
+    /// `backoff`, txn.rs `lock_slow`); a busy lock or bucket is otherwise waited for with
+    /// the GIL held, as it always was by reads.
     #[inline(always)]
     pub fn quick<T: Send>(
         &self,
