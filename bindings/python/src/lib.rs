@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod codec;
 mod errors;
 mod fixed;
+mod handle;
 mod map;
 mod store;
 

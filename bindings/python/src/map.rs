@@ -2,8 +2,9 @@
 
 use crate::codec::Codec;
 use crate::errors::{closed, ResultExt};
+pub use crate::handle::MapCore;
+use crate::handle::{Handles, InUse};
 use crate::store::Store;
-use arc_swap::ArcSwapOption;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
@@ -14,11 +15,6 @@ use std::sync::{Arc, Mutex};
 
 /// Items fetched from the engine per GIL release while iterating.
 const ITER_BATCH: usize = 1024;
-
-/// A map's engine handle, emptied by `Store.close()`.
-pub struct MapCore {
-    pub map: ArcSwapOption<shoal::Map>,
-}
 
 /// A named map in a shoal store, shared by every process that opens the store: a
 /// `collections.abc.MutableMapping` with `dict` semantics (`m[k]`, `m[k] = v`, `del m[k]`,
@@ -32,6 +28,10 @@ pub struct MapCore {
 /// never raises. A key of the wrong type for the key codec raises `TypeError` (also for
 /// `in` and `get`). Pickles to (path, name, codecs), so it can be passed to child
 /// processes under any multiprocessing start method.
+///
+/// Single-key calls keep the GIL unless they have to wait for a lock or a bucket held by
+/// another thread or process for more than ~10 ms (or write more than 4 KiB): then they
+/// release it while they wait. Batch calls and iteration release it.
 #[pyclass(module = "shoal", name = "Map", frozen, mapping, weakref)]
 pub struct Map {
     pub core: Arc<MapCore>,
@@ -71,32 +71,41 @@ enum Kind {
 
 impl Map {
     #[inline]
-    fn m(&self, py: Python<'_>) -> PyResult<arc_swap::Guard<Option<Arc<shoal::Map>>>> {
-        let g = self.core.map.load();
-        if g.is_none() {
-            return Err(closed(py));
-        }
-        Ok(g)
+    fn m(&self, py: Python<'_>) -> PyResult<InUse<'_>> {
+        self.core.enter().ok_or_else(|| closed(py))
     }
 
     /// The decoded value of `k`, or None. Values that fit a stack buffer (the usual
     /// ones) are copied there and decoded from it: no heap allocation per lookup, which
     /// was a fifth of a `m[k]` (callgrind). A larger value is read again into a Vec.
+    /// The GIL is released only if the read has to wait (see `Handles::quick`).
+    #[inline(always)]
     fn get_decoded<'py>(
         &self,
         py: Python<'py>,
-        m: &shoal::Map,
+        h: &Handles,
         k: &[u8],
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut buf = [0u8; 256];
-        match m.get_to_slice(k, &mut buf).py_err(py)? {
+        match h.quick(py, |m| m.get_to_slice(k, &mut buf)).py_err(py)? {
             None => Ok(None),
             Some(n) if n <= buf.len() => self.vc.decode(py, &buf[..n]).map(Some),
             // Too long for the buffer (or replaced by a longer value since): copy it whole.
-            Some(_) => match m.get(k).py_err(py)? {
-                Some(v) => self.vc.decode(py, &v).map(Some),
-                None => Ok(None),
-            },
+            Some(_) => self.get_long(py, h, k),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_long<'py>(
+        &self,
+        py: Python<'py>,
+        h: &Handles,
+        k: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match h.quick(py, |m| m.get(k)).py_err(py)? {
+            Some(v) => self.vc.decode(py, &v).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -106,7 +115,7 @@ impl Map {
 
     fn iter_kind(&self, py: Python<'_>, kind: Kind) -> PyResult<MapIter> {
         let g = self.m(py)?;
-        let m = g.as_ref().expect("checked");
+        let m = &g.map;
         let it = match kind {
             Kind::Keys => RawIter::Keys(m.keys()),
             Kind::Values | Kind::Items => RawIter::Items(m.iter()),
@@ -188,7 +197,7 @@ impl Map {
     /// Writes encoded pairs with the engine's put_many, the GIL released.
     fn put_pairs(&self, py: Python<'_>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyResult<()> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
         py.detach(|| m.put_many(&refs)).py_err(py)
     }
@@ -251,7 +260,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        match self.get_decoded(py, g.as_ref().expect("checked"), &k)? {
+        match self.get_decoded(py, &g, &k)? {
             Some(v) => Ok(v),
             None => Err(Self::key_error(key)),
         }
@@ -262,9 +271,9 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        py.detach(|| m.put(k, v)).py_err(py)?;
+        g.quick_write(py, k.len() + v.len(), |m| m.put(k, v))
+            .py_err(py)?;
         Ok(())
     }
 
@@ -272,9 +281,8 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let k: &[u8] = &k;
-        if py.detach(|| m.remove(k)).py_err(py)? {
+        if g.quick(py, |m| m.remove(k)).py_err(py)? {
             Ok(())
         } else {
             Err(Self::key_error(key))
@@ -285,12 +293,13 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        g.as_ref().expect("checked").contains(&k).py_err(py)
+        let k: &[u8] = &k;
+        g.quick(py, |m| m.contains(k)).py_err(py)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let g = self.m(py)?;
-        Ok(g.as_ref().expect("checked").len().py_err(py)? as usize)
+        Ok(g.map.len().py_err(py)? as usize)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<MapIter> {
@@ -337,7 +346,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        match self.get_decoded(py, g.as_ref().expect("checked"), &k)? {
+        match self.get_decoded(py, &g, &k)? {
             Some(v) => Ok(v),
             None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
         }
@@ -361,9 +370,8 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let kr: &[u8] = &k;
-        match py.detach(|| m.take(kr)).py_err(py)? {
+        match g.quick(py, |m| m.take(kr)).py_err(py)? {
             Some(v) => self.vc.decode(py, &v),
             None => match default.iter().next() {
                 Some(d) => Ok(d),
@@ -377,7 +385,7 @@ impl Map {
     /// Raises KeyError if the map is empty.
     fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let got = py
             .detach(|| -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
                 for k in m.keys() {
@@ -408,13 +416,15 @@ impl Map {
         let default = default.unwrap_or_else(|| py.None().into_bound(py));
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
-        if let Some(v) = m.get(&k).py_err(py)? {
+        let kr: &[u8] = &k;
+        if let Some(v) = g.quick(py, |m| m.get(kr)).py_err(py)? {
             return self.vc.decode(py, &v);
         }
         let dv = self.vc.encode(&default, "value")?;
         let (kr, dr): (&[u8], &[u8]) = (&k, &dv);
-        let v = py.detach(|| m.get_or_insert(kr, dr)).py_err(py)?;
+        let v = g
+            .quick_write(py, kr.len() + dr.len(), |m| m.get_or_insert(kr, dr))
+            .py_err(py)?;
         if v == dr {
             Ok(default) // ours, or an equal one: dict returns the very object
         } else {
@@ -440,7 +450,7 @@ impl Map {
     /// operations go on meanwhile).
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         py.detach(|| m.clear()).py_err(py)
     }
 
@@ -450,9 +460,9 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        py.detach(|| m.insert(k, v)).py_err(py)
+        g.quick_write(py, k.len() + v.len(), |m| m.insert(k, v))
+            .py_err(py)
     }
 
     /// replace(key, value) -> bool: sets `key` only if it is present; returns whether it did.
@@ -461,9 +471,9 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        py.detach(|| m.replace(k, v)).py_err(py)
+        g.quick_write(py, k.len() + v.len(), |m| m.replace(k, v))
+            .py_err(py)
     }
 
     /// swap(key, value): sets `key` and returns its previous value (None if it was
@@ -477,9 +487,11 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let (kr, vr): (&[u8], &[u8]) = (&k, &v);
-        match py.detach(|| m.swap(kr, vr)).py_err(py)? {
+        match g
+            .quick_write(py, kr.len() + vr.len(), |m| m.swap(kr, vr))
+            .py_err(py)?
+        {
             Some(old) => self.vc.decode(py, &old),
             None => Ok(py.None().into_bound(py)),
         }
@@ -501,9 +513,8 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let kr: &[u8] = &k;
-        py.detach(|| m.add(kr, delta)).py_err(py)
+        g.quick(py, |m| m.add(kr, delta)).py_err(py)
     }
 
     /// compare_and_swap(key, expected, new) -> bool: atomically, if the value of `key`
@@ -532,9 +543,10 @@ impl Map {
             Some(self.vc.encode(new, "value")?)
         };
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let (kr, er, nr): (&[u8], Option<&[u8]>, Option<&[u8]>) = (&k, e.as_deref(), n.as_deref());
-        py.detach(|| m.compare_and_swap(kr, er, nr)).py_err(py)
+        let bytes = kr.len() + er.map_or(0, <[u8]>::len) + nr.map_or(0, <[u8]>::len);
+        g.quick_write(py, bytes, |m| m.compare_and_swap(kr, er, nr))
+            .py_err(py)
     }
 
     /// modify(key, fn, /): atomic read-modify-write. Calls `fn(current)` with the current
@@ -554,7 +566,6 @@ impl Map {
         let absent = absent(py)?.clone();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let kr: &[u8] = &k;
         let timeout =
             std::time::Duration::from_secs_f64(self.store.bind(py).get().core.lock_timeout);
@@ -563,7 +574,7 @@ impl Map {
         loop {
             // The same loop as the engine's Map::update, but a Python callback can raise:
             // then nothing is written and the exception propagates.
-            let cur = m.get(kr).py_err(py)?;
+            let cur = g.quick(py, |m| m.get(kr)).py_err(py)?;
             let arg = match &cur {
                 Some(v) => self.vc.decode(py, v)?,
                 None => absent.clone(),
@@ -576,9 +587,11 @@ impl Map {
             };
             let (cr, nr) = (cur.as_deref(), new.as_deref());
             let done = if cr.is_none() && nr.is_none() {
-                !m.contains(kr).py_err(py)?
+                !g.quick(py, |m| m.contains(kr)).py_err(py)?
             } else {
-                py.detach(|| m.compare_and_swap(kr, cr, nr)).py_err(py)?
+                let bytes = kr.len() + cr.map_or(0, <[u8]>::len) + nr.map_or(0, <[u8]>::len);
+                g.quick_write(py, bytes, |m| m.compare_and_swap(kr, cr, nr))
+                    .py_err(py)?
             };
             if done {
                 return Ok(out);
@@ -601,7 +614,7 @@ impl Map {
     #[getter]
     fn uids(&self, py: Python<'_>) -> PyResult<bool> {
         let g = self.m(py)?;
-        Ok(g.as_ref().expect("checked").has_uids())
+        Ok(g.map.has_uids())
     }
 
     /// uid(key) -> int | None: the stable UID of `key` (a positive 64-bit int), or None if
@@ -613,9 +626,8 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let kr: &[u8] = &k;
-        Ok(py.detach(|| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
+        Ok(g.quick(py, |m| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
     }
 
     /// put_uid(key, value) -> int: `m[key] = value`, returning the key's UID (a new one
@@ -625,9 +637,10 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let (kr, vr): (&[u8], &[u8]) = (&k, &v);
-        let (_, u) = py.detach(|| m.put_with_uid(kr, vr)).py_err(py)?;
+        let (_, u) = g
+            .quick_write(py, kr.len() + vr.len(), |m| m.put_with_uid(kr, vr))
+            .py_err(py)?;
         Ok(u.to_u64())
     }
 
@@ -635,16 +648,18 @@ impl Map {
     /// comparison). `shoal.StaleUidError` (a KeyError) if the key was removed.
     fn get_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
-        let v = m.get_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
+        let v = g
+            .quick(py, |m| m.get_by_uid(shoal::Uid::from_u64(uid)))
+            .py_err(py)?;
         self.vc.decode(py, &v)
     }
 
     /// key_by_uid(uid) -> key: the key `uid` names.
     fn key_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
-        let k = m.key_by_uid(shoal::Uid::from_u64(uid)).py_err(py)?;
+        let k = g
+            .quick(py, |m| m.key_by_uid(shoal::Uid::from_u64(uid)))
+            .py_err(py)?;
         self.kc.decode(py, &k)
     }
 
@@ -653,19 +668,19 @@ impl Map {
         let py = value.py();
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
         let vr: &[u8] = &v;
-        py.detach(|| m.put_by_uid(shoal::Uid::from_u64(uid), vr))
-            .py_err(py)
+        g.quick_write(py, vr.len(), |m| {
+            m.put_by_uid(shoal::Uid::from_u64(uid), vr)
+        })
+        .py_err(py)
     }
 
     /// remove_by_uid(uid) -> value: removes the key `uid` names and returns its value; the
     /// UID becomes stale.
     fn remove_by_uid<'py>(&self, py: Python<'py>, uid: u64) -> PyResult<Bound<'py, PyAny>> {
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
-        let v = py
-            .detach(|| m.remove_by_uid(shoal::Uid::from_u64(uid)))
+        let v = g
+            .quick(py, |m| m.remove_by_uid(shoal::Uid::from_u64(uid)))
             .py_err(py)?;
         self.vc.decode(py, &v)
     }
@@ -681,8 +696,7 @@ impl Map {
             )));
         }
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
-        py.detach(|| m.add_by_uid(shoal::Uid::from_u64(uid), delta))
+        g.quick(py, |m| m.add_by_uid(shoal::Uid::from_u64(uid), delta))
             .py_err(py)
     }
 
@@ -699,7 +713,7 @@ impl Map {
     ) -> PyResult<Bound<'py, PyAny>> {
         let absent = absent(py)?.clone();
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let mut failed: Option<PyErr> = None;
         let mut last: Option<Bound<'py, PyAny>> = None;
         m.update_by_uid(shoal::Uid::from_u64(uid), |cur| {
@@ -749,7 +763,7 @@ impl Map {
             .collect::<PyResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = encs.iter().map(|e| &**e).collect();
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         let (buf, spans) = py
             .detach(|| {
                 let mut buf = Vec::new();
@@ -795,7 +809,7 @@ impl Map {
             .collect::<PyResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = encs.iter().map(|e| &**e).collect();
         let g = self.m(py)?;
-        let m: &shoal::Map = g.as_ref().expect("checked");
+        let m: &shoal::Map = &g.map;
         py.detach(|| m.remove_many(&refs)).py_err(py)
     }
 
@@ -813,7 +827,7 @@ impl Map {
     /// store_dead_bytes, store_data_bytes, file_size.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let g = self.m(py)?;
-        let s = g.as_ref().expect("checked").stats().py_err(py)?;
+        let s = g.map.stats().py_err(py)?;
         let d = PyDict::new(py);
         for (k, v) in [
             ("entries", s.entries),
@@ -888,7 +902,7 @@ impl Map {
             st.core.path.display().to_string(),
             self.kc.name(),
             self.vc.name(),
-            if self.core.map.load().is_none() {
+            if self.core.is_closed() {
                 " (closed)"
             } else {
                 ""
@@ -921,7 +935,7 @@ pub struct MapIter {
 impl MapIter {
     /// The next batch of raw entries (empty at the end).
     fn fetch(&self, py: Python<'_>) -> PyResult<VecDeque<(Vec<u8>, Vec<u8>)>> {
-        if self.core.map.load().is_none() {
+        if self.core.is_closed() {
             self.st.lock().unwrap_or_else(|e| e.into_inner()).it = None;
             return Err(closed(py));
         }

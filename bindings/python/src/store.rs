@@ -117,9 +117,7 @@ impl Store {
                 }
             })
             .py_err(py)?;
-        let core = Arc::new(MapCore {
-            map: ArcSwapOption::from_pointee(m),
-        });
+        let core = Arc::new(MapCore::new(m));
         {
             let mut maps = this.core.maps.lock().unwrap_or_else(|e| e.into_inner());
             maps.retain(|w| w.strong_count() > 0);
@@ -127,7 +125,7 @@ impl Store {
         }
         // close() may have run meanwhile: then this map must be closed too.
         if this.core.store.load().is_none() {
-            core.map.store(None);
+            core.close();
             return Err(closed(py));
         }
         Ok(Map {
@@ -291,7 +289,7 @@ impl Store {
             core.store.store(None);
             let maps = std::mem::take(&mut *core.maps.lock().unwrap_or_else(|e| e.into_inner()));
             for m in maps.iter().filter_map(Weak::upgrade) {
-                m.map.store(None);
+                m.close();
             }
             let fixed =
                 std::mem::take(&mut *core.fixed_maps.lock().unwrap_or_else(|e| e.into_inner()));

@@ -81,3 +81,11 @@ def store_roundtrip(s):
     m = s.map("from-child", key="str", value="str")
     m["pid"] = str(os.getpid())
     return s.path
+
+
+def overwrite_forever(path, name, key, ready):
+    """Replaces the value of one key until stopped or killed."""
+    m = shoal.open(path).map(name)
+    ready.set()
+    while True:
+        m[key] = os.urandom(16)
