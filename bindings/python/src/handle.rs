@@ -49,10 +49,10 @@ impl Handles {
     /// changed nothing the map shows (a record it appended is left dead, for the cleaner):
     /// callers of the normal handle rely on that too, and a zero timeout changes only when
     /// the error comes, not where. The wait on `fast` is bounded, and cannot deadlock:
-    /// no thread waits for the GIL while it holds an engine lock. It is ~10 ms when the
-    /// holder is stuck, as the engine first looks at the timeout after 10 ms (index.rs
-    /// `backoff`, txn.rs `lock_slow`); a busy lock or bucket is otherwise waited for with
-    /// the GIL held, as it always was by reads.
+    /// no thread waits for the GIL while it holds an engine lock. With a zero deadline the
+    /// engine gives up after its spins and yields (well under a millisecond; index.rs
+    /// `backoff`, txn.rs `lock_slow`: it used to first look at the deadline after 10 ms,
+    /// which held the GIL that long behind a stuck holder).
     #[inline(always)]
     pub fn quick<T: Send>(
         &self,

@@ -29,9 +29,9 @@ const ITER_BATCH: usize = 1024;
 /// `in` and `get`). Pickles to (path, name, codecs), so it can be passed to child
 /// processes under any multiprocessing start method.
 ///
-/// Single-key calls keep the GIL unless they have to wait for a lock or a bucket held by
-/// another thread or process for more than ~10 ms (or write more than 4 KiB): then they
-/// release it while they wait. Batch calls and iteration release it.
+/// Single-key calls keep the GIL unless they find a lock or a bucket busy beyond a short
+/// spin (held by another thread or process), or write more than 4 KiB: then they release
+/// it while they wait. Batch calls and iteration release it.
 #[pyclass(module = "shoal", name = "Map", frozen, mapping, weakref)]
 pub struct Map {
     pub core: Arc<MapCore>,

@@ -283,9 +283,9 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
     (At run time Map is registered as a collections.abc.MutableMapping.)
     Single-key operations, setdefault, pop, popitem, incr, compare_and_swap and modify
     are atomic across processes; iteration is weakly consistent. Pickles to
-    (path, name, codecs). Single-key calls keep the GIL unless they have to wait for a
-    lock or a bucket held by another thread or process for more than ~10 ms (or write
-    more than 4 KiB); batch calls and iteration release it."""
+    (path, name, codecs). Single-key calls keep the GIL unless they find a lock or a
+    bucket busy beyond a short spin (held by another thread or process), or write more
+    than 4 KiB; batch calls and iteration release it."""
 
     @property
     def name(self) -> str:
