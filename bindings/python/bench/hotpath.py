@@ -12,7 +12,9 @@ difference of the totals by the difference of the calls (setup and teardown canc
 
 OP is get (m[k]), getm (m.get(k)), put (m[k] = v, replacing), ins (m[k] = v into an
 empty map), in (k in m), del (del m[k] then m[k] = v again: two calls), dict_get / dict_put (the same loops on a dict, the
-floor of the Python loop itself). Keys and values are 16-byte bytes, like bench.py.
+floor of the Python loop itself). The same ops prefixed with f (fget, fgetm, fput, fins,
+fin, fdel) run on a FixedMap (Store.fixed_map, 16 + 16 bytes), and fadd is m.add(k) on
+one with 8-byte values. Keys and values are 16-byte bytes, like bench.py.
 """
 
 import os
@@ -29,6 +31,9 @@ def main():
     random.Random(1).shuffle(keys)
     vals = [b"v%015d" % i for i in range(KEYS)]
     pairs = list(zip(keys, vals))
+    fixed = op.startswith("f")
+    if fixed:
+        op = op[1:]
     if op.startswith("dict_"):
         m = dict(zip(keys, vals))
         store = None
@@ -40,8 +45,14 @@ def main():
         # A smaller address-space reservation than the default 1 TiB, which valgrind
         # cannot map.
         store = shoal.open(path, max_size=1 << 32)
-        m = store.map("bench")
-        m.put_many(zip(keys, vals))
+        if fixed:
+            vsize = 8 if op == "add" else 16
+            m = store.fixed_map("bench", 16, vsize)
+            for k, v in pairs:
+                m[k] = v[:vsize]
+        else:
+            m = store.map("bench")
+            m.put_many(zip(keys, vals))
     t = time.perf_counter()
     for r in range(rounds):
         if op in ("get", "dict_get"):
@@ -55,7 +66,7 @@ def main():
             for k, v in pairs:
                 m[k] = v
         elif op == "ins":
-            m = store.map(f"ins{r}")
+            m = store.fixed_map(f"ins{r}", 16, 16) if fixed else store.map(f"ins{r}")
             for k, v in pairs:
                 m[k] = v
         elif op == "in":
@@ -65,6 +76,10 @@ def main():
             for k, v in pairs:
                 del m[k]
                 m[k] = v
+        elif op == "add" and fixed:
+            a = m.add
+            for k in keys:
+                a(k)
         else:
             raise SystemExit(f"unknown op {op}")
     dt = time.perf_counter() - t
@@ -72,7 +87,7 @@ def main():
         store.close()
         shoal.remove(path)
     n = rounds * KEYS
-    print(f"{op} x{n}: {dt / max(n, 1) * 1e9:.0f} ns/call")
+    print(f"{sys.argv[1]} x{n}: {dt / max(n, 1) * 1e9:.0f} ns/call")
 
 
 main()

@@ -4,18 +4,27 @@
 //! mapping mixins — `get`, `pop`, `setdefault`, `update`, views, `==` — for free).
 
 use crate::errors::{closed, ResultExt};
-use arc_swap::ArcSwapOption;
+pub use crate::handle::FixedCore;
+use crate::handle::InUse;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::sync::{Arc, Mutex};
 
-/// A fixed map's engine handle, emptied by `Store.close()`.
-pub struct FixedCore {
-    pub map: ArcSwapOption<shoal::FixedMap>,
-}
+/// The engine's largest value size (`shoal::FixedMap`, FORMAT.md "Fixed-size maps"): a
+/// `get` copies the value into a stack buffer of this size, no heap allocation per
+/// lookup.
+const MAX_VALUE: usize = 128;
 
 /// Native fixed-size map: bytes keys of exactly `key_size` bytes, bytes values of exactly
 /// `value_size` bytes (other lengths raise `shoal.InvalidArgument`, a `ValueError`).
+///
+/// Single-key calls keep the GIL unless they find the segment lock or a bucket busy
+/// beyond a short spin: then they release it while they wait (`Handles::quick`). Keys and
+/// values are at most 640 bytes together, so no write is large enough to release it at
+/// once (`QUICK_BYTES`). Batch calls, `clear` and iteration release it. One wait still
+/// holds the GIL longer: a writer that finds lock-free adders counted in its segment
+/// waits up to 10 ms before it looks at its deadline (engine: fixed.rs `wait_adders`),
+/// which only matters when an adder was stopped in its few instructions in there.
 #[pyclass(module = "shoal._shoal", name = "_FixedMap", frozen)]
 pub struct FixedMapNative {
     pub core: Arc<FixedCore>,
@@ -26,8 +35,8 @@ pub struct FixedMapNative {
 
 impl FixedMapNative {
     #[inline]
-    fn m(&self, py: Python<'_>) -> PyResult<Arc<shoal::FixedMap>> {
-        self.core.map.load_full().ok_or_else(|| closed(py))
+    fn m(&self, py: Python<'_>) -> PyResult<InUse<'_, shoal::FixedMap>> {
+        self.core.enter().ok_or_else(|| closed(py))
     }
 }
 
@@ -50,43 +59,49 @@ impl FixedMapNative {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.core.map.load().is_none()
+        self.core.is_closed()
     }
 
     fn get<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let m = self.m(py)?;
-        let mut buf = vec![0u8; self.value_size];
-        if m.get_into(key, &mut buf).py_err(py)? {
-            Ok(Some(PyBytes::new(py, &buf)))
+        let g = self.m(py)?;
+        let n = self.value_size;
+        if n > MAX_VALUE {
+            // The engine refuses such maps today; should that change, a copy beats a
+            // panic on slicing out of bounds.
+            return Ok(g
+                .quick(py, |m| m.get(key))
+                .py_err(py)?
+                .map(|v| PyBytes::new(py, &v)));
+        }
+        let mut buf = [0u8; MAX_VALUE];
+        let buf = &mut buf[..n];
+        if g.quick(py, |m| m.get_into(key, buf)).py_err(py)? {
+            Ok(Some(PyBytes::new(py, buf)))
         } else {
             Ok(None)
         }
     }
 
     fn contains(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
-        self.m(py)?.contains(key).py_err(py)
+        self.m(py)?.quick(py, |m| m.contains(key)).py_err(py)
     }
 
     /// Returns True if the key was present (replaced).
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        let m = self.m(py)?;
-        let o = py.detach(|| m.put(key, value)).py_err(py)?;
+        let o = self.m(py)?.quick(py, |m| m.put(key, value)).py_err(py)?;
         Ok(o == shoal::PutOutcome::Replaced)
     }
 
     fn insert(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        let m = self.m(py)?;
-        py.detach(|| m.insert(key, value)).py_err(py)
+        self.m(py)?.quick(py, |m| m.insert(key, value)).py_err(py)
     }
 
     fn replace(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        let m = self.m(py)?;
-        py.detach(|| m.replace(key, value)).py_err(py)
+        self.m(py)?.quick(py, |m| m.replace(key, value)).py_err(py)
     }
 
     fn remove(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
-        let m = self.m(py)?;
-        py.detach(|| m.remove(key)).py_err(py)
+        self.m(py)?.quick(py, |m| m.remove(key)).py_err(py)
     }
 
     #[pyo3(signature = (key, expected, new))]
@@ -97,14 +112,13 @@ impl FixedMapNative {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> PyResult<bool> {
-        let m = self.m(py)?;
-        py.detach(|| m.compare_and_swap(key, expected, new))
+        self.m(py)?
+            .quick(py, |m| m.compare_and_swap(key, expected, new))
             .py_err(py)
     }
 
     fn add(&self, py: Python<'_>, key: &[u8], delta: i64) -> PyResult<i64> {
-        let m = self.m(py)?;
-        py.detach(|| m.add(key, delta)).py_err(py)
+        self.m(py)?.quick(py, |m| m.add(key, delta)).py_err(py)
     }
 
     /// The values of `keys` in their order (None for an absent key): one call, the GIL
@@ -114,7 +128,8 @@ impl FixedMapNative {
         py: Python<'py>,
         keys: Vec<Vec<u8>>,
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-        let m = self.m(py)?;
+        let g = self.m(py)?;
+        let m: &shoal::FixedMap = &g.map;
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let vals = py.detach(|| m.get_many(&refs)).py_err(py)?;
         Ok(vals
@@ -124,16 +139,17 @@ impl FixedMapNative {
     }
 
     fn len(&self, py: Python<'_>) -> PyResult<u64> {
-        self.m(py)?.len().py_err(py)
+        self.m(py)?.map.len().py_err(py)
     }
 
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        let m = self.m(py)?;
+        let g = self.m(py)?;
+        let m: &shoal::FixedMap = &g.map;
         py.detach(|| m.clear()).py_err(py)
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.m(py)?.stats().py_err(py)?;
+        let s = self.m(py)?.map.stats().py_err(py)?;
         let d = PyDict::new(py);
         for (k, v) in [
             ("entries", s.entries),
@@ -156,11 +172,11 @@ impl FixedMapNative {
 
     /// An iterator: kind 0 = keys, 1 = values, 2 = (key, value) pairs.
     fn iter(&self, py: Python<'_>, kind: u8) -> PyResult<FixedIterNative> {
-        let m = self.m(py)?;
+        let it = self.m(py)?.map.iter();
         Ok(FixedIterNative {
             core: self.core.clone(),
             kind,
-            it: Mutex::new(Some(m.iter())),
+            it: Mutex::new(Some(it)),
         })
     }
 }
@@ -180,7 +196,7 @@ impl FixedIterNative {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if self.core.map.load().is_none() {
+        if self.core.is_closed() {
             *self.it.lock().unwrap_or_else(|e| e.into_inner()) = None;
             return Err(closed(py));
         }

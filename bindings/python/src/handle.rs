@@ -1,5 +1,7 @@
-//! A Map's engine handles, which `Store.close()` may close while other threads are in
-//! calls that use them.
+//! The engine handles of a Map or a FixedMap, which `Store.close()` may close while other
+//! threads are in calls that use them. Generic over the handle type (`Handle`) so that
+//! both kinds of map share one closing protocol and one GIL policy; each instance is
+//! monomorphized, so a Map call costs what it did before FixedMap used this too.
 //!
 //! This was an `ArcSwapOption<shoal::Map>`, whose `load()` (a thread-local debt slot, a
 //! SeqCst fence, a compare-and-swap to pay the debt back) cost ~75 instructions of a
@@ -16,19 +18,39 @@ use std::ops::Deref;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use std::time::Duration;
 
-/// Bit 0 of `MapCore::state`; the bits above count the calls in flight.
+/// An engine map handle: `shoal::Map` or `shoal::FixedMap`.
+pub trait Handle: Send + Sync {
+    /// The same map with another lock timeout (the engines' `with_timeout`).
+    fn with_timeout(&self, timeout: Duration) -> Self;
+}
+
+impl Handle for shoal::Map {
+    #[inline]
+    fn with_timeout(&self, timeout: Duration) -> Self {
+        shoal::Map::with_timeout(self, timeout)
+    }
+}
+
+impl Handle for shoal::FixedMap {
+    #[inline]
+    fn with_timeout(&self, timeout: Duration) -> Self {
+        shoal::FixedMap::with_timeout(self, timeout)
+    }
+}
+
+/// Bit 0 of `Core::state`; the bits above count the calls in flight.
 const CLOSED: usize = 1;
 const ONE: usize = 2;
 
-/// The engine handles of one Map.
-pub struct Handles {
+/// The engine handles of one map.
+pub struct Handles<H> {
     /// Waits up to the store's lock timeout for a lock (or a bucket) that a live process
     /// holds.
-    pub map: shoal::Map,
+    pub map: H,
     /// The same map with a lock timeout of zero: fails with `Error::Timeout` (changing
     /// nothing) instead of waiting, so that a call can run with the GIL held and release
     /// it only when it has to wait (see `Handles::quick`).
-    pub fast: shoal::Map,
+    pub fast: H,
 }
 
 /// Writes of more key and value bytes than this release the GIL at once instead of trying
@@ -37,7 +59,7 @@ pub struct Handles {
 /// threads run meanwhile.
 pub const QUICK_BYTES: usize = 4096;
 
-impl Handles {
+impl<H: Handle> Handles<H> {
     /// Runs a single-key engine call (`f`, on one of the two handles) with the GIL held
     /// as long as it does not have to wait: first on `fast`, and only if that times out,
     /// with the GIL released, on `map`, which waits up to the lock timeout. Keeping the
@@ -57,7 +79,7 @@ impl Handles {
     pub fn quick<T: Send>(
         &self,
         py: Python<'_>,
-        mut f: impl FnMut(&shoal::Map) -> shoal::Result<T> + Send,
+        mut f: impl FnMut(&H) -> shoal::Result<T> + Send,
     ) -> shoal::Result<T> {
         match f(&self.fast) {
             Err(shoal::Error::Timeout(_)) => self.wait(py, f),
@@ -72,7 +94,7 @@ impl Handles {
         &self,
         py: Python<'_>,
         bytes: usize,
-        f: impl FnMut(&shoal::Map) -> shoal::Result<T> + Send,
+        f: impl FnMut(&H) -> shoal::Result<T> + Send,
     ) -> shoal::Result<T> {
         if bytes <= QUICK_BYTES {
             self.quick(py, f)
@@ -89,30 +111,36 @@ impl Handles {
     fn wait<T: Send>(
         &self,
         py: Python<'_>,
-        mut f: impl FnMut(&shoal::Map) -> shoal::Result<T> + Send,
+        mut f: impl FnMut(&H) -> shoal::Result<T> + Send,
     ) -> shoal::Result<T> {
         py.detach(|| f(&self.map))
     }
 }
 
-/// A Map's handles, shared by the Map and its iterators.
-pub struct MapCore {
+/// A map's handles, shared by the map and its iterators.
+pub struct Core<H> {
     /// `CLOSED` | calls in flight × `ONE`.
     state: AtomicUsize,
     /// Set by whoever drops `handles` (exactly once).
     dropped: AtomicBool,
-    handles: UnsafeCell<ManuallyDrop<Handles>>,
+    handles: UnsafeCell<ManuallyDrop<Handles<H>>>,
 }
 
-// SAFETY: `handles` is read only through an `InUse` (which keeps it alive: see `enter`)
-// and dropped once, by the one thread that wins `dropped`; `Handles` is Send + Sync.
-unsafe impl Sync for MapCore {}
-unsafe impl Send for MapCore {}
+/// A Map's handles.
+pub type MapCore = Core<shoal::Map>;
+/// A FixedMap's handles.
+pub type FixedCore = Core<shoal::FixedMap>;
 
-impl MapCore {
-    pub fn new(map: shoal::Map) -> MapCore {
+// SAFETY: `handles` is read only through an `InUse` (which keeps it alive: see `enter`)
+// and dropped once, by the one thread that wins `dropped`; `Handles<H>` is Send + Sync
+// (`Handle` requires it of `H`).
+unsafe impl<H: Handle> Sync for Core<H> {}
+unsafe impl<H: Handle> Send for Core<H> {}
+
+impl<H: Handle> Core<H> {
+    pub fn new(map: H) -> Core<H> {
         let fast = map.with_timeout(Duration::ZERO);
-        MapCore {
+        Core {
             state: AtomicUsize::new(0),
             dropped: AtomicBool::new(false),
             handles: UnsafeCell::new(ManuallyDrop::new(Handles { map, fast })),
@@ -121,7 +149,7 @@ impl MapCore {
 
     /// The handles, kept alive until the returned guard is dropped; None once closed.
     #[inline]
-    pub fn enter(&self) -> Option<InUse<'_>> {
+    pub fn enter(&self) -> Option<InUse<'_, H>> {
         // Acquire: pairs with the Release of close(), so a call that starts after close
         // sees CLOSED.
         let s = self.state.fetch_add(ONE, Acquire);
@@ -170,7 +198,7 @@ impl MapCore {
     }
 }
 
-impl Drop for MapCore {
+impl<H> Drop for Core<H> {
     fn drop(&mut self) {
         if !*self.dropped.get_mut() {
             // SAFETY: `&mut self`: nobody else holds a reference.
@@ -179,15 +207,15 @@ impl Drop for MapCore {
     }
 }
 
-/// A call's use of a Map's handles (see `MapCore::enter`).
-pub struct InUse<'a> {
-    core: &'a MapCore,
+/// A call's use of a map's handles (see `Core::enter`).
+pub struct InUse<'a, H: Handle> {
+    core: &'a Core<H>,
 }
 
-impl Deref for InUse<'_> {
-    type Target = Handles;
+impl<H: Handle> Deref for InUse<'_, H> {
+    type Target = Handles<H>;
     #[inline]
-    fn deref(&self) -> &Handles {
+    fn deref(&self) -> &Handles<H> {
         // SAFETY: an InUse exists only for a call that entered before CLOSED was set
         // (enter returns None otherwise), and the handles are dropped only once CLOSED is
         // set and every such call has left.
@@ -195,7 +223,7 @@ impl Deref for InUse<'_> {
     }
 }
 
-impl Drop for InUse<'_> {
+impl<H: Handle> Drop for InUse<'_, H> {
     #[inline]
     fn drop(&mut self) {
         self.core.leave();

@@ -71,7 +71,7 @@ enum Kind {
 
 impl Map {
     #[inline]
-    fn m(&self, py: Python<'_>) -> PyResult<InUse<'_>> {
+    fn m(&self, py: Python<'_>) -> PyResult<InUse<'_, shoal::Map>> {
         self.core.enter().ok_or_else(|| closed(py))
     }
 
@@ -83,7 +83,7 @@ impl Map {
     fn get_decoded<'py>(
         &self,
         py: Python<'py>,
-        h: &Handles,
+        h: &Handles<shoal::Map>,
         k: &[u8],
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut buf = [0u8; 256];
@@ -100,7 +100,7 @@ impl Map {
     fn get_long<'py>(
         &self,
         py: Python<'py>,
-        h: &Handles,
+        h: &Handles<shoal::Map>,
         k: &[u8],
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         match h.quick(py, |m| m.get(k)).py_err(py)? {

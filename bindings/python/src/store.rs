@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-/// What a `Store` object and all its maps share. `close()` empties `store` and every map's
-/// slot; operations in flight keep their own reference until they finish, so the mapping
-/// goes away only after the last one.
+/// What a `Store` object and all its maps share. `close()` empties `store` and closes every
+/// map's handles (handle.rs); operations in flight keep their own reference until they
+/// finish, so the mapping goes away only after the last one.
 pub struct StoreCore {
     pub path: PathBuf,
     pub lock_timeout: f64,
@@ -167,9 +167,7 @@ impl Store {
                 )
             })
             .py_err(py)?;
-        let core = Arc::new(FixedCore {
-            map: ArcSwapOption::from_pointee(m),
-        });
+        let core = Arc::new(FixedCore::new(m));
         {
             let mut maps = this
                 .core
@@ -180,7 +178,7 @@ impl Store {
             maps.push(Arc::downgrade(&core));
         }
         if this.core.store.load().is_none() {
-            core.map.store(None);
+            core.close();
             return Err(closed(py));
         }
         let native = FixedMapNative {
@@ -294,7 +292,7 @@ impl Store {
             let fixed =
                 std::mem::take(&mut *core.fixed_maps.lock().unwrap_or_else(|e| e.into_inner()));
             for m in fixed.iter().filter_map(Weak::upgrade) {
-                m.map.store(None);
+                m.close();
             }
         });
     }

@@ -89,3 +89,13 @@ def overwrite_forever(path, name, key, ready):
     ready.set()
     while True:
         m[key] = os.urandom(16)
+
+
+def overwrite_fixed_forever(path, name, key, ready):
+    """overwrite_forever on a fixed map of 16-byte values."""
+    m = shoal.open(path).fixed_map(name, len(key), 16)
+    vals = [os.urandom(16) for _ in range(64)]
+    ready.set()
+    while True:
+        for v in vals:
+            m[key] = v

@@ -115,22 +115,93 @@ def test_reads_that_wait_release_the_gil(path):
     s.close()
 
 
+def mark_fixed_bucket_busy(path, m, key):
+    """Sets the seq of the bucket holding `key`, the only entry of fixed map `m`, to odd,
+    as a writer stopped in the middle of changing the bucket leaves it (docs/FORMAT.md,
+    "Fixed-size maps": a bucket's word 0 is seq (bits 0..23) | overflow << 24 | bitmap
+    << 32, and cell i, at bucket + 8 + i × cell bytes, starts with its key). Returns a
+    function that restores the bucket."""
+    st = m.stats()
+    assert st["entries"] == 1
+    cell, cells = st["cell_bytes"], st["cells_per_bucket"]
+    with open(path, "r+b") as f:
+        mm = mmap.mmap(f.fileno(), 0)
+    at = mm.find(key)
+    assert at > 0 and mm.find(key, at + 1) == -1
+    # The key's cell is the only one in use in its bucket: of the words where its bucket
+    # could start, the bucket's is the one whose bitmap has just that cell's bit.
+    buckets = [
+        b
+        for i, b in ((i, at - 8 - i * cell) for i in range(cells))
+        if b >= 0 and b % 8 == 0 and struct.unpack_from("<Q", mm, b)[0] >> 32 == 1 << i
+    ]
+    assert len(buckets) == 1, buckets
+    bucket = buckets[0]
+    word = struct.unpack_from("<Q", mm, bucket)[0]
+    assert word & 1 == 0
+    struct.pack_into("<Q", mm, bucket, word | 1)
+
+    def restore():
+        struct.pack_into("<Q", mm, bucket, word)
+        mm.close()
+
+    return restore
+
+
+def test_fixed_reads_that_wait_release_the_gil(path):
+    """FixedMap reads (m[k], get, in, setdefault) on a bucket a writer left busy wait for
+    it with the GIL released, then raise shoal.Timeout."""
+    timeout = 0.5
+    s = shoal.open(path, lock_timeout=timeout)
+    m = s.fixed_map("busy", 16, 16)
+    key = b"busy-" + os.urandom(11)
+    m[key] = b"v" * 16
+    restore = mark_fixed_bucket_busy(path, m, key)
+    try:
+        waits_with_the_gil_released(lambda: m[key], timeout)
+        waits_with_the_gil_released(lambda: m.get(key), timeout)
+        waits_with_the_gil_released(lambda: key in m, timeout)
+        waits_with_the_gil_released(lambda: m.setdefault(key, b"d" * 16), timeout)
+    finally:
+        restore()
+    assert m[key] == b"v" * 16 and m.get(key) == b"v" * 16 and key in m
+    assert s.check().ok
+    s.close()
+
+
 def _stopped(pid):
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
 
 
-def test_writes_that_wait_release_the_gil(path):
-    """m[k] = v and del m[k] on a key whose segment lock a stopped process holds wait
-    with the GIL released, then raise shoal.Timeout and change nothing."""
+MINE = b"mine, timed out!"
+
+
+@pytest.mark.parametrize("kind", ["map", "fixed"])
+def test_writes_that_wait_release_the_gil(path, kind):
+    """m[k] = v and del m[k] (and a FixedMap's compare_and_swap) on a key whose segment
+    lock a stopped process holds wait with the GIL released, then raise shoal.Timeout and
+    change nothing."""
     timeout = 0.5
     s = shoal.open(path, lock_timeout=timeout)
-    m = s.map("stuck")
     key = b"hot"
-    m[key] = b"first"
+    if kind == "map":
+        m = s.map("stuck")
+        worker = w.overwrite_forever
+        writes = [lambda: m.__setitem__(key, MINE), lambda: m.__delitem__(key)]
+    else:
+        m = s.fixed_map("stuck", len(key), 16)
+        worker = w.overwrite_fixed_forever
+        writes = [
+            lambda: m.__setitem__(key, MINE),
+            lambda: m.__delitem__(key),
+            lambda: m.compare_and_swap(key, m.get(key), MINE),
+        ]
+    first = b"first value: 16b"
+    m[key] = first
     ctx = mp.get_context("fork")
     ready = ctx.Event()
-    child = ctx.Process(target=w.overwrite_forever, args=(path, "stuck", key, ready))
+    child = ctx.Process(target=worker, args=(path, "stuck", key, ready))
     child.start()
     try:
         assert ready.wait(30)
@@ -149,8 +220,8 @@ def test_writes_that_wait_release_the_gil(path):
                 held = True
             if held:
                 assert time.monotonic() - t0 >= timeout * 0.9
-                waits_with_the_gil_released(lambda: m.__setitem__(key, b"mine"), timeout)
-                waits_with_the_gil_released(lambda: m.__delitem__(key), timeout)
+                for write in writes:
+                    waits_with_the_gil_released(write, timeout)
                 break
             os.kill(child.pid, signal.SIGCONT)
             time.sleep(rnd.uniform(0, 0.002))  # let it run on, to stop it elsewhere
@@ -159,23 +230,30 @@ def test_writes_that_wait_release_the_gil(path):
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.join()
-    # The timed-out writes (b"mine", del) changed nothing: the value is one of the
-    # child's or a probe (16 bytes), or the first one.
+    # The timed-out writes (MINE, del) changed nothing: the value is one of the child's,
+    # a probe or the first one.
     v = m[key]
-    assert len(v) == 16 or v == b"first"
-    m[key] = b"last"  # the dead writer's lock is recovered
-    assert m[key] == b"last"
+    assert len(v) == 16 and v != MINE
+    last = b"last value: 16b."
+    m[key] = last  # the dead writer's lock is recovered
+    assert m[key] == last
     assert s.check().ok
     s.close()
 
 
-def test_close_while_other_threads_call(path):
+@pytest.mark.parametrize("kind", ["map", "fixed"])
+def test_close_while_other_threads_call(path, kind):
     """Store.close() while other threads are in single-key calls (some of them waiting
     with the GIL released): every call succeeds or raises shoal.Closed; nothing hangs."""
     for _ in range(20):
         s = shoal.open(path)
-        m = s.map("c")
-        m.put_many((b"%08d" % i, b"v") for i in range(1000))
+        if kind == "map":
+            m = s.map("c")
+            m.put_many((b"%08d" % i, b"v") for i in range(1000))
+        else:
+            m = s.fixed_map("c", 8, 1)
+            for i in range(1000):
+                m[b"%08d" % i] = b"v"
         errors = []
         go = threading.Event()
 

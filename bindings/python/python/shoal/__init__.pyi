@@ -383,7 +383,10 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
 class FixedMap(MutableMapping[bytes, bytes]):
     """A fixed-size map of a shoal store (Store.fixed_map): bytes keys of exactly
     key_size bytes, bytes values of exactly value_size bytes; other lengths raise
-    InvalidArgument (a ValueError). Dict semantics, shared by every process."""
+    InvalidArgument (a ValueError). Dict semantics, shared by every process.
+    Single-key calls keep the GIL unless they find the segment lock or a bucket busy
+    beyond a short spin (held by another thread or process); get_many, clear and
+    iteration release it."""
 
     def __init__(self, native: Any, store: Store) -> None: ...
     @property

@@ -24,6 +24,11 @@ class FixedMap(_MutableMapping):
     length raises ``shoal.InvalidArgument`` (a ``ValueError``), also for ``in`` and
     ``get``; a key that is not ``bytes`` raises ``TypeError``. Iteration is weakly
     consistent, as for ``Map``.
+
+    Single-key calls keep the GIL unless they find the segment lock or a bucket busy
+    beyond a short spin (held by another thread or process): then they release it while
+    they wait, up to the store's lock timeout. ``get_many``, ``clear`` and iteration
+    release it.
     """
 
     __slots__ = ("_m", "_store", "__weakref__")
