@@ -390,23 +390,15 @@ fn release_pages(_: &Shared, _: u64, _: u64) -> Result<bool> {
 /// runs it marked, `(start, chunks)`.
 fn mark_released(tx: &Txn) -> Result<Vec<(u64, u64)>> {
     let sh = tx.sh;
-    let cs = sh.g.chunk_size();
     // Neighbours merged first: fewer, longer runs to release, and ready for long records.
     coalesce(tx)?;
     let mut todo: Vec<(u64, u64)> = Vec::new();
-    let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
-    let mut seen = 0u64;
-    while cur != 0 {
-        seen += 1;
-        if seen > (sh.file_end() - sh.g.chunks_off) / cs {
-            return Err(sh.corrupt(format!("free list: cycle at {cur:#x}")));
-        }
-        let (run, next) = free_run_at(sh, cur)?;
+    walk_free_list(sh, |cur, run| {
         if sh.w(cur + K_USED).load(Acquire) != RELEASED {
             todo.push((cur, run));
         }
-        cur = next;
-    }
+        None::<()>
+    })?;
     for batch in todo.chunks(RELEASES_PER_REDO) {
         let mut redo = Redo::new();
         for (run, _) in batch {
@@ -427,20 +419,31 @@ fn mark_released(tx: &Txn) -> Result<Vec<(u64, u64)>> {
 /// reaches at least to `end`.
 fn still_released(sh: &Shared, run: u64, end: u64) -> Result<bool> {
     let cs = sh.g.chunk_size();
+    let found = walk_free_list(sh, |cur, k| {
+        (cur == run).then(|| sh.w(run + K_USED).load(Acquire) == RELEASED && run + k * cs >= end)
+    })?;
+    Ok(found.unwrap_or(false))
+}
+
+/// Under the alloc lock: calls `f(run start, chunks)` for each free run in list order
+/// until it returns `Some`, and returns that. A list longer than the file has chunks is a
+/// cycle: corrupt.
+fn walk_free_list<T>(sh: &Shared, mut f: impl FnMut(u64, u64) -> Option<T>) -> Result<Option<T>> {
+    let limit = (sh.file_end() - sh.g.chunks_off) / sh.g.chunk_size();
     let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
     let mut seen = 0u64;
     while cur != 0 {
         seen += 1;
-        if seen > (sh.file_end() - sh.g.chunks_off) / cs {
+        if seen > limit {
             return Err(sh.corrupt(format!("free list: cycle at {cur:#x}")));
         }
-        let (k, next) = free_run_at(sh, cur)?;
-        if cur == run {
-            return Ok(sh.w(run + K_USED).load(Acquire) == RELEASED && run + k * cs >= end);
+        let (run, next) = free_run_at(sh, cur)?;
+        if let Some(r) = f(cur, run) {
+            return Ok(Some(r));
         }
         cur = next;
     }
-    Ok(false)
+    Ok(None)
 }
 
 /// Upgrades a store of format version `from` (1 or 2), opened by this process alone (so
