@@ -21,10 +21,9 @@ const MAX_VALUE: usize = 128;
 /// Single-key calls keep the GIL unless they find the segment lock or a bucket busy
 /// beyond a short spin: then they release it while they wait (`Handles::quick`). Keys and
 /// values are at most 640 bytes together, so no write is large enough to release it at
-/// once (`QUICK_BYTES`). Batch calls, `clear` and iteration release it. One wait still
-/// holds the GIL longer: a writer that finds lock-free adders counted in its segment
-/// waits up to 10 ms before it looks at its deadline (engine: fixed.rs `wait_adders`),
-/// which only matters when an adder was stopped in its few instructions in there.
+/// once (`QUICK_BYTES`). Batch calls, `clear` and iteration release it. A writer that
+/// finds lock-free adders counted in its segment also gives up after a spin when its
+/// deadline is zero (engine: fixed.rs `wait_adders`; it used to wait out 10 ms first).
 #[pyclass(module = "shoal._shoal", name = "_FixedMap", frozen)]
 pub struct FixedMapNative {
     pub core: Arc<FixedCore>,

@@ -755,9 +755,12 @@ fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
             std::hint::spin_loop();
             continue;
         }
-        crate::rt::sleep(Duration::from_micros(20));
+        // As for locks (txn.rs, `lock_slow`): the live adders every 10 ms, and the
+        // deadline before every sleep, with the adders looked at first, since a count only
+        // dead adders left must be cleared whatever the deadline (a zero one, the Python
+        // binding's first try, used to sleep out the first 10 ms).
         let waited = start.elapsed();
-        if waited >= next_check {
+        if waited >= next_check || waited >= timeout {
             next_check = waited + Duration::from_millis(10);
             let live = (0..sh.g.n_txn).any(|t| {
                 t != tx.idx
@@ -774,6 +777,7 @@ fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
                 return Err(Error::Timeout(waited));
             }
         }
+        crate::rt::sleep(Duration::from_micros(20));
     }
 }
 
