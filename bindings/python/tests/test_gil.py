@@ -59,6 +59,20 @@ def waits_with_the_gil_released(call, at_least):
     )
 
 
+def _make_busy(mm, bucket):
+    """Makes the seq in word 0 of the bucket at `bucket` odd (a writer mid-change, for
+    both bucket layouts); returns a function that restores it and closes `mm`."""
+    word = struct.unpack_from("<Q", mm, bucket)[0]
+    assert word & 1 == 0
+    struct.pack_into("<Q", mm, bucket, word | 1)
+
+    def restore():
+        struct.pack_into("<Q", mm, bucket, word)
+        mm.close()
+
+    return restore
+
+
 def mark_bucket_busy(path, key, value_len):
     """Sets the seq of the bucket holding `key` to odd, as a writer stopped in the middle
     of changing the bucket leaves it (docs/FORMAT.md: a bucket's word 0 is seq | overflow
@@ -80,16 +94,7 @@ def mark_bucket_busy(path, key, value_len):
             slots.append(i)
         i = mm.find(low, i + 1, file_end)
     assert len(slots) == 1, slots
-    bucket = slots[0] & ~127
-    word = struct.unpack_from("<Q", mm, bucket)[0]
-    assert word & 1 == 0
-    struct.pack_into("<Q", mm, bucket, word | 1)
-
-    def restore():
-        struct.pack_into("<Q", mm, bucket, word)
-        mm.close()
-
-    return restore
+    return _make_busy(mm, slots[0] & ~127)
 
 
 def test_reads_that_wait_release_the_gil(path):
@@ -136,16 +141,7 @@ def mark_fixed_bucket_busy(path, m, key):
         if b >= 0 and b % 8 == 0 and struct.unpack_from("<Q", mm, b)[0] >> 32 == 1 << i
     ]
     assert len(buckets) == 1, buckets
-    bucket = buckets[0]
-    word = struct.unpack_from("<Q", mm, bucket)[0]
-    assert word & 1 == 0
-    struct.pack_into("<Q", mm, bucket, word | 1)
-
-    def restore():
-        struct.pack_into("<Q", mm, bucket, word)
-        mm.close()
-
-    return restore
+    return _make_busy(mm, buckets[0])
 
 
 def test_fixed_reads_that_wait_release_the_gil(path):

@@ -944,9 +944,13 @@ mod tests {
         let (ra, rb) = adjacent_large_records(&s, &m, 3);
         m.remove(b"a").unwrap();
         let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
-        tx.lock(H_ALLOC_LOCK).unwrap();
-        let marked = mark_released(&tx).unwrap();
-        tx.unlock(H_ALLOC_LOCK);
+        let mark = || {
+            tx.lock(H_ALLOC_LOCK).unwrap();
+            let marked = mark_released(&tx).unwrap();
+            tx.unlock(H_ALLOC_LOCK);
+            marked
+        };
+        let marked = mark();
         assert!(marked.contains(&(ra, 3)), "{marked:?}");
         // Between marking and releasing: a record of three chunks takes a's run.
         let v = vec![5u8; (2 * cs + cs / 2) as usize];
@@ -956,9 +960,7 @@ mod tests {
         assert!(m.get(b"c").unwrap() == Some(v), "c's bytes were released");
         // b's run, freed and still free: released whole.
         m.remove(b"b").unwrap();
-        tx.lock(H_ALLOC_LOCK).unwrap();
-        let marked = mark_released(&tx).unwrap();
-        tx.unlock(H_ALLOC_LOCK);
+        let marked = mark();
         assert!(marked.contains(&(rb, 3)), "{marked:?}");
         let before = allocated(sh);
         assert_eq!(release_run(&tx, rb, 3).unwrap(), Some(3 * cs - HEADER_PAGE));
