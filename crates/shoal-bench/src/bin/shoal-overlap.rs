@@ -1,0 +1,177 @@
+//! `shoal-overlap`: why a single Shoal get loses to hashbrown on a large map, measured.
+//!
+//! A get on 10 M random keys is a chain of cache (and TLB) misses. hashbrown's chain is
+//! longer than Shoal's (control bytes, slot, key on the heap, value on the heap, against
+//! bucket and record), yet it gets more per second: its get is so short (~100
+//! instructions) that the core's reorder window holds the next gets while one waits, so
+//! the misses of consecutive gets overlap. This tool shows it by lengthening hashbrown's
+//! get: after each one it runs `pad` extra instructions that depend on nothing (`mov eax,
+//! 1`), which cost a few cycles of execution but take room in the window. If the argument
+//! holds, hashbrown's rate falls towards Shoal's as `pad` grows, and below it once its
+//! gets no longer overlap; Shoal's single get (about 480 instructions, callgrind) is
+//! measured beside it in the same run.
+//!
+//! `cargo run --release -p shoal-bench --bin shoal-overlap -- --keys 10000000`
+
+use shoal_bench::{mops, Data};
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+type HbMap = hashbrown::HashMap<Vec<u8>, Vec<u8>, foldhash::fast::RandomState>;
+
+const HELP: &str = "\
+shoal-overlap: hashbrown gets lengthened by N independent instructions each, beside Shoal gets.
+
+USAGE: shoal-overlap [--keys N] [--reps R]
+
+  --keys N   keys (default 10000000), key:%012d -> val:%012d, gets in one shuffled order
+  --reps R   passes of each kind; the best is reported (default 2)
+
+x86_64 only (the padding is inline assembly). The store is /dev/shm/shoal-overlap-PID.shoal,
+removed at the end.";
+
+/// The extra instructions per hashbrown get that the tool tries.
+const PADS: [u32; 7] = [0, 25, 50, 100, 150, 300, 600];
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shoal-overlap: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let (mut keys, mut reps) = (10_000_000usize, 2usize);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut num = |name: &str| -> Result<usize, String> {
+            it.next()
+                .ok_or_else(|| format!("{name} needs a value"))?
+                .replace('_', "")
+                .parse()
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        match a.as_str() {
+            "--keys" => keys = num("--keys")?,
+            "--reps" => reps = num("--reps")?.max(1),
+            "-h" | "--help" => {
+                println!("{HELP}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
+        }
+    }
+    if !cfg!(target_arch = "x86_64") {
+        return Err("the padding is x86_64 inline assembly; not built for this target".into());
+    }
+    if keys == 0 {
+        return Err("--keys must be at least 1".into());
+    }
+    let data = Data::generate(keys, 1);
+    let path = format!("/dev/shm/shoal-overlap-{}.shoal", std::process::id());
+    let store = shoal::Store::create(&path).map_err(|e| format!("create {path}: {e}"))?;
+    let result = measure(&store, &data, reps);
+    drop(store);
+    let _ = shoal::Store::destroy(&path);
+    result
+}
+
+fn measure(store: &shoal::Store, data: &Data, reps: usize) -> Result<(), String> {
+    let n = data.len();
+    let map = store.map("m").map_err(|e| format!("map: {e}"))?;
+    let mut hb = HbMap::default();
+    for i in 0..n {
+        map.put(data.key(i), data.val(i))
+            .map_err(|e| format!("put: {e}"))?;
+        hb.insert(data.key(i).to_vec(), data.val(i).to_vec());
+    }
+    let mut buf = Vec::new();
+    let best = |f: &mut dyn FnMut() -> Result<u64, String>| -> Result<f64, String> {
+        let mut best = 0f64;
+        for _ in 0..reps {
+            let t = Instant::now();
+            let found = f()?;
+            if found != n as u64 {
+                return Err(format!("found {found} of {n} keys"));
+            }
+            best = best.max(mops(n, t.elapsed()));
+        }
+        Ok(best)
+    };
+    let shoal = best(&mut || {
+        let mut found = 0;
+        for &i in &data.order {
+            if map
+                .get_into(data.key(i as usize), &mut buf)
+                .map_err(|e| format!("get: {e}"))?
+            {
+                found += 1;
+            }
+        }
+        Ok(found)
+    })?;
+    println!("N = {n} keys (16-byte keys and values), gets in one shuffled order, best of {reps}");
+    println!("Shoal get_into: {shoal:.2} M gets/s");
+    println!(
+        "{:>30}  {:>12}  {:>10}",
+        "hashbrown get + pad", "M gets/s", "vs Shoal"
+    );
+    for pad in PADS {
+        let rate = best(&mut || Ok(hb_gets_padded(&hb, data, pad, &mut buf)))?;
+        println!(
+            "{:>30}  {rate:>12.2}  {:>9.2}x",
+            format!("+ {pad} instructions"),
+            rate / shoal
+        );
+    }
+    Ok(())
+}
+
+/// hashbrown gets that copy the value into a reused buffer (like `get_into`), each
+/// followed by `pad` independent instructions. Returns the keys found.
+#[inline(never)]
+fn hb_gets_padded(hb: &HbMap, data: &Data, pad: u32, buf: &mut Vec<u8>) -> u64 {
+    let mut found = 0;
+    for &i in &data.order {
+        if let Some(v) = hb.get(data.key(i as usize)) {
+            buf.clear();
+            buf.extend_from_slice(v);
+            black_box(&*buf);
+            found += 1;
+        }
+        padding(pad);
+    }
+    found
+}
+
+/// `pad` instructions that read and write no memory and depend on nothing: they retire
+/// in a few cycles but each takes a slot of the reorder window.
+#[inline(always)]
+fn padding(pad: u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the assembly only writes eax, which is declared clobbered; it touches no
+    // memory and no stack.
+    unsafe {
+        use std::arch::asm;
+        macro_rules! movs {
+            ($n:literal) => {
+                asm!(concat!(".rept ", $n, "\nmov eax, 1\n.endr"), out("eax") _, options(nomem, nostack, preserves_flags))
+            };
+        }
+        match pad {
+            0 => {}
+            25 => movs!(25),
+            50 => movs!(50),
+            100 => movs!(100),
+            150 => movs!(150),
+            300 => movs!(300),
+            _ => movs!(600),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = pad;
+}
