@@ -76,16 +76,19 @@ def _make_busy(mm, bucket):
 def mark_bucket_busy(path, key, value_len):
     """Sets the seq of the bucket holding `key` to odd, as a writer stopped in the middle
     of changing the bucket leaves it (docs/FORMAT.md: a bucket's word 0 is seq | overflow
-    << 32, a slot is tag << 48 | record offset, a record starts with three varints: map
-    id, key length, value length). Returns a function that restores the bucket."""
+    << 32, a slot is tag << 48 | record offset, and a record of a small key and value in
+    one of a store's first maps starts with a 2-byte header, 0x80 | map << 4 | key length
+    >> 2, (key length & 3) << 6 | value length). Returns a function that restores the
+    bucket."""
     with open(path, "r+b") as f:
         mm = mmap.mmap(f.fileno(), 0)
     chunks_off = struct.unpack_from("<Q", mm, 96)[0]
     file_end = struct.unpack_from("<Q", mm, 256)[0]
     at = mm.find(key, chunks_off, file_end)
     assert at > 0 and mm.find(key, at + 1, file_end) == -1
-    rec = at - 3  # three one-byte varints
-    assert mm[rec + 1] == len(key) and mm[rec + 2] == value_len
+    rec = at - 2  # the short header
+    b0, b1 = mm[rec], mm[rec + 1]
+    assert b0 & 0x80 and (b0 & 15) << 2 | b1 >> 6 == len(key) and b1 & 63 == value_len
     low = struct.pack("<Q", rec)[:6]
     slots = []
     i = mm.find(low, chunks_off, file_end)

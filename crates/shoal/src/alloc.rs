@@ -447,7 +447,8 @@ fn walk_free_list<T>(sh: &Shared, mut f: impl FnMut(u64, u64) -> Option<T>) -> R
 }
 
 /// Upgrades a store of format version `from` (1 or 2), opened by this process alone (so
-/// no older library shares it), to the current version: for version 1, every LARGE run
+/// no older library shares it), to version 3 (`UPGRADED_VERSION`: version 4 differs only
+/// in the records' headers, which cannot be recoded in place): for version 1, every LARGE run
 /// gets its serial (version 1 files have no serials, merged free runs or RELEASED marks);
 /// for both, `large_slack` is summed from the LARGE runs (older libraries never kept it);
 /// then the header's version moves. Each store stands alone, so a crash midway leaves an
@@ -475,7 +476,7 @@ pub(crate) fn upgrade(sh: &Shared, from: u32) -> Result<()> {
     sh.w(H_LARGE_SLACK).store(slack, Release);
     let word = sh.w(H_VERSION).load(Acquire);
     sh.w(H_VERSION)
-        .store((word & !0xffff_ffff) | u64::from(FORMAT_VERSION), Release);
+        .store((word & !0xffff_ffff) | u64::from(UPGRADED_VERSION), Release);
     Ok(())
 }
 
@@ -891,12 +892,12 @@ mod tests {
         // bytes at b's old header forge a large run's header (without b's serial), and
         // after it a record of a key nobody holds (so the run would read as dead).
         let key = b"c";
-        let hl = record_header(1, key.len() as u64, 3 * cs).len() as u64;
+        let hl = record_header(m.m.id, key.len() as u64, 3 * cs, sh.g.short_records).len() as u64;
         let mut v = vec![2u8; 3 * cs as usize];
         let at = (rb - (ra + CHUNK_HDR + hl + key.len() as u64)) as usize;
         v[at..at + 8].copy_from_slice(&CK_LARGE.to_le_bytes());
         v[at + 8..at + 16].copy_from_slice(&2u64.to_le_bytes());
-        let forged = record_header(m.m.id, 2, 10);
+        let forged = record_header(m.m.id, 2, 10, sh.g.short_records);
         let rec = at + CHUNK_HDR as usize;
         v[rec..rec + forged.len()].copy_from_slice(&forged);
         v[rec + forged.len()..rec + forged.len() + 2].copy_from_slice(b"zz");

@@ -9,9 +9,15 @@
 pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// The format version this library writes and the newest it reads. Version 2 added the
 /// LARGE run's serial, merged free runs and the RELEASED mark; version 3 the header's
-/// `large_slack`. An older file is upgraded when a process opens it alone
+/// `large_slack`; version 4 the short record headers (`FLAG_SHORT_RECORDS`). A file of
+/// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
 /// (`alloc::upgrade`).
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
+/// The version older files are upgraded to, and the oldest opened as it is. A version-3
+/// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
+/// in place, so it keeps version 3 (and with it, libraries of version 3 can still share
+/// it), and this library writes its records with the version-3 header.
+pub const UPGRADED_VERSION: u32 = 3;
 /// Hash algorithm id 1: XXH3-64 (xxHash v0.8 output, frozen) with the file's 64-bit seed.
 pub const HASH_XXH3_64: u32 = 1;
 
@@ -25,8 +31,13 @@ pub const H_FLAGS: u64 = 16;
 /// Header flag: every record ends with a CRC32C of its header, key and value (4 bytes),
 /// so torn records are detected after an OS crash. Set for stores on disk.
 pub const FLAG_CHECKSUMS: u64 = 1;
+/// Header flag (version 4): records whose map id, key and value lengths are small have a
+/// 2-byte header, and the first group of a long header's map id has 6 bits
+/// ([`record_header`]). Set on every store created at version 4; never on an older file,
+/// whose records keep the version-3 header.
+pub const FLAG_SHORT_RECORDS: u64 = 2;
 /// Every flag this version knows; a file with others set is refused.
-pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS;
+pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS | FLAG_SHORT_RECORDS;
 pub const H_CHUNK_SHIFT: u64 = 24; // u32 chunk shift, u32 page shift
 pub const H_HASH: u64 = 32; // u32 hash algorithm id, u32 reserved
 pub const H_SEED: u64 = 40;
@@ -318,22 +329,59 @@ impl std::ops::Deref for RecordHeader {
     }
 }
 
-/// Record header: `varint map id, varint key length, varint value length`.
-pub fn record_header(map: u64, klen: u64, vlen: u64) -> RecordHeader {
+/// Short record headers (`FLAG_SHORT_RECORDS`): a record of map id below 8, key and
+/// value lengths below 64 (the value length counting a UID trailer) has the 2-byte header
+/// `0x80 | map << 4 | klen >> 2`, `(klen & 3) << 6 | vlen`.
+///
+/// Why: a small record's header was 3 of its ~35 bytes, and small records (counters, ids,
+/// short strings) are where a byte per entry shows: at 10 M entries of 16-byte keys and
+/// values it is 1 of the 16.8 bytes of overhead per entry. The bounds keep the common case
+/// (a store's first maps; keys and values up to 63 bytes) in 15 bits, with bit 7 of the
+/// first byte telling the forms apart.
+pub const SHORT_MAX_MAP: u64 = 8;
+/// Key and value lengths of a short header are below this (see [`SHORT_MAX_MAP`]).
+pub const SHORT_MAX_LEN: u64 = 64;
+
+/// Record header. With `short` (the store's `FLAG_SHORT_RECORDS`): the 2-byte form of
+/// [`SHORT_MAX_MAP`] when it fits, else `map id, key length, value length` as LEB128
+/// varints whose map id's first group has 6 bits (bit 6 the continuation, bit 7 clear).
+/// Without `short` (version 3 files): three plain LEB128 varints.
+pub fn record_header(map: u64, klen: u64, vlen: u64, short: bool) -> RecordHeader {
     let mut h = RecordHeader {
         buf: [0; 30],
         len: 0,
     };
-    for mut v in [map, klen, vlen] {
+    if short {
+        if map < SHORT_MAX_MAP && klen < SHORT_MAX_LEN && vlen < SHORT_MAX_LEN {
+            h.buf[0] = 0x80 | (map << 4 | klen >> 2) as u8;
+            h.buf[1] = ((klen & 3) << 6 | vlen) as u8;
+            h.len = 2;
+            return h;
+        }
+        h.buf[0] = (map & 0x3f) as u8;
+        h.len = 1;
+        if map >= 0x40 {
+            h.buf[0] |= 0x40;
+            h.push_varint(map >> 6);
+        }
+    } else {
+        h.push_varint(map);
+    }
+    h.push_varint(klen);
+    h.push_varint(vlen);
+    h
+}
+
+impl RecordHeader {
+    fn push_varint(&mut self, mut v: u64) {
         while v >= 0x80 {
-            h.buf[h.len as usize] = (v as u8) | 0x80;
-            h.len += 1;
+            self.buf[self.len as usize] = (v as u8) | 0x80;
+            self.len += 1;
             v >>= 7;
         }
-        h.buf[h.len as usize] = v as u8;
-        h.len += 1;
+        self.buf[self.len as usize] = v as u8;
+        self.len += 1;
     }
-    h
 }
 
 /// The CRC32C a checksummed record ends with: over its header, key and value.
@@ -341,30 +389,51 @@ pub fn record_crc(parts: &[&[u8]]) -> u32 {
     parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p))
 }
 
-/// Decodes a record header from the first bytes of `buf` (at most 16): (map, klen, vlen,
-/// header length), or None if malformed.
-pub fn parse_record_header(buf: &[u8]) -> Option<(u64, u64, u64, u64)> {
+/// Decodes a record header from the first bytes of `buf` (at most 16), written with
+/// `short` as [`record_header`] says: (map, klen, vlen, header length), or None if
+/// malformed.
+pub fn parse_record_header(buf: &[u8], short: bool) -> Option<(u64, u64, u64, u64)> {
     let mut pos = 0usize;
     let mut vals = [0u64; 3];
-    for v in vals.iter_mut() {
-        let mut shift = 0;
-        loop {
-            let b = *buf.get(pos)?;
-            pos += 1;
-            *v |= ((b & 0x7f) as u64) << shift;
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift > 35 {
-                return None;
-            }
+    let mut first = 0;
+    if short {
+        let b0 = *buf.first()? as u64;
+        if b0 & 0x80 != 0 {
+            let b1 = *buf.get(1)? as u64;
+            return Some(((b0 >> 4) & 7, (b0 & 15) << 2 | b1 >> 6, b1 & 63, 2));
         }
+        vals[0] = b0 & 0x3f;
+        pos = 1;
+        first = 1;
+        if b0 & 0x40 != 0 {
+            vals[0] |= read_varint(buf, &mut pos)? << 6;
+        }
+    }
+    for v in vals[first..].iter_mut() {
+        *v = read_varint(buf, &mut pos)?;
     }
     if vals[1] > MAX_KEY as u64 || vals[2] > MAX_VALUE {
         return None;
     }
     Some((vals[0], vals[1], vals[2], pos as u64))
+}
+
+/// One LEB128 varint of at most 6 groups (42 bits) at `buf[*pos..]`.
+fn read_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 35 {
+            return None;
+        }
+    }
 }
 
 /// Geometry of a store, read once from its header.
@@ -382,6 +451,9 @@ pub struct Geometry {
     pub chunks_off: u64,
     /// Bytes after a record's value: 4 (its CRC32C) in checksummed stores, else 0.
     pub trailer: u64,
+    /// Records have the version-4 headers (`FLAG_SHORT_RECORDS`): true for a new store,
+    /// as the header's flag says for an existing one.
+    pub short_records: bool,
 }
 
 impl Geometry {
@@ -402,7 +474,7 @@ impl Geometry {
         self.chunks_off + ((off - self.chunks_off) >> self.chunk_shift << self.chunk_shift)
     }
 
-    /// Lays out a new store's tables.
+    /// Lays out a new store's tables (of the current version: short record headers).
     pub fn layout(
         chunk_shift: u32,
         seed: u64,
@@ -427,6 +499,7 @@ impl Geometry {
             catalog_off,
             chunks_off,
             trailer: 0,
+            short_records: true,
         }
     }
 }
@@ -437,18 +510,53 @@ mod tests {
 
     #[test]
     fn varint_roundtrip() {
-        for (m, k, v) in [
-            (0, 0, 0),
-            (1, 16, 16),
-            (1023, 65536, u32::MAX as u64),
-            (127, 128, 300),
-        ] {
-            let h = record_header(m, k, v);
-            assert_eq!(parse_record_header(&h), Some((m, k, v, h.len() as u64)));
+        for short in [false, true] {
+            for (m, k, v) in [
+                (0, 0, 0),
+                (1, 16, 16),
+                (7, 63, 63),
+                (8, 63, 63),
+                (7, 64, 0),
+                (7, 0, 64),
+                (63, 127, 127),
+                (64, 1, 1),
+                (1023, 65536, u32::MAX as u64),
+                (65535, 128, 300),
+                (127, 128, 300),
+            ] {
+                let h = record_header(m, k, v, short);
+                assert_eq!(
+                    parse_record_header(&h, short),
+                    Some((m, k, v, h.len() as u64)),
+                    "short {short}: {m} {k} {v} as {:x?}",
+                    &h[..]
+                );
+            }
         }
-        assert_eq!(parse_record_header(&[0x80, 0x80]), None);
+        assert_eq!(parse_record_header(&[0x80, 0x80], false), None);
+        assert_eq!(parse_record_header(&[0x80], true), None);
+        assert_eq!(parse_record_header(&[0x40, 0x80], true), None);
     }
 
+    /// The header bytes FORMAT.md gives as examples ("Records").
+    #[test]
+    fn record_header_bytes() {
+        let cases: [(u64, u64, u64, bool, &[u8]); 6] = [
+            (0, 16, 16, true, &[0x84, 0x10]),
+            (3, 5, 40, true, &[0xb1, 0x68]),
+            (0, 16, 100, true, &[0x00, 0x10, 0x64]),
+            (200, 16, 16, true, &[0x48, 0x03, 0x10, 0x10]),
+            (0, 16, 16, false, &[0x00, 0x10, 0x10]),
+            (200, 16, 16, false, &[0xc8, 0x01, 0x10, 0x10]),
+        ];
+        for (m, k, v, short, want) in cases {
+            assert_eq!(
+                &record_header(m, k, v, short)[..],
+                want,
+                "{m} {k} {v} {short}"
+            );
+        }
+    }
     /// Golden vectors, computed independently with Python's `xxhash` package
     /// (`xxh3_64_intdigest(key, seed=...)`); docs/FORMAT.md quotes them. Each row: seed,
     /// key, hash, tag, home bucket of 59, first stash of 4, directory index at depth 4.

@@ -78,13 +78,27 @@ enum Attempt<T> {
 /// (`live_end`). A record published after growth is otherwise mistaken for garbage.
 #[inline(always)]
 pub(crate) fn read_record_header(sh: &Shared, off: u64, end: u64) -> Option<(u64, u64, u64, u64)> {
-    // Fast path: map id, key and value lengths all below 128 are one byte each, which
-    // one window shows at once.
+    // Fast paths, from one window: a short header (bit 7 of the first byte), or a
+    // 3-byte one whose map id, key and value lengths take one byte each.
     if off >= sh.g.chunks_off && off + 8 <= end {
         let x = sh.r.window(off, 8);
-        let (m, k, v) = (x & 0x7f, (x >> 8) & 0x7f, (x >> 16) & 0x7f);
-        if x & 0x80_8080 == 0 && off + 3 + k + v + sh.g.trailer <= end {
-            return Some((m, k, v, 3));
+        if sh.g.short_records {
+            if x & 0x80 != 0 {
+                let (m, k, v) = ((x >> 4) & 7, (x & 15) << 2 | (x >> 14) & 3, (x >> 8) & 63);
+                if off + 2 + k + v + sh.g.trailer <= end {
+                    return Some((m, k, v, 2));
+                }
+            } else {
+                let (m, k, v) = (x & 0x3f, (x >> 8) & 0x7f, (x >> 16) & 0x7f);
+                if x & 0x80_8040 == 0 && off + 3 + k + v + sh.g.trailer <= end {
+                    return Some((m, k, v, 3));
+                }
+            }
+        } else {
+            let (m, k, v) = (x & 0x7f, (x >> 8) & 0x7f, (x >> 16) & 0x7f);
+            if x & 0x80_8080 == 0 && off + 3 + k + v + sh.g.trailer <= end {
+                return Some((m, k, v, 3));
+            }
         }
     }
     read_record_header_slow(sh, off, end)
@@ -115,7 +129,7 @@ pub(crate) fn read_record_header_in(
     let avail = (end - off).min(16) as usize;
     let mut buf = [0u8; 16];
     sh.r.read_bytes(off, &mut buf[..avail]);
-    let (m, k, v, hl) = parse_record_header(&buf[..avail])?;
+    let (m, k, v, hl) = parse_record_header(&buf[..avail], sh.g.short_records)?;
     if off + hl + k + v + sh.g.trailer > end {
         return None;
     }

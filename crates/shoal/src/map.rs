@@ -146,6 +146,13 @@ impl Map {
         &self.name
     }
 
+    /// The map's number in the store's catalog, which its records carry (FORMAT.md,
+    /// "Records": maps numbered below 8 get 2-byte headers for small records). Numbers
+    /// of dropped maps are reused.
+    pub fn id(&self) -> u64 {
+        self.m.id
+    }
+
     fn txn(&self) -> Result<Txn<'_>> {
         let t = thread_txn(&self.sh)?;
         let mut tx = Txn::new(&self.sh, t);
@@ -327,7 +334,12 @@ impl Map {
                 MAX_VALUE - vt
             )));
         }
-        let hdr = record_header(self.m.id, key.len() as u64, v.len() as u64 + vt);
+        let hdr = record_header(
+            self.m.id,
+            key.len() as u64,
+            v.len() as u64 + vt,
+            self.sh.g.short_records,
+        );
         let tail = [0u8; UID_TRAILER as usize];
         let tail = &tail[..vt as usize];
         let off = if self.sh.g.trailer == 4 {

@@ -873,7 +873,10 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
     put(&mut h, H_CREATED, &now.to_le_bytes());
     put(&mut h, H_FILE_END, &size.to_le_bytes());
     put(&mut h, H_CLEAN, &1u64.to_le_bytes());
-    let flags = if g.trailer == 4 { FLAG_CHECKSUMS } else { 0 };
+    let mut flags = if g.trailer == 4 { FLAG_CHECKSUMS } else { 0 };
+    if g.short_records {
+        flags |= FLAG_SHORT_RECORDS;
+    }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
     if size > g.chunks_off {
@@ -1000,6 +1003,12 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
     if read_u64(&h, H_FLAGS) & FLAG_CHECKSUMS != 0 {
         g.trailer = 4;
     }
+    g.short_records = read_u64(&h, H_FLAGS) & FLAG_SHORT_RECORDS != 0;
+    if g.short_records && version < 4 {
+        return bad(format!(
+            "header: flag SHORT_RECORDS in a version-{version} file (it came with version 4)"
+        ));
+    }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
         != (
             read_u64(&h, H_PROC_OFF),
@@ -1085,7 +1094,7 @@ fn open_file_mode(
             if durable && sh.w(H_CLEAN).load(SeqCst) == 0 {
                 report = crate::repair::verify_unclean(&sh, repair)?;
             }
-            if file_version(&sh) < FORMAT_VERSION {
+            if file_version(&sh) < UPGRADED_VERSION {
                 crate::alloc::upgrade(&sh, file_version(&sh))?;
             }
             if durable {
@@ -1093,7 +1102,7 @@ fn open_file_mode(
                 sh.flush()?;
             }
             sh.share_seize()?;
-        } else if file_version(&sh) < FORMAT_VERSION {
+        } else if file_version(&sh) < UPGRADED_VERSION {
             // Others have it open, perhaps with a library that knows only the old version
             // (whose cleaner would read merged runs' inner chunks as headers).
             return Err(Error::UpgradeBlocked {

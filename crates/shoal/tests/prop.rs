@@ -563,9 +563,11 @@ impl Harness {
                         st.segments, st.directory_depth
                     )));
                 }
-                // Record bytes: varint map id (1 byte: ids < 16), varint lengths, key, value,
-                // and with checksums a 4-byte CRC32C.
+                // Record bytes: a 2-byte header (map id < 8, key and value shorter than
+                // 64), else varint map id (1 byte: ids < 16) and varint lengths; key,
+                // value, and with checksums a 4-byte CRC32C.
                 let crc = if self.checksums { 4 } else { 0 };
+                let short = self.maps[m].id() < 8;
                 let varint = |n: usize| {
                     if n < 1 << 7 {
                         1
@@ -578,7 +580,12 @@ impl Harness {
                 let want: u64 = self.model[m]
                     .iter()
                     .map(|(k, v)| {
-                        (1 + varint(k.len()) + varint(v.len()) + k.len() + v.len() + crc) as u64
+                        let header = if short && k.len() < 64 && v.len() < 64 {
+                            2
+                        } else {
+                            1 + varint(k.len()) + varint(v.len())
+                        };
+                        (header + k.len() + v.len() + crc) as u64
                     })
                     .sum();
                 if st.live_bytes != want {

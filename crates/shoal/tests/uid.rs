@@ -495,8 +495,10 @@ fn uid_crash_worker() {
             }
         }
     }
-    // Half the base keys die: their chunks become victims with live records to move.
-    for i in (0..400u32).step_by(2) {
+    // Three in four base keys die: their chunks become victims with live records to
+    // move. (Half was once enough, but how much dead space compaction finds depends on
+    // the records' sizes: with 2-byte headers it stopped short of those chunks.)
+    for i in (0..400u32).filter(|i| i % 4 != 0) {
         m.put_with_uid(format!("base{i}").as_bytes(), &[2; 90])
             .unwrap();
     }

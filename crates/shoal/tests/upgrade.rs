@@ -1,9 +1,12 @@
-//! Older files are upgraded to the current format (version 3) when a process opens them
-//! alone, and refused with `UpgradeBlocked` while others have them open. The old files are
-//! made from current ones by hand: a version-2 file has no `large_slack` word (version 3
-//! added it), and a version-1 file has no serials in its LARGE runs' headers either
-//! (version 2 added them, with merged free runs and RELEASED marks, which a file that
-//! never merged or released a free run does not have).
+//! Older files are upgraded to version 3 when a process opens them alone, and refused
+//! with `UpgradeBlocked` while others have them open; version-3 files are opened as they
+//! are (version 4 differs only in its records' headers, which cannot be recoded in
+//! place). The old files are made from current ones by hand: a version-3 file lacks the
+//! header flag SHORT_RECORDS (so the store must hold no short record), a version-2 file
+//! also has no `large_slack` word (version 3 added it), and a version-1 file has no
+//! serials in its LARGE runs' headers either (version 2 added them, with merged free runs
+//! and RELEASED marks, which a file that never merged or released a free run does not
+//! have).
 
 use shoal::{Error, OpenMode, Options, Store, FORMAT_VERSION};
 use std::os::unix::fs::FileExt;
@@ -11,6 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 const H_VERSION: u64 = 8;
+const H_FLAGS: u64 = 16;
+const FLAG_SHORT_RECORDS: u64 = 2;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
 const H_LARGE_SLACK: u64 = 328;
@@ -50,8 +55,9 @@ fn version(path: &Path) -> u32 {
     read_u64(&f, H_VERSION) as u32
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1 or 2) it would
-/// have been.
+/// Turns the closed current store at `path` into the file of format `to` (1, 2 or 3) it
+/// would have been. Its records must all have long headers (values of 64 bytes or more,
+/// map ids below 64): those are the same bytes in every version.
 fn downgrade(path: &Path, to: u64) {
     let runs = large_runs(path);
     let f = std::fs::OpenOptions::new()
@@ -59,9 +65,19 @@ fn downgrade(path: &Path, to: u64) {
         .write(true)
         .open(path)
         .unwrap();
-    write_u64(&f, H_LARGE_SLACK, 0);
+    let flags = read_u64(&f, H_FLAGS);
+    assert_ne!(
+        flags & FLAG_SHORT_RECORDS,
+        0,
+        "a version-4 store has short records"
+    );
+    write_u64(&f, H_FLAGS, flags & !FLAG_SHORT_RECORDS);
     let w = read_u64(&f, H_VERSION);
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | to);
+    if to >= 3 {
+        return;
+    }
+    write_u64(&f, H_LARGE_SLACK, 0);
     if to >= 2 {
         return;
     }
@@ -88,7 +104,7 @@ fn big(tag: u8) -> Vec<u8> {
 
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
-    assert_eq!(FORMAT_VERSION, 3);
+    assert_eq!(FORMAT_VERSION, 4);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -97,7 +113,7 @@ fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again
         for i in 0..5u8 {
             m.put(format!("big{i}").as_bytes(), &big(i)).unwrap();
         }
-        m.put(b"small", b"value").unwrap();
+        m.put(b"small", &[b'v'; 64]).unwrap();
     }
     downgrade(&path, 1);
     assert_eq!(version(&path), 1);
@@ -108,7 +124,7 @@ fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again
     for i in 0..5u8 {
         assert!(m.get(format!("big{i}").as_bytes()).unwrap() == Some(big(i)));
     }
-    assert_eq!(m.get(b"small").unwrap(), Some(b"value".to_vec()));
+    assert_eq!(m.get(b"small").unwrap(), Some(vec![b'v'; 64]));
     // The old runs have serials now: overwriting frees them, so the file grows by one
     // run at most (a new record is written before the old one is freed). Without serials
     // the five old runs were never freed: +1.1 MiB.
@@ -223,4 +239,76 @@ fn a_version_2_store_opened_alone_gets_its_large_slack() {
     assert!(r.is_ok(), "{r}");
     let st = s.stats().unwrap();
     assert!(st.dead_bytes < 64 << 10, "{st:?}");
+}
+
+/// A version-3 file is opened as it is: it keeps its version (libraries of version 3 may
+/// share it), and records written to it get version-3 headers, while a new store's small
+/// records get 2-byte ones. Either way every record reads back and the store checks clean.
+#[test]
+fn a_version_3_store_keeps_its_version_and_its_record_headers() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v3.shoal");
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
+        s.map("m").unwrap().put(b"long", &[b'l'; 100]).unwrap();
+    }
+    assert_eq!(version(&path), 4);
+    downgrade(&path, 3);
+    let live = |s: &Store| s.open_map("m").unwrap().stats().unwrap().live_bytes;
+    let small_records = |s: &Store| {
+        let m = s.open_map("m").unwrap();
+        let before = live(s);
+        for i in 0..100u32 {
+            m.put(format!("k{i:03}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+        }
+        for i in 0..100u32 {
+            assert_eq!(
+                m.get(format!("k{i:03}").as_bytes()).unwrap(),
+                Some(i.to_le_bytes().to_vec())
+            );
+        }
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+        live(s) - before
+    };
+    let old = {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        assert_eq!(version(&path), 3, "a version-3 file was upgraded");
+        small_records(&s)
+    };
+    // 100 records of a 4-byte key and a 4-byte value: 3-byte headers in version 3.
+    assert_eq!(old, 100 * (3 + 4 + 4));
+    let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+    assert_eq!(version(&path), 3);
+    assert_eq!(
+        s.open_map("m").unwrap().get(b"long").unwrap(),
+        Some(vec![b'l'; 100])
+    );
+    drop(s);
+    let path4 = d.path().join("v4.shoal");
+    let s = Store::open_with(&path4, &opts(), OpenMode::CreateNew).unwrap();
+    s.map("m").unwrap();
+    assert_eq!(small_records(&s), 100 * (2 + 4 + 4));
+}
+
+/// The flag SHORT_RECORDS came with version 4: an older file that has it is corrupt (its
+/// records would be read with the wrong headers).
+#[test]
+fn short_records_in_a_version_3_file_are_refused() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("bad.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let w = read_u64(&f, H_VERSION);
+    write_u64(&f, H_VERSION, (w & !0xffff_ffff) | 3);
+    match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { .. }) => {}
+        Err(e) => panic!("not a corruption error: {e}"),
+        Ok(_) => panic!("a version-3 file with short records was opened"),
+    }
 }
