@@ -55,6 +55,17 @@ fn version(path: &Path) -> u32 {
     read_u64(&f, H_VERSION) as u32
 }
 
+/// Writes `v` into the version word of the store at `path` (and nothing else).
+fn set_version(path: &Path, v: u64) {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .open(path)
+        .unwrap();
+    let w = read_u64(&f, H_VERSION);
+    write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
+}
+
 /// Turns the closed current store at `path` into the file of format `to` (1, 2 or 3) it
 /// would have been. Its records must all have long headers (values of 64 bytes or more,
 /// map ids below 64): those are the same bytes in every version.
@@ -72,8 +83,7 @@ fn downgrade(path: &Path, to: u64) {
         "a version-4 store has short records"
     );
     write_u64(&f, H_FLAGS, flags & !FLAG_SHORT_RECORDS);
-    let w = read_u64(&f, H_VERSION);
-    write_u64(&f, H_VERSION, (w & !0xffff_ffff) | to);
+    set_version(path, to);
     if to >= 3 {
         return;
     }
@@ -172,15 +182,7 @@ fn a_version_1_store_open_elsewhere_is_refused() {
     // This one opens it raw: it maps and registers through a store of its own first.
     let holder = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
     // The holder, alone, upgraded it; make it version 1 again under the holder.
-    {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        let w = read_u64(&f, H_VERSION);
-        write_u64(&f, H_VERSION, (w & !0xffff_ffff) | 1);
-    }
+    set_version(&path, 1);
     let run = |_: ()| {
         let out = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -299,13 +301,7 @@ fn short_records_in_a_version_3_file_are_refused() {
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("bad.shoal");
     drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let w = read_u64(&f, H_VERSION);
-    write_u64(&f, H_VERSION, (w & !0xffff_ffff) | 3);
+    set_version(&path, 3);
     match Store::open_with(&path, &opts(), OpenMode::Open) {
         Err(Error::Corrupt { .. }) => {}
         Err(e) => panic!("not a corruption error: {e}"),
