@@ -538,6 +538,33 @@ mod tests {
         assert_eq!(parse_record_header(&[0x40, 0x80], true), None);
     }
 
+    proptest::proptest! {
+        /// Every header decodes to what was encoded, in both codings, and the short form
+        /// is used exactly when it fits.
+        #[test]
+        fn record_headers_round_trip(
+            m in proptest::prop_oneof![0..16u64, 0..65536u64],
+            k in proptest::prop_oneof![0..80u64, 0..=MAX_KEY as u64],
+            v in proptest::prop_oneof![0..80u64, 0..=MAX_VALUE],
+            short: bool,
+        ) {
+            let h = record_header(m, k, v, short);
+            proptest::prop_assert_eq!(parse_record_header(&h, short), Some((m, k, v, h.len() as u64)));
+            let fits = short && m < SHORT_MAX_MAP && k < SHORT_MAX_LEN && v < SHORT_MAX_LEN;
+            proptest::prop_assert_eq!(h.len() == 2, fits);
+        }
+
+        /// Any bytes (a torn or reused record) decode to a header within the limits and
+        /// the buffer, or to None; never a panic.
+        #[test]
+        fn record_headers_from_any_bytes(buf in proptest::collection::vec(proptest::num::u8::ANY, 0..16), short: bool) {
+            if let Some((_, k, v, hl)) = parse_record_header(&buf, short) {
+                proptest::prop_assert!(hl as usize <= buf.len());
+                proptest::prop_assert!(k <= MAX_KEY as u64 && v <= MAX_VALUE);
+            }
+        }
+    }
+
     /// The header bytes FORMAT.md gives as examples ("Records").
     #[test]
     fn record_header_bytes() {
