@@ -82,21 +82,21 @@ pub(crate) fn read_record_header(sh: &Shared, off: u64, end: u64) -> Option<(u64
     // 3-byte one whose map id, key and value lengths take one byte each.
     if off >= sh.g.chunks_off && off + 8 <= end {
         let x = sh.r.window(off, 8);
-        if sh.g.short_records {
-            if x & 0x80 != 0 {
-                let (m, k, v) = ((x >> 4) & 7, (x & 15) << 2 | (x >> 14) & 3, (x >> 8) & 63);
-                if off + 2 + k + v + sh.g.trailer <= end {
-                    return Some((m, k, v, 2));
-                }
-            } else {
-                let (m, k, v) = (x & 0x3f, (x >> 8) & 0x7f, (x >> 16) & 0x7f);
-                if x & 0x80_8040 == 0 && off + 3 + k + v + sh.g.trailer <= end {
-                    return Some((m, k, v, 3));
-                }
+        if sh.g.short_records && x & 0x80 != 0 {
+            let (m, k, v) = ((x >> 4) & 7, (x & 15) << 2 | (x >> 14) & 3, (x >> 8) & 63);
+            if off + 2 + k + v + sh.g.trailer <= end {
+                return Some((m, k, v, 2));
             }
         } else {
-            let (m, k, v) = (x & 0x7f, (x >> 8) & 0x7f, (x >> 16) & 0x7f);
-            if x & 0x80_8080 == 0 && off + 3 + k + v + sh.g.trailer <= end {
+            // A long header's map id has 6 bits in its first byte with short records
+            // (bit 6 its continuation), 7 without.
+            let (id_bits, more) = if sh.g.short_records {
+                (0x3f, 0x80_80c0)
+            } else {
+                (0x7f, 0x80_8080)
+            };
+            let (m, k, v) = (x & id_bits, (x >> 8) & 0x7f, (x >> 16) & 0x7f);
+            if x & more == 0 && off + 3 + k + v + sh.g.trailer <= end {
                 return Some((m, k, v, 3));
             }
         }
