@@ -24,6 +24,17 @@ const K_RUN: u64 = 8;
 const K_SERIAL: u64 = 48;
 const CK_LARGE: u64 = 4;
 
+/// Held by every test here for its whole run. Whether a store is opened alone is decided
+/// by file locks, and a child process started by one test (`upgrade_child`) holds, between
+/// its fork and its exec, a copy of every descriptor of this process, including another
+/// test's lock descriptor: that test then finds its store "open elsewhere" and its upgrade
+/// blocked (seen once in CI). The tests take milliseconds, so running them one at a time
+/// costs nothing.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn read_u64(f: &std::fs::File, off: u64) -> u64 {
     let mut b = [0u8; 8];
     f.read_exact_at(&mut b, off).unwrap();
@@ -114,6 +125,7 @@ fn big(tag: u8) -> Vec<u8> {
 
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
+    let _serial = serial();
     assert_eq!(FORMAT_VERSION, 4);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
@@ -171,6 +183,7 @@ fn upgrade_child() {
 
 #[test]
 fn a_version_1_store_open_elsewhere_is_refused() {
+    let _serial = serial();
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -215,6 +228,7 @@ fn a_version_1_store_open_elsewhere_is_refused() {
 /// checker agrees with the header and the ends of those runs are not counted as dead.
 #[test]
 fn a_version_2_store_opened_alone_gets_its_large_slack() {
+    let _serial = serial();
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v2.shoal");
     let slack = {
@@ -248,6 +262,7 @@ fn a_version_2_store_opened_alone_gets_its_large_slack() {
 /// records get 2-byte ones. Either way every record reads back and the store checks clean.
 #[test]
 fn a_version_3_store_keeps_its_version_and_its_record_headers() {
+    let _serial = serial();
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v3.shoal");
     {
@@ -298,6 +313,7 @@ fn a_version_3_store_keeps_its_version_and_its_record_headers() {
 /// records would be read with the wrong headers).
 #[test]
 fn short_records_in_a_version_3_file_are_refused() {
+    let _serial = serial();
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("bad.shoal");
     drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
