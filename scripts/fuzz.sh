@@ -45,7 +45,7 @@ cd fuzz
 cargo +nightly fuzz build -s "$SANITIZER"
 export SHOAL_FUZZ_DISK_DIR="$PWD/target/disk"
 mkdir -p "$SHOAL_FUZZ_DISK_DIR"
-declare -A MAXLEN=([open_check]=600000 [ops_model]=1200)
+declare -A MAXLEN=([open_check]=720896 [ops_model]=1200)
 status=0
 
 # Every input that ever crashed a target (fuzz/regressions/TARGET/*.gz, gzipped) is

@@ -75,3 +75,15 @@ pub fn counter(name: &str) -> Result<std::sync::Arc<std::sync::atomic::AtomicU64
     })?;
     Ok(n)
 }
+
+/// Runs `f` every time fail point `name` is reached, in the thread that reaches it (with
+/// whatever locks and intents that step holds): the fuzz seeds' snapshots of a store
+/// mid-write. [`clear`] undoes it.
+pub fn callback(name: &str, f: impl Fn() + Send + Sync + 'static) -> Result<(), String> {
+    fail::cfg_callback(name, f)
+}
+
+/// Makes fail point `name` do nothing again.
+pub fn clear(name: &str) {
+    fail::remove(name);
+}

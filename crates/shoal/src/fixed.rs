@@ -174,12 +174,7 @@ pub(crate) fn is_fixed(sh: &Shared, id: u64) -> bool {
     }
     let hdr = sh.w(sh.g.cat_entry(id) + C_HDR).load(Acquire);
     // `hdr` comes from the file: no overflow, and word-aligned.
-    hdr >= sh.g.chunks_off
-        && hdr % 8 == 0
-        && hdr
-            .checked_add(M_COUNTERS)
-            .is_some_and(|e| e <= sh.file_end())
-        && sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0
+    sh.g.map_header_fits(hdr, sh.file_end()) && sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0
 }
 
 /// A FixedRef read straight from the catalog (open, recovery, checks, drops).
@@ -191,8 +186,7 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
     let cat_word = sh.w(ce + C_STATE).load(Acquire);
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     let end = sh.file_end();
-    if hdr < sh.g.chunks_off || hdr % 8 != 0 || hdr.checked_add(M_COUNTERS).is_none_or(|e| e > end)
-    {
+    if !sh.g.map_header_fits(hdr, end) {
         return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
     }
     let flags = sh.w(hdr + M_FLAGS).load(Acquire);
@@ -994,6 +988,7 @@ pub(crate) fn recover_split(sh: &Shared, args: &[u64]) -> Result<()> {
     if args[A_PHASE] == 0 {
         return Ok(()); // the new segment is still the map's spare; nothing else changed
     }
+    index::check_split_args(sh, &f.m, args)?;
     finish_split(sh, &f, args[A_SEG], args[A_NEW], args[A_DEPTH])
 }
 

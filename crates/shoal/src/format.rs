@@ -469,6 +469,18 @@ impl Geometry {
     pub fn cat_entry(&self, id: u64) -> u64 {
         self.catalog_off + id * CAT_ENTRY
     }
+    /// Whether `hdr`, a map header offset read from the catalog, names a whole map header
+    /// (its per-txn counters included) inside the chunks below `end`. Every use of a
+    /// catalog's header offset goes through this first: the counters reach
+    /// `map_header_size(n_txn)` bytes past it, and a header near the end of the file put
+    /// them past the file's last page (SIGBUS) while the fixed words still passed.
+    pub fn map_header_fits(&self, hdr: u64, end: u64) -> bool {
+        hdr >= self.chunks_off
+            && hdr % 8 == 0
+            && hdr
+                .checked_add(map_header_size(self.n_txn))
+                .is_some_and(|e| e <= end)
+    }
     /// Start of the chunk containing `off`.
     pub fn chunk_of(&self, off: u64) -> u64 {
         self.chunks_off + ((off - self.chunks_off) >> self.chunk_shift << self.chunk_shift)

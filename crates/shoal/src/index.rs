@@ -1260,7 +1260,36 @@ pub(crate) fn recover_split(sh: &Shared, _t: u64, args: &[u64]) -> Result<()> {
         // the old segment changed.
         return Ok(());
     }
+    check_split_args(sh, &m, args)?;
     finish_split(sh, &m, args[A_SEG], args[A_NEW], args[A_DEPTH], None)
+}
+
+/// Checks a dead txn's split intent against the file before recovery acts on it: the
+/// two segments inside the file and distinct, the depth below the directory's, the
+/// directory itself inside the file. Recovery writes the directory and both segments
+/// at these offsets, so a corrupt slot must fail here, not touch memory past the file.
+pub(crate) fn check_split_args(sh: &Shared, m: &MapRef, args: &[u64]) -> Result<()> {
+    let end = sh.file_end();
+    let (seg, s1, d) = (args[A_SEG], args[A_NEW], args[A_DEPTH]);
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let (g, dir) = (root >> 48, root & OFF_MASK);
+    let seg_ok = |s: u64| {
+        s >= sh.g.chunks_off
+            && s % BUCKET == 0
+            && s.checked_add(m.seg_size).is_some_and(|e| e <= end)
+    };
+    let dir_ok = g <= MAX_DEPTH
+        && dir >= sh.g.chunks_off
+        && dir % 8 == 0
+        && dir.checked_add(8 << g).is_some_and(|e| e <= end);
+    if !(dir_ok && d < g && seg_ok(seg) && seg_ok(s1) && seg != s1) {
+        return Err(sh.corrupt(format!(
+            "map {}: a dead txn's split intent (segment {seg:#x}, new {s1:#x}, depth {d}) \
+             does not fit its directory (root {root:#x}) or the file",
+            m.id
+        )));
+    }
+    Ok(())
 }
 
 /// A MapRef read straight from the catalog (recovery and checks).
@@ -1272,8 +1301,7 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     let cat_word = sh.w(ce + C_STATE).load(Acquire);
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     let end = sh.file_end();
-    if hdr < sh.g.chunks_off || hdr % 8 != 0 || hdr.checked_add(M_COUNTERS).is_none_or(|e| e > end)
-    {
+    if !sh.g.map_header_fits(hdr, end) {
         return Err(sh.corrupt(format!("map {id}: header offset {hdr:#x} out of the file")));
     }
     if sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0 {

@@ -301,6 +301,33 @@ pub(crate) fn recover_txn(sh: &Shared, t: u64) -> Result<()> {
     recover_slot(sh, t, false).map(|_| ())
 }
 
+/// Whether `val`, a file end in dead txn `t`'s redo list, is one the store can take: a
+/// chunk boundary no further than the maximum size, the reserved address space and the
+/// file's real size.
+fn check_new_file_end(sh: &Shared, t: u64, val: u64) -> Result<()> {
+    // The model checker's region is memory, not the file (which it never grows).
+    #[cfg(shuttle)]
+    let size = sh.reserve;
+    #[cfg(not(shuttle))]
+    let size = sh
+        .file
+        .metadata()
+        .map_err(|e| Error::io(&sh.path, e))?
+        .len();
+    let cs = sh.g.chunk_size();
+    if val < sh.g.chunks_off
+        || (val - sh.g.chunks_off) % cs != 0
+        || val > sh.g.max_size
+        || val > sh.reserve
+        || val > size
+    {
+        return Err(sh.corrupt(format!(
+            "txn slot {t}: its redo list sets the file end to {val:#x} (the file has {size:#x} bytes)"
+        )));
+    }
+    Ok(())
+}
+
 /// [`recover_txn`], then, if `free`, frees the slot (still under the claim). Returns
 /// whether it freed it.
 fn recover_slot(sh: &Shared, t: u64, free: bool) -> Result<bool> {
@@ -355,6 +382,15 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
         match kind {
             I_REDO => {
                 let n = sh.w(base + T_REDO_N).load(Acquire).min(T_NREDO);
+                // A new file end must lie on pages the file has: every later read
+                // trusts it, and past the file's size a read is a SIGBUS. A real grower
+                // `fallocate`d the range before committing, so only a corrupt slot fails.
+                for i in 0..n {
+                    if sh.w(base + T_REDO + 16 * i).load(Acquire) == H_FILE_END {
+                        let val = sh.w(base + T_REDO + 16 * i + 8).load(Acquire);
+                        check_new_file_end(sh, t, val)?;
+                    }
+                }
                 for i in 0..n {
                     let off = sh.w(base + T_REDO + 16 * i).load(Acquire);
                     let val = sh.w(base + T_REDO + 16 * i + 8).load(Acquire);

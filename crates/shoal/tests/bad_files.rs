@@ -1854,3 +1854,170 @@ fn misaligned_or_overflowing_offsets_are_corrupt() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Dead txns whose intents point outside the file
+// ---------------------------------------------------------------------------------------
+
+/// A store with a variable map "v" (tiny segments: several, a doubled directory) and a
+/// fixed-size map "f", closed; returns its path.
+fn build_intent_store(dir: &Path) -> PathBuf {
+    let p = dir.join("intents.shoal");
+    let s = Store::open_with(&p, &store_options(false), OpenMode::CreateNew).unwrap();
+    let tiny = MapOptions {
+        segment_buckets: 1,
+        stash_buckets: 1,
+        uids: false,
+    };
+    let v = s.map_with("v", &tiny, true).unwrap();
+    let fopts = shoal::FixedOptions {
+        segment_buckets: 2,
+        stash_buckets: 1,
+    };
+    let f = s.fixed_map_with("f", 8, 8, &fopts, true).unwrap();
+    for i in 0..200u64 {
+        v.put(&key_of(i as u32), b"value").unwrap();
+        f.put(&i.to_le_bytes(), &i.to_le_bytes()).unwrap();
+    }
+    drop((v, f, s));
+    p
+}
+
+/// Writes into txn slot 1 a committed intent of `kind` with `args` (split kinds) or
+/// `redo` pairs (kind 1), owned by process slot 1, which no process holds: the slot of a
+/// process that died mid-write, whose intent the next opener recovers.
+fn plant_dead_intent(b: &mut [u8], kind: u64, args: &[u64], redo: &[(u64, u64)]) {
+    let t = read_u64(b, H_TXN_OFF) + 512;
+    put_u64(b, t, 1 | 1 << 1 | 7 << 17); // owner: process slot 1, generation 7
+    put_u64(b, t + 32, 1); // intent committed
+    put_u64(b, t + 40, kind);
+    for (i, a) in args.iter().enumerate() {
+        put_u64(b, t + 48 + 8 * i as u64, *a);
+    }
+    put_u64(b, t + 160, redo.len() as u64);
+    for (i, (off, val)) in redo.iter().enumerate() {
+        put_u64(b, t + 168 + 16 * i as u64, *off);
+        put_u64(b, t + 176 + 16 * i as u64, *val);
+    }
+}
+
+/// Regression (the fuzzer's `open_check` died of a signal in CI, and reading recovery for
+/// its cause found these): recovering a dead txn trusted what its slot said. A redo list
+/// could move the file end past the file's last page (every later read: SIGBUS), and a
+/// split intent's segment offsets and depth were used unchecked (reads and writes far
+/// outside the file). Each must make opening fail with `Corrupt` naming the txn slot,
+/// and leave the file's data as it was.
+#[test]
+fn a_dead_txns_intent_outside_the_file_is_corrupt() {
+    let d = tmpdir();
+    let base = build_intent_store(d.path());
+    let good = fs::read(&base).unwrap();
+    let size = good.len() as u64;
+    let chunks = read_u64(&good, H_CHUNKS_OFF);
+    type Case = (&'static str, u64, [u64; 5], Vec<(u64, u64)>);
+    let cases: Vec<Case> = vec![
+        (
+            "redo: file end 16 MiB past the file",
+            1,
+            [0; 5],
+            vec![(H_FILE_END, size + (16 << 20))],
+        ),
+        (
+            "redo: file end not a chunk boundary",
+            1,
+            [0; 5],
+            vec![(H_FILE_END, size + 8)],
+        ),
+        // args: map id, segment, new segment, depth, phase (1: published).
+        (
+            "split: segment past the reserved space",
+            2,
+            [0, 1 << 40, chunks, 0, 1],
+            vec![],
+        ),
+        (
+            "split: new segment past the file",
+            2,
+            [0, chunks, size + CHUNK, 0, 1],
+            vec![],
+        ),
+        (
+            "split: depth 70",
+            2,
+            [0, chunks, chunks + 8192, 70, 1],
+            vec![],
+        ),
+        (
+            "fixed split: segment past the file",
+            3,
+            [1, size + (1 << 20), chunks, 0, 1],
+            vec![],
+        ),
+        (
+            "fixed split: depth 64",
+            3,
+            [1, chunks, chunks + 4096, 64, 1],
+            vec![],
+        ),
+    ];
+    for (i, (what, kind, args, redo)) in cases.into_iter().enumerate() {
+        let mut b = good.clone();
+        plant_dead_intent(&mut b, kind, &args, &redo);
+        let p = d.path().join(format!("case-{i}.shoal"));
+        fs::write(&p, &b).unwrap();
+        match Store::open_existing(&p) {
+            Err(Error::Corrupt { what: why, .. }) => assert!(
+                why.contains("txn") || why.contains("intent"),
+                "{what}: the error does not name the dead txn: {why}"
+            ),
+            Err(e) => panic!("{what}: {e}, not Corrupt"),
+            Ok(s) => panic!("{what}: opened ({:?})", s.check().map(|r| r.to_string())),
+        }
+        let after = fs::read(&p).unwrap();
+        assert_eq!(after.len(), b.len(), "{what}: the file changed size");
+        assert!(
+            after[chunks as usize..] == b[chunks as usize..],
+            "{what}: recovery wrote into the chunks"
+        );
+    }
+}
+
+/// Regression: a catalog entry's map header offset was checked for the header's fixed
+/// words only; one a few words before the file end passed, and reading the map's per-txn
+/// counters behind it (`len`, `stats`, `check`) went past the file's last page: SIGBUS.
+#[test]
+fn a_map_header_whose_counters_pass_the_file_end_is_corrupt() {
+    let d = tmpdir();
+    let base = build_intent_store(d.path());
+    let good = fs::read(&base).unwrap();
+    let end = read_u64(&good, H_FILE_END);
+    assert_eq!(end, good.len() as u64, "the base file ends at its file end");
+    // Map 0 ("v"): catalog entry 0, word 2 is its header offset. A copy of its header's
+    // fixed words (256 bytes) goes just below the file end, where they look sound.
+    let entry = read_u64(&good, H_CATALOG_OFF) + 16;
+    let hdr = read_u64(&good, entry);
+    let moved = end - 256;
+    let mut b = good.clone();
+    b.copy_within(hdr as usize..hdr as usize + 256, moved as usize);
+    put_u64(&mut b, entry, moved);
+    let p = d.path().join("moved-header.shoal");
+    fs::write(&p, &b).unwrap();
+    let s = Store::open_existing(&p).unwrap();
+    match s.open_map("v") {
+        Err(Error::Corrupt { what, .. }) => {
+            assert!(what.contains("header offset"), "{what}")
+        }
+        Err(e) => panic!("open_map: {e}, not Corrupt"),
+        Ok(m) => panic!("open_map succeeded (len {:?})", m.len()),
+    }
+    let r = s.check().unwrap();
+    assert!(!r.is_ok(), "check passed");
+    assert!(s.stats().is_ok(), "stats of the other maps");
+    let f = s
+        .fixed_map_with("f", 8, 8, &Default::default(), false)
+        .unwrap();
+    assert_eq!(
+        f.get(&5u64.to_le_bytes()).unwrap(),
+        Some(5u64.to_le_bytes().to_vec())
+    );
+}

@@ -105,6 +105,8 @@ fn fuzz_seeds() {
         c.put(b"k", b"v").unwrap();
         s.drop_map("dropped").unwrap();
     });
+    #[cfg(feature = "failpoints")]
+    crashed_seeds(open_dir);
     // ops_model: [kind, key, len] triples.
     let mut all = Vec::new();
     for kind in 0..18u8 {
@@ -121,4 +123,113 @@ fn fuzz_seeds() {
         fill.extend([i % 18, i, 255 - (i % 2) * 200]); // a few large values
     }
     std::fs::write(ops_dir.join("fill-and-mix"), &fill).unwrap();
+}
+
+/// Stores as a process killed mid-write leaves them: the file's bytes copied at a fail
+/// point (the `hit`-th time the workload reaches it), locks held, intent committed or
+/// not, a bucket half-written. Opening such a copy recovers the dead writer's txn, so
+/// the fuzzer mutates what recovery reads (redo lists, split intents, held locks) from
+/// real starting points. Each copy must open, recover and check clean as it is.
+#[cfg(feature = "failpoints")]
+fn crashed_seeds(dir: &Path) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    const POINTS: &[(&str, u64)] = &[
+        ("write.committed", 40),
+        ("write.half_applied", 90),
+        ("split.building", 2),
+        ("split.published", 3),
+        ("split.removing", 2),
+        ("alloc.committed", 3),
+        ("fixed.committed", 30),
+        ("fixed.add_counted", 20),
+        ("fixed.split.published", 2),
+        ("clean.moved", 5),
+        ("uid.taken", 60),
+    ];
+    for &(point, hit) in POINTS {
+        let tmp =
+            Path::new("/dev/shm").join(format!("shoal-seed-{}-crash.shoal", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let snap: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
+        let (seen, path, out) = (AtomicU64::new(0), tmp.clone(), snap.clone());
+        shoal::failpoints::callback(point, move || {
+            if seen.fetch_add(1, Ordering::SeqCst) + 1 == hit {
+                *out.lock().unwrap() = Some(std::fs::read(&path).unwrap());
+            }
+        })
+        .unwrap();
+        {
+            let s = Store::open_with(&tmp, &opts(point.starts_with("write")), OpenMode::CreateNew)
+                .unwrap();
+            crash_workload(&s, point.starts_with("uid"));
+        }
+        shoal::failpoints::clear(point);
+        std::fs::remove_file(&tmp).unwrap();
+        let bytes = snap
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap_or_else(|| panic!("the workload reached {point} fewer than {hit} times"));
+        let name = format!("crashed-at-{point}");
+        std::fs::write(dir.join(&name), &bytes).unwrap();
+        std::fs::write(&tmp, &bytes).unwrap();
+        {
+            let s = Store::open_with(&tmp, &opts(false), OpenMode::Open)
+                .unwrap_or_else(|e| panic!("seed {name}: {e}"));
+            let r = s.check().unwrap();
+            assert!(r.is_ok(), "seed {name} after recovery: {r}");
+        }
+        std::fs::remove_file(&tmp).unwrap();
+        eprintln!("seed {name}: {} bytes", bytes.len());
+    }
+}
+
+/// Splits, overwrites and a compaction (the cleaner moves records), a fixed-size map
+/// with adds, and for `uid.taken` a map with UIDs whose keys come and go (its table takes
+/// several chunks, so only there): every fail point in `crashed_seeds` is reached.
+#[cfg(feature = "failpoints")]
+fn crash_workload(s: &Store, uids: bool) {
+    if uids {
+        let u = s
+            .map_with(
+                "u",
+                &MapOptions {
+                    uids: true,
+                    ..tiny()
+                },
+                true,
+            )
+            .unwrap();
+        for round in 0..4u8 {
+            for i in 0..80u64 {
+                u.put(format!("u{i}").as_bytes(), &[round; 30]).unwrap();
+                if i % 5 == round as u64 {
+                    u.remove(format!("u{i}").as_bytes()).unwrap();
+                }
+            }
+        }
+        return;
+    }
+    let m = s.map_with("t", &tiny(), true).unwrap();
+    let opts = shoal::FixedOptions {
+        segment_buckets: 2,
+        stash_buckets: 1,
+    };
+    let f = s.fixed_map_with("f", 8, 8, &opts, true).unwrap();
+    for round in 0..8u8 {
+        if round == 3 {
+            s.compact().unwrap();
+        }
+        for i in 0..80u64 {
+            // Each round overwrites a different third: by the compaction, round 0's
+            // chunks are a third live, so cleaning them moves records.
+            if (i + round as u64) % 3 == 0 || round == 0 {
+                m.put(format!("k{i}").as_bytes(), &vec![round; 1500])
+                    .unwrap();
+            }
+            f.put(&i.to_le_bytes(), &[round; 8]).unwrap();
+            f.add(&(i % 7).to_le_bytes(), 1).unwrap();
+        }
+    }
 }
