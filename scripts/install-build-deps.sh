@@ -6,7 +6,9 @@ set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc)
 have_clang=
-for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang.so* /usr/lib/*/libclang-*.so*; do
+# The C API (libclang.so, libclang-14.so.1, ...), not libclang-cpp, which other packages
+# bring and which bindgen cannot use.
+for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang.so* /usr/lib/*/libclang-[0-9]*.so*; do
     [ -e "$f" ] && have_clang=1 && break
 done
 if [ -z "$have_clang" ] && [ -z "${LIBCLANG_PATH:-}" ]; then

@@ -234,7 +234,7 @@ fn stat_text_and_json() {
     ok(&["put", &s, "b", "k2", "v2"]);
     let t = ok(&["stat", &s]);
     for want in [
-        "format      version 4",
+        "format      version 5",
         "chunk size  256 KiB",
         "max size    1 TiB",
         "attached    0 other process(es)",

@@ -252,6 +252,14 @@ fn key(i: usize) -> Vec<u8> {
     format!("k{i}").into_bytes()
 }
 
+/// The length of `key`'s current value in map 0, if `wanted` and it is short enough to be
+/// overwritten in place (`shoal::IN_PLACE_MAX_LEN`): a put of that length takes the
+/// in-place path (its own fail points).
+fn same_len(model: &Model, key: &[u8], wanted: bool) -> Option<usize> {
+    let cur = model.maps[0].get(key)?;
+    (wanted && cur.len() <= shoal::IN_PLACE_MAX_LEN).then_some(cur.len())
+}
+
 /// The workload of `p` (the same list every time for the same parameters).
 pub fn generate(p: &Params) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(p.seed);
@@ -293,13 +301,13 @@ pub fn generate(p: &Params) -> Vec<Op> {
             match r {
                 0..300 => {
                     let k = pick_key(&mut rng);
-                    let len = small(&mut rng);
+                    let len = same_len(&model, &k, r < 120).unwrap_or_else(|| small(&mut rng));
                     let v = value(&k, idx, len);
                     Op::Put(0, k, v)
                 }
                 300..360 => {
                     let k = pick_key(&mut rng);
-                    let len = small(&mut rng);
+                    let len = same_len(&model, &k, r < 330).unwrap_or_else(|| small(&mut rng));
                     let v = value(&k, idx, len);
                     Op::Swap(k, v)
                 }
@@ -311,7 +319,7 @@ pub fn generate(p: &Params) -> Vec<Op> {
                 }
                 420..480 => {
                     let k = pick_key(&mut rng);
-                    let len = small(&mut rng);
+                    let len = same_len(&model, &k, r < 450).unwrap_or_else(|| small(&mut rng));
                     let v = value(&k, idx, len);
                     Op::Replace(k, v)
                 }

@@ -20,6 +20,8 @@ pub const NAMES: &[&str] = &[
     "write.committed",
     "write.half_applied",
     "write.applied",
+    "inplace.committed",
+    "inplace.half_applied",
     "split.doubled",
     "split.building",
     "split.built",

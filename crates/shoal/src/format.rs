@@ -9,10 +9,12 @@
 pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// The format version this library writes and the newest it reads. Version 2 added the
 /// LARGE run's serial, merged free runs and the RELEASED mark; version 3 the header's
-/// `large_slack`; version 4 the short record headers (`FLAG_SHORT_RECORDS`). A file of
+/// `large_slack`; version 4 the short record headers (`FLAG_SHORT_RECORDS`); version 5
+/// values overwritten in place (`FLAG_IN_PLACE`, with byte-masked redo entries). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
-/// (`alloc::upgrade`).
-pub const FORMAT_VERSION: u32 = 4;
+/// (`alloc::upgrade`); files of versions 3 and 4 are opened as they are, without the
+/// features that came later.
+pub const FORMAT_VERSION: u32 = 5;
 /// The version older files are upgraded to, and the oldest opened as it is. A version-3
 /// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
 /// in place, so it keeps version 3 (and with it, libraries of version 3 can still share
@@ -36,8 +38,25 @@ pub const FLAG_CHECKSUMS: u64 = 1;
 /// ([`record_header`]). Set on every store created at version 4; never on an older file,
 /// whose records keep the version-3 header.
 pub const FLAG_SHORT_RECORDS: u64 = 2;
+/// Header flag (version 5): a put whose value has the length of the key's current value
+/// (and at most [`IN_PLACE_MAX`] bytes, in a map without UIDs, in a store without
+/// checksums) overwrites the value bytes where they are, through a redo list of
+/// byte-masked words ([`REDO_MASK_SHIFT`]), instead of appending a new record. Set on
+/// every store created at version 5 without checksums; never on an older file (whose
+/// libraries would not replay a masked redo entry, and whose appends merge the edge words
+/// they share with a neighbouring record without an atomic read-modify-write).
+pub const FLAG_IN_PLACE: u64 = 4;
 /// Every flag this version knows; a file with others set is refused.
-pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS | FLAG_SHORT_RECORDS;
+pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS | FLAG_SHORT_RECORDS | FLAG_IN_PLACE;
+/// Longest value overwritten in place: its bytes span at most 19 words, which with the
+/// bucket header fill the 20 entries of a redo list.
+pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
+/// A redo entry's offset word carries, in bits 56..63, the mask of the bytes of the word it
+/// writes (bit i: byte i); 0 means the whole word (every entry before version 5). Offsets
+/// stay below 2^48, so the bits were free. A masked entry is applied by merging only its
+/// bytes into the word (an atomic read-modify-write), because the other bytes belong to a
+/// neighbouring record that another writer may be changing at the same moment.
+pub const REDO_MASK_SHIFT: u32 = 56;
 pub const H_CHUNK_SHIFT: u64 = 24; // u32 chunk shift, u32 page shift
 pub const H_HASH: u64 = 32; // u32 hash algorithm id, u32 reserved
 pub const H_SEED: u64 = 40;
@@ -454,6 +473,9 @@ pub struct Geometry {
     /// Records have the version-4 headers (`FLAG_SHORT_RECORDS`): true for a new store,
     /// as the header's flag says for an existing one.
     pub short_records: bool,
+    /// Values of the same length are overwritten in place (`FLAG_IN_PLACE`): true for a
+    /// new store without checksums, as the header's flag says for an existing one.
+    pub in_place: bool,
 }
 
 impl Geometry {
@@ -512,6 +534,7 @@ impl Geometry {
             chunks_off,
             trailer: 0,
             short_records: true,
+            in_place: true,
         }
     }
 }

@@ -638,6 +638,7 @@ impl MapRef {
             }
             Action::Put(off, len) => Some((off, len)),
             Action::Remove => None,
+            Action::InPlace(bytes) => return self.write_in_place(tx, seg, hit, bytes).map(Some),
         };
         let cnt_off = self.counter(tx, MC_COUNT);
         let bytes_off = self.counter(tx, MC_BYTES);
@@ -775,17 +776,73 @@ impl MapRef {
 }
 
 /// What a write's `produce` step decides, seeing the current entry under the lock.
-pub(crate) enum Action {
+pub(crate) enum Action<'v> {
     /// Change nothing.
     Keep,
     /// Publish the record at (offset, length), inserting or replacing.
     Put(u64, u64),
     /// Remove the key (nothing happens if it is absent).
     Remove,
+    /// Overwrite the current value's bytes where they are with these (a value of the same
+    /// length, at most [`IN_PLACE_MAX`] bytes, in a store with `FLAG_IN_PLACE`).
+    InPlace(&'v [u8]),
+}
+
+impl MapRef {
+    /// [`MapRef::write`]'s in-place overwrite: the value's bytes change where they are, so
+    /// nothing is appended and nothing dies (no dead bytes, nothing for the cleaner).
+    ///
+    /// Readers are kept off the changing bytes by the bucket's seq, as for every write:
+    /// odd before the first byte changes, even (the list's last entry) after the last.
+    /// A UID reader validates with its entry's version instead, which this does not
+    /// move, so maps with UIDs never come here. Crash safety is the redo list's: the new
+    /// bytes are logged first, so a writer killed while applying them is finished by
+    /// recovery (the masked edge entries replay only this value's bytes).
+    fn write_in_place(
+        &self,
+        tx: &Txn,
+        seg: u64,
+        hit: Option<Hit>,
+        value: &[u8],
+    ) -> Result<WriteResult> {
+        let sh = tx.sh;
+        let hit = match hit {
+            Some(hit) if hit.vlen == value.len() as u64 && value.len() as u64 <= IN_PLACE_MAX => {
+                hit
+            }
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "an in-place overwrite needs a current value of the same length".into(),
+                ))
+            }
+        };
+        debug_assert!(sh.g.in_place && self.vtrail == 0);
+        let mut redo = Redo::new();
+        redo.push_bytes(hit.val_off, value);
+        let bo = bucket_off(seg, hit.bucket);
+        let cur = sh.w(bo).load(Relaxed);
+        let seq = hdr_seq(cur);
+        redo.push(bo, make_hdr(seq.wrapping_add(2), hdr_overflow(cur)));
+        tx.commit(I_REDO, &[], &redo);
+        crate::rt::failpoint!("inplace.committed");
+        sh.w(bo)
+            .store(make_hdr(seq.wrapping_add(1), hdr_overflow(cur)), Relaxed);
+        tx.apply_range(&redo, 0, redo.n / 2);
+        crate::rt::failpoint!("inplace.half_applied");
+        tx.apply_range(&redo, redo.n / 2, redo.n);
+        tx.done();
+        Ok(WriteResult {
+            old: None,
+            old_serial: 0,
+            applied: true,
+            published: None,
+            uid: None,
+        })
+    }
 }
 
 /// The decision step of [`MapRef::write`].
-pub(crate) type Produce<'a> = dyn FnMut(&Txn, Option<&Hit>) -> Result<Action> + 'a;
+pub(crate) type Produce<'a> = dyn FnMut(&Txn, Option<&Hit>) -> Result<Action<'a>> + 'a;
 
 /// What a write did: the old record (offset, length) if there was one, and whether the
 /// change was made (false when `produce` kept the entry).

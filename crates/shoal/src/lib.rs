@@ -58,6 +58,10 @@ pub const FORMAT_VERSION: u32 = format::FORMAT_VERSION;
 pub const MAX_KEY_LEN: usize = format::MAX_KEY;
 /// The largest value, in bytes.
 pub const MAX_VALUE_LEN: u64 = format::MAX_VALUE;
+/// The longest value a put overwrites in place when the key's current value has the same
+/// length (in a map without UIDs, in a store without checksums): its bytes change where
+/// they are, so nothing is appended and no dead space is left for the cleaner.
+pub const IN_PLACE_MAX_LEN: usize = format::IN_PLACE_MAX as usize;
 
 /// XXH3-64 of `key` with `seed`: the format's hash, for tools and other implementations.
 pub fn format_hash(seed: u64, key: &[u8]) -> u64 {

@@ -122,6 +122,17 @@ enum Mode {
     ReplaceOnly,
 }
 
+impl Mode {
+    /// Whether a write in this mode changes the map, the key being `present` or not.
+    fn applies(self, present: bool) -> bool {
+        match self {
+            Mode::Upsert => true,
+            Mode::InsertOnly => !present,
+            Mode::ReplaceOnly => present,
+        }
+    }
+}
+
 fn check_sizes(key: &[u8], value: Option<&[u8]>) -> Result<()> {
     if key.len() > MAX_KEY {
         return Err(Error::InvalidArgument(format!(
@@ -285,6 +296,9 @@ impl Map {
     ) -> Result<(bool, bool, Option<Vec<u8>>)> {
         check_sizes(key, value)?;
         let tx = self.txn()?;
+        if let (Some(v), true) = (value, mode != Mode::InsertOnly && self.in_place_ok(value)) {
+            return self.write_maybe_in_place(&tx, key, v, mode, want_old);
+        }
         // Cheap optimistic pre-checks, so that a failing conditional write appends nothing.
         match mode {
             Mode::InsertOnly if self.contains(key)? => return Ok((false, true, None)),
@@ -299,12 +313,7 @@ impl Map {
         let mut old_val = None;
         let r = self.m.write(&tx, key, &mut |tx, hit| {
             existed = hit.is_some();
-            let go = match mode {
-                Mode::Upsert => true,
-                Mode::InsertOnly => hit.is_none(),
-                Mode::ReplaceOnly => hit.is_some(),
-            };
-            if !go {
+            if !mode.applies(existed) {
                 return Ok(Action::Keep);
             }
             if let (true, Some(hit)) = (want_old, hit) {
@@ -316,6 +325,58 @@ impl Map {
             })
         });
         let applied = self.settle(&tx, &r, new.into_iter());
+        r?;
+        self.sync()?;
+        Ok((applied, existed, old_val))
+    }
+
+    /// Whether a write of `value` may overwrite the key's current value in place, if it
+    /// has the same length (see `FLAG_IN_PLACE`).
+    #[inline]
+    fn in_place_ok(&self, value: Option<&[u8]>) -> bool {
+        self.sh.g.in_place
+            && self.m.vtrail == 0
+            && value.is_some_and(|v| v.len() as u64 <= IN_PLACE_MAX)
+    }
+
+    /// [`Map::write_once`] for a value that may go in place: decided under the segment
+    /// lock, where the current value's length is known. The same length: its bytes are
+    /// overwritten where they are (nothing appended, nothing dead). Otherwise a record is
+    /// appended there and then, under the lock (a small value: the append is a copy into
+    /// the thread's chunk, rarely a refill).
+    fn write_maybe_in_place(
+        &self,
+        tx: &Txn,
+        key: &[u8],
+        v: &[u8],
+        mode: Mode,
+        want_old: bool,
+    ) -> Result<(bool, bool, Option<Vec<u8>>)> {
+        let mut existed = false;
+        let mut old_val = None;
+        let mut appended = None;
+        let r = self.m.write(tx, key, &mut |tx, hit| {
+            existed = hit.is_some();
+            if !mode.applies(existed) {
+                return Ok(Action::Keep);
+            }
+            if let (true, Some(hit)) = (want_old, hit) {
+                old_val = Some(copy_value(tx.sh, hit));
+            }
+            match hit {
+                Some(hit) if hit.vlen == v.len() as u64 => Ok(Action::InPlace(v)),
+                _ => {
+                    // An earlier attempt's record (the segment split in between) is
+                    // reused: it holds the same key and value.
+                    let (off, len) = match appended {
+                        Some(a) => a,
+                        None => *appended.insert(self.append(tx, key, v)?),
+                    };
+                    Ok(Action::Put(off, len))
+                }
+            }
+        });
+        let applied = self.settle(tx, &r, appended.into_iter());
         r?;
         self.sync()?;
         Ok((applied, existed, old_val))
@@ -407,7 +468,7 @@ impl Map {
     fn rmw<T>(
         &self,
         key: &[u8],
-        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'static>, T)>,
     ) -> Result<(bool, T)> {
         check_sizes(key, None)?;
         self.rmw_with(|tx, p| self.m.write(tx, key, p), produce)
@@ -417,7 +478,7 @@ impl Map {
     fn rmw_uid<T>(
         &self,
         uid: Uid,
-        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Appended) -> Result<(Action, T)>,
+        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Appended) -> Result<(Action<'static>, T)>,
     ) -> Result<(bool, T)> {
         self.need_uids()?;
         self.rmw_with(
@@ -432,7 +493,7 @@ impl Map {
     fn rmw_with<T>(
         &self,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
-        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'static>, T)>,
     ) -> Result<(bool, T)> {
         self.rmw_uid_out(write, produce).map(|(a, t, _)| (a, t))
     }
@@ -441,7 +502,7 @@ impl Map {
     fn rmw_uid_out<T>(
         &self,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
-        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action, T)>,
+        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'static>, T)>,
     ) -> Result<(bool, T, Option<Uid>)> {
         let r = self.retry_full(|| {
             let tx = self.txn()?;

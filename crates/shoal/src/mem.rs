@@ -11,9 +11,11 @@
 //!   the `atomic-memcpy` crate (which only handles fixed-size `T`, hence this version for
 //!   runtime lengths). Every access, even to a single byte, is an aligned `AtomicU64` of
 //!   the word that holds it, so no location is ever accessed with two atomic sizes; a
-//!   writer merges the bytes of its edge words it does not own (immutable older records
-//!   of the same chunk, or free space only it will fill). Readers validate what they
-//!   copied with a sequence number afterwards, so a torn copy is discarded, never used.
+//!   writer merges its bytes into an edge word it shares with a neighbouring record by
+//!   an atomic XOR ([`Region::merge_word`]), since that record's value may be being
+//!   overwritten in place by another writer at the same moment. Readers validate what
+//!   they copied with a sequence number afterwards, so a torn copy is discarded, never
+//!   used.
 //!
 //! Soundness rests on two invariants that the callers keep:
 //! 1. an offset passed here lies below the store's published `file_end` (callers check
@@ -201,10 +203,11 @@ impl Region {
         self.window(off + (n - 8) as u64, 8) == word(n - 8)
     }
 
-    /// Writes `src` at `off` with aligned word stores, merging the bytes of the edge words
-    /// that lie outside `[off, off+len)`. Only the one thread that owns the space being
-    /// written may call this (the bytes it merges are immutable or its own); publication
-    /// (a release store of a slot) orders these stores for readers.
+    /// Writes `src` at `off` with aligned word stores; an edge word that holds bytes
+    /// outside `[off, off+len)` gets only its own bytes, merged in ([`Region::merge_word`]).
+    /// Only the one thread that owns the bytes being written may call this (space it is
+    /// filling, or a value it holds the lock of); publication (a release store of a slot,
+    /// a sequence number) orders these stores for readers.
     #[inline]
     pub fn write_bytes(&self, off: u64, src: &[u8]) {
         let n = src.len();
@@ -212,27 +215,47 @@ impl Region {
             return;
         }
         debug_assert!(off + n as u64 <= self.len);
-        let off = off as usize;
         let mut a = off & !7;
         let mut i = 0;
-        let head = off - a;
+        let head = (off - a) as usize;
         if head != 0 {
             let take = (8 - head).min(n);
             let bits = le_bits(&src[..take]) << (8 * head);
-            let keep = !(byte_mask(take) << (8 * head));
-            self.store_word(a, (self.load_word(a) & keep) | bits);
+            self.merge_word(a, bits, byte_mask(take) << (8 * head));
             i = take;
             a += 8;
         }
         while n - i >= 8 {
-            self.store_word(a, u64::from_le_bytes(src[i..i + 8].try_into().unwrap()));
+            self.store_word(
+                a as usize,
+                u64::from_le_bytes(src[i..i + 8].try_into().unwrap()),
+            );
             i += 8;
             a += 8;
         }
         if i < n {
             let rest = n - i;
-            let bits = le_bits(&src[i..]);
-            self.store_word(a, (self.load_word(a) & !byte_mask(rest)) | bits);
+            self.merge_word(a, le_bits(&src[i..]), byte_mask(rest));
+        }
+    }
+
+    /// Sets the bytes of the word at `off` (8-aligned, inside the region) that `mask`
+    /// selects to those of `bits`, and leaves the others as they are at that instant.
+    ///
+    /// One atomic XOR of the difference, not a load and a store: the other bytes of an
+    /// edge word belong to a neighbouring record, whose value another writer (holding that
+    /// key's lock, not ours) may be overwriting in place at the same moment, and a plain
+    /// store of the merged word would undo its change. The XOR is exact because the
+    /// masked bytes are the caller's: nobody else writes them while it does. Release, like
+    /// the plain stores of a redo list: a value overwritten in place must not be seen
+    /// changing before the odd sequence number that announces it.
+    #[inline]
+    pub fn merge_word(&self, off: u64, bits: u64, mask: u64) {
+        debug_assert!(off % 8 == 0 && off + 8 <= self.len);
+        let w = self.word(off);
+        let diff = (w.load(Ordering::Relaxed) ^ bits) & mask;
+        if diff != 0 {
+            w.fetch_xor(diff, Ordering::Release);
         }
     }
 
@@ -418,13 +441,16 @@ impl Region {
     pub fn write_bytes(&self, off: u64, src: &[u8]) {
         for (i, s) in src.iter().enumerate() {
             let a = off + i as u64;
-            let c = &self.cells[(a / 8) as usize];
             let sh = (a % 8) * 8;
-            let old = c.load(Ordering::Relaxed);
-            c.store(
-                (old & !(0xff << sh)) | ((*s as u64) << sh),
-                Ordering::Relaxed,
-            );
+            self.merge_word(a & !7, (*s as u64) << sh, 0xff << sh);
+        }
+    }
+
+    pub fn merge_word(&self, off: u64, bits: u64, mask: u64) {
+        let w = self.word(off);
+        let diff = (w.load(Ordering::Relaxed) ^ bits) & mask;
+        if diff != 0 {
+            w.fetch_xor(diff, Ordering::Release);
         }
     }
 

@@ -823,6 +823,9 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
         );
         if o.checksums.unwrap_or(!sys::on_tmpfs(&file)) {
             g.trailer = 4;
+            // A value torn by an OS crash fails its record's checksum: overwritten in
+            // place, the key would lose both values; appended, the old record is intact.
+            g.in_place = false;
         }
         let size = g
             .chunks_off
@@ -876,6 +879,9 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
     let mut flags = if g.trailer == 4 { FLAG_CHECKSUMS } else { 0 };
     if g.short_records {
         flags |= FLAG_SHORT_RECORDS;
+    }
+    if g.in_place {
+        flags |= FLAG_IN_PLACE;
     }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
@@ -1007,6 +1013,18 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
     if g.short_records && version < 4 {
         return bad(format!(
             "header: flag SHORT_RECORDS in a version-{version} file (it came with version 4)"
+        ));
+    }
+    g.in_place = read_u64(&h, H_FLAGS) & FLAG_IN_PLACE != 0;
+    if g.in_place && (version < 5 || g.trailer != 0) {
+        return bad(format!(
+            "header: flag IN_PLACE in a version-{version} file{} (it came with version 5, \
+             for stores without checksums)",
+            if g.trailer != 0 {
+                " with checksums"
+            } else {
+                ""
+            }
         ));
     }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)

@@ -51,6 +51,8 @@ pub(crate) struct Txn<'a> {
 pub(crate) struct Redo {
     pub n: usize,
     pub e: [(u64, u64); T_NREDO as usize],
+    /// Some entry writes only some bytes of its word ([`Redo::push_bytes`]).
+    pub masked: bool,
 }
 
 impl Redo {
@@ -58,6 +60,7 @@ impl Redo {
         Redo {
             n: 0,
             e: [(0, 0); T_NREDO as usize],
+            masked: false,
         }
     }
     pub fn push(&mut self, off: u64, val: u64) {
@@ -65,6 +68,61 @@ impl Redo {
         assert!(self.n < T_NREDO as usize, "redo list overflow");
         self.e[self.n] = (off, val);
         self.n += 1;
+    }
+
+    /// Pushes the entries that write `src` at byte offset `off` (any alignment): a plain
+    /// entry for each word it covers whole, and for an edge word an entry whose offset
+    /// carries the mask of its bytes ([`REDO_MASK_SHIFT`]), so that applying it, or
+    /// replaying it after a crash, never writes the neighbour's bytes of that word.
+    pub fn push_bytes(&mut self, off: u64, src: &[u8]) {
+        let mut a = off & !7;
+        let mut start = (off - a) as usize;
+        let mut i = 0;
+        while i < src.len() {
+            let take = (8 - start).min(src.len() - i);
+            let mut w = [0u8; 8];
+            w[start..start + take].copy_from_slice(&src[i..i + take]);
+            let mask8 = ((1u64 << take) - 1) << start;
+            let at = if mask8 == 0xff {
+                a
+            } else {
+                self.masked = true;
+                a | mask8 << REDO_MASK_SHIFT
+            };
+            self.push(at, u64::from_le_bytes(w));
+            i += take;
+            a += 8;
+            start = 0;
+        }
+    }
+}
+
+/// A redo entry's word offset and the mask of the bytes it writes (all 64 bits for a
+/// plain entry).
+#[inline]
+pub(crate) fn redo_target(at: u64) -> (u64, u64) {
+    let mask8 = at >> REDO_MASK_SHIFT;
+    let off = at & ((1 << REDO_MASK_SHIFT) - 1);
+    if mask8 == 0 {
+        return (off, u64::MAX);
+    }
+    let mut mask = 0u64;
+    for j in 0..8 {
+        if mask8 >> j & 1 == 1 {
+            mask |= 0xff << (8 * j);
+        }
+    }
+    (off, mask)
+}
+
+/// Applies one redo entry: a store of the whole word, or the merge of its masked bytes.
+#[inline]
+fn apply_entry(sh: &Shared, at: u64, val: u64) {
+    if at >> REDO_MASK_SHIFT == 0 {
+        sh.w(at).store(val, Release);
+    } else {
+        let (off, mask) = redo_target(at);
+        sh.r.merge_word(off, val, mask);
     }
 }
 
@@ -251,9 +309,23 @@ impl<'a> Txn<'a> {
 
     /// Applies entries `from..to` of the committed redo list (a crash test stops between
     /// two halves).
+    #[inline]
     pub fn apply_range(&self, redo: &Redo, from: usize, to: usize) {
+        if redo.masked {
+            self.apply_masked(redo, from, to);
+            return;
+        }
+        // Every other write: whole words (the loop the hot paths had before masks).
         for (off, val) in &redo.e[from..to] {
             self.sh.w(*off).store(*val, Release);
+        }
+    }
+
+    /// [`Txn::apply_range`] of a list with masked entries (an in-place value).
+    #[inline(never)]
+    fn apply_masked(&self, redo: &Redo, from: usize, to: usize) {
+        for (at, val) in &redo.e[from..to] {
+            apply_entry(self.sh, *at, *val);
         }
     }
 
@@ -386,19 +458,23 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
                 // trusts it, and past the file's size a read is a SIGBUS. A real grower
                 // `fallocate`d the range before committing, so only a corrupt slot fails.
                 for i in 0..n {
-                    if sh.w(base + T_REDO + 16 * i).load(Acquire) == H_FILE_END {
+                    let at = sh.w(base + T_REDO + 16 * i).load(Acquire);
+                    if redo_target(at).0 == H_FILE_END {
                         let val = sh.w(base + T_REDO + 16 * i + 8).load(Acquire);
+                        // Only ever written whole: a masked entry is corruption.
+                        let val = if at == H_FILE_END { val } else { u64::MAX };
                         check_new_file_end(sh, t, val)?;
                     }
                 }
                 for i in 0..n {
-                    let off = sh.w(base + T_REDO + 16 * i).load(Acquire);
+                    let at = sh.w(base + T_REDO + 16 * i).load(Acquire);
                     let val = sh.w(base + T_REDO + 16 * i + 8).load(Acquire);
                     // The mutable header words (file end, free list, totals, cleaner
                     // cursor) from H_FILE_END on are redo targets too; only the fixed
                     // geometry below it never is.
+                    let (off, _) = redo_target(at);
                     if off % 8 == 0 && off >= H_FILE_END && off + 8 <= sh.file_end() {
-                        sh.w(off).store(val, Release);
+                        apply_entry(sh, at, val);
                     }
                 }
             }

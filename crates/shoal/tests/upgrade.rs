@@ -1,8 +1,10 @@
 //! Older files are upgraded to version 3 when a process opens them alone, and refused
-//! with `UpgradeBlocked` while others have them open; version-3 files are opened as they
-//! are (version 4 differs only in its records' headers, which cannot be recoded in
-//! place). The old files are made from current ones by hand: a version-3 file lacks the
-//! header flag SHORT_RECORDS (so the store must hold no short record), a version-2 file
+//! with `UpgradeBlocked` while others have them open; version-3 and version-4 files are
+//! opened as they are (version 4 differs only in its records' headers, which cannot be
+//! recoded in place, and version 5 only in overwriting values in place, which an older
+//! library sharing the file would not know how to recover). The old files are made from
+//! current ones by hand: a version-4 file lacks the header flag IN_PLACE, a version-3
+//! file also the flag SHORT_RECORDS (so the store must hold no short record), a version-2 file
 //! also has no `large_slack` word (version 3 added it), and a version-1 file has no
 //! serials in its LARGE runs' headers either (version 2 added them, with merged free runs
 //! and RELEASED marks, which a file that never merged or released a free run does not
@@ -16,6 +18,7 @@ use std::process::{Command, Stdio};
 const H_VERSION: u64 = 8;
 const H_FLAGS: u64 = 16;
 const FLAG_SHORT_RECORDS: u64 = 2;
+const FLAG_IN_PLACE: u64 = 4;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
 const H_LARGE_SLACK: u64 = 328;
@@ -77,9 +80,9 @@ fn set_version(path: &Path, v: u64) {
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1, 2 or 3) it
-/// would have been. Its records must all have long headers (values of 64 bytes or more,
-/// map ids below 64): those are the same bytes in every version.
+/// Turns the closed current store at `path` into the file of format `to` (1 to 4) it
+/// would have been. Below 4, its records must all have long headers (values of 64 bytes
+/// or more, map ids below 64): those are the same bytes in every version.
 fn downgrade(path: &Path, to: u64) {
     let runs = large_runs(path);
     let f = std::fs::OpenOptions::new()
@@ -88,13 +91,17 @@ fn downgrade(path: &Path, to: u64) {
         .open(path)
         .unwrap();
     let flags = read_u64(&f, H_FLAGS);
-    assert_ne!(
-        flags & FLAG_SHORT_RECORDS,
-        0,
-        "a version-4 store has short records"
+    assert_eq!(
+        flags & (FLAG_SHORT_RECORDS | FLAG_IN_PLACE),
+        FLAG_SHORT_RECORDS | FLAG_IN_PLACE,
+        "a version-5 store (without checksums) has short records and in-place values"
     );
-    write_u64(&f, H_FLAGS, flags & !FLAG_SHORT_RECORDS);
     set_version(path, to);
+    write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE);
+    if to >= 4 {
+        return;
+    }
+    write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE & !FLAG_SHORT_RECORDS);
     if to >= 3 {
         return;
     }
@@ -126,7 +133,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 4);
+    assert_eq!(FORMAT_VERSION, 5);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -269,7 +276,7 @@ fn a_version_3_store_keeps_its_version_and_its_record_headers() {
         let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
         s.map("m").unwrap().put(b"long", &[b'l'; 100]).unwrap();
     }
-    assert_eq!(version(&path), 4);
+    assert_eq!(version(&path), 5);
     downgrade(&path, 3);
     let live = |s: &Store| s.open_map("m").unwrap().stats().unwrap().live_bytes;
     let small_records = |s: &Store| {
@@ -323,4 +330,81 @@ fn short_records_in_a_version_3_file_are_refused() {
         Err(e) => panic!("not a corruption error: {e}"),
         Ok(_) => panic!("a version-3 file with short records was opened"),
     }
+}
+
+/// The flag IN_PLACE came with version 5: an older file that has it is corrupt (an older
+/// library sharing it would not replay a masked redo entry), and so is a file with
+/// checksums that has it (those stores never overwrite in place).
+#[test]
+fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("bad.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    set_version(&path, 4);
+    let refused = |what: &str| match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what: why, .. }) => assert!(why.contains("IN_PLACE"), "{why}"),
+        Err(e) => panic!("{what}: not a corruption error: {e}"),
+        Ok(_) => panic!("{what}: opened"),
+    };
+    refused("version 4");
+    set_version(&path, 5);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) | 1);
+    refused("checksums");
+}
+
+/// A version-4 file is opened as it is (libraries of version 4 may share it): it keeps its
+/// version and its flags, and a value overwritten with one of the same length is appended
+/// as a new record, as version 4 does, while a new store overwrites it in place (no dead
+/// bytes).
+#[test]
+fn a_version_4_store_keeps_its_version_and_appends_overwrites() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    // Dead bytes (and chunks cleaned) the overwrites added to those after the inserts.
+    let overwrite = |s: &Store| {
+        let m = s.map("m").unwrap();
+        let dead = || s.stats().unwrap().dead_bytes + s.stats().unwrap().chunks_cleaned;
+        let mut inserted = 0;
+        for round in 0..20u8 {
+            for i in 0..100u32 {
+                m.put(format!("k{i:03}").as_bytes(), &[round; 24]).unwrap();
+            }
+            if round == 0 {
+                inserted = dead();
+            }
+        }
+        for i in 0..100u32 {
+            assert_eq!(
+                m.get(format!("k{i:03}").as_bytes()).unwrap(),
+                Some(vec![19; 24])
+            );
+        }
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+        dead().saturating_sub(inserted)
+    };
+    let path = d.path().join("v4.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 4);
+    let flags = |p: &Path| read_u64(&std::fs::File::open(p).unwrap(), H_FLAGS);
+    let before = flags(&path);
+    let appended = overwrite(&Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
+    assert_eq!(version(&path), 4, "a version-4 file was upgraded");
+    assert_eq!(flags(&path), before, "a version-4 file's flags changed");
+    assert!(
+        appended > 0,
+        "no dead bytes: overwritten in place in a version-4 file"
+    );
+    let path5 = d.path().join("v5.shoal");
+    let in_place = overwrite(&Store::open_with(&path5, &opts(), OpenMode::CreateNew).unwrap());
+    assert_eq!(
+        in_place, 0,
+        "same-length overwrites left dead bytes (v4: {appended})"
+    );
 }

@@ -252,7 +252,7 @@ static void test_store_bad_files(void) {
     CHECK(patch_file(p, 8, &version, 4));
     CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_VERSION);
     if (s) shoal_store_close(s);
-    version = 4; /* the format version this library writes */
+    version = 5; /* the format version this library writes */
     CHECK(patch_file(p, 8, &version, 4));
     uint64_t flags = 1ull << 63; /* a flag no version knows */
     CHECK(patch_file(p, 16, &flags, 8));
