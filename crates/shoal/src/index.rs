@@ -639,6 +639,11 @@ impl MapRef {
             Action::Put(off, len) => Some((off, len)),
             Action::Remove => None,
             Action::InPlace(bytes) => return self.write_in_place(tx, seg, hit, bytes).map(Some),
+            Action::InPlaceWord(w) => {
+                return self
+                    .write_in_place(tx, seg, hit, &w.to_le_bytes())
+                    .map(Some)
+            }
         };
         let cnt_off = self.counter(tx, MC_COUNT);
         let bytes_off = self.counter(tx, MC_BYTES);
@@ -786,6 +791,8 @@ pub(crate) enum Action<'v> {
     /// Overwrite the current value's bytes where they are with these (a value of the same
     /// length, at most [`IN_PLACE_MAX`] bytes, in a store with `FLAG_IN_PLACE`).
     InPlace(&'v [u8]),
+    /// [`Action::InPlace`] with an 8-byte value made under the lock (`add`).
+    InPlaceWord(u64),
 }
 
 impl MapRef {

@@ -465,10 +465,10 @@ impl Map {
     /// Runs a read-modify-write whose new record `produce` appends under the segment
     /// lock (so it sees the current value and no other write can come in between).
     /// `produce` returns the action and a result to hand back.
-    fn rmw<T>(
+    fn rmw<'v, T>(
         &self,
         key: &[u8],
-        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'static>, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T)> {
         check_sizes(key, None)?;
         self.rmw_with(|tx, p| self.m.write(tx, key, p), produce)
@@ -490,19 +490,19 @@ impl Map {
         )
     }
 
-    fn rmw_with<T>(
+    fn rmw_with<'v, T>(
         &self,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
-        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'static>, T)>,
+        produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T)> {
         self.rmw_uid_out(write, produce).map(|(a, t, _)| (a, t))
     }
 
     /// [`Map::rmw_with`], also returning the published key's UID (maps with UIDs).
-    fn rmw_uid_out<T>(
+    fn rmw_uid_out<'v, T>(
         &self,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
-        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'static>, T)>,
+        mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T, Option<Uid>)> {
         let r = self.retry_full(|| {
             let tx = self.txn()?;
@@ -567,6 +567,12 @@ impl Map {
             }
             Ok((
                 match new {
+                    Some(v)
+                        if hit.is_some_and(|h| h.vlen == v.len() as u64)
+                            && map.in_place_ok(Some(v)) =>
+                    {
+                        Action::InPlace(v)
+                    }
                     Some(v) => {
                         let (off, len) = map.append(tx, key, v)?;
                         appended.push((off, len));
@@ -644,6 +650,9 @@ impl Map {
                 }
             };
             let new = cur.wrapping_add(delta);
+            if hit.is_some() && map.in_place_ok(Some(&[0; 8])) {
+                return Ok((Action::InPlaceWord(new as u64), new));
+            }
             let (off, len) = map.append(tx, key, &new.to_le_bytes())?;
             appended.push((off, len));
             Ok((Action::Put(off, len), new))
