@@ -1480,18 +1480,44 @@ pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
 }
 
 impl MapRef {
-    /// Moves a live record to `new` (offset, length) if the key still points at `old`.
-    /// Used by the cleaner; returns whether it moved.
+    /// Moves a live record to `new` (offset, length), a copy the cleaner made without a
+    /// lock, if the key still points at `old`. Used by the cleaner; returns whether it
+    /// moved.
+    ///
+    /// With values overwritten in place (`FLAG_IN_PLACE`), "still points at `old`" no
+    /// longer means "unchanged since the copy": a value written in place keeps the
+    /// record's offset. So under the lock the copy is compared with the record and, if
+    /// they differ (or the copy was torn by such a write), made again from the record;
+    /// publishing the stale copy lost that acknowledged write (the kill storm found it).
     pub fn relocate(&self, tx: &Txn, key: &[u8], old: u64, new: (u64, u64)) -> Result<bool> {
-        let r = self.write(tx, key, &mut |_, hit| {
-            Ok(if hit.is_some_and(|h| h.off == old) {
-                Action::Put(new.0, new.1)
-            } else {
-                Action::Keep
-            })
+        let r = self.write(tx, key, &mut |tx, hit| {
+            if !hit.is_some_and(|h| h.off == old) {
+                return Ok(Action::Keep);
+            }
+            if tx.sh.g.in_place {
+                refresh_copy(tx.sh, old, new)?;
+            }
+            Ok(Action::Put(new.0, new.1))
         })?;
         Ok(r.applied)
     }
+}
+
+/// Under the key's lock: makes the unpublished copy `new` (offset, length) of the live
+/// record at `old` equal to it again, if a value overwritten in place changed the record
+/// after the copy was made (see [`MapRef::relocate`]).
+fn refresh_copy(sh: &Shared, old: u64, new: (u64, u64)) -> Result<()> {
+    let (off, len) = new;
+    let (mut cur, mut copy) = (vec![0u8; len as usize], vec![0u8; len as usize]);
+    sh.r.read_bytes(old, &mut cur);
+    sh.r.read_bytes(off, &mut copy);
+    if cur != copy {
+        sh.r.write_bytes(off, &cur);
+        // On disk the copy must be durable before a slot names it, as the cleaner's
+        // first copy was made durable before any repointing.
+        sh.persist(off, len)?;
+    }
+    Ok(())
 }
 
 /// Removes every entry of the map, segment by segment. Returns the record bytes freed.

@@ -252,3 +252,102 @@ fn in_place_overwrites_beside_concurrent_writes_lose_no_byte() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+/// Values overwritten in place while the cleaner moves their records.
+///
+/// The cleaner copies a live record out of its victim chunk without a lock, then, under
+/// the key's lock, repoints the slot if it still names the old record. A value written in
+/// place meanwhile keeps the record's offset, so that test passes and the copy, made
+/// before the write, would be published over it: the acknowledged write lost (found by
+/// the kill storm, `shoal-torture/tests/kill.rs`). Here one thread rewrites "hot" keys in
+/// place, another churns other keys with changing lengths (dead space, so the cleaner
+/// runs), a third calls `compact` in a loop; every hot key must end with its last value.
+#[test]
+fn in_place_overwrites_survive_the_cleaner_moving_their_records() {
+    const HOT: u64 = 2000;
+    const LEN: usize = 40;
+    let seed = common::seed();
+    let d = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
+    let o = Options {
+        chunk_size: 64 << 10,
+        ..Options::default()
+    };
+    let s = Arc::new(Store::open_with(d.path().join("c.shoal"), &o, OpenMode::CreateNew).unwrap());
+    let m = s.map("m").unwrap();
+    // Hot keys interleaved with churned ones: every chunk the cleaner picks holds both.
+    for k in 0..HOT {
+        m.put(&k.to_le_bytes(), &value(k, 0, LEN)).unwrap();
+        m.put(&(k | 1 << 40).to_le_bytes(), &value(k | 1 << 40, 0, LEN))
+            .unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let hot = {
+        let (m, stop) = (m.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut rnd = common::xorshift(seed | 1);
+            let mut last = vec![0u64; HOT as usize];
+            let mut ver = 0;
+            while !stop.load(Relaxed) {
+                ver += 1;
+                let k = rnd() % HOT;
+                m.put(&k.to_le_bytes(), &value(k, ver, LEN)).unwrap();
+                last[k as usize] = ver;
+            }
+            last
+        })
+    };
+    let churn = {
+        let (m, stop) = (m.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut rnd = common::xorshift(seed | 2);
+            let mut ver = 0;
+            while !stop.load(Relaxed) {
+                ver += 1;
+                let k = rnd() % HOT | 1 << 40;
+                // A new length every time: appended, the old record dead.
+                m.put(
+                    &k.to_le_bytes(),
+                    &value(k, ver, LEN + 1 + (ver % 7) as usize),
+                )
+                .unwrap();
+            }
+        })
+    };
+    let compactor = {
+        let (s, stop) = (s.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Relaxed) {
+                s.compact().unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    stop.store(true, Relaxed);
+    let last = hot.join().unwrap();
+    churn.join().unwrap();
+    let compactions = compactor.join().unwrap();
+    let mut wrong = Vec::new();
+    for k in 0..HOT {
+        let want = value(k, last[k as usize], LEN);
+        if m.get(&k.to_le_bytes()).unwrap().as_deref() != Some(&want[..]) {
+            wrong.push(k);
+        }
+    }
+    assert!(
+        s.stats().unwrap().chunks_cleaned > 0,
+        "the cleaner never ran ({compactions} compactions; seed {seed})"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} hot keys lost their last value, e.g. {:?} (seed {seed})",
+        wrong.len(),
+        &wrong[..wrong.len().min(8)]
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
