@@ -1491,7 +1491,7 @@ impl MapRef {
     /// publishing the stale copy lost that acknowledged write (the kill storm found it).
     pub fn relocate(&self, tx: &Txn, key: &[u8], old: u64, new: (u64, u64)) -> Result<bool> {
         let r = self.write(tx, key, &mut |tx, hit| {
-            if !hit.is_some_and(|h| h.off == old) {
+            if hit.is_none_or(|h| h.off != old) {
                 return Ok(Action::Keep);
             }
             if tx.sh.g.in_place {
