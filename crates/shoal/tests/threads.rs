@@ -305,7 +305,7 @@ fn in_place_overwrites_survive_the_cleaner_moving_their_records() {
             let mut ver = 0;
             while !stop.load(Relaxed) {
                 ver += 1;
-                let k = rnd() % HOT | 1 << 40;
+                let k = (rnd() % HOT) | (1 << 40);
                 // A new length every time: appended, the old record dead.
                 m.put(
                     &k.to_le_bytes(),
