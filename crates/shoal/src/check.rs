@@ -88,6 +88,22 @@ impl Ck<'_> {
     }
 }
 
+/// The offsets where records start in data chunk `c`, walked as the cleaner walks it:
+/// from its first record to `used`, stopping at the first bytes that are no record.
+fn record_walk(sh: &Shared, c: u64, used: u64) -> HashSet<u64> {
+    let mut starts = HashSet::new();
+    let mut pos = c + CHUNK_HDR;
+    let used = used.min(c + sh.g.chunk_size());
+    while pos < used {
+        let Some((_, k, v, hl)) = read_record_header_in(sh, pos, used) else {
+            break;
+        };
+        starts.insert(pos);
+        pos += hl + k + v + sh.g.trailer;
+    }
+    starts
+}
+
 pub(crate) fn check(sh: &Shared) -> Result<Report> {
     sh.ensure_registered()?;
     crate::txn::reclaim_dead(sh)?;
@@ -223,6 +239,8 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
         }
     };
     let mut seen_records: HashSet<u64> = HashSet::new();
+    // Per data chunk, the record starts its walk reaches (filled as slots point there).
+    let mut walks: HashMap<u64, HashSet<u64>> = HashMap::new();
     for id in 0..g.n_catalog {
         let ce = g.cat_entry(id);
         let st = sh.w(ce + C_STATE).load(Acquire) & 0xff;
@@ -346,6 +364,20 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                         ck.bad(format!("map {id}: slot {so:#x} points at {off:#x}: no complete record below {limit:#x}"));
                         continue;
                     };
+                    // The cleaner finds a chunk's live records by walking its records from
+                    // the first: one it cannot reach that way (a corrupt dead record
+                    // before it derails the walk) would be freed with the chunk.
+                    let c = g.chunk_of(off);
+                    if matches!(kinds.get(&c), Some((CK_SEALED | CK_DATA, _)))
+                        && !walks
+                            .entry(c)
+                            .or_insert_with(|| record_walk(sh, c, limit))
+                            .contains(&off)
+                    {
+                        ck.bad(format!(
+                            "map {id}: slot {so:#x} points at {off:#x}, which a walk of chunk {c:#x}'s records from its start does not reach (a corrupt record before it: cleaning the chunk would lose it)"
+                        ));
+                    }
                     if mid != id {
                         ck.bad(format!(
                             "map {id}: slot {so:#x}: record at {off:#x} belongs to map {mid}"

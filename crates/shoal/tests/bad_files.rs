@@ -2021,3 +2021,53 @@ fn a_map_header_whose_counters_pass_the_file_end_is_corrupt() {
         Some(5u64.to_le_bytes().to_vec())
     );
 }
+
+/// Regression (fuzzing, open_check, session 8: "a sound store is unsound after writes"):
+/// the cleaner finds a sealed chunk's live records by walking its records from the first,
+/// and `check` looked only at the records slots point to. A corrupt header of a *dead*
+/// record derailed the walk past live ones, so a store that checked clean lost them to
+/// the next compaction. `check` now walks each data chunk as the cleaner does and reports
+/// a live record the walk does not reach.
+#[test]
+fn a_dead_record_that_derails_the_chunk_walk_is_reported() {
+    let d = tmpdir();
+    let p = d.path().join("walk.shoal");
+    {
+        let s = Store::open_with(&p, &store_options(false), OpenMode::CreateNew).unwrap();
+        let m = s.map("m").unwrap();
+        for i in 0..40u32 {
+            m.put(format!("walk{i:03}").as_bytes(), &[b'v'; 1000])
+                .unwrap();
+        }
+        // Even keys get a record elsewhere: their first records are dead, between live ones.
+        for i in (0..40u32).step_by(2) {
+            m.put(format!("walk{i:03}").as_bytes(), &[b'w'; 1001])
+                .unwrap();
+        }
+        // Fill the first data chunk up, so that it is sealed (a cleaning victim).
+        for i in 0..80u32 {
+            m.put(format!("fill{i:03}").as_bytes(), &[b'f'; 1000])
+                .unwrap();
+        }
+        assert!(s.check().unwrap().is_ok());
+    }
+    let mut b = fs::read(&p).unwrap();
+    // walk000's first record: a 3-byte long header (map 0, key 7, value 1000 as the varint
+    // e8 07) before its key. Claim 2024 bytes instead: the walk lands inside walk001's value.
+    let at = b
+        .windows(7)
+        .position(|w| w == b"walk000")
+        .expect("walk000's first record");
+    assert_eq!(&b[at - 4..at], &[0x00, 7, 0xe8, 0x07], "walk000's header");
+    b[at - 1] = 0x0f;
+    fs::write(&p, &b).unwrap();
+    let s = Store::open_existing(&p).unwrap();
+    let r = s.check().unwrap();
+    assert!(
+        r.problems.iter().any(|q| q.contains("does not reach")),
+        "check did not report the unreachable live records: {r}"
+    );
+    // Reads do not walk chunks: the live records still read.
+    let m = s.open_map("m").unwrap();
+    assert_eq!(m.get(b"walk001").unwrap(), Some(vec![b'v'; 1000]));
+}
