@@ -2067,6 +2067,13 @@ fn a_dead_record_that_derails_the_chunk_walk_is_reported() {
         r.problems.iter().any(|q| q.contains("does not reach")),
         "check did not report the unreachable live records: {r}"
     );
+    // The chunk's walk is broken whatever lies after the bad header: reported on its own,
+    // so that a chunk whose records are all dead (no slot to notice) is caught before a
+    // live record is appended behind it (the fuzzer's second input).
+    assert!(
+        r.problems.iter().any(|q| q.contains("do not tile")),
+        "check did not report the broken walk: {r}"
+    );
     // Reads do not walk chunks: the live records still read.
     let m = s.open_map("m").unwrap();
     assert_eq!(m.get(b"walk001").unwrap(), Some(vec![b'v'; 1000]));
