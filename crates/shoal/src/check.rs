@@ -88,12 +88,18 @@ impl Ck<'_> {
     }
 }
 
-/// Walks data chunk `c`'s records as the cleaner walks them: from its first record up to
-/// `used`, stopping at the first bytes that are no record. Calls `f` on each record's
+/// Walks data chunk `c`'s records as the cleaner walks them: from its first record (or
+/// `from`, a record start) up to `used`, stopping at the first bytes that are no record. Calls `f` on each record's
 /// offset and returns where the walk stopped (`used` exactly, in a sound chunk: its
 /// records tile it).
-fn walk_records(sh: &Shared, c: u64, used: u64, mut f: impl FnMut(u64)) -> u64 {
-    let mut pos = c + CHUNK_HDR;
+pub(crate) fn walk_records(
+    sh: &Shared,
+    c: u64,
+    from: u64,
+    used: u64,
+    mut f: impl FnMut(u64),
+) -> u64 {
+    let mut pos = from.max(c + CHUNK_HDR);
     let used = used.min(c + sh.g.chunk_size());
     while pos < used {
         let Some((_, k, v, hl)) = read_record_header_in(sh, pos, used) else {
@@ -108,7 +114,7 @@ fn walk_records(sh: &Shared, c: u64, used: u64, mut f: impl FnMut(u64)) -> u64 {
 /// The offsets where [`walk_records`] finds records in chunk `c`.
 fn record_walk(sh: &Shared, c: u64, used: u64) -> HashSet<u64> {
     let mut starts = HashSet::new();
-    walk_records(sh, c, used, |pos| {
+    walk_records(sh, c, c + CHUNK_HDR, used, |pos| {
         starts.insert(pos);
     });
     starts
@@ -170,11 +176,13 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             }
         }
         // The cleaner finds a sealed chunk's records by walking them: bytes that stop
-        // the walk short (or a record that overruns the end) hide every record after
-        // them, which would be freed with the chunk once live (corrupt dead records are
-        // otherwise invisible: no slot points at them).
+        // the walk short hide every record after them, which would be freed with the
+        // chunk if live. A sealed chunk may end in such bytes (repair seals a data chunk
+        // torn across a refill, garbage tail and all; the cleaner stops there), so for
+        // it only the live records are checked (below). An active data chunk must tile
+        // up to its bump: the next record appended behind a broken walk would be lost
+        // (corrupt dead records are otherwise invisible: no slot points at them).
         let used = match kind {
-            CK_SEALED => Some(sh.w(c + K_USED).load(Acquire)),
             CK_DATA => {
                 let t = sh.w(c + K_OWNER).load(Acquire);
                 (t < g.n_txn).then(|| sh.w(g.txn_slot(t) + T_BUMP).load(Acquire))
@@ -182,7 +190,7 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             _ => None,
         };
         if let Some(used) = used.filter(|u| (c + CHUNK_HDR..=c + cs).contains(u)) {
-            let stop = walk_records(sh, c, used, |_| {});
+            let stop = walk_records(sh, c, c + CHUNK_HDR, used, |_| {});
             if stop != used {
                 ck.bad(format!(
                     "chunk {c:#x}: its records do not tile it: a walk from its start stops at {stop:#x}, its records end at {used:#x}"

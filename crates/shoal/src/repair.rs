@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::index::{map_ref_unchecked, read_record_header_in, segments};
 use crate::shared::Shared;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::*;
 
 /// What repairing a store found and did.
@@ -256,6 +256,7 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     sh.w(H_LARGE_SLACK).store(slack, Release);
     sh.w(H_FREE_BYTES).store(free, Release);
     rep.rebuilt.push("free list and byte totals".into());
+    retile(sh, rep)?;
     // Maps: locks, sequence numbers, overflow counts, counters.
     for id in 0..g.n_catalog {
         if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
@@ -321,4 +322,136 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Mends data chunks whose record walk breaks before a live record (or, in the chunk a
+/// thread is filling, before its bump): bytes an OS crash tore or never wrote, below what
+/// the chunk says was written. The cleaner finds a chunk's records by that walk, so it
+/// would free the records behind the break with the chunk. The broken stretch, up to the
+/// next live record (or the bump), becomes one dead *filler* record (map 0, an empty key,
+/// the stretch's bytes as its value) that the walk steps over. Lossless: the stretch holds
+/// no live record (live ones are where slots point).
+fn retile(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
+    let g = sh.g;
+    let cs = g.chunk_size();
+    let end = sh.file_end();
+    let mut live: HashMap<u64, Vec<u64>> = HashMap::new();
+    for id in 0..g.n_catalog {
+        if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
+            || crate::fixed::is_fixed(sh, id)
+        {
+            continue;
+        }
+        let m = map_ref_unchecked(sh, id)?;
+        for (seg, _) in segments(sh, &m)? {
+            for b in 0..m.n_main + m.n_stash {
+                for i in 0..SLOTS {
+                    let off = slot_off_of(sh.w(slot_off(seg, b, i)).load(Acquire));
+                    if off >= g.chunks_off && off < end {
+                        live.entry(g.chunk_of(off)).or_default().push(off);
+                    }
+                }
+            }
+        }
+    }
+    let mut c = g.chunks_off;
+    while c < end {
+        let run = sh.w(c + K_RUN).load(Acquire).clamp(1, (end - c) / cs);
+        let kind = sh.w(c + K_KIND).load(Acquire);
+        let used = match kind {
+            CK_SEALED => sh.w(c + K_USED).load(Acquire),
+            CK_DATA => {
+                let t = sh.w(c + K_OWNER).load(Acquire);
+                sh.w(g.txn_slot(t.min(g.n_txn - 1)) + T_BUMP).load(Acquire)
+            }
+            _ => 0,
+        };
+        if used > c + CHUNK_HDR && used <= c + cs {
+            let mut targets = live.remove(&c).unwrap_or_default();
+            targets.sort_unstable();
+            mend_walk(sh, rep, c, kind == CK_DATA, used, &targets);
+        }
+        c += run * cs;
+    }
+    Ok(())
+}
+
+/// [`retile`] for chunk `c`: walks its records towards each live record in turn (then, in
+/// an active chunk, towards `used`); where the walk stops short of it or steps over it,
+/// the stretch from where it went wrong to the goal becomes one dead record.
+fn mend_walk(sh: &Shared, rep: &mut RepairReport, c: u64, active: bool, used: u64, live: &[u64]) {
+    let len_at =
+        |p: u64| read_record_header_in(sh, p, used).map(|(_, k, v, hl)| hl + k + v + sh.g.trailer);
+    let first = c + CHUNK_HDR;
+    let mut pos = first;
+    let mut goals = live.iter().copied().filter(|&t| t >= first).peekable();
+    loop {
+        let goal = match goals.peek() {
+            Some(&t) => t,
+            None if active => used,
+            None => return,
+        };
+        // Walk towards the goal: `p` where the walk is, `stood` the records it stood on.
+        let (mut p, mut stood) = (pos, vec![pos]);
+        while p < goal {
+            let Some(len) = len_at(p) else { break };
+            p += len;
+            stood.push(p);
+        }
+        if p != goal {
+            // Stopped at unparseable bytes or stepped over the goal: mend from the last
+            // place the walk stood that leaves room for a record before the goal. All of
+            // it is dead: the walk stood on the previous live record's end (or the
+            // chunk's start), and no slot points between that and the goal.
+            let Some(from) = stood
+                .iter()
+                .rev()
+                .copied()
+                .find(|&q| q < goal && goal - q >= FILLER_MIN)
+            else {
+                return; // no room for a record header: check reports it
+            };
+            if !write_filler(sh, from, goal - from) {
+                return;
+            }
+            rep.rebuilt.push(format!(
+                "chunk {c:#x}: bytes {from:#x}..{goal:#x}, where its record walk went wrong, made one dead record"
+            ));
+        }
+        if goals.next().is_none() {
+            return; // reached `used` in an active chunk
+        }
+        match len_at(goal) {
+            Some(len) => pos = goal + len,
+            None => return, // not a record: check reports the slot
+        }
+    }
+}
+
+/// The shortest dead record [`write_filler`] writes in every store: a 3-byte header
+/// (or 2), no key, no value, and a 4-byte checksum if the store has them.
+const FILLER_MIN: u64 = 7;
+
+/// Writes at `at` a dead record of exactly `len` bytes (map 0, empty key, the bytes
+/// already there as its value, and their checksum in a checksummed store). False when
+/// `len` is too short for any header.
+fn write_filler(sh: &Shared, at: u64, len: u64) -> bool {
+    let t = sh.g.trailer;
+    for hl in 2..=6u64 {
+        let Some(vlen) = len.checked_sub(hl + t) else {
+            continue;
+        };
+        let hdr = record_header(0, 0, vlen, sh.g.short_records);
+        if hdr.len() as u64 != hl {
+            continue;
+        }
+        sh.r.write_bytes(at, &hdr);
+        if t == 4 {
+            let mut rec = vec![0u8; (hl + vlen) as usize];
+            sh.r.read_bytes(at, &mut rec);
+            sh.r.write_bytes(at + hl + vlen, &record_crc(&[&rec]).to_le_bytes());
+        }
+        return true;
+    }
+    false
 }
