@@ -132,6 +132,20 @@ fn writers_readers_and_compact_never_see_a_wrong_value() {
     assert!(r.is_ok(), "seed {seed}: {r}");
 }
 
+/// A new store in /dev/shm (else the temp directory) with 64 KiB chunks, so that a few
+/// thousand records fill several and the cleaner has victims.
+fn small_chunk_store() -> (tempfile::TempDir, Arc<Store>) {
+    let d = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
+    let o = Options {
+        chunk_size: 64 << 10,
+        ..Options::default()
+    };
+    let s = Store::open_with(d.path().join("s.shoal"), &o, OpenMode::CreateNew).unwrap();
+    (d, Arc::new(s))
+}
+
 /// Values overwritten in place beside records that other threads write at the same time.
 ///
 /// A record's first and last bytes usually share an aligned word with its neighbours in
@@ -147,14 +161,7 @@ fn in_place_overwrites_beside_concurrent_writes_lose_no_byte() {
     const KEYS: u64 = 256;
     const LEN: usize = 37; // odd: records straddle words at every alignment
     let seed = common::seed();
-    let d = tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
-    let o = Options {
-        chunk_size: 64 << 10,
-        ..Options::default()
-    };
-    let s = Arc::new(Store::open_with(d.path().join("p.shoal"), &o, OpenMode::CreateNew).unwrap());
+    let (_d, s) = small_chunk_store();
     let m = s.map("m").unwrap();
     // Inserted by one thread, one after another: neighbours in one chunk.
     for k in 0..KEYS {
@@ -267,14 +274,7 @@ fn in_place_overwrites_survive_the_cleaner_moving_their_records() {
     const HOT: u64 = 2000;
     const LEN: usize = 40;
     let seed = common::seed();
-    let d = tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
-    let o = Options {
-        chunk_size: 64 << 10,
-        ..Options::default()
-    };
-    let s = Arc::new(Store::open_with(d.path().join("c.shoal"), &o, OpenMode::CreateNew).unwrap());
+    let (_d, s) = small_chunk_store();
     let m = s.map("m").unwrap();
     // Hot keys interleaved with churned ones: every chunk the cleaner picks holds both.
     for k in 0..HOT {
