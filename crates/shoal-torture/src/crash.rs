@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Threads the child runs the workload on, in turn.
 pub const THREADS: usize = 4;
-/// The two maps: "m" (tiny segments: many splits) and "aux" (default; cleared now and then).
+/// The two maps: "m" (tiny segments: many splits) and "aux" (default segments, with UIDs;
+/// cleared now and then).
 pub const MAPS: [&str; 2] = ["m", "aux"];
 /// Chunk size of the crash stores (the smallest allowed: the cleaner runs early).
 pub const CHUNK: u64 = 64 * 1024;
@@ -34,6 +35,15 @@ pub fn tiny_segments() -> MapOptions {
         segment_buckets: 2,
         stash_buckets: 1,
         uids: false,
+    }
+}
+
+/// The options of map "aux": UIDs, so that its writes (values overwritten in place among
+/// them) move UID entries too.
+pub fn aux_options() -> MapOptions {
+    MapOptions {
+        uids: true,
+        ..MapOptions::default()
     }
 }
 
@@ -256,8 +266,13 @@ fn key(i: usize) -> Vec<u8> {
 /// overwritten in place (`shoal::IN_PLACE_MAX_LEN`): a put of that length takes the
 /// in-place path (its own fail points).
 fn same_len(model: &Model, key: &[u8], wanted: bool) -> Option<usize> {
-    let cur = model.maps[0].get(key)?;
-    (wanted && cur.len() <= shoal::IN_PLACE_MAX_LEN).then_some(cur.len())
+    same_len_in(model, 0, key, wanted, shoal::IN_PLACE_MAX_LEN)
+}
+
+/// [`same_len`] in map `m`, for values of at most `max` bytes.
+fn same_len_in(model: &Model, m: usize, key: &[u8], wanted: bool, max: usize) -> Option<usize> {
+    let cur = model.maps[m].get(key)?;
+    (wanted && cur.len() <= max).then_some(cur.len())
 }
 
 /// The workload of `p` (the same list every time for the same parameters).
@@ -376,7 +391,10 @@ pub fn generate(p: &Params) -> Vec<Op> {
                 }
                 800..880 => {
                     let k = format!("a{}", rng.random_range(0..150)).into_bytes();
-                    let v = value(&k, idx, rng.random_range(16..400));
+                    let max = shoal::IN_PLACE_MAX_UIDS_LEN;
+                    let len = same_len_in(&model, 1, &k, r < 840, max)
+                        .unwrap_or_else(|| rng.random_range(16..400));
+                    let v = value(&k, idx, len);
                     Op::Put(1, k, v)
                 }
                 880..884 => Op::ClearAux,

@@ -97,7 +97,7 @@ fn create(path: &Path) {
     let s = Store::open_with(path, &crash::store_options(), OpenMode::CreateNew)
         .unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
     s.map_with(MAPS[0], &crash::tiny_segments(), true).unwrap();
-    s.map(MAPS[1]).unwrap();
+    s.map_with(MAPS[1], &crash::aux_options(), true).unwrap();
 }
 
 enum Exit {

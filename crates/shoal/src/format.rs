@@ -10,11 +10,13 @@ pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// The format version this library writes and the newest it reads. Version 2 added the
 /// LARGE run's serial, merged free runs and the RELEASED mark; version 3 the header's
 /// `large_slack`; version 4 the short record headers (`FLAG_SHORT_RECORDS`); version 5
-/// values overwritten in place (`FLAG_IN_PLACE`, with byte-masked redo entries). A file of
+/// values overwritten in place (`FLAG_IN_PLACE`, with byte-masked redo entries); version 6
+/// the same in maps with UIDs (`FLAG_IN_PLACE_UIDS`, with the busy bit of a UID entry's
+/// version, [`E_VER_BUSY`]). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
-/// (`alloc::upgrade`); files of versions 3 and 4 are opened as they are, without the
+/// (`alloc::upgrade`); files of versions 3 to 5 are opened as they are, without the
 /// features that came later.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// The version older files are upgraded to, and the oldest opened as it is. A version-3
 /// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
 /// in place, so it keeps version 3 (and with it, libraries of version 3 can still share
@@ -39,18 +41,30 @@ pub const FLAG_CHECKSUMS: u64 = 1;
 /// whose records keep the version-3 header.
 pub const FLAG_SHORT_RECORDS: u64 = 2;
 /// Header flag (version 5): a put whose value has the length of the key's current value
-/// (and at most [`IN_PLACE_MAX`] bytes, in a map without UIDs, in a store without
+/// (and at most [`IN_PLACE_MAX`] bytes, in a map without UIDs unless the store also has
+/// [`FLAG_IN_PLACE_UIDS`], in a store without
 /// checksums) overwrites the value bytes where they are, through a redo list of
 /// byte-masked words ([`REDO_MASK_SHIFT`]), instead of appending a new record. Set on
 /// every store created at version 5 without checksums; never on an older file (whose
 /// libraries would not replay a masked redo entry, and whose appends merge the edge words
 /// they share with a neighbouring record without an atomic read-modify-write).
 pub const FLAG_IN_PLACE: u64 = 4;
+/// Header flag (version 6, only with [`FLAG_IN_PLACE`]): maps with UIDs overwrite values
+/// in place too (at most [`IN_PLACE_MAX_UIDS`] bytes). A reader by UID validates its copy
+/// with the UID entry's version word, not the bucket's seq, so the writer also sets the
+/// version's busy bit ([`E_VER_BUSY`]) while the bytes change, and readers by UID retry
+/// while it is set. Never on an older file: its libraries would not look at that bit,
+/// and would keep a value torn by an in-place write.
+pub const FLAG_IN_PLACE_UIDS: u64 = 8;
 /// Every flag this version knows; a file with others set is refused.
-pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS | FLAG_SHORT_RECORDS | FLAG_IN_PLACE;
+pub const KNOWN_FLAGS: u64 =
+    FLAG_CHECKSUMS | FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
+/// [`IN_PLACE_MAX`] in a map with UIDs: the UID entry's version takes one more entry of
+/// the redo list, so the value spans at most 18 words.
+pub const IN_PLACE_MAX_UIDS: u64 = 8 * (T_NREDO - 3);
 /// A redo entry's offset word carries, in bits 56..63, the mask of the bytes of the word it
 /// writes (bit i: byte i); 0 means the whole word (every entry before version 5). Offsets
 /// stay below 2^48, so the bits were free. A masked entry is applied by merging only its
@@ -227,6 +241,12 @@ pub const UID_ENTRY: u64 = 24;
 pub const E_LOC: u64 = 0;
 pub const E_VER: u64 = 8;
 pub const E_HASH: u64 = 16;
+/// In a version word (version 6, `FLAG_IN_PLACE_UIDS`): the entry's value is being
+/// overwritten in place. Set by the writer, under the key's segment lock, after its redo
+/// list commits and before the first byte changes; the list's last entry stores the
+/// version plus one without it. Versions count up by one per change, so they never reach
+/// this bit otherwise.
+pub const E_VER_BUSY: u64 = 1 << 63;
 /// In a location word: the entry is free (the low bits then hold the next free index).
 pub const E_FREE: u64 = 1 << 47;
 /// Bytes a UID map appends to each record's value: the UID index, little-endian.
@@ -476,6 +496,9 @@ pub struct Geometry {
     /// Values of the same length are overwritten in place (`FLAG_IN_PLACE`): true for a
     /// new store without checksums, as the header's flag says for an existing one.
     pub in_place: bool,
+    /// Maps with UIDs overwrite in place too (`FLAG_IN_PLACE_UIDS`): true for a new store
+    /// without checksums, as the header's flag says for an existing one.
+    pub in_place_uids: bool,
 }
 
 impl Geometry {
@@ -535,6 +558,7 @@ impl Geometry {
             trailer: 0,
             short_records: true,
             in_place: true,
+            in_place_uids: true,
         }
     }
 }

@@ -406,7 +406,7 @@ impl MapRef {
     /// Between optimistic retries: spin, then yield, then sleep; after 10 ms check whether
     /// the segment's writer died (and recover it), and give up at the lock timeout.
     #[cold]
-    fn backoff(&self, sh: &Shared, h: u64, tries: u32, start: Instant) -> Result<()> {
+    pub(crate) fn backoff(&self, sh: &Shared, h: u64, tries: u32, start: Instant) -> Result<()> {
         if tries < 16 {
             std::hint::spin_loop();
             return Ok(());
@@ -678,13 +678,7 @@ impl MapRef {
                 if uids {
                     // Same key, new record: the entry follows it (no UID lock: the
                     // entry belongs to this key, whose segment lock we hold).
-                    let index = crate::uid::record_index(sh, hit.off, hit.rec_len);
-                    let e = crate::uid::entry_off(sh, self, index)?.ok_or_else(|| {
-                        sh.corrupt(format!(
-                            "map {}: record {:#x} names UID {index}, never handed out",
-                            self.id, hit.off
-                        ))
-                    })?;
+                    let (e, index) = self.uid_entry_of(sh, &hit)?;
                     crate::uid::patch_record(sh, off, len, index);
                     new_uid = Some(crate::uid::push_move(sh, &mut redo, e, index, off));
                 }
@@ -800,11 +794,11 @@ impl MapRef {
     /// nothing is appended and nothing dies (no dead bytes, nothing for the cleaner).
     ///
     /// Readers are kept off the changing bytes by the bucket's seq, as for every write:
-    /// odd before the first byte changes, even (the list's last entry) after the last.
-    /// A UID reader validates with its entry's version instead, which this does not
-    /// move, so maps with UIDs never come here. Crash safety is the redo list's: the new
-    /// bytes are logged first, so a writer killed while applying them is finished by
-    /// recovery (the masked edge entries replay only this value's bytes).
+    /// odd before the first byte changes, even (the list's last entries) after the last.
+    /// A UID reader validates with its entry's version instead, so in a map with UIDs the
+    /// version is marked busy alongside (`FLAG_IN_PLACE_UIDS`). Crash safety is the redo
+    /// list's: the new bytes are logged first, so a writer killed while applying them is
+    /// finished by recovery (the masked edge entries replay only this value's bytes).
     fn write_in_place(
         &self,
         tx: &Txn,
@@ -813,27 +807,40 @@ impl MapRef {
         value: &[u8],
     ) -> Result<WriteResult> {
         let sh = tx.sh;
+        let uids = self.vtrail != 0;
+        let max = if uids {
+            IN_PLACE_MAX_UIDS
+        } else {
+            IN_PLACE_MAX
+        };
         let hit = match hit {
-            Some(hit) if hit.vlen == value.len() as u64 && value.len() as u64 <= IN_PLACE_MAX => {
-                hit
-            }
+            Some(hit) if hit.vlen == value.len() as u64 && value.len() as u64 <= max => hit,
             _ => {
                 return Err(Error::InvalidArgument(
                     "an in-place overwrite needs a current value of the same length".into(),
                 ))
             }
         };
-        debug_assert!(sh.g.in_place && self.vtrail == 0);
+        debug_assert!(sh.g.in_place && (!uids || sh.g.in_place_uids));
         let mut redo = Redo::new();
         redo.push_bytes(hit.val_off, value);
         let bo = bucket_off(seg, hit.bucket);
         let cur = sh.w(bo).load(Relaxed);
         let seq = hdr_seq(cur);
         redo.push(bo, make_hdr(seq.wrapping_add(2), hdr_overflow(cur)));
+        let mut uid = None;
+        if uids {
+            let (e, index) = self.uid_entry_of(sh, &hit)?;
+            let (u, busy) = crate::uid::push_in_place(sh, &mut redo, e, index);
+            uid = Some((u, e, busy));
+        }
         tx.commit(I_REDO, &[], &redo);
         crate::rt::failpoint!("inplace.committed");
         sh.w(bo)
             .store(make_hdr(seq.wrapping_add(1), hdr_overflow(cur)), Relaxed);
+        if let Some((_, e, busy)) = uid {
+            sh.w(e + E_VER).store(busy, Relaxed);
+        }
         tx.apply_range(&redo, 0, redo.n / 2);
         crate::rt::failpoint!("inplace.half_applied");
         tx.apply_range(&redo, redo.n / 2, redo.n);
@@ -843,8 +850,21 @@ impl MapRef {
             old_serial: 0,
             applied: true,
             published: None,
-            uid: None,
+            uid: uid.map(|(u, _, _)| u),
         })
+    }
+
+    /// The UID entry (offset, index) of the live record `hit` in a map with UIDs: its
+    /// index is the record's trailer.
+    fn uid_entry_of(&self, sh: &Shared, hit: &Hit) -> Result<(u64, u64)> {
+        let index = crate::uid::record_index(sh, hit.off, hit.rec_len);
+        let e = crate::uid::entry_off(sh, self, index)?.ok_or_else(|| {
+            sh.corrupt(format!(
+                "map {}: record {:#x} names UID {index}, never handed out",
+                self.id, hit.off
+            ))
+        })?;
+        Ok((e, index))
     }
 }
 

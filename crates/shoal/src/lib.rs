@@ -59,9 +59,12 @@ pub const MAX_KEY_LEN: usize = format::MAX_KEY;
 /// The largest value, in bytes.
 pub const MAX_VALUE_LEN: u64 = format::MAX_VALUE;
 /// The longest value a put overwrites in place when the key's current value has the same
-/// length (in a map without UIDs, in a store without checksums): its bytes change where
+/// length (in a store without checksums; in a map with UIDs, at most
+/// [`IN_PLACE_MAX_UIDS_LEN`]): its bytes change where
 /// they are, so nothing is appended and no dead space is left for the cleaner.
 pub const IN_PLACE_MAX_LEN: usize = format::IN_PLACE_MAX as usize;
+/// [`IN_PLACE_MAX_LEN`] in a map with UIDs (a store of format version 6 or later).
+pub const IN_PLACE_MAX_UIDS_LEN: usize = format::IN_PLACE_MAX_UIDS as usize;
 
 /// XXH3-64 of `key` with `seed`: the format's hash, for tools and other implementations.
 pub fn format_hash(seed: u64, key: &[u8]) -> u64 {

@@ -331,12 +331,40 @@ impl Map {
     }
 
     /// Whether a write of `value` may overwrite the key's current value in place, if it
-    /// has the same length (see `FLAG_IN_PLACE`).
+    /// has the same length (see `FLAG_IN_PLACE`, and `FLAG_IN_PLACE_UIDS` for maps with
+    /// UIDs).
     #[inline]
     fn in_place_ok(&self, value: Option<&[u8]>) -> bool {
-        self.sh.g.in_place
-            && self.m.vtrail == 0
-            && value.is_some_and(|v| v.len() as u64 <= IN_PLACE_MAX)
+        let g = &self.sh.g;
+        let max = match (self.m.vtrail == 0, g.in_place_uids) {
+            (true, _) => IN_PLACE_MAX,
+            (false, true) => IN_PLACE_MAX_UIDS,
+            (false, false) => return false,
+        };
+        g.in_place && value.is_some_and(|v| v.len() as u64 <= max)
+    }
+
+    /// The action that makes `value` the value of the key `hit` names, in a write by UID
+    /// (or [`Map::put_with_uid`]) under the key's lock: in place if it can go there,
+    /// else a record appended now.
+    fn uid_write_action<'v>(
+        &self,
+        tx: &Txn,
+        key: Option<&[u8]>,
+        hit: Option<&Hit>,
+        value: &'v [u8],
+        appended: &mut Appended,
+    ) -> Result<Action<'v>> {
+        if hit.is_some_and(|h| h.vlen == value.len() as u64) && self.in_place_ok(Some(value)) {
+            return Ok(Action::InPlace(value));
+        }
+        let (off, len) = match (key, hit) {
+            (Some(key), _) => self.append(tx, key, value)?,
+            (None, Some(hit)) => with_hit_key(tx.sh, hit, |key| self.append(tx, key, value))?,
+            (None, None) => return Err(tx.sh.corrupt("a write by UID found no entry")),
+        };
+        appended.push((off, len));
+        Ok(Action::Put(off, len))
     }
 
     /// [`Map::write_once`] for a value that may go in place: decided under the segment
@@ -475,10 +503,10 @@ impl Map {
     }
 
     /// [`Map::rmw`] on the key a UID names (`produce` always sees its entry).
-    fn rmw_uid<T>(
+    fn rmw_uid<'v, T>(
         &self,
         uid: Uid,
-        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Appended) -> Result<(Action<'static>, T)>,
+        mut produce: impl FnMut(&Map, &Txn, &Hit, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T)> {
         self.need_uids()?;
         self.rmw_with(
@@ -736,9 +764,8 @@ impl Map {
         let (_, existed, uid) = self.rmw_uid_out(
             |tx, p| self.m.write(tx, key, p),
             |map, tx, hit, appended| {
-                let (off, len) = map.append(tx, key, value)?;
-                appended.push((off, len));
-                Ok((Action::Put(off, len), hit.is_some()))
+                let action = map.uid_write_action(tx, Some(key), hit, value, appended)?;
+                Ok((action, hit.is_some()))
             },
         )?;
         let uid = uid.ok_or_else(|| self.sh.corrupt("a write to a UID map published no UID"))?;
@@ -783,12 +810,9 @@ impl Map {
                 )));
             }
             tries += 1;
-            if start.elapsed() > self.m.timeout {
-                return Err(Error::Timeout(start.elapsed()));
-            }
-            if tries > 16 {
-                crate::rt::yield_now();
-            }
+            // Spin, yield, sleep; and recover the key's segment if its writer died (one
+            // killed in an in-place write leaves the version busy until then).
+            self.m.backoff(sh, ent.hash, tries, start)?;
         }
     }
 
@@ -825,9 +849,10 @@ impl Map {
     pub fn put_by_uid(&self, uid: Uid, value: &[u8]) -> Result<()> {
         check_sizes(&[], Some(value))?;
         self.rmw_uid(uid, |map, tx, hit, appended| {
-            let (off, len) = with_hit_key(tx.sh, hit, |key| map.append(tx, key, value))?;
-            appended.push((off, len));
-            Ok((Action::Put(off, len), ()))
+            Ok((
+                map.uid_write_action(tx, None, Some(hit), value, appended)?,
+                (),
+            ))
         })?;
         Ok(())
     }
@@ -873,12 +898,7 @@ impl Map {
                 }
                 Ok((
                     match &new {
-                        Some(v) => {
-                            let (off, len) =
-                                with_hit_key(tx.sh, hit, |key| map.append(tx, key, v))?;
-                            appended.push((off, len));
-                            Action::Put(off, len)
-                        }
+                        Some(v) => map.uid_write_action(tx, None, Some(hit), v, appended)?,
                         None => Action::Remove,
                     },
                     (),
@@ -906,6 +926,9 @@ impl Map {
             let mut b = [0u8; 8];
             tx.sh.r.read_bytes(hit.val_off, &mut b);
             let new = i64::from_le_bytes(b).wrapping_add(delta);
+            if map.in_place_ok(Some(&[0; 8])) {
+                return Ok((Action::InPlaceWord(new as u64), new));
+            }
             let (off, len) =
                 with_hit_key(tx.sh, hit, |key| map.append(tx, key, &new.to_le_bytes()))?;
             appended.push((off, len));

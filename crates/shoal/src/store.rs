@@ -826,6 +826,7 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
             // A value torn by an OS crash fails its record's checksum: overwritten in
             // place, the key would lose both values; appended, the old record is intact.
             g.in_place = false;
+            g.in_place_uids = false;
         }
         let size = g
             .chunks_off
@@ -882,6 +883,9 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
     }
     if g.in_place {
         flags |= FLAG_IN_PLACE;
+    }
+    if g.in_place_uids {
+        flags |= FLAG_IN_PLACE_UIDS;
     }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
@@ -1025,6 +1029,14 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
             } else {
                 ""
             }
+        ));
+    }
+    g.in_place_uids = read_u64(&h, H_FLAGS) & FLAG_IN_PLACE_UIDS != 0;
+    if g.in_place_uids && (version < 6 || !g.in_place) {
+        return bad(format!(
+            "header: flag IN_PLACE_UIDS in a version-{version} file{} (it came with version 6, \
+             beside IN_PLACE)",
+            if g.in_place { "" } else { " without IN_PLACE" }
         ));
     }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)

@@ -212,8 +212,10 @@ impl Entry {
     pub fn unchanged(&self, sh: &Shared) -> bool {
         std::sync::atomic::fence(Acquire);
         // The hash changes only together with the location, and every change bumps the
-        // version: two words tell.
-        sh.w(self.e + E_VER).load(Relaxed) == self.ver
+        // version: two words tell. A busy version (a value being overwritten in place)
+        // never validates: the bytes may change under the copy with the words unchanged.
+        self.ver & E_VER_BUSY == 0
+            && sh.w(self.e + E_VER).load(Relaxed) == self.ver
             && sh.w(self.e + E_LOC).load(Relaxed) == self.loc
     }
 }
@@ -247,6 +249,17 @@ pub(crate) fn push_move(sh: &Shared, redo: &mut Redo, e: u64, index: u64, new_of
     redo.push(e + E_VER, sh.w(e + E_VER).load(Relaxed).wrapping_add(1));
     redo.push(e + E_LOC, live_loc(loc_gen(loc), new_off));
     Uid::new(index, loc_gen(loc), sh.w(e + E_HASH).load(Acquire))
+}
+
+/// Under the key's segment lock, for a value overwritten in place (`FLAG_IN_PLACE_UIDS`):
+/// pushes the version's final value (one more, not busy) as the redo list's last entry and
+/// returns the key's handle and the busy version to store before the first byte changes.
+pub(crate) fn push_in_place(sh: &Shared, redo: &mut Redo, e: u64, index: u64) -> (Uid, u64) {
+    let ver = sh.w(e + E_VER).load(Relaxed);
+    redo.push(e + E_VER, ver.wrapping_add(1) & !E_VER_BUSY);
+    let loc = sh.w(e + E_LOC).load(Relaxed);
+    let uid = Uid::new(index, loc_gen(loc), sh.w(e + E_HASH).load(Acquire));
+    (uid, ver | E_VER_BUSY)
 }
 
 /// Under the segment lock and `M_UID_LOCK`: takes an index for a new key whose record is
@@ -391,6 +404,11 @@ pub(crate) fn check(
                 "record at {off:#x} names UID {index}, whose entry says {loc:#x}"
             ));
         }
+        if sh.w(e + E_VER).load(Acquire) & E_VER_BUSY != 0 {
+            return Err(format!(
+                "UID {index} left mid-write (its version is marked busy)"
+            ));
+        }
         if !seen.insert(index) {
             return Err(format!("UID {index} named by two records"));
         }
@@ -445,9 +463,14 @@ pub(crate) fn rebuild(sh: &Shared, m: &MapRef, live: &[(u64, u64)]) -> Result<()
             continue;
         };
         let loc = sh.w(e + E_LOC).load(Acquire);
-        let ver = sh.w(e + E_VER).load(Acquire).wrapping_add(1);
+        let old_ver = sh.w(e + E_VER).load(Acquire);
+        // A busy bit left by an in-place write the OS crash cut short goes with the bump.
+        let ver = old_ver.wrapping_add(1) & !E_VER_BUSY;
         match owner.get(&index) {
             Some(&off) => {
+                if old_ver & E_VER_BUSY != 0 {
+                    sh.w(e + E_VER).store(ver, Release);
+                }
                 if loc & E_FREE != 0 || loc & LOC_OFF != off {
                     let key_hash = {
                         let end = sh.file_end();

@@ -146,6 +146,21 @@ fn small_chunk_store() -> (tempfile::TempDir, Arc<Store>) {
     (d, Arc::new(s))
 }
 
+/// Asserts that the writes since `before` (stats of `s` then) left no dead records: the
+/// dead bytes grew by at most what the data chunks filled since cost in headers and
+/// unfillable tails (up to 256 bytes each) and 64 KiB of slack, whatever the number of
+/// chunks a fast machine fills. Overwrites appended instead of written in place leave a
+/// dead record each: megabytes in these tests.
+fn assert_no_dead_records(s: &Store, before: &shoal::StoreStats, what: &str) {
+    let st = s.stats().unwrap();
+    let chunks = st.data_bytes.saturating_sub(before.data_bytes) / (64 << 10);
+    assert!(
+        st.dead_bytes <= before.dead_bytes + 256 * chunks + (64 << 10),
+        "{what} left dead records: {} dead bytes before, {chunks} chunks filled since: {st:?}",
+        before.dead_bytes
+    );
+}
+
 /// Values overwritten in place beside records that other threads write at the same time.
 ///
 /// A record's first and last bytes usually share an aligned word with its neighbours in
@@ -167,7 +182,7 @@ fn in_place_overwrites_beside_concurrent_writes_lose_no_byte() {
     for k in 0..KEYS {
         m.put(&k.to_le_bytes(), &value(k, 0, LEN)).unwrap();
     }
-    let dead_before = s.stats().unwrap().dead_bytes;
+    let before = s.stats().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let bad = Arc::new(AtomicU64::new(0));
     // The newest key the appender inserted; the overwriters keep rewriting it.
@@ -251,11 +266,7 @@ fn in_place_overwrites_beside_concurrent_writes_lose_no_byte() {
         wrong.len(),
         &wrong[..wrong.len().min(8)]
     );
-    let st = s.stats().unwrap();
-    assert!(
-        st.dead_bytes <= dead_before + (64 << 10),
-        "same-length overwrites left dead bytes: {st:?}"
-    );
+    assert_no_dead_records(&s, &before, "same-length overwrites");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
@@ -348,6 +359,104 @@ fn in_place_overwrites_survive_the_cleaner_moving_their_records() {
         wrong.len(),
         &wrong[..wrong.len().min(8)]
     );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+/// Readers by UID while the values they read are overwritten in place.
+///
+/// A read by UID validates its copy with the UID entry's version, not the bucket's seq,
+/// and an in-place write moves neither the entry's location nor (until it is done) its
+/// version: without the busy bit a writer sets on the version for the length of the
+/// write, a reader copying meanwhile keeps a value half old and half new. Writers here
+/// rewrite values of the same length by UID, by key and with `add_by_uid`; readers by UID
+/// check every value they see. `SHOAL_SEED` repeats a run.
+#[test]
+fn readers_by_uid_never_see_a_value_being_overwritten_in_place() {
+    const KEYS: u64 = 64;
+    const LEN: usize = shoal::IN_PLACE_MAX_UIDS_LEN - 3; // long, and at every alignment
+    let seed = common::seed();
+    let (_d, s) = small_chunk_store();
+    let m = s
+        .map_with(
+            "u",
+            &shoal::MapOptions {
+                uids: true,
+                ..shoal::MapOptions::default()
+            },
+            true,
+        )
+        .unwrap();
+    let uids: Arc<Vec<_>> = Arc::new(
+        (0..KEYS)
+            .map(|k| {
+                m.put_with_uid(&k.to_le_bytes(), &value(k, 0, LEN))
+                    .unwrap()
+                    .1
+            })
+            .collect(),
+    );
+    let counter = m.put_with_uid(b"counter", &0i64.to_le_bytes()).unwrap().1;
+    let before = s.stats().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let bad = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (m, stop, uids) = (m.clone(), stop.clone(), uids.clone());
+            std::thread::spawn(move || {
+                let (mut ver, mut adds) = (0u64, 0i64);
+                while !stop.load(Relaxed) {
+                    ver += 1;
+                    for k in (t..KEYS).step_by(2) {
+                        let v = value(k, ver, LEN);
+                        if ver % 2 == 0 {
+                            m.put_by_uid(uids[k as usize], &v).unwrap();
+                        } else {
+                            m.put(&k.to_le_bytes(), &v).unwrap();
+                        }
+                    }
+                    m.add_by_uid(counter, 1).unwrap();
+                    adds += 1;
+                }
+                adds
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2u64)
+        .map(|r| {
+            let (m, stop, bad, uids) = (m.clone(), stop.clone(), bad.clone(), uids.clone());
+            std::thread::spawn(move || {
+                let mut rnd = common::xorshift(seed ^ (r + 3).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                let mut buf = Vec::new();
+                let mut reads = 0u64;
+                while !stop.load(Relaxed) {
+                    let k = rnd() % KEYS;
+                    m.get_by_uid_into(uids[k as usize], &mut buf).unwrap();
+                    if !is_value_of(k, &buf) {
+                        bad.fetch_add(1, Relaxed);
+                    }
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    stop.store(true, Relaxed);
+    let adds: i64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(reads > 0 && adds > 0, "nothing ran (seed {seed})");
+    assert_eq!(
+        bad.load(Relaxed),
+        0,
+        "readers by UID saw torn values in {reads} reads (seed {seed})"
+    );
+    assert_eq!(
+        m.get_by_uid(counter).unwrap(),
+        adds.to_le_bytes(),
+        "seed {seed}"
+    );
+    assert_no_dead_records(&s, &before, "same-length overwrites in a UID map");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }

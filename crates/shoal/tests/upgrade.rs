@@ -1,16 +1,18 @@
 //! Older files are upgraded to version 3 when a process opens them alone, and refused
-//! with `UpgradeBlocked` while others have them open; version-3 and version-4 files are
+//! with `UpgradeBlocked` while others have them open; files of versions 3 to 5 are
 //! opened as they are (version 4 differs only in its records' headers, which cannot be
-//! recoded in place, and version 5 only in overwriting values in place, which an older
-//! library sharing the file would not know how to recover). The old files are made from
-//! current ones by hand: a version-4 file lacks the header flag IN_PLACE, a version-3
+//! recoded in place, version 5 only in overwriting values in place, which an older
+//! library sharing the file would not know how to recover, and version 6 only in doing
+//! so in maps with UIDs too, whose readers an older library would not keep off a value
+//! being rewritten). The old files are made from current ones by hand: a version-5 file
+//! lacks the header flag IN_PLACE_UIDS, a version-4 file also IN_PLACE, a version-3
 //! file also the flag SHORT_RECORDS (so the store must hold no short record), a version-2 file
 //! also has no `large_slack` word (version 3 added it), and a version-1 file has no
 //! serials in its LARGE runs' headers either (version 2 added them, with merged free runs
 //! and RELEASED marks, which a file that never merged or released a free run does not
 //! have).
 
-use shoal::{Error, OpenMode, Options, Store, FORMAT_VERSION};
+use shoal::{Error, MapOptions, OpenMode, Options, Store, FORMAT_VERSION};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,6 +21,7 @@ const H_VERSION: u64 = 8;
 const H_FLAGS: u64 = 16;
 const FLAG_SHORT_RECORDS: u64 = 2;
 const FLAG_IN_PLACE: u64 = 4;
+const FLAG_IN_PLACE_UIDS: u64 = 8;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
 const H_LARGE_SLACK: u64 = 328;
@@ -80,7 +83,7 @@ fn set_version(path: &Path, v: u64) {
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1 to 4) it
+/// Turns the closed current store at `path` into the file of format `to` (1 to 5) it
 /// would have been. Below 4, its records must all have long headers (values of 64 bytes
 /// or more, map ids below 64): those are the same bytes in every version.
 fn downgrade(path: &Path, to: u64) {
@@ -90,18 +93,23 @@ fn downgrade(path: &Path, to: u64) {
         .write(true)
         .open(path)
         .unwrap();
+    let all = FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
-        flags & (FLAG_SHORT_RECORDS | FLAG_IN_PLACE),
-        FLAG_SHORT_RECORDS | FLAG_IN_PLACE,
-        "a version-5 store (without checksums) has short records and in-place values"
+        flags & all,
+        all,
+        "a version-6 store (without checksums) has short records and in-place values"
     );
     set_version(path, to);
-    write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE);
+    write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE_UIDS);
+    if to >= 5 {
+        return;
+    }
+    write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE_UIDS & !FLAG_IN_PLACE);
     if to >= 4 {
         return;
     }
-    write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE & !FLAG_SHORT_RECORDS);
+    write_u64(&f, H_FLAGS, flags & !all);
     if to >= 3 {
         return;
     }
@@ -133,7 +141,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 5);
+    assert_eq!(FORMAT_VERSION, 6);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -276,7 +284,7 @@ fn a_version_3_store_keeps_its_version_and_its_record_headers() {
         let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
         s.map("m").unwrap().put(b"long", &[b'l'; 100]).unwrap();
     }
-    assert_eq!(version(&path), 5);
+    assert_eq!(version(&path), 6);
     downgrade(&path, 3);
     let live = |s: &Store| s.open_map("m").unwrap().stats().unwrap().live_bytes;
     let small_records = |s: &Store| {
@@ -348,7 +356,7 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         Ok(_) => panic!("{what}: opened"),
     };
     refused("version 4");
-    set_version(&path, 5);
+    set_version(&path, 6);
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -356,6 +364,84 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         .unwrap();
     write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) | 1);
     refused("checksums");
+    write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) & !1 & !FLAG_IN_PLACE);
+    refused("IN_PLACE_UIDS without IN_PLACE");
+    write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) | FLAG_IN_PLACE);
+    set_version(&path, 5);
+    refused("IN_PLACE_UIDS in version 5");
+    set_version(&path, 6);
+    drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
+}
+
+/// A version-5 file is opened as it is (libraries of version 5 may share it, and their
+/// readers by UID do not look at the busy bit): a map with UIDs overwrites by appending
+/// there, and in place in a version-6 store, through every write that can (`put`,
+/// `put_with_uid`, `put_by_uid`, `update_by_uid`, `add_by_uid`), keeping its handles.
+#[test]
+fn a_version_5_store_keeps_appending_in_maps_with_uids() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    // Dead bytes (and chunks cleaned) the overwrites added to those after the inserts.
+    let overwrite = |s: &Store| {
+        let m = s
+            .map_with(
+                "u",
+                &MapOptions {
+                    uids: true,
+                    ..MapOptions::default()
+                },
+                true,
+            )
+            .unwrap();
+        let dead = || s.stats().unwrap().dead_bytes + s.stats().unwrap().chunks_cleaned;
+        let key = |i: u32| format!("k{i:03}").into_bytes();
+        let uids: Vec<_> = (0..100u32)
+            .map(|i| m.put_with_uid(&key(i), &[0; 8]).unwrap().1)
+            .collect();
+        let inserted = dead();
+        for round in 1..6u8 {
+            for (i, &u) in uids.iter().enumerate() {
+                match (round, i % 2) {
+                    (1, _) => {
+                        m.put(&key(i as u32), &[1; 8]).unwrap();
+                    }
+                    (2, _) => assert_eq!(m.put_with_uid(&key(i as u32), &[2; 8]).unwrap().1, u),
+                    (3, _) => m.put_by_uid(u, &[3; 8]).unwrap(),
+                    (4, _) => {
+                        m.update_by_uid(u, |v| Some(v.iter().map(|b| b + 1).collect()))
+                            .unwrap();
+                    }
+                    _ => assert_eq!(m.add_by_uid(u, 1).unwrap(), 0x0404_0404_0404_0405),
+                }
+            }
+        }
+        for (i, &u) in uids.iter().enumerate() {
+            let want = 0x0404_0404_0404_0405i64.to_le_bytes().to_vec();
+            assert_eq!(m.get_by_uid(u).unwrap(), want);
+            assert_eq!(m.get(&key(i as u32)).unwrap(), Some(want));
+        }
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+        dead().saturating_sub(inserted)
+    };
+    let path = d.path().join("v5.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 5);
+    let flags = |p: &Path| read_u64(&std::fs::File::open(p).unwrap(), H_FLAGS);
+    let before = flags(&path);
+    let appended = overwrite(&Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
+    assert_eq!(version(&path), 5, "a version-5 file was upgraded");
+    assert_eq!(flags(&path), before, "a version-5 file's flags changed");
+    assert!(
+        appended > 0,
+        "no dead bytes: a UID map overwrote in place in a version-5 file"
+    );
+    let path6 = d.path().join("v6.shoal");
+    let in_place = overwrite(&Store::open_with(&path6, &opts(), OpenMode::CreateNew).unwrap());
+    assert_eq!(
+        in_place, 0,
+        "same-length overwrites in a UID map left dead bytes (v5: {appended})"
+    );
 }
 
 /// A version-4 file is opened as it is (libraries of version 4 may share it): it keeps its
