@@ -436,6 +436,12 @@ impl MapRef {
         Ok(())
     }
 
+    /// Whether some writer holds the lock of the segment that holds `h` right now.
+    pub(crate) fn segment_locked(&self, sh: &Shared, h: u64) -> Result<bool> {
+        let (_, _, e) = self.locate(sh, h, sh.file_end())?;
+        Ok(sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1) != 0)
+    }
+
     /// Locks the segment that holds `h` and returns it, with the directory entry
     /// re-validated under the lock.
     pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {

@@ -810,6 +810,12 @@ impl Map {
                 )));
             }
             tries += 1;
+            if tries >= 64 && ent.busy_without_writer(sh, &self.m)? {
+                return Err(sh.corrupt(format!(
+                    "map {:?}: UID {uid}'s entry is marked mid-write (busy) with no writer",
+                    self.name
+                )));
+            }
             // Spin, yield, sleep; and recover the key's segment if its writer died (one
             // killed in an in-place write leaves the version busy until then).
             self.m.backoff(sh, ent.hash, tries, start)?;

@@ -220,6 +220,21 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// Whether this entry's busy version (see [`E_VER_BUSY`]) has no writer: the key's
+    /// segment was seen unlocked while the version stayed the same busy value. An
+    /// in-place writer holds that lock from before it marks the version busy until after
+    /// its redo list has cleared the bit (with the version moved on), so a busy version
+    /// outliving an unlocked moment was not left by a writer that is alive, nor by a dead
+    /// one (whose lock stays held until it is recovered): the file is corrupt.
+    pub fn busy_without_writer(&self, sh: &Shared, m: &MapRef) -> Result<bool> {
+        if self.ver & E_VER_BUSY == 0 || m.segment_locked(sh, self.hash)? {
+            return Ok(false);
+        }
+        Ok(sh.w(self.e + E_VER).load(Acquire) == self.ver)
+    }
+}
+
 /// The UID index stored at the end of the value of the record at `off` (`rec_len` bytes).
 pub(crate) fn record_index(sh: &Shared, off: u64, rec_len: u64) -> u64 {
     let mut b = [0u8; 8];

@@ -2100,3 +2100,75 @@ fn a_dead_record_that_derails_the_chunk_walk_is_reported() {
         "a sealed chunk's broken walk: {r}"
     );
 }
+
+/// A UID entry whose version is marked busy (an in-place write in progress, format
+/// version 6) with no writer holding its key's segment: readers by UID report the
+/// corruption instead of retrying until the lock timeout, `check` reports it, and repair
+/// clears the bit (the key reads again, by UID and by key). On disk, where repair runs,
+/// without checksums, so that the store overwrites values in place.
+#[test]
+fn a_uid_entry_left_busy_is_corrupt_and_repair_clears_it() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = d.path().join("busy.shoal");
+    let opts = Options {
+        checksums: Some(false),
+        ..Options::default()
+    };
+    let uid_opts = MapOptions {
+        uids: true,
+        ..MapOptions::default()
+    };
+    let uid = {
+        let s = Store::open_with(&path, &opts, OpenMode::CreateNew).unwrap();
+        let m = s.map_with("u", &uid_opts, true).unwrap();
+        m.put_with_uid(b"other", b"x").unwrap();
+        m.put_with_uid(b"busy-key", b"value").unwrap().1
+    };
+    // The entry's hash word (E_HASH, entry + 16) is the key's XXH3: past the tables
+    // (a txn slot may still hold it), that 8-byte value is nowhere else in the file
+    // (slots keep 16 bits of it). Its version is the word before.
+    let mut b = fs::read(&path).unwrap();
+    let word = |at: u64| u64::from_le_bytes(b[at as usize..][..8].try_into().unwrap());
+    let (seed, chunks) = (word(H_SEED), word(H_CHUNKS_OFF) as usize);
+    let h = shoal::format_hash(seed, b"busy-key").to_le_bytes();
+    let at: Vec<usize> = (chunks..b.len() - 8)
+        .step_by(8)
+        .filter(|&i| b[i..i + 8] == h)
+        .collect();
+    assert_eq!(at.len(), 1, "the key's hash word at {at:?}");
+    let ver = at[0] - 8;
+    b[ver + 7] |= 0x80;
+    fs::write(&path, &b).unwrap();
+
+    let s = Store::open_with(&path, &opts, OpenMode::Open).unwrap();
+    let m = s.map_with("u", &uid_opts, false).unwrap();
+    let t = Instant::now();
+    match m.get_by_uid(uid) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("busy"), "{what}"),
+        other => panic!("a busy entry with no writer read as {other:?}"),
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "the reader waited out the lock timeout ({:?})",
+        t.elapsed()
+    );
+    assert_eq!(m.get(b"other").unwrap().as_deref(), Some(&b"x"[..]));
+    let r = s.check().unwrap();
+    assert!(
+        r.problems.iter().any(|v| v.contains("busy")),
+        "check missed the busy entry: {r}"
+    );
+    drop((m, s));
+
+    // Repair works on a store not closed cleanly (as after an OS crash).
+    let mut b = fs::read(&path).unwrap();
+    put_u64(&mut b, H_CLEAN, 0);
+    fs::write(&path, &b).unwrap();
+    let (s, rep) = Store::repair(&path).unwrap();
+    assert!(!rep.found.is_empty(), "repair found nothing");
+    let m = s.map_with("u", &uid_opts, false).unwrap();
+    assert_eq!(m.get_by_uid(uid).unwrap(), b"value");
+    assert_eq!(m.get(b"busy-key").unwrap().as_deref(), Some(&b"value"[..]));
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
