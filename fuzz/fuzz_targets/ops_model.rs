@@ -5,6 +5,10 @@
 //! store. At the end the whole map (get, iteration, len) must equal the model and
 //! `Store::check` must pass.
 //!
+//! Every input runs twice: on a map without UIDs, then on one with UIDs, where a get also
+//! reads the key by its UID, and some replaces and adds go by UID (values of the same
+//! length are overwritten in place in both).
+//!
 //! Encoding: each op is 3 bytes, `[kind, key, len]`: `key` picks one of 48 keys (or a
 //! long key), `len` the value's length (255 with a key byte that is a multiple of 64 means
 //! 70 000 bytes: more than a chunk).
@@ -22,7 +26,7 @@ fn path() -> PathBuf {
     ))
 }
 
-fn open(create: bool) -> (Store, shoal::Map) {
+fn open(create: bool, uids: bool) -> (Store, shoal::Map) {
     let o = Options {
         chunk_size: 64 * 1024,
         max_size: 1 << 30,
@@ -43,7 +47,7 @@ fn open(create: bool) -> (Store, shoal::Map) {
             &MapOptions {
                 segment_buckets: 1,
                 stash_buckets: 1,
-                uids: false,
+                uids,
             },
             true,
         )
@@ -92,8 +96,13 @@ fn full_compare(m: &shoal::Map, model: &HashMap<Vec<u8>, Vec<u8>>, at: usize) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    run(data, false);
+    run(data, true);
+});
+
+fn run(data: &[u8], uids: bool) {
     let _ = std::fs::remove_file(path());
-    let (mut s, mut m) = open(true);
+    let (mut s, mut m) = open(true, uids);
     let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
     for (i, op) in data.chunks_exact(3).take(2000).enumerate() {
         let (kind, k, len) = (op[0], key(op[1]), op[2]);
@@ -104,7 +113,18 @@ fuzz_target!(|data: &[u8]| {
                 let had = model.insert(k, v).is_some();
                 assert_eq!(o == PutOutcome::Replaced, had, "op {i}: put outcome");
             }
-            2 => assert_eq!(m.get(&k).unwrap(), model.get(&k).cloned(), "op {i}: get"),
+            2 => {
+                assert_eq!(m.get(&k).unwrap(), model.get(&k).cloned(), "op {i}: get");
+                if let (true, Some(want)) = (uids, model.get(&k)) {
+                    let u = m.uid(&k).unwrap().expect("a present key has a UID");
+                    assert_eq!(&m.get_by_uid(u).unwrap(), want, "op {i}: get by UID");
+                }
+            }
+            4 if uids && len % 2 == 1 && model.contains_key(&k) => {
+                let u = m.uid(&k).unwrap().expect("a present key has a UID");
+                m.put_by_uid(u, &v).unwrap();
+                model.insert(k, v);
+            }
             3 => {
                 let r = m.insert(&k, &v).unwrap();
                 assert_eq!(r, !model.contains_key(&k), "op {i}: insert");
@@ -160,7 +180,10 @@ fuzz_target!(|data: &[u8]| {
             }
             10 => {
                 let delta = len as i64 - 100;
-                let r = m.add(&k, delta);
+                let r = match (uids && len % 2 == 1, model.get(&k)) {
+                    (true, Some(_)) => m.add_by_uid(m.uid(&k).unwrap().unwrap(), delta),
+                    _ => m.add(&k, delta),
+                };
                 match model.get(&k) {
                     Some(c) if c.len() != 8 => {
                         assert!(
@@ -221,7 +244,7 @@ fuzz_target!(|data: &[u8]| {
                 // Close and reopen (the mapping is dropped and made again).
                 drop(m);
                 drop(s);
-                (s, m) = open(false);
+                (s, m) = open(false, uids);
             }
         }
     }
@@ -234,4 +257,4 @@ fuzz_target!(|data: &[u8]| {
     drop(m);
     drop(s);
     let _ = std::fs::remove_file(path());
-});
+}

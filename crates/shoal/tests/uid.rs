@@ -203,11 +203,17 @@ fn handles_survive_splits_compaction_clear_and_reopen() {
         uids.push(u);
     }
     assert!(m.stats().unwrap().splits > 100);
-    // Rewrite every value several times so the cleaner moves live records.
+    // Rewrite every value several times so the cleaner moves live records: with a new
+    // length each round (a value of the same length is overwritten in place, format 6,
+    // and leaves nothing to clean).
+    let val = |i: usize, round: u32| {
+        (i as u32 + round * n)
+            .to_le_bytes()
+            .repeat(round as usize + 1)
+    };
     for round in 0..4u32 {
         for (i, u) in uids.iter().enumerate() {
-            m.put_by_uid(*u, &(i as u32 + round * n).to_le_bytes())
-                .unwrap();
+            m.put_by_uid(*u, &val(i, round)).unwrap();
         }
     }
     s.compact().unwrap();
@@ -216,8 +222,7 @@ fn handles_survive_splits_compaction_clear_and_reopen() {
         "the cleaner moved records"
     );
     for (i, u) in uids.iter().enumerate() {
-        let want = (i as u32 + 3 * n).to_le_bytes();
-        assert_eq!(m.get_by_uid(*u).unwrap(), want, "key{i}");
+        assert_eq!(m.get_by_uid(*u).unwrap(), val(i, 3), "key{i}");
         assert_eq!(m.uid(format!("key{i}").as_bytes()).unwrap(), Some(*u));
     }
     assert!(s.check().unwrap().is_ok());
@@ -225,7 +230,7 @@ fn handles_survive_splits_compaction_clear_and_reopen() {
     let path = d.path().join("u.shoal");
     let s2 = Store::open_existing(&path).unwrap();
     let m2 = s2.open_map("m").unwrap();
-    assert_eq!(m2.get_by_uid(uids[7]).unwrap(), (7 + 3 * n).to_le_bytes());
+    assert_eq!(m2.get_by_uid(uids[7]).unwrap(), val(7, 3));
     // Clear frees every handle.
     m.clear().unwrap();
     for u in uids.iter().step_by(97) {
@@ -480,12 +485,21 @@ fn uid_crash_worker() {
     for i in 0..20000u32 {
         let k = format!("w{}", i % 700);
         match i % 4 {
+            // A key always gets the same kind of write (700 is a multiple of 4). Kinds 0
+            // and 2 change the value's length on every other visit: the record is
+            // appended (dead space for the cleaner); kind 1 keeps it, and the value is
+            // overwritten in place.
+            0 if (i / 700) % 2 == 0 => {
+                m.put_with_uid(k.as_bytes(), &(i as u64).to_le_bytes())
+                    .unwrap();
+            }
             0 | 1 => {
                 m.put_with_uid(k.as_bytes(), &i.to_le_bytes()).unwrap();
             }
             2 => {
                 if let Some(u) = m.uid(k.as_bytes()).unwrap() {
-                    m.put_by_uid(u, &[7; 20]).unwrap();
+                    m.put_by_uid(u, &vec![7; 20 + (i as usize / 700) % 2])
+                        .unwrap();
                 }
             }
             _ => {
@@ -499,7 +513,8 @@ fn uid_crash_worker() {
     // move. (Half was once enough, but how much dead space compaction finds depends on
     // the records' sizes: with 2-byte headers it stopped short of those chunks.)
     for i in (0..400u32).filter(|i| i % 4 != 0) {
-        m.put_with_uid(format!("base{i}").as_bytes(), &[2; 90])
+        // 91 bytes, not 90: a value of the same length would be overwritten in place.
+        m.put_with_uid(format!("base{i}").as_bytes(), &[2; 91])
             .unwrap();
     }
     s.compact().unwrap();
@@ -521,6 +536,8 @@ fn uid_writes_survive_a_crash_at_every_step() {
         ("uid.taken", 1),
         ("uid.taken", 250),
         ("split.published", 5),
+        ("inplace.committed", 20),
+        ("inplace.half_applied", 300),
         ("clean.victim", 1),
         ("clean.moved", 1),
         ("clean.freeing", 1),
