@@ -593,12 +593,23 @@ impl MapRef {
     ) -> Result<WriteResult> {
         let sh = tx.sh;
         loop {
-            let h = crate::uid::load(sh, self, uid)?.hash;
+            let ent = crate::uid::load(sh, self, uid)?;
+            let h = ent.hash;
+            // The entry names both the key's segment (by its hash) and its record: start
+            // loading the lock line, the bucket and the record at once. A write by key
+            // learns the record only from the bucket, one miss after the other.
+            let end = sh.file_end();
+            self.prefetch_hash(sh, h, end);
+            let off = ent.off();
+            if off + 64 <= end {
+                sh.r.prefetch(off);
+                sh.r.prefetch(off + 63);
+            }
             let seg = self.lock_segment(tx, h)?;
             crate::rt::failpoint!("write.locked");
             // Under the lock the entry holds still unless it was freed and reused by a
             // key of another segment: look again.
-            let r = match crate::uid::load(sh, self, uid) {
+            let r = match crate::uid::load_at(sh, ent.e, uid) {
                 Err(e) => Err(e),
                 Ok(ent) if ent.hash != h => {
                     tx.unlock(seg + S_LOCK);

@@ -193,6 +193,13 @@ pub(crate) fn entry_off(sh: &Shared, m: &MapRef, index: u64) -> Result<Option<u6
 /// Optimistic: callers that read the record validate with [`Entry::unchanged`].
 pub(crate) fn load(sh: &Shared, m: &MapRef, uid: Uid) -> Result<Entry> {
     let e = entry_off(sh, m, uid.index)?.ok_or_else(|| stale(uid))?;
+    load_at(sh, e, uid)
+}
+
+/// [`load`] of the entry at `e`, the offset [`load`] found for `uid` before: an index's
+/// entry never moves (table blocks are allocated once and never freed while the map
+/// lives), so a second look needs no directory walk.
+pub(crate) fn load_at(sh: &Shared, e: u64, uid: Uid) -> Result<Entry> {
     let ver = sh.w(e + E_VER).load(Acquire);
     let loc = sh.w(e + E_LOC).load(Acquire);
     let hash = sh.w(e + E_HASH).load(Acquire);
