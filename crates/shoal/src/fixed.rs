@@ -336,6 +336,25 @@ impl FixedRef {
     #[inline]
     fn find_in(&self, sh: &Shared, bo: u64, hw: u64, key: &[u8]) -> Option<u64> {
         let mut bits = fh_bits(hw) & self.all_bits();
+        // Keys of up to 8 bytes in cells of a multiple of 8 bytes start an aligned word of
+        // their cell (buckets are 64-aligned, cells 8 bytes past a bucket's start): one
+        // load and one compare per occupied cell, where the general comparison below
+        // assembles each word from two (a get compares ~3-6 cells; 8+8 maps spent a
+        // quarter of a get there).
+        if self.geo.key_size <= 8 && self.geo.cell % 8 == 0 && key.len() as u64 == self.geo.key_size
+        {
+            let mut kw = [0u8; 8];
+            kw[..key.len()].copy_from_slice(key);
+            let (kw, mask) = (u64::from_le_bytes(kw), u64::MAX >> (64 - 8 * key.len()));
+            while bits != 0 {
+                let i = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                if sh.w(self.cell_off(bo, i)).load(Relaxed) & mask == kw {
+                    return Some(i);
+                }
+            }
+            return None;
+        }
         while bits != 0 {
             let i = bits.trailing_zeros() as u64;
             bits &= bits - 1;
