@@ -225,9 +225,7 @@ impl Entry {
             && sh.w(self.e + E_VER).load(Relaxed) == self.ver
             && sh.w(self.e + E_LOC).load(Relaxed) == self.loc
     }
-}
 
-impl Entry {
     /// Whether this entry's busy version (see [`E_VER_BUSY`]) has no writer: the key's
     /// segment was seen unlocked while the version stayed the same busy value. An
     /// in-place writer holds that lock from before it marks the version busy until after
