@@ -730,7 +730,8 @@ impl Map {
         self.need_uids()?;
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
-        let start = std::time::Instant::now();
+        // Read only once a retry happens (see `read_uid`: the clock read is ordered).
+        let mut start = None;
         loop {
             let Some((off, index)) = self.m.read(sh, key, |off, voff, vlen| {
                 let mut b = [0u8; 8];
@@ -749,8 +750,9 @@ impl Map {
                     return Ok(Some(Uid::new(index, loc >> 48, h)));
                 }
             }
-            if start.elapsed() > self.m.timeout {
-                return Err(Error::Timeout(start.elapsed()));
+            let t0: &std::time::Instant = start.get_or_insert_with(std::time::Instant::now);
+            if t0.elapsed() > self.m.timeout {
+                return Err(Error::Timeout(t0.elapsed()));
             }
             crate::rt::yield_now();
         }
