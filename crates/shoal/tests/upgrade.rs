@@ -424,24 +424,7 @@ fn a_version_5_store_keeps_appending_in_maps_with_uids() {
         assert!(r.is_ok(), "{r}");
         dead().saturating_sub(inserted)
     };
-    let path = d.path().join("v5.shoal");
-    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
-    downgrade(&path, 5);
-    let flags = |p: &Path| read_u64(&std::fs::File::open(p).unwrap(), H_FLAGS);
-    let before = flags(&path);
-    let appended = overwrite(&Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
-    assert_eq!(version(&path), 5, "a version-5 file was upgraded");
-    assert_eq!(flags(&path), before, "a version-5 file's flags changed");
-    assert!(
-        appended > 0,
-        "no dead bytes: a UID map overwrote in place in a version-5 file"
-    );
-    let path6 = d.path().join("v6.shoal");
-    let in_place = overwrite(&Store::open_with(&path6, &opts(), OpenMode::CreateNew).unwrap());
-    assert_eq!(
-        in_place, 0,
-        "same-length overwrites in a UID map left dead bytes (v5: {appended})"
-    );
+    appends_in_old_overwrites_in_place_in_new(d.path(), 5, "a UID map", overwrite);
 }
 
 /// A version-4 file is opened as it is (libraries of version 4 may share it): it keeps its
@@ -475,22 +458,38 @@ fn a_version_4_store_keeps_its_version_and_appends_overwrites() {
         assert!(r.is_ok(), "{r}");
         dead().saturating_sub(inserted)
     };
-    let path = d.path().join("v4.shoal");
+    appends_in_old_overwrites_in_place_in_new(d.path(), 4, "a map", overwrite);
+}
+
+/// Runs `overwrite` (which returns the dead bytes its same-length overwrites left) on a
+/// new store downgraded to version `old`, which must keep its version and flags and
+/// overwrite by appending, and on a new store, which must overwrite in place.
+fn appends_in_old_overwrites_in_place_in_new(
+    dir: &Path,
+    old: u64,
+    what: &str,
+    overwrite: impl Fn(&Store) -> u64,
+) {
+    let path = dir.join(format!("v{old}.shoal"));
     drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
-    downgrade(&path, 4);
+    downgrade(&path, old);
     let flags = |p: &Path| read_u64(&std::fs::File::open(p).unwrap(), H_FLAGS);
     let before = flags(&path);
     let appended = overwrite(&Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
-    assert_eq!(version(&path), 4, "a version-4 file was upgraded");
-    assert_eq!(flags(&path), before, "a version-4 file's flags changed");
+    assert_eq!(
+        version(&path),
+        old as u32,
+        "a version-{old} file was upgraded"
+    );
+    assert_eq!(flags(&path), before, "a version-{old} file's flags changed");
     assert!(
         appended > 0,
-        "no dead bytes: overwritten in place in a version-4 file"
+        "no dead bytes: {what} overwrote in place in a version-{old} file"
     );
-    let path5 = d.path().join("v5.shoal");
-    let in_place = overwrite(&Store::open_with(&path5, &opts(), OpenMode::CreateNew).unwrap());
+    let new = dir.join("new.shoal");
+    let in_place = overwrite(&Store::open_with(&new, &opts(), OpenMode::CreateNew).unwrap());
     assert_eq!(
         in_place, 0,
-        "same-length overwrites left dead bytes (v4: {appended})"
+        "same-length overwrites in {what} left dead bytes (v{old}: {appended})"
     );
 }
