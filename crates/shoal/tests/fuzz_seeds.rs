@@ -138,7 +138,9 @@ fn crashed_seeds(dir: &Path) {
         ("write.committed", 40),
         ("write.half_applied", 90),
         ("split.building", 2),
-        ("split.published", 3),
+        // 2, not 3: 80 keys need at least 3 segments of 30 slots (2 splits) whatever the
+        // file's random hash seed, and 1 seed in ~12 made no third (CI, session 9).
+        ("split.published", 2),
         ("split.removing", 2),
         ("alloc.committed", 3),
         ("fixed.committed", 30),
