@@ -42,3 +42,37 @@ fn runs_on_a_few_keys() {
         "the latency store was not destroyed"
     );
 }
+
+/// The feature benchmark on a few keys: every phase runs (reads and writes by key and by
+/// UID, the removes and refills, the u64 maps in their own store, the two add processes),
+/// each row is printed, and the store is gone afterwards. Nothing about speed.
+#[test]
+fn features_run_on_a_few_keys() {
+    let store = format!("/dev/shm/shoal-features-smoke-{}.shoal", std::process::id());
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal-features"))
+        .args([
+            "--keys", "5000", "--reps", "2", "--adds", "2000", "--store", &store,
+        ])
+        .output()
+        .expect("run shoal-features");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "shoal-features failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for row in [
+        "| get by UID (get_by_uid_into) |",
+        "| put (replace) by UID |",
+        "| update by UID |",
+        "| remove by UID |",
+        "| u64→u64 get, inline map (fixed 8+8) |",
+        "| add, one hot key, 2 processes (total) |",
+    ] {
+        assert!(stdout.contains(row), "missing row {row:?} in\n{stdout}");
+    }
+    assert!(
+        !std::path::Path::new(&store).exists(),
+        "the store was not destroyed"
+    );
+}

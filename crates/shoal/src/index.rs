@@ -839,6 +839,25 @@ impl MapRef {
             }
         };
         debug_assert!(sh.g.in_place && (!uids || sh.g.in_place_uids));
+        // The bytes already there: nothing a reader could tell apart changes, so nothing
+        // is written (no redo list, no odd sequence, no busy version). A put that repeats
+        // the current value costs a compare, and leaves the cache lines it read clean.
+        if sh.r.bytes_eq(hit.val_off, value) {
+            let uid = match uids {
+                true => {
+                    let (e, index) = self.uid_entry_of(sh, &hit)?;
+                    Some(crate::uid::handle_at(sh, e, index))
+                }
+                false => None,
+            };
+            return Ok(WriteResult {
+                old: None,
+                old_serial: 0,
+                applied: true,
+                published: None,
+                uid,
+            });
+        }
         let mut redo = Redo::new();
         redo.push_bytes(hit.val_off, value);
         let bo = bucket_off(seg, hit.bucket);

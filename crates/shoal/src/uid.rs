@@ -277,9 +277,13 @@ pub(crate) fn push_move(sh: &Shared, redo: &mut Redo, e: u64, index: u64, new_of
 pub(crate) fn push_in_place(sh: &Shared, redo: &mut Redo, e: u64, index: u64) -> (Uid, u64) {
     let ver = sh.w(e + E_VER).load(Relaxed);
     redo.push(e + E_VER, ver.wrapping_add(1) & !E_VER_BUSY);
+    (handle_at(sh, e, index), ver | E_VER_BUSY)
+}
+
+/// The handle of the live entry `e` (index `index`), read under its key's lock.
+pub(crate) fn handle_at(sh: &Shared, e: u64, index: u64) -> Uid {
     let loc = sh.w(e + E_LOC).load(Relaxed);
-    let uid = Uid::new(index, loc_gen(loc), sh.w(e + E_HASH).load(Acquire));
-    (uid, ver | E_VER_BUSY)
+    Uid::new(index, loc_gen(loc), sh.w(e + E_HASH).load(Acquire))
 }
 
 /// Under the segment lock and `M_UID_LOCK`: takes an index for a new key whose record is

@@ -936,3 +936,68 @@ fn stash_reads_racing_replaces_and_cleaning_are_whole() {
     );
     assert!(s.check().unwrap().is_ok());
 }
+
+/// A put of the bytes a key already holds writes nothing to the file (format 5's in-place
+/// path skips its redo list, odd sequence and busy version), in maps with and without
+/// UIDs, by key and by UID; and it is still a put: it says it replaced, the value and the
+/// handle stay, and a changed value is written as before.
+#[test]
+fn a_put_of_the_current_bytes_writes_nothing() {
+    let d = tmp();
+    let path = d.path().join("a.shoal");
+    let s = Store::open(&path).unwrap();
+    let plain = s.map("plain").unwrap();
+    let mo = MapOptions {
+        uids: true,
+        ..Default::default()
+    };
+    let with_uids = s.map_with("uids", &mo, true).unwrap();
+    let v = b"sixteen byte val";
+    let mut handles = Vec::new();
+    for i in 0..200u32 {
+        let k = format!("key:{i:012}");
+        plain.put(k.as_bytes(), v).unwrap();
+        handles.push(with_uids.put_with_uid(k.as_bytes(), v).unwrap().1);
+    }
+    let before = std::fs::read(&path).unwrap();
+    for (i, &u) in handles.iter().enumerate() {
+        let k = format!("key:{i:012}");
+        assert_eq!(plain.put(k.as_bytes(), v).unwrap(), PutOutcome::Replaced);
+        assert_eq!(
+            with_uids.put_with_uid(k.as_bytes(), v).unwrap(),
+            (PutOutcome::Replaced, u)
+        );
+        with_uids.put_by_uid(u, v).unwrap();
+        assert_eq!(
+            plain.swap(k.as_bytes(), v).unwrap().as_deref(),
+            Some(&v[..])
+        );
+    }
+    let after = std::fs::read(&path).unwrap();
+    let changed: Vec<usize> = (0..before.len().min(after.len()))
+        .filter(|&i| before[i] != after[i])
+        .take(8)
+        .collect();
+    assert!(
+        before.len() == after.len() && changed.is_empty(),
+        "the file changed: lengths {} and {}, first bytes changed at {changed:?}",
+        before.len(),
+        after.len()
+    );
+    // A changed value is still written, in place.
+    plain.put(b"key:000000000007", b"SIXTEEN BYTE VAL").unwrap();
+    with_uids
+        .put_by_uid(handles[7], b"SIXTEEN BYTE VAL")
+        .unwrap();
+    assert_eq!(
+        plain.get(b"key:000000000007").unwrap().as_deref(),
+        Some(&b"SIXTEEN BYTE VAL"[..])
+    );
+    assert_eq!(
+        with_uids.get_by_uid(handles[7]).unwrap(),
+        b"SIXTEEN BYTE VAL".to_vec()
+    );
+    assert_ne!(std::fs::read(&path).unwrap(), after);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}

@@ -1,7 +1,7 @@
 //! `shoal-features`: the issue-3 feature benchmarks, each a same-run ratio.
 //!
-//! * get by UID vs get by key, and put by UID vs put by key (replace), over N keys of a
-//!   map with UIDs, in one shuffled order;
+//! * get, put (replace), update and remove by UID vs by key, over N keys of a map with
+//!   UIDs, in one shuffled order (the writes: passes by key and by UID alternating);
 //! * `get_many_with` (batches of 256) vs single gets, same keys, same order;
 //! * u64 → u64 gets: an inline map (fixed 8+8) vs a variable map vs an in-process
 //!   `hashbrown::HashMap<u64, u64>`;
@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 const HELP: &str = "\
-shoal-features: get/put by UID vs by key, get_many vs get, hot-key add from 1 and 2 processes.
+shoal-features: get/put/update/remove by UID vs by key, get_many vs get, hot-key add from 1 and 2 processes.
 
 USAGE: shoal-features [--keys N] [--reps R] [--adds A] [--store PATH]
 
@@ -245,22 +245,88 @@ fn run(a: &Args) -> Result<(), String> {
         Ok(sum)
     })?;
     let writes = n.min(2_000_000);
-    eprintln!("put by key / by UID ({writes} replaces each)...");
-    let (put_key, _) = best(1, writes, &mut sched, || {
-        for &i in &data.order[..writes] {
-            m.put(data.key(i as usize), data.val(i as usize))
+    eprintln!(
+        "put, update and remove by key / by UID ({writes} each, {} passes each, interleaved)...",
+        a.reps
+    );
+    // Interleaved passes (key, UID, key, UID...), best of each: one pass of each in a
+    // fixed order let the host's drift decide the ratio. Every put and update writes a
+    // value of the same length that differs from the current one, so that each one
+    // changes bytes (in place, format version 6).
+    let mut by = [[0.0f64; 2]; 3]; // [put, update, remove][key, UID]
+    let refill = shoal_bench::shuffled(writes, 2);
+    for r in 0..a.reps {
+        let v = [b'a' + (2 * r % 26) as u8; 16];
+        let (k, _) = best(1, writes, &mut sched, || {
+            for &i in &data.order[..writes] {
+                m.put(data.key(i as usize), &v).map_err(e)?;
+            }
+            Ok(0)
+        })?;
+        let v = [b'b' + (2 * r % 26) as u8; 16];
+        let (u, _) = best(1, writes, &mut sched, || {
+            for &i in &data.order[..writes] {
+                m.put_by_uid(uids[i as usize], &v).map_err(e)?;
+            }
+            Ok(0)
+        })?;
+        let (uk, _) = best(1, writes, &mut sched, || {
+            for &i in &data.order[..writes] {
+                m.update(data.key(i as usize), |old| {
+                    old.map(|o| o.iter().map(|b| b ^ 0x20).collect())
+                })
                 .map_err(e)?;
-        }
-        Ok(0)
-    })?;
-    let (put_uid, _) = best(1, writes, &mut sched, || {
-        for &i in &data.order[..writes] {
-            m.put_by_uid(uids[i as usize], data.val(i as usize))
+            }
+            Ok(0)
+        })?;
+        let (uu, _) = best(1, writes, &mut sched, || {
+            for &i in &data.order[..writes] {
+                m.update_by_uid(uids[i as usize], |old| {
+                    Some(old.iter().map(|b| b ^ 0x20).collect())
+                })
                 .map_err(e)?;
+            }
+            Ok(0)
+        })?;
+        // Removes empty the keys; each pass is followed by putting them back (not timed),
+        // which hands out new UIDs. They go back in another random order: put back in the
+        // passes' order, their records and entries would lie in the order the next passes
+        // visit them, and the hardware prefetcher would hide most of their misses.
+        let (rk, _) = best(1, writes, &mut sched, || {
+            for &i in &data.order[..writes] {
+                m.remove(data.key(i as usize)).map_err(e)?;
+            }
+            Ok(0)
+        })?;
+        for &j in &refill {
+            let i = data.order[j as usize] as usize;
+            uids[i] = m.put_with_uid(data.key(i), &v).map_err(e)?.1;
         }
-        Ok(0)
-    })?;
+        let (ru, _) = best(1, writes, &mut sched, || {
+            for &i in &data.order[..writes] {
+                m.remove_by_uid(uids[i as usize]).map_err(e)?;
+            }
+            Ok(0)
+        })?;
+        for &j in &refill {
+            let i = data.order[j as usize] as usize;
+            uids[i] = m.put_with_uid(data.key(i), &v).map_err(e)?.1;
+        }
+        eprintln!(
+            "  pass {r}: M/s by key, by UID: put {k:.2}, {u:.2}; update {uk:.2}, {uu:.2}; remove {rk:.2}, {ru:.2}"
+        );
+        for (b, (x, y)) in by.iter_mut().zip([(k, u), (uk, uu), (rk, ru)]) {
+            b[0] = b[0].max(x);
+            b[1] = b[1].max(y);
+        }
+    }
     drop(m);
+    // The u64 maps get a fresh store: the removes above left millions of dead records,
+    // and cleaning them while the u64 maps load made the variable map's later gets 40%
+    // slower (1.85 M/s against 3.14 in one run), a measure of that history, not of the map.
+    drop(s);
+    shoal::Store::destroy(&a.store).map_err(e)?;
+    let s = shoal::Store::create(&a.store).map_err(e)?;
     eprintln!("u64 -> u64: inline map, variable map, hashbrown...");
     let ints = u64_maps(&s, n, &data.order, a.reps, &mut sched)?;
     eprintln!("hot-key add, 1 and 2 processes...");
@@ -293,11 +359,10 @@ fn run(a: &Args) -> Result<(), String> {
         tm.cpu_share * 100.0,
         get_many / get_key
     );
-    println!("| put by key (replace) | {put_key:.2} | | 1.00 |");
-    println!(
-        "| put by UID | {put_uid:.2} | | {:.2}× put by key |",
-        put_uid / put_key
-    );
+    for (what, [k, u]) in ["put (replace)", "update", "remove"].iter().zip(by) {
+        println!("| {what} by key | {k:.2} | | 1.00 |");
+        println!("| {what} by UID | {u:.2} | | {:.2}× by key |", u / k);
+    }
     let (inl, var, hb) = ints;
     println!(
         "| u64→u64 get, inline map (fixed 8+8) | {inl:.2} | | {:.2}× hashbrown, {:.2}× variable map |",
