@@ -67,7 +67,8 @@ fn features_run_on_a_few_keys() {
         "| update by UID |",
         "| remove by UID |",
         "| u64→u64 get, inline map (fixed 8+8) |",
-        "| add, one hot key, 2 processes (total) |",
+        "| add, one hot key, variable map, 2 processes (total) |",
+        "| add, one hot key, inline map, 2 processes (total) |",
     ] {
         assert!(stdout.contains(row), "missing row {row:?} in\n{stdout}");
     }

@@ -5,7 +5,8 @@
 //! * `get_many_with` (batches of 256) vs single gets, same keys, same order;
 //! * u64 → u64 gets: an inline map (fixed 8+8) vs a variable map vs an in-process
 //!   `hashbrown::HashMap<u64, u64>`;
-//! * `add` on one hot key: one process vs two processes at once (total ops/s).
+//! * `add` on one hot key, in a variable map (under the key's segment lock) and in an
+//!   inline map (fixed 8+8, lock-free): one process vs two processes at once (total ops/s).
 //!
 //! `cargo run --release -p shoal-bench --bin shoal-features -- --keys 10000000`
 
@@ -75,11 +76,17 @@ fn best(
     Ok(out)
 }
 
-/// Child process: `--add-worker PATH N` adds 1 to key "hot" N times, after waiting for
-/// the parent's "go" key (so two children start together).
-fn add_worker(path: &str, n: u64) -> Result<(), String> {
+/// The inline (fixed 8+8) map of the hot-key adds, and its hot key.
+const HOT_INLINE: &str = "hot-inline";
+const HOT_KEY: [u8; 8] = *b"hot\0\0\0\0\0";
+
+/// Child process: `--add-worker PATH N KIND` adds 1 to the hot key N times (KIND `var`:
+/// key "hot" of the variable map "hot"; `inline`: the inline map's), after waiting for the
+/// parent's "go" key (so two children start together).
+fn add_worker(path: &str, n: u64, inline: bool) -> Result<(), String> {
     let s = shoal::Store::open_existing(path).map_err(|e| e.to_string())?;
     let m = s.open_map("hot").map_err(|e| e.to_string())?;
+    let fixed = s.fixed_map(HOT_INLINE, 8, 8).map_err(|e| e.to_string())?;
     let start = Instant::now();
     while !m.contains(b"go").map_err(|e| e.to_string())? {
         if start.elapsed() > Duration::from_secs(60) {
@@ -88,24 +95,38 @@ fn add_worker(path: &str, n: u64) -> Result<(), String> {
         std::thread::sleep(Duration::from_micros(200));
     }
     for _ in 0..n {
-        m.add(b"hot", 1).map_err(|e| e.to_string())?;
+        match inline {
+            true => fixed.add(&HOT_KEY, 1),
+            false => m.add(b"hot", 1),
+        }
+        .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
 /// Runs `procs` add workers at once; returns total M adds/s (wall time from go to the
 /// last exit).
-fn hot_adds(path: &str, procs: usize, n: u64) -> Result<f64, String> {
+fn hot_adds(path: &str, procs: usize, n: u64, inline: bool) -> Result<f64, String> {
     let s = shoal::Store::open_existing(path).map_err(|e| e.to_string())?;
     let m = s.map("hot").map_err(|e| e.to_string())?;
+    let fixed = s.fixed_map(HOT_INLINE, 8, 8).map_err(|e| e.to_string())?;
+    let count = || match inline {
+        true => fixed.add(&HOT_KEY, 0),
+        false => m.add(b"hot", 0),
+    };
     m.remove(b"go").map_err(|e| e.to_string())?;
-    let before = m.add(b"hot", 0).map_err(|e| e.to_string())?;
+    let before = count().map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut kids = Vec::new();
     for _ in 0..procs {
         kids.push(
             Command::new(&exe)
-                .args(["--add-worker", path, &n.to_string()])
+                .args([
+                    "--add-worker",
+                    path,
+                    &n.to_string(),
+                    if inline { "inline" } else { "var" },
+                ])
                 .stdout(Stdio::null())
                 .spawn()
                 .map_err(|e| e.to_string())?,
@@ -122,7 +143,7 @@ fn hot_adds(path: &str, procs: usize, n: u64) -> Result<f64, String> {
         }
     }
     let d = t.elapsed();
-    let after = m.add(b"hot", 0).map_err(|e| e.to_string())?;
+    let after = count().map_err(|e| e.to_string())?;
     if after - before != (procs as u64 * n) as i64 {
         return Err(format!(
             "lost adds: {} counted, {} made",
@@ -330,10 +351,12 @@ fn run(a: &Args) -> Result<(), String> {
     eprintln!("u64 -> u64: inline map, variable map, hashbrown...");
     let ints = u64_maps(&s, n, &data.order, a.reps, &mut sched)?;
     eprintln!("hot-key add, 1 and 2 processes...");
-    let (mut one, mut two) = (0.0f64, 0.0f64);
+    let (mut one, mut two, mut one_inline, mut two_inline) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for _ in 0..a.reps {
-        one = one.max(hot_adds(&a.store, 1, a.adds)?);
-        two = two.max(hot_adds(&a.store, 2, a.adds)?);
+        one = one.max(hot_adds(&a.store, 1, a.adds, false)?);
+        two = two.max(hot_adds(&a.store, 2, a.adds, false)?);
+        one_inline = one_inline.max(hot_adds(&a.store, 1, a.adds, true)?);
+        two_inline = two_inline.max(hot_adds(&a.store, 2, a.adds, true)?);
     }
     let la = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
@@ -374,19 +397,24 @@ fn run(a: &Args) -> Result<(), String> {
         var / hb
     );
     println!("| u64→u64 get, hashbrown HashMap<u64, u64> (in-process) | {hb:.2} | | 1.00 |");
-    println!("| add, one hot key, 1 process | {one:.2} | | 1.00 |");
+    println!("| add, one hot key, variable map, 1 process | {one:.2} | | 1.00 |");
     println!(
-        "| add, one hot key, 2 processes (total) | {two:.2} | | {:.2}× 1 process |",
+        "| add, one hot key, variable map, 2 processes (total) | {two:.2} | | {:.2}× 1 process |",
         two / one
+    );
+    println!("| add, one hot key, inline map, 1 process | {one_inline:.2} | | 1.00 |");
+    println!(
+        "| add, one hot key, inline map, 2 processes (total) | {two_inline:.2} | | {:.2}× 1 process |",
+        two_inline / one_inline
     );
     Ok(())
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--add-worker") && args.len() == 4 {
+    if args.get(1).map(String::as_str) == Some("--add-worker") && args.len() == 5 {
         return match args[3].parse() {
-            Ok(n) => match add_worker(&args[2], n) {
+            Ok(n) => match add_worker(&args[2], n, args[4] == "inline") {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("add worker: {e}");
