@@ -256,6 +256,17 @@ impl MapRef {
         self.read_probing(sh, h, Probe::Key(key), f)
     }
 
+    /// [`MapRef::read`] of a key whose hash `h` the caller computed already.
+    pub(crate) fn read_hashed<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        self.read_probing(sh, h, Probe::Key(key), f)
+    }
+
     /// Whether the index holds the record at `pos`, whose key is `key`: an optimistic
     /// lookup like [`MapRef::read`] that matches slots by offset alone. The cleaner's
     /// liveness test: for a record whose key was written again since, a lookup by key
@@ -1876,47 +1887,44 @@ enum Probe<'a> {
     Offset(u64),
 }
 
-/// Keys looked up together by [`MapRef::read_many`]: enough to keep ~10–16 misses in flight.
+/// Keys a fixed map's `get_many` prefetches together: enough to keep ~10–16 misses in
+/// flight.
 pub(crate) const BATCH: usize = 16;
 
 impl MapRef {
-    /// Prefetches what looking up `keys` (at most [`BATCH`]) will touch, so that their
-    /// cache misses overlap instead of following one another: first every key's bucket
-    /// (both lines), then the record of the first slot in it whose tag matches. Reads
-    /// nothing it relies on; the lookups that follow validate as usual.
-    pub fn prefetch_batch(&self, sh: &Shared, keys: &[&[u8]]) {
-        debug_assert!(keys.len() <= BATCH);
-        let end = sh.file_end();
-        let mut hashes = [0u64; BATCH];
-        let mut buckets = [0u64; BATCH];
-        for (j, k) in keys.iter().enumerate() {
-            let h = hash(sh.g.seed, k);
-            hashes[j] = h;
-            buckets[j] = match self.locate(sh, h, end) {
-                Ok((_, _, e)) => {
-                    let bo = bucket_off(entry_seg(e), home_bucket(h, self.n_main));
-                    sh.r.prefetch(bo);
-                    sh.r.prefetch(bo + 64);
-                    bo
-                }
-                Err(_) => 0,
-            };
-        }
-        for j in 0..keys.len() {
-            let bo = buckets[j];
-            if bo == 0 {
-                continue;
+    /// The first stage of a staged lookup (`Map::get_many_with`): hashes `key` and
+    /// starts loading its home bucket (both lines). Returns the hash and the bucket's
+    /// offset (0 if the directory could not be read: the lookup itself will say why).
+    #[inline]
+    pub(crate) fn prefetch_bucket(&self, sh: &Shared, key: &[u8], end: u64) -> (u64, u64) {
+        let h = hash(sh.g.seed, key);
+        match self.locate(sh, h, end) {
+            Ok((_, _, e)) => {
+                let bo = bucket_off(entry_seg(e), home_bucket(h, self.n_main));
+                sh.r.prefetch(bo);
+                sh.r.prefetch(bo + 64);
+                (h, bo)
             }
-            let tag = hash_tag(hashes[j]);
-            for i in 0..SLOTS {
-                let s = sh.w(bo + B_SLOT0 + 8 * i).load(Relaxed);
-                if s != 0 && slot_tag(s) == tag {
-                    let off = slot_off_of(s);
-                    if off + 64 <= end {
-                        sh.r.prefetch(off);
-                    }
-                    break;
-                }
+            Err(_) => (h, 0),
+        }
+    }
+
+    /// The second stage: once the bucket at `bo` is (nearly) in, starts loading the
+    /// record of its first slot whose tag matches `h`'s. Reads the bucket without any
+    /// validation: a hint only.
+    #[inline]
+    pub(crate) fn prefetch_record(&self, sh: &Shared, h: u64, bo: u64, end: u64) {
+        if bo == 0 {
+            return;
+        }
+        let m = sh.r.bucket_tag_mask(bo, hash_tag(h));
+        if m != 0 {
+            let s = sh
+                .w(bo + B_SLOT0 + 8 * m.trailing_zeros() as u64)
+                .load(Relaxed);
+            let off = slot_off_of(s);
+            if s != 0 && off + 64 <= end {
+                sh.r.prefetch(off);
             }
         }
     }

@@ -31,6 +31,11 @@ pub enum PutOutcome {
     Replaced,
 }
 
+/// Keys per stage of [`Map::get_many_with`]: while one stage's keys are read, the next
+/// stage's buckets are on their way. 8 measured best at 10 M keys (5.39-5.54 M/s against
+/// 5.19 for 12, 4.66-4.84 for 16 and 24, 5.20 for 6).
+const STAGE: usize = 8;
+
 thread_local! {
     /// Set while a batch call runs, so that `sync_writes` flushes once per batch.
     static BATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -973,16 +978,37 @@ impl Map {
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
         let mut buf = Vec::new();
-        for (b, batch) in keys.chunks(crate::index::BATCH).enumerate() {
-            self.m.prefetch_batch(sh, batch);
-            for (j, k) in batch.iter().enumerate() {
-                let got = self.m.read(sh, k, |_, voff, vlen| {
+        // Each stage of STAGE keys: prefetch their records (their buckets were
+        // prefetched one stage earlier and have had a stage's reads to arrive), prefetch
+        // the next stage's buckets, then read the keys, validated as any get. Batches
+        // prefetched whole and then read (16 keys, no overlap between batches) ran
+        // 5.12-5.26 M/s where this runs 5.39-5.54 (10 M keys); a rolling pipeline, one
+        // key per step, ran 4.1-4.6.
+        let end = sh.file_end();
+        let mut ring = [(0u64, 0u64); 2 * STAGE];
+        let n = keys.len();
+        for (i, k) in keys.iter().enumerate().take(STAGE) {
+            ring[i] = self.m.prefetch_bucket(sh, k, end);
+        }
+        let mut start = 0;
+        while start < n {
+            let stop = (start + STAGE).min(n);
+            for &(h, bo) in &ring[start % (2 * STAGE)..][..stop - start] {
+                self.m.prefetch_record(sh, h, bo, end);
+            }
+            for i in stop..(stop + STAGE).min(n) {
+                ring[i % (2 * STAGE)] = self.m.prefetch_bucket(sh, keys[i], end);
+            }
+            for j in start..stop {
+                let (h, _) = ring[j % (2 * STAGE)];
+                let got = self.m.read_hashed(sh, keys[j], h, |_, voff, vlen| {
                     buf.clear();
                     buf.resize(vlen as usize, 0);
                     sh.r.read_bytes(voff, &mut buf);
                 })?;
-                f(b * crate::index::BATCH + j, got.map(|_| &buf[..]));
+                f(j, got.map(|_| &buf[..]));
             }
+            start = stop;
         }
         Ok(())
     }

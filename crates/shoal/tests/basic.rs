@@ -835,6 +835,14 @@ fn batched_calls_match_single_calls() {
         order.iter().map(|o| o.0).collect::<Vec<_>>(),
         (0..37).collect::<Vec<_>>()
     );
+    // Every batch length around the stages of 8 keys get_many works in, from every start.
+    for len in 0..=25 {
+        for start in [0, 3, 8, 13] {
+            let part = &refs[start..start + len];
+            let want: Vec<_> = part.iter().map(|k| m.get(k).unwrap()).collect();
+            assert_eq!(m.get_many(part).unwrap(), want, "{len} keys from {start}");
+        }
+    }
     assert_eq!(m.remove_many(&refs[..100]).unwrap(), 50);
     assert_eq!(m.len().unwrap(), 450);
     assert!(m.get_many(&[]).unwrap().is_empty());
