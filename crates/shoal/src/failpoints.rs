@@ -89,3 +89,10 @@ pub fn callback(name: &str, f: impl Fn() + Send + Sync + 'static) -> Result<(), 
 pub fn clear(name: &str) {
     fail::remove(name);
 }
+
+/// Makes fail point `name` return early every time it is reached, where the engine gives
+/// it a way to (`snapshot.optimistic`: an optimistic iteration copy fails, so iteration
+/// takes the segment lock). Not in [`NAMES`]: no mutation stops there.
+pub fn force_return(name: &str) -> Result<(), String> {
+    fail::cfg(name, "return")
+}

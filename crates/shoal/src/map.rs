@@ -980,10 +980,8 @@ impl Map {
         let mut buf = Vec::new();
         // Each stage of STAGE keys: prefetch their records (their buckets were
         // prefetched one stage earlier and have had a stage's reads to arrive), prefetch
-        // the next stage's buckets, then read the keys, validated as any get. Batches
-        // prefetched whole and then read (16 keys, no overlap between batches) ran
-        // 5.12-5.26 M/s where this runs 5.39-5.54 (10 M keys); a rolling pipeline, one
-        // key per step, ran 4.1-4.6.
+        // the next stage's buckets, then read the keys, validated as any get. The
+        // figures behind this shape are in DESIGN.md, "Known limits".
         let end = sh.file_end();
         let mut ring = [(0u64, 0u64); 2 * STAGE];
         let n = keys.len();
