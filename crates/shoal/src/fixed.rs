@@ -1099,12 +1099,20 @@ fn snapshot_once(
     cursor: u64,
     locked: Option<u64>,
 ) -> Result<Option<(Items, Option<u64>)>> {
+    // Tests make every optimistic copy fail here, to reach the locked one.
+    #[cfg(feature = "failpoints")]
+    if locked.is_none() {
+        fail::fail_point!("snapshot.optimistic", |_| Ok(None));
+    }
     let m = &f.m;
     let end = sh.file_end();
     let (root, eoff, e) = m.locate(sh, cursor.reverse_bits(), end)?;
     let seg = entry_seg(e);
     if locked.is_some_and(|l| l != seg) {
         return Ok(None);
+    }
+    if locked.is_some() {
+        crate::rt::failpoint!("snapshot.locked");
     }
     let d = entry_depth(e);
     if d > MAX_DEPTH {
@@ -1154,8 +1162,8 @@ fn snapshot_once(
         }
     }
     // Only optimistic copies check the directory: under the segment lock another
-    // segment's split may double it, which is no interference (as in `index::snapshot_once`,
-    // whose test is `locked_iteration`; no fixed-map test of it).
+    // segment's split may double it, which is no interference (as in
+    // `index::snapshot_once`; test `locked_iteration`).
     if locked.is_none()
         && (sh.w(eoff).load(Relaxed) != e || sh.w(m.hdr + M_ROOT).load(Relaxed) != root)
     {

@@ -8,6 +8,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The tests share process-wide fail points: one at a time. `failpoints::setup` holds the
+/// fail crate's scenario lock for good, so it is called once (a second call waited
+/// forever).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static SETUP: std::sync::Once = std::sync::Once::new();
+
+fn force_locked_copies() -> std::sync::MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    SETUP.call_once(shoal::failpoints::setup);
+    shoal::failpoints::force_return("snapshot.optimistic").unwrap();
+    g
+}
+
 /// Each locked copy of a segment (the first few) waits for another thread to insert
 /// enough keys elsewhere to split segments and double the directory, then iteration goes
 /// on. Every key present throughout is seen exactly once and nothing is called corrupt.
@@ -25,8 +38,7 @@ fn a_locked_iteration_copy_survives_directory_doubling() {
         m.put(k.as_bytes(), b"v").unwrap();
     }
     let segments_before = m.stats().unwrap().segments;
-    shoal::failpoints::setup();
-    shoal::failpoints::force_return("snapshot.optimistic").unwrap();
+    let _serial = force_locked_copies();
     let rounds = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let busy = Arc::new(AtomicBool::new(false));
     let (s2, r2, b2) = (s.clone(), rounds.clone(), busy.clone());
@@ -77,6 +89,71 @@ fn a_locked_iteration_copy_survives_directory_doubling() {
         "the inserts did not grow the map enough: {segments_before} -> {segments_after} segments"
     );
     assert_eq!(seen.len(), keys.len(), "old keys seen");
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+/// The same for a fixed-size map, whose iteration has its own copy of the code.
+#[test]
+fn a_locked_fixed_map_iteration_copy_survives_directory_doubling() {
+    let d = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
+    let s = Arc::new(Store::open(d.path().join("a.shoal")).unwrap());
+    let m = s.fixed_map("f", 8, 8).unwrap();
+    for i in 0..3000u64 {
+        m.put(&i.to_le_bytes(), &i.to_le_bytes()).unwrap();
+    }
+    let segments_before = m.stats().unwrap().segments;
+    let _serial = force_locked_copies();
+    let rounds = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let busy = Arc::new(AtomicBool::new(false));
+    let (s2, r2, b2) = (s.clone(), rounds.clone(), busy.clone());
+    shoal::failpoints::callback("snapshot.locked", move || {
+        if r2.load(Ordering::SeqCst) >= 3 || b2.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let round = r2.fetch_add(1, Ordering::SeqCst) + 1;
+        let s3 = s2.clone();
+        std::thread::spawn(move || {
+            let m = s3
+                .fixed_map("f", 8, 8)
+                .unwrap()
+                .with_timeout(Duration::from_millis(2));
+            for i in 0..6000u64 {
+                let k = (round << 32 | i).to_le_bytes();
+                match m.put(&k, &k) {
+                    Ok(_) | Err(Error::Timeout(_)) => {}
+                    Err(e) => panic!("insert {i} of round {round}: {e}"),
+                }
+            }
+        })
+        .join()
+        .unwrap();
+        b2.store(false, Ordering::SeqCst);
+    })
+    .unwrap();
+    let mut seen = HashSet::new();
+    for item in m.iter() {
+        let (k, _) = item.unwrap_or_else(|e| panic!("iteration failed: {e}"));
+        let k = u64::from_le_bytes(k[..].try_into().unwrap());
+        if k < 3000 {
+            assert!(seen.insert(k), "{k} seen twice");
+        }
+    }
+    shoal::failpoints::clear("snapshot.locked");
+    shoal::failpoints::clear("snapshot.optimistic");
+    assert_eq!(
+        rounds.load(Ordering::SeqCst),
+        3,
+        "the locked copies were not reached"
+    );
+    let segments_after = m.stats().unwrap().segments;
+    assert!(
+        segments_after >= 4 * segments_before,
+        "the inserts did not grow the map enough: {segments_before} -> {segments_after} segments"
+    );
+    assert_eq!(seen.len(), 3000, "old keys seen");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
