@@ -21,6 +21,46 @@ fn force_locked_copies() -> std::sync::MutexGuard<'static, ()> {
     g
 }
 
+/// Makes each of the first three locked copies wait while `grow(round)` (round 1, 2, 3)
+/// runs in a thread of its own: it inserts enough keys elsewhere to split segments and
+/// double the directory. (The waiting thread holds a segment lock: `grow`'s inserts that
+/// land there must time out and be skipped.) Returns the count of rounds run.
+fn grow_during_locked_copies(
+    grow: impl Fn(u64) + Send + Sync + Clone + 'static,
+) -> Arc<std::sync::atomic::AtomicU64> {
+    let rounds = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let busy = Arc::new(AtomicBool::new(false));
+    let (r2, b2) = (rounds.clone(), busy.clone());
+    shoal::failpoints::callback("snapshot.locked", move || {
+        if r2.load(Ordering::SeqCst) >= 3 || b2.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let round = r2.fetch_add(1, Ordering::SeqCst) + 1;
+        let g = grow.clone();
+        std::thread::spawn(move || g(round)).join().unwrap();
+        b2.store(false, Ordering::SeqCst);
+    })
+    .unwrap();
+    rounds
+}
+
+/// Undoes [`force_locked_copies`] and [`grow_during_locked_copies`], and checks that the
+/// three rounds ran and grew the map to at least 4x its segments.
+fn end_locked_copies(rounds: &std::sync::atomic::AtomicU64, segments: (u64, u64)) {
+    shoal::failpoints::clear("snapshot.locked");
+    shoal::failpoints::clear("snapshot.optimistic");
+    assert_eq!(
+        rounds.load(Ordering::SeqCst),
+        3,
+        "the locked copies were not reached"
+    );
+    let (before, after) = segments;
+    assert!(
+        after >= 4 * before,
+        "the inserts did not grow the map enough: {before} -> {after} segments"
+    );
+}
+
 /// Each locked copy of a segment (the first few) waits for another thread to insert
 /// enough keys elsewhere to split segments and double the directory, then iteration goes
 /// on. Every key present throughout is seen exactly once and nothing is called corrupt.
@@ -39,32 +79,17 @@ fn a_locked_iteration_copy_survives_directory_doubling() {
     }
     let segments_before = m.stats().unwrap().segments;
     let _serial = force_locked_copies();
-    let rounds = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let busy = Arc::new(AtomicBool::new(false));
-    let (s2, r2, b2) = (s.clone(), rounds.clone(), busy.clone());
-    shoal::failpoints::callback("snapshot.locked", move || {
-        // Three rounds of growth, each from a thread of its own (this one holds a
-        // segment lock: inserts that land there time out and are skipped).
-        if r2.load(Ordering::SeqCst) >= 3 || b2.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let round = r2.fetch_add(1, Ordering::SeqCst);
-        let s3 = s2.clone();
-        std::thread::spawn(move || {
-            let m = s3.map("m").unwrap().with_timeout(Duration::from_millis(2));
-            for i in 0..6000u64 {
-                let k = format!("new:{round}:{i:08}");
-                match m.put(k.as_bytes(), b"w") {
-                    Ok(_) | Err(Error::Timeout(_)) => {}
-                    Err(e) => panic!("insert {k}: {e}"),
-                }
+    let s2 = s.clone();
+    let rounds = grow_during_locked_copies(move |round| {
+        let m = s2.map("m").unwrap().with_timeout(Duration::from_millis(2));
+        for i in 0..6000u64 {
+            let k = format!("new:{round}:{i:08}");
+            match m.put(k.as_bytes(), b"w") {
+                Ok(_) | Err(Error::Timeout(_)) => {}
+                Err(e) => panic!("insert {k}: {e}"),
             }
-        })
-        .join()
-        .unwrap();
-        b2.store(false, Ordering::SeqCst);
-    })
-    .unwrap();
+        }
+    });
     let mut seen = HashSet::new();
     for item in m.keys() {
         let k = item.unwrap_or_else(|e| panic!("iteration failed: {e}"));
@@ -76,18 +101,7 @@ fn a_locked_iteration_copy_survives_directory_doubling() {
             );
         }
     }
-    shoal::failpoints::clear("snapshot.locked");
-    shoal::failpoints::clear("snapshot.optimistic");
-    assert_eq!(
-        rounds.load(Ordering::SeqCst),
-        3,
-        "the locked copies were not reached"
-    );
-    let segments_after = m.stats().unwrap().segments;
-    assert!(
-        segments_after >= 4 * segments_before,
-        "the inserts did not grow the map enough: {segments_before} -> {segments_after} segments"
-    );
+    end_locked_copies(&rounds, (segments_before, m.stats().unwrap().segments));
     assert_eq!(seen.len(), keys.len(), "old keys seen");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
@@ -106,33 +120,20 @@ fn a_locked_fixed_map_iteration_copy_survives_directory_doubling() {
     }
     let segments_before = m.stats().unwrap().segments;
     let _serial = force_locked_copies();
-    let rounds = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let busy = Arc::new(AtomicBool::new(false));
-    let (s2, r2, b2) = (s.clone(), rounds.clone(), busy.clone());
-    shoal::failpoints::callback("snapshot.locked", move || {
-        if r2.load(Ordering::SeqCst) >= 3 || b2.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let round = r2.fetch_add(1, Ordering::SeqCst) + 1;
-        let s3 = s2.clone();
-        std::thread::spawn(move || {
-            let m = s3
-                .fixed_map("f", 8, 8)
-                .unwrap()
-                .with_timeout(Duration::from_millis(2));
-            for i in 0..6000u64 {
-                let k = (round << 32 | i).to_le_bytes();
-                match m.put(&k, &k) {
-                    Ok(_) | Err(Error::Timeout(_)) => {}
-                    Err(e) => panic!("insert {i} of round {round}: {e}"),
-                }
+    let s2 = s.clone();
+    let rounds = grow_during_locked_copies(move |round| {
+        let m = s2
+            .fixed_map("f", 8, 8)
+            .unwrap()
+            .with_timeout(Duration::from_millis(2));
+        for i in 0..6000u64 {
+            let k = (round << 32 | i).to_le_bytes();
+            match m.put(&k, &k) {
+                Ok(_) | Err(Error::Timeout(_)) => {}
+                Err(e) => panic!("insert {i} of round {round}: {e}"),
             }
-        })
-        .join()
-        .unwrap();
-        b2.store(false, Ordering::SeqCst);
-    })
-    .unwrap();
+        }
+    });
     let mut seen = HashSet::new();
     for item in m.iter() {
         let (k, _) = item.unwrap_or_else(|e| panic!("iteration failed: {e}"));
@@ -141,18 +142,7 @@ fn a_locked_fixed_map_iteration_copy_survives_directory_doubling() {
             assert!(seen.insert(k), "{k} seen twice");
         }
     }
-    shoal::failpoints::clear("snapshot.locked");
-    shoal::failpoints::clear("snapshot.optimistic");
-    assert_eq!(
-        rounds.load(Ordering::SeqCst),
-        3,
-        "the locked copies were not reached"
-    );
-    let segments_after = m.stats().unwrap().segments;
-    assert!(
-        segments_after >= 4 * segments_before,
-        "the inserts did not grow the map enough: {segments_before} -> {segments_after} segments"
-    );
+    end_locked_copies(&rounds, (segments_before, m.stats().unwrap().segments));
     assert_eq!(seen.len(), 3000, "old keys seen");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
