@@ -1121,6 +1121,13 @@ fn snapshot_once(
             m.id
         )));
     }
+    let h = cursor.reverse_bits();
+    if !index::segment_matches(sh, seg, d, h) {
+        if locked.is_none() {
+            return Ok(None); // a split publishing: entries first, then the depths
+        }
+        return Err(sh.corrupt(index::segment_mismatch(sh, m.id, seg, d, h)));
+    }
     let next = if d == 0 {
         None
     } else {

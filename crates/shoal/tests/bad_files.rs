@@ -36,7 +36,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shoal::{Error, MapOptions, OpenMode, Options, Store, FORMAT_VERSION};
+use shoal::{Error, FixedOptions, MapOptions, OpenMode, Options, Store, FORMAT_VERSION};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -1721,6 +1721,77 @@ fn garbage_directory_depths_are_corrupt() {
             let dir = root_of(b) & ((1 << 48) - 1);
             vec![(dir, (read_u64(b, dir) & ((1 << 48) - 1)) | d << 48)]
         });
+    }
+}
+
+/// Regression (fuzz, open_check: one 500 KB input took 17 s): a directory whose 2^g
+/// entries all name one segment at depth g. Iteration copied that segment once per entry,
+/// keeping the keys of one interval each time, and reported nothing. A segment's own depth
+/// and prefix must now match the entry that led to it: iteration reports the corruption,
+/// having copied the segment at most once. Variable and fixed maps.
+#[test]
+fn a_directory_whose_entries_all_name_one_segment_is_corrupt() {
+    let d = tmpdir();
+    let p = d.path().join("one-segment.shoal");
+    {
+        let s = Store::open_with(&p, &store_options(false), OpenMode::CreateNew).unwrap();
+        let tiny = MapOptions {
+            segment_buckets: 1,
+            stash_buckets: 1,
+            uids: false,
+        };
+        let m = s.map_with("v", &tiny, true).unwrap();
+        let fixed = FixedOptions {
+            segment_buckets: 2,
+            stash_buckets: 1,
+        };
+        let f = s.fixed_map_with("f", 8, 8, &fixed, true).unwrap();
+        for i in 0..2000u64 {
+            m.put(&i.to_le_bytes(), b"v").unwrap();
+            f.put(&i.to_le_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        assert!(s.check().unwrap().is_ok());
+    }
+    let mut b = fs::read(&p).unwrap();
+    for id in 0..2 {
+        // Catalog entry `id`, word 2: the map's header, whose word 0 is its root
+        // (directory | global depth << 48).
+        let hdr = read_u64(&b, read_u64(&b, H_CATALOG_OFF) + 256 * id + 16);
+        let root = read_u64(&b, hdr);
+        let (dir, g) = (root & ((1 << 48) - 1), root >> 48);
+        assert!(
+            g >= 4,
+            "map {id}: global depth {g}, too few splits for the test"
+        );
+        let seg = read_u64(&b, dir) & ((1 << 48) - 1);
+        for j in 0..1u64 << g {
+            put_u64(&mut b, dir + 8 * j, seg | g << 48);
+        }
+    }
+    fs::write(&p, &b).unwrap();
+    let s = Store::open_with(&p, &store_options(false), OpenMode::Open).unwrap();
+    let r = s.check().unwrap();
+    assert!(
+        !r.is_ok(),
+        "check passed a directory that names one segment 2^g times"
+    );
+    let v: Result<Vec<_>, Error> = s.open_map("v").unwrap().iter().collect();
+    match v {
+        Err(Error::Corrupt { .. }) => {}
+        Err(e) => panic!("variable map: iteration failed with {e}, not Corrupt"),
+        Ok(items) => panic!(
+            "variable map: iteration returned {} items and no error",
+            items.len()
+        ),
+    }
+    let f: Result<Vec<_>, Error> = s.fixed_map("f", 8, 8).unwrap().iter().collect();
+    match f {
+        Err(Error::Corrupt { .. }) => {}
+        Err(e) => panic!("fixed map: iteration failed with {e}, not Corrupt"),
+        Ok(items) => panic!(
+            "fixed map: iteration returned {} items and no error",
+            items.len()
+        ),
     }
 }
 
