@@ -68,18 +68,21 @@ fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
         return None;
     }
     let c = g.chunk_of(off);
-    match sh.w(c + K_KIND).load(Acquire) {
-        CK_SEALED | CK_LARGE => Some(sh.w(c + K_USED).load(Acquire)),
+    let used = match sh.w(c + K_KIND).load(Acquire) {
+        CK_SEALED | CK_LARGE => sh.w(c + K_USED).load(Acquire),
         CK_DATA => {
             let t = sh.w(c + K_OWNER).load(Acquire);
             if t < g.n_txn && sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) == c {
-                Some(sh.w(g.txn_slot(t) + T_BUMP).load(Acquire))
+                sh.w(g.txn_slot(t) + T_BUMP).load(Acquire)
             } else {
-                Some(c + g.chunk_size())
+                c + g.chunk_size()
             }
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    // Records are read below the mark, which comes from the file: never past the file
+    // end (as in the checker, where such a mark was a SIGBUS).
+    Some(used.min(sh.file_end()))
 }
 
 /// Whether the slot `s` of segment `seg` (prefix bits `prefix` of depth `d`) in bucket

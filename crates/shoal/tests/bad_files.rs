@@ -1576,6 +1576,41 @@ fn a_data_chunk_bump_outside_the_chunk_is_reported() {
     }
 }
 
+/// Regression (fuzz, open_check: SIGBUS in `check`): the checker read a slot's record
+/// below its chunk's used mark as the file holds it (here the active data chunk's bump,
+/// far past the file end), not below the chunk's or the file's end. With checksums it
+/// reads the whole record to verify it, so a record header whose value runs past the end
+/// of the file sent that read past the file's last page.
+#[test]
+fn a_used_mark_past_the_file_end_bounds_every_read() {
+    let d = tmpdir();
+    let base = build_store(d.path(), "base.shoal", true);
+    let mut b = fs::read(&base).unwrap();
+    let t = read_u64(&b, H_TXN_OFF); // txn slot 0: data chunk at +16, bump at +24
+    let chunk = read_u64(&b, t + 16);
+    assert_ne!(chunk, 0, "txn slot 0 has no data chunk");
+    // The chunk's first record (after its 128-byte header) gets a long header: map 1, a
+    // 5-byte key, and a value that ends two pages past the end of the file.
+    let first = chunk + 128;
+    let mut v = b.len() as u64 + 2 * 4096 - first;
+    let mut header = vec![0x01u8, 0x05];
+    while v >= 0x80 {
+        header.push(0x80 | (v & 0x7f) as u8);
+        v >>= 7;
+    }
+    header.push(v as u8);
+    b[first as usize..first as usize + header.len()].copy_from_slice(&header);
+    put_u64(&mut b, t + 24, 1 << 40);
+    let p = d.path().join("bad-used.shoal");
+    fs::write(&p, &b).unwrap();
+    let s = Store::open_existing(&p).unwrap();
+    let r = s.check().unwrap();
+    assert!(
+        r.problems.iter().any(|p| p.contains("bump")),
+        "the bump past the file end is not reported: {r}"
+    );
+}
+
 /// A txn slot's data chunk pointer near 2^64 (from a damaged file) must not overflow when
 /// the dead bytes are computed: `stats` panicked with overflow checks on (found by
 /// fuzzing: `fuzz/`, open_check, which builds with debug assertions).
