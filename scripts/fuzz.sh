@@ -12,6 +12,10 @@
 #
 # SANITIZER=address (default none: plain instrumented build, ~2x more executions; the
 # engine's unsafe code is confined to two modules) builds with AddressSanitizer.
+# The targets are built with debug assertions (DEBUG_ASSERTIONS=0 turns them off, for
+# ~25% more executions): overflow checks, and every byte read checked against the
+# store's file end (`Region::checking_file_end`), which catches reads past the end that
+# stay inside the file's last page, where no SIGBUS would.
 # JOBS=N runs N fuzzing processes per target (default 1). SHOAL_FUZZ_DISK=1 makes
 # open_check also open one input in four as a file on disk (unclean-store verification and
 # Store::repair; three fsyncs per such input, so only in the long form, with TIMEOUT=60).
@@ -28,6 +32,8 @@ TARGETS=("$@")
 SANITIZER=${SANITIZER:-none}
 JOBS=${JOBS:-1}
 TIMEOUT=${TIMEOUT:-20}
+BUILD=(-s "$SANITIZER")
+[ "${DEBUG_ASSERTIONS:-1}" = 1 ] && BUILD+=(-a)
 CARGO_FUZZ_VERSION=0.13.1
 
 if ! rustup toolchain list | grep -q '^nightly'; then
@@ -42,7 +48,7 @@ SHOAL_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test -p shoal --release --locked \
     --features failpoints --test fuzz_seeds -q >/dev/null
 
 cd fuzz
-cargo +nightly fuzz build -s "$SANITIZER"
+cargo +nightly fuzz build "${BUILD[@]}"
 export SHOAL_FUZZ_DISK_DIR="$PWD/target/disk"
 mkdir -p "$SHOAL_FUZZ_DISK_DIR"
 declare -A MAXLEN=([open_check]=720896 [ops_model]=1200)
@@ -59,7 +65,7 @@ for t in "${TARGETS[@]}"; do
         gunzip -c "$f" >"$replay/$(basename "$f" .gz)"
     done
     log="target/replay-$t.log"
-    if cargo +nightly fuzz run -s "$SANITIZER" "$t" "$replay"/* -- -timeout="$TIMEOUT" \
+    if cargo +nightly fuzz run "${BUILD[@]}" "$t" "$replay"/* -- -timeout="$TIMEOUT" \
         -rss_limit_mb=4096 >"$log" 2>&1; then
         echo "  $t: replayed $(ls "$replay" | wc -l) past crash inputs, all pass"
     else
@@ -73,7 +79,7 @@ for t in "${TARGETS[@]}"; do
     log="target/fuzz-$t.log"
     echo "fuzzing $t for ${SECONDS_EACH}s (sanitizer $SANITIZER, $JOBS job(s))"
     mkdir -p "corpus/$t" "artifacts/$t"
-    if cargo +nightly fuzz run -s "$SANITIZER" "$t" "corpus/$t" -- \
+    if cargo +nightly fuzz run "${BUILD[@]}" "$t" "corpus/$t" -- \
         -max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" -rss_limit_mb=4096 \
         -max_len="${MAXLEN[$t]:-4096}" -print_final_stats=1 \
         -artifact_prefix="artifacts/$t/" \

@@ -40,6 +40,11 @@ pub struct Region {
     #[cfg(shuttle)]
     cells: Vec<AtomicU64>,
     len: u64,
+    /// Debug builds: whether byte reads are checked against the published file end
+    /// (invariant 1). Set for store mappings ([`Region::checking_file_end`]), not for the
+    /// plain buffers of this module's tests, which have no header.
+    #[cfg(all(debug_assertions, not(shuttle)))]
+    file_end_checked: bool,
 }
 
 // SAFETY: the region is only ever accessed through atomics (see the module comment), so
@@ -58,7 +63,41 @@ impl Region {
     /// lifetime of the `Region` (until the owner unmaps it, after dropping the region),
     /// and only ever accessed through atomics by every party.
     pub unsafe fn from_raw(base: *mut u8, len: u64) -> Region {
-        Region { base, len }
+        Region {
+            base,
+            len,
+            #[cfg(debug_assertions)]
+            file_end_checked: false,
+        }
+    }
+
+    /// In debug builds (tests; the fuzz targets built with `cargo fuzz build -a`), makes
+    /// every byte read check invariant 1 against the file end in the store's header. A
+    /// read past the file end is a `SIGBUS` only when it also passes the file's last
+    /// page, so a fuzzer sees only some of them; with this check, all (a checksummed
+    /// record read past the file in `check` was found as a `SIGBUS`). Release builds
+    /// check nothing.
+    pub fn checking_file_end(self) -> Region {
+        #[cfg(debug_assertions)]
+        return Region {
+            file_end_checked: true,
+            ..self
+        };
+        #[cfg(not(debug_assertions))]
+        self
+    }
+
+    /// See [`Region::checking_file_end`].
+    #[cfg(debug_assertions)]
+    #[inline]
+    fn debug_check_in_file(&self, off: u64, n: u64) {
+        if self.file_end_checked {
+            let end = self.word(crate::format::H_FILE_END).load(Ordering::Acquire);
+            assert!(
+                off.checked_add(n).is_some_and(|e| e <= end),
+                "a read of {n} bytes at {off:#x} passes the file end {end:#x}"
+            );
+        }
     }
 
     /// Base address, for unmapping.
@@ -108,6 +147,8 @@ impl Region {
     #[inline(always)]
     pub fn window(&self, off: u64, n: usize) -> u64 {
         debug_assert!((1..=8).contains(&n) && off + n as u64 <= self.len);
+        #[cfg(debug_assertions)]
+        self.debug_check_in_file(off, n as u64);
         let a0 = (off & !7) as usize;
         // The word holding the last byte: `a0`, or `a0 + 8` when the range crosses.
         let a1 = ((off + n as u64 - 1) & !7) as usize;
@@ -271,6 +312,8 @@ impl Region {
     #[inline(always)]
     pub fn bucket_tag_mask(&self, bo: u64, tag: u64) -> u32 {
         debug_assert!(bo % 128 == 0 && bo + 128 <= self.len, "bucket {bo:#x}");
+        #[cfg(debug_assertions)]
+        self.debug_check_in_file(bo, 128);
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
             use core::arch::asm;

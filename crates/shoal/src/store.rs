@@ -1110,7 +1110,7 @@ fn open_file_mode(
         let base = sys::map_shared(&file, reserve).map_err(|e| Error::io(path, e))?;
         // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's Drop;
         // all access goes through atomics (see mem.rs).
-        let region = unsafe { Region::from_raw(base, reserve) };
+        let region = unsafe { Region::from_raw(base, reserve) }.checking_file_end();
         let durable = !sys::on_tmpfs(&file);
         let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
         shared.durable = durable;
