@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets in fuzz/ (cargo-fuzz) for SECONDS each (default 60).
 #
-#   bash scripts/fuzz.sh [SECONDS] [TARGET...]     targets: open_check ops_model (default both)
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]     targets: open_check ops_model fixed_model
+#                                                  (default all three)
 #
 # Installs what it needs: the nightly toolchain (rustup) and cargo-fuzz (pinned). Seeds
 # the corpora with real store files and op sequences written by the engine's test
@@ -28,7 +29,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(open_check ops_model)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(open_check ops_model fixed_model)
 SANITIZER=${SANITIZER:-none}
 JOBS=${JOBS:-1}
 TIMEOUT=${TIMEOUT:-20}
@@ -43,7 +44,7 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 fi
 
-# Seeds: real store files (open_check) and op sequences (ops_model).
+# Seeds: real store files (open_check) and op sequences (ops_model, fixed_model).
 SHOAL_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test -p shoal --release --locked \
     --features failpoints --test fuzz_seeds -q >/dev/null
 
@@ -51,7 +52,7 @@ cd fuzz
 cargo +nightly fuzz build "${BUILD[@]}"
 export SHOAL_FUZZ_DISK_DIR="$PWD/target/disk"
 mkdir -p "$SHOAL_FUZZ_DISK_DIR"
-declare -A MAXLEN=([open_check]=720896 [ops_model]=1200)
+declare -A MAXLEN=([open_check]=720896 [ops_model]=1200 [fixed_model]=1200)
 status=0
 
 # Every input that ever crashed a target (fuzz/regressions/TARGET/*.gz, gzipped) is

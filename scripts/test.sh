@@ -41,7 +41,7 @@ cargo test --workspace --release --locked --features shoal/failpoints,shoal-tort
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1
 
-step "fuzzing, short form (cargo-fuzz: open_check, ops_model; 45 s each)"
+step "fuzzing, short form (cargo-fuzz: open_check, ops_model, fixed_model; 45 s each)"
 bash scripts/fuzz.sh 45
 
 step "C ABI, C++ header, packaging (ctest plain and sanitized)"

@@ -1,6 +1,7 @@
 //! Seeds for the fuzz targets (`fuzz/`, `scripts/fuzz.sh`): real store files for
-//! `open_check`'s corpus and op sequences for `ops_model`'s. With
-//! `SHOAL_FUZZ_SEEDS=DIR` they are written to `DIR/open_check` and `DIR/ops_model`;
+//! `open_check`'s corpus and op sequences for `ops_model`'s and `fixed_model`'s. With
+//! `SHOAL_FUZZ_SEEDS=DIR` they are written to `DIR/open_check`, `DIR/ops_model` and
+//! `DIR/fixed_model`;
 //! without it, to a temporary directory. Either way the test checks that every seed store
 //! is sound and opens again from its copied bytes.
 //! Small geometry (few process and txn slots, 64 KiB chunks), so the files are small and
@@ -123,6 +124,24 @@ fn fuzz_seeds() {
         fill.extend([i % 18, i, 255 - (i % 2) * 200]); // a few large values
     }
     std::fs::write(ops_dir.join("fill-and-mix"), &fill).unwrap();
+    // fixed_model: [kind, key, arg] triples; 64 puts fill the tiny segments (splits).
+    let fixed_dir = &base.join("fixed_model");
+    std::fs::create_dir_all(fixed_dir).unwrap();
+    let mut all = Vec::new();
+    for kind in 0..16u8 {
+        for key in [0u8, 1, 2, 63] {
+            all.extend([kind, key, 16 + kind]);
+        }
+    }
+    std::fs::write(fixed_dir.join("every-op"), &all).unwrap();
+    let mut fill = Vec::new();
+    for i in 0..64u8 {
+        fill.extend([0, i, i]);
+    }
+    for i in 0..100u8 {
+        fill.extend([i % 16, i.wrapping_mul(7), 255 - i]);
+    }
+    std::fs::write(fixed_dir.join("fill-and-mix"), &fill).unwrap();
 }
 
 /// Stores as a process killed mid-write leaves them: the file's bytes copied at a fail
