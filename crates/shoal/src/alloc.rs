@@ -24,12 +24,12 @@ const FIRST_FIT_LIMIT: usize = 64;
 const WHOLE_LIST_LIMIT: usize = 4096;
 
 /// How much space past the file's end writers keep allocated (in steps of
-/// `AHEAD_STEP`): two chunks, at most `AHEAD_MAX`.
+/// `AHEAD_STEP`): see [`ahead_window`]; never more than `AHEAD_MAX`.
 const AHEAD_MAX: u64 = 4 << 20;
 const AHEAD_STEP: u64 = 32 << 10;
 
 /// After a write, with no lock held: allocates the next `AHEAD_STEP` bytes past the end
-/// of the file (without changing its size), until two chunks past the end are allocated.
+/// of the file (without changing its size), until [`ahead_window`] bytes past the end are allocated.
 ///
 /// Why: growing the file by a chunk is an `fallocate` whose cost is proportional to its
 /// size (the kernel allocates and zeroes every page: 70 µs for a 256 KiB chunk on this
@@ -47,7 +47,7 @@ pub(crate) fn allocate_ahead(sh: &Shared) {
     let ahead = sh.ahead.load(Relaxed);
     let end = sh.file_end();
     let want = end
-        .saturating_add((2 * sh.g.chunk_size()).min(AHEAD_MAX))
+        .saturating_add(ahead_window(end, sh.g.chunk_size()))
         .min(sh.g.max_size)
         .min(sh.reserve);
     let from = ahead.max(end);
@@ -66,6 +66,22 @@ pub(crate) fn allocate_ahead(sh: &Shared) {
     if let Ok(false) = crate::sys::allocate_ahead(&sh.file, from, len) {
         sh.ahead.store(u64::MAX, Relaxed);
     }
+}
+
+/// How far past the file end `allocate_ahead` keeps space: two chunks, and on a larger
+/// file (a sixteenth of it) up to a map's longest index arena.
+///
+/// Why the arena: a large map takes its index space in runs of `ARENA_MAX_CHUNKS` chunks
+/// (2 MiB with 256 KiB chunks), and with two chunks ahead the put that took one still
+/// `fallocate`d 1.5 MiB itself. Every one of the 69 puts over 250 µs in a 10 M-key load
+/// had grown the file, most by such a run, the slowest ~0.5-0.9 ms
+/// (`cargo run --release -p shoal --example put_tail`). A sixteenth of the file bounds
+/// the space held ahead on small stores, which never take long arenas (a map's arena
+/// reaches 8 chunks only past 8,192 segments: 64 MiB of index).
+fn ahead_window(end: u64, cs: u64) -> u64 {
+    (end / 16)
+        .clamp(2 * cs, crate::index::ARENA_MAX_CHUNKS * cs)
+        .min(AHEAD_MAX)
 }
 
 /// Who is asking for space: the cleaner may use the last free chunk of a store that can

@@ -1078,7 +1078,7 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
 }
 
 /// The longest index arena run, in chunks (see [`arena_alloc`]).
-const ARENA_MAX_CHUNKS: u64 = 8;
+pub(crate) const ARENA_MAX_CHUNKS: u64 = 8;
 
 /// Zeroes a segment's memory (it may be a reused chunk) and sets its header.
 pub(crate) fn init_segment(sh: &Shared, m: &MapRef, seg: u64, lock: u64, depth: u64, prefix: u64) {
