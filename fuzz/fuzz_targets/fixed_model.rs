@@ -15,7 +15,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use shoal::{FixedMap, FixedOptions, OpenMode, Options, PutOutcome, Store};
-use std::collections::HashMap;
+#[path = "common/model.rs"]
+mod model;
+
+use model::Model;
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
@@ -55,24 +58,22 @@ fn open(create: bool, k: usize, v: usize) -> (Store, FixedMap) {
 fn key(b: u8, size: usize) -> Vec<u8> {
     let n = b % 64;
     (0..size)
-        .map(|j| if j == 0 { n } else { n.wrapping_mul(37) ^ j as u8 })
+        .map(|j| {
+            if j == 0 {
+                n
+            } else {
+                n.wrapping_mul(37) ^ j as u8
+            }
+        })
         .collect()
 }
 
 fn value(i: usize, arg: u8, size: usize) -> Vec<u8> {
-    (0..size)
-        .map(|j| (i * 31 + j * 7) as u8 ^ arg)
-        .collect()
+    (0..size).map(|j| (i * 31 + j * 7) as u8 ^ arg).collect()
 }
 
-fn full_compare(m: &FixedMap, model: &HashMap<Vec<u8>, Vec<u8>>, at: usize) {
-    let mut seen = HashMap::new();
-    for item in m.iter() {
-        let (k, v) = item.expect("iterate");
-        assert!(seen.insert(k, v).is_none(), "op {at}: a key iterated twice");
-    }
-    assert_eq!(&seen, model, "op {at}: iteration differs from the model");
-    assert_eq!(m.len().unwrap(), model.len() as u64, "op {at}: len");
+fn full_compare(m: &FixedMap, model: &Model, at: usize) {
+    model::check_whole(m.iter(), m.len().unwrap(), model, at);
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -84,7 +85,7 @@ fuzz_target!(|data: &[u8]| {
 fn run(data: &[u8], ks: usize, vs: usize) {
     let _ = std::fs::remove_file(path());
     let (mut s, mut m) = open(true, ks, vs);
-    let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+    let mut model = Model::new();
     for (i, op) in data.chunks_exact(3).take(2000).enumerate() {
         let (kind, k, arg) = (op[0], key(op[1], ks), op[2]);
         let v = value(i, arg, vs);
@@ -128,31 +129,9 @@ fn run(data: &[u8], ks: usize, vs: usize) {
                 model.remove(&k).is_some(),
                 "op {i}: remove"
             ),
-            8 => {
-                // Expected: the current value (arg even) or another one; new: v or none.
-                let cur = model.get(&k).cloned();
-                let expected = if arg % 2 == 0 {
-                    cur.clone()
-                } else {
-                    Some(v.clone())
-                };
-                let new = if arg % 3 == 0 { None } else { Some(v.clone()) };
-                let r = m
-                    .compare_and_swap(&k, expected.as_deref(), new.as_deref())
-                    .unwrap();
-                let want = cur == expected;
-                assert_eq!(
-                    r,
-                    want || (expected.is_none() && new.is_none()),
-                    "op {i}: cas"
-                );
-                if want {
-                    match new {
-                        Some(n) => model.insert(k, n),
-                        None => model.remove(&k),
-                    };
-                }
-            }
+            8 => model::check_cas(&mut model, k.clone(), &v, arg, i, |e, n| {
+                m.compare_and_swap(&k, e, n).unwrap()
+            }),
             9 => {
                 // Absent: insert v; present: bump the first byte, or remove when it is odd.
                 let f = |cur: Option<&[u8]>| match cur {

@@ -16,7 +16,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use shoal::{MapOptions, OpenMode, Options, PutOutcome, Store};
-use std::collections::HashMap;
+#[path = "common/model.rs"]
+mod model;
+
+use model::Model;
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
@@ -85,14 +88,8 @@ fn update_fn(cur: Option<&[u8]>) -> Option<Vec<u8>> {
     }
 }
 
-fn full_compare(m: &shoal::Map, model: &HashMap<Vec<u8>, Vec<u8>>, at: usize) {
-    let mut seen = HashMap::new();
-    for item in m.iter() {
-        let (k, v) = item.expect("iterate");
-        assert!(seen.insert(k, v).is_none(), "op {at}: a key iterated twice");
-    }
-    assert_eq!(&seen, model, "op {at}: iteration differs from the model");
-    assert_eq!(m.len().unwrap(), model.len() as u64, "op {at}: len");
+fn full_compare(m: &shoal::Map, model: &Model, at: usize) {
+    model::check_whole(m.iter(), m.len().unwrap(), model, at);
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -103,7 +100,7 @@ fuzz_target!(|data: &[u8]| {
 fn run(data: &[u8], uids: bool) {
     let _ = std::fs::remove_file(path());
     let (mut s, mut m) = open(true, uids);
-    let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+    let mut model = Model::new();
     for (i, op) in data.chunks_exact(3).take(2000).enumerate() {
         let (kind, k, len) = (op[0], key(op[1]), op[2]);
         let v = value(i, len, op[1]);
@@ -144,31 +141,9 @@ fn run(data: &[u8], uids: bool) {
             ),
             6 => assert_eq!(m.swap(&k, &v).unwrap(), model.insert(k, v), "op {i}: swap"),
             7 => assert_eq!(m.take(&k).unwrap(), model.remove(&k), "op {i}: take"),
-            8 => {
-                // Expected: the current value (len even) or another one; new: v or none.
-                let cur = model.get(&k).cloned();
-                let expected = if len % 2 == 0 {
-                    cur.clone()
-                } else {
-                    Some(v.clone())
-                };
-                let new = if len % 3 == 0 { None } else { Some(v.clone()) };
-                let r = m
-                    .compare_and_swap(&k, expected.as_deref(), new.as_deref())
-                    .unwrap();
-                let want = cur == expected;
-                assert_eq!(
-                    r,
-                    want || (expected.is_none() && new.is_none()),
-                    "op {i}: cas"
-                );
-                if want {
-                    match new {
-                        Some(n) => model.insert(k, n),
-                        None => model.remove(&k),
-                    };
-                }
-            }
+            8 => model::check_cas(&mut model, k.clone(), &v, len, i, |e, n| {
+                m.compare_and_swap(&k, e, n).unwrap()
+            }),
             9 => {
                 let r = m.update(&k, update_fn).unwrap();
                 let new = update_fn(model.get(&k).map(|v| &v[..]));
