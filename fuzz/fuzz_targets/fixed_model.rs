@@ -14,7 +14,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shoal::{FixedMap, FixedOptions, OpenMode, Options, PutOutcome, Store};
+use shoal::{FixedMap, FixedOptions, PutOutcome, Store};
 #[path = "common/model.rs"]
 mod model;
 
@@ -22,27 +22,11 @@ use model::Model;
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
-    PathBuf::from(format!(
-        "/dev/shm/shoal-fuzz-fixed-{}.shoal",
-        std::process::id()
-    ))
+    model::store_path("fixed")
 }
 
 fn open(create: bool, k: usize, v: usize) -> (Store, FixedMap) {
-    let o = Options {
-        chunk_size: 64 * 1024,
-        max_size: 1 << 30,
-        max_processes: 4,
-        max_threads: 8,
-        max_maps: 4,
-        ..Options::default()
-    };
-    let mode = if create {
-        OpenMode::CreateNew
-    } else {
-        OpenMode::Open
-    };
-    let s = Store::open_with(path(), &o, mode).expect("open the store");
+    let s = model::open_store("fixed", create);
     let geo = FixedOptions {
         segment_buckets: 2,
         stash_buckets: 1,

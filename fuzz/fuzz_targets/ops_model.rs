@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shoal::{MapOptions, OpenMode, Options, PutOutcome, Store};
+use shoal::{MapOptions, PutOutcome, Store};
 #[path = "common/model.rs"]
 mod model;
 
@@ -23,27 +23,11 @@ use model::Model;
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
-    PathBuf::from(format!(
-        "/dev/shm/shoal-fuzz-ops-{}.shoal",
-        std::process::id()
-    ))
+    model::store_path("ops")
 }
 
 fn open(create: bool, uids: bool) -> (Store, shoal::Map) {
-    let o = Options {
-        chunk_size: 64 * 1024,
-        max_size: 1 << 30,
-        max_processes: 4,
-        max_threads: 8,
-        max_maps: 4,
-        ..Options::default()
-    };
-    let mode = if create {
-        OpenMode::CreateNew
-    } else {
-        OpenMode::Open
-    };
-    let s = Store::open_with(path(), &o, mode).expect("open the store");
+    let s = model::open_store("ops", create);
     let m = s
         .map_with(
             "m",

@@ -1,5 +1,6 @@
-//! What the model-checking fuzz targets (`ops_model`, `fixed_model`) share: the model, a
-//! compare-and-swap checked against it, and the comparison of a whole map with it.
+//! What the model-checking fuzz targets (`ops_model`, `fixed_model`) share: their small
+//! store, the model, a compare-and-swap checked against it, and the comparison of a whole
+//! map with it.
 
 use std::collections::HashMap;
 
@@ -53,4 +54,31 @@ pub fn check_whole<E: std::fmt::Debug>(
     }
     assert_eq!(&seen, model, "op {at}: iteration differs from the model");
     assert_eq!(len, model.len() as u64, "op {at}: len");
+}
+
+/// The store file of this fuzzing process, in /dev/shm (`tag` tells the targets apart).
+pub fn store_path(tag: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!(
+        "/dev/shm/shoal-fuzz-{tag}-{}.shoal",
+        std::process::id()
+    ))
+}
+
+/// A small store (64 KiB chunks, so that growth and the cleaner come early), created
+/// anew or opened again.
+pub fn open_store(tag: &str, create: bool) -> shoal::Store {
+    let o = shoal::Options {
+        chunk_size: 64 * 1024,
+        max_size: 1 << 30,
+        max_processes: 4,
+        max_threads: 8,
+        max_maps: 4,
+        ..shoal::Options::default()
+    };
+    let mode = if create {
+        shoal::OpenMode::CreateNew
+    } else {
+        shoal::OpenMode::Open
+    };
+    shoal::Store::open_with(store_path(tag), &o, mode).expect("open the store")
 }
