@@ -120,6 +120,84 @@ fn record_walk(sh: &Shared, c: u64, used: u64) -> HashSet<u64> {
     starts
 }
 
+/// A map's index space as writes will use it: the arena its next segments are carved
+/// from (`M_ARENA`, `M_ARENA_BUMP`), and the spare segment and directory the next split
+/// and doubling write into. All come from the file and are written through, so a store
+/// that checks clean must have them right: the arena an index run of this map with its
+/// bump inside it, the spares whole inside index runs, and nothing the map uses (its
+/// header, directory, segments, spares) at or past the bump, where the next segment would
+/// be carved over it. (A fuzzed header's arena lay past the file, and the store checked
+/// clean: the next put's spare segment crashed it.)
+fn check_index_space(
+    sh: &Shared,
+    m: &crate::index::MapRef,
+    kinds: &HashMap<u64, (u64, u64)>,
+    in_index: &dyn Fn(u64, u64) -> bool,
+    problems: &mut Vec<String>,
+) {
+    let (g, id) = (&sh.g, m.id);
+    let cs = g.chunk_size();
+    let word = |o: u64| sh.w(m.hdr + o).load(Acquire);
+    let mut used: Vec<(u64, u64, &str)> = vec![(m.hdr, map_header_size(g.n_txn), "header")];
+    let root = word(M_ROOT);
+    if root >> 48 <= MAX_DEPTH {
+        used.push((root & OFF_MASK, 8 << (root >> 48), "directory"));
+        for j in 0..1u64 << (root >> 48) {
+            let at = (root & OFF_MASK) + 8 * j;
+            if at + 8 <= sh.file_end() {
+                used.push((entry_seg(sh.w(at).load(Acquire)), m.seg_size, "segment"));
+            }
+        }
+    }
+    let spare = word(M_SPARE_SEG);
+    if spare != 0 {
+        if spare % BUCKET != 0 || !in_index(spare, m.seg_size) {
+            problems.push(format!(
+                "map {id}: spare segment {spare:#x} is not inside an index chunk"
+            ));
+        }
+        used.push((spare, m.seg_size, "spare segment"));
+    }
+    let (sdir, sg) = (word(M_SPARE_DIR), word(M_SPARE_DIR_G));
+    if sdir != 0 {
+        if sg > MAX_DEPTH || sdir % 8 != 0 || !in_index(sdir, 8 << sg.min(MAX_DEPTH)) {
+            problems.push(format!(
+                "map {id}: spare directory {sdir:#x} (depth {sg}) is not inside an index chunk"
+            ));
+        } else {
+            used.push((sdir, 8 << sg, "spare directory"));
+        }
+    }
+    let (arena, bump) = (word(M_ARENA), word(M_ARENA_BUMP));
+    if arena == 0 {
+        return;
+    }
+    let top = match kinds.get(&arena) {
+        Some(&(CK_INDEX, run)) if sh.w(arena + K_OWNER).load(Acquire) == id => {
+            arena + run.clamp(1, crate::index::ARENA_MAX_CHUNKS) * cs
+        }
+        _ => {
+            problems.push(format!(
+                "map {id}: index arena {arena:#x} is not an index run of the map"
+            ));
+            return;
+        }
+    };
+    if bump < arena + CHUNK_HDR || bump > top || bump % BUCKET != 0 {
+        problems.push(format!(
+            "map {id}: index arena bump {bump:#x} is outside its arena {arena:#x}..{top:#x}"
+        ));
+        return;
+    }
+    for (off, len, what) in used {
+        if off < top && off.saturating_add(len) > bump && off + len > arena {
+            problems.push(format!(
+                "map {id}: its {what} at {off:#x} lies past its arena's bump {bump:#x} (the next segment would be carved over it)"
+            ));
+        }
+    }
+}
+
 pub(crate) fn check(sh: &Shared) -> Result<Report> {
     sh.ensure_registered()?;
     crate::txn::reclaim_dead(sh)?;
@@ -309,6 +387,9 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             };
             let mut problems = Vec::new();
             let (n, segs) = crate::fixed::check_map(sh, id, &in_index, &mut problems);
+            if let Ok(f) = crate::fixed::fixed_ref_unchecked(sh, id) {
+                check_index_space(sh, &f.m, &kinds, &in_index, &mut problems);
+            }
             for p in problems {
                 ck.bad(p);
             }
@@ -341,6 +422,11 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                 *k == CK_INDEX && off >= *s && off + len <= s + r * cs && (*s == c || *r > 1)
             })
         };
+        let mut problems = Vec::new();
+        check_index_space(sh, &m, &kinds, &in_index, &mut problems);
+        for p in problems {
+            ck.bad(p);
+        }
         if !in_index(dir, 8 << gd) {
             ck.bad(format!(
                 "map {id}: directory {dir:#x} is not inside an index chunk"

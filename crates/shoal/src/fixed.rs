@@ -838,7 +838,7 @@ fn split_locked(tx: &Txn, f: &FixedRef, seg: u64, d: u64) -> Result<()> {
         index::double_directory(tx, m, root)?;
     }
     index::ensure_spares(tx, m, None)?;
-    let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
+    let s1 = index::spare_segment(sh, m, seg)?;
     let prefix = sh.w(seg + S_PREFIX).load(Acquire);
     let me = tx.idx + 1;
     tx.held_note(s1 + S_LOCK)?;

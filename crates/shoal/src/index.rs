@@ -1026,9 +1026,36 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
     let arena = sh.w(m.hdr + M_ARENA).load(Acquire);
     let bump = sh.w(m.hdr + M_ARENA_BUMP).load(Acquire);
     if arena != 0 {
+        // Both come from the file, and the space is written next: never carve it outside
+        // an index run of this map (a fuzzed header's arena lay past the file).
+        let end = sh.file_end();
+        if arena < sh.g.chunks_off
+            || arena >= end
+            || (arena - sh.g.chunks_off) % cs != 0
+            || sh.w(arena + K_KIND).load(Acquire) != CK_INDEX
+            || sh.w(arena + K_OWNER).load(Acquire) != m.id
+        {
+            return Err(m.bad(
+                sh,
+                format!(
+                    "map {}: index arena {arena:#x} is not an index run of the map",
+                    m.id
+                ),
+            ));
+        }
         // The run length comes from the file: a bad one only ends the arena early.
         let run = sh.w(arena + K_RUN).load(Acquire).clamp(1, ARENA_MAX_CHUNKS);
-        if bump + size <= arena + run * cs {
+        let top = (arena + run * cs).min(end);
+        if bump < arena + CHUNK_HDR || bump > top || bump % BUCKET != 0 {
+            return Err(m.bad(
+                sh,
+                format!(
+                    "map {}: index arena bump {bump:#x} is outside its arena {arena:#x}",
+                    m.id
+                ),
+            ));
+        }
+        if bump + size <= top {
             return Ok((bump, vec![(m.hdr + M_ARENA_BUMP, bump + size)]));
         }
     }
@@ -1075,6 +1102,26 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
     } else {
         Ok((run + CHUNK_HDR, vec![]))
     }
+}
+
+/// The map's spare segment, which a split of `seg` is about to build its new segment in.
+/// It comes from the file and is written next: it must be a whole segment inside the file
+/// and not `seg` itself. Shared by the variable and the fixed-size maps.
+pub(crate) fn spare_segment(sh: &Shared, m: &MapRef, seg: u64) -> Result<u64> {
+    let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
+    let fits = s1 >= sh.g.chunks_off
+        && s1 % BUCKET == 0
+        && s1
+            .checked_add(m.seg_size)
+            .is_some_and(|e| e <= sh.file_end())
+        && (s1 + m.seg_size <= seg || seg + m.seg_size <= s1);
+    if !fits {
+        return Err(m.bad(
+            sh,
+            format!("map {}: spare segment {s1:#x} does not fit the file", m.id),
+        ));
+    }
+    Ok(s1)
 }
 
 /// The longest index arena run, in chunks (see [`arena_alloc`]).
@@ -1128,7 +1175,7 @@ fn split_locked(tx: &Txn, m: &MapRef, seg: u64, d: u64) -> Result<()> {
         double_directory(tx, m, root)?;
     }
     ensure_spares(tx, m, None)?;
-    let s1 = sh.w(m.hdr + M_SPARE_SEG).load(Acquire);
+    let s1 = spare_segment(sh, m, seg)?;
     let prefix = sh.w(seg + S_PREFIX).load(Acquire);
     // 2. Build the new segment, locked by us, private until published. Intent first: a
     //    crash before publication leaves it as the map's spare, untouched.
@@ -1211,7 +1258,22 @@ pub(crate) fn double_directory(tx: &Txn, m: &MapRef, root: u64) -> Result<()> {
     let g = root >> 48;
     ensure_spares(tx, m, Some(g + 1))?;
     let nd = sh.w(m.hdr + M_SPARE_DIR).load(Acquire);
+    // From the file, and written next: inside it, and not over the directory it copies.
     let od = root & OFF_MASK;
+    let fits = nd >= sh.g.chunks_off
+        && nd % BUCKET == 0
+        && nd.checked_add(16 << g).is_some_and(|e| e <= sh.file_end())
+        && (nd + (16 << g) <= od || od + (8 << g) <= nd);
+    if !fits {
+        return Err(m.bad(
+            sh,
+            format!(
+                "map {}: spare directory {nd:#x} (depth {}) does not fit the file",
+                m.id,
+                g + 1
+            ),
+        ));
+    }
     let half = 1u64 << g;
     for i in 0..half {
         let e = sh.w(od + 8 * i).load(Acquire);
