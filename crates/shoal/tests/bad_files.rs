@@ -1628,7 +1628,9 @@ fn a_map_index_space_outside_its_arena_is_corrupt() {
     let hdr = read_u64(&good, read_u64(&good, H_CATALOG_OFF) + 256 + 16);
     let arena = read_u64(&good, hdr + M_ARENA);
     let far = 0x4000_0000_0001_0000u64;
-    let cases: [(&str, Vec<(u64, u64)>, &str); 4] = [
+    // (what, the header words patched, what check must say)
+    type Case<'a> = (&'a str, Vec<(u64, u64)>, &'a str);
+    let cases: [Case; 4] = [
         (
             "an arena past the file",
             vec![(hdr + M_ARENA, far), (hdr + M_SPARE_SEG, 0)],
