@@ -140,13 +140,14 @@ fn check_index_space(
     let word = |o: u64| sh.w(m.hdr + o).load(Acquire);
     let mut used: Vec<(u64, u64, &str)> = vec![(m.hdr, map_header_size(g.n_txn), "header")];
     let root = word(M_ROOT);
-    if root >> 48 <= MAX_DEPTH {
-        used.push((root & OFF_MASK, 8 << (root >> 48), "directory"));
-        for j in 0..1u64 << (root >> 48) {
-            let at = (root & OFF_MASK) + 8 * j;
-            if at + 8 <= sh.file_end() {
-                used.push((entry_seg(sh.w(at).load(Acquire)), m.seg_size, "segment"));
-            }
+    let (rg, dir) = (root >> 48, root & OFF_MASK);
+    // A directory out of the file or misaligned is reported by the caller; only a sound
+    // one is read here (an unaligned one made this read a misaligned word: fuzz).
+    if rg <= MAX_DEPTH && dir >= g.chunks_off && dir % 8 == 0 && dir + (8 << rg) <= sh.file_end() {
+        used.push((dir, 8 << rg, "directory"));
+        for j in 0..1u64 << rg {
+            let e = sh.w(dir + 8 * j).load(Acquire);
+            used.push((entry_seg(e), m.seg_size, "segment"));
         }
     }
     let spare = word(M_SPARE_SEG);
