@@ -1258,11 +1258,17 @@ pub(crate) fn double_directory(tx: &Txn, m: &MapRef, root: u64) -> Result<()> {
     let g = root >> 48;
     ensure_spares(tx, m, Some(g + 1))?;
     let nd = sh.w(m.hdr + M_SPARE_DIR).load(Acquire);
-    // From the file, and written next: inside it, and not over the directory it copies.
+    // From the file, and written next: inside it, and not over the directory it copies
+    // (which is read whole, so it must be inside the file too).
     let od = root & OFF_MASK;
-    let fits = nd >= sh.g.chunks_off
+    let end = sh.file_end();
+    let fits = g < MAX_DEPTH
+        && nd >= sh.g.chunks_off
         && nd % BUCKET == 0
-        && nd.checked_add(16 << g).is_some_and(|e| e <= sh.file_end())
+        && nd.checked_add(16 << g).is_some_and(|e| e <= end)
+        && od >= sh.g.chunks_off
+        && od % 8 == 0
+        && od + (8 << g) <= end
         && (nd + (16 << g) <= od || od + (8 << g) <= nd);
     if !fits {
         return Err(m.bad(
