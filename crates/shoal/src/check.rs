@@ -152,7 +152,8 @@ fn check_index_space(
     }
     let spare = word(M_SPARE_SEG);
     if spare != 0 {
-        if spare % BUCKET != 0 || !in_index(spare, m.seg_size) {
+        // Offsets are below 2^48; a larger one would overflow `in_index`'s sums.
+        if spare % BUCKET != 0 || spare > OFF_MASK || !in_index(spare, m.seg_size) {
             problems.push(format!(
                 "map {id}: spare segment {spare:#x} is not inside an index chunk"
             ));
@@ -161,7 +162,7 @@ fn check_index_space(
     }
     let (sdir, sg) = (word(M_SPARE_DIR), word(M_SPARE_DIR_G));
     if sdir != 0 {
-        if sg > MAX_DEPTH || sdir % 8 != 0 || !in_index(sdir, 8 << sg.min(MAX_DEPTH)) {
+        if sg > MAX_DEPTH || sdir % 8 != 0 || sdir > OFF_MASK || !in_index(sdir, 8 << sg) {
             problems.push(format!(
                 "map {id}: spare directory {sdir:#x} (depth {sg}) is not inside an index chunk"
             ));
