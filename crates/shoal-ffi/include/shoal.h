@@ -740,11 +740,12 @@ typedef struct shoal_fixed_stats {
      */
     uint64_t segment_bytes;
     /**
-     * Cells in all segments (the map's capacity before its next splits).
+     * Cells in all segments (the map's capacity before it next grows).
      */
     uint64_t capacity;
     /**
-     * Segment splits so far.
+     * Growth steps so far: moves of a directory group to another segment (stores of
+     * format version 7), or segment splits (fixed maps of older stores).
      */
     uint64_t splits;
     /**

@@ -87,9 +87,10 @@ pub struct shoal_fixed_stats {
     pub segments: u64,
     /// Bytes of the segments (cells, bucket headers, segment headers).
     pub segment_bytes: u64,
-    /// Cells in all segments (the map's capacity before its next splits).
+    /// Cells in all segments (the map's capacity before it next grows).
     pub capacity: u64,
-    /// Segment splits so far.
+    /// Growth steps so far: moves of a directory group to another segment (stores of
+    /// format version 7), or segment splits (fixed maps of older stores).
     pub splits: u64,
     /// Global depth of the directory (it has 2^depth entries).
     pub directory_depth: u64,

@@ -14,8 +14,18 @@
 //! A key lives in its home bucket or, when that is full, in one of the next
 //! [`NEIGHBOURS`] buckets or a stash bucket; the home bucket's overflow count says when to
 //! look there (F14's counts, as in `index.rs`; the neighbours raise the load at which
-//! segments split from ~45 % to ~85 %). A bitmap bit says which cells are occupied; a
+//! a segment is full from ~45 % to ~85 %). A bitmap bit says which cells are occupied; a
 //! deleted cell is reused by the next insert.
+//!
+//! **Growth by moves** (format version 7, map flag `MF_GROUPS`). A directory entry is a
+//! *group* (the keys whose low `g` hash bits are its index), and any set of entries may
+//! name a segment. An insert that finds its segment full moves its own group (every key
+//! of it) into the map's *open* segment, or into a new segment that becomes the open one,
+//! and repoints that one entry. So the map grows one segment at a time and its segments
+//! stay 82-94 % full at every size, where halving splits swing between ~43 % and ~86 %
+//! (every segment fills at the same rate, so they split in waves): issue 3's 4- and
+//! 8-byte overhead budgets need the former. Maps of older stores keep splitting. See
+//! DESIGN.md, "How fixed maps grow".
 //!
 //! **Writes** lock the segment. An insert writes the key and value into a *free* cell
 //! (invisible: its bit is clear), then commits a redo list that sets the bit and bumps the
@@ -38,7 +48,8 @@
 //! segment) and cleared by the writer waiting on it, after 10 ms.
 //!
 //! Duplicated from index.rs, with cells instead of slots: the optimistic read loop, the
-//! split (build, finish, recovery), clear and iteration snapshots. They differ in every
+//! split (build, finish, recovery), clear and iteration snapshots. The moves are this
+//! module's own. They differ in every
 //! line that touches a bucket (bitmaps instead of slots, keys in place instead of in
 //! records, in-place values that need the old segment frozen by the lock), and keeping
 //! `index.rs`'s hot paths free of a cell/slot abstraction was a goal. The directory, the
@@ -49,7 +60,7 @@ use crate::format::*;
 use crate::index::{self, MapRef};
 use crate::mem::fence;
 use crate::shared::Shared;
-use crate::txn::{Redo, Txn, I_FSPLIT, I_REDO, LOCK_HIGH, WAITERS};
+use crate::txn::{Redo, Txn, I_FMOVE, I_FSPLIT, I_REDO, LOCK_HIGH, WAITERS};
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
 
@@ -108,15 +119,22 @@ impl Geo {
     /// header is one word). A bucket is 64 × L bytes, L the smallest power of two that
     /// holds at least 7 cells (capped at 32 cells by the bitmap, 4096 bytes): one line for
     /// cells of up to 8 bytes, an aligned pair of lines up to 17, four lines up to 36.
-    pub fn new(key_size: u64, value_size: u64) -> Geo {
+    ///
+    /// In a map of groups (`groups`, format version 7), cells over 16 bytes get buckets of
+    /// at least 15 (16+16: 512 bytes, 15 cells, where 7 cells left 24 of 256 bytes
+    /// unused): bigger buckets fill further before a key finds no room, and a cell of
+    /// 32 bytes or more costs its whole size in every unused cell (DESIGN.md, "How fixed
+    /// maps grow"). Inline maps (cells up to 16 bytes) keep one line or an aligned pair.
+    pub fn new(key_size: u64, value_size: u64, groups: bool) -> Geo {
         let kstride = if value_size > 0 && value_size % 8 == 0 {
             key_size.next_multiple_of(8)
         } else {
             key_size
         };
         let cell = (kstride + value_size).max(1);
+        let min_cells = if groups && cell > 16 { 15 } else { 7 };
         let mut bsize = 64;
-        while bsize < 4096 && (bsize - 8) / cell < 7 {
+        while bsize < 4096 && (bsize - 8) / cell < min_cells {
             bsize *= 2;
         }
         let cells = ((bsize - 8) / cell).min(MAX_CELLS);
@@ -195,8 +213,14 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
             "map {id} is not a fixed-size map (open it with Store::map)"
         )));
     }
-    if flags != MF_FIXED {
+    let groups = flags == MF_FIXED | MF_GROUPS;
+    if flags != MF_FIXED && !groups {
         return Err(sh.corrupt(format!("map {id}: unknown map flags {flags:#x}")));
+    }
+    if groups && !sh.g.fixed_groups {
+        return Err(sh.corrupt(format!(
+            "map {id}: flag GROUPS in a store without FIXED_GROUPS (it came with version 7)"
+        )));
     }
     let ks = sh.w(hdr + M_KEY_SIZE).load(Acquire);
     let vs = sh.w(hdr + M_VALUE_SIZE).load(Acquire);
@@ -211,7 +235,7 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
             "map {id}: bad fixed geometry (key {ks}, value {vs}, {n_main}+{n_stash} buckets)"
         )));
     }
-    let geo = Geo::new(ks, vs);
+    let geo = Geo::new(ks, vs, groups);
     Ok(FixedRef {
         m: MapRef {
             id,
@@ -222,6 +246,7 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
             cat_word,
             timeout: sh.lock_timeout,
             vtrail: 0,
+            groups,
         },
         geo,
     })
@@ -263,14 +288,25 @@ pub(crate) fn init_map(
             cat_word: 0,
             timeout: sh.lock_timeout,
             vtrail: 0,
+            groups: sh.g.fixed_groups,
         },
         geo,
     };
     index::init_segment(sh, &f.m, seg, 0, 0, 0);
+    if f.m.groups {
+        // The first segment holds the directory's one group; the map has one segment.
+        sh.w(seg + S_GROUPS).store(group_count(1, 0), Relaxed);
+        sh.w(hdr + M_N_SEGS).store(1, Relaxed);
+    }
     sh.w(dir).store(dir_entry(seg, 0), Relaxed);
     sh.w(hdr + M_N_MAIN).store(n_main, Relaxed);
     sh.w(hdr + M_N_STASH).store(n_stash, Relaxed);
-    sh.w(hdr + M_FLAGS).store(MF_FIXED, Relaxed);
+    let flags = if f.m.groups {
+        MF_FIXED | MF_GROUPS
+    } else {
+        MF_FIXED
+    };
+    sh.w(hdr + M_FLAGS).store(flags, Relaxed);
     sh.w(hdr + M_KEY_SIZE).store(geo.key_size, Relaxed);
     sh.w(hdr + M_VALUE_SIZE).store(geo.value_size, Relaxed);
     sh.w(hdr + M_CHAIN).store(c, Relaxed);
@@ -569,7 +605,11 @@ impl FixedRef {
                     return Ok(res);
                 }
                 Ok(None) => {
-                    let r = split(tx, self, seg);
+                    let r = if self.m.groups {
+                        move_group(tx, self, seg, h)
+                    } else {
+                        split(tx, self, seg)
+                    };
                     tx.unlock(seg + S_LOCK);
                     r?;
                 }
@@ -1004,11 +1044,461 @@ fn overflow_counts(sh: &Shared, f: &FixedRef, seg: u64) -> Vec<u64> {
 /// Recovery of a fixed map's split whose thread died (its locks still name it).
 pub(crate) fn recover_split(sh: &Shared, args: &[u64]) -> Result<()> {
     let f = fixed_ref_unchecked(sh, args[A_MAP])?;
+    if f.m.groups {
+        return Err(sh.corrupt(format!(
+            "map {}: a dead txn's split intent in a map that grows by moves",
+            f.m.id
+        )));
+    }
     if args[A_PHASE] == 0 {
         return Ok(()); // the new segment is still the map's spare; nothing else changed
     }
     index::check_split_args(sh, &f.m, args)?;
     finish_split(sh, &f, args[A_SEG], args[A_NEW], args[A_DEPTH])
+}
+
+// ---------------------------------------------------------------------------------------
+// Growth by moving groups (maps with MF_GROUPS; see DESIGN.md, "How fixed maps grow").
+
+/// The directory is doubled when it has fewer entries than this per segment, so that a
+/// full segment always has groups to give and each holds a small share of it (~1/8 to
+/// 1/16: a move copies that share, and leaves the segment that much room).
+const MIN_GROUPS_PER_SEGMENT: u64 = 8;
+
+/// A segment's [`S_GROUPS`] word: `n` entries of a directory of depth `g`.
+pub(crate) fn group_count(n: u64, g: u64) -> u64 {
+    n | g << 48
+}
+
+/// How many entries of a directory of depth `g` name `seg`, from its [`S_GROUPS`] word;
+/// None if the word cannot be one (it comes from the file).
+fn groups_of(sh: &Shared, seg: u64, g: u64) -> Option<u64> {
+    let w = sh.w(seg + S_GROUPS).load(Acquire);
+    let (n, tg) = (w & OFF_MASK, w >> 48);
+    if n == 0 || tg > g || g > MAX_DEPTH || n > (1u64 << tg) {
+        return None;
+    }
+    Some(n << (g - tg))
+}
+
+/// Move arguments, stored in the txn slot's intent (kind `I_FMOVE`).
+const V_MAP: usize = 0;
+const V_SRC: usize = 1;
+const V_DST: usize = 2;
+const V_GROUP: usize = 3;
+/// Bit 0: the phase (1 once the destination holds the group's cells); bit 1: the
+/// destination is the map's spare segment, new to the map.
+const V_PHASE: usize = 4;
+const V_DEPTH: usize = 5;
+
+/// Makes room in full segment `seg` (locked by the caller, adders drained) for the key
+/// of hash `h`: moves the key's group (its directory entry, with every key of it) to the
+/// map's open segment, or to a new segment that becomes the open one. The directory is
+/// doubled first when `seg` is named by one entry only, or the map has fewer than
+/// [`MIN_GROUPS_PER_SEGMENT`] entries per segment.
+fn move_group(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()> {
+    let dir_lock = f.m.hdr + M_DIR_LOCK;
+    tx.lock(dir_lock)?;
+    let r = move_locked(tx, f, seg, h);
+    tx.unlock(dir_lock);
+    r
+}
+
+fn move_locked(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()> {
+    let sh = tx.sh;
+    let m = &f.m;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let g = root >> 48;
+    let nsegs = sh.w(m.hdr + M_N_SEGS).load(Acquire);
+    let owned = groups_of(sh, seg, g);
+    let (Some(owned), true) = (owned, nsegs >= 1 && g <= MAX_DEPTH && nsegs <= 1 << g) else {
+        return Err(m.bad(
+            sh,
+            format!(
+                "map {}: segment {seg:#x} group count {:#x} or segment count {nsegs} \
+                 does not fit a directory of depth {g}",
+                m.id,
+                sh.w(seg + S_GROUPS).load(Acquire)
+            ),
+        ));
+    };
+    let root = if (owned < 2 || 1u64 << g < MIN_GROUPS_PER_SEGMENT * nsegs) && g < MAX_DEPTH {
+        index::double_directory(tx, m, root)?;
+        sh.w(m.hdr + M_ROOT).load(Acquire)
+    } else {
+        root
+    };
+    let g = root >> 48;
+    if groups_of(sh, seg, g).unwrap_or(0) < 2 {
+        return Err(Error::StoreFull(format!(
+            "map {}: segment {seg:#x} is full with the keys of one group of {MAX_DEPTH} hash bits",
+            m.id
+        )));
+    }
+    let j = h & ((1u64 << g) - 1);
+    let dir = root & OFF_MASK;
+    if entry_seg(sh.w(dir + 8 * j).load(Acquire)) != seg {
+        return Err(m.bad(
+            sh,
+            format!(
+                "map {}: directory entry {j} does not name locked segment {seg:#x}",
+                m.id
+            ),
+        ));
+    }
+    // The open segment, if nobody holds it right now (waiting could deadlock: its
+    // holder may be waiting for the directory lock, to move a group of its own).
+    let open = sh.w(m.hdr + M_OPEN_SEG).load(Acquire);
+    if open != 0 && open != seg {
+        let fits = open >= sh.g.chunks_off
+            && open % BUCKET == 0
+            && open
+                .checked_add(m.seg_size)
+                .is_some_and(|e| e <= sh.file_end())
+            && (open + m.seg_size <= seg || seg + m.seg_size <= open);
+        if !fits {
+            return Err(m.bad(
+                sh,
+                format!("map {}: open segment {open:#x} does not fit the file", m.id),
+            ));
+        }
+        if tx.try_lock(open + S_LOCK) {
+            let r =
+                wait_adders(tx, open, m.timeout).and_then(|_| move_to(tx, f, seg, open, j, false));
+            tx.unlock(open + S_LOCK);
+            if r? {
+                return Ok(());
+            }
+        }
+    }
+    index::ensure_spares(tx, m, None)?;
+    let s1 = index::spare_segment(sh, m, seg)?;
+    tx.held_note(s1 + S_LOCK)?;
+    index::init_segment(sh, m, s1, tx.idx + 1, 0, 0);
+    let r = move_to(tx, f, seg, s1, j, true);
+    tx.unlock(s1 + S_LOCK);
+    if !r? {
+        return Err(sh.corrupt(format!(
+            "map {}: group {j} of segment {seg:#x} does not fit an empty segment",
+            m.id
+        )));
+    }
+    Ok(())
+}
+
+/// Moves group `j` of `src` into `dst` (both locked, adders drained; the directory lock
+/// held). Returns false, having changed nothing, if `dst` has no room for it. `fresh`:
+/// `dst` is the map's spare segment, just initialised, which becomes the open segment.
+fn move_to(tx: &Txn, f: &FixedRef, src: u64, dst: u64, j: u64, fresh: bool) -> Result<bool> {
+    let sh = tx.sh;
+    let m = &f.m;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let (g, dir) = (root >> 48, root & OFF_MASK);
+    let nsegs = sh.w(m.hdr + M_N_SEGS).load(Acquire);
+    let src_n = groups_of(sh, src, g).unwrap_or(0);
+    let dst_n = if fresh {
+        0
+    } else {
+        groups_of(sh, dst, g).ok_or_else(|| {
+            m.bad(
+                sh,
+                format!("map {}: open segment {dst:#x} has no group count", m.id),
+            )
+        })?
+    };
+    // What the move changes besides cells, applied at once when the copies are in place.
+    let mut redo = Redo::new();
+    redo.push(dir + 8 * j, dir_entry(dst, 0));
+    redo.push(src + S_GROUPS, group_count(src_n - 1, g));
+    redo.push(dst + S_GROUPS, group_count(dst_n + 1, g));
+    if fresh {
+        redo.push(m.hdr + M_OPEN_SEG, dst);
+        redo.push(m.hdr + M_SPARE_SEG, 0);
+        redo.push(m.hdr + M_N_SEGS, nsegs + 1);
+    }
+    let mut args = [0u64; T_NARGS as usize];
+    args[V_MAP] = m.id;
+    args[V_SRC] = src;
+    args[V_DST] = dst;
+    args[V_GROUP] = j;
+    args[V_PHASE] = (fresh as u64) << 1;
+    args[V_DEPTH] = g;
+    tx.commit(I_FMOVE, &args, &redo);
+    let r = (|| -> Result<bool> {
+        let mask = (1u64 << g) - 1;
+        let Some(moved) = copy_group(sh, f, src, dst, j, mask, fresh) else {
+            remove_group(sh, f, dst, j, mask);
+            return Ok(false);
+        };
+        sh.persist(dst, m.seg_size)?;
+        crate::rt::failpoint!("fixed.move.copied");
+        tx.set_arg(V_PHASE as u64, 1 | (fresh as u64) << 1);
+        tx.apply(&redo);
+        sh.persist(dir + 8 * j, 8)?;
+        sh.persist(src, BUCKET)?;
+        sh.persist(dst, BUCKET)?;
+        sh.persist(m.hdr, BUCKET)?;
+        crate::rt::failpoint!("fixed.move.published");
+        remove_cells(sh, f, src, &moved);
+        crate::rt::failpoint!("fixed.move.done");
+        let so = m.hdr + M_COUNTERS + MC_SIZE * tx.idx + MC_SPLITS;
+        sh.w(so).store(sh.w(so).load(Relaxed) + 1, Relaxed);
+        Ok(true)
+    })();
+    tx.done();
+    r
+}
+
+/// A cell of a group being moved, in its source segment: bucket, cell, home bucket.
+type Moved = (u64, u64, u64);
+
+/// Copies the cells of group `j` (hash & `mask` == `j`) of `src` into free cells of
+/// `dst`, and sets their bits there (readers find them only once the directory names
+/// `dst`); returns where they were in `src`. Into a `fresh` segment they go to the
+/// positions they had, which always fits; otherwise each is placed as an insert would
+/// be, and None is returned (with some of them copied: the caller removes them) when one
+/// finds no room.
+fn copy_group(
+    sh: &Shared,
+    f: &FixedRef,
+    src: u64,
+    dst: u64,
+    j: u64,
+    mask: u64,
+    fresh: bool,
+) -> Option<Vec<Moved>> {
+    let mut moved = Vec::new();
+    let m = &f.m;
+    let nb = m.n_main + m.n_stash;
+    let mut over = vec![0u64; m.n_main as usize];
+    let mut bits_new = vec![0u64; nb as usize];
+    let mut key = vec![0u8; f.geo.key_size as usize];
+    let mut cell = vec![0u8; f.geo.cell as usize];
+    for b in 0..nb {
+        if b == nb / 2 {
+            crate::rt::failpoint!("fixed.move.copying");
+        }
+        let bo = f.bucket(src, b);
+        let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            let co = f.cell_off(bo, i);
+            sh.r.read_bytes(co, &mut key);
+            let kh = hash(sh.g.seed, &key);
+            if kh & mask != j {
+                continue;
+            }
+            sh.r.read_bytes(co, &mut cell);
+            let home = home_bucket(kh, m.n_main);
+            moved.push((b, i, home));
+            if fresh {
+                sh.r.write_bytes(f.cell_off(f.bucket(dst, b), i), &cell);
+                bits_new[b as usize] |= 1 << i;
+                if b != home {
+                    over[home as usize] += 1;
+                }
+                continue;
+            }
+            let c = f.free_cell(sh, dst, kh)?;
+            let to = f.bucket(dst, c.b);
+            sh.r.write_bytes(f.cell_off(to, c.i), &cell);
+            bump(sh, to, 0, 1 << c.i);
+            if c.b != home {
+                bump(sh, f.bucket(dst, home), 1, 0);
+            }
+        }
+    }
+    if fresh {
+        for b in 0..nb {
+            let ov = if b < m.n_main { over[b as usize] } else { 0 };
+            let bn = bits_new[b as usize];
+            if ov > 0 || bn != 0 {
+                sh.w(f.bucket(dst, b)).store(fh(0, ov, bn), Relaxed);
+            }
+        }
+    }
+    Some(moved)
+}
+
+/// Clears the cells `moved` of `seg` and takes them out of their home buckets' overflow
+/// counts: [`remove_group`] without hashing every key again, for the live move, which
+/// knows them (recovery does not, and runs `remove_group`).
+fn remove_cells(sh: &Shared, f: &FixedRef, seg: u64, moved: &[Moved]) {
+    let nb = (f.m.n_main + f.m.n_stash) as usize;
+    let mut clear = vec![0u64; nb];
+    let mut less = vec![0u64; nb];
+    for &(b, i, home) in moved {
+        clear[b as usize] |= 1 << i;
+        if b != home {
+            less[home as usize] += 1;
+        }
+    }
+    for b in 0..nb {
+        if clear[b] == 0 && less[b] == 0 {
+            continue;
+        }
+        let bo = f.bucket(seg, b as u64);
+        let h0 = sh.w(bo).load(Acquire);
+        let seq = fh_seq(h0) | 1;
+        sh.w(bo).store(fh(seq, fh_over(h0), fh_bits(h0)), Relaxed);
+        fence(Release);
+        sh.w(bo).store(
+            fh(
+                seq + 1,
+                fh_over(h0).saturating_sub(less[b]),
+                fh_bits(h0) & !clear[b],
+            ),
+            Release,
+        );
+    }
+}
+
+/// Changes bucket word `bo` (adds `over_delta` to its overflow count, sets `bits`),
+/// through an odd seq, as every change readers may see.
+fn bump(sh: &Shared, bo: u64, over_delta: u64, bits: u64) {
+    let h0 = sh.w(bo).load(Acquire);
+    let seq = fh_seq(h0) | 1;
+    sh.w(bo).store(fh(seq, fh_over(h0), fh_bits(h0)), Relaxed);
+    fence(Release);
+    sh.w(bo).store(
+        fh(
+            seq + 1,
+            (fh_over(h0) + over_delta).min(0xff),
+            fh_bits(h0) | bits,
+        ),
+        Release,
+    );
+}
+
+/// Clears the bits of every cell of group `j` in `seg` and recounts its overflow counts
+/// from the cells left; makes odd seqs even. Idempotent (recovery runs it again).
+fn remove_group(sh: &Shared, f: &FixedRef, seg: u64, j: u64, mask: u64) {
+    let m = &f.m;
+    let nb = m.n_main + m.n_stash;
+    let mut key = vec![0u8; f.geo.key_size as usize];
+    let mut counts = vec![0u64; m.n_main as usize];
+    for b in 0..nb {
+        if b == nb / 2 {
+            crate::rt::failpoint!("fixed.move.removing");
+        }
+        let bo = f.bucket(seg, b);
+        let h0 = sh.w(bo).load(Acquire);
+        let mut bits = fh_bits(h0) & f.all_bits();
+        let mut moved = 0u64;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+            let kh = hash(sh.g.seed, &key);
+            let home = home_bucket(kh, m.n_main);
+            if kh & mask == j {
+                moved |= 1 << i;
+            } else if b != home {
+                counts[home as usize] += 1;
+            }
+        }
+        if moved != 0 || fh_seq(h0) & 1 == 1 || fh_bits(h0) & !f.all_bits() != 0 {
+            let seq = fh_seq(h0) | 1;
+            sh.w(bo).store(fh(seq, fh_over(h0), fh_bits(h0)), Relaxed);
+            sh.w(bo).store(
+                fh(seq + 1, fh_over(h0), fh_bits(h0) & !moved & f.all_bits()),
+                Release,
+            );
+        }
+    }
+    set_overflow_counts(sh, f, seg, &counts);
+}
+
+/// Repair of a map of groups: clears the cells of `seg` whose directory entry names
+/// another segment. A move cut short by an OS crash may have left copies on either side
+/// (pages reach the disk in any order between two flushes); the directory says which
+/// copy is the key's.
+fn drop_strays(sh: &Shared, f: &FixedRef, seg: u64, root: u64) {
+    let (g, dir) = (root >> 48, root & OFF_MASK);
+    let mut key = vec![0u8; f.geo.key_size as usize];
+    for b in 0..f.m.n_main + f.m.n_stash {
+        let bo = f.bucket(seg, b);
+        let h0 = sh.w(bo).load(Acquire);
+        let mut bits = fh_bits(h0) & f.all_bits();
+        let mut stray = 0u64;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+            let j = hash(sh.g.seed, &key) & ((1u64 << g) - 1);
+            if entry_seg(sh.w(dir + 8 * j).load(Acquire)) != seg {
+                stray |= 1 << i;
+            }
+        }
+        if stray != 0 {
+            sh.w(bo)
+                .store(fh(fh_seq(h0), fh_over(h0), fh_bits(h0) & !stray), Release);
+        }
+    }
+}
+
+/// Recovery of a move whose thread died (its locks, the directory's included, still name
+/// it, so nothing has changed since). Before phase 1 the move is undone: cells of the
+/// group copied into an existing segment are removed again (a new segment is still the
+/// spare). From phase 1 on it is finished: its redo list (`redo`, the txn slot's) is
+/// applied again and the group removed from the source.
+pub(crate) fn recover_move(sh: &Shared, args: &[u64], redo: &[(u64, u64)]) -> Result<()> {
+    let f = fixed_ref_unchecked(sh, args[V_MAP])?;
+    let m = &f.m;
+    let (src, dst, j, ph, g) = (
+        args[V_SRC],
+        args[V_DST],
+        args[V_GROUP],
+        args[V_PHASE],
+        args[V_DEPTH],
+    );
+    let end = sh.file_end();
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let dir = root & OFF_MASK;
+    let seg_ok = |s: u64| {
+        s >= sh.g.chunks_off
+            && s % BUCKET == 0
+            && s.checked_add(m.seg_size).is_some_and(|e| e <= end)
+    };
+    let dir_ok = g <= MAX_DEPTH
+        && root >> 48 == g
+        && dir >= sh.g.chunks_off
+        && dir % 8 == 0
+        && dir.checked_add(8 << g).is_some_and(|e| e <= end);
+    if !(m.groups && dir_ok && j < 1 << g && seg_ok(src) && seg_ok(dst) && src != dst && ph < 4) {
+        return Err(sh.corrupt(format!(
+            "map {}: a dead txn's move intent (segment {src:#x} to {dst:#x}, group {j} of \
+             depth {g}) does not fit its directory (root {root:#x}) or the file",
+            m.id
+        )));
+    }
+    let mask = (1u64 << g) - 1;
+    if ph & 1 == 0 {
+        if ph & 2 == 0 {
+            remove_group(sh, &f, dst, j, mask);
+        }
+        return Ok(());
+    }
+    let targets = [
+        dir + 8 * j,
+        src + S_GROUPS,
+        dst + S_GROUPS,
+        m.hdr + M_OPEN_SEG,
+        m.hdr + M_SPARE_SEG,
+        m.hdr + M_N_SEGS,
+    ];
+    for &(at, val) in redo {
+        if !targets.contains(&at) {
+            return Err(sh.corrupt(format!(
+                "map {}: a dead txn's move intent writes {at:#x}, not one of its words",
+                m.id
+            )));
+        }
+        sh.w(at).store(val, Release);
+    }
+    remove_group(sh, &f, src, j, mask);
+    Ok(())
 }
 
 /// Removes every entry, one segment at a time.
@@ -1114,7 +1604,9 @@ fn snapshot_once(
     if locked.is_some() {
         crate::rt::failpoint!("snapshot.locked");
     }
-    let d = entry_depth(e);
+    // A segment of a map of groups holds the keys of any set of directory entries: the
+    // step is the cursor's entry alone (its keys are in `seg`, whatever else is).
+    let d = if m.groups { root >> 48 } else { entry_depth(e) };
     if d > MAX_DEPTH {
         return Err(sh.corrupt(format!(
             "map {}: directory entry {eoff:#x} has depth {d}",
@@ -1122,18 +1614,43 @@ fn snapshot_once(
         )));
     }
     let h = cursor.reverse_bits();
-    if !index::segment_matches(sh, seg, d, h) {
+    if !m.groups && !index::segment_matches(sh, seg, d, h) {
         if locked.is_none() {
             return Ok(None); // a split publishing: entries first, then the depths
         }
         return Err(sh.corrupt(index::segment_mismatch(sh, m.id, seg, d, h)));
     }
-    let next = if d == 0 {
+    let mut next = if d == 0 {
         None
     } else {
         let span = 1u64 << (64 - d);
         (cursor & !(span - 1)).checked_add(span)
     };
+    // A map of groups: the step takes the following entries too while they name the same
+    // segment (siblings of a doubling mostly do), so that a segment is copied about once
+    // per run of its entries, not once per entry. They are validated with the first.
+    let mut merged: Vec<u64> = Vec::new();
+    if m.groups {
+        if entry_depth(e) != 0 {
+            return Err(sh.corrupt(format!(
+                "map {}: directory entry {eoff:#x} has depth {} in a map of groups",
+                m.id,
+                entry_depth(e)
+            )));
+        }
+        let dir = root & OFF_MASK;
+        if d > 0 && dir.checked_add(8 << d).is_some_and(|x| x <= end) {
+            let span = 1u64 << (64 - d);
+            while let Some(n) = next {
+                let o = dir + 8 * (n.reverse_bits() & ((1 << d) - 1));
+                if sh.w(o).load(Acquire) != e {
+                    break;
+                }
+                merged.push(o);
+                next = n.checked_add(span);
+            }
+        }
+    }
     let nb = m.n_main + m.n_stash;
     let mut hdrs = Vec::with_capacity(nb as usize);
     let mut items = Vec::new();
@@ -1151,8 +1668,9 @@ fn snapshot_once(
             let co = f.cell_off(bo, i);
             let mut key = vec![0u8; f.geo.key_size as usize];
             sh.r.read_bytes(co, &mut key);
-            // Only keys of this segment's interval (a split in flight may leave moved
-            // keys in the old segment for a moment; the new one returns them).
+            // Only keys of this step's interval (a split in flight may leave moved keys
+            // in the old segment for a moment, the new one returns them; a segment of a
+            // map of groups holds other entries' keys too).
             let pos = hash(sh.g.seed, &key).reverse_bits();
             if pos < cursor || next.is_some_and(|n| pos >= n) {
                 continue;
@@ -1172,7 +1690,9 @@ fn snapshot_once(
     // segment's split may double it, which is no interference (as in
     // `index::snapshot_once`; test `locked_iteration`).
     if locked.is_none()
-        && (sh.w(eoff).load(Relaxed) != e || sh.w(m.hdr + M_ROOT).load(Relaxed) != root)
+        && (sh.w(eoff).load(Relaxed) != e
+            || sh.w(m.hdr + M_ROOT).load(Relaxed) != root
+            || merged.iter().any(|&o| sh.w(o).load(Relaxed) != e))
     {
         return Ok(None);
     }
@@ -1222,15 +1742,29 @@ pub(crate) fn check_map(
     let (mut count, mut segs) = (0u64, 0u64);
     let mut keys: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let mut key = vec![0u8; f.geo.key_size as usize];
+    // A map of groups: how many entries name each segment (each is checked once, at
+    // its first entry).
+    let mut named: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    if m.groups {
+        for j in 0..(1u64 << gd) {
+            *named
+                .entry(entry_seg(sh.w(dir + 8 * j).load(Acquire)))
+                .or_default() += 1;
+        }
+    }
+    let mut visited = std::collections::HashSet::new();
     for j in 0..(1u64 << gd) {
         let e = sh.w(dir + 8 * j).load(Acquire);
         let (seg, d) = (entry_seg(e), entry_depth(e));
-        if d > gd {
+        if d > gd || (m.groups && d != 0) {
             problems.push(format!("map {id}: directory entry {j} depth {d} > {gd}"));
             continue;
         }
         let first = j & ((1 << d) - 1);
-        if j != first {
+        if m.groups && !visited.insert(seg) {
+            continue;
+        }
+        if !m.groups && j != first {
             if sh.w(dir + 8 * first).load(Acquire) != e {
                 problems.push(format!(
                     "map {id}: directory entries {first} and {j} disagree"
@@ -1248,7 +1782,17 @@ pub(crate) fn check_map(
         // An adder count in the lock word's high half may be left by killed adders: it
         // is harmless (the next writer of the segment recognises and clears it).
         lock_ok(seg + S_LOCK, "segment", problems);
-        if sh.w(seg + S_DEPTH).load(Acquire) != d || sh.w(seg + S_PREFIX).load(Acquire) != first {
+        if m.groups {
+            let n = named.get(&seg).copied().unwrap_or(0);
+            if groups_of(sh, seg, gd) != Some(n) {
+                problems.push(format!(
+                    "map {id}: segment {seg:#x} group count {:#x}, the directory names it {n} times",
+                    sh.w(seg + S_GROUPS).load(Acquire)
+                ));
+            }
+        } else if sh.w(seg + S_DEPTH).load(Acquire) != d
+            || sh.w(seg + S_PREFIX).load(Acquire) != first
+        {
             problems.push(format!(
                 "map {id}: segment {seg:#x} depth/prefix disagree with the directory"
             ));
@@ -1278,7 +1822,12 @@ pub(crate) fn check_map(
                 bits &= bits - 1;
                 sh.r.read_bytes(f.cell_off(bo, i), &mut key);
                 let h = hash(sh.g.seed, &key);
-                if h & ((1 << d) - 1) != first {
+                let elsewhere = if m.groups {
+                    entry_seg(sh.w(dir + 8 * (h & ((1 << gd) - 1))).load(Acquire)) != seg
+                } else {
+                    h & ((1 << d) - 1) != first
+                };
+                if elsewhere {
                     problems.push(format!(
                         "map {id}: cell {i} of bucket {bo:#x} hashes outside its segment"
                     ));
@@ -1310,6 +1859,20 @@ pub(crate) fn check_map(
             }
         }
     }
+    if m.groups {
+        let n = sh.w(m.hdr + M_N_SEGS).load(Acquire);
+        if n != segs {
+            problems.push(format!(
+                "map {id}: segment count {n}, the directory names {segs}"
+            ));
+        }
+        let open = sh.w(m.hdr + M_OPEN_SEG).load(Acquire);
+        if open != 0 && !named.contains_key(&open) {
+            problems.push(format!(
+                "map {id}: open segment {open:#x} is not one of the map's"
+            ));
+        }
+    }
     let (mut c_count, mut c_bytes) = (0u64, 0u64);
     for t in 0..sh.g.n_txn {
         let c = m.hdr + M_COUNTERS + MC_SIZE * t;
@@ -1338,8 +1901,12 @@ pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
     let f = fixed_ref_unchecked(sh, id)?;
     sh.w(f.m.hdr + M_DIR_LOCK).store(0, Release);
     let mut count = 0u64;
+    let root = sh.w(f.m.hdr + M_ROOT).load(Acquire);
     for (seg, _) in index::segments(sh, &f.m)? {
         sh.w(seg + S_LOCK).store(0, Release);
+        if f.m.groups {
+            drop_strays(sh, &f, seg, root);
+        }
         for b in 0..f.m.n_main + f.m.n_stash {
             let bo = f.bucket(seg, b);
             let h = sh.w(bo).load(Acquire);
@@ -1351,6 +1918,26 @@ pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
         }
         let counts = overflow_counts(sh, &f, seg);
         set_overflow_counts(sh, &f, seg, &counts);
+    }
+    if f.m.groups {
+        // The group and segment counts, from the directory (a move interrupted by an OS
+        // crash may have reached the file only in part).
+        let root = sh.w(f.m.hdr + M_ROOT).load(Acquire);
+        let (g, dir) = (root >> 48, root & OFF_MASK);
+        let mut named: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for j in 0..(1u64 << g) {
+            *named
+                .entry(entry_seg(sh.w(dir + 8 * j).load(Acquire)))
+                .or_default() += 1;
+        }
+        for (&seg, &n) in &named {
+            sh.w(seg + S_GROUPS).store(group_count(n, g), Release);
+        }
+        sh.w(f.m.hdr + M_N_SEGS).store(named.len() as u64, Release);
+        let open = sh.w(f.m.hdr + M_OPEN_SEG).load(Acquire);
+        if !named.contains_key(&open) {
+            sh.w(f.m.hdr + M_OPEN_SEG).store(0, Release);
+        }
     }
     for t in 0..sh.g.n_txn {
         let c = f.m.hdr + M_COUNTERS + MC_SIZE * t;
@@ -1413,9 +2000,10 @@ pub struct FixedStats {
     pub segments: u64,
     /// Bytes of the segments (cells, bucket headers, segment headers).
     pub segment_bytes: u64,
-    /// Cells in all segments (the map's capacity before its next splits).
+    /// Cells in all segments (the map's capacity before it next grows).
     pub capacity: u64,
-    /// Segment splits so far.
+    /// Growth steps so far: moves of a directory group to another segment (stores of
+    /// format version 7), or segment splits (fixed maps of older stores).
     pub splits: u64,
     /// Global depth of the directory.
     pub directory_depth: u64,
@@ -1842,29 +2430,47 @@ mod tests {
     use super::*;
 
     /// The geometry rule of FORMAT.md: values whose size is a multiple of 8 are 8-aligned
-    /// (so `add` can be one atomic word), buckets hold at least 7 cells when they fit in
-    /// 4096 bytes, and inline maps fit one line (cells ≤ 8 bytes) or an aligned pair.
+    /// (so `add` can be one atomic word), buckets hold at least 7 cells (15 for cells over
+    /// 16 bytes in maps of groups) when they fit in 4096 bytes, and inline maps fit one
+    /// line (cells ≤ 8 bytes) or an aligned pair.
     #[test]
     fn geometry() {
-        for ks in 1..=64u64 {
-            for vs in [0u64, 1, 3, 8, 16, 24, 100, 128] {
-                let g = Geo::new(ks, vs);
-                assert!(g.cells >= 1 && g.cells <= MAX_CELLS, "{ks}+{vs}");
-                assert!(8 + g.cells * g.cell <= g.bsize, "{ks}+{vs}");
-                assert!(g.bsize % 64 == 0 && g.bsize <= 4096);
-                assert!(g.cells >= 7 || g.bsize == 4096, "{ks}+{vs}: {g:?}");
-                if vs > 0 && vs % 8 == 0 {
-                    assert_eq!(g.kstride % 8, 0);
-                    assert_eq!(g.cell % 8, 0);
+        for groups in [false, true] {
+            for ks in 1..=64u64 {
+                for vs in [0u64, 1, 3, 8, 16, 24, 100, 128] {
+                    let g = Geo::new(ks, vs, groups);
+                    assert!(g.cells >= 1 && g.cells <= MAX_CELLS, "{ks}+{vs}");
+                    assert!(8 + g.cells * g.cell <= g.bsize, "{ks}+{vs}");
+                    assert!(g.bsize % 64 == 0 && g.bsize <= 4096);
+                    let min = if groups && g.cell > 16 { 15 } else { 7 };
+                    assert!(g.cells >= min || g.bsize == 4096, "{ks}+{vs}: {g:?}");
+                    if g.bsize > 64 {
+                        // The smallest bucket that holds them.
+                        assert!((g.bsize / 2 - 8) / g.cell < min, "{ks}+{vs}: {g:?}");
+                    }
+                    if vs > 0 && vs % 8 == 0 {
+                        assert_eq!(g.kstride % 8, 0);
+                        assert_eq!(g.cell % 8, 0);
+                    }
+                    let (nm, ns) = g.default_buckets();
+                    assert!(nm >= 1 && ns >= 2);
                 }
-                let (nm, ns) = g.default_buckets();
-                assert!(nm >= 1 && ns >= 2);
             }
         }
-        assert_eq!((Geo::new(4, 4).bsize, Geo::new(4, 4).cells), (64, 7));
-        assert_eq!((Geo::new(8, 8).bsize, Geo::new(8, 8).cells), (128, 7));
-        assert_eq!((Geo::new(4, 8).kstride, Geo::new(4, 8).cell), (8, 16));
-        assert_eq!((Geo::new(16, 16).bsize, Geo::new(16, 16).cells), (256, 7));
-        assert_eq!(Geo::new(3, 5).cell, 8);
+        for groups in [false, true] {
+            let g = |k, v| Geo::new(k, v, groups);
+            assert_eq!((g(4, 4).bsize, g(4, 4).cells), (64, 7));
+            assert_eq!((g(8, 8).bsize, g(8, 8).cells), (128, 7));
+            assert_eq!((g(4, 8).kstride, g(4, 8).cell), (8, 16));
+            assert_eq!(g(3, 5).cell, 8);
+        }
+        assert_eq!(
+            (Geo::new(16, 16, false).bsize, Geo::new(16, 16, false).cells),
+            (256, 7)
+        );
+        assert_eq!(
+            (Geo::new(16, 16, true).bsize, Geo::new(16, 16, true).cells),
+            (512, 15)
+        );
     }
 }

@@ -12,11 +12,12 @@ pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// `large_slack`; version 4 the short record headers (`FLAG_SHORT_RECORDS`); version 5
 /// values overwritten in place (`FLAG_IN_PLACE`, with byte-masked redo entries); version 6
 /// the same in maps with UIDs (`FLAG_IN_PLACE_UIDS`, with the busy bit of a UID entry's
-/// version, [`E_VER_BUSY`]). A file of
+/// version, [`E_VER_BUSY`]); version 7 fixed-size maps that grow by moving directory
+/// groups between segments (`FLAG_FIXED_GROUPS`, map flag [`MF_GROUPS`]). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
 /// (`alloc::upgrade`); files of versions 3 to 5 are opened as they are, without the
 /// features that came later.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The version older files are upgraded to, and the oldest opened as it is. A version-3
 /// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
 /// in place, so it keeps version 3 (and with it, libraries of version 3 can still share
@@ -56,9 +57,14 @@ pub const FLAG_IN_PLACE: u64 = 4;
 /// while it is set. Never on an older file: its libraries would not look at that bit,
 /// and would keep a value torn by an in-place write.
 pub const FLAG_IN_PLACE_UIDS: u64 = 8;
+/// Header flag (version 7): fixed-size maps created in this store grow by moving one
+/// directory entry's cells at a time into another segment ([`MF_GROUPS`]) instead of
+/// splitting segments in halves. Set on every store created at version 7; never on an
+/// older file, whose libraries would split such a map by segment depths it does not keep.
+pub const FLAG_FIXED_GROUPS: u64 = 16;
 /// Every flag this version knows; a file with others set is refused.
 pub const KNOWN_FLAGS: u64 =
-    FLAG_CHECKSUMS | FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS;
+    FLAG_CHECKSUMS | FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS | FLAG_FIXED_GROUPS;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -219,7 +225,7 @@ pub const M_SPARE_DIR: u64 = 40;
 pub const M_SPARE_DIR_G: u64 = 48;
 pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
-/// Map flags: [`MF_UIDS`], [`MF_FIXED`]; other bits must be 0.
+/// Map flags: [`MF_UIDS`], [`MF_FIXED`], [`MF_GROUPS`]; other bits must be 0.
 pub const M_FLAGS: u64 = 72;
 /// The map keeps a stable UID per key (see `uid.rs`): every record's value ends with its
 /// 8-byte UID index, and the UID table below is in use.
@@ -253,6 +259,20 @@ pub const E_FREE: u64 = 1 << 47;
 pub const UID_TRAILER: u64 = 8;
 /// Map flag: a fixed-size (cell) map; see `fixed.rs` and FORMAT.md "Fixed-size maps".
 pub const MF_FIXED: u64 = 2;
+/// Map flag (with [`MF_FIXED`], in stores with [`FLAG_FIXED_GROUPS`]): the map grows by
+/// *moves*. Each directory entry is a group of keys (those whose low `g` hash bits are
+/// its index) that may live in any segment; a segment that is full gives the group of
+/// the key being inserted to the map's open segment ([`M_OPEN_SEG`]), or to a new one
+/// that becomes the open segment. Directory entries carry depth 0; segment depths and
+/// prefixes are not kept. See FORMAT.md, "Fixed-size maps".
+pub const MF_GROUPS: u64 = 4;
+/// Maps with [`MF_GROUPS`]: the segment that receives the next group moved out of a full
+/// segment (0 before the first move). The word is the UID directory's in maps with UIDs,
+/// which are never fixed-size maps.
+pub const M_OPEN_SEG: u64 = 96;
+/// Maps with [`MF_GROUPS`]: how many distinct segments the directory names (the word is
+/// the UID table's next index in maps with UIDs).
+pub const M_N_SEGS: u64 = 104;
 /// Fixed-size maps: the key and value sizes in bytes (0 in variable maps).
 pub const M_KEY_SIZE: u64 = 80;
 pub const M_VALUE_SIZE: u64 = 88;
@@ -276,6 +296,10 @@ pub const S_LOCK: u64 = 0;
 pub const S_DEPTH: u64 = 8;
 /// The low `depth` hash bits every key of the segment shares.
 pub const S_PREFIX: u64 = 16;
+/// In maps of groups ([`MF_GROUPS`]), the word of `depth`: how many directory entries
+/// name the segment, as `n | g << 48` for a directory of depth `g` (each doubling of the
+/// directory doubles it without a write: at depth `g' >= g` it is `n << (g' - g)`).
+pub const S_GROUPS: u64 = 8;
 /// Bucket header word: `seq (32) | overflow (16) << 32`. Seq odd = being written.
 pub const B_HDR: u64 = 0;
 pub const B_SLOT0: u64 = 8;
@@ -499,6 +523,9 @@ pub struct Geometry {
     /// Maps with UIDs overwrite in place too (`FLAG_IN_PLACE_UIDS`): true for a new store
     /// without checksums, as the header's flag says for an existing one.
     pub in_place_uids: bool,
+    /// New fixed-size maps grow by moving directory groups (`FLAG_FIXED_GROUPS`): true for
+    /// a new store, as the header's flag says for an existing one.
+    pub fixed_groups: bool,
 }
 
 impl Geometry {
@@ -559,6 +586,7 @@ impl Geometry {
             short_records: true,
             in_place: true,
             in_place_uids: true,
+            fixed_groups: true,
         }
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct MapRef {
     /// Bytes at the end of every record's value that are not the user's value:
     /// [`UID_TRAILER`] in a map with UIDs, else 0.
     pub vtrail: u64,
+    /// A fixed-size map that grows by moving directory groups ([`MF_GROUPS`]): its
+    /// directory entries carry no depths, and a segment may be named by any set of them.
+    pub groups: bool,
 }
 
 /// Where a key was found: the slot's location and the record's layout.
@@ -207,7 +210,7 @@ impl MapRef {
     }
 
     /// A structural error: "dropped" if the map is gone, else corruption.
-    fn bad(&self, sh: &Shared, what: String) -> Error {
+    pub(crate) fn bad(&self, sh: &Shared, what: String) -> Error {
         if !self.alive(sh) {
             self.dropped()
         } else {
@@ -1060,12 +1063,21 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
         }
     }
     let need = (size + CHUNK_HDR).div_ceil(cs);
-    // A new arena: longer for a bigger map (its directory depth says how big), so that a
-    // small map never holds more than a chunk it does not use.
-    let g = sh.w(m.hdr + M_ROOT).load(Acquire) >> 48;
-    let arena_k = (1u64 << g.min(16))
-        .div_ceil(1024)
-        .clamp(1, ARENA_MAX_CHUNKS);
+    // A new arena: longer for a bigger map (its directory depth says how big: about one
+    // entry per segment), so that a small map never holds more than a chunk it does not
+    // use. A map of groups (whose directory has 8 to 16 entries per segment) counts its
+    // segments, and takes a chunk per 2,048 of them: its cells fill ~84 % of its segments,
+    // and an arena's unused tail is a visible part of the rest (FORMAT.md's 8-byte
+    // budget per entry of a fixed map).
+    let arena_k = if m.groups {
+        sh.w(m.hdr + M_N_SEGS)
+            .load(Acquire)
+            .min(1 << 16)
+            .div_ceil(2048)
+    } else {
+        (1u64 << (sh.w(m.hdr + M_ROOT).load(Acquire) >> 48).min(16)).div_ceil(1024)
+    }
+    .clamp(1, ARENA_MAX_CHUNKS);
     let (k, is_arena) = if need == 1 {
         (arena_k, true)
     } else {
@@ -1527,6 +1539,7 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
         cat_word,
         timeout: sh.lock_timeout,
         vtrail: if flags & MF_UIDS != 0 { UID_TRAILER } else { 0 },
+        groups: false,
     })
 }
 
@@ -1558,6 +1571,7 @@ pub(crate) fn init_map(
         cat_word: 0,
         timeout: sh.lock_timeout,
         vtrail: if flags & MF_UIDS != 0 { UID_TRAILER } else { 0 },
+        groups: false,
     };
     init_segment(sh, &m, seg, 0, 0, 0);
     sh.w(dir).store(dir_entry(seg, 0), Relaxed);
@@ -1586,16 +1600,28 @@ pub(crate) fn segments(sh: &Shared, m: &MapRef) -> Result<Vec<(u64, u64)>> {
         return Err(sh.corrupt(format!("map {}: directory {root:#x} out of the file", m.id)));
     }
     let mut out = Vec::new();
+    // In a map of groups (`MF_GROUPS`) any entries may name a segment: every entry is
+    // looked at, and each segment listed once.
+    let mut seen = std::collections::HashSet::new();
     for j in 0..(1u64 << g) {
         let e = sh.w(dir + 8 * j).load(Acquire);
         let d = entry_depth(e);
+        if m.groups && (d != 0 || !seen.insert(entry_seg(e))) {
+            if d != 0 {
+                return Err(sh.corrupt(format!(
+                    "map {}: entry {j} has depth {d} in a map of groups",
+                    m.id
+                )));
+            }
+            continue;
+        }
         if d > g {
             return Err(sh.corrupt(format!(
                 "map {}: entry {j} has depth {d} > global {g}",
                 m.id
             )));
         }
-        if j < (1 << d) {
+        if m.groups || j < (1 << d) {
             // Callers lock and read the segments: never trust an offset from the file
             // (`end` may be stale: the file may have grown since; look again first).
             let seg = entry_seg(e);

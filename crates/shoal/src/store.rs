@@ -495,7 +495,7 @@ impl Store {
                 ))
             })?;
         let ce = sh.g.cat_entry(id);
-        let geo = crate::fixed::Geo::new(ks, vs);
+        let geo = crate::fixed::Geo::new(ks, vs, sh.g.fixed_groups);
         let (dm, ds) = geo.default_buckets();
         let n_main = if opts.segment_buckets == 0 {
             dm
@@ -887,6 +887,9 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
     if g.in_place_uids {
         flags |= FLAG_IN_PLACE_UIDS;
     }
+    if g.fixed_groups {
+        flags |= FLAG_FIXED_GROUPS;
+    }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
     if size > g.chunks_off {
@@ -1037,6 +1040,12 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
             "header: flag IN_PLACE_UIDS in a version-{version} file{} (it came with version 6, \
              beside IN_PLACE)",
             if g.in_place { "" } else { " without IN_PLACE" }
+        ));
+    }
+    g.fixed_groups = read_u64(&h, H_FLAGS) & FLAG_FIXED_GROUPS != 0;
+    if g.fixed_groups && version < 7 {
+        return bad(format!(
+            "header: flag FIXED_GROUPS in a version-{version} file (it came with version 7)"
         ));
     }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)

@@ -36,6 +36,8 @@ pub const I_REDO: u64 = 1;
 pub const I_SPLIT: u64 = 2;
 /// A split of a fixed-size map's segment (same arguments as `I_SPLIT`).
 pub const I_FSPLIT: u64 = 3;
+/// A fixed-size map's move of a directory group to another segment (`fixed.rs`).
+pub const I_FMOVE: u64 = 4;
 
 /// A thread's txn slot in one store.
 #[derive(Clone, Copy)]
@@ -491,6 +493,22 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
                     *a = sh.w(base + T_ARGS + 8 * i as u64).load(Acquire);
                 }
                 crate::fixed::recover_split(sh, &args)?;
+            }
+            I_FMOVE => {
+                let mut args = [0u64; T_NARGS as usize];
+                for (i, a) in args.iter_mut().enumerate() {
+                    *a = sh.w(base + T_ARGS + 8 * i as u64).load(Acquire);
+                }
+                let n = sh.w(base + T_REDO_N).load(Acquire).min(T_NREDO);
+                let redo: Vec<(u64, u64)> = (0..n)
+                    .map(|i| {
+                        (
+                            sh.w(base + T_REDO + 16 * i).load(Acquire),
+                            sh.w(base + T_REDO + 16 * i + 8).load(Acquire),
+                        )
+                    })
+                    .collect();
+                crate::fixed::recover_move(sh, &args, &redo)?;
             }
             _ => return Err(sh.corrupt(format!("txn slot {t}: unknown intent kind {kind}"))),
         }

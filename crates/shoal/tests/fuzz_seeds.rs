@@ -164,7 +164,8 @@ fn crashed_seeds(dir: &Path) {
         ("alloc.committed", 3),
         ("fixed.committed", 30),
         ("fixed.add_counted", 20),
-        ("fixed.split.published", 2),
+        ("fixed.move.copied", 6),
+        ("fixed.move.published", 2),
         ("clean.moved", 5),
         ("uid.taken", 60),
     ];

@@ -22,6 +22,7 @@ const H_FLAGS: u64 = 16;
 const FLAG_SHORT_RECORDS: u64 = 2;
 const FLAG_IN_PLACE: u64 = 4;
 const FLAG_IN_PLACE_UIDS: u64 = 8;
+const FLAG_FIXED_GROUPS: u64 = 16;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
 const H_LARGE_SLACK: u64 = 328;
@@ -83,9 +84,10 @@ fn set_version(path: &Path, v: u64) {
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1 to 5) it
+/// Turns the closed current store at `path` into the file of format `to` (1 to 6) it
 /// would have been. Below 4, its records must all have long headers (values of 64 bytes
-/// or more, map ids below 64): those are the same bytes in every version.
+/// or more, map ids below 64): those are the same bytes in every version. (Fixed-size
+/// maps are not downgraded: a store with one created at version 7 is not a version-6 file.)
 fn downgrade(path: &Path, to: u64) {
     let runs = large_runs(path);
     let f = std::fs::OpenOptions::new()
@@ -93,14 +95,20 @@ fn downgrade(path: &Path, to: u64) {
         .write(true)
         .open(path)
         .unwrap();
-    let all = FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS;
+    let all = FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS | FLAG_FIXED_GROUPS;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
-        "a version-6 store (without checksums) has short records and in-place values"
+        "a version-7 store (without checksums) has short records, in-place values and \
+         fixed maps of groups"
     );
     set_version(path, to);
+    let flags = flags & !FLAG_FIXED_GROUPS;
+    write_u64(&f, H_FLAGS, flags);
+    if to >= 6 {
+        return;
+    }
     write_u64(&f, H_FLAGS, flags & !FLAG_IN_PLACE_UIDS);
     if to >= 5 {
         return;
@@ -141,7 +149,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 6);
+    assert_eq!(FORMAT_VERSION, 7);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -284,7 +292,7 @@ fn a_version_3_store_keeps_its_version_and_its_record_headers() {
         let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
         s.map("m").unwrap().put(b"long", &[b'l'; 100]).unwrap();
     }
-    assert_eq!(version(&path), 6);
+    assert_eq!(version(&path), 7);
     downgrade(&path, 3);
     let live = |s: &Store| s.open_map("m").unwrap().stats().unwrap().live_bytes;
     let small_records = |s: &Store| {
@@ -342,7 +350,8 @@ fn short_records_in_a_version_3_file_are_refused() {
 
 /// The flag IN_PLACE came with version 5: an older file that has it is corrupt (an older
 /// library sharing it would not replay a masked redo entry), and so is a file with
-/// checksums that has it (those stores never overwrite in place).
+/// checksums that has it (those stores never overwrite in place). Likewise IN_PLACE_UIDS
+/// before version 6 and FIXED_GROUPS before version 7.
 #[test]
 fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     let _serial = serial();
@@ -369,8 +378,55 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) | FLAG_IN_PLACE);
     set_version(&path, 5);
     refused("IN_PLACE_UIDS in version 5");
+    // FIXED_GROUPS came with version 7: a version-6 library would split such a map's
+    // segments by depths it does not keep.
     set_version(&path, 6);
+    match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("FIXED_GROUPS"), "{what}"),
+        Err(e) => panic!("FIXED_GROUPS in version 6: not a corruption error: {e}"),
+        Ok(_) => panic!("FIXED_GROUPS in version 6: opened"),
+    }
+    set_version(&path, 7);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
+}
+
+/// A version-6 file is opened as it is (libraries of version 6 may share it): its
+/// fixed-size maps, new ones included, split segments in halves as version 6 does,
+/// instead of moving directory groups (which a version-6 library would not understand:
+/// it would find entries without depths). The store keeps version 6 and no FIXED_GROUPS.
+#[test]
+fn a_version_6_store_keeps_splitting_its_fixed_maps() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v6.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 6);
+    for round in 0..2u64 {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        let small = shoal::FixedOptions {
+            segment_buckets: 4,
+            stash_buckets: 1,
+        };
+        let m = s.fixed_map_with("f", 8, 8, &small, true).unwrap();
+        for i in round * 2000..(round + 1) * 2000 {
+            m.put(&i.to_le_bytes(), &(i * 3).to_le_bytes()).unwrap();
+        }
+        for i in 0..(round + 1) * 2000 {
+            assert_eq!(
+                m.get(&i.to_le_bytes()).unwrap(),
+                Some((i * 3).to_le_bytes().to_vec())
+            );
+        }
+        let st = m.stats().unwrap();
+        assert!(st.segments > 20, "only {} segments", st.segments);
+        // The checker holds a map without FIXED_GROUPS to the split rules: every
+        // segment's depth and prefix agree with the directory entries naming it.
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+    }
+    assert_eq!(version(&path), 6);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_FIXED_GROUPS, 0);
 }
 
 /// A version-5 file is opened as it is (libraries of version 5 may share it, and their
