@@ -294,6 +294,7 @@ pub(crate) fn init_map(
     };
     index::init_segment(sh, &f.m, seg, 0, 0, 0);
     if f.m.groups {
+        sh.w(seg + S_MARK).store(group_segment_mark(id), Relaxed);
         // The first segment holds the directory's one group; the map has one segment.
         sh.w(seg + S_GROUPS).store(group_count(1, 0), Relaxed);
         sh.w(hdr + M_N_SEGS).store(1, Relaxed);
@@ -1110,6 +1111,15 @@ fn move_locked(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()> {
     let root = sh.w(m.hdr + M_ROOT).load(Acquire);
     let g = root >> 48;
     let nsegs = sh.w(m.hdr + M_N_SEGS).load(Acquire);
+    if sh.w(seg + S_MARK).load(Acquire) != group_segment_mark(m.id) {
+        return Err(m.bad(
+            sh,
+            format!(
+                "map {}: segment {seg:#x} has not the map's segment mark",
+                m.id
+            ),
+        ));
+    }
     let owned = groups_of(sh, seg, g);
     let (Some(owned), true) = (owned, nsegs >= 1 && g <= MAX_DEPTH && nsegs <= 1 << g) else {
         return Err(m.bad(
@@ -1155,11 +1165,15 @@ fn move_locked(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()> {
             && open
                 .checked_add(m.seg_size)
                 .is_some_and(|e| e <= sh.file_end())
-            && (open + m.seg_size <= seg || seg + m.seg_size <= open);
+            && (open + m.seg_size <= seg || seg + m.seg_size <= open)
+            && sh.w(open + S_MARK).load(Acquire) == group_segment_mark(m.id);
         if !fits {
             return Err(m.bad(
                 sh,
-                format!("map {}: open segment {open:#x} does not fit the file", m.id),
+                format!(
+                    "map {}: open segment {open:#x} is not a segment of the map in the file",
+                    m.id
+                ),
             ));
         }
         if tx.try_lock(open + S_LOCK) {
@@ -1174,7 +1188,7 @@ fn move_locked(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()> {
     index::ensure_spares(tx, m, None)?;
     let s1 = index::spare_segment(sh, m, seg)?;
     tx.held_note(s1 + S_LOCK)?;
-    index::init_segment(sh, m, s1, tx.idx + 1, 0, 0);
+    index::init_segment(sh, m, s1, tx.idx + 1, 0, group_segment_mark(m.id));
     let r = move_to(tx, f, seg, s1, j, true);
     tx.unlock(s1 + S_LOCK);
     if !r? {
@@ -1335,6 +1349,9 @@ fn remove_cells(sh: &Shared, f: &FixedRef, seg: u64, moved: &[Moved]) {
         }
     }
     for b in 0..nb {
+        if b == nb / 2 {
+            crate::rt::failpoint!("fixed.move.removing");
+        }
         if clear[b] == 0 && less[b] == 0 {
             continue;
         }
@@ -1783,6 +1800,12 @@ pub(crate) fn check_map(
         // is harmless (the next writer of the segment recognises and clears it).
         lock_ok(seg + S_LOCK, "segment", problems);
         if m.groups {
+            if sh.w(seg + S_MARK).load(Acquire) != group_segment_mark(id) {
+                problems.push(format!(
+                    "map {id}: segment {seg:#x} has mark {:#x}, not the map's segment mark",
+                    sh.w(seg + S_MARK).load(Acquire)
+                ));
+            }
             let n = named.get(&seg).copied().unwrap_or(0);
             if groups_of(sh, seg, gd) != Some(n) {
                 problems.push(format!(
@@ -1932,6 +1955,7 @@ pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
         }
         for (&seg, &n) in &named {
             sh.w(seg + S_GROUPS).store(group_count(n, g), Release);
+            sh.w(seg + S_MARK).store(group_segment_mark(id), Release);
         }
         sh.w(f.m.hdr + M_N_SEGS).store(named.len() as u64, Release);
         let open = sh.w(f.m.hdr + M_OPEN_SEG).load(Acquire);

@@ -300,6 +300,14 @@ pub const S_PREFIX: u64 = 16;
 /// name the segment, as `n | g << 48` for a directory of depth `g` (each doubling of the
 /// directory doubles it without a write: at depth `g' >= g` it is `n << (g' - g)`).
 pub const S_GROUPS: u64 = 8;
+/// In maps of groups, the word of `prefix` holds [`group_segment_mark`]: the mark of a
+/// segment of that map, which a writer checks before it trusts an offset from the file
+/// to be one (the open segment, a move's source).
+pub const S_MARK: u64 = 16;
+/// The [`S_MARK`] word of a segment of map `id` that grows by moves: `"GS" << 48 | id`.
+pub fn group_segment_mark(id: u64) -> u64 {
+    0x4753 << 48 | id
+}
 /// Bucket header word: `seq (32) | overflow (16) << 32`. Seq odd = being written.
 pub const B_HDR: u64 = 0;
 pub const B_SLOT0: u64 = 8;

@@ -195,16 +195,18 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Takes the lock only if it is free right now.
+    /// Takes the lock only if nobody owns it right now. The word's other bits are kept:
+    /// the waiters bit, and a segment lock's count of lock-free adders (which a fixed map's
+    /// writer then waits out, as after `lock`).
     pub fn try_lock(&self, lock: u64) -> bool {
         if self.held_push(lock).is_err() {
             return false;
         }
-        if self
-            .sh
-            .w(lock)
-            .compare_exchange(0, self.me(), Acquire, Relaxed)
-            .is_ok()
+        let w = self.sh.w(lock);
+        let cur = w.load(Relaxed);
+        if cur & OWNER_MASK == 0
+            && w.compare_exchange(cur, cur | self.me(), Acquire, Relaxed)
+                .is_ok()
         {
             return true;
         }
