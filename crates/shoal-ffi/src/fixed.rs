@@ -50,10 +50,11 @@ pub struct shoal_fixed_options {
     pub struct_size: usize,
     /// Main buckets per index segment, 1..=4096. Default: segments of about 8 KiB (how
     /// many buckets that is depends on the cell size; see `shoal_fixed_stats`). Smaller
-    /// segments split more often.
+    /// segments fill and grow more often.
     pub segment_buckets: u32,
     /// Stash buckets per segment, for keys whose home bucket and its neighbours are full,
-    /// 1..=1024. Default: a sixteenth of the segment's buckets (at least 2).
+    /// 1..=1024. Default: a twelfth of the segment's buckets (a sixteenth in stores of
+    /// format version 6; at least 2).
     pub stash_buckets: u32,
 }
 

@@ -109,6 +109,8 @@ pub(crate) struct Geo {
     pub bsize: u64,
     /// Cells per bucket.
     pub cells: u64,
+    /// The map grows by moves (format version 7).
+    pub groups: bool,
 }
 
 impl Geo {
@@ -145,14 +147,16 @@ impl Geo {
             cell,
             bsize,
             cells,
+            groups,
         }
     }
 
-    /// Default bucket counts: segments of about 8 KiB, a sixteenth of them stash (at
-    /// least 2), and at least 8 buckets.
+    /// Default bucket counts: segments of about 8 KiB, a sixteenth of them stash (a
+    /// twelfth in maps of groups, which are always near full: DESIGN.md, "More stash";
+    /// at least 2), and at least 8 buckets.
     pub fn default_buckets(&self) -> (u64, u64) {
         let nb = ((8192 - SEG_HDR) / self.bsize).max(8);
-        let stash = (nb / 16).max(2);
+        let stash = (nb / if self.groups { 12 } else { 16 }).max(2);
         (nb - stash, stash)
     }
 }
@@ -1982,9 +1986,11 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 pub struct FixedOptions {
     /// Main buckets per segment; 0 (the default) chooses segments of about 8 KiB. Small
-    /// segments split more often (useful in tests).
+    /// segments fill and grow (move groups, or split in stores of format version 6) more
+    /// often (useful in tests).
     pub segment_buckets: u32,
-    /// Stash buckets per segment; 0 (the default) chooses a sixteenth of the buckets.
+    /// Stash buckets per segment; 0 (the default) chooses a twelfth of the buckets (a
+    /// sixteenth in stores of format version 6).
     pub stash_buckets: u32,
 }
 
