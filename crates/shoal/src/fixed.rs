@@ -976,39 +976,15 @@ fn finish_split(sh: &Shared, f: &FixedRef, seg: u64, s1: u64, d: u64) -> Result<
     sh.persist(seg, BUCKET)?;
     sh.persist(s1, BUCKET)?;
     crate::rt::failpoint!("fixed.split.published");
-    let nb = m.n_main + m.n_stash;
-    let mut key = vec![0u8; f.geo.key_size as usize];
-    let mut counts = vec![0u64; m.n_main as usize];
-    for b in 0..nb {
-        if b == nb / 2 {
+    clear_cells_where(
+        sh,
+        f,
+        seg,
+        || {
             crate::rt::failpoint!("fixed.split.removing");
-        }
-        let bo = f.bucket(seg, b);
-        let h0 = sh.w(bo).load(Acquire);
-        let mut bits = fh_bits(h0) & f.all_bits();
-        let mut moved = 0u64;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as u64;
-            bits &= bits - 1;
-            sh.r.read_bytes(f.cell_off(bo, i), &mut key);
-            let kh = hash(sh.g.seed, &key);
-            let home = home_bucket(kh, m.n_main);
-            if (kh >> d) & 1 == 1 {
-                moved |= 1 << i;
-            } else if b != home {
-                counts[home as usize] += 1;
-            }
-        }
-        if moved != 0 || fh_seq(h0) & 1 == 1 || fh_bits(h0) & !f.all_bits() != 0 {
-            let seq = fh_seq(h0) | 1;
-            sh.w(bo).store(fh(seq, fh_over(h0), fh_bits(h0)), Relaxed);
-            sh.w(bo).store(
-                fh(seq + 1, fh_over(h0), fh_bits(h0) & !moved & f.all_bits()),
-                Release,
-            );
-        }
-    }
-    set_overflow_counts(sh, f, seg, &counts);
+        },
+        |kh| (kh >> d) & 1 == 1,
+    );
     Ok(())
 }
 
@@ -1395,13 +1371,35 @@ fn bump(sh: &Shared, bo: u64, over_delta: u64, bits: u64) {
 /// Clears the bits of every cell of group `j` in `seg` and recounts its overflow counts
 /// from the cells left; makes odd seqs even. Idempotent (recovery runs it again).
 fn remove_group(sh: &Shared, f: &FixedRef, seg: u64, j: u64, mask: u64) {
+    clear_cells_where(
+        sh,
+        f,
+        seg,
+        || {
+            crate::rt::failpoint!("fixed.move.removing");
+        },
+        |kh| kh & mask == j,
+    );
+}
+
+/// Clears the bits of the cells of `seg` whose key's hash `gone` selects and recounts the
+/// overflow counts from the cells left, each changed bucket word through an odd seq;
+/// makes odd seqs even. Idempotent. `halfway` runs at the middle bucket (a fail point).
+/// The second half of a split, and of a move when its cells are not known (recovery).
+fn clear_cells_where(
+    sh: &Shared,
+    f: &FixedRef,
+    seg: u64,
+    halfway: impl Fn(),
+    gone: impl Fn(u64) -> bool,
+) {
     let m = &f.m;
     let nb = m.n_main + m.n_stash;
     let mut key = vec![0u8; f.geo.key_size as usize];
     let mut counts = vec![0u64; m.n_main as usize];
     for b in 0..nb {
         if b == nb / 2 {
-            crate::rt::failpoint!("fixed.move.removing");
+            halfway();
         }
         let bo = f.bucket(seg, b);
         let h0 = sh.w(bo).load(Acquire);
@@ -1413,7 +1411,7 @@ fn remove_group(sh: &Shared, f: &FixedRef, seg: u64, j: u64, mask: u64) {
             sh.r.read_bytes(f.cell_off(bo, i), &mut key);
             let kh = hash(sh.g.seed, &key);
             let home = home_bucket(kh, m.n_main);
-            if kh & mask == j {
+            if gone(kh) {
                 moved |= 1 << i;
             } else if b != home {
                 counts[home as usize] += 1;
