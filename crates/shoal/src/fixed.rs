@@ -899,40 +899,17 @@ fn split_locked(tx: &Txn, f: &FixedRef, seg: u64, d: u64) -> Result<()> {
         // The new segment takes the cells whose hash bit d is 1, at the same positions
         // (so it cannot overflow). The old segment cannot change meanwhile: we hold its
         // lock and no adder is counted in it.
-        let nb = m.n_main + m.n_stash;
-        let mut over = vec![0u64; m.n_main as usize];
-        let mut bits_new = vec![0u64; nb as usize];
-        let mut key = vec![0u8; f.geo.key_size as usize];
-        let mut cell = vec![0u8; f.geo.cell as usize];
-        for b in 0..nb {
-            if b == nb / 2 {
+        copy_cells_where(
+            sh,
+            f,
+            seg,
+            s1,
+            || {
                 crate::rt::failpoint!("fixed.split.building");
-            }
-            let bo = f.bucket(seg, b);
-            let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
-            while bits != 0 {
-                let i = bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                sh.r.read_bytes(f.cell_off(bo, i), &mut key);
-                let kh = hash(sh.g.seed, &key);
-                if (kh >> d) & 1 == 1 {
-                    sh.r.read_bytes(f.cell_off(bo, i), &mut cell);
-                    sh.r.write_bytes(f.cell_off(f.bucket(s1, b), i), &cell);
-                    bits_new[b as usize] |= 1 << i;
-                    let home = home_bucket(kh, m.n_main);
-                    if b != home {
-                        over[home as usize] += 1;
-                    }
-                }
-            }
-        }
-        for b in 0..nb {
-            let ov = if b < m.n_main { over[b as usize] } else { 0 };
-            let bn = bits_new[b as usize];
-            if ov > 0 || bn != 0 {
-                sh.w(f.bucket(s1, b)).store(fh(0, ov, bn), Relaxed);
-            }
-        }
+            },
+            |kh| (kh >> d) & 1 == 1,
+            true,
+        );
         sh.persist(s1, m.seg_size)?;
         crate::rt::failpoint!("fixed.split.built");
         tx.set_arg(A_PHASE as u64, 1);
@@ -1248,10 +1225,7 @@ type Moved = (u64, u64, u64);
 
 /// Copies the cells of group `j` (hash & `mask` == `j`) of `src` into free cells of
 /// `dst`, and sets their bits there (readers find them only once the directory names
-/// `dst`); returns where they were in `src`. Into a `fresh` segment they go to the
-/// positions they had, which always fits; otherwise each is placed as an insert would
-/// be, and None is returned (with some of them copied: the caller removes them) when one
-/// finds no room.
+/// `dst`); returns where they were in `src`. See [`copy_cells_where`].
 fn copy_group(
     sh: &Shared,
     f: &FixedRef,
@@ -1259,6 +1233,35 @@ fn copy_group(
     dst: u64,
     j: u64,
     mask: u64,
+    fresh: bool,
+) -> Option<Vec<Moved>> {
+    copy_cells_where(
+        sh,
+        f,
+        src,
+        dst,
+        || {
+            crate::rt::failpoint!("fixed.move.copying");
+        },
+        |kh| kh & mask == j,
+        fresh,
+    )
+}
+
+/// Copies the cells of `src` whose key's hash `take` selects into `dst` and sets their
+/// bits and overflow counts there; returns where they were in `src`. Into a `fresh`
+/// (empty) segment they go to the positions they had, which always fits (a split's new
+/// half, a move's new segment); otherwise each is placed as an insert would be, each
+/// bucket word changed through an odd seq, and None is returned (with some of them
+/// copied: the caller removes them) when one finds no room. `halfway` runs at the middle
+/// bucket (a fail point).
+fn copy_cells_where(
+    sh: &Shared,
+    f: &FixedRef,
+    src: u64,
+    dst: u64,
+    halfway: impl Fn(),
+    take: impl Fn(u64) -> bool,
     fresh: bool,
 ) -> Option<Vec<Moved>> {
     let mut moved = Vec::new();
@@ -1270,7 +1273,7 @@ fn copy_group(
     let mut cell = vec![0u8; f.geo.cell as usize];
     for b in 0..nb {
         if b == nb / 2 {
-            crate::rt::failpoint!("fixed.move.copying");
+            halfway();
         }
         let bo = f.bucket(src, b);
         let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
@@ -1280,7 +1283,7 @@ fn copy_group(
             let co = f.cell_off(bo, i);
             sh.r.read_bytes(co, &mut key);
             let kh = hash(sh.g.seed, &key);
-            if kh & mask != j {
+            if !take(kh) {
                 continue;
             }
             sh.r.read_bytes(co, &mut cell);
