@@ -164,7 +164,9 @@ fn crashed_seeds(dir: &Path) {
         ("alloc.committed", 3),
         ("fixed.committed", 30),
         ("fixed.add_counted", 20),
-        ("fixed.move.copied", 6),
+        // 3: 80 keys need at least 4 segments of 21 cells, so at least 3 moves made new
+        // ones, whatever the file's hash seed (6 was short once in ~10 runs, CI).
+        ("fixed.move.copied", 3),
         ("fixed.move.published", 2),
         ("clean.moved", 5),
         ("uid.taken", 60),
