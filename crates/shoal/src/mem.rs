@@ -405,6 +405,27 @@ impl Region {
     }
 }
 
+/// Hints the CPU to start loading the cache line holding `p`, which may point anywhere
+/// (the caller's memory: a batch's keys). No effect on semantics.
+#[inline(always)]
+pub fn prefetch_ptr(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// [`prefetch_ptr`] of the first byte of each key.
+#[inline]
+pub fn prefetch_keys(keys: &[&[u8]]) {
+    for k in keys {
+        prefetch_ptr(k.as_ptr());
+    }
+}
+
 /// Bytes `0..n` of a word set (`n` <= 8).
 #[cfg(not(shuttle))]
 #[inline(always)]

@@ -728,3 +728,41 @@ fn crash_at_every_fail_point() {
         "only {crashed} runs crashed: fail points not reached"
     );
 }
+
+/// Keys of whole words are matched on their last word first: keys that share it (and
+/// keys that share everything else) must still find only themselves, in gets, batched
+/// gets and writes.
+#[test]
+fn keys_that_share_a_word_find_only_themselves() {
+    let d = tmp();
+    let s = store(&d);
+    for ks in [16usize, 24] {
+        let m = s.fixed_map(&format!("m{ks}"), ks, 8).unwrap();
+        // Key i: word 0 (the head) holds i / 8, the last word i % 8, so every key shares
+        // its last word with 1/8 of the others and its head with 7 others.
+        let key = |i: u64| {
+            let mut k = vec![0u8; ks];
+            k[..8].copy_from_slice(&(i / 8).to_le_bytes());
+            k[ks - 8..].copy_from_slice(&(i % 8).to_le_bytes());
+            k
+        };
+        for i in (0..400).step_by(2) {
+            m.put(&key(i), &i.to_le_bytes()).unwrap();
+        }
+        let keys: Vec<Vec<u8>> = (0..400).map(key).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let many = m.get_many(&refs).unwrap();
+        for i in 0..400u64 {
+            let want = (i % 2 == 0).then(|| i.to_le_bytes().to_vec());
+            assert_eq!(m.get(&key(i)).unwrap(), want, "key {i}, {ks} bytes");
+            assert_eq!(many[i as usize], want, "get_many, key {i}, {ks} bytes");
+        }
+        for i in (1..400).step_by(2) {
+            assert!(!m.replace(&key(i), &[0; 8]).unwrap(), "key {i}, {ks} bytes");
+            assert!(!m.remove(&key(i)).unwrap(), "key {i}, {ks} bytes");
+        }
+        assert_eq!(m.len().unwrap(), 200);
+    }
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
