@@ -1,7 +1,7 @@
 //! The input is a sequence of operations on fixed-size maps, each checked against a
-//! HashMap model: put, get, get_into, contains, insert, replace, remove,
-//! compare_and_swap, update, add, get_many, a put of the wrong size, clear, iteration and
-//! reopening the store. At the end the whole map (get, iteration, len) must equal the
+//! HashMap model: put, swap, get, get_into, contains, insert, get_or_insert, replace,
+//! remove, take, compare_and_swap, update, add, get_many, put_many, remove_many, a put of
+//! the wrong size, clear, iteration and reopening the store. At the end the whole map (get, iteration, len) must equal the
 //! model and `Store::check` must pass.
 //!
 //! Every input runs on three geometries: 8+8 (the inline u64 -> u64 map, whose adds are
@@ -74,10 +74,14 @@ fn run(data: &[u8], ks: usize, vs: usize) {
         let (kind, k, arg) = (op[0], key(op[1], ks), op[2]);
         let v = value(i, arg, vs);
         match kind % 16 {
-            0..=2 => {
+            0 | 1 => {
                 let o = m.put(&k, &v).unwrap();
                 let had = model.insert(k, v).is_some();
                 assert_eq!(o == PutOutcome::Replaced, had, "op {i}: put outcome");
+            }
+            2 => {
+                let old = m.swap(&k, &v).unwrap();
+                assert_eq!(old, model.insert(k, v), "op {i}: swap");
             }
             3 => {
                 assert_eq!(m.get(&k).unwrap(), model.get(&k).cloned(), "op {i}: get");
@@ -96,10 +100,14 @@ fn run(data: &[u8], ks: usize, vs: usize) {
                     "op {i}: contains"
                 );
             }
-            4 => {
+            4 if arg % 2 == 0 => {
                 let r = m.insert(&k, &v).unwrap();
                 assert_eq!(r, !model.contains_key(&k), "op {i}: insert");
                 model.entry(k).or_insert(v);
+            }
+            4 => {
+                let r = m.get_or_insert(&k, &v).unwrap();
+                assert_eq!(&r, model.entry(k).or_insert(v), "op {i}: get_or_insert");
             }
             5 => {
                 let r = m.replace(&k, &v).unwrap();
@@ -108,11 +116,12 @@ fn run(data: &[u8], ks: usize, vs: usize) {
                     *x = v;
                 }
             }
-            6 | 7 => assert_eq!(
+            6 => assert_eq!(
                 m.remove(&k).unwrap(),
                 model.remove(&k).is_some(),
                 "op {i}: remove"
             ),
+            7 => assert_eq!(m.take(&k).unwrap(), model.remove(&k), "op {i}: take"),
             8 => model::check_cas(&mut model, k.clone(), &v, arg, i, |e, n| {
                 m.compare_and_swap(&k, e, n).unwrap()
             }),
@@ -157,9 +166,29 @@ fn run(data: &[u8], ks: usize, vs: usize) {
                     .map(|j| key(op[1].wrapping_add(j as u8 * 3), ks))
                     .collect();
                 let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-                let got = m.get_many(&refs).unwrap();
-                for (j, k) in keys.iter().enumerate() {
-                    assert_eq!(got[j], model.get(k).cloned(), "op {i}: get_many [{j}]");
+                match arg % 3 {
+                    0 => {
+                        let got = m.get_many(&refs).unwrap();
+                        for (j, k) in keys.iter().enumerate() {
+                            assert_eq!(got[j], model.get(k).cloned(), "op {i}: get_many [{j}]");
+                        }
+                    }
+                    1 => {
+                        let items: Vec<(&[u8], &[u8])> =
+                            refs.iter().map(|k| (*k, &v[..])).collect();
+                        m.put_many(&items).unwrap();
+                        for k in keys {
+                            model.insert(k, v.clone());
+                        }
+                    }
+                    _ => {
+                        let want = keys.iter().filter(|k| model.remove(*k).is_some()).count();
+                        assert_eq!(
+                            m.remove_many(&refs).unwrap(),
+                            want as u64,
+                            "op {i}: remove_many"
+                        );
+                    }
                 }
             }
             12 => {

@@ -2174,7 +2174,7 @@ impl FixedMap {
         self.check_key(key)?;
         let tx = self.txn()?;
         let r = self.f.write(&tx, key, produce);
-        if r.is_ok() && self.sh.sync_writes {
+        if r.is_ok() && self.sh.sync_writes && !crate::map::batching() {
             self.sh.flush()?;
         }
         r
@@ -2221,6 +2221,100 @@ impl FixedMap {
     pub fn remove(&self, key: &[u8]) -> Result<bool> {
         let (_, applied) = self.write(key, &mut |_| Ok(Act::Remove))?;
         Ok(applied)
+    }
+
+    /// Inserts or replaces, returning the previous value (read under the segment lock,
+    /// so no other write comes between the two).
+    pub fn swap(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_value(value)?;
+        let mut old = None;
+        self.write(key, &mut |cur| {
+            old = cur.map(|off| self.value_at(off));
+            Ok(Act::Put(value))
+        })?;
+        Ok(old)
+    }
+
+    /// Removes `key` and returns its value, if it was present.
+    pub fn take(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut old = None;
+        self.write(key, &mut |cur| {
+            old = cur.map(|off| self.value_at(off));
+            Ok(if cur.is_some() {
+                Act::Remove
+            } else {
+                Act::Keep
+            })
+        })?;
+        Ok(old)
+    }
+
+    /// Returns the value of `key`, first inserting `default` if the key is absent
+    /// (atomically: of several racing callers, exactly one inserts).
+    pub fn get_or_insert(&self, key: &[u8], default: &[u8]) -> Result<Vec<u8>> {
+        self.check_value(default)?;
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        let mut out = Vec::new();
+        self.write(key, &mut |cur| {
+            Ok(match cur {
+                Some(off) => {
+                    out = self.value_at(off);
+                    Act::Keep
+                }
+                None => {
+                    out = default.to_vec();
+                    Act::Put(default)
+                }
+            })
+        })?;
+        Ok(out)
+    }
+
+    /// Under the segment lock: a copy of the value at `off`.
+    fn value_at(&self, off: u64) -> Vec<u8> {
+        let mut v = vec![0u8; self.f.geo.value_size as usize];
+        self.sh.r.read_bytes(off, &mut v);
+        v
+    }
+
+    /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
+    /// first error, which names the item. With
+    /// [`Options::sync_writes`](crate::Options::sync_writes), flushes once for the batch.
+    pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let r = crate::map::in_batch(|| {
+            for (i, (k, v)) in items.iter().enumerate() {
+                self.put(k, v).map_err(|e| match e {
+                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
+                    e => e,
+                })?;
+            }
+            Ok(())
+        });
+        self.sync_batch()?;
+        r
+    }
+
+    /// Removes many keys (each removal atomic on its own); returns how many were present.
+    pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        let r = crate::map::in_batch(|| {
+            let mut n = 0;
+            for k in keys {
+                n += self.remove(k)? as u64;
+            }
+            Ok(n)
+        });
+        self.sync_batch()?;
+        r
+    }
+
+    /// With `sync_writes`, the flush that a batch's writes skipped.
+    fn sync_batch(&self) -> Result<()> {
+        if self.sh.sync_writes && !crate::map::batching() {
+            self.sh.flush()?;
+        }
+        Ok(())
     }
 
     /// Atomically: if the current value of `key` equals `expected` (`None` = absent), sets

@@ -38,11 +38,16 @@ thread_local! {
     static BATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn in_batch<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn in_batch<T>(f: impl FnOnce() -> T) -> T {
     let outer = BATCH.with(|b| b.replace(true));
     let r = f();
     BATCH.with(|b| b.set(outer));
     r
+}
+
+/// Whether a batch call ([`in_batch`]) is running on this thread.
+pub(crate) fn batching() -> bool {
+    BATCH.with(|b| b.get())
 }
 
 fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
@@ -1065,7 +1070,7 @@ impl Map {
 
     /// With `sync_writes`, flushes after a write call (once per batch).
     fn sync(&self) -> Result<()> {
-        if self.sh.sync_writes && !BATCH.with(|b| b.get()) {
+        if self.sh.sync_writes && !batching() {
             self.sh.flush()?;
         }
         Ok(())

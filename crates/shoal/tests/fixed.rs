@@ -271,6 +271,11 @@ enum Op {
     Add(u64, i64),
     Cas(u64, Option<u64>, Option<u64>),
     Get(u64),
+    Swap(u64, u64),
+    Take(u64),
+    GetOrInsert(u64, u64),
+    PutMany(Vec<(u64, u64)>),
+    RemoveMany(Vec<u64>),
     Clear,
 }
 
@@ -284,7 +289,12 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (k.clone(), -3i64..4).prop_map(|(k, d)| Op::Add(k, d)),
         2 => (k.clone(), proptest::option::of(0u64..4), proptest::option::of(0u64..4))
             .prop_map(|(k, e, n)| Op::Cas(k, e, n)),
-        3 => k.prop_map(Op::Get),
+        3 => k.clone().prop_map(Op::Get),
+        2 => (k.clone(), any::<u64>()).prop_map(|(k, v)| Op::Swap(k, v % 4)),
+        2 => k.clone().prop_map(Op::Take),
+        2 => (k.clone(), any::<u64>()).prop_map(|(k, v)| Op::GetOrInsert(k, v % 4)),
+        1 => proptest::collection::vec((k.clone(), 0u64..4), 0..8).prop_map(Op::PutMany),
+        1 => proptest::collection::vec(k, 0..8).prop_map(Op::RemoveMany),
         1 => Just(Op::Clear),
     ]
 }
@@ -370,6 +380,35 @@ fn run_model(ks: usize, vs: usize, ops: &[Op]) {
                 let k = key(k, ks);
                 assert_eq!(m.get(&k).unwrap().as_ref(), model.get(&k));
                 assert_eq!(m.contains(&k).unwrap(), model.contains_key(&k));
+            }
+            Op::Swap(k, v) => {
+                let (k, v) = (key(k, ks), val(v, vs));
+                assert_eq!(m.swap(&k, &v).unwrap(), model.insert(k.clone(), v));
+            }
+            Op::Take(k) => {
+                let k = key(k, ks);
+                assert_eq!(m.take(&k).unwrap(), model.remove(&k));
+            }
+            Op::GetOrInsert(k, v) => {
+                let (k, v) = (key(k, ks), val(v, vs));
+                let want = model.entry(k.clone()).or_insert(v.clone()).clone();
+                assert_eq!(m.get_or_insert(&k, &v).unwrap(), want);
+            }
+            Op::PutMany(ref items) => {
+                let items: Vec<(Vec<u8>, Vec<u8>)> = items
+                    .iter()
+                    .map(|&(k, v)| (key(k, ks), val(v, vs)))
+                    .collect();
+                let refs: Vec<(&[u8], &[u8])> =
+                    items.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+                m.put_many(&refs).unwrap();
+                model.extend(items);
+            }
+            Op::RemoveMany(ref keys) => {
+                let keys: Vec<Vec<u8>> = keys.iter().map(|&k| key(k, ks)).collect();
+                let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+                let want = keys.iter().filter(|k| model.remove(*k).is_some()).count();
+                assert_eq!(m.remove_many(&refs).unwrap(), want as u64);
             }
             Op::Clear => {
                 m.clear().unwrap();
