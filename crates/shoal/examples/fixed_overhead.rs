@@ -1,6 +1,6 @@
 //! Space overhead of fixed-size and inline maps: file bytes per entry beyond the key and
 //! value bytes, for N entries (default 1,000,000; `cargo run --release -p shoal --example
-//! fixed_overhead -- N`). The baseline is the file with the empty map created. Also
+//! fixed_overhead -- N [KEY+VALUE ...]`, e.g. `-- 1000000 40+24 3+5`). The baseline is the file with the empty map created. Also
 //! prints rough single-thread timings of gets and adds on an inline u64 -> u64 map and of
 //! gets on a variable-size map with the same entries (noisy on a shared machine).
 
@@ -49,6 +49,20 @@ fn main() {
         .nth(1)
         .map(|s| s.parse().expect("N"))
         .unwrap_or(1_000_000);
+    // Optional geometries after N (`40+24 100+100`): only those, without the timings.
+    let geos: Vec<(usize, usize)> = std::env::args()
+        .skip(2)
+        .map(|g| {
+            let (k, v) = g.split_once('+').expect("a geometry is KEY+VALUE, e.g. 40+24");
+            (k.parse().expect("key size"), v.parse().expect("value size"))
+        })
+        .collect();
+    if !geos.is_empty() {
+        for (ks, vs) in geos {
+            measure(n, ks, vs);
+        }
+        return;
+    }
     for (ks, vs) in [(16, 16), (4, 4), (8, 8), (4, 8)] {
         measure(n, ks, vs);
     }

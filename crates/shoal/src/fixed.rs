@@ -472,6 +472,16 @@ impl FixedRef {
         let seg = entry_seg(e);
         let home = home_bucket(h, self.m.n_main);
         let bo = self.bucket(seg, home);
+        // A bucket of more than two lines (cells over 16 bytes): its cells are compared
+        // one line after another, so all its lines are asked for at once (16+16 at 5 M
+        // keys: 1.20-1.34 to 1.37-1.59 M gets/s, alternating runs).
+        if self.geo.bsize > 128 {
+            let mut o = bo + 64;
+            while o < bo + self.geo.bsize {
+                sh.r.prefetch(o);
+                o += 64;
+            }
+        }
         let h1 = sh.w(bo).load(Acquire);
         if fh_seq(h1) & 1 == 1 {
             return Ok(Attempt::Retry);
