@@ -1855,6 +1855,70 @@ shoal_status shoal_fixed_replace(const struct shoal_fixed *fixed,
 shoal_status shoal_fixed_remove(const struct shoal_fixed *fixed, const void *key, size_t key_len);
 
 /**
+ * Inserts or replaces the value of `key`, and copies the previous value, if any, into
+ * `old` (atomically: no other write comes between the two).
+ *
+ * * `old`, `old_len`: NULL, or a buffer of exactly the map's value size; left as it
+ *   was when the key was absent.
+ * * `replaced`: NULL, or receives whether the key was present.
+ *
+ * Errors: as `shoal_fixed_put`, and `SHOAL_INVALID` for an `old_len` other than the
+ * value size.
+ *
+ * # Safety
+ * As `shoal_fixed_put`; `old` is NULL or has `old_len` writable bytes; `replaced` is
+ * NULL or writable.
+ */
+shoal_status shoal_fixed_swap(const struct shoal_fixed *fixed,
+                              const void *key,
+                              size_t key_len,
+                              const void *value,
+                              size_t value_len,
+                              void *old,
+                              size_t old_len,
+                              bool *replaced);
+
+/**
+ * Removes `key` and copies its value into `old`.
+ *
+ * * `old`, `old_len`: NULL, or a buffer of exactly the map's value size.
+ *
+ * Returns `SHOAL_OK` (removed; its value is in `old`) or `SHOAL_NOT_FOUND` (the key was
+ * absent; `old` is left as it was). Errors: as `shoal_fixed_remove`, and `SHOAL_INVALID`
+ * for an `old_len` other than the value size.
+ *
+ * # Safety
+ * As `shoal_fixed_remove`; `old` is NULL or has `old_len` writable bytes.
+ */
+shoal_status shoal_fixed_take(const struct shoal_fixed *fixed,
+                              const void *key,
+                              size_t key_len,
+                              void *old,
+                              size_t old_len);
+
+/**
+ * Copies the value of `key` into `buf`, first inserting `default_value` if the key is
+ * absent (atomically: of several racing callers, exactly one inserts).
+ *
+ * * `default_value`, `default_len`: exactly the map's value size.
+ * * `buf`, `buf_len`: NULL, or a buffer of exactly the map's value size; receives the
+ *   value the key has after the call.
+ *
+ * Errors: as `shoal_fixed_insert`, and `SHOAL_INVALID` for a `buf_len` other than the
+ * value size.
+ *
+ * # Safety
+ * As `shoal_fixed_insert`; `buf` is NULL or has `buf_len` writable bytes.
+ */
+shoal_status shoal_fixed_get_or_insert(const struct shoal_fixed *fixed,
+                                       const void *key,
+                                       size_t key_len,
+                                       const void *default_value,
+                                       size_t default_len,
+                                       void *buf,
+                                       size_t buf_len);
+
+/**
  * Atomically: if the current value of `key` is `expected` (or the key is absent, with
  * `SHOAL_CAS_EXPECT_ABSENT`), sets it to `new_value` (or removes it, with
  * `SHOAL_CAS_REMOVE`). Decided under the segment lock.

@@ -1046,6 +1046,38 @@ public:
         return true;
     }
 
+    /// Inserts or replaces, returning the previous value (nullopt if the key was absent).
+    std::optional<std::string> swap(bytes_view key, bytes_view value) const {
+        std::string old(value_size_, '\0');
+        bool replaced = false;
+        detail::check(shoal_fixed_swap(h_.get(), key.data(), key.size(), value.data(),
+                                       value.size(), old.data(), old.size(), &replaced),
+                      "shoal_fixed_swap");
+        if (!replaced) return std::nullopt;
+        return old;
+    }
+
+    /// Removes `key` and returns its value (nullopt if it was absent).
+    std::optional<std::string> take(bytes_view key) const {
+        std::string old(value_size_, '\0');
+        shoal_status rc =
+            shoal_fixed_take(h_.get(), key.data(), key.size(), old.data(), old.size());
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_fixed_take");
+        return old;
+    }
+
+    /// The value of `key`, first inserting `default_value` if the key is absent
+    /// (atomically: of several racing callers, exactly one inserts).
+    std::string get_or_insert(bytes_view key, bytes_view default_value) const {
+        std::string v(value_size_, '\0');
+        detail::check(shoal_fixed_get_or_insert(h_.get(), key.data(), key.size(),
+                                                default_value.data(), default_value.size(),
+                                                v.data(), v.size()),
+                      "shoal_fixed_get_or_insert");
+        return v;
+    }
+
     /// Atomically: if the value of `key` is `expected` (nullopt: absent), sets it to
     /// `desired` (nullopt: removes it). False if it did not match (nothing changed).
     bool compare_and_swap(bytes_view key, std::optional<bytes_view> expected,

@@ -516,6 +516,149 @@ pub unsafe extern "C" fn shoal_fixed_remove(
     })
 }
 
+/// The caller's value buffer of a fixed map call: NULL (the value is not wanted) or
+/// exactly `value_size` writable bytes.
+///
+/// # Safety
+/// `buf` is NULL or has `len` writable bytes.
+unsafe fn out_arg<'a>(
+    m: &shoal::FixedMap,
+    buf: *mut c_void,
+    len: usize,
+) -> Res<Option<&'a mut [u8]>> {
+    if buf.is_null() {
+        return Ok(None);
+    }
+    exact(len, m.value_size(), "buf_len")?;
+    if len == 0 {
+        return Ok(Some(&mut []));
+    }
+    // SAFETY: non-NULL with len writable bytes (caller's contract); len is the map's value
+    // size, far below isize::MAX.
+    Ok(Some(unsafe {
+        std::slice::from_raw_parts_mut(buf as *mut u8, len)
+    }))
+}
+
+/// Inserts or replaces the value of `key`, and copies the previous value, if any, into
+/// `old` (atomically: no other write comes between the two).
+///
+/// * `old`, `old_len`: NULL, or a buffer of exactly the map's value size; left as it
+///   was when the key was absent.
+/// * `replaced`: NULL, or receives whether the key was present.
+///
+/// Errors: as `shoal_fixed_put`, and `SHOAL_INVALID` for an `old_len` other than the
+/// value size.
+///
+/// # Safety
+/// As `shoal_fixed_put`; `old` is NULL or has `old_len` writable bytes; `replaced` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_swap(
+    fixed: *const shoal_fixed,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+    old: *mut c_void,
+    old_len: usize,
+    replaced: *mut bool,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        // SAFETY: forwarded contract.
+        let key = unsafe { key_arg(m, key, key_len) }?;
+        // SAFETY: forwarded contract.
+        let value = unsafe { value_arg(m, value, value_len, "value") }?;
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(m, old, old_len) }?;
+        let prev = m.swap(key, value)?;
+        if let (Some(out), Some(prev)) = (out, &prev) {
+            out.copy_from_slice(prev);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { write_opt(replaced, prev.is_some()) };
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Removes `key` and copies its value into `old`.
+///
+/// * `old`, `old_len`: NULL, or a buffer of exactly the map's value size.
+///
+/// Returns `SHOAL_OK` (removed; its value is in `old`) or `SHOAL_NOT_FOUND` (the key was
+/// absent; `old` is left as it was). Errors: as `shoal_fixed_remove`, and `SHOAL_INVALID`
+/// for an `old_len` other than the value size.
+///
+/// # Safety
+/// As `shoal_fixed_remove`; `old` is NULL or has `old_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_take(
+    fixed: *const shoal_fixed,
+    key: *const c_void,
+    key_len: usize,
+    old: *mut c_void,
+    old_len: usize,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        // SAFETY: forwarded contract.
+        let key = unsafe { key_arg(m, key, key_len) }?;
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(m, old, old_len) }?;
+        match m.take(key)? {
+            Some(prev) => {
+                if let Some(out) = out {
+                    out.copy_from_slice(&prev);
+                }
+                Ok(SHOAL_OK)
+            }
+            None => Err(absent()),
+        }
+    })
+}
+
+/// Copies the value of `key` into `buf`, first inserting `default_value` if the key is
+/// absent (atomically: of several racing callers, exactly one inserts).
+///
+/// * `default_value`, `default_len`: exactly the map's value size.
+/// * `buf`, `buf_len`: NULL, or a buffer of exactly the map's value size; receives the
+///   value the key has after the call.
+///
+/// Errors: as `shoal_fixed_insert`, and `SHOAL_INVALID` for a `buf_len` other than the
+/// value size.
+///
+/// # Safety
+/// As `shoal_fixed_insert`; `buf` is NULL or has `buf_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_get_or_insert(
+    fixed: *const shoal_fixed,
+    key: *const c_void,
+    key_len: usize,
+    default_value: *const c_void,
+    default_len: usize,
+    buf: *mut c_void,
+    buf_len: usize,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { fixed_ref(fixed) }?;
+        // SAFETY: forwarded contract.
+        let key = unsafe { key_arg(m, key, key_len) }?;
+        // SAFETY: forwarded contract.
+        let default = unsafe { value_arg(m, default_value, default_len, "default_value") }?;
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(m, buf, buf_len) }?;
+        let v = m.get_or_insert(key, default)?;
+        if let Some(out) = out {
+            out.copy_from_slice(&v);
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
 /// Atomically: if the current value of `key` is `expected` (or the key is absent, with
 /// `SHOAL_CAS_EXPECT_ABSENT`), sets it to `new_value` (or removes it, with
 /// `SHOAL_CAS_REMOVE`). Decided under the segment lock.

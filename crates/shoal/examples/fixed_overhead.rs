@@ -53,7 +53,9 @@ fn main() {
     let geos: Vec<(usize, usize)> = std::env::args()
         .skip(2)
         .map(|g| {
-            let (k, v) = g.split_once('+').expect("a geometry is KEY+VALUE, e.g. 40+24");
+            let (k, v) = g
+                .split_once('+')
+                .expect("a geometry is KEY+VALUE, e.g. 40+24");
             (k.parse().expect("key size"), v.parse().expect("value size"))
         })
         .collect();

@@ -1870,6 +1870,35 @@ static void test_fixed_ops(void) {
     CHECK_RC(shoal_fixed_remove(f, k1, 8), SHOAL_INVALID);
     CHECK_RC(shoal_fixed_remove(NULL, k1, 4), SHOAL_NULL_POINTER);
 
+    /* swap / take / get_or_insert (k1 is absent before and after) */
+    {
+        unsigned char old[8];
+        bool rep = true;
+        CHECK_RC(shoal_fixed_swap(f, k1, 4, v1, 8, old, 8, &rep), SHOAL_OK);
+        CHECK(!rep);
+        CHECK_RC(shoal_fixed_swap(f, k1, 4, v2, 8, old, 8, &rep), SHOAL_OK);
+        CHECK(rep);
+        CHECK(memcmp(old, v1, 8) == 0);
+        CHECK_RC(shoal_fixed_swap(f, k1, 4, v1, 8, NULL, 0, NULL), SHOAL_OK);
+        CHECK_RC(shoal_fixed_swap(f, k1, 4, v2, 8, old, 7, NULL), SHOAL_INVALID);
+        CHECK_RC(shoal_fixed_swap(f, k1, 4, v2, 7, old, 8, NULL), SHOAL_INVALID);
+        CHECK_RC(shoal_fixed_swap(NULL, k1, 4, v1, 8, NULL, 0, NULL), SHOAL_NULL_POINTER);
+        CHECK_RC(shoal_fixed_take(f, k1, 4, old, 8), SHOAL_OK);
+        CHECK(memcmp(old, v1, 8) == 0);
+        CHECK_RC(shoal_fixed_take(f, k1, 4, old, 8), SHOAL_NOT_FOUND);
+        CHECK_RC(shoal_fixed_take(f, k1, 4, old, 9), SHOAL_INVALID);
+        CHECK_RC(shoal_fixed_take(NULL, k1, 4, NULL, 0), SHOAL_NULL_POINTER);
+        CHECK_RC(shoal_fixed_get_or_insert(f, k1, 4, v2, 8, old, 8), SHOAL_OK);
+        CHECK(memcmp(old, v2, 8) == 0);
+        CHECK_RC(shoal_fixed_get_or_insert(f, k1, 4, v1, 8, old, 8), SHOAL_OK);
+        CHECK(memcmp(old, v2, 8) == 0);
+        CHECK_RC(shoal_fixed_get_or_insert(f, k1, 4, v1, 7, old, 8), SHOAL_INVALID);
+        CHECK_RC(shoal_fixed_get_or_insert(f, k1, 4, v1, 8, NULL, 0), SHOAL_OK);
+        CHECK_RC(shoal_fixed_take(f, k1, 4, NULL, 0), SHOAL_OK);
+        CHECK_RC(shoal_fixed_contains(f, k1, 4, &b), SHOAL_OK);
+        CHECK(!b);
+    }
+
     /* add (8-byte values) */
     int64_t r = 0;
     CHECK_RC(shoal_fixed_add(f, k1, 4, 5, &r), SHOAL_OK);

@@ -514,6 +514,13 @@ TEST_F(ShoalTest, FixedMapBasics) {
     EXPECT_FALSE(f.empty());
     EXPECT_TRUE(f.remove(K2));
     EXPECT_FALSE(f.remove(K2));
+    EXPECT_EQ(f.swap(K2, V1), std::nullopt);
+    EXPECT_EQ(f.swap(K2, V2), std::optional<std::string>(std::string(V1.str())));
+    EXPECT_EQ(f.get_or_insert(K2, V1), std::string(V2.str()));
+    EXPECT_EQ(f.take(K2), std::optional<std::string>(std::string(V2.str())));
+    EXPECT_EQ(f.take(K2), std::nullopt);
+    EXPECT_EQ(f.get_or_insert(K2, V1), std::string(V1.str()));
+    EXPECT_TRUE(f.remove(K2));
     shoal_fixed_stats st = f.stats();
     EXPECT_EQ(st.entries, 1u);
     EXPECT_EQ(st.key_size, 8u);
