@@ -103,6 +103,54 @@ impl FixedMapNative {
         self.m(py)?.quick(py, |m| m.remove(key)).py_err(py)
     }
 
+    /// Inserts or replaces; returns the previous value (None if the key was absent).
+    fn swap<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        value: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let old = self.m(py)?.quick(py, |m| m.swap(key, value)).py_err(py)?;
+        Ok(old.map(|v| PyBytes::new(py, &v)))
+    }
+
+    /// Removes `key` and returns its value (None if it was absent).
+    fn take<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let old = self.m(py)?.quick(py, |m| m.take(key)).py_err(py)?;
+        Ok(old.map(|v| PyBytes::new(py, &v)))
+    }
+
+    /// The value of `key`, inserting `default` first if the key is absent (one locked
+    /// step: of racing callers exactly one inserts).
+    fn get_or_insert<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self
+            .m(py)?
+            .quick(py, |m| m.get_or_insert(key, default))
+            .py_err(py)?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    /// Puts many pairs with the GIL released once; each put atomic on its own.
+    fn put_many(&self, py: Python<'_>, items: Vec<(Vec<u8>, Vec<u8>)>) -> PyResult<()> {
+        let g = self.m(py)?;
+        let m: &shoal::FixedMap = &g.map;
+        let refs: Vec<(&[u8], &[u8])> = items.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        py.detach(|| m.put_many(&refs)).py_err(py)
+    }
+
+    /// Removes many keys with the GIL released once; returns how many were present.
+    fn remove_many(&self, py: Python<'_>, keys: Vec<Vec<u8>>) -> PyResult<u64> {
+        let g = self.m(py)?;
+        let m: &shoal::FixedMap = &g.map;
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        py.detach(|| m.remove_many(&refs)).py_err(py)
+    }
+
     #[pyo3(signature = (key, expected, new))]
     fn compare_and_swap(
         &self,

@@ -68,6 +68,26 @@ def test_basic_mapping(store):
     assert len(f) == 0
 
 
+def test_swap_put_many_remove_many(store):
+    f = store.fixed_map("sw", 4, 8)
+    assert f.swap(k4(1), v8(1)) is None
+    assert f.swap(k4(1), v8(2)) == v8(1)
+    f.put_many({k4(2): v8(2), k4(3): v8(3)})
+    f.put_many([(k4(4), v8(4))])
+    assert f.to_dict() == {k4(i): v8(i) for i in (1, 2, 3, 4)} | {k4(1): v8(2)}
+    with pytest.raises(shoal.InvalidArgument, match="item 1"):
+        f.put_many([(k4(5), v8(5)), (k4(6), b"short")])
+    assert f[k4(5)] == v8(5)  # the pair before the bad one was put
+    assert k4(6) not in f
+    assert f.remove_many([k4(1), k4(9), k4(5), k4(1)]) == 2
+    assert sorted(f) == [k4(2), k4(3), k4(4)]
+    with pytest.raises(TypeError):
+        f.remove_many(k4(2))
+    with pytest.raises(shoal.InvalidArgument):
+        f.swap(k4(2), b"x")
+    assert f[k4(2)] == v8(2)
+
+
 def test_put_insert_replace_remove_cas(store):
     f = store.fixed_map("f", 2, 2)
     assert f.put(b"ab", b"12") is False
@@ -340,6 +360,21 @@ class FixedVsDict(RuleBasedStateMachine):
     @rule(k=KEYS)
     def pop(self, k):
         assert self.m.pop(k, None) == self.d.pop(k, None)
+
+    @rule(k=KEYS, v=VALUES)
+    def swap(self, k, v):
+        assert self.m.swap(k, v) == self.d.get(k)
+        self.d[k] = v
+
+    @rule(items=st.lists(st.tuples(KEYS, VALUES), max_size=5))
+    def put_many(self, items):
+        self.m.put_many(items)
+        self.d.update(items)
+
+    @rule(keys=st.lists(KEYS, max_size=5))
+    def remove_many(self, keys):
+        want = sum(self.d.pop(k, None) is not None for k in keys)
+        assert self.m.remove_many(keys) == want
 
     @rule()
     def clear(self):

@@ -434,6 +434,14 @@ class FixedMap(MutableMapping[bytes, bytes]):
         """Replaces only if present; returns whether it did."""
     def remove(self, key: bytes) -> bool:
         """Removes the key; returns whether it was present."""
+    def swap(self, key: bytes, value: bytes) -> bytes | None:
+        """Inserts or replaces, returning the previous value (None if absent)."""
+    def put_many(
+        self, items: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]
+    ) -> None:
+        """Sets many pairs, the GIL released once; each put atomic on its own."""
+    def remove_many(self, keys: Iterable[bytes]) -> int:
+        """Removes many keys; returns how many were present."""
     def compare_and_swap(
         self, key: bytes, expected: bytes | _AbsentType, new: bytes | _AbsentType
     ) -> bool:

@@ -106,37 +106,52 @@ class FixedMap(_MutableMapping):
         return default if v is None else v
 
     def pop(self, key, *default):
-        """Removes ``key`` and returns its value (atomically: a compare-and-swap loop),
-        or returns ``default`` if given and the key is absent; else raises KeyError."""
+        """Removes ``key`` and returns its value (atomically, one locked step), or
+        returns ``default`` if given and the key is absent; else raises KeyError."""
         if len(default) > 1:
             raise TypeError(f"pop expected at most 2 arguments, got {1 + len(default)}")
-        while True:
-            v = self._m.get(key)
-            if v is None:
-                if default:
-                    return default[0]
-                raise KeyError(key)
-            if self._m.compare_and_swap(key, v, None):
-                return v
+        v = self._m.take(key)
+        if v is None:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        return v
 
     def popitem(self):
         """Removes and returns some (key, value) pair; KeyError if the map is empty."""
         for k in self._m.iter(_KEYS):
-            try:
-                return (k, self.pop(k))
-            except KeyError:
-                continue  # removed meanwhile by another process
+            v = self._m.take(k)
+            if v is not None:
+                return (k, v)
+            # removed meanwhile by another process: try the next key
         raise KeyError("popitem(): shoal.FixedMap is empty")
 
     def setdefault(self, key, default):
-        """The value of ``key``; if absent, inserts ``default`` first (atomically, as
-        insert-if-absent) and returns it. ``default`` is required (no ``None`` values)."""
-        while True:
-            v = self._m.get(key)
-            if v is not None:
-                return v
-            if self._m.insert(key, default):
-                return default
+        """The value of ``key``; if absent, inserts ``default`` first and returns it
+        (atomically: of racing callers exactly one inserts). ``default`` is required (no
+        ``None`` values)."""
+        return self._m.get_or_insert(key, default)
+
+    def swap(self, key, value):
+        """Inserts or replaces, returning the previous value (``None`` if the key was
+        absent), atomically."""
+        return self._m.swap(key, value)
+
+    def put_many(self, items) -> None:
+        """Sets many pairs (a mapping, or an iterable of ``(key, value)`` pairs) with the
+        GIL released once. Each put is atomic on its own, the batch is not: a pair of the
+        wrong size raises ``shoal.InvalidArgument`` naming the item, after the pairs
+        before it were put."""
+        if isinstance(items, _Mapping):
+            items = items.items()
+        self._m.put_many([(k, v) for k, v in items])
+
+    def remove_many(self, keys) -> int:
+        """Removes many keys with the GIL released once (each removal atomic on its own);
+        returns how many were present. Absent keys are not an error."""
+        if isinstance(keys, (bytes, bytearray, str)):
+            raise TypeError("expected an iterable of keys, not a single key")
+        return self._m.remove_many(list(keys))
 
     def put(self, key, value) -> bool:
         """Inserts or replaces; returns True if the key was present (replaced)."""
