@@ -2184,8 +2184,8 @@ impl FixedMap {
         self.check_key(key)?;
         let tx = self.txn()?;
         let r = self.f.write(&tx, key, produce);
-        if r.is_ok() && self.sh.sync_writes && !crate::map::batching() {
-            self.sh.flush()?;
+        if r.is_ok() {
+            crate::map::flush_unless_batching(&self.sh)?;
         }
         r
     }
@@ -2293,38 +2293,12 @@ impl FixedMap {
     /// first error, which names the item. With
     /// [`Options::sync_writes`](crate::Options::sync_writes), flushes once for the batch.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let r = crate::map::in_batch(|| {
-            for (i, (k, v)) in items.iter().enumerate() {
-                self.put(k, v).map_err(|e| match e {
-                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
-                    e => e,
-                })?;
-            }
-            Ok(())
-        });
-        self.sync_batch()?;
-        r
+        crate::map::put_each(&self.sh, items, |k, v| self.put(k, v).map(|_| ()))
     }
 
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
-        let r = crate::map::in_batch(|| {
-            let mut n = 0;
-            for k in keys {
-                n += self.remove(k)? as u64;
-            }
-            Ok(n)
-        });
-        self.sync_batch()?;
-        r
-    }
-
-    /// With `sync_writes`, the flush that a batch's writes skipped.
-    fn sync_batch(&self) -> Result<()> {
-        if self.sh.sync_writes && !crate::map::batching() {
-            self.sh.flush()?;
-        }
-        Ok(())
+        crate::map::remove_each(&self.sh, keys, |k| self.remove(k))
     }
 
     /// Atomically: if the current value of `key` equals `expected` (`None` = absent), sets

@@ -38,16 +38,57 @@ thread_local! {
     static BATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-pub(crate) fn in_batch<T>(f: impl FnOnce() -> T) -> T {
+fn in_batch<T>(f: impl FnOnce() -> T) -> T {
     let outer = BATCH.with(|b| b.replace(true));
     let r = f();
     BATCH.with(|b| b.set(outer));
     r
 }
 
-/// Whether a batch call ([`in_batch`]) is running on this thread.
-pub(crate) fn batching() -> bool {
-    BATCH.with(|b| b.get())
+/// With `sync_writes`, flushes after a write call, unless a batch call ([`in_batch`])
+/// is running on this thread: that one flushes once, at its end.
+pub(crate) fn flush_unless_batching(sh: &Shared) -> Result<()> {
+    if sh.sync_writes && !BATCH.with(|b| b.get()) {
+        sh.flush()?;
+    }
+    Ok(())
+}
+
+/// The loop of `put_many` (variable and fixed maps): each put atomic on its own, the
+/// first error stops it (an invalid item's message names it), one flush at the end.
+pub(crate) fn put_each(
+    sh: &Shared,
+    items: &[(&[u8], &[u8])],
+    mut put: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<()> {
+    let r = in_batch(|| {
+        for (i, (k, v)) in items.iter().enumerate() {
+            put(k, v).map_err(|e| match e {
+                Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
+                e => e,
+            })?;
+        }
+        Ok(())
+    });
+    flush_unless_batching(sh)?;
+    r
+}
+
+/// The loop of `remove_many`: how many of `keys` `remove` found, one flush at the end.
+pub(crate) fn remove_each(
+    sh: &Shared,
+    keys: &[&[u8]],
+    mut remove: impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<u64> {
+    let r = in_batch(|| {
+        let mut n = 0;
+        for k in keys {
+            n += remove(k)? as u64;
+        }
+        Ok(n)
+    });
+    flush_unless_batching(sh)?;
+    r
 }
 
 fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
@@ -1042,38 +1083,17 @@ impl Map {
     /// first error. With [`Options::sync_writes`](crate::Options::sync_writes), flushes
     /// once for the batch.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let r = in_batch(|| {
-            for (i, (k, v)) in items.iter().enumerate() {
-                self.put(k, v).map_err(|e| match e {
-                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
-                    e => e,
-                })?;
-            }
-            Ok(())
-        });
-        self.sync()?;
-        r
+        put_each(&self.sh, items, |k, v| self.put(k, v).map(|_| ()))
     }
 
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
-        let r = in_batch(|| {
-            let mut n = 0;
-            for k in keys {
-                n += self.remove(k)? as u64;
-            }
-            Ok(n)
-        });
-        self.sync()?;
-        r
+        remove_each(&self.sh, keys, |k| self.remove(k))
     }
 
     /// With `sync_writes`, flushes after a write call (once per batch).
     fn sync(&self) -> Result<()> {
-        if self.sh.sync_writes && !batching() {
-            self.sh.flush()?;
-        }
-        Ok(())
+        flush_unless_batching(&self.sh)
     }
 
     /// Number of entries.
