@@ -22,6 +22,15 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// Page faults (minor, major) this thread has taken so far.
+fn thread_faults() -> (i64, i64) {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the pointer it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_minflt, ru.ru_majflt)
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let keys: u64 = args.next().map_or(10_000_000, |a| a.parse().expect("KEYS"));
@@ -31,18 +40,20 @@ fn main() {
     let s = Store::open_with(&path, &Options::default(), OpenMode::CreateNew).unwrap();
     let m = s.map("m").unwrap();
     // (µs, put index, file growth in bytes, new segments)
-    let mut slow: Vec<(f64, u64, u64, u64)> = Vec::new();
+    let mut slow: Vec<(f64, u64, u64, u64, i64)> = Vec::new();
     let value = [7u8; 16];
     let mut end = s.stats().unwrap().file_size;
     let mut segs = m.stats().unwrap().segments;
     for i in 0..keys {
         let key = format!("key:{i:012}");
+        let f0 = thread_faults();
         let t0 = thread_cpu();
         m.put(key.as_bytes(), &value).unwrap();
         let us = (thread_cpu() - t0).as_secs_f64() * 1e6;
         if us > 250.0 {
+            let f1 = thread_faults();
             let (e, g) = (s.stats().unwrap().file_size, m.stats().unwrap().segments);
-            slow.push((us, i, e - end, g - segs));
+            slow.push((us, i, e - end, g - segs, f1.0 - f0.0 + f1.1 - f0.1));
         }
         // The file's size and the segment count are read only every 4096 puts (and after
         // a slow one): a growth between two reads is charged to no put, never to a wrong one.
@@ -54,11 +65,11 @@ fn main() {
     slow.sort_by(|a, b| b.0.total_cmp(&a.0));
     println!("{keys} puts; {} over 250 µs of thread CPU time", slow.len());
     println!(
-        "{:>10} {:>10} {:>14} {:>9}",
-        "µs", "put #", "file grew, KiB", "new segs"
+        "{:>10} {:>10} {:>14} {:>9} {:>12}",
+        "µs", "put #", "file grew, KiB", "new segs", "page faults"
     );
-    for (us, i, grew, g) in slow.iter().take(shown) {
-        println!("{us:>10.1} {i:>10} {:>14} {g:>9}", grew / 1024);
+    for (us, i, grew, g, f) in slow.iter().take(shown) {
+        println!("{us:>10.1} {i:>10} {:>14} {g:>9} {f:>12}", grew / 1024);
     }
     let grew = slow.iter().filter(|x| x.2 > 0).count();
     let split = slow.iter().filter(|x| x.3 > 0).count();

@@ -56,6 +56,10 @@ pub(crate) struct Shared {
     /// End of the space this process has allocated past the file's end
     /// ([`crate::alloc::allocate_ahead`]); `u64::MAX` when the filesystem cannot.
     pub ahead: AtomicU64,
+    /// End of the space past the file's end that this process *has* allocated: every
+    /// byte from the file's end up to it is backed (`ahead` is claimed before its
+    /// `fallocate` runs, and may be ahead of this). See [`crate::alloc::grow_file`].
+    pub ahead_done: AtomicU64,
 }
 
 impl Shared {
@@ -88,6 +92,7 @@ impl Shared {
             sync_writes: false,
             verified: AtomicBool::new(false),
             ahead: AtomicU64::new(0),
+            ahead_done: AtomicU64::new(0),
         }
     }
 
