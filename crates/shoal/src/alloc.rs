@@ -86,8 +86,8 @@ pub(crate) fn allocate_ahead(sh: &Shared) {
 /// size comes to cover them, by whoever does that first; a second `fallocate` over the
 /// whole range zeroed all of them in the put that grew the file. On these VMs, where
 /// the host takes back memory the guest freed (free page reporting), zeroing a page it
-/// took back costs ~8.6 µs: a 2 MiB index arena run took 4.4-6.5 ms in one put
-/// (`put_tail` with another process holding 2-5 GiB). Left to the page faults, the
+/// took back costs ~8.6 µs: a 2 MiB index arena run took 4.7-8.1 ms in one put
+/// (`put_tail` with another process holding 2-9 GiB). Left to the page faults, the
 /// zeroing is spread over the writes that first touch each page.
 #[cfg(not(shuttle))]
 fn grow_file(sh: &Shared, end: u64, new_end: u64) -> Result<()> {
