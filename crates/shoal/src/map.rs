@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{read_record_header, Action, Hit, MapRef, WriteResult};
+use crate::index::{read_record_header, Action, Hit, MapRef, WriteResult, STAGE};
 use crate::shared::{thread_txn, Shared};
 use crate::txn::Txn;
 use crate::uid::Uid;
@@ -30,8 +30,6 @@ pub enum PutOutcome {
     /// The key was present; its value was replaced.
     Replaced,
 }
-
-use crate::index::STAGE;
 
 thread_local! {
     /// Set while a batch call runs, so that `sync_writes` flushes once per batch.
