@@ -2031,7 +2031,7 @@ shoal_status shoal_fixed_get_many(const struct shoal_fixed *fixed,
  * own; the batch is not (another thread may see some of the entries and not others).
  * NULL pointers and lengths other than the map's sizes are refused before anything is
  * written; otherwise the call stops at the first error (earlier entries stay written).
- * With sync writes, each put flushes (unlike `shoal_map_put_many`, which flushes once).
+ * With sync writes, flushes once for the batch (also when it stops at an error).
  *
  * * `items`, `n`: the entries; every `key_len` and `value_len` must be the map's key
  *   and value sizes. `items` may be NULL when `n` is 0.
@@ -2050,7 +2050,7 @@ shoal_status shoal_fixed_put_many(const struct shoal_fixed *fixed,
  * Removes `n` keys, one `shoal_fixed_remove` after the other: each removal is atomic on
  * its own; the batch is not. NULL pointers and key lengths other than the map's key
  * size are refused before anything is removed; otherwise the call stops at the first
- * error (earlier keys stay removed).
+ * error (earlier keys stay removed). With sync writes, flushes once for the batch.
  *
  * * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
  *   be NULL when `n` is 0.

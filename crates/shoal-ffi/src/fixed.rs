@@ -908,7 +908,7 @@ pub unsafe extern "C" fn shoal_fixed_get_many(
 /// own; the batch is not (another thread may see some of the entries and not others).
 /// NULL pointers and lengths other than the map's sizes are refused before anything is
 /// written; otherwise the call stops at the first error (earlier entries stay written).
-/// With sync writes, each put flushes (unlike `shoal_map_put_many`, which flushes once).
+/// With sync writes, flushes once for the batch (also when it stops at an error).
 ///
 /// * `items`, `n`: the entries; every `key_len` and `value_len` must be the map's key
 ///   and value sizes. `items` may be NULL when `n` is 0.
@@ -947,9 +947,12 @@ pub unsafe extern "C" fn shoal_fixed_put_many(
                 Ok((k, v))
             })
             .collect::<Res<Vec<(&[u8], &[u8])>>>()?;
-        for (i, (k, v)) in pairs.iter().enumerate() {
-            m.put(k, v).map_err(|e| item(i, Fail::from(e)))?;
-        }
+        m.batch(|| {
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                m.put(k, v).map_err(|e| item(i, Fail::from(e)))?;
+            }
+            Ok::<_, Fail>(())
+        })?;
         Ok(SHOAL_OK)
     })
 }
@@ -957,7 +960,7 @@ pub unsafe extern "C" fn shoal_fixed_put_many(
 /// Removes `n` keys, one `shoal_fixed_remove` after the other: each removal is atomic on
 /// its own; the batch is not. NULL pointers and key lengths other than the map's key
 /// size are refused before anything is removed; otherwise the call stops at the first
-/// error (earlier keys stay removed).
+/// error (earlier keys stay removed). With sync writes, flushes once for the batch.
 ///
 /// * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
 ///   be NULL when `n` is 0.
@@ -981,10 +984,13 @@ pub unsafe extern "C" fn shoal_fixed_remove_many(
         let m = unsafe { fixed_ref(fixed) }?;
         // SAFETY: forwarded contract.
         let ks = unsafe { fixed_key_slices(m, keys, n) }?;
-        let mut r = 0u64;
-        for (i, k) in ks.iter().enumerate() {
-            r += m.remove(k).map_err(|e| item(i, Fail::from(e)))? as u64;
-        }
+        let r = m.batch(|| {
+            let mut r = 0u64;
+            for (i, k) in ks.iter().enumerate() {
+                r += m.remove(k).map_err(|e| item(i, Fail::from(e)))? as u64;
+            }
+            Ok::<_, Fail>(r)
+        })?;
         // SAFETY: forwarded contract.
         unsafe { write_opt(removed, r) };
         Ok(SHOAL_OK)

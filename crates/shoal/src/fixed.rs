@@ -2289,6 +2289,20 @@ impl FixedMap {
         v
     }
 
+    /// Runs `f`, deferring the flushes that [`Options::sync_writes`](crate::Options::sync_writes)
+    /// makes after every write call on this thread, then flushes once for all of them: a
+    /// group of writes (to any maps of the store) that costs one `msync` + `fsync` instead
+    /// of one each. Each write stays atomic on its own; the group is not (other processes
+    /// see each write as it is made, and an OS crash before the flush may keep any subset
+    /// of them). The flush happens also when `f` fails, before its error is returned. A
+    /// no-op wrapper when `sync_writes` is off. `put_many` and `remove_many` run in one.
+    pub fn batch<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        crate::map::batch(&self.sh, f)
+    }
+
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
     /// first error, which names the item. With
     /// [`Options::sync_writes`](crate::Options::sync_writes), flushes once for the batch.

@@ -52,6 +52,19 @@ pub(crate) fn flush_unless_batching(sh: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// Runs `f` with the flushes of `sync_writes` deferred, then flushes once: `Map::batch`
+/// and `FixedMap::batch`. The flush happens also when `f` failed, so that what it wrote
+/// before the error is as durable as a single write's; a failed flush is reported in
+/// place of `f`'s result (the writes may then not be durable, which matters more).
+pub(crate) fn batch<T, E: From<Error>>(
+    sh: &Shared,
+    f: impl FnOnce() -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    let r = in_batch(f);
+    flush_unless_batching(sh)?;
+    r
+}
+
 /// The loop of `put_many` (variable and fixed maps): each put atomic on its own, the
 /// first error stops it (an invalid item's message names it), one flush at the end.
 pub(crate) fn put_each(
@@ -59,7 +72,7 @@ pub(crate) fn put_each(
     items: &[(&[u8], &[u8])],
     mut put: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
-    let r = in_batch(|| {
+    batch(sh, || {
         for (i, (k, v)) in items.iter().enumerate() {
             put(k, v).map_err(|e| match e {
                 Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
@@ -67,9 +80,7 @@ pub(crate) fn put_each(
             })?;
         }
         Ok(())
-    });
-    flush_unless_batching(sh)?;
-    r
+    })
 }
 
 /// The loop of `remove_many`: how many of `keys` `remove` found, one flush at the end.
@@ -78,15 +89,13 @@ pub(crate) fn remove_each(
     keys: &[&[u8]],
     mut remove: impl FnMut(&[u8]) -> Result<bool>,
 ) -> Result<u64> {
-    let r = in_batch(|| {
+    batch(sh, || {
         let mut n = 0;
         for k in keys {
             n += remove(k)? as u64;
         }
         Ok(n)
-    });
-    flush_unless_batching(sh)?;
-    r
+    })
 }
 
 fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
@@ -1075,6 +1084,20 @@ impl Map {
             start = stop;
         }
         Ok(())
+    }
+
+    /// Runs `f`, deferring the flushes that [`Options::sync_writes`](crate::Options::sync_writes)
+    /// makes after every write call on this thread, then flushes once for all of them: a
+    /// group of writes (to any maps of the store) that costs one `msync` + `fsync` instead
+    /// of one each. Each write stays atomic on its own; the group is not (other processes
+    /// see each write as it is made, and an OS crash before the flush may keep any subset
+    /// of them). The flush happens also when `f` fails, before its error is returned. A
+    /// no-op wrapper when `sync_writes` is off. `put_many` and `remove_many` run in one.
+    pub fn batch<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        crate::map::batch(&self.sh, f)
     }
 
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the

@@ -98,6 +98,7 @@ impl Shared {
 
     /// Writes every byte of the store through to stable storage (see `Store::flush`).
     pub fn flush(&self) -> Result<()> {
+        crate::rt::failpoint!("store.flush");
         #[cfg(not(shuttle))]
         // SAFETY: [base, base + file_end) lies inside our mapping of the file.
         unsafe {

@@ -662,6 +662,20 @@ impl Store {
         Ok(())
     }
 
+    /// Runs `f`, deferring the flushes that [`Options::sync_writes`](crate::Options::sync_writes)
+    /// makes after every write call on this thread, then flushes once for all of them: a
+    /// group of writes (to any maps of the store) that costs one `msync` + `fsync` instead
+    /// of one each. Each write stays atomic on its own; the group is not (other processes
+    /// see each write as it is made, and an OS crash before the flush may keep any subset
+    /// of them). The flush happens also when `f` fails, before its error is returned. A
+    /// no-op wrapper when `sync_writes` is off. `put_many` and `remove_many` run in one.
+    pub fn batch<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        crate::map::batch(&self.sh, f)
+    }
+
     /// Writes everything in the store through to stable storage (`msync` + `fsync`): after
     /// it returns, an OS crash loses nothing written before the call. Needed only for
     /// stores on disk; see also [`Options::sync_writes`].
