@@ -13,6 +13,11 @@
 //! the padding, its gets already do not overlap, and only a get short enough to bring
 //! the next one's first miss into the window would be faster.
 //!
+//! It ends by measuring what a miss costs on this machine: a pointer chase through one
+//! random cycle over the lines of a buffer as large as the store's file, one load after
+//! another and then four chains at once. Two misses in series per get at that latency
+//! bound what a single get can do when consecutive gets do not overlap.
+//!
 //! `cargo run --release -p shoal-bench --bin shoal-overlap -- --keys 10000000`
 
 use shoal_bench::{mops, Data};
@@ -119,7 +124,76 @@ fn measure(store: &shoal::Store, data: &Data, reps: usize) -> Result<(), String>
             hb_rate / shoal
         );
     }
+    let lat = memory_latency(store.stats().map_err(|e| format!("stats: {e}"))?.file_size);
+    println!(
+        "memory, random lines of a {} MiB buffer: one load after another {:.0} ns each; \
+         four independent chains {:.0} ns per load",
+        lat.bytes >> 20,
+        lat.dependent_ns,
+        lat.four_chains_ns
+    );
+    println!(
+        "  a get that misses twice in series (bucket, then record) and overlaps nothing: \
+         {:.2} M gets/s at most",
+        1e3 / (2.0 * lat.dependent_ns)
+    );
     Ok(())
+}
+
+/// What a cache (and TLB) miss costs on this machine.
+struct Latency {
+    bytes: u64,
+    dependent_ns: f64,
+    four_chains_ns: f64,
+}
+
+/// Chases pointers through one random cycle over the 64-byte lines of a buffer as large as
+/// the store's file (anonymous memory, the allocator's pages): first one chain, each load's
+/// address the previous load's value, then four chains interleaved, whose misses overlap.
+/// The first is the latency a chain of dependent misses pays per link; the second what
+/// overlap buys.
+fn memory_latency(bytes: u64) -> Latency {
+    const LINE: usize = 8; // u64 words per 64-byte line
+    let lines = (bytes as usize / 64).max(1024);
+    let mut next = vec![0u64; lines * LINE];
+    // Sattolo's shuffle: one cycle through every line (an xorshift: repeatable).
+    let mut perm: Vec<u32> = (0..lines as u32).collect();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in (1..lines).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        perm.swap(i, (x % i as u64) as usize);
+    }
+    for i in 0..lines {
+        next[perm[i] as usize * LINE] = (perm[(i + 1) % lines] as usize * LINE) as u64;
+    }
+    let steps = 20_000_000usize.min(lines * 4);
+    let t = Instant::now();
+    let mut p = 0usize;
+    for _ in 0..steps {
+        p = next[p] as usize;
+    }
+    let dependent_ns = t.elapsed().as_nanos() as f64 / steps as f64;
+    let mut q = [
+        0usize,
+        perm[lines / 4] as usize * LINE,
+        perm[lines / 2] as usize * LINE,
+        perm[3 * lines / 4] as usize * LINE,
+    ];
+    let t = Instant::now();
+    for _ in 0..steps / 4 {
+        for c in q.iter_mut() {
+            *c = next[*c] as usize;
+        }
+    }
+    let four_chains_ns = t.elapsed().as_nanos() as f64 / (steps / 4 * 4) as f64;
+    black_box((p, q));
+    Latency {
+        bytes: (lines * 64) as u64,
+        dependent_ns,
+        four_chains_ns,
+    }
 }
 
 /// Shoal gets through `get_into` (a reused buffer), each followed by `pad` independent
