@@ -37,10 +37,16 @@ thread_local! {
 }
 
 fn in_batch<T>(f: impl FnOnce() -> T) -> T {
-    let outer = BATCH.with(|b| b.replace(true));
-    let r = f();
-    BATCH.with(|b| b.set(outer));
-    r
+    /// Restores the flag also when `f` unwinds (a user's closure in `batch` may panic):
+    /// left set, it would silently turn off `sync_writes` for the thread.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BATCH.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(BATCH.with(|b| b.replace(true)));
+    f()
 }
 
 /// With `sync_writes`, flushes after a write call, unless a batch call ([`in_batch`])

@@ -123,6 +123,19 @@ fn batch_flushes_once_and_passes_results_and_errors_through() {
     r.unwrap();
     flushed(1, "nested batches");
 
+    // A closure that panics: nothing is flushed at its end (the panic goes on), but the
+    // thread's writes flush again afterwards, as sync_writes promises.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: Result<(), Error> = s.batch(|| {
+            m.put(b"before the panic", b"1")?;
+            panic!("a caller's closure panics");
+        });
+    }));
+    assert!(r.is_err());
+    flushed(0, "a batch that panicked");
+    m.put(b"after the panic", b"2").unwrap();
+    flushed(1, "a put after a batch that panicked");
+
     // Without sync_writes, a batch flushes nothing.
     let d2 = tempfile::tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
