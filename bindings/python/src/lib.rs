@@ -15,6 +15,7 @@ mod store;
 fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Store>()?;
     m.add_class::<store::CheckReport>()?;
+    m.add_class::<store::Batch>()?;
     m.add_class::<map::Map>()?;
     m.add_class::<map::MapIter>()?;
     m.add_class::<fixed::FixedMapNative>()?;

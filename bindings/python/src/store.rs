@@ -249,6 +249,19 @@ impl Store {
         py.detach(|| st.flush()).py_err(py)
     }
 
+    /// A batch of writes to this store, as a context manager: `with store.batch(): ...`.
+    /// With `open(..., sync_writes=True)`, the writes this thread makes to the store inside
+    /// the block are flushed once, when it ends (also when it raises), instead of one
+    /// flush each. Each write stays atomic on its own; the block is not. Blocks nest (the
+    /// outermost flushes). Without `sync_writes` it changes nothing.
+    fn batch(&self, py: Python<'_>) -> PyResult<Batch> {
+        self.get(py)?;
+        Ok(Batch {
+            core: self.core.clone(),
+            open: None,
+        })
+    }
+
     /// Reclaims dead record space now (writers normally do it a little at a time), then
     /// returns the pages of free chunks to the filesystem (the memory of a store in
     /// /dev/shm; the file's size stays); returns the number of chunks freed.
@@ -523,4 +536,42 @@ pub fn remove(py: Python<'_>, path: PathBuf, missing_ok: bool) -> PyResult<()> {
 #[pyfunction]
 pub fn resolve_path(path: PathBuf) -> String {
     shoal::resolve_path(path).display().to_string()
+}
+
+/// A batch of writes to one store (`Store.batch()`): a context manager whose block's
+/// writes, on the thread that entered it, are flushed once at its end under
+/// `sync_writes`. Bound to its thread (the deferral is that thread's).
+#[pyclass(module = "shoal", name = "Batch", unsendable)]
+pub struct Batch {
+    core: Arc<StoreCore>,
+    /// The open batch and the store it flushes (kept open by this handle until the end,
+    /// even if the `Store` is closed inside the block).
+    open: Option<(shoal::Batch, Arc<shoal::Store>)>,
+}
+
+#[pymethods]
+impl Batch {
+    fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
+        if slf.open.is_some() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this shoal.Batch is already open; a block needs its own store.batch()",
+            ));
+        }
+        let py = slf.py();
+        let st = slf.core.store.load_full().ok_or_else(|| closed(py))?;
+        slf.open = Some((st.begin_batch(), st));
+        Ok(slf)
+    }
+
+    /// Ends the batch and, if it owes one, flushes (without the GIL). A failed flush is
+    /// raised, also when the block raised (the flush error is chained to it by Python).
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        if let Some((b, st)) = self.open.take() {
+            if b.end_without_flush() {
+                py.detach(|| st.flush()).py_err(py)?;
+            }
+        }
+        Ok(false)
+    }
 }

@@ -276,6 +276,40 @@ def test_disk_store_flush_and_repair(tmp_path):
         assert s.check().ok
 
 
+def test_batch_groups_writes_and_nests(tmp_path):
+    p = tmp_path / "batch.shoal"  # on disk, where sync_writes flushes for real
+    with shoal.open(p, sync_writes=True) as s:
+        m = s.map("m")
+        f = s.fixed_map("f", 8, 8)
+        with s.batch() as b:
+            assert isinstance(b, shoal.Batch)
+            for i in range(100):
+                m[b"k%d" % i] = b"v"
+                f[i.to_bytes(8, "little")] = (2 * i).to_bytes(8, "little")
+            with s.batch():  # nested: the outermost flushes
+                m[b"inner"] = b"1"
+        assert len(m) == 101 and m[b"inner"] == b"1"
+        assert f[(7).to_bytes(8, "little")] == (14).to_bytes(8, "little")
+        # An exception in the block propagates; the writes before it stay.
+        with pytest.raises(KeyError):
+            with s.batch():
+                m[b"before"] = b"kept"
+                raise KeyError("in the block")
+        assert m[b"before"] == b"kept"
+        # A Batch is entered once.
+        b = s.batch()
+        with b:
+            with pytest.raises(RuntimeError):
+                b.__enter__()
+        assert s.check().ok
+    with shoal.open(p) as s2:  # and everything is in the file
+        assert len(s2.map("m")) == 102
+    closed_store = shoal.open(tmp_path / "closed.shoal")
+    closed_store.close()
+    with pytest.raises(shoal.Closed):
+        closed_store.batch()
+
+
 def test_gil_is_released_during_batch_calls(store):
     """Another thread runs while get_many/put_many work in the engine."""
     m = store.map("gil")

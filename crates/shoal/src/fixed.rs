@@ -2185,7 +2185,7 @@ impl FixedMap {
         let tx = self.txn()?;
         let r = self.f.write(&tx, key, produce);
         if r.is_ok() {
-            crate::map::flush_unless_batching(&self.sh)?;
+            crate::batch::flush_unless_batching(&self.sh)?;
         }
         r
     }
@@ -2289,18 +2289,22 @@ impl FixedMap {
         v
     }
 
-    /// Runs `f`, deferring the flushes that [`Options::sync_writes`](crate::Options::sync_writes)
-    /// makes after every write call on this thread, then flushes once for all of them: a
-    /// group of writes (to any maps of the store) that costs one `msync` + `fsync` instead
-    /// of one each. Each write stays atomic on its own; the group is not (other processes
-    /// see each write as it is made, and an OS crash before the flush may keep any subset
-    /// of them). The flush happens also when `f` fails, before its error is returned. A
-    /// no-op wrapper when `sync_writes` is off. `put_many` and `remove_many` run in one.
+    /// Runs `f` in a batch of this store: the flushes that
+    /// [`Options::sync_writes`](crate::Options::sync_writes) makes after every write call
+    /// are deferred for the writes this thread makes to this store (to any of its maps),
+    /// and made once when `f` returns: one `msync` + `fsync` for the group instead of one
+    /// each. Each write stays atomic on its own; the group is not (other processes see each
+    /// write as it is made, and an OS crash before the flush may keep any subset of them).
+    /// Writes to other stores flush as usual. The flush happens also when `f` fails, before
+    /// its error is returned; a failed flush is returned in place of `f`'s result. Batches
+    /// nest (the outermost flushes). A plain call when `sync_writes` is off. `put_many` and
+    /// `remove_many` run in one. [`Store::begin_batch`](crate::Store::begin_batch) opens
+    /// one without a closure.
     pub fn batch<T, E: From<Error>>(
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        crate::map::batch(&self.sh, f)
+        crate::batch::run(&self.sh, f)
     }
 
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
@@ -2403,9 +2407,7 @@ impl FixedMap {
         }
         let tx = self.txn()?;
         if let Some(v) = self.f.add_in_place(&tx, key, delta)? {
-            if self.sh.sync_writes {
-                self.sh.flush()?;
-            }
+            crate::batch::flush_unless_batching(&self.sh)?;
             return Ok(v);
         }
         let sh = &*self.sh;

@@ -28,6 +28,7 @@
 )]
 
 mod alloc;
+mod batch;
 pub mod check;
 mod cleaner;
 mod error;
@@ -46,6 +47,7 @@ mod sys;
 mod txn;
 mod uid;
 
+pub use batch::Batch;
 pub use error::{Error, Result};
 pub use fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use map::{Iter, Keys, Map, MapStats, PutOutcome};

@@ -31,46 +31,6 @@ pub enum PutOutcome {
     Replaced,
 }
 
-thread_local! {
-    /// Set while a batch call runs, so that `sync_writes` flushes once per batch.
-    static BATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn in_batch<T>(f: impl FnOnce() -> T) -> T {
-    /// Restores the flag also when `f` unwinds (a user's closure in `batch` may panic):
-    /// left set, it would silently turn off `sync_writes` for the thread.
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            BATCH.with(|b| b.set(self.0));
-        }
-    }
-    let _restore = Restore(BATCH.with(|b| b.replace(true)));
-    f()
-}
-
-/// With `sync_writes`, flushes after a write call, unless a batch call ([`in_batch`])
-/// is running on this thread: that one flushes once, at its end.
-pub(crate) fn flush_unless_batching(sh: &Shared) -> Result<()> {
-    if sh.sync_writes && !BATCH.with(|b| b.get()) {
-        sh.flush()?;
-    }
-    Ok(())
-}
-
-/// Runs `f` with the flushes of `sync_writes` deferred, then flushes once: `Map::batch`
-/// and `FixedMap::batch`. The flush happens also when `f` failed, so that what it wrote
-/// before the error is as durable as a single write's; a failed flush is reported in
-/// place of `f`'s result (the writes may then not be durable, which matters more).
-pub(crate) fn batch<T, E: From<Error>>(
-    sh: &Shared,
-    f: impl FnOnce() -> std::result::Result<T, E>,
-) -> std::result::Result<T, E> {
-    let r = in_batch(f);
-    flush_unless_batching(sh)?;
-    r
-}
-
 /// The loop of `put_many` (variable and fixed maps): each put atomic on its own, the
 /// first error stops it (an invalid item's message names it), one flush at the end.
 pub(crate) fn put_each(
@@ -78,7 +38,7 @@ pub(crate) fn put_each(
     items: &[(&[u8], &[u8])],
     mut put: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
-    batch(sh, || {
+    crate::batch::run(sh, || {
         for (i, (k, v)) in items.iter().enumerate() {
             put(k, v).map_err(|e| match e {
                 Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
@@ -95,7 +55,7 @@ pub(crate) fn remove_each(
     keys: &[&[u8]],
     mut remove: impl FnMut(&[u8]) -> Result<bool>,
 ) -> Result<u64> {
-    batch(sh, || {
+    crate::batch::run(sh, || {
         let mut n = 0;
         for k in keys {
             n += remove(k)? as u64;
@@ -1092,18 +1052,22 @@ impl Map {
         Ok(())
     }
 
-    /// Runs `f`, deferring the flushes that [`Options::sync_writes`](crate::Options::sync_writes)
-    /// makes after every write call on this thread, then flushes once for all of them: a
-    /// group of writes (to any maps of the store) that costs one `msync` + `fsync` instead
-    /// of one each. Each write stays atomic on its own; the group is not (other processes
-    /// see each write as it is made, and an OS crash before the flush may keep any subset
-    /// of them). The flush happens also when `f` fails, before its error is returned. A
-    /// no-op wrapper when `sync_writes` is off. `put_many` and `remove_many` run in one.
+    /// Runs `f` in a batch of this store: the flushes that
+    /// [`Options::sync_writes`](crate::Options::sync_writes) makes after every write call
+    /// are deferred for the writes this thread makes to this store (to any of its maps),
+    /// and made once when `f` returns: one `msync` + `fsync` for the group instead of one
+    /// each. Each write stays atomic on its own; the group is not (other processes see each
+    /// write as it is made, and an OS crash before the flush may keep any subset of them).
+    /// Writes to other stores flush as usual. The flush happens also when `f` fails, before
+    /// its error is returned; a failed flush is returned in place of `f`'s result. Batches
+    /// nest (the outermost flushes). A plain call when `sync_writes` is off. `put_many` and
+    /// `remove_many` run in one. [`Store::begin_batch`](crate::Store::begin_batch) opens
+    /// one without a closure.
     pub fn batch<T, E: From<Error>>(
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        crate::map::batch(&self.sh, f)
+        crate::batch::run(&self.sh, f)
     }
 
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
@@ -1120,7 +1084,7 @@ impl Map {
 
     /// With `sync_writes`, flushes after a write call (once per batch).
     fn sync(&self) -> Result<()> {
-        flush_unless_batching(&self.sh)
+        crate::batch::flush_unless_batching(&self.sh)
     }
 
     /// Number of entries.

@@ -662,18 +662,42 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `f`, deferring the flushes that [`Options::sync_writes`](crate::Options::sync_writes)
-    /// makes after every write call on this thread, then flushes once for all of them: a
-    /// group of writes (to any maps of the store) that costs one `msync` + `fsync` instead
-    /// of one each. Each write stays atomic on its own; the group is not (other processes
-    /// see each write as it is made, and an OS crash before the flush may keep any subset
-    /// of them). The flush happens also when `f` fails, before its error is returned. A
-    /// no-op wrapper when `sync_writes` is off. `put_many` and `remove_many` run in one.
+    /// Runs `f` in a batch of this store: the flushes that
+    /// [`Options::sync_writes`](crate::Options::sync_writes) makes after every write call
+    /// are deferred for the writes this thread makes to this store (to any of its maps),
+    /// and made once when `f` returns: one `msync` + `fsync` for the group instead of one
+    /// each. Each write stays atomic on its own; the group is not (other processes see each
+    /// write as it is made, and an OS crash before the flush may keep any subset of them).
+    /// Writes to other stores flush as usual. The flush happens also when `f` fails, before
+    /// its error is returned; a failed flush is returned in place of `f`'s result. Batches
+    /// nest (the outermost flushes). A plain call when `sync_writes` is off. `put_many` and
+    /// `remove_many` run in one. [`Store::begin_batch`](crate::Store::begin_batch) opens
+    /// one without a closure.
+    ///
+    /// ```no_run
+    /// let opts = shoal::Options { sync_writes: true, ..Default::default() };
+    /// let store = shoal::Store::open_with("/var/lib/app/data.shoal", &opts, shoal::OpenMode::OpenOrCreate)?;
+    /// let orders = store.map("orders")?;
+    /// store.batch(|| {                                 // one msync + fsync for the three puts
+    ///     orders.put(b"1", b"a")?;
+    ///     orders.put(b"2", b"b")?;
+    ///     orders.put(b"3", b"c").map(|_| ())
+    /// })?;
+    /// # Ok::<(), shoal::Error>(())
+    /// ```
     pub fn batch<T, E: From<Error>>(
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        crate::map::batch(&self.sh, f)
+        crate::batch::run(&self.sh, f)
+    }
+
+    /// Opens a batch of this store on this thread, as [`Store::batch`] does for a closure:
+    /// until the returned [`Batch`](crate::Batch) ends, `sync_writes` does not flush this
+    /// thread's writes to the store; [`Batch::end`](crate::Batch::end) flushes them once.
+    /// For callers whose group of writes is not one closure (a binding's `with` block).
+    pub fn begin_batch(&self) -> crate::Batch {
+        crate::Batch::begin(self.sh.clone())
     }
 
     /// Writes everything in the store through to stable storage (`msync` + `fsync`): after

@@ -1,6 +1,7 @@
 //! `batch`: a group of writes under `sync_writes` is flushed once, at its end, also when
 //! it fails; results and errors pass through; `put_many` and `remove_many` of both map
-//! kinds are batches; nested batches flush once, at the outermost end.
+//! kinds are batches; nested batches flush once, at the outermost end; a batch defers
+//! only its own store's flushes; `begin_batch` opens one without a closure.
 //!
 //! The flushes are counted at the `store.flush` fail point, so the counts are checked only
 //! with the `failpoints` feature (the test command enables it); the rest holds without.
@@ -136,6 +137,53 @@ fn batch_flushes_once_and_passes_results_and_errors_through() {
     m.put(b"after the panic", b"2").unwrap();
     flushed(1, "a put after a batch that panicked");
 
+    // Two stores: a batch of one does not defer the other's flushes, so a write to the
+    // second inside it flushes at once, and each store's batch flushes its own.
+    let other = Store::open_with(d.path().join("o.shoal"), &o, OpenMode::CreateNew).unwrap();
+    let om = other.map("m").unwrap();
+    let r: Result<(), Error> = s.batch(|| {
+        m.put(b"first store", b"1")?;
+        flushed(0, "a write inside a batch");
+        om.put(b"second store", b"1")?;
+        flushed(1, "a write to another store inside a batch");
+        other.batch(|| {
+            om.put(b"second store, batched", b"2")?;
+            m.put(b"first store again", b"2").map(|_| ())
+        })?;
+        flushed(1, "the inner batch of the other store");
+        Ok(())
+    });
+    r.unwrap();
+    flushed(1, "the outer batch");
+
+    // A batch opened without a closure: ended explicitly, nested in a closure's, and
+    // dropped without `end`.
+    let b = s.begin_batch();
+    m.put(b"guarded 1", b"1").unwrap();
+    f.put(&[9; 8], &[9; 8]).unwrap();
+    flushed(0, "writes in an open batch");
+    let r: Result<(), Error> = s.batch(|| m.put(b"guarded 2", b"2").map(|_| ()));
+    r.unwrap();
+    flushed(0, "a closure batch inside an open one");
+    b.end().unwrap();
+    flushed(1, "Batch::end");
+    {
+        let _b = s.begin_batch();
+        m.put(b"dropped batch", b"1").unwrap();
+        flushed(0, "a write in a batch about to be dropped");
+    }
+    flushed(1, "a dropped batch");
+    let outer = s.begin_batch();
+    let inner = s.begin_batch();
+    assert!(!inner.end_without_flush(), "an inner batch owes no flush");
+    assert!(
+        outer.end_without_flush(),
+        "the outermost batch of a sync_writes store owes one"
+    );
+    flushed(0, "batches ended without flushing");
+    m.put(b"after the batches", b"1").unwrap();
+    flushed(1, "a put after every batch ended");
+
     // Without sync_writes, a batch flushes nothing.
     let d2 = tempfile::tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
@@ -153,6 +201,10 @@ fn batch_flushes_once_and_passes_results_and_errors_through() {
     });
     r.unwrap();
     pm.put(b"e", b"f").unwrap();
+    assert!(
+        !plain.begin_batch().end_without_flush(),
+        "no flush owed without sync_writes"
+    );
     flushed(0, "writes to a store without sync_writes");
 
     let report = s.check().unwrap();

@@ -20,6 +20,7 @@ __all__ = [
     "MapIterator",
     "FixedMap",
     "CheckReport",
+    "Batch",
     "KeysView",
     "ValuesView",
     "ItemsView",
@@ -157,6 +158,13 @@ def resolve_path(path: str | os.PathLike[str]) -> str:
 # ---- Store --------------------------------------------------------------------------
 
 @final
+class Batch:
+    """A batch of writes to one store (Store.batch()); enter it once, on one thread."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> Literal[False]: ...
+
+@final
 class CheckReport:
     """What Store.check() found."""
 
@@ -249,6 +257,9 @@ class Store:
         """Verifies every invariant of the store file (run it while no write is in flight)."""
     def flush(self) -> None:
         """Writes everything through to stable storage (msync + fsync)."""
+    def batch(self) -> Batch:
+        """A context manager: with sync_writes, this thread's writes to the store inside
+        the block are flushed once, at its end, instead of once each."""
     def compact(self) -> int:
         """Reclaims dead record space now, then returns the pages of free chunks to the
         filesystem (the memory of a store in /dev/shm); returns the number of chunks freed."""
