@@ -28,7 +28,8 @@
  *
  * Handles: shoal_store, shoal_map and shoal_fixed may be used from any number of
  * threads at once (closing excepted); a shoal_iter or shoal_fixed_iter by one thread
- * at a time. Handles stay valid in a fork() child.
+ * at a time; a shoal_batch only by the thread that began it. Handles stay valid in a
+ * fork() child.
  */
 
 #ifndef SHOAL_H
@@ -257,6 +258,16 @@ typedef enum shoal_open_mode shoal_open_mode;
 typedef uint32_t shoal_open_mode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * A batch of writes to one store on one thread (`shoal_batch_begin`): until it ends,
+ * `sync_writes` does not flush the writes this thread makes to the store, and
+ * `shoal_batch_end` flushes them once: the group commit of a store opened with
+ * `sync_writes`.
+ *
+ * Thread safety: bound to the thread that began it; only that thread may end it.
+ */
+typedef struct shoal_batch shoal_batch;
 
 /**
  * A named fixed-size map in a store (`shoal_fixed_open`): every key is exactly
@@ -937,6 +948,38 @@ shoal_status shoal_store_compact(const struct shoal_store *store, uint64_t *chun
  * `store` is NULL or a live handle.
  */
 shoal_status shoal_store_flush(const struct shoal_store *store);
+
+/**
+ * Begins a batch of writes to `store` on the calling thread. With `sync_writes`, the
+ * writes this thread makes to the store (any of its maps) are not flushed one by one
+ * until the batch ends; `shoal_batch_end` then flushes once. Each write stays atomic on
+ * its own; the group is not (other processes see each write as it is made, and an OS
+ * crash before the end may keep any subset). Writes to other stores flush as usual.
+ * Batches nest: the outermost end flushes. Without `sync_writes` nothing changes.
+ *
+ * * `out`: receives the batch (NULL on failure). End it with `shoal_batch_end` on this
+ *   thread; until then this thread's writes to the store are not durable.
+ *
+ * Errors: `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `out` is NULL or writable.
+ */
+shoal_status shoal_batch_begin(const struct shoal_store *store, struct shoal_batch **out);
+
+/**
+ * Ends a batch and frees it; with `sync_writes`, flushes the store once (unless another
+ * batch of it is still open on this thread: the outermost end flushes).
+ *
+ * Errors: `SHOAL_INVALID` (called on another thread than the one that began the batch:
+ * nothing is done and the batch stays open and valid), `SHOAL_IO`, `SHOAL_NO_SPACE` (the
+ * flush failed; the batch is ended and freed all the same), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `batch` is NULL or a live batch from `shoal_batch_begin`, not used again after a call
+ * that ended it.
+ */
+shoal_status shoal_batch_end(struct shoal_batch *batch);
 
 /**
  * Opens a store on disk that was not closed cleanly and that `shoal_store_open`

@@ -383,6 +383,32 @@ private:
     std::unique_ptr<shoal_store, Close> h_;
 };
 
+/// A batch of writes to one store on this thread (shoal_batch_begin): with sync_writes,
+/// the thread's writes to the store are flushed once, when the batch ends, instead of
+/// once each. Bound to the thread that made it (neither copyable nor movable). end()
+/// throws a failed flush; the destructor ends an open batch and cannot report one.
+class Batch {
+public:
+    explicit Batch(const Store& store) {
+        detail::check(shoal_batch_begin(store.handle(), &b_), "shoal_batch_begin");
+    }
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    ~Batch() {
+        if (b_) shoal_batch_end(b_);
+    }
+
+    /// Ends the batch and flushes once (with sync_writes). Throws shoal::Error.
+    void end() {
+        shoal_batch* b = b_;
+        b_ = nullptr;
+        if (b) detail::check(shoal_batch_end(b), "shoal_batch_end");
+    }
+
+private:
+    shoal_batch* b_ = nullptr;
+};
+
 /// A named map. Move-only; closes its handle when destroyed (the map stays in the
 /// store). Usable from many threads at once. Range-for yields (key, value) pairs.
 class Map {

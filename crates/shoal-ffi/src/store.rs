@@ -544,6 +544,88 @@ pub unsafe extern "C" fn shoal_store_flush(store: *const shoal_store) -> shoal_s
     })
 }
 
+/// A batch of writes to one store on one thread (`shoal_batch_begin`): until it ends,
+/// `sync_writes` does not flush the writes this thread makes to the store, and
+/// `shoal_batch_end` flushes them once: the group commit of a store opened with
+/// `sync_writes`.
+///
+/// Thread safety: bound to the thread that began it; only that thread may end it.
+pub struct shoal_batch {
+    batch: Option<shoal::Batch>,
+    store: shoal::Store,
+    thread: std::thread::ThreadId,
+}
+
+/// Begins a batch of writes to `store` on the calling thread. With `sync_writes`, the
+/// writes this thread makes to the store (any of its maps) are not flushed one by one
+/// until the batch ends; `shoal_batch_end` then flushes once. Each write stays atomic on
+/// its own; the group is not (other processes see each write as it is made, and an OS
+/// crash before the end may keep any subset). Writes to other stores flush as usual.
+/// Batches nest: the outermost end flushes. Without `sync_writes` nothing changes.
+///
+/// * `out`: receives the batch (NULL on failure). End it with `shoal_batch_end` on this
+///   thread; until then this thread's writes to the store are not durable.
+///
+/// Errors: `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `store` is NULL or a live handle; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_batch_begin(
+    store: *const shoal_store,
+    out: *mut *mut shoal_batch,
+) -> shoal_status {
+    ffi(|| {
+        let out = out_ptr(out, "out")?;
+        // SAFETY: non-NULL, writable by contract.
+        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: forwarded contract.
+        let s = unsafe { store_ref(store) }?;
+        let b = Box::new(shoal_batch {
+            batch: Some(s.begin_batch()),
+            store: s.clone(),
+            thread: std::thread::current().id(),
+        });
+        // SAFETY: non-NULL, writable by contract.
+        unsafe { out.write(Box::into_raw(b)) };
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Ends a batch and frees it; with `sync_writes`, flushes the store once (unless another
+/// batch of it is still open on this thread: the outermost end flushes).
+///
+/// Errors: `SHOAL_INVALID` (called on another thread than the one that began the batch:
+/// nothing is done and the batch stays open and valid), `SHOAL_IO`, `SHOAL_NO_SPACE` (the
+/// flush failed; the batch is ended and freed all the same), `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `batch` is NULL or a live batch from `shoal_batch_begin`, not used again after a call
+/// that ended it.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_batch_end(batch: *mut shoal_batch) -> shoal_status {
+    ffi(|| {
+        if batch.is_null() {
+            return Err(null("batch"));
+        }
+        // SAFETY: a live batch (caller's contract), read through a shared reference.
+        if unsafe { &*batch }.thread != std::thread::current().id() {
+            return Err(Fail::new(
+                SHOAL_INVALID,
+                "a batch must be ended on the thread that began it",
+            ));
+        }
+        // SAFETY: made by Box::into_raw in shoal_batch_begin, given back exactly once.
+        let mut b = unsafe { Box::from_raw(batch) };
+        if let Some(open) = b.batch.take() {
+            if open.end_without_flush() {
+                b.store.flush()?;
+            }
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
 /// Opens a store on disk that was not closed cleanly and that `shoal_store_open`
 /// refused (`SHOAL_CORRUPT`), and repairs it: entries whose records are incomplete
 /// (written after the last flush and torn by an OS crash) are dropped, and everything

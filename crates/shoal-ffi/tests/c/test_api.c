@@ -1479,6 +1479,62 @@ static void test_store_flush_repair_durability_options(void) {
     shoal_store_destroy(p);
 }
 
+/* ---- batches: sync_writes flushes once per group ------------------------------------ */
+
+/* Returns the status, or -1 if the error message does not say why. */
+static void *end_batch_on_another_thread(void *arg) {
+    shoal_status rc = shoal_batch_end((shoal_batch *)arg);
+    if (rc != SHOAL_OK && strstr(shoal_last_error_message(), "thread that began it") == NULL)
+        return (void *)(intptr_t)-1;
+    return (void *)(intptr_t)rc;
+}
+
+static void test_batch(void) {
+    char p[512];
+    tpath(p, sizeof p, "batch.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.sync_writes = 1;
+    shoal_store *s = NULL;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+
+    shoal_batch *b = (shoal_batch *)1;
+    CHECK_RC(shoal_batch_begin(NULL, &b), SHOAL_NULL_POINTER);
+    CHECK(b == NULL);
+    CHECK_RC(shoal_batch_begin(s, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_batch_end(NULL), SHOAL_NULL_POINTER);
+
+    /* A batch with writes, and one nested in it. */
+    REQUIRE_OK(shoal_batch_begin(s, &b));
+    CHECK(b != NULL);
+    shoal_batch *inner = NULL;
+    REQUIRE_OK(shoal_batch_begin(s, &inner));
+    for (int i = 0; i < 50; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", i);
+        CHECK_RC(shoal_map_put(m, k, (size_t)n, "v", 1, NULL), SHOAL_OK);
+    }
+    CHECK_RC(shoal_batch_end(inner), SHOAL_OK);
+
+    /* Ended on another thread: refused, and the batch stays open and valid. */
+    pthread_t t;
+    void *rc = NULL;
+    CHECK(pthread_create(&t, NULL, end_batch_on_another_thread, b) == 0);
+    pthread_join(t, &rc);
+    CHECK((intptr_t)rc == (intptr_t)SHOAL_INVALID);
+    CHECK_RC(shoal_map_put(m, "last", 4, "v", 1, NULL), SHOAL_OK);
+    CHECK_RC(shoal_batch_end(b), SHOAL_OK);
+
+    uint64_t n = 0;
+    CHECK_RC(shoal_map_len(m, &n), SHOAL_OK);
+    CHECK(n == 51);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
 /* ---- store-level errors ------------------------------------------------------------ */
 
 static void test_full(void) {
@@ -2606,6 +2662,7 @@ int main(void) {
     RUN(test_fixed_batches);
     RUN(test_fixed_with_timeout);
     RUN(test_store_flush_repair_durability_options);
+    RUN(test_batch);
     RUN(test_full);
     RUN(test_no_space);
     RUN(test_too_many);

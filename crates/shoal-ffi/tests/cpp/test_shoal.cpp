@@ -373,6 +373,25 @@ TEST_F(ShoalTest, TimeoutHandleAndDurabilityCalls) {
     EXPECT_EQ(again.map("t").get("k"), std::optional<std::string>("v"));
 }
 
+TEST_F(ShoalTest, BatchGroupsWritesUnderSyncWrites) {
+    shoal::Options o = small();
+    o.sync_writes = true;
+    shoal::Store store(path_, o);
+    shoal::Map m = store.map("b");
+    {
+        shoal::Batch outer(store);
+        for (int i = 0; i < 20; i++) m.put("k" + std::to_string(i), "v");
+        {
+            shoal::Batch inner(store);  // ended by its destructor
+            m.put("inner", "1");
+        }
+        outer.end();
+        outer.end();  // a second end does nothing
+    }
+    EXPECT_EQ(m.size(), 21u);
+    EXPECT_EQ(m.get("inner"), std::optional<std::string>("1"));
+}
+
 // Expects `call` to throw shoal::Error with `code`.
 #define EXPECT_SHOAL_CODE(call, want)                                    \
     do {                                                                 \
