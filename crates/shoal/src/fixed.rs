@@ -2289,17 +2289,9 @@ impl FixedMap {
         v
     }
 
-    /// Runs `f` in a batch of this store: the flushes that
-    /// [`Options::sync_writes`](crate::Options::sync_writes) makes after every write call
-    /// are deferred for the writes this thread makes to this store (to any of its maps),
-    /// and made once when `f` returns: one `msync` + `fsync` for the group instead of one
-    /// each. Each write stays atomic on its own; the group is not (other processes see each
-    /// write as it is made, and an OS crash before the flush may keep any subset of them).
-    /// Writes to other stores flush as usual. The flush happens also when `f` fails, before
-    /// its error is returned; a failed flush is returned in place of `f`'s result. Batches
-    /// nest (the outermost flushes). A plain call when `sync_writes` is off. `put_many` and
-    /// `remove_many` run in one. [`Store::begin_batch`](crate::Store::begin_batch) opens
-    /// one without a closure.
+    /// Runs `f` in a batch of this map's store, exactly as
+    /// [`Store::batch`](crate::Store::batch) does: under `sync_writes`, the writes this
+    /// thread makes to the store are flushed once, when `f` returns, not each.
     pub fn batch<T, E: From<Error>>(
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
