@@ -89,7 +89,7 @@ pub(crate) fn run<T, E: From<Error>>(
     r
 }
 
-/// An open batch of one store on the thread that opened it ([`Store::begin_batch`]):
+/// An open batch of one store on the thread that opened it ([`Store::begin_batch`](crate::Store::begin_batch)):
 /// until it ends, `sync_writes` does not flush this thread's writes to the store; ending
 /// it flushes them once.
 ///
