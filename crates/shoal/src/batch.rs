@@ -89,9 +89,9 @@ pub(crate) fn run<T, E: From<Error>>(
     r
 }
 
-/// An open batch of one store on the thread that opened it ([`Store::begin_batch`](crate::Store::begin_batch)):
-/// until it ends, `sync_writes` does not flush this thread's writes to the store; ending
-/// it flushes them once.
+/// An open batch of one store on the thread that opened it
+/// ([`Store::begin_batch`](crate::Store::begin_batch)): until it ends, `sync_writes` does
+/// not flush this thread's writes to the store; ending it flushes them once.
 ///
 /// End it with [`Batch::end`], which reports a failed flush. Dropping it ends it too, but
 /// a failed flush is then lost. It cannot leave its thread (`!Send`): the deferral is the
