@@ -360,7 +360,7 @@ pub fn make_root(dir: u64, g: u64) -> u64 {
 
 // ---- Hash ----
 /// The format's hash: XXH3-64 of the key with the file's seed.
-#[inline]
+#[inline(always)]
 pub fn hash(seed: u64, key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(key, seed)
 }

@@ -249,6 +249,7 @@ impl MapRef {
     /// Optimistic lookup: calls `f(record offset, value offset, value length)` on a consistent view and
     /// returns its result. `f` may be called more than once (on retries); only the result
     /// of the validated call is returned.
+    #[inline(always)]
     pub fn read<T>(
         &self,
         sh: &Shared,
@@ -326,17 +327,32 @@ impl MapRef {
         probe: Probe<'_>,
         mut f: impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
-        let mut tries = 0u32;
+        // The first attempt is straight-line code and the retry loop is out of line, so
+        // that the common read does not set up (and spill) the loop's state.
+        match self.read_once(sh, h, probe, &mut f)? {
+            Attempt::Done(r) => Ok(r),
+            Attempt::Retry => self.read_retrying(sh, h, probe, &mut f),
+        }
+    }
+
+    /// [`MapRef::read_probing`] after a first attempt that must be retried.
+    #[cold]
+    #[inline(never)]
+    fn read_retrying<T>(
+        &self,
+        sh: &Shared,
+        h: u64,
+        probe: Probe<'_>,
+        f: &mut impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
         // The clock is read only once a retry happens: the common read never needs it.
-        let mut start = None;
+        let start = Instant::now();
+        let mut tries = 0u32;
         loop {
-            match self.read_once(sh, h, probe, &mut f)? {
-                Attempt::Done(r) => return Ok(r),
-                Attempt::Retry => {
-                    tries += 1;
-                    let t0 = *start.get_or_insert_with(Instant::now);
-                    self.backoff(sh, h, tries, t0)?;
-                }
+            tries += 1;
+            self.backoff(sh, h, tries, start)?;
+            if let Attempt::Done(r) = self.read_once(sh, h, probe, f)? {
+                return Ok(r);
             }
         }
     }

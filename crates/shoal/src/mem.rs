@@ -149,6 +149,10 @@ impl Region {
         debug_assert!((1..=8).contains(&n) && off + n as u64 <= self.len);
         #[cfg(debug_assertions)]
         self.debug_check_in_file(off, n as u64);
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if n == 8 {
+            return self.load_unaligned(off);
+        }
         let a0 = (off & !7) as usize;
         // The word holding the last byte: `a0`, or `a0 + 8` when the range crosses.
         let a1 = ((off + n as u64 - 1) & !7) as usize;
@@ -157,6 +161,35 @@ impl Region {
         // `(w1 << (63 - sh)) << 1` is `w1 << (64 - sh)` without the shift by 64 when
         // `sh` is 0; when `a1 == a0` it only puts garbage above byte `n`.
         (w0 >> sh) | ((w1 << (63 - sh)) << 1)
+    }
+
+    /// The 8 bytes at `off` (any alignment, `off + 8 <= len`) in one unaligned load.
+    ///
+    /// The hot paths' window: every key compare, value copy and record header takes
+    /// 8-byte windows, and assembling one from two aligned words costs ten instructions
+    /// more than this one load.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[inline(always)]
+    fn load_unaligned(&self, off: u64) -> u64 {
+        let p = self.base.wrapping_add(off as usize);
+        let w: u64;
+        // SAFETY: `[off, off + 8)` is inside the mapping and below the file end (the
+        // caller's bounds, invariant 1), so the load touches only backed bytes. It is in
+        // assembly, like `bucket_tag_mask`'s: outside the Rust memory model, as the
+        // hardware loads of the `atomic-memcpy` technique are, so a concurrent writer's
+        // stores to these bytes (atomic words, perhaps of another size) are no data race
+        // in Rust's sense. On x86 an unaligned load may tear across words or lines; like
+        // every optimistic read, what it returns is validated by a sequence number before
+        // it is used. `readonly`, not `pure`: two calls must both load.
+        unsafe {
+            core::arch::asm!(
+                "mov {w}, qword ptr [{p}]",
+                p = in(reg) p,
+                w = lateout(reg) w,
+                options(nostack, preserves_flags, readonly),
+            );
+        }
+        w
     }
 
     /// Copies `dst.len()` bytes starting at `off` out of the region (aligned word loads).
@@ -192,7 +225,16 @@ impl Region {
         dst.clear();
         dst.reserve(n);
         let p = dst.as_mut_ptr();
-        if n >= 8 {
+        if (8..=16).contains(&n) {
+            // Two words, the second overlapping the first: no loop for short values.
+            let (w0, w1) = (self.window(off, 8), self.window(off + (n - 8) as u64, 8));
+            // SAFETY: `8 <= n <= capacity` (reserved above); unaligned stores into the
+            // Vec's own buffer, at `0..8` and `n - 8..n`.
+            unsafe {
+                std::ptr::write_unaligned(p as *mut [u8; 8], w0.to_le_bytes());
+                std::ptr::write_unaligned(p.add(n - 8) as *mut [u8; 8], w1.to_le_bytes());
+            }
+        } else if n >= 8 {
             // Whole words, the last one overlapping the one before (no tail loop).
             let mut i = 0;
             while n - i > 8 {
@@ -234,6 +276,12 @@ impl Region {
         }
         debug_assert!(off + n as u64 <= self.len);
         let word = |i: usize| u64::from_le_bytes(other[i..i + 8].try_into().unwrap());
+        if n <= 16 {
+            // Two windows, the second overlapping the first: no loop for short keys.
+            return (self.window(off, 8) ^ word(0))
+                | (self.window(off + (n - 8) as u64, 8) ^ word(n - 8))
+                == 0;
+        }
         let mut i = 0;
         while n - i > 8 {
             if self.window(off + i as u64, 8) != word(i) {
@@ -308,7 +356,7 @@ impl Region {
     /// loads, which a concurrent writer's stores may tear. Callers re-load every candidate
     /// slot atomically and validate the bucket's sequence number before trusting anything,
     /// so a torn load costs at most a wasted candidate or a retry. This replaces a loop of
-    /// 15 word loads and compares (~180 instructions) by ~40: the lookup's hot spot.
+    /// 15 word loads and compares (~180 instructions) by ~25: the lookup's hot spot.
     #[inline(always)]
     pub fn bucket_tag_mask(&self, bo: u64, tag: u64) -> u32 {
         debug_assert!(bo % 128 == 0 && bo + 128 <= self.len, "bucket {bo:#x}");
@@ -318,7 +366,8 @@ impl Region {
         {
             use core::arch::asm;
             use core::arch::x86_64::{
-                __m128i, _mm_castsi128_pd, _mm_cmpeq_epi16, _mm_movemask_pd, _mm_set1_epi16,
+                __m128i, _mm_castps_si128, _mm_castsi128_ps, _mm_cmpeq_epi16, _mm_movemask_epi8,
+                _mm_packs_epi16, _mm_packs_epi32, _mm_set1_epi16, _mm_shuffle_ps,
             };
             let p = self.base.wrapping_add(bo as usize);
             let (v0, v1, v2, v3, v4, v5, v6, v7): (
@@ -360,21 +409,25 @@ impl Region {
                     options(nostack, preserves_flags, readonly),
                 );
             }
-            // Equal 16-bit lanes become all ones; a word's top lane is its tag, and
-            // `movmskpd` takes each 64-bit word's top bit: one bit per word.
-            // SAFETY: SSE2 is part of the x86_64 baseline: always available.
+            // Each word's tag is the top half of its high dword. `shufps` gathers the high
+            // dwords of four words into one vector; equal 16-bit lanes become all ones.
+            // Two signed packs then narrow each dword to a byte whose sign bit is its top
+            // lane's (a dword whose top lane is all ones is negative, and saturation keeps
+            // the sign; one whose top lane is zero saturates to a positive value), and
+            // `pmovmskb` takes one bit per word. ~20 instructions for the bucket's 16 words.
+            // SAFETY: SSE and SSE2 are part of the x86_64 baseline: always available.
             unsafe {
                 let t = _mm_set1_epi16(tag as u16 as i16);
-                let m =
-                    |v: __m128i| _mm_movemask_pd(_mm_castsi128_pd(_mm_cmpeq_epi16(v, t))) as u32;
-                let words = m(v0)
-                    | m(v1) << 2
-                    | m(v2) << 4
-                    | m(v3) << 6
-                    | m(v4) << 8
-                    | m(v5) << 10
-                    | m(v6) << 12
-                    | m(v7) << 14;
+                let high = |a: __m128i, b: __m128i| {
+                    let v = _mm_castps_si128(_mm_shuffle_ps::<0xdd>(
+                        _mm_castsi128_ps(a),
+                        _mm_castsi128_ps(b),
+                    ));
+                    _mm_cmpeq_epi16(v, t)
+                };
+                let lo = _mm_packs_epi32(high(v0, v1), high(v2, v3));
+                let hi = _mm_packs_epi32(high(v4, v5), high(v6, v7));
+                let words = _mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32;
                 words >> 1
             }
         }
