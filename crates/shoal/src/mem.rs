@@ -15,7 +15,15 @@
 //!   an atomic XOR ([`Region::merge_word`]), since that record's value may be being
 //!   overwritten in place by another writer at the same moment. Readers validate what
 //!   they copied with a sequence number afterwards, so a torn copy is discarded, never
-//!   used.
+//!   used;
+//! * the hottest reads are loads in inline assembly, outside the Rust memory model (so no
+//!   data race in its sense, whatever the writers do), as the hardware loads of the
+//!   `atomic-memcpy` technique are: a bucket's sixteen words in eight vector loads
+//!   ([`Region::bucket_tag_mask`]) and, on x86_64, every 8-byte window of a key compare,
+//!   value copy or record header in one unaligned load ([`Region::window`]). Two aligned
+//!   atomic words and the shifts that join them cost a get ~80 instructions more (of
+//!   ~490), and a shorter get is a faster one at 10 M keys (DESIGN.md, "Known limits").
+//!   What such a load returns is validated like any other optimistic read.
 //!
 //! Soundness rests on two invariants that the callers keep:
 //! 1. an offset passed here lies below the store's published `file_end` (callers check
@@ -143,7 +151,9 @@ impl Region {
     /// the bytes above `n` are unspecified. Loads only the aligned words that hold the
     /// requested bytes, so a window that ends at the file end never touches the word past
     /// it. Branch-free: record offsets have random alignments, and a mispredicted branch
-    /// on one would stall the lookups that follow it.
+    /// on one would stall the lookups that follow it. (The branch on `n` below folds away:
+    /// every caller passes a constant.) On x86_64 a window of 8 bytes is one unaligned
+    /// load of exactly those bytes ([`Region::load_unaligned`]).
     #[inline(always)]
     pub fn window(&self, off: u64, n: usize) -> u64 {
         debug_assert!((1..=8).contains(&n) && off + n as u64 <= self.len);
@@ -493,9 +503,8 @@ fn byte_mask(n: usize) -> u64 {
 
 /// `b` (at most 8 bytes) as a little-endian integer, without a variable-length `memcpy`:
 /// two overlapping loads of the largest power-of-two size that fits.
-#[cfg(not(shuttle))]
 #[inline(always)]
-fn le_bits(b: &[u8]) -> u64 {
+pub(crate) fn le_bits(b: &[u8]) -> u64 {
     let n = b.len();
     debug_assert!(n <= 8);
     if n >= 4 {
