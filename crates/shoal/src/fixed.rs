@@ -411,14 +411,19 @@ impl FixedRef {
             // Not a copy into a zeroed `[u8; 8]`: its runtime length made it a `memcpy`
             // call, ~18 instructions per bucket searched.
             let (kw, mask) = (crate::mem::le_bits(key), u64::MAX >> (64 - 8 * key.len()));
-            while bits != 0 {
-                let i = bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                if sh.w(self.cell_off(bo, i)).load(Relaxed) & mask == kw {
-                    return Some(i);
-                }
+            // Every cell is compared, occupied or not, and the hits are masked with the
+            // occupancy afterwards: the loop runs the map's fixed number of cells, which
+            // the branch predictor learns, where stopping at the match mispredicted on
+            // every get (the match is anywhere). Free cells are inside the bucket, so
+            // reading them is as safe as reading the others. u64 → u64 at 5 M keys:
+            // 2.53-2.60 to 3.05-3.18 M gets/s (scratch harness, alternating builds).
+            let mut hits = 0u64;
+            for i in 0..self.geo.cells {
+                let w = sh.w(self.cell_off(bo, i)).load(Relaxed);
+                hits |= ((w & mask == kw) as u64) << i;
             }
-            return None;
+            let found = hits & bits;
+            return (found != 0).then(|| found.trailing_zeros() as u64);
         }
         while bits != 0 {
             let i = bits.trailing_zeros() as u64;
