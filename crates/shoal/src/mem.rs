@@ -637,6 +637,18 @@ mod tests {
                         "bytes_eq first byte {off} {n}"
                     );
                 }
+                // Short keys are compared as two overlapping words: a byte anywhere in
+                // them must count.
+                if n <= 16 {
+                    for j in 0..n {
+                        let mut other = want.to_vec();
+                        other[j] ^= 0x10;
+                        assert!(
+                            !r.bytes_eq(off as u64, &other),
+                            "bytes_eq byte {j} of {n} at {off}"
+                        );
+                    }
+                }
                 if (1..=8).contains(&n) {
                     let w = r.window(off as u64, n).to_le_bytes();
                     assert_eq!(&w[..n], want, "window off {off} n {n}");
