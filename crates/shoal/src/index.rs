@@ -26,7 +26,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::mem::fence;
+use crate::mem::{fence, Region};
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn, I_REDO, I_SPLIT};
 use std::sync::atomic::Ordering::*;
@@ -152,7 +152,12 @@ struct Found {
 impl MapRef {
     #[inline]
     pub fn alive(&self, sh: &Shared) -> bool {
-        sh.w(sh.g.cat_entry(self.id) + C_STATE).load(Acquire) == self.cat_word
+        self.alive_in(&sh.r, &sh.g)
+    }
+
+    #[inline(always)]
+    fn alive_in(&self, r: &Region, g: &Geometry) -> bool {
+        r.word(g.cat_entry(self.id) + C_STATE).load(Acquire) == self.cat_word
     }
 
     pub(crate) fn dropped(&self) -> Error {
@@ -162,21 +167,30 @@ impl MapRef {
     /// Loads root and the directory entry for `h`: (root, entry offset, entry).
     #[inline(always)]
     pub(crate) fn locate(&self, sh: &Shared, h: u64, end: u64) -> Result<(u64, u64, u64)> {
-        let root = sh.w(self.hdr + M_ROOT).load(Acquire);
-        let g = root >> 48;
+        match self.locate_in(&sh.r, &sh.g, h, end) {
+            Some(found) => Ok(found),
+            None => self.locate_slow(sh, h),
+        }
+    }
+
+    /// [`MapRef::locate`] without its slow path: `None` when a check fails.
+    #[inline(always)]
+    fn locate_in(&self, r: &Region, g: &Geometry, h: u64, end: u64) -> Option<(u64, u64, u64)> {
+        let root = r.word(self.hdr + M_ROOT).load(Acquire);
+        let depth = root >> 48;
         let dir = root & OFF_MASK;
-        // `g` comes from the file: checked below, but never shift by more than 63 first.
-        let eoff = dir + 8 * (h & ((1u64 << g.min(MAX_DEPTH)) - 1));
+        // `depth` comes from the file: checked below, but never shift by more than 63 first.
+        let eoff = dir + 8 * (h & ((1u64 << depth.min(MAX_DEPTH)) - 1));
         // One branch for all the bounds checks: they pass on every healthy lookup.
-        if (g > MAX_DEPTH) | (eoff + 8 > end) | (dir < sh.g.chunks_off) | (dir % 8 != 0) {
-            return self.locate_slow(sh, h);
+        if (depth > MAX_DEPTH) | (eoff + 8 > end) | (dir < g.chunks_off) | (dir % 8 != 0) {
+            return None;
         }
-        let e = sh.w(eoff).load(Acquire);
+        let e = r.word(eoff).load(Acquire);
         let seg = entry_seg(e);
-        if (seg < sh.g.chunks_off) | (seg + self.seg_size > end) | (seg % BUCKET != 0) {
-            return self.locate_slow(sh, h);
+        if (seg < g.chunks_off) | (seg + self.seg_size > end) | (seg % BUCKET != 0) {
+            return None;
         }
-        Ok((root, eoff, e))
+        Some((root, eoff, e))
     }
 
     /// [`MapRef::locate`] when a check failed: `end` may be stale (the file grew since),
@@ -231,17 +245,26 @@ impl MapRef {
         while mask != 0 {
             let i = mask.trailing_zeros() as u64;
             mask &= mask - 1;
-            let off = slot_off_of(sh.w(bo + B_SLOT0 + 8 * i).load(Relaxed));
-            if let Some((m, k, v, hl)) = read_record_header(sh, off, end) {
-                if m == self.id && k == key.len() as u64 && sh.r.bytes_eq(off + hl, key) {
-                    return Some(Found {
-                        slot: i,
-                        off,
-                        vlen: v,
-                        hl,
-                    });
-                }
+            let found = self.try_slot(sh, bo, i, key, end);
+            if found.is_some() {
+                return found;
             }
+        }
+        None
+    }
+
+    /// Whether slot `i` of bucket `bo` holds `key`: its record, read optimistically.
+    #[inline(always)]
+    fn try_slot(&self, sh: &Shared, bo: u64, i: u64, key: &[u8], end: u64) -> Option<Found> {
+        let off = slot_off_of(sh.w(bo + B_SLOT0 + 8 * i).load(Relaxed));
+        let (m, k, v, hl) = read_record_header(sh, off, end)?;
+        if m == self.id && k == key.len() as u64 && sh.r.bytes_eq(off + hl, key) {
+            return Some(Found {
+                slot: i,
+                off,
+                vlen: v,
+                hl,
+            });
         }
         None
     }
@@ -327,11 +350,109 @@ impl MapRef {
         probe: Probe<'_>,
         mut f: impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
-        // The first attempt is straight-line code and the retry loop is out of line, so
-        // that the common read does not set up (and spill) the loop's state.
-        match self.read_once(sh, h, probe, &mut f)? {
+        if let Probe::Key(key) = probe {
+            if let Some(r) = self.read_fast(sh, key, h, &mut f) {
+                return Ok(r);
+            }
+        }
+        self.read_general(sh, h, probe, &mut f)
+    }
+
+    /// The usual lookup, in straight-line code: the key's home bucket is not being
+    /// written, the first slot whose tag matches is the key's (or no slot matches and no
+    /// key of this bucket overflowed), and nothing changed meanwhile. `None` when any of
+    /// that fails; the caller then takes the general path, which handles every case.
+    ///
+    /// Kept apart, and short, because at 10 M keys a get waits on two cache misses, and
+    /// how many gets overlap depends on how many fit in the CPU's reorder window: a
+    /// shorter get is a faster one (DESIGN.md, "Reads").
+    #[inline(always)]
+    fn read_fast<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        f: &mut impl FnMut(u64, u64, u64) -> T,
+    ) -> Option<Option<T>> {
+        // Locals, not `sh.r` and `sh.g`: see `Region::local`.
+        let (r, g) = (sh.r.local(), sh.g);
+        let end = r.word(H_FILE_END).load(Acquire);
+        let (root, eoff, e) = self.locate_in(&r, &g, h, end)?;
+        let bo = bucket_off(entry_seg(e), home_bucket(h, self.n_main));
+        let h1 = r.word(bo + B_HDR).load(Acquire);
+        if hdr_seq(h1) & 1 == 1 {
+            return None;
+        }
+        let klen = key.len() as u64;
+        let short_ok = g.short_records & (self.id < SHORT_MAX_MAP) & (klen < SHORT_MAX_LEN);
+        let short_pat = 0x80 | self.id << 4 | klen >> 2 | (klen & 3) << 14;
+        let short_len = 2 + klen + g.trailer;
+        let mask = r.bucket_tag_mask(bo, hash_tag(h));
+        let result = if mask == 0 {
+            if hdr_overflow(h1) > 0 {
+                return None;
+            }
+            None
+        } else {
+            let i = mask.trailing_zeros() as u64;
+            let off = slot_off_of(r.word(bo + B_SLOT0 + 8 * i).load(Relaxed));
+            if (off < g.chunks_off) | (off + 8 > end) {
+                return None;
+            }
+            let x = r.window(off, 8);
+            // The usual record has the short header this key's would have: one compare of
+            // its first two bytes (all but the value length) with that pattern, built
+            // before the record arrives, does the work of parsing the header and comparing
+            // map id and key length (`SHORT_MAX_MAP`: `0x80 | map << 4 | klen >> 2`,
+            // `(klen & 3) << 6 | vlen`).
+            let fd = if short_ok & (x & 0xc0ff == short_pat) {
+                let vlen = (x >> 8) & 63;
+                if (off + short_len + vlen > end) | !r.bytes_eq(off + 2, key) {
+                    return None;
+                }
+                Found {
+                    slot: i,
+                    off,
+                    vlen,
+                    hl: 2,
+                }
+            } else {
+                self.try_slot(sh, bo, i, key, end)?
+            };
+            // Validate before trusting the length with an allocation.
+            fence(Acquire);
+            if r.word(bo + B_HDR).load(Relaxed) != h1 {
+                return None;
+            }
+            let vlen = fd.vlen.saturating_sub(self.vtrail);
+            Some(f(fd.off, fd.off + fd.hl + key.len() as u64, vlen))
+        };
+        fence(Acquire);
+        if r.word(bo + B_HDR).load(Relaxed) != h1
+            || r.word(eoff).load(Relaxed) != e
+            || r.word(self.hdr + M_ROOT).load(Relaxed) != root
+            || !self.alive_in(&r, &g)
+        {
+            return None;
+        }
+        Some(result)
+    }
+
+    /// [`MapRef::read_probing`] in general: any bucket, any slot, retried until
+    /// consistent. The first attempt is straight-line code and the retry loop is out of
+    /// line, so that the first does not set up (and spill) the loop's state.
+    #[cold]
+    #[inline(never)]
+    fn read_general<T>(
+        &self,
+        sh: &Shared,
+        h: u64,
+        probe: Probe<'_>,
+        f: &mut impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        match self.read_once(sh, h, probe, f)? {
             Attempt::Done(r) => Ok(r),
-            Attempt::Retry => self.read_retrying(sh, h, probe, &mut f),
+            Attempt::Retry => self.read_retrying(sh, h, probe, f),
         }
     }
 

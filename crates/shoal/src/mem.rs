@@ -108,6 +108,21 @@ impl Region {
         }
     }
 
+    /// A copy of this handle, to be kept in a hot path's locals and dropped before the
+    /// path returns (it must not outlive `self`, which owns nothing but is outlived by
+    /// the mapping). Why: the compiler cannot tell that a field of a struct with atomics
+    /// in it never changes, so it reloads `base` from memory after every acquire load or
+    /// fence; a local copy stays in a register.
+    #[inline(always)]
+    pub fn local(&self) -> Region {
+        Region {
+            base: self.base,
+            len: self.len,
+            #[cfg(debug_assertions)]
+            file_end_checked: self.file_end_checked,
+        }
+    }
+
     /// Base address, for unmapping.
     pub fn base_ptr(&self) -> *mut u8 {
         self.base
@@ -578,6 +593,11 @@ impl Region {
         if diff != 0 {
             w.fetch_xor(diff, Ordering::Release);
         }
+    }
+
+    /// See the other [`Region::local`]: here the handle itself (a heap array).
+    pub fn local(&self) -> &Region {
+        self
     }
 
     pub fn bucket_tag_mask(&self, bo: u64, tag: u64) -> u32 {
