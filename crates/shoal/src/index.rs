@@ -350,7 +350,7 @@ impl MapRef {
         probe: Probe<'_>,
         mut f: impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
-        if let Probe::Key(key) = probe {
+        if let (Probe::Key(key), true) = (probe, crate::rt::read_fast_path()) {
             if let Some(r) = self.read_fast(sh, key, h, &mut f) {
                 return Ok(r);
             }
@@ -359,9 +359,10 @@ impl MapRef {
     }
 
     /// The usual lookup, in straight-line code: the key's home bucket is not being
-    /// written, the first slot whose tag matches is the key's (or no slot matches and no
-    /// key of this bucket overflowed), and nothing changed meanwhile. `None` when any of
-    /// that fails; the caller then takes the general path, which handles every case.
+    /// written, the first slot whose tag matches is the key's (or no slot matches, and
+    /// the key is in a stash bucket or nowhere), and nothing changed meanwhile. `None`
+    /// when any of that fails; the caller then takes the general path, which handles
+    /// every case.
     ///
     /// Kept apart, and short, because at 10 M keys a get waits on two cache misses, and
     /// how many gets overlap depends on how many fit in the CPU's reorder window: a
@@ -388,12 +389,10 @@ impl MapRef {
         let short_pat = 0x80 | self.id << 4 | klen >> 2 | (klen & 3) << 14;
         let short_len = 2 + klen + g.trailer;
         let mask = r.bucket_tag_mask(bo, hash_tag(h));
-        let result = if mask == 0 {
-            if hdr_overflow(h1) > 0 {
-                return None;
-            }
-            None
-        } else {
+        // The stash bucket the key was found in, with its header as first read (see
+        // `read_once`).
+        let mut stash: Option<(u64, u64)> = None;
+        let found = if mask != 0 {
             let i = mask.trailing_zeros() as u64;
             let off = slot_off_of(r.word(bo + B_SLOT0 + 8 * i).load(Relaxed));
             if (off < g.chunks_off) | (off + 8 > end) {
@@ -405,30 +404,47 @@ impl MapRef {
             // before the record arrives, does the work of parsing the header and comparing
             // map id and key length (`SHORT_MAX_MAP`: `0x80 | map << 4 | klen >> 2`,
             // `(klen & 3) << 6 | vlen`).
-            let fd = if short_ok & (x & 0xc0ff == short_pat) {
+            if short_ok & (x & 0xc0ff == short_pat) {
                 let vlen = (x >> 8) & 63;
                 if (off + short_len + vlen > end) | !r.bytes_eq(off + 2, key) {
                     return None;
                 }
-                Found {
+                Some(Found {
                     slot: i,
                     off,
                     vlen,
                     hl: 2,
-                }
+                })
             } else {
-                self.try_slot(sh, bo, i, key, end)?
-            };
-            // Validate before trusting the length with an allocation.
-            fence(Acquire);
-            if r.word(bo + B_HDR).load(Relaxed) != h1 {
-                return None;
+                Some(self.try_slot(sh, bo, i, key, end)?)
             }
-            let vlen = fd.vlen.saturating_sub(self.vtrail);
-            Some(f(fd.off, fd.off + fd.hl + key.len() as u64, vlen))
+        } else if hdr_overflow(h1) == 0 {
+            None
+        } else {
+            match self.scan_stash(sh, entry_seg(e), h, Probe::Key(key), end) {
+                Attempt::Retry => return None,
+                Attempt::Done(None) => None,
+                Attempt::Done(Some((fd, so, sh1))) => {
+                    stash = Some((so, sh1));
+                    Some(fd)
+                }
+            }
+        };
+        let result = match found {
+            None => None,
+            Some(fd) => {
+                // Validate before trusting the length with an allocation.
+                fence(Acquire);
+                if r.word(bo + B_HDR).load(Relaxed) != h1 {
+                    return None;
+                }
+                let vlen = fd.vlen.saturating_sub(self.vtrail);
+                Some(f(fd.off, fd.off + fd.hl + key.len() as u64, vlen))
+            }
         };
         fence(Acquire);
         if r.word(bo + B_HDR).load(Relaxed) != h1
+            || stash.is_some_and(|(so, sh1)| r.word(so + B_HDR).load(Relaxed) != sh1)
             || r.word(eoff).load(Relaxed) != e
             || r.word(self.hdr + M_ROOT).load(Relaxed) != root
             || !self.alive_in(&r, &g)
@@ -436,6 +452,43 @@ impl MapRef {
             return None;
         }
         Some(result)
+    }
+
+    /// The stash buckets of segment `seg`, searched for what `probe` (of hash `h`) names
+    /// when its home bucket overflowed: the slot found, with its stash bucket and that
+    /// bucket's header as read (to be validated again after the copy), or `Retry` when a
+    /// stash bucket was being written. The search starts where an insert looks first
+    /// ([`first_stash`]), where the key usually is; the order is free, because every
+    /// bucket is validated on its own and the home bucket's header (whose overflow count
+    /// moves with every stash insert and removal) after the whole read.
+    #[inline(never)]
+    fn scan_stash(
+        &self,
+        sh: &Shared,
+        seg: u64,
+        h: u64,
+        probe: Probe<'_>,
+        end: u64,
+    ) -> Attempt<Option<(Found, u64, u64)>> {
+        let tag = hash_tag(h);
+        let mut s = first_stash(h, self.n_stash);
+        for _ in 0..self.n_stash {
+            let so = bucket_off(seg, self.n_main + s);
+            s = if s + 1 == self.n_stash { 0 } else { s + 1 };
+            let sh1 = sh.w(so + B_HDR).load(Acquire);
+            if hdr_seq(sh1) & 1 == 1 {
+                return Attempt::Retry;
+            }
+            let found = self.probe(sh, so, tag, probe, end);
+            fence(Acquire);
+            if sh.w(so + B_HDR).load(Relaxed) != sh1 {
+                return Attempt::Retry;
+            }
+            if let Some(fd) = found {
+                return Attempt::Done(Some((fd, so, sh1)));
+            }
+        }
+        Attempt::Done(None)
     }
 
     /// [`MapRef::read_probing`] in general: any bucket, any slot, retried until
@@ -511,20 +564,12 @@ impl MapRef {
         // reused a reader returned garbage; found by the multi-process test in CI.)
         let mut stash: Option<(u64, u64)> = None;
         if found.is_none() && hdr_overflow(h1) > 0 {
-            for s in 0..self.n_stash {
-                let so = bucket_off(seg, self.n_main + s);
-                let sh1 = sh.w(so + B_HDR).load(Acquire);
-                if hdr_seq(sh1) & 1 == 1 {
-                    return Ok(Attempt::Retry);
-                }
-                found = self.probe(sh, so, tag, probe, end);
-                fence(Acquire);
-                if sh.w(so + B_HDR).load(Relaxed) != sh1 {
-                    return Ok(Attempt::Retry);
-                }
-                if found.is_some() {
+            match self.scan_stash(sh, seg, h, probe, end) {
+                Attempt::Retry => return Ok(Attempt::Retry),
+                Attempt::Done(None) => {}
+                Attempt::Done(Some((fd, so, sh1))) => {
+                    found = Some(fd);
                     stash = Some((so, sh1));
-                    break;
                 }
             }
         }

@@ -27,6 +27,22 @@ pub fn sleep(d: Duration) {
     }
 }
 
+/// Whether an optimistic read may take its fast path (`MapRef::read_fast`): always,
+/// except under the model checker, which decides at random, so that it explores the
+/// general path's validation too. The fast path handles nearly every read, and the
+/// general one would otherwise run only after a retry (a model test found that a check
+/// removed from the general path alone went unseen).
+#[inline(always)]
+pub fn read_fast_path() -> bool {
+    #[cfg(not(shuttle))]
+    return true;
+    #[cfg(shuttle)]
+    {
+        use shuttle::rand::Rng;
+        shuttle::rand::thread_rng().gen::<bool>()
+    }
+}
+
 /// A named fail point (see the `failpoints` feature): nothing at all in normal builds.
 macro_rules! failpoint {
     ($name:expr) => {
