@@ -96,6 +96,20 @@ fn fh(seq: u64, over: u64, bits: u64) -> u64 {
     (seq & SEQ_MASK) | (over << 24) | (bits << 32)
 }
 
+/// Bit `j` set for each byte `j` of `w` equal to `tag` (a byte value).
+///
+/// The exact zero-byte test on `w ^ tag…` (no false positive from a borrow, unlike
+/// `(x - 0x01…) & !x & 0x80…`), then one multiply gathers the eight 0x80 flags: bit `8j`
+/// times `2^(7 + 7(7 - j))` lands on bit `56 + j`, and no two products share a bit, so
+/// nothing carries.
+#[inline(always)]
+fn byte_matches(w: u64, tag: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = w ^ tag.wrapping_mul(0x0101_0101_0101_0101);
+    let zero = !(((x & LOW7) + LOW7) | x | LOW7);
+    (zero >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
 /// The cell geometry, derived from the key and value sizes alone (FORMAT.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Geo {
@@ -111,6 +125,11 @@ pub(crate) struct Geo {
     pub cells: u64,
     /// The map grows by moves (format version 7).
     pub groups: bool,
+    /// Byte `8 + i` of a bucket is cell `i`'s tag (map flag `MF_TAGS`, format version 8).
+    pub tags: bool,
+    /// Where cell 0 starts in a bucket: 8 (after the header word), or, with tags, the
+    /// bucket's size less its cells', so that the cells end at its end.
+    pub cells_at: u64,
 }
 
 impl Geo {
@@ -127,7 +146,13 @@ impl Geo {
     /// unused): bigger buckets fill further before a key finds no room, and a cell of
     /// 32 bytes or more costs its whole size in every unused cell (DESIGN.md, "How fixed
     /// maps grow"). Inline maps (cells up to 16 bytes) keep one line or an aligned pair.
-    pub fn new(key_size: u64, value_size: u64, groups: bool) -> Geo {
+    ///
+    /// Tags (`tags_allowed`: the store has `FLAG_FIXED_TAGS`, format version 8) go to
+    /// maps of groups whose buckets have a spare byte per cell after the header word and
+    /// the cells (16+16: 24 spare bytes for 15 cells; 8+8: 8 for 7; 4+4: none). The tags
+    /// follow the header word and the cells move to the bucket's end, which for cells of
+    /// 16 and 32 bytes also puts every cell inside one cache line.
+    pub fn new(key_size: u64, value_size: u64, groups: bool, tags_allowed: bool) -> Geo {
         let kstride = if value_size > 0 && value_size % 8 == 0 {
             key_size.next_multiple_of(8)
         } else {
@@ -140,6 +165,7 @@ impl Geo {
             bsize *= 2;
         }
         let cells = ((bsize - 8) / cell).min(MAX_CELLS);
+        let tags = tags_allowed && groups && bsize - 8 - cells * cell >= cells;
         Geo {
             key_size,
             value_size,
@@ -148,6 +174,8 @@ impl Geo {
             bsize,
             cells,
             groups,
+            tags,
+            cells_at: if tags { bsize - cells * cell } else { 8 },
         }
     }
 
@@ -217,13 +245,19 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
             "map {id} is not a fixed-size map (open it with Store::map)"
         )));
     }
-    let groups = flags == MF_FIXED | MF_GROUPS;
-    if flags != MF_FIXED && !groups {
+    let groups = flags & MF_GROUPS != 0;
+    let tags = flags & MF_TAGS != 0;
+    if flags & !(MF_FIXED | MF_GROUPS | MF_TAGS) != 0 || (tags && !groups) {
         return Err(sh.corrupt(format!("map {id}: unknown map flags {flags:#x}")));
     }
     if groups && !sh.g.fixed_groups {
         return Err(sh.corrupt(format!(
             "map {id}: flag GROUPS in a store without FIXED_GROUPS (it came with version 7)"
+        )));
+    }
+    if tags && !sh.g.fixed_tags {
+        return Err(sh.corrupt(format!(
+            "map {id}: flag TAGS in a store without FIXED_TAGS (it came with version 8)"
         )));
     }
     let ks = sh.w(hdr + M_KEY_SIZE).load(Acquire);
@@ -239,7 +273,21 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
             "map {id}: bad fixed geometry (key {ks}, value {vs}, {n_main}+{n_stash} buckets)"
         )));
     }
-    let geo = Geo::new(ks, vs, groups);
+    let geo = Geo::new(ks, vs, groups, tags);
+    // The flag and the geometry must agree: a map created with tags has room for them,
+    // and one created in a store with tags has them wherever there is room.
+    if geo.tags != tags || (groups && sh.g.fixed_tags && Geo::new(ks, vs, true, true).tags != tags)
+    {
+        return Err(sh.corrupt(format!(
+            "map {id}: flag TAGS {} for a {ks}+{vs} map, whose buckets {} room for tags",
+            if tags { "set" } else { "clear" },
+            if Geo::new(ks, vs, true, true).tags {
+                "have"
+            } else {
+                "have no"
+            }
+        )));
+    }
     Ok(FixedRef {
         m: MapRef {
             id,
@@ -306,10 +354,10 @@ pub(crate) fn init_map(
     sh.w(dir).store(dir_entry(seg, 0), Relaxed);
     sh.w(hdr + M_N_MAIN).store(n_main, Relaxed);
     sh.w(hdr + M_N_STASH).store(n_stash, Relaxed);
-    let flags = if f.m.groups {
-        MF_FIXED | MF_GROUPS
-    } else {
-        MF_FIXED
+    let flags = match (f.m.groups, geo.tags) {
+        (true, true) => MF_FIXED | MF_GROUPS | MF_TAGS,
+        (true, false) => MF_FIXED | MF_GROUPS,
+        _ => MF_FIXED,
     };
     sh.w(hdr + M_FLAGS).store(flags, Relaxed);
     sh.w(hdr + M_KEY_SIZE).store(geo.key_size, Relaxed);
@@ -335,7 +383,32 @@ impl FixedRef {
     }
     #[inline]
     pub fn cell_off(&self, bo: u64, i: u64) -> u64 {
-        bo + 8 + i * self.geo.cell
+        bo + self.geo.cells_at + i * self.geo.cell
+    }
+    /// Writes the tag of a key with hash `h` as cell `i`'s of bucket `bo` (tagged maps;
+    /// nothing otherwise). Writers call it before the cell's bit is set: a lookup skips
+    /// a cell whose tag differs, so a set bit with a stale tag would hide its key.
+    #[inline]
+    fn set_tag(&self, sh: &Shared, bo: u64, i: u64, h: u64) {
+        if self.geo.tags {
+            sh.r.write_bytes(bo + 8 + i, &[cell_tag(h) as u8]);
+        }
+    }
+    /// The cells of bucket `bo` whose tag is the one of hash `h`, as a bitmap (every
+    /// cell in a map without tags). A hint, loaded like the cells (relaxed words,
+    /// validated by the bucket's seq afterwards).
+    #[inline(always)]
+    fn tag_hits(&self, sh: &Shared, bo: u64, h: u64) -> u64 {
+        if !self.geo.tags {
+            return u64::MAX;
+        }
+        let mut hits = 0;
+        let mut k = 0;
+        while k < self.geo.cells {
+            hits |= byte_matches(sh.w(bo + 8 + k).load(Relaxed), cell_tag(h)) << k;
+            k += 8;
+        }
+        hits
     }
     /// Neighbour buckets a key may take (fewer when the segment has fewer main buckets).
     #[inline]
@@ -372,10 +445,10 @@ impl FixedRef {
         self.m.hdr + M_COUNTERS + MC_SIZE * tx.idx + field
     }
 
-    /// The cell of `key` in bucket `bo` whose header word is `hw`, if any (optimistic:
-    /// the caller validates `hw` afterwards).
+    /// The cell of `key` (hash `h`) in bucket `bo` whose header word is `hw`, if any
+    /// (optimistic: the caller validates `hw` afterwards).
     #[inline(always)]
-    fn find_in(&self, sh: &Shared, bo: u64, hw: u64, key: &[u8]) -> Option<u64> {
+    fn find_in(&self, sh: &Shared, bo: u64, hw: u64, h: u64, key: &[u8]) -> Option<u64> {
         let mut bits = fh_bits(hw) & self.all_bits();
         // Keys of up to 8 bytes in cells of a multiple of 8 bytes start an aligned word of
         // their cell (buckets are 64-aligned, cells 8 bytes past a bucket's start): one
@@ -396,6 +469,7 @@ impl FixedRef {
             let (head, tail) = key.split_at(key.len() - 8);
             let kw = u64::from_le_bytes(tail.try_into().expect("8 bytes"));
             let last = head.len() as u64;
+            bits &= self.tag_hits(sh, bo, h);
             while bits != 0 {
                 let i = bits.trailing_zeros() as u64;
                 bits &= bits - 1;
@@ -425,6 +499,7 @@ impl FixedRef {
             let found = hits & bits;
             return (found != 0).then(|| found.trailing_zeros() as u64);
         }
+        bits &= self.tag_hits(sh, bo, h);
         while bits != 0 {
             let i = bits.trailing_zeros() as u64;
             bits &= bits - 1;
@@ -508,7 +583,7 @@ impl FixedRef {
             return Ok(Attempt::Retry);
         }
         let mut result = None;
-        if let Some(i) = self.find_in(sh, bo, h1, key) {
+        if let Some(i) = self.find_in(sh, bo, h1, h, key) {
             result = Some(f(self.cell_off(bo, i) + self.geo.kstride));
         } else if fh_over(h1) > 0 {
             for j in 0..self.n_alt() {
@@ -517,7 +592,7 @@ impl FixedRef {
                 if fh_seq(sh1) & 1 == 1 {
                     return Ok(Attempt::Retry);
                 }
-                let found = self.find_in(sh, so, sh1, key);
+                let found = self.find_in(sh, so, sh1, h, key);
                 if let Some(i) = found {
                     result = Some(f(self.cell_off(so, i) + self.geo.kstride));
                 }
@@ -606,7 +681,7 @@ impl FixedRef {
     pub(crate) fn find_locked(&self, sh: &Shared, seg: u64, h: u64, key: &[u8]) -> Option<Cell> {
         let b = home_bucket(h, self.m.n_main);
         let hw = sh.w(self.bucket(seg, b)).load(Acquire);
-        if let Some(i) = self.find_in(sh, self.bucket(seg, b), hw, key) {
+        if let Some(i) = self.find_in(sh, self.bucket(seg, b), hw, h, key) {
             return Some(Cell { b, i });
         }
         if fh_over(hw) > 0 {
@@ -614,7 +689,7 @@ impl FixedRef {
                 let sb = self.alt(b, j, 0);
                 let so = self.bucket(seg, sb);
                 let sw = sh.w(so).load(Acquire);
-                if let Some(i) = self.find_in(sh, so, sw, key) {
+                if let Some(i) = self.find_in(sh, so, sw, h, key) {
                     return Some(Cell { b: sb, i });
                 }
             }
@@ -739,7 +814,9 @@ impl FixedRef {
                     return Ok(None);
                 };
                 // The cell is free (its bit clear): nobody reads it, so write it directly.
-                let co = self.cell_off(self.bucket(seg, c.b), c.i);
+                let bo = self.bucket(seg, c.b);
+                let co = self.cell_off(bo, c.i);
+                self.set_tag(sh, bo, c.i, h);
                 sh.r.write_bytes(co, key);
                 if self.geo.kstride > self.geo.key_size {
                     let pad = [0u8; 8];
@@ -749,7 +826,8 @@ impl FixedRef {
                     );
                 }
                 sh.r.write_bytes(co + self.geo.kstride, v);
-                sh.persist(co, self.geo.cell)?;
+                // From the tag (which precedes the cells) to the cell's end.
+                sh.persist(bo + 8 + c.i, co + self.geo.cell - (bo + 8 + c.i))?;
                 crate::rt::failpoint!("fixed.cell_written");
                 touch(&mut redo, self.bucket(seg, c.b), 0, 1 << c.i, 0);
                 if c.b != home {
@@ -1351,6 +1429,7 @@ fn copy_cells_where(
             let home = home_bucket(kh, m.n_main);
             moved.push((b, i, home));
             if fresh {
+                f.set_tag(sh, f.bucket(dst, b), i, kh);
                 sh.r.write_bytes(f.cell_off(f.bucket(dst, b), i), &cell);
                 bits_new[b as usize] |= 1 << i;
                 if b != home {
@@ -1360,6 +1439,7 @@ fn copy_cells_where(
             }
             let c = f.free_cell(sh, dst, kh)?;
             let to = f.bucket(dst, c.b);
+            f.set_tag(sh, to, c.i, kh);
             sh.r.write_bytes(f.cell_off(to, c.i), &cell);
             bump(sh, to, 0, 1 << c.i);
             if c.b != home {
@@ -1927,6 +2007,17 @@ pub(crate) fn check_map(
                         "map {id}: cell {i} of bucket {b} of {seg:#x}: its home {home} may not overflow there"
                     ));
                 }
+                if f.geo.tags {
+                    let mut tag = [0u8; 1];
+                    sh.r.read_bytes(bo + 8 + i, &mut tag);
+                    if tag[0] as u64 != cell_tag(h) {
+                        problems.push(format!(
+                            "map {id}: cell {i} of bucket {bo:#x} has tag {:#04x}, its key's is {:#04x} (lookups would miss it)",
+                            tag[0],
+                            cell_tag(h)
+                        ));
+                    }
+                }
                 if b != home {
                     over[home as usize] += 1;
                 }
@@ -2004,6 +2095,18 @@ pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
             sh.w(bo)
                 .store(fh((fh_seq(h) + 1) & !1, over, bits), Release);
             count += bits.count_ones() as u64;
+            if f.geo.tags {
+                // A tag is written before its cell's bit is set, but an OS crash may keep
+                // the bit and lose the tag's page: tags are rebuilt from the keys.
+                let mut key = vec![0u8; f.geo.key_size as usize];
+                let mut rest = bits;
+                while rest != 0 {
+                    let i = rest.trailing_zeros() as u64;
+                    rest &= rest - 1;
+                    sh.r.read_bytes(f.cell_off(bo, i), &mut key);
+                    f.set_tag(sh, bo, i, hash(sh.g.seed, &key));
+                }
+            }
         }
         let counts = overflow_counts(sh, &f, seg);
         set_overflow_counts(sh, &f, seg, &counts);
@@ -2624,18 +2727,63 @@ fn _assert_send_sync() {
 mod tests {
     use super::*;
 
+    /// `byte_matches` against a byte-by-byte comparison: every tag against words made
+    /// of that tag, its neighbours (±1, bit flips: where a borrow would fool the usual
+    /// test) and random bytes.
+    #[test]
+    fn byte_matches_is_exact() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for tag in 0..256u64 {
+            for _ in 0..2000 {
+                let r = next();
+                let mut w = 0u64;
+                for j in 0..8 {
+                    let pick = (r >> (8 * j)) & 0xff;
+                    let b = match pick % 6 {
+                        0 | 1 => tag,
+                        2 => tag.wrapping_add(1) & 0xff,
+                        3 => tag.wrapping_sub(1) & 0xff,
+                        4 => tag ^ 0x80,
+                        _ => next() & 0xff,
+                    };
+                    w |= b << (8 * j);
+                }
+                let want = (0..8).fold(0, |m, j| m | (((w >> (8 * j)) & 0xff == tag) as u64) << j);
+                assert_eq!(byte_matches(w, tag), want, "{w:#018x} tag {tag:#04x}");
+            }
+        }
+    }
+
     /// The geometry rule of FORMAT.md: values whose size is a multiple of 8 are 8-aligned
     /// (so `add` can be one atomic word), buckets hold at least 7 cells (15 for cells over
     /// 16 bytes in maps of groups) when they fit in 4096 bytes, and inline maps fit one
     /// line (cells ≤ 8 bytes) or an aligned pair.
     #[test]
     fn geometry() {
-        for groups in [false, true] {
+        for (groups, tags) in [(false, false), (true, false), (true, true)] {
             for ks in 1..=64u64 {
                 for vs in [0u64, 1, 3, 8, 16, 24, 100, 128] {
-                    let g = Geo::new(ks, vs, groups);
+                    let g = Geo::new(ks, vs, groups, tags);
                     assert!(g.cells >= 1 && g.cells <= MAX_CELLS, "{ks}+{vs}");
                     assert!(8 + g.cells * g.cell <= g.bsize, "{ks}+{vs}");
+                    // Tags, where there is room: between the header word and the cells,
+                    // which end at the bucket's end and keep their words aligned.
+                    assert_eq!(g.tags, tags && g.bsize - 8 - g.cells * g.cell >= g.cells);
+                    if g.tags {
+                        assert!(8 + g.cells <= g.cells_at, "{ks}+{vs}: {g:?}");
+                        assert_eq!(g.cells_at + g.cells * g.cell, g.bsize);
+                        if g.cell % 8 == 0 {
+                            assert_eq!(g.cells_at % 8, 0);
+                        }
+                    } else {
+                        assert_eq!(g.cells_at, 8);
+                    }
                     assert!(g.bsize % 64 == 0 && g.bsize <= 4096);
                     let min = if groups && g.cell > 16 { 15 } else { 7 };
                     assert!(g.cells >= min || g.bsize == 4096, "{ks}+{vs}: {g:?}");
@@ -2653,19 +2801,27 @@ mod tests {
             }
         }
         for groups in [false, true] {
-            let g = |k, v| Geo::new(k, v, groups);
+            let g = |k, v| Geo::new(k, v, groups, groups);
             assert_eq!((g(4, 4).bsize, g(4, 4).cells), (64, 7));
             assert_eq!((g(8, 8).bsize, g(8, 8).cells), (128, 7));
             assert_eq!((g(4, 8).kstride, g(4, 8).cell), (8, 16));
             assert_eq!(g(3, 5).cell, 8);
         }
         assert_eq!(
-            (Geo::new(16, 16, false).bsize, Geo::new(16, 16, false).cells),
+            (
+                Geo::new(16, 16, false, false).bsize,
+                Geo::new(16, 16, false, false).cells
+            ),
             (256, 7)
         );
-        assert_eq!(
-            (Geo::new(16, 16, true).bsize, Geo::new(16, 16, true).cells),
-            (512, 15)
+        let t = Geo::new(16, 16, true, true);
+        assert_eq!((t.bsize, t.cells, t.tags, t.cells_at), (512, 15, true, 32));
+        // Every cell of 16+16 in one line: 32 + 32i never straddles a multiple of 64.
+        let t = Geo::new(8, 8, true, true);
+        assert_eq!((t.bsize, t.cells, t.tags, t.cells_at), (128, 7, true, 16));
+        assert!(
+            !Geo::new(4, 4, true, true).tags,
+            "4+4 fills its line: no room"
         );
     }
 }

@@ -13,11 +13,13 @@ pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// values overwritten in place (`FLAG_IN_PLACE`, with byte-masked redo entries); version 6
 /// the same in maps with UIDs (`FLAG_IN_PLACE_UIDS`, with the busy bit of a UID entry's
 /// version, [`E_VER_BUSY`]); version 7 fixed-size maps that grow by moving directory
-/// groups between segments (`FLAG_FIXED_GROUPS`, map flag [`MF_GROUPS`]). A file of
+/// groups between segments (`FLAG_FIXED_GROUPS`, map flag [`MF_GROUPS`]); version 8 a
+/// hash tag per cell in fixed-size maps whose buckets have room (`FLAG_FIXED_TAGS`, map
+/// flag [`MF_TAGS`]). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
 /// (`alloc::upgrade`); files of versions 3 to 5 are opened as they are, without the
 /// features that came later.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 /// The version older files are upgraded to, and the oldest opened as it is. A version-3
 /// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
 /// in place, so it keeps version 3 (and with it, libraries of version 3 can still share
@@ -62,9 +64,19 @@ pub const FLAG_IN_PLACE_UIDS: u64 = 8;
 /// splitting segments in halves. Set on every store created at version 7; never on an
 /// older file, whose libraries would split such a map by segment depths it does not keep.
 pub const FLAG_FIXED_GROUPS: u64 = 16;
+/// Header flag (version 8, only with [`FLAG_FIXED_GROUPS`]): fixed-size maps created in
+/// this store keep a one-byte hash tag per cell when their buckets have room for it (map
+/// flag [`MF_TAGS`]), and their cells then end at the end of their bucket. Set on every
+/// store created at version 8; never on an older file, whose libraries would look for
+/// cells where a tagged map has none.
+pub const FLAG_FIXED_TAGS: u64 = 32;
 /// Every flag this version knows; a file with others set is refused.
-pub const KNOWN_FLAGS: u64 =
-    FLAG_CHECKSUMS | FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS | FLAG_FIXED_GROUPS;
+pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
+    | FLAG_SHORT_RECORDS
+    | FLAG_IN_PLACE
+    | FLAG_IN_PLACE_UIDS
+    | FLAG_FIXED_GROUPS
+    | FLAG_FIXED_TAGS;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -225,7 +237,7 @@ pub const M_SPARE_DIR: u64 = 40;
 pub const M_SPARE_DIR_G: u64 = 48;
 pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
-/// Map flags: [`MF_UIDS`], [`MF_FIXED`], [`MF_GROUPS`]; other bits must be 0.
+/// Map flags: [`MF_UIDS`], [`MF_FIXED`], [`MF_GROUPS`], [`MF_TAGS`]; other bits must be 0.
 pub const M_FLAGS: u64 = 72;
 /// The map keeps a stable UID per key (see `uid.rs`): every record's value ends with its
 /// 8-byte UID index, and the UID table below is in use.
@@ -266,6 +278,12 @@ pub const MF_FIXED: u64 = 2;
 /// that becomes the open segment. Directory entries carry depth 0; segment depths and
 /// prefixes are not kept. See FORMAT.md, "Fixed-size maps".
 pub const MF_GROUPS: u64 = 4;
+/// Map flag (with [`MF_FIXED`] and [`MF_GROUPS`], in stores with [`FLAG_FIXED_TAGS`], on
+/// every fixed map created there whose buckets have a spare byte per cell): byte `8 + i`
+/// of a bucket is the [`cell_tag`] of the key in its cell `i` (meaningful only while the
+/// cell's bit is set), and the cells end at the bucket's end. A lookup compares the key
+/// only of the cells whose tag matches: one cell, not all of them.
+pub const MF_TAGS: u64 = 8;
 /// Maps with [`MF_GROUPS`]: the segment that receives the next group moved out of a full
 /// segment (0 before the first move). The word is the UID directory's in maps with UIDs,
 /// which are never fixed-size maps.
@@ -373,6 +391,13 @@ pub fn hash_tag(h: u64) -> u64 {
 #[inline]
 pub fn home_bucket(h: u64, n_main: u64) -> u64 {
     (((h >> 32) & 0xffff) * n_main) >> 16
+}
+/// The tag of a key with hash `h` in a tagged fixed map's bucket ([`MF_TAGS`]): the
+/// hash's top byte (the directory takes the low bits, the home bucket bits 32-47 and
+/// the first stash bucket bits 16-31).
+#[inline]
+pub fn cell_tag(h: u64) -> u64 {
+    h >> 56
 }
 /// Stash bucket a key overflowing from its home tries first.
 #[inline]
@@ -534,6 +559,10 @@ pub struct Geometry {
     /// New fixed-size maps grow by moving directory groups (`FLAG_FIXED_GROUPS`): true for
     /// a new store, as the header's flag says for an existing one.
     pub fixed_groups: bool,
+    /// New fixed-size maps keep a tag per cell where their buckets have room
+    /// (`FLAG_FIXED_TAGS`): true for a new store, as the header's flag says for an
+    /// existing one.
+    pub fixed_tags: bool,
 }
 
 impl Geometry {
@@ -595,6 +624,7 @@ impl Geometry {
             in_place: true,
             in_place_uids: true,
             fixed_groups: true,
+            fixed_tags: true,
         }
     }
 }

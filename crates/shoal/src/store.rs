@@ -495,7 +495,7 @@ impl Store {
                 ))
             })?;
         let ce = sh.g.cat_entry(id);
-        let geo = crate::fixed::Geo::new(ks, vs, sh.g.fixed_groups);
+        let geo = crate::fixed::Geo::new(ks, vs, sh.g.fixed_groups, sh.g.fixed_tags);
         let (dm, ds) = geo.default_buckets();
         let n_main = if opts.segment_buckets == 0 {
             dm
@@ -928,6 +928,9 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
     if g.fixed_groups {
         flags |= FLAG_FIXED_GROUPS;
     }
+    if g.fixed_tags {
+        flags |= FLAG_FIXED_TAGS;
+    }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
     if size > g.chunks_off {
@@ -1084,6 +1087,18 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
     if g.fixed_groups && version < 7 {
         return bad(format!(
             "header: flag FIXED_GROUPS in a version-{version} file (it came with version 7)"
+        ));
+    }
+    g.fixed_tags = read_u64(&h, H_FLAGS) & FLAG_FIXED_TAGS != 0;
+    if g.fixed_tags && (version < 8 || !g.fixed_groups) {
+        return bad(format!(
+            "header: flag FIXED_TAGS in a version-{version} file{} (it came with version 8, \
+             beside FIXED_GROUPS)",
+            if g.fixed_groups {
+                ""
+            } else {
+                " without FIXED_GROUPS"
+            }
         ));
     }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)

@@ -33,7 +33,8 @@ fn store(dir: &tempfile::TempDir) -> Store {
 
 /// A store of format version 6, whose fixed maps split segments in halves (version 7
 /// moves directory groups instead): the new store's header with version 6 and without
-/// flag FIXED_GROUPS (16), as a version-6 library would have written it.
+/// flags FIXED_GROUPS (16) and FIXED_TAGS (32), as a version-6 library would have
+/// written it.
 #[cfg(feature = "failpoints")]
 fn store_v6(dir: &tempfile::TempDir) -> Store {
     use std::os::unix::fs::FileExt;
@@ -49,10 +50,14 @@ fn store_v6(dir: &tempfile::TempDir) -> Store {
         u64::from_le_bytes(b)
     };
     let (version, flags) = (word(8), word(16));
-    assert_eq!(flags & 16, 16, "a new store has FIXED_GROUPS");
+    assert_eq!(
+        flags & 48,
+        48,
+        "a new store has FIXED_GROUPS and FIXED_TAGS"
+    );
     f.write_all_at(&((version & !0xffff_ffff) | 6).to_le_bytes(), 8)
         .unwrap();
-    f.write_all_at(&(flags & !16).to_le_bytes(), 16).unwrap();
+    f.write_all_at(&(flags & !48).to_le_bytes(), 16).unwrap();
     store(dir)
 }
 
@@ -802,6 +807,77 @@ fn keys_that_share_a_word_find_only_themselves() {
         }
         assert_eq!(m.len().unwrap(), 200);
     }
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+/// Tags (format version 8): a lookup compares the key only of cells whose tag matches,
+/// so a wrong tag hides its key. `check` recomputes every occupied cell's tag from its
+/// key and reports one that differs. The cell of a map's only key is cell 0 of its home
+/// bucket, and with 16+16 cells its tag is 24 bytes before its key (the bucket's byte 8;
+/// cells start at byte 32).
+#[test]
+fn a_wrong_tag_hides_its_key_and_check_reports_it() {
+    let d = tmp();
+    let path = d.path().join("f.shoal");
+    let k = b"tagged-key:00042";
+    {
+        let s = store(&d);
+        let m = s.fixed_map("m", 16, 16).unwrap();
+        m.put(k, b"tagged-value:042").unwrap();
+        assert!(s.check().unwrap().is_ok());
+    }
+    let mut b = std::fs::read(&path).unwrap();
+    let at = b
+        .windows(k.len())
+        .position(|w| w == k)
+        .expect("the key's cell");
+    assert_eq!(
+        at % 64,
+        32,
+        "cell 0 of a 16+16 bucket is its first line's second half"
+    );
+    b[at - 24] ^= 0x5a;
+    std::fs::write(&path, &b).unwrap();
+    let s = store(&d);
+    let m = s.fixed_map("m", 16, 16).unwrap();
+    assert_eq!(
+        m.get(k).unwrap(),
+        None,
+        "a lookup trusted the tag: the key is hidden"
+    );
+    let r = s.check().unwrap();
+    assert!(
+        r.problems.iter().any(|p| p.contains("tag")),
+        "check did not report the wrong tag: {r}"
+    );
+}
+
+/// A tagged 16+16 map (format version 8) growing through thousands of group moves into
+/// open and new segments, with removes that free cells for reuse: every key is found
+/// with its value, absent keys are not, and the store checks clean (which recomputes
+/// every tag). Regression guard for a move that copies a cell without its tag.
+#[test]
+fn tagged_cells_keep_their_tags_through_moves_and_reuse() {
+    let d = tmp();
+    let s = store(&d);
+    let m = s.fixed_map_with("m", 16, 16, &small(), true).unwrap();
+    let k = |i: u64| format!("key:{i:012}").into_bytes();
+    let v = |i: u64| format!("val:{i:012}").into_bytes();
+    for i in 0..3000 {
+        assert_eq!(m.put(&k(i), &v(i)).unwrap(), PutOutcome::Inserted);
+    }
+    for i in (0..3000).step_by(3) {
+        assert!(m.remove(&k(i)).unwrap());
+    }
+    for i in 3000..4000 {
+        m.put(&k(i), &v(i)).unwrap();
+    }
+    for i in 0..4000 {
+        let want = (i >= 3000 || i % 3 != 0).then(|| v(i));
+        assert_eq!(m.get(&k(i)).unwrap(), want, "key {i}");
+    }
+    assert_eq!(m.get(b"key:999999999999").unwrap(), None);
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }

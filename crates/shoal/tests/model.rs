@@ -380,28 +380,39 @@ fn fixed_lock_free_adds_race_cell_reuse_and_splits() {
 /// double the directory; a reader looks up keys that are present throughout, and an
 /// iterator walks the map meanwhile. Every stable key is always found with its value,
 /// the iterator sees each of them exactly once (and no key twice), and the store checks
-/// clean.
-#[test]
-fn fixed_group_moves_race_readers_writers_and_iteration() {
-    let k = |i: u64| i.to_le_bytes();
+/// clean. With 8-byte keys (compared with every cell of a bucket) and 16-byte keys in a
+/// map with tags (format version 8: only the cells whose tag matches are compared; moves
+/// and inserts write a cell's tag before its bit is set).
+fn group_moves_race_readers_writers_and_iteration(ks: usize, vs: usize, per_writer: u64) {
+    // Keys and values of `ks` and `vs` bytes, their first 8 the number.
+    let k = move |i: u64| {
+        let mut b = vec![0xa5u8; ks];
+        b[..8].copy_from_slice(&i.to_le_bytes());
+        b
+    };
+    let v = move |i: u64| {
+        let mut b = vec![0x3cu8; vs];
+        b[..8].copy_from_slice(&i.to_le_bytes());
+        b
+    };
     let body = move || {
         let s = store();
         let opts = shoal::FixedOptions {
             segment_buckets: 1,
             stash_buckets: 1,
         };
-        let m = s.fixed_map_with("f", 8, 8, &opts, true).unwrap();
+        let m = s.fixed_map_with("f", ks, vs, &opts, true).unwrap();
         let stable = 0..6u64;
         for i in stable.clone() {
-            m.put(&k(i), &(i * 10).to_le_bytes()).unwrap();
+            m.put(&k(i), &v(i * 10)).unwrap();
         }
         let writers: Vec<_> = (0..2u64)
             .map(|w| {
                 let m = m.clone();
                 thread::spawn(move || {
-                    for i in 0..12u64 {
+                    for i in 0..per_writer {
                         let key = 100 + w * 100 + i;
-                        m.put(&k(key), &key.to_le_bytes()).unwrap();
+                        m.put(&k(key), &v(key)).unwrap();
                     }
                 })
             })
@@ -410,8 +421,7 @@ fn fixed_group_moves_race_readers_writers_and_iteration() {
             let m = m.clone();
             thread::spawn(move || {
                 for i in [0u64, 3, 5, 1] {
-                    let v = m.get(&k(i)).unwrap();
-                    assert_eq!(v, Some((i * 10).to_le_bytes().to_vec()), "key {i} lost");
+                    assert_eq!(m.get(&k(i)).unwrap(), Some(v(i * 10)), "key {i} lost");
                 }
             })
         };
@@ -424,18 +434,18 @@ fn fixed_group_moves_race_readers_writers_and_iteration() {
                     assert!(seen.insert(key.clone()), "key {key:?} seen twice");
                 }
                 for i in 0..6u64 {
-                    assert!(seen.contains(&k(i).to_vec()), "stable key {i} not seen");
+                    assert!(seen.contains(&k(i)), "stable key {i} not seen");
                 }
             })
         };
         for h in writers.into_iter().chain([reader, walker]) {
             h.join().unwrap();
         }
-        assert_eq!(m.len().unwrap(), 6 + 24);
+        assert_eq!(m.len().unwrap(), 6 + 2 * per_writer);
         for w in 0..2u64 {
-            for i in 0..12u64 {
+            for i in 0..per_writer {
                 let key = 100 + w * 100 + i;
-                assert_eq!(m.get(&k(key)).unwrap(), Some(key.to_le_bytes().to_vec()));
+                assert_eq!(m.get(&k(key)).unwrap(), Some(v(key)));
             }
         }
         let r = s.check().unwrap();
@@ -443,4 +453,15 @@ fn fixed_group_moves_race_readers_writers_and_iteration() {
     };
     shuttle::check_random(body, 300);
     shuttle::check_pct(body, 300, 3);
+}
+
+#[test]
+fn fixed_group_moves_race_readers_writers_and_iteration() {
+    group_moves_race_readers_writers_and_iteration(8, 8, 12);
+}
+
+#[test]
+fn fixed_group_moves_with_tags_race_readers_writers_and_iteration() {
+    // 15 cells per bucket: 2 x 40 keys fill several 1+1-bucket segments.
+    group_moves_race_readers_writers_and_iteration(16, 16, 40);
 }

@@ -23,6 +23,7 @@ const FLAG_SHORT_RECORDS: u64 = 2;
 const FLAG_IN_PLACE: u64 = 4;
 const FLAG_IN_PLACE_UIDS: u64 = 8;
 const FLAG_FIXED_GROUPS: u64 = 16;
+const FLAG_FIXED_TAGS: u64 = 32;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
 const H_LARGE_SLACK: u64 = 328;
@@ -84,10 +85,10 @@ fn set_version(path: &Path, v: u64) {
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1 to 6) it
+/// Turns the closed current store at `path` into the file of format `to` (1 to 7) it
 /// would have been. Below 4, its records must all have long headers (values of 64 bytes
 /// or more, map ids below 64): those are the same bytes in every version. (Fixed-size
-/// maps are not downgraded: a store with one created at version 7 is not a version-6 file.)
+/// maps are not downgraded: a store with one created at version 8 is not a version-7 file.)
 fn downgrade(path: &Path, to: u64) {
     let runs = large_runs(path);
     let f = std::fs::OpenOptions::new()
@@ -95,15 +96,24 @@ fn downgrade(path: &Path, to: u64) {
         .write(true)
         .open(path)
         .unwrap();
-    let all = FLAG_SHORT_RECORDS | FLAG_IN_PLACE | FLAG_IN_PLACE_UIDS | FLAG_FIXED_GROUPS;
+    let all = FLAG_SHORT_RECORDS
+        | FLAG_IN_PLACE
+        | FLAG_IN_PLACE_UIDS
+        | FLAG_FIXED_GROUPS
+        | FLAG_FIXED_TAGS;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
-        "a version-7 store (without checksums) has short records, in-place values and \
-         fixed maps of groups"
+        "a version-8 store (without checksums) has short records, in-place values and \
+         fixed maps of groups with tags"
     );
     set_version(path, to);
+    let flags = flags & !FLAG_FIXED_TAGS;
+    write_u64(&f, H_FLAGS, flags);
+    if to >= 7 {
+        return;
+    }
     let flags = flags & !FLAG_FIXED_GROUPS;
     write_u64(&f, H_FLAGS, flags);
     if to >= 6 {
@@ -149,7 +159,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 7);
+    assert_eq!(FORMAT_VERSION, 8);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -292,7 +302,7 @@ fn a_version_3_store_keeps_its_version_and_its_record_headers() {
         let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
         s.map("m").unwrap().put(b"long", &[b'l'; 100]).unwrap();
     }
-    assert_eq!(version(&path), 7);
+    assert_eq!(version(&path), FORMAT_VERSION);
     downgrade(&path, 3);
     let live = |s: &Store| s.open_map("m").unwrap().stats().unwrap().live_bytes;
     let small_records = |s: &Store| {
@@ -386,7 +396,19 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         Err(e) => panic!("FIXED_GROUPS in version 6: not a corruption error: {e}"),
         Ok(_) => panic!("FIXED_GROUPS in version 6: opened"),
     }
+    // FIXED_TAGS came with version 8: a version-7 library would look for cells where a
+    // tagged map keeps its tags.
+    let refused_tags = |what: &str| match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what: why, .. }) => assert!(why.contains("FIXED_TAGS"), "{why}"),
+        Err(e) => panic!("{what}: not a corruption error: {e}"),
+        Ok(_) => panic!("{what}: opened"),
+    };
     set_version(&path, 7);
+    refused_tags("FIXED_TAGS in version 7");
+    set_version(&path, 8);
+    write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) & !FLAG_FIXED_GROUPS);
+    refused_tags("FIXED_TAGS without FIXED_GROUPS");
+    write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) | FLAG_FIXED_GROUPS);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
 }
 
@@ -548,4 +570,65 @@ fn appends_in_old_overwrites_in_place_in_new(
         in_place, 0,
         "same-length overwrites in {what} left dead bytes (v{old}: {appended})"
     );
+}
+
+/// A version-7 file is opened as it is (libraries of version 7 may share it): its
+/// fixed-size maps, new ones included, have no tags and keep their cells right after each
+/// bucket's header word, where a version-7 library looks for them. The store keeps
+/// version 7 and no FIXED_TAGS; a new store's 16+16 map has tags and its cells at the
+/// bucket's byte 32.
+#[test]
+fn a_version_7_store_keeps_its_fixed_maps_untagged() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    // Where the only key of a 16+16 map sits in its bucket's first line (cell 0).
+    let key_line_offset = |path: &Path| {
+        let b = std::fs::read(path).unwrap();
+        let at = b
+            .windows(16)
+            .position(|w| w == b"key:000000000000")
+            .expect("the key's cell");
+        at % 64
+    };
+    let path = d.path().join("v7.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 7);
+    for round in 0..2u64 {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        let m = s.fixed_map("f", 16, 16).unwrap();
+        let k = |i: u64| format!("key:{i:012}").into_bytes();
+        if round == 0 {
+            m.put(&k(0), b"val:000000000000").unwrap();
+            drop(s);
+            assert_eq!(
+                key_line_offset(&path),
+                8,
+                "cell 0 right after the header word"
+            );
+            continue;
+        }
+        for i in 1..3000 {
+            m.put(&k(i), format!("val:{i:012}").as_bytes()).unwrap();
+        }
+        for i in 0..3000 {
+            assert_eq!(
+                m.get(&k(i)).unwrap(),
+                Some(format!("val:{i:012}").into_bytes())
+            );
+        }
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+    }
+    assert_eq!(version(&path), 7);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_FIXED_TAGS, 0);
+    // The same map in a new store: tags at byte 8, cell 0 at byte 32.
+    let path = d.path().join("v8.shoal");
+    let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
+    s.fixed_map("f", 16, 16)
+        .unwrap()
+        .put(b"key:000000000000", b"val:000000000000")
+        .unwrap();
+    drop(s);
+    assert_eq!(key_line_offset(&path), 32);
 }
