@@ -36,6 +36,8 @@ pub const NAMES: &[&str] = &[
     "fixed.committed",
     "fixed.half_applied",
     "fixed.applied",
+    "fixed.displacing",
+    "fixed.displaced",
     "fixed.add_counted",
     "fixed.add_applied",
     "fixed.split.building",

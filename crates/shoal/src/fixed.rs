@@ -130,6 +130,10 @@ pub(crate) struct Geo {
     /// Where cell 0 starts in a bucket: 8 (after the header word), or, with tags, the
     /// bucket's size less its cells', so that the cells end at its end.
     pub cells_at: u64,
+    /// Tagged buckets of more than two lines whose cells never straddle a line (16+16,
+    /// 40+24): an insert prefers a cell in one of two lines its hash picks, and a lookup
+    /// asks for those lines with the first (see [`FixedRef::preferred_lines`]).
+    pub lined: bool,
 }
 
 impl Geo {
@@ -176,6 +180,7 @@ impl Geo {
             groups,
             tags,
             cells_at: if tags { bsize - cells * cell } else { 8 },
+            lined: tags && bsize > 128 && (64 % cell == 0 || cell % 64 == 0),
         }
     }
 
@@ -526,12 +531,90 @@ impl FixedRef {
         h: u64,
         mut f: impl FnMut(u64) -> T,
     ) -> Result<Option<T>> {
-        // As in the variable map's read: the first attempt is straight-line code, the
-        // retry loop out of line.
-        match self.read_once(sh, h, key, &mut f)? {
-            Attempt::Done(r) => Ok(r),
-            Attempt::Retry => self.read_retrying(sh, h, key, &mut f),
+        // As in the variable map's read: the usual lookup of a tagged map in straight-line
+        // code, anything else through the general path (the model checker takes either).
+        if self.geo.tags && crate::rt::read_fast_path() {
+            if let Some(r) = self.read_fast(sh, key, h, &mut f) {
+                return Ok(r);
+            }
         }
+        self.read_general(sh, h, key, &mut f)
+    }
+
+    /// [`FixedRef::read_hashed`] through the general path: a first attempt, then the retry
+    /// loop out of line.
+    #[inline]
+    fn read_general<T>(
+        &self,
+        sh: &Shared,
+        h: u64,
+        key: &[u8],
+        f: &mut impl FnMut(u64) -> T,
+    ) -> Result<Option<T>> {
+        match self.read_once(sh, h, key, f)? {
+            Attempt::Done(r) => Ok(r),
+            Attempt::Retry => self.read_retrying(sh, h, key, f),
+        }
+    }
+
+    /// The usual lookup in a tagged map, in straight-line code: the home bucket is not
+    /// being written, and either the first cell whose tag matches holds the key, or no
+    /// tag matches and the home has no overflow (the key is absent). Anything else
+    /// (another candidate, a neighbour or stash bucket to search, a write or a move in
+    /// progress, a failed bound, a dropped map) returns None, and the caller takes the
+    /// general path from the start. Same loads and validation as `read_once`, without
+    /// its loops: at 10 M keys a get waits on memory, and how many gets overlap depends
+    /// on how few instructions each keeps waiting (DESIGN.md, "Reads").
+    #[inline(always)]
+    fn read_fast<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        f: &mut impl FnMut(u64) -> T,
+    ) -> Option<Option<T>> {
+        let (r, g) = (sh.r.local(), sh.g);
+        let end = r.word(H_FILE_END).load(Acquire);
+        let (root, eoff, e) = self.m.locate_in(&r, &g, h, end)?;
+        let bo = self.bucket(entry_seg(e), home_bucket(h, self.m.n_main));
+        if self.geo.lined {
+            let (l1, l2) = self.preferred_lines(h);
+            r.prefetch(bo + 64 * l1);
+            r.prefetch(bo + 64 * l2);
+        }
+        if self.geo.cells > 16 {
+            return None;
+        }
+        let h1 = r.word(bo).load(Acquire);
+        if fh_seq(h1) & 1 == 1 {
+            return None;
+        }
+        let tags = r.word(bo + 8).load(Relaxed);
+        let mut hits = byte_matches(tags, cell_tag(h));
+        if self.geo.cells > 8 {
+            hits |= byte_matches(r.word(bo + 16).load(Relaxed), cell_tag(h)) << 8;
+        }
+        let cand = hits & fh_bits(h1) & self.all_bits();
+        let result = if cand != 0 {
+            let co = self.cell_off(bo, cand.trailing_zeros() as u64);
+            if !r.bytes_eq(co, key) {
+                return None;
+            }
+            Some(f(co + self.geo.kstride))
+        } else if fh_over(h1) == 0 {
+            None
+        } else {
+            return None;
+        };
+        fence(Acquire);
+        if r.word(bo).load(Relaxed) != h1
+            || r.word(eoff).load(Relaxed) != e
+            || r.word(self.m.hdr + M_ROOT).load(Relaxed) != root
+            || !self.m.alive_in(&r, &g)
+        {
+            return None;
+        }
+        Some(result)
     }
 
     /// [`FixedRef::read_hashed`] after a first attempt that must be retried.
@@ -568,15 +651,21 @@ impl FixedRef {
         let seg = entry_seg(e);
         let home = home_bucket(h, self.m.n_main);
         let bo = self.bucket(seg, home);
-        // A bucket of more than two lines (cells over 16 bytes): its cells are compared
-        // one line after another, so all its lines are asked for at once (16+16 at 5 M
-        // keys: 1.20-1.34 to 1.37-1.59 M gets/s, alternating runs).
-        if self.geo.bsize > 128 {
+        // A bucket of more than two lines (cells over 16 bytes) without tags: its cells are
+        // compared one line after another, so all its lines are asked for at once (16+16
+        // at 5 M keys: 1.20-1.34 to 1.37-1.59 M gets/s, alternating runs). With tags a
+        // lookup reads the first line and one cell's, and asking for all eight lines made
+        // 16+16 gets at 10 M keys slower (0.94x, alternating rounds in one process).
+        if self.geo.bsize > 128 && !self.geo.tags {
             let mut o = bo + 64;
             while o < bo + self.geo.bsize {
                 sh.r.prefetch(o);
                 o += 64;
             }
+        } else if self.geo.lined {
+            let (l1, l2) = self.preferred_lines(h);
+            sh.r.prefetch(bo + 64 * l1);
+            sh.r.prefetch(bo + 64 * l2);
         }
         let h1 = sh.w(bo).load(Acquire);
         if fh_seq(h1) & 1 == 1 {
@@ -586,6 +675,7 @@ impl FixedRef {
         if let Some(i) = self.find_in(sh, bo, h1, h, key) {
             result = Some(f(self.cell_off(bo, i) + self.geo.kstride));
         } else if fh_over(h1) > 0 {
+            self.prefetch_alternatives(sh, seg, home);
             for j in 0..self.n_alt() {
                 let so = self.bucket(seg, self.alt(home, j, 0));
                 let sh1 = sh.w(so).load(Acquire);
@@ -677,6 +767,61 @@ impl FixedRef {
         Ok(seg)
     }
 
+    /// The two lines (1 to lines − 1) of a bucket in which a key with hash `h` is placed
+    /// first, in lined geometries ([`Geo::lined`]): hash bits 48-55, which nothing else
+    /// uses. Line 0 (the header word, the tags and a cell or two) is read by every
+    /// lookup; asking for these two lines with it makes a key in any of them cost one
+    /// memory latency instead of two (tags, then the cell).
+    #[inline]
+    fn preferred_lines(&self, h: u64) -> (u64, u64) {
+        let n = self.geo.bsize / 64 - 1;
+        (
+            1 + ((((h >> 48) & 0xf) * n) >> 4),
+            1 + ((((h >> 52) & 0xf) * n) >> 4),
+        )
+    }
+
+    /// The cells of a bucket that start in line `line`, as a bitmap.
+    fn line_cells(&self, line: u64) -> u64 {
+        let mut m = 0;
+        for i in 0..self.geo.cells {
+            if (self.geo.cells_at + i * self.geo.cell) / 64 == line {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// The free cell a key with hash `h` takes among `free` (a bitmap of a bucket's free
+    /// cells, not empty): in a lined geometry, one in the preferred line with more free
+    /// cells, else the first free one.
+    #[inline]
+    fn pick_cell(&self, h: u64, free: u64) -> u64 {
+        if self.geo.lined {
+            let (l1, l2) = self.preferred_lines(h);
+            let (f1, f2) = (free & self.line_cells(l1), free & self.line_cells(l2));
+            let pick = if f2.count_ones() > f1.count_ones() {
+                f2
+            } else {
+                f1
+            };
+            if pick != 0 {
+                return pick.trailing_zeros() as u64;
+            }
+        }
+        free.trailing_zeros() as u64
+    }
+
+    /// Asks for the first line (header word and tags) of every bucket other than `home`
+    /// that may hold a key whose home it is, before a lookup reads them one after
+    /// another.
+    #[inline]
+    fn prefetch_alternatives(&self, sh: &Shared, seg: u64, home: u64) {
+        for j in 0..self.n_alt() {
+            sh.r.prefetch(self.bucket(seg, self.alt(home, j, 0)));
+        }
+    }
+
     /// Under the segment lock: the cell holding `key`.
     pub(crate) fn find_locked(&self, sh: &Shared, seg: u64, h: u64, key: &[u8]) -> Option<Cell> {
         let b = home_bucket(h, self.m.n_main);
@@ -685,6 +830,7 @@ impl FixedRef {
             return Some(Cell { b, i });
         }
         if fh_over(hw) > 0 {
+            self.prefetch_alternatives(sh, seg, b);
             for j in 0..self.n_alt() {
                 let sb = self.alt(b, j, 0);
                 let so = self.bucket(seg, sb);
@@ -697,15 +843,21 @@ impl FixedRef {
         None
     }
 
-    /// Under the segment lock: a free cell for a key with hash `h` (home, then stash).
+    /// Under the segment lock: a free cell for a key with hash `h` (home, then its
+    /// neighbours and the stash).
     fn free_cell(&self, sh: &Shared, seg: u64, h: u64) -> Option<Cell> {
+        self.free_cell_except(sh, seg, h, u64::MAX)
+    }
+
+    /// [`FixedRef::free_cell`] outside bucket `except`.
+    fn free_cell_except(&self, sh: &Shared, seg: u64, h: u64, except: u64) -> Option<Cell> {
         let b = home_bucket(h, self.m.n_main);
         let hw = sh.w(self.bucket(seg, b)).load(Acquire);
         let free = !fh_bits(hw) & self.all_bits();
-        if free != 0 {
+        if free != 0 && b != except {
             return Some(Cell {
                 b,
-                i: free.trailing_zeros() as u64,
+                i: self.pick_cell(h, free),
             });
         }
         if fh_over(hw) >= 0xff {
@@ -714,16 +866,97 @@ impl FixedRef {
         let first = first_stash(h, self.m.n_stash);
         for j in 0..self.n_alt() {
             let sb = self.alt(b, j, first);
+            if sb == except {
+                continue;
+            }
             let sw = sh.w(self.bucket(seg, sb)).load(Acquire);
             let free = !fh_bits(sw) & self.all_bits();
             if free != 0 {
                 return Some(Cell {
                     b: sb,
-                    i: free.trailing_zeros() as u64,
+                    i: self.pick_cell(h, free),
                 });
             }
         }
         None
+    }
+
+    /// Under the segment lock, before an insert whose home bucket `home` is full: moves a
+    /// key that overflowed into `home` (from one of the buckets before it, its own home)
+    /// to a free cell of its home or of another of its alternatives, so that the new key
+    /// gets its home. Returns whether a cell of `home` is now free.
+    ///
+    /// Why: with first come, first served, keys that overflowed into a bucket take the
+    /// cells its own keys need later, and at the ~94 % load maps of groups run at, a third
+    /// of a 16+16 map's keys ended up outside their home (callgrind, 100 k keys), where a
+    /// lookup reads one bucket after another. A key moved here changes buckets, so the
+    /// redo list also bumps its home's seq: a reader looking for it reads its home first
+    /// and validates it last, and retries (as it does around any write).
+    fn displace(&self, tx: &Txn, seg: u64, home: u64) -> Result<bool> {
+        let sh = tx.sh;
+        let m = &self.m;
+        // Only keys whose home is one of the buckets just before `home` overflow into it.
+        let foreign = (1..=self.n_neigh()).any(|d| {
+            let b = (home + m.n_main - d) % m.n_main;
+            fh_over(sh.w(self.bucket(seg, b)).load(Acquire)) > 0
+        });
+        if !foreign {
+            return Ok(false);
+        }
+        let bo = self.bucket(seg, home);
+        let hw = sh.w(bo).load(Acquire);
+        let mut cell = [0u8; (MAX_KEY_SIZE + MAX_VALUE_SIZE) as usize];
+        let cell = &mut cell[..self.geo.cell as usize];
+        let mut bits = fh_bits(hw) & self.all_bits();
+        while bits != 0 {
+            let i = bits.trailing_zeros() as u64;
+            bits &= bits - 1;
+            let co = self.cell_off(bo, i);
+            sh.r.read_bytes(co, cell);
+            let kh = hash(sh.g.seed, &cell[..self.geo.key_size as usize]);
+            let its_home = home_bucket(kh, m.n_main);
+            if its_home == home {
+                continue;
+            }
+            let Some(c) = self.free_cell_except(sh, seg, kh, home) else {
+                continue;
+            };
+            let to = self.bucket(seg, c.b);
+            let nco = self.cell_off(to, c.i);
+            self.set_tag(sh, to, c.i, kh);
+            sh.r.write_bytes(nco, cell);
+            sh.persist(to + 8 + c.i, nco + self.geo.cell - (to + 8 + c.i))?;
+            crate::rt::failpoint!("fixed.displacing");
+            // The key's old bucket loses it, its new one gains it, and its home changes
+            // seq (and loses an overflow when the key goes back there).
+            let mut redo = Redo::new();
+            let mut odd: [(u64, u64); 3] = [(0, 0); 3];
+            let mut n = 0;
+            let mut touch = |b: u64, set: u64, clr: u64, over_less: u64| {
+                let w = self.bucket(seg, b);
+                let cur = sh.w(w).load(Relaxed);
+                odd[n] = (w, fh(fh_seq(cur) + 1, fh_over(cur), fh_bits(cur)));
+                n += 1;
+                let ov = fh_over(cur).saturating_sub(over_less);
+                redo.push(w, fh(fh_seq(cur) + 2, ov, (fh_bits(cur) | set) & !clr));
+            };
+            touch(home, 0, 1 << i, 0);
+            if c.b == its_home {
+                touch(c.b, 1 << c.i, 0, 1);
+            } else {
+                touch(c.b, 1 << c.i, 0, 0);
+                touch(its_home, 0, 0, 0);
+            }
+            tx.commit(I_REDO, &[], &redo);
+            crate::rt::failpoint!("fixed.displaced");
+            for (w, o) in &odd[..n] {
+                sh.w(*w).store(*o, Relaxed);
+            }
+            tx.apply_range(&redo, 0, redo.n);
+            tx.done();
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The one locked write path: `produce` sees the current value's offset (None when
@@ -810,6 +1043,11 @@ impl FixedRef {
                 touch(&mut redo, self.bucket(seg, c.b), 0, 0, 0);
             }
             (None, Act::Put(v)) => {
+                let full = fh_bits(sh.w(self.bucket(seg, home)).load(Acquire)) & self.all_bits()
+                    == self.all_bits();
+                if full && self.m.groups {
+                    self.displace(tx, seg, home)?;
+                }
                 let Some(c) = self.free_cell(sh, seg, h) else {
                     return Ok(None);
                 };
@@ -2281,8 +2519,27 @@ impl FixedMap {
         self.check_value(buf)?;
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
-        let mut tmp = [0u8; MAX_VALUE_SIZE as usize];
         let n = buf.len();
+        if n <= 16 {
+            // A small value goes through a small buffer: zeroing the large one below took
+            // eight stores on every get.
+            let mut tmp = [0u8; 16];
+            let found = self
+                .f
+                .read(sh, key, |voff| sh.r.read_bytes(voff, &mut tmp[..n]))?;
+            if found.is_some() {
+                if n >= 8 {
+                    // Two overlapping words: a `copy_from_slice` of a runtime length is a
+                    // `memcpy` call.
+                    buf[..8].copy_from_slice(&tmp[..8]);
+                    buf[n - 8..].copy_from_slice(&tmp[n - 8..n]);
+                } else {
+                    buf.copy_from_slice(&tmp[..n]);
+                }
+            }
+            return Ok(found.is_some());
+        }
+        let mut tmp = [0u8; MAX_VALUE_SIZE as usize];
         let found = self
             .f
             .read(sh, key, |voff| sh.r.read_bytes(voff, &mut tmp[..n]))?;

@@ -156,7 +156,7 @@ impl MapRef {
     }
 
     #[inline(always)]
-    fn alive_in(&self, r: &Region, g: &Geometry) -> bool {
+    pub(crate) fn alive_in(&self, r: &Region, g: &Geometry) -> bool {
         r.word(g.cat_entry(self.id) + C_STATE).load(Acquire) == self.cat_word
     }
 
@@ -175,7 +175,13 @@ impl MapRef {
 
     /// [`MapRef::locate`] without its slow path: `None` when a check fails.
     #[inline(always)]
-    fn locate_in(&self, r: &Region, g: &Geometry, h: u64, end: u64) -> Option<(u64, u64, u64)> {
+    pub(crate) fn locate_in(
+        &self,
+        r: &Region,
+        g: &Geometry,
+        h: u64,
+        end: u64,
+    ) -> Option<(u64, u64, u64)> {
         let root = r.word(self.hdr + M_ROOT).load(Acquire);
         let depth = root >> 48;
         let dir = root & OFF_MASK;

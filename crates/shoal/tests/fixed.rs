@@ -813,9 +813,9 @@ fn keys_that_share_a_word_find_only_themselves() {
 
 /// Tags (format version 8): a lookup compares the key only of cells whose tag matches,
 /// so a wrong tag hides its key. `check` recomputes every occupied cell's tag from its
-/// key and reports one that differs. The cell of a map's only key is cell 0 of its home
-/// bucket, and with 16+16 cells its tag is 24 bytes before its key (the bucket's byte 8;
-/// cells start at byte 32).
+/// key and reports one that differs. A 16+16 bucket is 512 bytes: the header word, the
+/// tags from byte 8, and cell `i` at byte 32 + 32 i; the bucket of the map's only key is
+/// the one whose bitmap (the header's high half) names that key's cell alone.
 #[test]
 fn a_wrong_tag_hides_its_key_and_check_reports_it() {
     let d = tmp();
@@ -832,12 +832,13 @@ fn a_wrong_tag_hides_its_key_and_check_reports_it() {
         .windows(k.len())
         .position(|w| w == k)
         .expect("the key's cell");
-    assert_eq!(
-        at % 64,
-        32,
-        "cell 0 of a 16+16 bucket is its first line's second half"
-    );
-    b[at - 24] ^= 0x5a;
+    let word = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let (bo, i) = (0..15usize)
+        .filter(|i| at >= 32 * (i + 1))
+        .map(|i| (at - 32 * (i + 1), i))
+        .find(|&(bo, i)| bo % 64 == 0 && word(&b, bo) >> 32 == 1 << i)
+        .expect("the key's bucket: a header naming its cell alone");
+    b[bo + 8 + i] ^= 0x5a;
     std::fs::write(&path, &b).unwrap();
     let s = store(&d);
     let m = s.fixed_map("m", 16, 16).unwrap();
