@@ -14,7 +14,7 @@
 
 use shoal_bench::{
     mops, rss_bytes, summarize, thread_cpu_ns, Clock, CountingAlloc, Data, Latency, Phase,
-    PhaseTime, SchedStat,
+    PhaseTime, SchedStat, ITEM_LEN,
 };
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -30,7 +30,7 @@ const HELP: &str = "\
 shoal-bench: Shoal vs an in-process hashbrown HashMap (foldhash), in one run.
 
 USAGE: shoal-bench [--keys N] [--reps R] [--store PATH] [--keep] [--no-latency] [--no-two-proc]
-                   [--only shoal|hashbrown] [--json] [--seed S]
+                   [--no-fixed] [--only shoal|hashbrown] [--json] [--seed S]
 
   --keys N       number of keys (default 10000000); keys key:%012d, values val:%012d (16 B each)
   --reps R       repetitions of each get pass and of the two-process pass; the best is
@@ -44,6 +44,8 @@ USAGE: shoal-bench [--keys N] [--reps R] [--store PATH] [--keep] [--no-latency] 
   --only WHICH   run only the phases of `shoal` or of `hashbrown` (for profiling; the
                  ratios are then meaningless)
   --no-two-proc  skip the two-process pass
+  --no-fixed     skip the fixed-size map (the same keys and values in a 16+16 fixed map,
+                 in the same store: its puts, gets and bytes per entry)
 
 Progress goes to stderr. Build with --release.";
 
@@ -58,6 +60,7 @@ struct Args {
     shoal: bool,
     hashbrown: bool,
     two_proc: bool,
+    fixed: bool,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
@@ -72,6 +75,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         shoal: true,
         hashbrown: true,
         two_proc: true,
+        fixed: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -84,6 +88,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--keep" => a.keep = true,
             "--no-latency" => a.latency = false,
             "--no-two-proc" => a.two_proc = false,
+            "--no-fixed" => a.fixed = false,
             "--only" => match val("--only")?.as_str() {
                 "shoal" => a.hashbrown = false,
                 "hashbrown" => a.shoal = false,
@@ -184,6 +189,11 @@ struct Results {
     hb_get_copy: Vec<Get>,
     hb_get_ref: Vec<Get>,
     two_proc: Vec<TwoProc>,
+    /// The same keys in a fixed-size map of 16+16 bytes (`--no-fixed` skips it): its
+    /// insert pass, its get passes, and its file bytes per entry.
+    fx_put: Put,
+    fx_get: Vec<Get>,
+    fx_bytes_per_entry: f64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -396,6 +406,10 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
         None
     };
     drop(lat);
+    let fixed = match &shoal {
+        Some((store, _)) if args.fixed => Some(fixed_puts(store, &data, &mut sched, &mut res, &p)?),
+        _ => None,
+    };
 
     // ---- gets, interleaved so that noise hits both alike; the best rep counts.
     let want = expected_sum(&data);
@@ -415,6 +429,16 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
             let (d, time) = phase.end(&mut sched);
             check(sum, miss, want, "Shoal get_many")?;
             res.sh_get_many.push(Get {
+                mops: mops(n, d),
+                time,
+            });
+        }
+        if let Some(fm) = &fixed {
+            let phase = Phase::start(&mut sched);
+            let (sum, miss) = fixed_gets(fm, &data)?;
+            let (d, time) = phase.end(&mut sched);
+            check(sum, miss, want, "Shoal fixed-map get")?;
+            res.fx_get.push(Get {
                 mops: mops(n, d),
                 time,
             });
@@ -443,10 +467,11 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
             })
         };
         p.say(format!(
-            "gets rep {}, M ops/s: Shoal {} (get_many {}), hashbrown {}, no copy {}",
+            "gets rep {}, M ops/s: Shoal {} (get_many {}, fixed map {}), hashbrown {}, no copy {}",
             rep + 1,
             g(&res.sh_get),
             g(&res.sh_get_many),
+            g(&res.fx_get),
             g(&res.hb_get_copy),
             g(&res.hb_get_ref)
         ));
@@ -622,6 +647,65 @@ fn shoal_puts(
         ));
     }
     Ok((store, map))
+}
+
+/// The same keys and values into a fixed-size map of 16+16 bytes in `store` (after the
+/// variable map's puts): the insert pass's rate, and the file bytes the map added per
+/// entry. Returns the map.
+fn fixed_puts(
+    store: &shoal::Store,
+    data: &Data,
+    sched: &mut Option<SchedStat>,
+    res: &mut Results,
+    p: &Progress,
+) -> Result<shoal::FixedMap, String> {
+    let n = data.len();
+    let before = store.stats().map_err(|e| e.to_string())?.file_size;
+    let map = store
+        .fixed_map("bench-fixed", ITEM_LEN, ITEM_LEN)
+        .map_err(|e| e.to_string())?;
+    let phase = Phase::start(sched);
+    for i in 0..n {
+        map.put(data.key(i), data.val(i))
+            .map_err(|e| format!("fixed put {i}: {e}"))?;
+    }
+    let (d, time) = phase.end(sched);
+    res.fx_put = Put {
+        mops: mops(n, d),
+        time,
+        ..Default::default()
+    };
+    let after = store.stats().map_err(|e| e.to_string())?.file_size;
+    res.fx_bytes_per_entry = (after - before) as f64 / n as f64;
+    if map.len().map_err(|e| e.to_string())? != n as u64 {
+        return Err("the fixed map does not hold every key".into());
+    }
+    p.say(format!(
+        "Shoal fixed-map put: {:.2} M ops/s (CPU share {:.0}%); {:.1} file bytes per entry",
+        res.fx_put.mops,
+        100.0 * time.cpu_share,
+        res.fx_bytes_per_entry
+    ));
+    Ok(map)
+}
+
+/// One get per index of `order` from the fixed map, into a 16-byte array.
+/// Returns (checksum of the values' last bytes, keys not found).
+#[inline(never)]
+fn fixed_gets(map: &shoal::FixedMap, data: &Data) -> Result<(u64, u64), String> {
+    let (mut sum, mut miss) = (0u64, 0u64);
+    let mut out = [0u8; ITEM_LEN];
+    for &i in &data.order {
+        if map
+            .get_into(data.key(i as usize), &mut out)
+            .map_err(|e| format!("fixed get: {e}"))?
+        {
+            sum += out[ITEM_LEN - 1] as u64;
+        } else {
+            miss += 1;
+        }
+    }
+    Ok((sum, miss))
 }
 
 /// The checksum every full get pass must produce: the sum of the values' last bytes.
@@ -1136,6 +1220,30 @@ fn table(r: &Results) -> String {
         f(hg.mops),
         ratio(gm.mops, hg.mops),
     );
+    if !r.fx_get.is_empty() {
+        let fg = best(&r.fx_get);
+        row(
+            &mut o,
+            "fixed 16+16 map: get, M ops/s",
+            f(fg.mops),
+            f(hg.mops),
+            ratio(fg.mops, hg.mops),
+        );
+        row(
+            &mut o,
+            "fixed 16+16 map: put, M ops/s (N inserts)",
+            f(r.fx_put.mops),
+            f(r.hb_put.mops),
+            ratio(r.fx_put.mops, r.hb_put.mops),
+        );
+        row(
+            &mut o,
+            "fixed 16+16 map: bytes/entry beyond key+value",
+            f1(r.fx_bytes_per_entry - 32.0),
+            f1(hb_total - 32.0),
+            ratio(r.fx_bytes_per_entry - 32.0, hb_total - 32.0),
+        );
+    }
     row(
         &mut o,
         "bytes/entry, total",
@@ -1423,7 +1531,8 @@ fn json(r: &Results) -> String {
         o,
         "\"shoal\":{{\"put\":{},\"put_timed\":{},\"get\":{},\"get_many\":{},\"bytes_per_entry\":{:.3},\"overhead_per_entry\":{:.3},\
 \"file_size\":{},\"data_bytes\":{},\"live_bytes\":{},\"free_bytes\":{},\"segments\":{},\"segment_bytes\":{},\"directory_bytes\":{},\"splits\":{},\
-\"two_process\":[{}],\"two_process_ratio\":{:.4}}},",
+\"two_process\":[{}],\"two_process_ratio\":{:.4},\
+\"fixed\":{{\"put\":{},\"get\":{},\"overhead_per_entry\":{:.3}}}}},",
         put(&r.sh_put),
         put(&r.sh_put_lat),
         gets(&r.sh_get),
@@ -1439,7 +1548,10 @@ fn json(r: &Results) -> String {
         sm.directory_bytes,
         sm.splits,
         tp.join(","),
-        best_tp / best(&r.sh_get).mops
+        best_tp / best(&r.sh_get).mops,
+        put(&r.fx_put),
+        gets(&r.fx_get),
+        r.fx_bytes_per_entry - 32.0
     );
     let _ = write!(
         o,

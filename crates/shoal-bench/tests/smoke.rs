@@ -30,6 +30,8 @@ fn runs_on_a_few_keys() {
         "\"hashbrown\":{",
         "\"two_process\":[{",
         "\"max_us\":",
+        "\"fixed\":{\"put\":{\"mops\":",
+        "\"overhead_per_entry\":",
     ] {
         assert!(json.contains(field), "missing {field} in {json}");
     }
