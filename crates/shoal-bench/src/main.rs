@@ -36,7 +36,8 @@ USAGE: shoal-bench [--keys N] [--reps R] [--store PATH] [--keep] [--no-latency] 
   --reps R       repetitions of each get pass and of the two-process pass; the best is
                  reported (default 2)
   --store PATH   the store file (default /dev/shm/shoal-bench-PID.shoal; a bare name means
-                 /dev/shm/NAME.shoal); a second file PATH-lat is used for the latency pass
+                 /dev/shm/NAME.shoal); a second file PATH-lat is used for the latency pass,
+                 and a third, PATH-fixed, for the fixed-size map
   --keep         keep the store file(s) at the end (default: destroyed)
   --no-latency   skip the per-put timing passes
   --json         print the results as one JSON object on stdout instead of the table
@@ -45,7 +46,8 @@ USAGE: shoal-bench [--keys N] [--reps R] [--store PATH] [--keep] [--no-latency] 
                  ratios are then meaningless)
   --no-two-proc  skip the two-process pass
   --no-fixed     skip the fixed-size map (the same keys and values in a 16+16 fixed map,
-                 in the same store: its puts, gets and bytes per entry)
+                 in a store of its own, destroyed before the two-process pass: its puts,
+                 gets and bytes per entry)
 
 Progress goes to stderr. Build with --release.";
 
@@ -245,6 +247,7 @@ fn main() -> ExitCode {
         let _ = shoal::Store::destroy(&path);
         let _ = shoal::Store::destroy(&lat_path);
     }
+    let _ = shoal::Store::destroy(fixed_path(&path));
     match r {
         Ok(res) => {
             if args.json {
@@ -406,9 +409,16 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
         None
     };
     drop(lat);
-    let fixed = match &shoal {
-        Some((store, _)) if args.fixed => Some(fixed_puts(store, &data, &mut sched, &mut res, &p)?),
-        _ => None,
+    let fixed = if args.shoal && args.fixed {
+        Some(fixed_puts(
+            &fixed_path(path),
+            &data,
+            &mut sched,
+            &mut res,
+            &p,
+        )?)
+    } else {
+        None
     };
 
     // ---- gets, interleaved so that noise hits both alike; the best rep counts.
@@ -433,7 +443,7 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
                 time,
             });
         }
-        if let Some(fm) = &fixed {
+        if let Some((_, fm)) = &fixed {
             let phase = Phase::start(&mut sched);
             let (sum, miss) = fixed_gets(fm, &data)?;
             let (d, time) = phase.end(&mut sched);
@@ -480,6 +490,12 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
         spot_check(map, hb, &data)?;
     }
     drop(hb);
+    // The fixed map's store goes before the two processes fork: they share one store.
+    if let Some((store, map)) = fixed {
+        drop(map);
+        drop(store);
+        let _ = shoal::Store::destroy(fixed_path(path));
+    }
     // SAFETY: malloc_trim only returns free heap memory to the system.
     unsafe { libc::malloc_trim(0) };
 
@@ -649,17 +665,24 @@ fn shoal_puts(
     Ok((store, map))
 }
 
-/// The same keys and values into a fixed-size map of 16+16 bytes in `store` (after the
-/// variable map's puts): the insert pass's rate, and the file bytes the map added per
-/// entry. Returns the map.
+/// The store of the fixed-size map, beside the main one.
+fn fixed_path(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{}-fixed", path.display()))
+}
+
+/// The same keys and values into a fixed-size map of 16+16 bytes in a new store at
+/// `path`: the insert pass's rate, and the file bytes the map added per entry.
 fn fixed_puts(
-    store: &shoal::Store,
+    path: &std::path::Path,
     data: &Data,
     sched: &mut Option<SchedStat>,
     res: &mut Results,
     p: &Progress,
-) -> Result<shoal::FixedMap, String> {
+) -> Result<(shoal::Store, shoal::FixedMap), String> {
     let n = data.len();
+    let _ = shoal::Store::destroy(path);
+    let store =
+        shoal::Store::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
     let before = store.stats().map_err(|e| e.to_string())?.file_size;
     let map = store
         .fixed_map("bench-fixed", ITEM_LEN, ITEM_LEN)
@@ -686,7 +709,7 @@ fn fixed_puts(
         100.0 * time.cpu_share,
         res.fx_bytes_per_entry
     ));
-    Ok(map)
+    Ok((store, map))
 }
 
 /// One get per index of `order` from the fixed map, into a 16-byte array.

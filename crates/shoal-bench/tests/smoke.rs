@@ -43,6 +43,10 @@ fn runs_on_a_few_keys() {
         !std::path::Path::new(&format!("{store}-lat")).exists(),
         "the latency store was not destroyed"
     );
+    assert!(
+        !std::path::Path::new(&format!("{store}-fixed")).exists(),
+        "the fixed map's store was not destroyed"
+    );
 }
 
 /// The feature benchmark on a few keys: every phase runs (reads and writes by key and by
