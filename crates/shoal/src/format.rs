@@ -719,6 +719,8 @@ mod tests {
             let k = String::from_utf8_lossy(key);
             assert_eq!(h, want, "hash of {k:?} with seed {seed:#x}: {h:#018x}");
             assert_eq!(hash_tag(h), tag, "tag of {k:?}");
+            // A fixed map's cell tag is the top byte: the slot tag's high half.
+            assert_eq!(cell_tag(h), tag >> 8, "cell tag of {k:?}");
             assert_eq!(home_bucket(h, 59), home, "home bucket of {k:?}");
             assert_eq!(first_stash(h, 4), stash, "stash of {k:?}");
             assert_eq!(h & 15, dir4, "directory index of {k:?}");

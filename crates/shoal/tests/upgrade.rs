@@ -574,21 +574,21 @@ fn appends_in_old_overwrites_in_place_in_new(
 
 /// A version-7 file is opened as it is (libraries of version 7 may share it): its
 /// fixed-size maps, new ones included, have no tags and keep their cells right after each
-/// bucket's header word, where a version-7 library looks for them. The store keeps
-/// version 7 and no FIXED_TAGS; a new store's 16+16 map has tags and its cells at the
-/// bucket's byte 32.
+/// bucket's header word, where a version-7 library looks for them (16+16: cell `i` at
+/// byte 8 + 32 i of a 64-aligned bucket). The store keeps version 7 and no FIXED_TAGS; a
+/// new store's 16+16 map has tags and its cells at byte 32 + 32 i.
 #[test]
 fn a_version_7_store_keeps_its_fixed_maps_untagged() {
     let _serial = serial();
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
-    // Where the only key of a 16+16 map sits in its bucket's first line (cell 0).
-    let key_line_offset = |path: &Path| {
+    // Where the only key of a 16+16 map sits, modulo a cell.
+    let key_cell_offset = |path: &Path| {
         let b = std::fs::read(path).unwrap();
         let at = b
             .windows(16)
             .position(|w| w == b"key:000000000000")
             .expect("the key's cell");
-        at % 64
+        at % 32
     };
     let path = d.path().join("v7.shoal");
     drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
@@ -601,9 +601,9 @@ fn a_version_7_store_keeps_its_fixed_maps_untagged() {
             m.put(&k(0), b"val:000000000000").unwrap();
             drop(s);
             assert_eq!(
-                key_line_offset(&path),
+                key_cell_offset(&path),
                 8,
-                "cell 0 right after the header word"
+                "cells right after the header word"
             );
             continue;
         }
@@ -622,7 +622,7 @@ fn a_version_7_store_keeps_its_fixed_maps_untagged() {
     assert_eq!(version(&path), 7);
     let f = std::fs::File::open(&path).unwrap();
     assert_eq!(read_u64(&f, H_FLAGS) & FLAG_FIXED_TAGS, 0);
-    // The same map in a new store: tags at byte 8, cell 0 at byte 32.
+    // The same map in a new store: tags from byte 8, cells from byte 32.
     let path = d.path().join("v8.shoal");
     let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
     s.fixed_map("f", 16, 16)
@@ -630,5 +630,5 @@ fn a_version_7_store_keeps_its_fixed_maps_untagged() {
         .put(b"key:000000000000", b"val:000000000000")
         .unwrap();
     drop(s);
-    assert_eq!(key_line_offset(&path), 32);
+    assert_eq!(key_cell_offset(&path), 0);
 }
