@@ -127,11 +127,14 @@ def mark_fixed_bucket_busy(path, m, key):
     """Sets the seq of the bucket holding `key`, the only entry of fixed map `m`, to odd,
     as a writer stopped in the middle of changing the bucket leaves it (docs/FORMAT.md,
     "Fixed-size maps": a bucket's word 0 is seq (bits 0..23) | overflow << 24 | bitmap
-    << 32, and cell i, at bucket + 8 + i × cell bytes, starts with its key). Returns a
-    function that restores the bucket."""
+    << 32, and cell i starts with its key, at bucket + 8 + i × cell bytes, or, in a map
+    with tags (format version 8, where the bucket has a spare byte per cell), at bucket +
+    (bucket bytes − cells × cell bytes) + i × cell bytes). Returns a function that
+    restores the bucket."""
     st = m.stats()
     assert st["entries"] == 1
-    cell, cells = st["cell_bytes"], st["cells_per_bucket"]
+    cell, cells, size = st["cell_bytes"], st["cells_per_bucket"], st["bucket_bytes"]
+    cells_at = size - cells * cell if size - 8 - cells * cell >= cells else 8
     with open(path, "r+b") as f:
         mm = mmap.mmap(f.fileno(), 0)
     at = mm.find(key)
@@ -140,8 +143,8 @@ def mark_fixed_bucket_busy(path, m, key):
     # could start, the bucket's is the one whose bitmap has just that cell's bit.
     buckets = [
         b
-        for i, b in ((i, at - 8 - i * cell) for i in range(cells))
-        if b >= 0 and b % 8 == 0 and struct.unpack_from("<Q", mm, b)[0] >> 32 == 1 << i
+        for i, b in ((i, at - cells_at - i * cell) for i in range(cells))
+        if b >= 0 and b % 64 == 0 and struct.unpack_from("<Q", mm, b)[0] >> 32 == 1 << i
     ]
     assert len(buckets) == 1, buckets
     return _make_busy(mm, buckets[0])
