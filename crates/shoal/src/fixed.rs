@@ -592,15 +592,17 @@ impl FixedRef {
     ) -> Option<Option<T>> {
         let (r, g) = (sh.r.local(), sh.g);
         let end = r.word(H_FILE_END).load(Acquire);
+        // The tags of up to 16 cells are two words; buckets of more (100+100: 20 cells)
+        // take the general path.
+        if self.geo.cells > 16 {
+            return None;
+        }
         let (root, eoff, e) = self.m.locate_in(&r, &g, h, end)?;
         let bo = self.bucket(entry_seg(e), home_bucket(h, self.m.n_main));
         if self.geo.lined {
             let (l1, l2) = self.preferred_lines(h);
             r.prefetch(bo + 64 * l1);
             r.prefetch(bo + 64 * l2);
-        }
-        if self.geo.cells > 16 {
-            return None;
         }
         let h1 = r.word(bo).load(Acquire);
         if fh_seq(h1) & 1 == 1 {
