@@ -964,8 +964,10 @@ impl FixedRef {
             let i = bits.trailing_zeros() as u64;
             bits &= bits - 1;
             let co = self.cell_off(bo, i);
-            sh.r.read_bytes(co, cell);
-            let kh = hash(sh.g.seed, &cell[..self.geo.key_size as usize]);
+            // The key alone to hash it; the rest of the cell only for the one that moves.
+            let ks = self.geo.key_size as usize;
+            sh.r.read_bytes(co, &mut cell[..ks]);
+            let kh = hash(sh.g.seed, &cell[..ks]);
             let its_home = home_bucket(kh, m.n_main);
             if its_home == home {
                 continue;
@@ -973,6 +975,7 @@ impl FixedRef {
             let Some(c) = self.free_cell_except(sh, seg, kh, home) else {
                 continue;
             };
+            sh.r.read_bytes(co + ks as u64, &mut cell[ks..]);
             let to = self.bucket(seg, c.b);
             let nco = self.cell_off(to, c.i);
             self.set_tag(sh, to, c.i, kh);
