@@ -5,10 +5,13 @@
 //! * put: N inserts into an empty map (hashbrown without `reserve`), as throughput, and in
 //!   a second pass timed one put at a time (longest put, percentiles);
 //! * get: N gets of existing keys in one pre-shuffled order, both returning a copy of the
-//!   value in a reused buffer (and hashbrown also without the copy);
+//!   value in a reused buffer (and hashbrown also without the copy); and the first 1 M of
+//!   them in a dependent chain, each key chosen with the previous get's value (a get's
+//!   latency, where the plain loop measures how many gets the CPU overlaps);
 //! * bytes per entry: Shoal's file size, hashbrown's heap bytes (counting allocator) and
 //!   RSS growth;
-//! * two processes (forked) doing N gets each over the same store at once.
+//! * two processes (forked) doing N gets each over the same store at once, against one
+//!   forked process doing the same alone just before them.
 //!
 //! `cargo run --release -p shoal-bench -- --help`
 
@@ -33,8 +36,8 @@ USAGE: shoal-bench [--keys N] [--reps R] [--store PATH] [--keep] [--no-latency] 
                    [--no-fixed] [--only shoal|hashbrown] [--json] [--seed S]
 
   --keys N       number of keys (default 10000000); keys key:%012d, values val:%012d (16 B each)
-  --reps R       repetitions of each get pass and of the two-process pass; the best is
-                 reported (default 2)
+  --reps R       repetitions of each get pass and of the two-process pass (one forked
+                 process alone, then two at once); the best is reported (default 2)
   --store PATH   the store file (default /dev/shm/shoal-bench-PID.shoal; a bare name means
                  /dev/shm/NAME.shoal); a second file PATH-lat is used for the latency pass,
                  and a third, PATH-fixed, for the fixed-size map
@@ -190,6 +193,10 @@ struct Results {
     sh_get_many: Vec<Get>,
     hb_get_copy: Vec<Get>,
     hb_get_ref: Vec<Get>,
+    /// Gets in a dependent chain (each key chosen with the previous get's value), over
+    /// the first [`CHAIN_GETS`] keys of the get order.
+    sh_get_chain: Vec<Get>,
+    hb_get_chain: Vec<Get>,
     two_proc: Vec<TwoProc>,
     /// The same keys in a fixed-size map of 16+16 bytes (`--no-fixed` skips it): its
     /// insert pass, its get passes, and its file bytes per entry.
@@ -206,6 +213,12 @@ struct TwoProc {
     each: [f64; 2],
     /// Each process's CPU share during its timed pass.
     cpu_share: [f64; 2],
+    /// One forked process alone, run just before the pair in the same way (a warm-up
+    /// pass, then N timed gets): M ops/s, and its CPU share. The baseline of the
+    /// two-process target, so that both sides are the same code under the same
+    /// conditions, minutes apart at most seconds.
+    solo_mops: f64,
+    solo_cpu_share: f64,
 }
 
 /// The best (highest) rate of a list of passes.
@@ -453,6 +466,28 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
                 time,
             });
         }
+        let chain = &data.order[..CHAIN_GETS.min(n)];
+        let want_chain = chain.iter().map(|&i| data.val(i as usize)[15] as u64).sum();
+        if let Some((_, map)) = &shoal {
+            let phase = Phase::start(&mut sched);
+            let (sum, miss) = shoal_gets_chained(map, &data, chain, &mut buf, black_box(0))?;
+            let (d, time) = phase.end(&mut sched);
+            check(sum, miss, want_chain, "Shoal chained get")?;
+            res.sh_get_chain.push(Get {
+                mops: mops(chain.len(), d),
+                time,
+            });
+        }
+        if let Some(hb) = &hb {
+            let phase = Phase::start(&mut sched);
+            let (sum, miss) = hb_gets_chained(hb, &data, chain, &mut buf, black_box(0));
+            let (d, time) = phase.end(&mut sched);
+            check(sum, miss, want_chain, "hashbrown chained get")?;
+            res.hb_get_chain.push(Get {
+                mops: mops(chain.len(), d),
+                time,
+            });
+        }
         if let Some(hb) = &hb {
             let phase = Phase::start(&mut sched);
             let (sum, miss) = hb_gets_copy(hb, &data, &mut buf);
@@ -477,13 +512,15 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
             })
         };
         p.say(format!(
-            "gets rep {}, M ops/s: Shoal {} (get_many {}, fixed map {}), hashbrown {}, no copy {}",
+            "gets rep {}, M ops/s: Shoal {} (get_many {}, fixed map {}, chained {}), hashbrown {}, no copy {}, chained {}",
             rep + 1,
             g(&res.sh_get),
             g(&res.sh_get_many),
             g(&res.fx_get),
+            g(&res.sh_get_chain),
             g(&res.hb_get_copy),
-            g(&res.hb_get_ref)
+            g(&res.hb_get_ref),
+            g(&res.hb_get_chain)
         ));
     }
     if let (Some((_, map)), Some(hb)) = (&shoal, &hb) {
@@ -502,15 +539,25 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
     // ---- two processes at once.
     if let Some((store, map)) = &shoal {
         for rep in 0..if args.two_proc { args.reps } else { 0 } {
-            let tp = two_processes(map, &data, want)?;
+            let solo = forked_gets(map, &data, want, 1)?;
+            let pair = forked_gets(map, &data, want, 2)?;
+            let tp = TwoProc {
+                total_mops: 2.0 * n as f64 / pair[0].secs.max(pair[1].secs) / 1e6,
+                each: [0, 1].map(|k| n as f64 / pair[k].secs / 1e6),
+                cpu_share: [0, 1].map(|k| pair[k].cpu_share),
+                solo_mops: n as f64 / solo[0].secs / 1e6,
+                solo_cpu_share: solo[0].cpu_share,
+            };
             p.say(format!(
-                "two processes rep {}: {:.2} M ops/s in all ({:.2} + {:.2}); CPU share {:.0}% {:.0}%",
+                "two processes rep {}: {:.2} M ops/s in all ({:.2} + {:.2}); CPU share {:.0}% {:.0}%; one forked process alone just before: {:.2} ({:.0}% CPU)",
                 rep + 1,
                 tp.total_mops,
                 tp.each[0],
                 tp.each[1],
                 100.0 * tp.cpu_share[0],
-                100.0 * tp.cpu_share[1]
+                100.0 * tp.cpu_share[1],
+                tp.solo_mops,
+                100.0 * tp.solo_cpu_share
             ));
             res.two_proc.push(tp);
         }
@@ -810,6 +857,64 @@ fn hb_gets_copy(hb: &HbMap, data: &Data, buf: &mut Vec<u8>) -> (u64, u64) {
     (sum, miss)
 }
 
+/// Gets of the first keys of the get order, one after another: each get must finish
+/// before the next key is known.
+const CHAIN_GETS: usize = 1_000_000;
+
+/// [`shoal_gets`] in a dependent chain: the next key's index is xored with the last value
+/// byte masked by `zero` (0, hidden from the compiler by `black_box`), so each get waits
+/// for the one before it, as a lookup whose key comes from the previous lookup does. This
+/// measures a get's latency (its chain of cache misses), where [`shoal_gets`] measures
+/// how many gets the CPU overlaps.
+#[inline(never)]
+fn shoal_gets_chained(
+    map: &shoal::Map,
+    data: &Data,
+    order: &[u32],
+    buf: &mut Vec<u8>,
+    zero: u32,
+) -> Result<(u64, u64), String> {
+    let (mut sum, mut miss, mut last) = (0u64, 0u64, 0u32);
+    for &i in order {
+        let i = i ^ (last & zero);
+        if map
+            .get_into(data.key(i as usize), buf)
+            .map_err(|e| format!("get: {e}"))?
+        {
+            last = buf[buf.len() - 1] as u32;
+            sum += last as u64;
+        } else {
+            miss += 1;
+        }
+    }
+    Ok((sum, miss))
+}
+
+/// [`hb_gets_copy`] in a dependent chain, as [`shoal_gets_chained`].
+#[inline(never)]
+fn hb_gets_chained(
+    hb: &HbMap,
+    data: &Data,
+    order: &[u32],
+    buf: &mut Vec<u8>,
+    zero: u32,
+) -> (u64, u64) {
+    let (mut sum, mut miss, mut last) = (0u64, 0u64, 0u32);
+    for &i in order {
+        let i = i ^ (last & zero);
+        match hb.get(data.key(i as usize)) {
+            Some(v) => {
+                buf.clear();
+                buf.extend_from_slice(v);
+                last = black_box(&*buf)[buf.len() - 1] as u32;
+                sum += last as u64;
+            }
+            None => miss += 1,
+        }
+    }
+    (sum, miss)
+}
+
 /// hashbrown gets that only take a reference to the value (its bytes are not read).
 /// Returns the keys not found.
 #[inline(never)]
@@ -895,15 +1000,27 @@ fn read_full(fd: libc::c_int, b: &mut [u8]) -> usize {
     done
 }
 
-/// Forks two processes that each do one warm-up pass (untimed: a forked child starts with
-/// no page-table entries for the shared mapping) and then, started together, N gets over
-/// the same store; the second process walks the order from its middle.
-fn two_processes(map: &shoal::Map, data: &Data, want: u64) -> Result<TwoProc, String> {
+/// One forked process's timed pass: seconds, and its CPU share.
+#[derive(Clone, Copy, Default)]
+struct ChildPass {
+    secs: f64,
+    cpu_share: f64,
+}
+
+/// Forks `procs` processes that each do one warm-up pass (untimed: a forked child starts
+/// with no page-table entries for the shared mapping) and then, started together, N gets
+/// over the same store; process k walks the order from `k * N / procs`.
+fn forked_gets(
+    map: &shoal::Map,
+    data: &Data,
+    want: u64,
+    procs: usize,
+) -> Result<Vec<ChildPass>, String> {
     let n = data.len();
     let ready = pipe()?;
     let go = pipe()?;
     let mut kids = Vec::new();
-    for k in 0..2usize {
+    for k in 0..procs {
         let result = pipe()?;
         // SAFETY: this process is single-threaded here; the child only reads memory it
         // inherited, uses the store (which re-registers after fork) and exits with _exit.
@@ -915,7 +1032,7 @@ fn two_processes(map: &shoal::Map, data: &Data, want: u64) -> Result<TwoProc, St
             close(ready[0]);
             close(go[1]);
             close(result[0]);
-            let code = child(map, data, k * n / 2, ready[1], go[0], result[1], want);
+            let code = child(map, data, k * n / procs, ready[1], go[0], result[1], want);
             // SAFETY: ends the child without running the parent's destructors or atexit.
             unsafe { libc::_exit(code) };
         }
@@ -924,15 +1041,14 @@ fn two_processes(map: &shoal::Map, data: &Data, want: u64) -> Result<TwoProc, St
     }
     close(ready[1]);
     close(go[0]);
-    let mut b = [0u8; 2];
+    let mut b = vec![0u8; procs];
     let got = read_full(ready[0], &mut b);
     close(ready[0]);
-    // Closing the write end wakes both children at once (they read EOF).
+    // Closing the write end wakes every child at once (they read EOF).
     close(go[1]);
-    let mut secs = [0f64; 2];
-    let mut cpu_share = [0f64; 2];
+    let mut passes = vec![ChildPass::default(); procs];
     let mut err = None;
-    if got != 2 {
+    if got != procs {
         err = Some("a child failed before the start".to_string());
     }
     for (k, (pid, fd)) in kids.into_iter().enumerate() {
@@ -953,17 +1069,15 @@ fn two_processes(map: &shoal::Map, data: &Data, want: u64) -> Result<TwoProc, St
         if let Err(e) = check(sum, miss, want, &format!("child {k} get")) {
             err.get_or_insert(e);
         }
-        secs[k] = nanos as f64 / 1e9;
-        cpu_share[k] = cpu as f64 / nanos.max(1) as f64;
+        passes[k] = ChildPass {
+            secs: nanos as f64 / 1e9,
+            cpu_share: cpu as f64 / nanos.max(1) as f64,
+        };
     }
     if let Some(e) = err {
         return Err(e);
     }
-    Ok(TwoProc {
-        total_mops: 2.0 * n as f64 / secs[0].max(secs[1]) / 1e6,
-        each: [n as f64 / secs[0] / 1e6, n as f64 / secs[1] / 1e6],
-        cpu_share,
-    })
+    Ok(passes)
 }
 
 fn child(
@@ -1243,6 +1357,28 @@ fn table(r: &Results) -> String {
         f(hg.mops),
         ratio(gm.mops, hg.mops),
     );
+    let (sc, hc) = (best(&r.sh_get_chain), best(&r.hb_get_chain));
+    row(
+        &mut o,
+        "get, M ops/s, chained (next key from the value)",
+        f(sc.mops),
+        f(hc.mops),
+        ratio(sc.mops, hc.mops),
+    );
+    let ns = |g: Get| {
+        if g.mops > 0.0 {
+            format!("{:.0}", 1e3 / g.mops)
+        } else {
+            "-".into()
+        }
+    };
+    row(
+        &mut o,
+        "  ns per chained get (a get's latency)",
+        ns(sc),
+        ns(hc),
+        String::new(),
+    );
     if !r.fx_get.is_empty() {
         let fg = best(&r.fx_get);
         row(
@@ -1302,15 +1438,24 @@ fn table(r: &Results) -> String {
         "-".into(),
         String::new(),
     );
+    let solo = best_solo(r);
     let _ = writeln!(
         o,
-        "{:<46} {:>11}   (per process {:.2} + {:.2}, CPU share {} {}; 1 process {:.2})",
-        "  vs 1 process in this run",
-        ratio(tp.total_mops, sg.mops),
+        "{:<46} {:>11}   (per process {:.2} + {:.2}, CPU share {} {}; 1 process {:.2}, {})",
+        "  vs 1 forked process, run just before",
+        ratio(tp.total_mops, solo.solo_mops),
         tp.each[0],
         tp.each[1],
         pct(tp.cpu_share[0]),
         pct(tp.cpu_share[1]),
+        solo.solo_mops,
+        pct(solo.solo_cpu_share)
+    );
+    let _ = writeln!(
+        o,
+        "{:<46} {:>11}   (1 process {:.2})",
+        "  vs the get passes above",
+        ratio(tp.total_mops, sg.mops),
         sg.mops
     );
     let per_proc = |k: usize| {
@@ -1320,7 +1465,11 @@ fn table(r: &Results) -> String {
             0.0
         }
     };
-    let single_cpu = per_cpu(sg.mops, &sg.time);
+    let single_cpu = if solo.solo_cpu_share > 0.0 {
+        solo.solo_mops / solo.solo_cpu_share
+    } else {
+        0.0
+    };
     let _ = writeln!(
         o,
         "{:<46} {:>11}   (each process {:.2} and {:.2} M gets per CPU-second; 1 process {:.2})",
@@ -1404,10 +1553,11 @@ fn table(r: &Results) -> String {
         r.two_proc
             .iter()
             .map(|t| format!(
-                "{:.2} ({} {})",
+                "{:.2} ({} {}; alone before it {:.2})",
                 t.total_mops,
                 pct(t.cpu_share[0]),
-                pct(t.cpu_share[1])
+                pct(t.cpu_share[1]),
+                t.solo_mops
             ))
             .collect::<Vec<_>>()
             .join(", ")
@@ -1467,10 +1617,22 @@ fn table(r: &Results) -> String {
     line(
         &mut o,
         "2 processes >= 1.8x one process",
-        ratio(tp.total_mops, sg.mops),
-        tp.total_mops >= 1.8 * sg.mops,
+        ratio(tp.total_mops, solo.solo_mops),
+        tp.total_mops >= 1.8 * solo.solo_mops,
     );
     o
+}
+
+/// The two-process rep whose lone process was fastest: the baseline of the two-process
+/// target (best of reps, like every other figure).
+fn best_solo(r: &Results) -> TwoProc {
+    r.two_proc.iter().copied().fold(TwoProc::default(), |a, b| {
+        if b.solo_mops > a.solo_mops {
+            b
+        } else {
+            a
+        }
+    })
 }
 
 /// Slots in a default segment: 15 per main and stash bucket.
@@ -1481,6 +1643,15 @@ fn slots_per_segment() -> f64 {
 
 /// A rate per second of the thread's CPU time rather than of wall time: on a machine
 /// shared with other work, closer to what the code would do alone.
+/// `a / b`, or 0 when `b` is 0 (a pass that did not run): JSON has no NaN.
+fn div_or_zero(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
 fn per_cpu(mops: f64, t: &PhaseTime) -> f64 {
     if t.cpu_share > 0.0 {
         mops / t.cpu_share
@@ -1538,8 +1709,8 @@ fn json(r: &Results) -> String {
         .iter()
         .map(|t| {
             format!(
-                "{{\"total_mops\":{:.4},\"each_mops\":[{:.4},{:.4}],\"cpu_share\":[{:.4},{:.4}]}}",
-                t.total_mops, t.each[0], t.each[1], t.cpu_share[0], t.cpu_share[1]
+                "{{\"total_mops\":{:.4},\"each_mops\":[{:.4},{:.4}],\"cpu_share\":[{:.4},{:.4}],\"solo_mops\":{:.4},\"solo_cpu_share\":{:.4}}}",
+                t.total_mops, t.each[0], t.each[1], t.cpu_share[0], t.cpu_share[1], t.solo_mops, t.solo_cpu_share
             )
         })
         .collect();
@@ -1552,14 +1723,15 @@ fn json(r: &Results) -> String {
     );
     let _ = write!(
         o,
-        "\"shoal\":{{\"put\":{},\"put_timed\":{},\"get\":{},\"get_many\":{},\"bytes_per_entry\":{:.3},\"overhead_per_entry\":{:.3},\
+        "\"shoal\":{{\"put\":{},\"put_timed\":{},\"get\":{},\"get_many\":{},\"get_chained\":{},\"bytes_per_entry\":{:.3},\"overhead_per_entry\":{:.3},\
 \"file_size\":{},\"data_bytes\":{},\"live_bytes\":{},\"free_bytes\":{},\"segments\":{},\"segment_bytes\":{},\"directory_bytes\":{},\"splits\":{},\
-\"two_process\":[{}],\"two_process_ratio\":{:.4},\
+\"two_process\":[{}],\"two_process_ratio\":{:.4},\"two_process_ratio_vs_get\":{:.4},\
 \"fixed\":{{\"put\":{},\"get\":{},\"overhead_per_entry\":{:.3}}}}},",
         put(&r.sh_put),
         put(&r.sh_put_lat),
         gets(&r.sh_get),
         gets(&r.sh_get_many),
+        gets(&r.sh_get_chain),
         sm.file_size as f64 / n,
         sm.file_size as f64 / n - 32.0,
         sm.file_size,
@@ -1571,19 +1743,21 @@ fn json(r: &Results) -> String {
         sm.directory_bytes,
         sm.splits,
         tp.join(","),
-        best_tp / best(&r.sh_get).mops,
+        div_or_zero(best_tp, best_solo(r).solo_mops),
+        div_or_zero(best_tp, best(&r.sh_get).mops),
         put(&r.fx_put),
         gets(&r.fx_get),
         r.fx_bytes_per_entry - 32.0
     );
     let _ = write!(
         o,
-        "\"hashbrown\":{{\"put\":{},\"put_timed\":{},\"get_copy\":{},\"get_ref\":{},\
+        "\"hashbrown\":{{\"put\":{},\"put_timed\":{},\"get_copy\":{},\"get_ref\":{},\"get_chained\":{},\
 \"bytes_per_entry\":{:.3},\"overhead_per_entry\":{:.3},\"peak_bytes_per_entry\":{:.3},\"rss_bytes_per_entry\":{:.3}}}",
         put(&r.hb_put),
         put(&r.hb_put_lat),
         gets(&r.hb_get_copy),
         gets(&r.hb_get_ref),
+        gets(&r.hb_get_chain),
         r.hb_mem.heap_per_entry,
         r.hb_mem.heap_per_entry - 32.0,
         r.hb_mem.peak_per_entry,
