@@ -215,8 +215,9 @@ struct TwoProc {
     cpu_share: [f64; 2],
     /// One forked process alone, run just before the pair in the same way (a warm-up
     /// pass, then N timed gets): M ops/s, and its CPU share. The baseline of the
-    /// two-process target, so that both sides are the same code under the same
-    /// conditions, minutes apart at most seconds.
+    /// two-process target: the same code under the same conditions, seconds before the
+    /// pair rather than minutes (the get passes run long before, on a host whose speed
+    /// drifts).
     solo_mops: f64,
     solo_cpu_share: f64,
 }
