@@ -819,7 +819,21 @@ impl FixedRef {
 
     /// Locks the segment of `h` for a writer and waits out the lock-free adders in it.
     pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {
-        let seg = self.m.lock_segment(tx, h)?;
+        let sh = tx.sh;
+        let home = home_bucket(h, self.m.n_main);
+        // As `MapRef::lock_segment` does for its buckets: the home bucket's first line
+        // (header and tags, read by the absence check) and, in a lined geometry, the
+        // two lines the insert prefers, on their way while the lock is taken (10 M 16+16
+        // inserts: 1.04-1.06× in alternating runs).
+        let seg = self.m.lock_segment_with(tx, h, |seg| {
+            let bo = self.bucket(seg, home);
+            sh.r.prefetch(bo);
+            if self.geo.lined {
+                let (l1, l2) = self.preferred_lines(h);
+                sh.r.prefetch(bo + 64 * l1);
+                sh.r.prefetch(bo + 64 * l2);
+            }
+        })?;
         if let Err(e) = wait_adders(tx, seg, self.m.timeout) {
             tx.unlock(seg + S_LOCK);
             return Err(e);

@@ -646,7 +646,29 @@ impl MapRef {
 
     /// Locks the segment that holds `h` and returns it, with the directory entry
     /// re-validated under the lock.
+    ///
+    /// The home bucket's two lines are asked for before the lock is taken: the lock is an
+    /// atomic read-modify-write of the segment's header line, usually a cache miss, and
+    /// the bucket is the next miss a write waits on, so the two now arrive together
+    /// instead of one after the other (10 M inserts: 1.02-1.05× in alternating runs).
     pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {
+        let sh = tx.sh;
+        let home = home_bucket(h, self.n_main);
+        self.lock_segment_with(tx, h, |seg| {
+            let bo = bucket_off(seg, home);
+            sh.r.prefetch(bo);
+            sh.r.prefetch(bo + BUCKET / 2);
+        })
+    }
+
+    /// [`MapRef::lock_segment`] with `before_lock(segment)` called before each attempt to
+    /// take the lock (fixed maps ask for their own buckets' lines there).
+    pub(crate) fn lock_segment_with(
+        &self,
+        tx: &Txn,
+        h: u64,
+        before_lock: impl Fn(u64),
+    ) -> Result<u64> {
         let sh = tx.sh;
         loop {
             // A handle on a dropped map must not lock whatever its stale header (perhaps
@@ -657,6 +679,7 @@ impl MapRef {
             let end = sh.file_end();
             let (_, _, e) = self.locate(sh, h, end)?;
             let seg = entry_seg(e);
+            before_lock(seg);
             tx.lock(seg + S_LOCK)?;
             if !self.alive(sh) {
                 tx.unlock(seg + S_LOCK);
