@@ -781,8 +781,18 @@ impl MapRef {
     /// before the call or by `produce` itself, under the lock), or remove the key. Splits
     /// a full segment and calls `produce` again when an insert finds no room.
     pub fn write(&self, tx: &Txn, key: &[u8], produce: &mut Produce) -> Result<WriteResult> {
+        self.write_hashed(tx, key, hash(tx.sh.g.seed, key), produce)
+    }
+
+    /// [`MapRef::write`] of a key whose hash `h` the caller computed already.
+    pub(crate) fn write_hashed(
+        &self,
+        tx: &Txn,
+        key: &[u8],
+        h: u64,
+        produce: &mut Produce,
+    ) -> Result<WriteResult> {
         let sh = tx.sh;
-        let h = hash(sh.g.seed, key);
         loop {
             let seg = self.lock_segment(tx, h)?;
             crate::rt::failpoint!("write.locked");

@@ -326,13 +326,18 @@ impl Map {
             Mode::ReplaceOnly if !self.contains(key)? => return Ok((false, false, None)),
             _ => {}
         }
+        let h = hash(tx.sh.g.seed, key);
         let new = match value {
-            Some(v) => Some(self.append(&tx, key, v)?),
+            Some(v) => {
+                // The lock's and the bucket's lines arrive while the record is written.
+                self.m.prefetch_hash(tx.sh, h, tx.sh.file_end());
+                Some(self.append(&tx, key, v)?)
+            }
             None => None,
         };
         let mut existed = false;
         let mut old_val = None;
-        let r = self.m.write(&tx, key, &mut |tx, hit| {
+        let r = self.m.write_hashed(&tx, key, h, &mut |tx, hit| {
             existed = hit.is_some();
             if !mode.applies(existed) {
                 return Ok(Action::Keep);
@@ -404,7 +409,24 @@ impl Map {
         let mut existed = false;
         let mut old_val = None;
         let mut appended = None;
-        let r = self.m.write(tx, key, &mut |tx, hit| {
+        let h = hash(tx.sh.g.seed, key);
+        // Taking the segment lock waits for its line and the bucket's, usually misses,
+        // and the lock's atomic RMW lets nothing else in this thread proceed meanwhile.
+        // When this thread's recent puts appended (inserts, or values that changed
+        // length), append first, while those lines are on their way: the record is
+        // the same whatever the lock finds, except when the key turns out to have a
+        // value of the same length, which goes in place (the record is then dead: space
+        // for the cleaner, noted as for any record that was not published).
+        let predicted = mode == Mode::Upsert && APPENDING.get() >= APPEND_FIRST_AT;
+        if predicted {
+            self.m.prefetch_hash(tx.sh, h, tx.sh.file_end());
+            // A failure here (a full store) is not the put's to report: the key may hold
+            // a value of the same length, which needs no space. If a record is needed
+            // after all, the append under the lock tries again and reports its error.
+            appended = self.append(tx, key, v).ok();
+        }
+        let mut went_in_place = None;
+        let r = self.m.write_hashed(tx, key, h, &mut |tx, hit| {
             existed = hit.is_some();
             if !mode.applies(existed) {
                 return Ok(Action::Keep);
@@ -413,8 +435,12 @@ impl Map {
                 old_val = Some(copy_value(tx.sh, hit));
             }
             match hit {
-                Some(hit) if hit.vlen == v.len() as u64 => Ok(Action::InPlace(v)),
+                Some(hit) if hit.vlen == v.len() as u64 => {
+                    went_in_place = Some(true);
+                    Ok(Action::InPlace(v))
+                }
                 _ => {
+                    went_in_place = Some(false);
                     // An earlier attempt's record (the segment split in between) is
                     // reused: it holds the same key and value.
                     let (off, len) = match appended {
@@ -425,6 +451,14 @@ impl Map {
                 }
             }
         });
+        if let Some(in_place) = went_in_place {
+            let c = APPENDING.get();
+            APPENDING.set(if in_place {
+                c.saturating_sub(1)
+            } else {
+                (c + 1).min(APPENDING_MAX)
+            });
+        }
         let applied = self.settle(tx, &r, appended.into_iter());
         r?;
         self.sync()?;
@@ -1227,3 +1261,20 @@ fn _assert_send_sync() {
     is::<Map>();
     let _ = read_record_header;
 }
+
+thread_local! {
+    /// How this thread's recent small-value puts went: a saturating counter, up by one
+    /// for each that appended a record, down by one for each that overwrote in place.
+    /// From [`APPEND_FIRST_AT`] on, the next put appends its record before taking the
+    /// segment lock (`Map::write_maybe_in_place`). Per thread, not per map or store: a
+    /// counter in shared memory or in a handle shared by threads would be a line every
+    /// writer stores to. Only a guess: either way the put is correct, and a wrong guess
+    /// costs one dead record or one lock wait without overlap.
+    static APPENDING: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// [`APPENDING`] at which a put appends before locking: after two appending puts in a
+/// row from zero, and back off after two in-place ones.
+const APPEND_FIRST_AT: u8 = 2;
+/// Where [`APPENDING`] saturates.
+const APPENDING_MAX: u8 = 3;
