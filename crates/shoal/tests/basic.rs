@@ -578,15 +578,7 @@ fn store_full_is_an_error_and_changes_nothing() {
         ..Options::default()
     });
     let m = s.map("m").unwrap();
-    let v = vec![1u8; 1000];
-    let mut n = 0u32;
-    let err = loop {
-        match m.put(format!("k{n}").as_bytes(), &v) {
-            Ok(_) => n += 1,
-            Err(e) => break e,
-        }
-    };
-    assert!(matches!(err, Error::StoreFull(_)), "{err}");
+    let n = fill_until_full(&m, &[1u8; 1000]);
     // Space allocated ahead of the end never passes the maximum size either.
     let blocks = std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(s.path()).unwrap());
     assert!(blocks * 512 <= 4 << 20, "{} bytes allocated", blocks * 512);
@@ -596,6 +588,20 @@ fn store_full_is_an_error_and_changes_nothing() {
     }
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
+}
+
+/// Puts keys `k0`, `k1`, ... with value `v` until the store is full; the put that fails
+/// must say so. Returns how many went in.
+fn fill_until_full(m: &shoal::Map, v: &[u8]) -> u32 {
+    let mut n = 0u32;
+    let err = loop {
+        match m.put(format!("k{n}").as_bytes(), v) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::StoreFull(_)), "{err}");
+    n
 }
 
 /// A full store still takes overwrites that need no space: a value of the same length
@@ -609,15 +615,7 @@ fn a_full_store_still_overwrites_in_place() {
         ..Options::default()
     });
     let m = s.map("m").unwrap();
-    let v = [1u8; 16];
-    let mut n = 0u32;
-    let err = loop {
-        match m.put(format!("k{n}").as_bytes(), &v) {
-            Ok(_) => n += 1,
-            Err(e) => break e,
-        }
-    };
-    assert!(matches!(err, Error::StoreFull(_)), "{err}");
+    let n = fill_until_full(&m, &[1u8; 16]);
     for i in (0..n).step_by(97) {
         let k = format!("k{i}");
         let w = [(i % 251) as u8; 16];
