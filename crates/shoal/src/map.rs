@@ -397,7 +397,8 @@ impl Map {
     /// lock, where the current value's length is known. The same length: its bytes are
     /// overwritten where they are (nothing appended, nothing dead). Otherwise a record is
     /// appended there and then, under the lock (a small value: the append is a copy into
-    /// the thread's chunk, rarely a refill).
+    /// the thread's chunk, rarely a refill), unless the thread guessed that it would be
+    /// needed and appended it before the lock ([`APPENDING`]).
     fn write_maybe_in_place(
         &self,
         tx: &Txn,
