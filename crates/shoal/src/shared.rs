@@ -58,7 +58,7 @@ pub(crate) struct Shared {
     pub ahead: AtomicU64,
     /// End of the space past the file's end that this process *has* allocated: every
     /// byte from the file's end up to it is backed (`ahead` is claimed before its
-    /// `fallocate` runs, and may be ahead of this). See [`crate::alloc::grow_file`].
+    /// `fallocate` runs, and may be ahead of this). See `alloc::grow_file`.
     pub ahead_done: AtomicU64,
 }
 
