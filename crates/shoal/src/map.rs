@@ -77,6 +77,10 @@ pub(crate) struct Appended {
     inline: [(u64, u64); 2],
     n: usize,
     more: Vec<(u64, u64)>,
+    /// The record appended before the segment lock was taken, if the write guessed it
+    /// would need one (see [`APPENDING`]); listed with the others, so that it is noted
+    /// dead when nothing publishes it.
+    early: Option<(u64, u64)>,
 }
 
 impl Appended {
@@ -89,10 +93,22 @@ impl Appended {
         }
     }
 
+    /// The record appended before the lock if there is one (every run of `produce` may
+    /// use it: it holds the same key and value), else the one `append` makes now.
+    fn early_or(&mut self, append: impl FnOnce() -> Result<(u64, u64)>) -> Result<(u64, u64)> {
+        if let Some(r) = self.early {
+            return Ok(r);
+        }
+        let r = append()?;
+        self.push(r);
+        Ok(r)
+    }
+
     fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.inline[..self.n]
             .iter()
             .chain(self.more.iter())
+            .chain(self.early.iter())
             .copied()
     }
 }
@@ -385,11 +401,14 @@ impl Map {
             return Ok(Action::InPlace(value));
         }
         let (off, len) = match (key, hit) {
-            (Some(key), _) => self.append(tx, key, value)?,
-            (None, Some(hit)) => with_hit_key(tx.sh, hit, |key| self.append(tx, key, value))?,
+            (Some(key), _) => appended.early_or(|| self.append(tx, key, value))?,
+            (None, Some(hit)) => {
+                let r = with_hit_key(tx.sh, hit, |key| self.append(tx, key, value))?;
+                appended.push(r);
+                r
+            }
             (None, None) => return Err(tx.sh.corrupt("a write by UID found no entry")),
         };
-        appended.push((off, len));
         Ok(Action::Put(off, len))
     }
 
@@ -409,7 +428,6 @@ impl Map {
     ) -> Result<(bool, bool, Option<Vec<u8>>)> {
         let mut existed = false;
         let mut old_val = None;
-        let mut appended = None;
         let h = hash(tx.sh.g.seed, key);
         // Taking the segment lock waits for its line and the bucket's, usually misses,
         // and the lock's atomic RMW lets nothing else in this thread proceed meanwhile.
@@ -419,13 +437,7 @@ impl Map {
         // value of the same length, which goes in place (the record is then dead: space
         // for the cleaner, noted as for any record that was not published).
         let predicted = mode == Mode::Upsert && APPENDING.get() >= APPEND_FIRST_AT;
-        if predicted {
-            self.m.prefetch_hash(tx.sh, h, tx.sh.file_end());
-            // A failure here (a full store) is not the put's to report: the key may hold
-            // a value of the same length, which needs no space. If a record is needed
-            // after all, the append under the lock tries again and reports its error.
-            appended = self.append(tx, key, v).ok();
-        }
+        let mut appended = self.append_early(tx, predicted, h, key, v);
         let mut went_in_place = None;
         let r = self.m.write_hashed(tx, key, h, &mut |tx, hit| {
             existed = hit.is_some();
@@ -453,17 +465,34 @@ impl Map {
             }
         });
         if let Some(in_place) = went_in_place {
-            let c = APPENDING.get();
-            APPENDING.set(if in_place {
-                c.saturating_sub(1)
-            } else {
-                (c + 1).min(APPENDING_MAX)
-            });
+            note_appending(!in_place);
         }
         let applied = self.settle(tx, &r, appended.into_iter());
         r?;
         self.sync()?;
         Ok((applied, existed, old_val))
+    }
+
+    /// If `likely`, appends the record for (key, value) before the write takes the lock
+    /// of the key's segment (whose hash is `h`), and starts loading that lock's line and
+    /// the key's bucket first, so that they arrive meanwhile. `None` if not `likely`, or
+    /// if the append failed: that failure (a full store) is not the write's to report,
+    /// because the write may turn out to need no record (a value of the same length goes
+    /// in place; a conditional write may not apply). A write that does need one appends
+    /// it under the lock, and reports that append's error.
+    fn append_early(
+        &self,
+        tx: &Txn,
+        likely: bool,
+        h: u64,
+        key: &[u8],
+        v: &[u8],
+    ) -> Option<(u64, u64)> {
+        if !likely {
+            return None;
+        }
+        self.m.prefetch_hash(tx.sh, h, tx.sh.file_end());
+        self.append(tx, key, v).ok()
     }
 
     /// Appends a record for (key, value) to the thread's data chunk: (offset, length).
@@ -579,18 +608,26 @@ impl Map {
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
         produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T)> {
-        self.rmw_uid_out(write, produce).map(|(a, t, _)| (a, t))
+        self.rmw_uid_out(|_| None, write, produce)
+            .map(|(a, t, _)| (a, t))
     }
 
     /// [`Map::rmw_with`], also returning the published key's UID (maps with UIDs).
+    /// `early` runs before the segment lock is taken, and may append the record the write
+    /// will probably need (`Appended::early_or` hands it to `produce`): see
+    /// [`Map::append_early`].
     fn rmw_uid_out<'v, T>(
         &self,
+        early: impl Fn(&Txn) -> Option<(u64, u64)>,
         write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
         mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T, Option<Uid>)> {
         let r = self.retry_full(|| {
             let tx = self.txn()?;
-            let mut appended = Appended::default();
+            let mut appended = Appended {
+                early: early(&tx),
+                ..Appended::default()
+            };
             let mut out = None;
             let r = write(&tx, &mut |tx, hit| {
                 let (a, t) = produce(self, tx, hit, &mut appended)?;
@@ -640,34 +677,46 @@ impl Map {
         if cur.as_deref() != expected {
             return Ok(false);
         }
-        let (applied, ()) = self.rmw(key, |map, tx, hit, appended| {
-            let same = match (hit, expected) {
-                (None, None) => true,
-                (Some(h), Some(e)) => h.vlen == e.len() as u64 && tx.sh.r.bytes_eq(h.val_off, e),
-                _ => false,
-            };
-            if !same {
-                return Ok((Action::Keep, ()));
-            }
-            Ok((
-                match new {
-                    Some(v)
-                        if hit.is_some_and(|h| h.vlen == v.len() as u64)
-                            && map.in_place_ok(Some(v)) =>
-                    {
-                        Action::InPlace(v)
+        // The record the swap will need, if it applies, is appended before the lock:
+        // it is needed unless the new value can go in place, and whether it can is known
+        // from the value just read (the lock then finds the same one, or the swap fails).
+        let h = hash(self.sh.g.seed, key);
+        let needs_record = new.is_some_and(|v| {
+            expected.is_none_or(|e| e.len() != v.len()) || !self.in_place_ok(Some(v))
+        });
+        let (applied, (), _) = self.rmw_uid_out(
+            |tx| self.append_early(tx, needs_record, h, key, new.unwrap_or_default()),
+            |tx, p| self.m.write_hashed(tx, key, h, p),
+            |map, tx, hit, appended| {
+                let same = match (hit, expected) {
+                    (None, None) => true,
+                    (Some(h), Some(e)) => {
+                        h.vlen == e.len() as u64 && tx.sh.r.bytes_eq(h.val_off, e)
                     }
-                    Some(v) => {
-                        let (off, len) = map.append(tx, key, v)?;
-                        appended.push((off, len));
-                        Action::Put(off, len)
-                    }
-                    None if hit.is_some() => Action::Remove,
-                    None => Action::Keep,
-                },
-                (),
-            ))
-        })?;
+                    _ => false,
+                };
+                if !same {
+                    return Ok((Action::Keep, ()));
+                }
+                Ok((
+                    match new {
+                        Some(v)
+                            if hit.is_some_and(|h| h.vlen == v.len() as u64)
+                                && map.in_place_ok(Some(v)) =>
+                        {
+                            Action::InPlace(v)
+                        }
+                        Some(v) => {
+                            let (off, len) = appended.early_or(|| map.append(tx, key, v))?;
+                            Action::Put(off, len)
+                        }
+                        None if hit.is_some() => Action::Remove,
+                        None => Action::Keep,
+                    },
+                    (),
+                ))
+            },
+        )?;
         Ok(applied || (expected.is_none() && new.is_none()))
     }
 
@@ -819,13 +868,24 @@ impl Map {
     pub fn put_with_uid(&self, key: &[u8], value: &[u8]) -> Result<(PutOutcome, Uid)> {
         check_sizes(key, Some(value))?;
         self.need_uids()?;
+        let h = hash(self.sh.g.seed, key);
+        // As for `put` (`write_maybe_in_place`): a value that may go in place is appended
+        // before the lock only when this thread's recent puts appended.
+        let may_go_in_place = self.in_place_ok(Some(value));
+        let likely = !may_go_in_place || APPENDING.get() >= APPEND_FIRST_AT;
+        let mut went_in_place = None;
         let (_, existed, uid) = self.rmw_uid_out(
-            |tx, p| self.m.write(tx, key, p),
+            |tx| self.append_early(tx, likely, h, key, value),
+            |tx, p| self.m.write_hashed(tx, key, h, p),
             |map, tx, hit, appended| {
                 let action = map.uid_write_action(tx, Some(key), hit, value, appended)?;
+                went_in_place = Some(matches!(action, Action::InPlace(_)));
                 Ok((action, hit.is_some()))
             },
         )?;
+        if let (true, Some(in_place)) = (may_go_in_place, went_in_place) {
+            note_appending(!in_place);
+        }
         let uid = uid.ok_or_else(|| self.sh.corrupt("a write to a UID map published no UID"))?;
         let outcome = if existed {
             PutOutcome::Replaced
@@ -1279,3 +1339,14 @@ thread_local! {
 const APPEND_FIRST_AT: u8 = 2;
 /// Where [`APPENDING`] saturates.
 const APPENDING_MAX: u8 = 3;
+
+/// Counts a put of a value that could have gone in place in [`APPENDING`]: whether it
+/// `appended` a record.
+fn note_appending(appended: bool) {
+    let c = APPENDING.get();
+    APPENDING.set(if appended {
+        (c + 1).min(APPENDING_MAX)
+    } else {
+        c.saturating_sub(1)
+    });
+}

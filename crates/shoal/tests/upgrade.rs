@@ -459,7 +459,7 @@ fn a_version_6_store_keeps_splitting_its_fixed_maps() {
 fn a_version_5_store_keeps_appending_in_maps_with_uids() {
     let _serial = serial();
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
-    // Dead bytes (and chunks cleaned) the overwrites added to those after the inserts.
+    // Dead bytes (and chunks cleaned) the overwrites of rounds 2-5 added.
     let overwrite = |s: &Store| {
         let m = s
             .map_with(
@@ -476,8 +476,13 @@ fn a_version_5_store_keeps_appending_in_maps_with_uids() {
         let uids: Vec<_> = (0..100u32)
             .map(|i| m.put_with_uid(&key(i), &[0; 8]).unwrap().1)
             .collect();
-        let inserted = dead();
+        let mut inserted = 0;
         for round in 1..6u8 {
+            // From the end of round 1: its first puts, right after the inserts, may
+            // append before they find the key (`APPENDING` in map.rs), in any version.
+            if round == 2 {
+                inserted = dead();
+            }
             for (i, &u) in uids.iter().enumerate() {
                 match (round, i % 2) {
                     (1, _) => {
