@@ -677,46 +677,34 @@ impl Map {
         if cur.as_deref() != expected {
             return Ok(false);
         }
-        // The record the swap will need, if it applies, is appended before the lock:
-        // it is needed unless the new value can go in place, and whether it can is known
-        // from the value just read (the lock then finds the same one, or the swap fails).
-        let h = hash(self.sh.g.seed, key);
-        let needs_record = new.is_some_and(|v| {
-            expected.is_none_or(|e| e.len() != v.len()) || !self.in_place_ok(Some(v))
-        });
-        let (applied, (), _) = self.rmw_uid_out(
-            |tx| self.append_early(tx, needs_record, h, key, new.unwrap_or_default()),
-            |tx, p| self.m.write_hashed(tx, key, h, p),
-            |map, tx, hit, appended| {
-                let same = match (hit, expected) {
-                    (None, None) => true,
-                    (Some(h), Some(e)) => {
-                        h.vlen == e.len() as u64 && tx.sh.r.bytes_eq(h.val_off, e)
+        let (applied, ()) = self.rmw(key, |map, tx, hit, appended| {
+            let same = match (hit, expected) {
+                (None, None) => true,
+                (Some(h), Some(e)) => h.vlen == e.len() as u64 && tx.sh.r.bytes_eq(h.val_off, e),
+                _ => false,
+            };
+            if !same {
+                return Ok((Action::Keep, ()));
+            }
+            Ok((
+                match new {
+                    Some(v)
+                        if hit.is_some_and(|h| h.vlen == v.len() as u64)
+                            && map.in_place_ok(Some(v)) =>
+                    {
+                        Action::InPlace(v)
                     }
-                    _ => false,
-                };
-                if !same {
-                    return Ok((Action::Keep, ()));
-                }
-                Ok((
-                    match new {
-                        Some(v)
-                            if hit.is_some_and(|h| h.vlen == v.len() as u64)
-                                && map.in_place_ok(Some(v)) =>
-                        {
-                            Action::InPlace(v)
-                        }
-                        Some(v) => {
-                            let (off, len) = appended.early_or(|| map.append(tx, key, v))?;
-                            Action::Put(off, len)
-                        }
-                        None if hit.is_some() => Action::Remove,
-                        None => Action::Keep,
-                    },
-                    (),
-                ))
-            },
-        )?;
+                    Some(v) => {
+                        let (off, len) = map.append(tx, key, v)?;
+                        appended.push((off, len));
+                        Action::Put(off, len)
+                    }
+                    None if hit.is_some() => Action::Remove,
+                    None => Action::Keep,
+                },
+                (),
+            ))
+        })?;
         Ok(applied || (expected.is_none() && new.is_none()))
     }
 

@@ -130,10 +130,9 @@ fn racing_adds_and_updates_lose_nothing() {
 }
 
 /// Counters kept as decimal text, so that an increment sometimes changes the value's
-/// length: such a swap appends its record before taking the lock
-/// (`Map::append_early`), and when another thread's swap wins meanwhile that record is
-/// never published. Racing updates still lose nothing, every value is whole, and the
-/// store checks clean.
+/// length: such a swap appends a record where the others overwrite in place, and both
+/// kinds race. Racing updates still lose nothing, every value is whole, and the store
+/// checks clean.
 #[test]
 fn racing_swaps_to_values_of_other_lengths_lose_nothing() {
     let d = tmp();
