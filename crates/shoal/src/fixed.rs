@@ -817,6 +817,22 @@ impl FixedRef {
         h
     }
 
+    /// `put_many`'s look-ahead: starts loading what a write of `key` waits on first, every
+    /// line of its home bucket and its segment's lock line.
+    pub(crate) fn prefetch_write(&self, sh: &Shared, key: &[u8], end: u64) {
+        let h = hash(sh.g.seed, key);
+        if let Ok((_, _, e)) = self.m.locate(sh, h, end) {
+            let seg = entry_seg(e);
+            let bo = self.bucket(seg, home_bucket(h, self.m.n_main));
+            let mut o = bo;
+            while o < bo + self.geo.bsize {
+                sh.r.prefetch(o);
+                o += 64;
+            }
+            sh.r.prefetch(seg + S_LOCK);
+        }
+    }
+
     /// Locks the segment of `h` for a writer and waits out the lock-free adders in it.
     pub(crate) fn lock_segment(&self, tx: &Txn, h: u64) -> Result<u64> {
         let sh = tx.sh;
@@ -2759,8 +2775,16 @@ impl FixedMap {
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
     /// first error, which names the item. With
     /// [`Options::sync_writes`](crate::Options::sync_writes), flushes once for the batch.
+    /// Faster than the same puts one by one on a large map: the buckets and segment locks
+    /// of the puts a few entries ahead are loaded while one is written.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        crate::map::put_each(&self.sh, items, |k, v| self.put(k, v).map(|_| ()))
+        let sh = &*self.sh;
+        crate::map::put_each(
+            sh,
+            items,
+            |k| self.f.prefetch_write(sh, k, sh.file_end()),
+            |k, v| self.put(k, v).map(|_| ()),
+        )
     }
 
     /// Removes many keys (each removal atomic on its own); returns how many were present.

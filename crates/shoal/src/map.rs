@@ -33,13 +33,24 @@ pub enum PutOutcome {
 
 /// The loop of `put_many` (variable and fixed maps): each put atomic on its own, the
 /// first error stops it (an invalid item's message names it), one flush at the end.
+/// How many items ahead `put_many` asks for the lines a put waits on: about a miss's
+/// latency in puts, with room (3, 4, 6 and 10 measured alike, 10 M keys).
+const PUT_AHEAD: usize = 6;
+
 pub(crate) fn put_each(
     sh: &Shared,
     items: &[(&[u8], &[u8])],
+    mut prefetch: impl FnMut(&[u8]),
     mut put: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     crate::batch::run(sh, || {
+        for (k, _) in items.iter().take(PUT_AHEAD) {
+            prefetch(k);
+        }
         for (i, (k, v)) in items.iter().enumerate() {
+            if let Some((next, _)) = items.get(i + PUT_AHEAD) {
+                prefetch(next);
+            }
             put(k, v).map_err(|e| match e {
                 Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
                 e => e,
@@ -1147,9 +1158,17 @@ impl Map {
 
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
     /// first error. With [`Options::sync_writes`](crate::Options::sync_writes), flushes
-    /// once for the batch.
+    /// once for the batch. Faster than the same puts one by one on a large map: while one
+    /// entry is written, the lines the puts a few entries ahead will wait on (their
+    /// segment locks and buckets) are already on their way.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        put_each(&self.sh, items, |k, v| self.put(k, v).map(|_| ()))
+        let sh = &*self.sh;
+        put_each(
+            sh,
+            items,
+            |k| self.m.prefetch_hash(sh, hash(sh.g.seed, k), sh.file_end()),
+            |k, v| self.put(k, v).map(|_| ()),
+        )
     }
 
     /// Removes many keys (each removal atomic on its own); returns how many were present.

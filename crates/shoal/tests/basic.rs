@@ -1070,3 +1070,54 @@ fn a_put_of_the_current_bytes_writes_nothing() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+/// `put_many` asks for the lines of the puts a few items ahead before it writes each one.
+/// A large batch, across splits, lands whole; a batch whose item 3000 is invalid (a
+/// key over the limit; in a fixed map, a key of the wrong size) stops there with an error
+/// that names it: the items before it are written, none after.
+#[test]
+fn put_many_writes_every_item_up_to_the_first_bad_one() {
+    let (_d, s) = new_store(&Options::default());
+    let m = s.map("m").unwrap();
+    let f = s.fixed_map("f", 8, 8).unwrap();
+    let keys: Vec<[u8; 8]> = (0..6000u64).map(|i| i.to_le_bytes()).collect();
+    let vals: Vec<[u8; 8]> = (0..6000u64).map(|i| (i * 7).to_le_bytes()).collect();
+    let long = vec![1u8; shoal::MAX_KEY_LEN + 1];
+    let short = [1u8; 7];
+    for (bad, name) in [(&long[..], "variable"), (&short[..], "fixed")] {
+        let mut items: Vec<(&[u8], &[u8])> = keys
+            .iter()
+            .zip(&vals)
+            .map(|(k, v)| (&k[..], &v[..]))
+            .collect();
+        items[3000].0 = bad;
+        let err = if name == "variable" {
+            m.put_many(&items).unwrap_err()
+        } else {
+            f.put_many(&items).unwrap_err()
+        };
+        assert!(
+            matches!(&err, Error::InvalidArgument(msg) if msg.starts_with("item 3000:")),
+            "{name}: {err}"
+        );
+        for (i, (k, v)) in keys.iter().zip(&vals).enumerate() {
+            let got = if name == "variable" {
+                m.get(k).unwrap()
+            } else {
+                f.get(k).unwrap()
+            };
+            let want = (i < 3000).then(|| v.to_vec());
+            assert_eq!(got, want, "{name} map, item {i}");
+        }
+        // The rest of the batch, after the bad item, lands whole.
+        if name == "variable" {
+            m.put_many(&items[3001..]).unwrap();
+            assert_eq!(m.len().unwrap(), 5999);
+        } else {
+            f.put_many(&items[3001..]).unwrap();
+            assert_eq!(f.len().unwrap(), 5999);
+        }
+    }
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}

@@ -3,6 +3,7 @@
 //! * get, put (replace), update and remove by UID vs by key, over N keys of a map with
 //!   UIDs, in one shuffled order (the writes: passes by key and by UID alternating);
 //! * `get_many_with` (batches of 256) vs single gets, same keys, same order;
+//! * `put_many` (batches of 1024) vs single puts, replacing the same keys in the same order;
 //! * u64 → u64 gets: an inline map (fixed 8+8) vs a variable map vs an in-process
 //!   `hashbrown::HashMap<u64, u64>`;
 //! * `add` on one hot key, in a variable map (under the key's segment lock) and in an
@@ -14,8 +15,11 @@ use shoal_bench::{mops, Data, Phase, PhaseTime, SchedStat};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+/// Entries handed to one `put_many` call.
+const PUT_MANY_BATCH: usize = 1024;
+
 const HELP: &str = "\
-shoal-features: get/put/update/remove by UID vs by key, get_many vs get, hot-key add from 1 and 2 processes.
+shoal-features: get/put/update/remove by UID vs by key, get_many vs get, put_many vs put, hot-key add from 1 and 2 processes.
 
 USAGE: shoal-features [--keys N] [--reps R] [--adds A] [--store PATH]
 
@@ -275,6 +279,7 @@ fn run(a: &Args) -> Result<(), String> {
     // value of the same length that differs from the current one, so that each one
     // changes bytes (in place, format version 6).
     let mut by = [[0.0f64; 2]; 3]; // [put, update, remove][key, UID]
+    let mut put_many = 0.0f64;
     let refill = shoal_bench::shuffled(writes, 2);
     for r in 0..a.reps {
         let v = [b'a' + (2 * r % 26) as u8; 16];
@@ -284,6 +289,17 @@ fn run(a: &Args) -> Result<(), String> {
             }
             Ok(0)
         })?;
+        let v = [b'A' + (2 * r % 26) as u8; 16];
+        let (pm, _) = best(1, writes, &mut sched, || {
+            let mut items: Vec<(&[u8], &[u8])> = Vec::with_capacity(PUT_MANY_BATCH);
+            for chunk in data.order[..writes].chunks(PUT_MANY_BATCH) {
+                items.clear();
+                items.extend(chunk.iter().map(|&i| (data.key(i as usize), &v[..])));
+                m.put_many(&items).map_err(e)?;
+            }
+            Ok(0)
+        })?;
+        put_many = put_many.max(pm);
         let v = [b'b' + (2 * r % 26) as u8; 16];
         let (u, _) = best(1, writes, &mut sched, || {
             for &i in &data.order[..writes] {
@@ -334,7 +350,7 @@ fn run(a: &Args) -> Result<(), String> {
             uids[i] = m.put_with_uid(data.key(i), &v).map_err(e)?.1;
         }
         eprintln!(
-            "  pass {r}: M/s by key, by UID: put {k:.2}, {u:.2}; update {uk:.2}, {uu:.2}; remove {rk:.2}, {ru:.2}"
+            "  pass {r}: M/s by key, by UID: put {k:.2}, {u:.2}; update {uk:.2}, {uu:.2}; remove {rk:.2}, {ru:.2}; put_many {pm:.2}"
         );
         for (b, (x, y)) in by.iter_mut().zip([(k, u), (uk, uu), (rk, ru)]) {
             b[0] = b[0].max(x);
@@ -386,6 +402,10 @@ fn run(a: &Args) -> Result<(), String> {
         println!("| {what} by key | {k:.2} | | 1.00 |");
         println!("| {what} by UID | {u:.2} | | {:.2}× by key |", u / k);
     }
+    println!(
+        "| put_many (replace, {PUT_MANY_BATCH} per call) | {put_many:.2} | | {:.2}× put (replace) by key |",
+        put_many / by[0][0]
+    );
     let (inl, var, hb) = ints;
     println!(
         "| u64→u64 get, inline map (fixed 8+8) | {inl:.2} | | {:.2}× hashbrown, {:.2}× variable map |",
