@@ -2788,8 +2788,15 @@ impl FixedMap {
     }
 
     /// Removes many keys (each removal atomic on its own); returns how many were present.
+    /// Looks ahead as [`FixedMap::put_many`] does.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
-        crate::map::remove_each(&self.sh, keys, |k| self.remove(k))
+        let sh = &*self.sh;
+        crate::map::remove_each(
+            sh,
+            keys,
+            |k| self.f.prefetch_write(sh, k, sh.file_end()),
+            |k| self.remove(k),
+        )
     }
 
     /// Atomically: if the current value of `key` equals `expected` (`None` = absent), sets

@@ -1071,7 +1071,8 @@ fn a_put_of_the_current_bytes_writes_nothing() {
     assert!(r.is_ok(), "{r}");
 }
 
-/// `put_many` asks for the lines of the puts a few items ahead before it writes each one.
+/// `put_many` asks for the lines of the puts a few items ahead before it writes each one
+/// (and `remove_many` for those of the removes).
 /// A large batch, across splits, lands whole; a batch whose item 3000 is invalid (a
 /// key over the limit; in a fixed map, a key of the wrong size) stops there with an error
 /// that names it: the items before it are written, none after.
@@ -1118,6 +1119,13 @@ fn put_many_writes_every_item_up_to_the_first_bad_one() {
             assert_eq!(f.len().unwrap(), 5999);
         }
     }
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    // `remove_many` looks ahead the same way: every key but item 3000 was there.
+    let all: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    assert_eq!(m.remove_many(&all).unwrap(), 5999);
+    assert_eq!(f.remove_many(&all).unwrap(), 5999);
+    assert_eq!((m.len().unwrap(), f.len().unwrap()), (0, 0));
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
