@@ -22,7 +22,7 @@
 //!   ([`Region::bucket_tag_mask`]) and, on x86_64, every 8-byte window of a key compare,
 //!   value copy or record header in one unaligned load ([`Region::window`]). Two aligned
 //!   atomic words and the shifts that join them cost a get ~80 instructions more (of
-//!   ~490), and a shorter get is a faster one at 10 M keys (DESIGN.md, "Known limits").
+//!   ~490), and a shorter get is a faster one at 10 M keys (docs/benchmarks/single-get.md).
 //!   What such a load returns is validated like any other optimistic read.
 //!
 //! Soundness rests on two invariants that the callers keep:
