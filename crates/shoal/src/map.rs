@@ -375,19 +375,20 @@ impl Map {
         if let (Some(v), true) = (value, mode != Mode::InsertOnly && self.in_place_ok(value)) {
             return self.write_maybe_in_place(&tx, key, v, mode, want_old);
         }
-        // Cheap optimistic pre-checks, so that a failing conditional write appends nothing.
+        let h = hash(tx.sh.g.seed, key);
+        // The lock's line arrives while the pre-check below reads the bucket and the
+        // record, or while the record is appended; else the lock waited for it after them.
+        self.m.prefetch_hash(tx.sh, h, tx.sh.file_end());
+        // Cheap optimistic pre-checks, so that a conditional write that does not apply
+        // (a remove of an absent key too) appends and locks nothing: it writes no byte.
+        let present = || Ok::<_, Error>(self.m.read_hashed(tx.sh, key, h, |_, _, _| ())?.is_some());
         match mode {
-            Mode::InsertOnly if self.contains(key)? => return Ok((false, true, None)),
-            Mode::ReplaceOnly if !self.contains(key)? => return Ok((false, false, None)),
+            Mode::InsertOnly if present()? => return Ok((false, true, None)),
+            Mode::ReplaceOnly if !present()? => return Ok((false, false, None)),
             _ => {}
         }
-        let h = hash(tx.sh.g.seed, key);
         let new = match value {
-            Some(v) => {
-                // The lock's and the bucket's lines arrive while the record is written.
-                self.m.prefetch_hash(tx.sh, h, tx.sh.file_end());
-                Some(self.append(&tx, key, v)?)
-            }
+            Some(v) => Some(self.append(&tx, key, v)?),
             None => None,
         };
         let mut existed = false;

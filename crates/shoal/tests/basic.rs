@@ -984,6 +984,46 @@ fn stash_reads_racing_replaces_and_cleaning_are_whole() {
     assert!(s.check().unwrap().is_ok());
 }
 
+/// A conditional write that does not apply (a remove or `take` of an absent key, an
+/// insert of a present one, a replace of an absent one with a value too long to go in
+/// place) changes no byte of the file: its optimistic pre-check answers before it appends
+/// or locks anything.
+#[test]
+fn a_write_that_does_not_apply_writes_nothing() {
+    let d = tmp();
+    let path = d.path().join("a.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    let long = [7u8; 300];
+    for i in 0..200u32 {
+        m.put(format!("key:{i:012}").as_bytes(), b"sixteen byte val")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    for i in 0..200u32 {
+        let present = format!("key:{i:012}");
+        let absent = format!("nokey:{i:012}");
+        assert!(!m.remove(absent.as_bytes()).unwrap());
+        assert_eq!(m.take(absent.as_bytes()).unwrap(), None);
+        assert!(!m.insert(present.as_bytes(), b"other").unwrap());
+        assert!(!m.insert(present.as_bytes(), &long).unwrap());
+        assert!(!m.replace(absent.as_bytes(), &long).unwrap());
+    }
+    let after = std::fs::read(&path).unwrap();
+    let changed: Vec<usize> = (0..before.len().min(after.len()))
+        .filter(|&i| before[i] != after[i])
+        .take(8)
+        .collect();
+    assert!(
+        before.len() == after.len() && changed.is_empty(),
+        "the file changed: lengths {} and {}, first bytes changed at {changed:?}",
+        before.len(),
+        after.len()
+    );
+    assert_eq!(m.len().unwrap(), 200);
+    assert!(s.check().unwrap().is_ok());
+}
+
 /// A put of the bytes a key already holds writes nothing to the file (format 5's in-place
 /// path skips its redo list, odd sequence and busy version), in maps with and without
 /// UIDs, by key and by UID; and it is still a put: it says it replaced, the value and the
