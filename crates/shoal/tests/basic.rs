@@ -984,6 +984,22 @@ fn stash_reads_racing_replaces_and_cleaning_are_whole() {
     assert!(s.check().unwrap().is_ok());
 }
 
+/// Asserts that the file at `path` holds exactly the bytes `before`, naming the first
+/// offsets that differ.
+fn assert_file_unchanged(before: &[u8], path: &std::path::Path) {
+    let after = std::fs::read(path).unwrap();
+    let changed: Vec<usize> = (0..before.len().min(after.len()))
+        .filter(|&i| before[i] != after[i])
+        .take(8)
+        .collect();
+    assert!(
+        before.len() == after.len() && changed.is_empty(),
+        "the file changed: lengths {} and {}, first bytes changed at {changed:?}",
+        before.len(),
+        after.len()
+    );
+}
+
 /// A conditional write that does not apply (a remove or `take` of an absent key, an
 /// insert of a present one, a replace of an absent one with a value too long to go in
 /// place) changes no byte of the file: its optimistic pre-check answers before it appends
@@ -1009,17 +1025,7 @@ fn a_write_that_does_not_apply_writes_nothing() {
         assert!(!m.insert(present.as_bytes(), &long).unwrap());
         assert!(!m.replace(absent.as_bytes(), &long).unwrap());
     }
-    let after = std::fs::read(&path).unwrap();
-    let changed: Vec<usize> = (0..before.len().min(after.len()))
-        .filter(|&i| before[i] != after[i])
-        .take(8)
-        .collect();
-    assert!(
-        before.len() == after.len() && changed.is_empty(),
-        "the file changed: lengths {} and {}, first bytes changed at {changed:?}",
-        before.len(),
-        after.len()
-    );
+    assert_file_unchanged(&before, &path);
     assert_eq!(m.len().unwrap(), 200);
     assert!(s.check().unwrap().is_ok());
 }
@@ -1083,17 +1089,7 @@ fn a_put_of_the_current_bytes_writes_nothing() {
             Some(&v[..])
         );
     }
-    let after = std::fs::read(&path).unwrap();
-    let changed: Vec<usize> = (0..before.len().min(after.len()))
-        .filter(|&i| before[i] != after[i])
-        .take(8)
-        .collect();
-    assert!(
-        before.len() == after.len() && changed.is_empty(),
-        "the file changed: lengths {} and {}, first bytes changed at {changed:?}",
-        before.len(),
-        after.len()
-    );
+    assert_file_unchanged(&before, &path);
     // A changed value is still written, in place.
     plain.put(b"key:000000000007", b"SIXTEEN BYTE VAL").unwrap();
     with_uids
@@ -1107,7 +1103,7 @@ fn a_put_of_the_current_bytes_writes_nothing() {
         with_uids.get_by_uid(handles[7]).unwrap(),
         b"SIXTEEN BYTE VAL".to_vec()
     );
-    assert_ne!(std::fs::read(&path).unwrap(), after);
+    assert_ne!(std::fs::read(&path).unwrap(), before);
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
