@@ -5,10 +5,12 @@
 //! e.g. `FAILPOINTS="write.committed=1*sleep(2000)"`, or with [`kill_at`] makes one abort
 //! the process (as SIGKILL would) the n-th time it is reached. [`NAMES`] lists them all.
 
-/// Every fail point in the engine, in the order a write reaches them. Two more points are
-/// not steps of a mutation and not listed: `snapshot.optimistic` (see [`force_return`])
-/// and `store.flush`, reached at every flush (`sync_writes`, `Store::flush`), which the
-/// batch test counts with [`counter`].
+/// Every fail point in the engine, in the order a write reaches them. Three more points are
+/// not steps of a mutation and not listed: `snapshot.optimistic` (see [`force_return`]);
+/// `store.flush`, reached at every flush (`sync_writes`, `Store::flush`), which the batch
+/// test counts with [`counter`]; and `reclaim.proc_unlocked`, reached when a process
+/// found the slot of a dead process still marked attached and is about to mark it free,
+/// where `tests/liveness.rs` lets another process attach to that slot.
 pub const NAMES: &[&str] = &[
     "append.written",
     "append.bumped",

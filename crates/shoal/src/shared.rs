@@ -294,6 +294,34 @@ impl Shared {
         }
     }
 
+    /// Marks process slot `p` free (`state` 0) if its process is dead: only while this
+    /// process holds the slot's liveness byte itself, so that no process can be attaching
+    /// to it meanwhile.
+    ///
+    /// Why the lock: a process attaching to the slot takes its byte first and sets `state`
+    /// = 1 after. Clearing on the strength of an earlier look ("unlocked") wiped the
+    /// registration of a process that attached in between, and from then on every other
+    /// process judged it dead (`owner_alive` reads `state`): they stole the locks it held
+    /// mid-write, replayed its intents and gave its txn slots to other threads while it
+    /// still used them (the soak, session 22: lost records, a chunk freed with live
+    /// records in it, "lock already held by this thread").
+    #[cfg(not(shuttle))]
+    pub fn clear_dead_proc(&self, p: u64) {
+        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(fd) = reg.lock_fd.as_ref() else {
+            return; // not attached (a forked child before it attaches again)
+        };
+        let byte = sys::LIVENESS_BASE + p;
+        if sys::try_lock_byte(fd.as_raw_fd(), byte).unwrap_or(false) {
+            self.w(self.g.proc_slot(p) + P_STATE).store(0, Release);
+            sys::unlock_byte(fd.as_raw_fd(), byte);
+        }
+    }
+
+    /// The model checker's one process never sees another's slot.
+    #[cfg(shuttle)]
+    pub fn clear_dead_proc(&self, _: u64) {}
+
     /// Whether txn slot `t` is owned by a live thread.
     pub fn txn_alive(&self, t: u64) -> bool {
         t < self.g.n_txn && self.owner_alive(self.w(self.g.txn_slot(t) + T_OWNER).load(Acquire))

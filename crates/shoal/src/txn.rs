@@ -559,7 +559,8 @@ pub(crate) fn reclaim_dead(sh: &Shared) -> Result<usize> {
             && p != sh.proc_idx.load(Relaxed)
             && !sh.proc_locked(p)
         {
-            sh.w(slot + P_STATE).store(0, Release);
+            crate::rt::failpoint!("reclaim.proc_unlocked");
+            sh.clear_dead_proc(p);
         }
     }
     Ok(freed)
