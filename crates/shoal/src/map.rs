@@ -1382,13 +1382,11 @@ thread_local! {
 const APPEND_FIRST_AT: u8 = 2;
 
 /// Whether puts of values that may go in place append before the lock at all (the guess
-/// above). Off since session 21: with it on, the soak (`scripts/soak.sh`) lost live
-/// records in three runs of three (a chunk, or a large record's run, freed or handed out
-/// twice while a slot still named it), at 3.5-16 minutes; with it off, none in 10 minutes
-/// of the same run, nor in the commit before it was added. The cause is not found yet
-/// (docs/RELIABILITY.md, "OPEN (session 21)"); until it is, the guess stays off. Values
-/// that can never go in place still append before the lock, as they did before it.
-const APPEND_EARLY: bool = false;
+/// above). Switched off in session 21, when the soak lost live records in three runs with
+/// it on and none without; back on in session 22, when the cause turned out to be
+/// elsewhere and was fixed: a live process judged dead (docs/RELIABILITY.md, "The soak
+/// lost a chunk of live records"). Kept as a switch for the next such hunt.
+const APPEND_EARLY: bool = true;
 /// Where [`APPENDING`] saturates.
 const APPENDING_MAX: u8 = 3;
 
