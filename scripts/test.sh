@@ -25,6 +25,7 @@ step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p shoal --all-targets --locked --features failpoints -- -D warnings
 cargo clippy -p shoal-torture --all-targets --locked --features failpoints -- -D warnings
+cargo clippy -p shoal --all-targets --locked --features paranoid -- -D warnings
 
 step "linearizability checker (tools/linearizability, Go + Porcupine): vet, self-tests"
 # The Go toolchain; modules come from the proxy, pinned by the committed go.sum.
@@ -37,6 +38,9 @@ go version
 # With fail points on, the per-fail-point crash driver (shoal-torture/tests/crash_points.rs) runs.
 step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
 cargo test --workspace --release --locked --features shoal/failpoints,shoal-torture/failpoints
+
+step "the soak's online allocator checks (feature paranoid): the index scan they rest on"
+cargo test -p shoal --release --locked --features paranoid --lib paranoid
 
 step "model checking (shuttle, cfg(shuttle))"
 RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle cargo test -p shoal --release --locked --test model 2>&1

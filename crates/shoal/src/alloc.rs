@@ -158,6 +158,8 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
         fit = find_fit(sh, k)?;
     }
     if let Some((link, cur, run, next)) = fit {
+        crate::paranoid::trace!("take {cur:#x}: {k} of a free run of {run} (txn {})", tx.idx);
+        crate::paranoid::unreferenced!(sh, cur, cur + run * cs, "take {k} of free run {cur:#x}");
         // A released run's pages are holes: allocate what is taken (and the page the
         // rest's header goes to) before anything writes there, so that a full filesystem
         // is an error here and never a SIGBUS later.
@@ -201,6 +203,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
     grow_file(sh, end, new_end)?;
     crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);
+    crate::paranoid::trace!("grow: take {k} at {end:#x} (txn {})", tx.idx);
     Ok(end)
 }
 
@@ -318,6 +321,13 @@ fn coalesce(tx: &Txn) -> Result<u64> {
             let mut merged = 0;
             while merged < MERGES_PER_REDO && i < runs.len() && runs[i].0 == a + a_run * cs {
                 let (b, b_run) = runs[i];
+                crate::paranoid::trace!("merge: {a:#x} absorbs {b:#x} ({b_run} chunks)");
+                crate::paranoid::unreferenced!(
+                    sh,
+                    b,
+                    b + b_run * cs,
+                    "merge of {b:#x} into {a:#x}"
+                );
                 // Unlink b: whatever links to it now links to its successor.
                 let l = link_of[&b];
                 let n = next_of[&b];
@@ -409,7 +419,16 @@ fn release_run(tx: &Txn, run: u64, k: u64) -> Result<Option<u64>> {
         let n = (end - off).min(RELEASE_SLICE);
         tx.lock(H_ALLOC_LOCK)?;
         let r = match still_released(sh, run, off + n) {
-            Ok(true) => release_pages(sh, off, n).map(|done| done.then_some(n)),
+            Ok(true) => {
+                crate::paranoid::trace!("release {off:#x}+{n:#x} of free run {run:#x}");
+                crate::paranoid::unreferenced!(
+                    sh,
+                    off,
+                    off + n,
+                    "page release in free run {run:#x}"
+                );
+                release_pages(sh, off, n).map(|done| done.then_some(n))
+            }
             Ok(false) => Ok(Some(0)),
             Err(e) => Err(e),
         };
@@ -596,6 +615,10 @@ fn refill(tx: &Txn, purpose: Purpose) -> Result<()> {
             redo.push(old + K_KIND, CK_SEALED);
         }
         let c = take_run(tx, 1, redo, purpose)?;
+        crate::paranoid::trace!(
+            "refill txn {}: seal {old:#x}, new data chunk {c:#x}",
+            tx.idx
+        );
         redo.push(c + K_KIND, CK_DATA);
         redo.push(c + K_RUN, 1);
         redo.push(c + K_NEXT, 0);
@@ -667,6 +690,7 @@ fn alloc_large(tx: &Txn, len: u64) -> Result<u64> {
     let k = (len + CHUNK_HDR).div_ceil(cs);
     let run = with_alloc_lock(tx, |redo| {
         let run = take_run(tx, k, redo, Purpose::Normal)?;
+        crate::paranoid::trace!("large run {run:#x} ({k} chunks) for txn {}", tx.idx);
         redo.push(run + K_KIND, CK_LARGE);
         redo.push(run + K_SERIAL, new_serial(sh, run));
         redo.push(run + K_RUN, k);
@@ -786,6 +810,13 @@ pub(crate) fn free_large(tx: &Txn, off: u64, serial: u64) {
             sh.w(H_LARGE_SLACK)
                 .load(Acquire)
                 .saturating_sub(large_slack(sh, run, k)),
+        );
+        crate::paranoid::trace!("free large run {run:#x} ({k} chunks, serial {serial:#x})");
+        crate::paranoid::unreferenced!(
+            sh,
+            run,
+            run + k * sh.g.chunk_size(),
+            "free of large run {run:#x}"
         );
         free_run_redo(sh, run, k, redo);
         redo.push(

@@ -480,6 +480,13 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         }
         crate::rt::failpoint!("clean.freeing");
         crate::alloc::with_alloc_lock(tx, |redo| {
+            crate::paranoid::trace!("cleaner frees {victim:#x}");
+            crate::paranoid::unreferenced!(
+                sh,
+                victim,
+                victim + cs,
+                "cleaner's free of {victim:#x}"
+            );
             crate::alloc::free_run_redo(sh, victim, 1, redo);
             redo.push(
                 H_DATA_BYTES,

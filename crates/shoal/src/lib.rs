@@ -39,6 +39,7 @@ mod format;
 mod index;
 mod map;
 mod mem;
+mod paranoid;
 pub mod repair;
 mod rt;
 mod shared;

@@ -313,6 +313,7 @@ impl Shared {
         };
         let byte = sys::LIVENESS_BASE + p;
         if sys::try_lock_byte(fd.as_raw_fd(), byte).unwrap_or(false) {
+            crate::paranoid::trace!("process slot {p} marked free");
             self.w(self.g.proc_slot(p) + P_STATE).store(0, Release);
             sys::unlock_byte(fd.as_raw_fd(), byte);
         }

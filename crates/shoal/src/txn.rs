@@ -440,6 +440,7 @@ fn recover_slot(sh: &Shared, t: u64, free: bool) -> Result<bool> {
         claim.store(0, Release);
         return Ok(false);
     }
+    crate::paranoid::trace!("recover txn {t} (owner {owner:#x}, free {free})");
     let result = recover_claimed(sh, t, base);
     let mut freed = false;
     if owner == 0 {

@@ -1,0 +1,168 @@
+//! Online checks of the allocator for soak runs (the `paranoid` feature; nothing at all in
+//! normal builds).
+//!
+//! `Store::check` finds a chunk freed while a slot still named a record in it only at the
+//! end of a run, long after the free, with nothing left to say who freed it or how. With
+//! this feature every take, free, merge and page release of a run first scans the whole
+//! index of every map for slots pointing into the run, and aborts the process (with a
+//! backtrace, as the soak reports a worker that died unkilled) if one keeps pointing there:
+//! the first bad step is stopped where it happens. Each step is also traced, one line per
+//! step, to the file named by the `SHOAL_TRACE` environment variable (if set), so that a
+//! chunk's history can be read back across processes.
+//!
+//! Why this exists: session 22 hunted a chunk of live records freed under the soak (a live
+//! process judged dead, docs/RELIABILITY.md). With the race's window widened, a soak with
+//! these checks stopped within 30 seconds at the merge of a free run that a live record
+//! lay in. Costly (a scan of the whole index per step): for soaks, never for benchmarks.
+//!
+//! `scripts/soak.sh --paranoid` builds the soak with it.
+
+/// Traces one allocator step (see the module docs): nothing without the feature.
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        #[cfg(feature = "paranoid")]
+        $crate::paranoid::trace_line(format_args!($($arg)*));
+    };
+}
+pub(crate) use trace;
+
+/// Aborts the process if a slot keeps pointing into `[lo, hi)` (see the module docs):
+/// nothing without the feature. The message arguments say which step asks.
+macro_rules! unreferenced {
+    ($sh:expr, $lo:expr, $hi:expr, $($arg:tt)*) => {
+        #[cfg(feature = "paranoid")]
+        $crate::paranoid::assert_unreferenced($sh, $lo, $hi, format_args!($($arg)*));
+    };
+}
+pub(crate) use unreferenced;
+
+#[cfg(feature = "paranoid")]
+pub(crate) use on::*;
+
+#[cfg(feature = "paranoid")]
+mod on {
+    use crate::format::*;
+    use crate::shared::Shared;
+    use std::io::Write;
+    use std::sync::atomic::Ordering::*;
+    use std::sync::{Mutex, OnceLock};
+
+    fn trace_file() -> Option<&'static Mutex<std::fs::File>> {
+        static F: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
+        F.get_or_init(|| {
+            let p = std::env::var_os("SHOAL_TRACE")?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+                .map(Mutex::new)
+        })
+        .as_ref()
+    }
+
+    /// Appends "µs-since-epoch pid tid message" to the trace file, in one write (the file
+    /// is opened for appending, so the lines of many processes do not interleave).
+    pub(crate) fn trace_line(msg: std::fmt::Arguments) {
+        if let Some(f) = trace_file() {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            let line = format!(
+                "{t} {} {} {msg}\n",
+                std::process::id(),
+                rustix::thread::gettid().as_raw_nonzero()
+            );
+            let _ = f
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .write_all(line.as_bytes());
+        }
+    }
+
+    /// Slots of live variable-size maps that point into `[lo, hi)`: (map id, slot
+    /// offset, record offset). Read without locks: a caller that finds some looks again.
+    pub(crate) fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
+        let mut out = Vec::new();
+        for id in 0..sh.g.n_catalog {
+            let ce = sh.g.cat_entry(id);
+            if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE || crate::fixed::is_fixed(sh, id)
+            {
+                continue;
+            }
+            let Ok(m) = crate::index::map_ref_unchecked(sh, id) else {
+                continue;
+            };
+            let Ok(segs) = crate::index::segments(sh, &m) else {
+                continue;
+            };
+            for (seg, _) in segs {
+                for b in 0..m.n_main + m.n_stash {
+                    for i in 0..SLOTS {
+                        let so = slot_off(seg, b, i);
+                        let s = sh.w(so).load(Acquire);
+                        let o = slot_off_of(s);
+                        if s != 0 && o >= lo && o < hi {
+                            out.push((id, so, o));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Aborts if a slot points into `[lo, hi)` at three looks 2 ms apart (a slot read
+    /// mid-write may name a record that has just moved; one that stays is a live record in
+    /// a run being taken, freed, merged or released).
+    pub(crate) fn assert_unreferenced(sh: &Shared, lo: u64, hi: u64, what: std::fmt::Arguments) {
+        let mut found = refs_into(sh, lo, hi);
+        for _ in 0..3 {
+            if found.is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let again = refs_into(sh, lo, hi);
+            found.retain(|f| again.contains(f));
+        }
+        if found.is_empty() {
+            return;
+        }
+        let msg = format!(
+            "shoal paranoid check: {what}: [{lo:#x}, {hi:#x}) is still referenced by {} slots, e.g. (map, slot, record) {:x?}",
+            found.len(),
+            &found[..found.len().min(5)]
+        );
+        trace_line(format_args!("{msg}"));
+        eprintln!("{msg}\n{}", std::backtrace::Backtrace::force_capture());
+        std::process::abort();
+    }
+
+    #[cfg(all(test, not(shuttle)))]
+    mod tests {
+        use super::*;
+
+        /// The scan finds the slot of a live record in its chunk, and nothing in a range
+        /// that holds no record (else the checks could never fire, or always would).
+        #[test]
+        fn the_scan_finds_the_slots_of_live_records_and_only_those() {
+            let d = tempfile::tempdir_in("/dev/shm").unwrap();
+            let s = crate::Store::open(d.path().join("p.shoal")).unwrap();
+            let m = s.map("m").unwrap();
+            for i in 0..100u32 {
+                m.put(format!("k{i}").as_bytes(), b"value").unwrap();
+            }
+            let off = m.m.record_of(&s.sh, b"k7").unwrap();
+            let c = s.sh.g.chunk_of(off);
+            let found = refs_into(&s.sh, c, c + s.sh.g.chunk_size());
+            assert!(
+                found.iter().any(|&(_, _, o)| o == off),
+                "k7's record at {off:#x} not found: {found:x?}"
+            );
+            assert_eq!(found.len(), 100, "every key's record is in that chunk");
+            assert!(refs_into(&s.sh, off + 1, off + 2).is_empty());
+            // The header and tables before the first chunk hold no record.
+            assert!(refs_into(&s.sh, 0, s.sh.g.chunks_off).is_empty());
+        }
+    }
+}
