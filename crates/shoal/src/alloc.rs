@@ -203,7 +203,11 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
     grow_file(sh, end, new_end)?;
     crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);
-    crate::paranoid::trace!("grow: take {k} at {end:#x} (txn {})", tx.idx);
+    crate::paranoid::trace!(
+        "grow: take {k} at {end:#x} (txn {}); free list: {}",
+        tx.idx,
+        crate::paranoid::free_list_summary(sh)
+    );
     Ok(end)
 }
 

@@ -80,6 +80,24 @@ mod on {
         }
     }
 
+    /// The free list as a growth sees it: its length, its bytes and its longest run (the
+    /// soak's file grew while much of it was free).
+    pub(crate) fn free_list_summary(sh: &Shared) -> String {
+        let (mut n, mut chunks, mut longest) = (0u64, 0u64, 0u64);
+        let mut cur = sh.w(H_FREE_HEAD).load(Acquire);
+        while cur != 0 && n < 100_000 {
+            let run = sh.w(cur + K_RUN).load(Acquire);
+            n += 1;
+            chunks += run;
+            longest = longest.max(run);
+            cur = sh.w(cur + K_NEXT).load(Acquire);
+        }
+        format!(
+            "{n} runs, {chunks} chunks (free bytes {}), longest {longest}",
+            sh.w(H_FREE_BYTES).load(Acquire)
+        )
+    }
+
     /// Slots of live variable-size maps that point into `[lo, hi)`: (map id, slot
     /// offset, record offset). Read without locks: a caller that finds some looks again.
     pub(crate) fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
