@@ -168,6 +168,11 @@ impl<'a> Txn<'a> {
         }
     }
 
+    /// Whether this txn holds any lock now (its held-lock list is not empty).
+    pub fn holds_locks(&self) -> bool {
+        (0..T_NHELD).any(|i| self.sh.w(self.base + T_HELD + 8 * i).load(Relaxed) != 0)
+    }
+
     /// Notes a lock word this thread is about to own by other means than `lock` (a new
     /// segment it creates already locked).
     pub fn held_note(&self, lock: u64) -> Result<()> {
