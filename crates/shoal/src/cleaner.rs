@@ -184,6 +184,9 @@ thread_local! {
     static CREDIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Bytes this thread appended since it last refreshed the dead-bytes hint.
     static APPENDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// This thread's last wait for the cleaner lock timed out (its holder is alive but
+    /// not running): no more waits until it finds the lock free (see `step_paced`).
+    static PACE_GAVE_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// How many bytes a thread appends between two exact refreshes of the dead-bytes hint
@@ -257,18 +260,38 @@ pub(crate) fn maybe_clean(tx: &Txn, appended: u64) {
 /// bound (`cargo run --release -p shoal --example fragmentation`: 60-114 MB of file for 8
 /// MB of live data). So once the cleaner is behind (`high`), a writer whose step is due
 /// waits for the lock instead: writes then go no faster than cleaning, the back-pressure
-/// every log-structured store applies (the same run: a flat 16 MB file). Not while the
-/// writer holds a lock of its own (a lock taken before the cleaner lock could deadlock
-/// with the cleaner's moves, which take segment locks under it); it then skips.
+/// every log-structured store applies (the same run: a flat 16 MB file).
+///
+/// Two limits keep the wait from hurting more than it helps:
+/// - not while the writer holds a lock of its own (a write made from a callback that runs
+///   under a segment lock): the cleaner takes segment locks under the cleaner lock, so
+///   that order could deadlock. It skips, as before;
+/// - at most `PACE_WAIT`. A holder that dies is recovered within it (its liveness is
+///   checked every 10 ms); one that is stopped (SIGSTOP, a debugger) is not, and then
+///   this thread stops waiting for the lock until it has found it free again, so that a
+///   stopped process costs each writer one wait, not one per write.
 fn step_paced(tx: &Txn, high: bool) -> bool {
-    let locked = tx.try_lock(H_CLEANER_LOCK)
-        || (high && !tx.holds_locks() && tx.lock(H_CLEANER_LOCK).is_ok());
+    let locked = if tx.try_lock(H_CLEANER_LOCK) {
+        PACE_GAVE_UP.with(|g| g.set(false));
+        true
+    } else if high && !tx.holds_locks() && !PACE_GAVE_UP.with(|g| g.get()) {
+        let ok = tx.lock_within(H_CLEANER_LOCK, PACE_WAIT).is_ok();
+        PACE_GAVE_UP.with(|g| g.set(!ok));
+        ok
+    } else {
+        false
+    };
     if locked {
         let _ = step_locked(tx, false);
         tx.unlock(H_CLEANER_LOCK);
     }
     locked
 }
+
+/// How long a writer waits for the cleaner lock in [`step_paced`]: far longer than a step
+/// (tens of µs, a few ms when its thread is preempted), long enough to recover a dead
+/// holder (liveness is checked every 10 ms).
+const PACE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Reclaims dead space until less than one chunk of it is left, or `max_steps`
 /// steps ran. Returns the number of chunks freed.
@@ -696,6 +719,70 @@ mod tests {
         assert!(m.m.relocate(&tx, b"key", old, (new, len)).unwrap());
         assert_eq!(m.m.record_of(sh, b"key"), Some(new));
         assert_eq!(m.get(b"key").unwrap(), Some(v1));
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+    }
+
+    /// A writer waits for the cleaner lock once dead space is high (`step_paced`), but a
+    /// holder that is alive and not running (stopped) costs it one bounded wait, not one
+    /// per write: without the give-up, every write here waited 200 ms.
+    #[test]
+    fn a_stopped_cleaner_costs_writers_one_wait_not_one_per_write() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let o = crate::Options {
+            chunk_size: 64 << 10,
+            ..crate::Options::default()
+        };
+        let s = crate::Store::open_with(d.path().join("a.shoal"), &o, crate::OpenMode::CreateNew)
+            .unwrap();
+        let m = s.map("m").unwrap();
+        // The "stopped" cleaner: another thread of this (live) process holds the lock.
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let sh = s.sh.clone();
+        let holder = std::thread::spawn(move || {
+            let tx = Txn::new(&sh, crate::shared::thread_txn(&sh).unwrap());
+            tx.lock(H_CLEANER_LOCK).unwrap();
+            held_tx.send(()).unwrap();
+            let _ = hold_rx.recv();
+            tx.unlock(H_CLEANER_LOCK);
+        });
+        held_rx.recv().unwrap();
+        // Overwrites with changing lengths: dead space soon passes the threshold, and
+        // from then on steps fall due and find the cleaner behind. Checked as it goes, so
+        // that a wait per write fails in seconds, not after an hour.
+        let v = [5u8; 300];
+        let start = std::time::Instant::now();
+        for i in 0..10_000u32 {
+            m.put(&(i % 2_000).to_le_bytes(), &v[..100 + (i as usize % 200)])
+                .unwrap();
+            let took = start.elapsed();
+            assert!(
+                took < std::time::Duration::from_secs(20),
+                "{i} writes took {took:?} while the cleaner lock's holder was stopped"
+            );
+        }
+        let sh = &*s.sh;
+        let data = sh.w(H_DATA_BYTES).load(Relaxed);
+        assert!(
+            reclaimable_dead(sh) * 7 > data * 9 / 8 && data >= 4 * sh.g.chunk_size(),
+            "precondition: the cleaner is behind (dead {} of {data} data bytes)",
+            reclaimable_dead(sh)
+        );
+        hold_tx.send(()).unwrap();
+        holder.join().unwrap();
+        // Free again: the next due step runs, and cleaning catches up.
+        for i in 0..40_000u32 {
+            m.put(&(i % 2_000).to_le_bytes(), &v[..100 + (i as usize % 200)])
+                .unwrap();
+        }
+        let dead = reclaimable_dead(sh);
+        let data = sh.w(H_DATA_BYTES).load(Relaxed);
+        // A seventh is the threshold; a store this small swings by a chunk above it.
+        assert!(
+            dead * 4 < data,
+            "the cleaner did not catch up: dead {dead} of {data}"
+        );
         let r = s.check().unwrap();
         assert!(r.is_ok(), "{r}");
     }

@@ -692,10 +692,13 @@ impl Map {
         match f() {
             Err(Error::StoreFull(why)) => {
                 let tx = self.txn()?;
-                if crate::cleaner::compact(&tx, COMPACT_ON_FULL_STEPS)? == 0 {
-                    return Err(Error::StoreFull(why));
+                // A compaction that could not start (the cleaner lock's holder is alive
+                // but stopped) leaves the store full: that is the error to report.
+                match crate::cleaner::compact(&tx, COMPACT_ON_FULL_STEPS) {
+                    Ok(0) | Err(Error::Timeout(_)) => Err(Error::StoreFull(why)),
+                    Ok(_) => f(),
+                    Err(e) => Err(e),
                 }
-                f()
             }
             r => r,
         }

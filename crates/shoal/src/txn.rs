@@ -186,12 +186,17 @@ impl<'a> Txn<'a> {
 
     /// Acquires the lock word at `lock`, waiting at most the store's lock timeout.
     pub fn lock(&self, lock: u64) -> Result<()> {
+        self.lock_within(lock, self.timeout)
+    }
+
+    /// [`Txn::lock`], waiting at most `timeout`.
+    pub fn lock_within(&self, lock: u64, timeout: Duration) -> Result<()> {
         self.held_push(lock)?;
         let w = self.sh.w(lock);
         if w.compare_exchange(0, self.me(), Acquire, Relaxed).is_ok() {
             return Ok(());
         }
-        match self.lock_slow(lock) {
+        match self.lock_slow(lock, timeout) {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.held_remove(lock);
@@ -220,7 +225,7 @@ impl<'a> Txn<'a> {
     }
 
     #[cold]
-    fn lock_slow(&self, lock: u64) -> Result<()> {
+    fn lock_slow(&self, lock: u64, timeout: Duration) -> Result<()> {
         let w = self.sh.w(lock);
         let start = Instant::now();
         let mut spins = 0u32;
@@ -254,18 +259,18 @@ impl<'a> Txn<'a> {
             // binding tries first with the GIL held) gives up after the spins, where it
             // waited a first 10 ms.
             let waited = start.elapsed();
-            if waited >= next_check || waited >= self.timeout {
+            if waited >= next_check || waited >= timeout {
                 next_check = waited + Duration::from_millis(10);
                 let owner = (w.load(Relaxed) & OWNER_MASK).wrapping_sub(1);
                 if owner != u64::MAX && !self.sh.txn_alive(owner) {
                     recover_txn(self.sh, owner)?;
                     // Retry at once if that freed the lock; else (another recoverer, alive
                     // but perhaps stopped, is at work) the timeout still applies.
-                    if (w.load(Relaxed) & OWNER_MASK) != owner + 1 || waited < self.timeout {
+                    if (w.load(Relaxed) & OWNER_MASK) != owner + 1 || waited < timeout {
                         continue;
                     }
                 }
-                if waited >= self.timeout {
+                if waited >= timeout {
                     return Err(Error::Timeout(waited));
                 }
             }
