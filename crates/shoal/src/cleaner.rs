@@ -270,6 +270,14 @@ pub(crate) fn maybe_clean(tx: &Txn, appended: u64) {
 ///   checked every 10 ms); one that is stopped (SIGSTOP, a debugger) is not, and then
 ///   this thread stops waiting for the lock until it has found it free again, so that a
 ///   stopped process costs each writer one wait, not one per write.
+///
+/// The wait ignores the handle's lock timeout (`Map::with_timeout`), zero included: the
+/// Python binding runs each call first on a zero-timeout handle with the GIL held, and
+/// honouring it would exempt every Python writer from pacing, so that many Python
+/// processes overwriting at once would pile up dead space again. The cost: a Python thread
+/// may hold the GIL while another thread's step finishes (tens of µs), or once for
+/// `PACE_WAIT` behind a stopped holder. The cleaner never waits for the GIL, so this
+/// cannot deadlock.
 fn step_paced(tx: &Txn, high: bool) -> bool {
     let locked = if tx.try_lock(H_CLEANER_LOCK) {
         PACE_GAVE_UP.with(|g| g.set(false));

@@ -251,6 +251,11 @@ impl Map {
     /// bucket) held by a live process before failing with [`Error::Timeout`]. The store's
     /// default is [`Options::lock_timeout`](crate::Options::lock_timeout). Locks of dead
     /// processes are recovered within milliseconds whatever the timeout.
+    ///
+    /// One wait is not covered: a write that finds the cleaner behind (dead space well past
+    /// its threshold) waits for it, up to 200 ms, whatever the timeout, so that writers
+    /// cannot outrun the space it reclaims (a write never fails for it, and a thread that
+    /// once waited the whole 200 ms stops waiting until the cleaner is free again).
     pub fn with_timeout(&self, timeout: std::time::Duration) -> Map {
         let mut m = self.clone();
         m.m.timeout = timeout;
