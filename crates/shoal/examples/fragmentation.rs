@@ -107,5 +107,6 @@ fn main() {
         third(n / 3..2 * n / 3),
         third(2 * n / 3..n)
     );
-    s.check().unwrap();
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "check: {r}");
 }

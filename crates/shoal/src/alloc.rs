@@ -990,11 +990,29 @@ mod tests {
         let before = s.stats().unwrap().file_size;
         // The cleaner is kept out: the new run's unused end counts as dead space, so the
         // put would end with a cleaning step, whose walk moves the cursor on (to another
-        // run start) and hides where the merge left it.
-        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
-        assert!(tx.try_lock(H_CLEANER_LOCK));
+        // run start) and hides where the merge left it. Another thread holds every lane
+        // (this one's txn has room for the put's locks only).
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let sh = s.sh.clone();
+            std::thread::spawn(move || {
+                let tx = Txn::new(&sh, crate::shared::thread_txn(&sh).unwrap());
+                for i in 0..sh.g.clean_lanes {
+                    assert!(tx.try_lock(lane(i).0));
+                }
+                held_tx.send(()).unwrap();
+                let _ = hold_rx.recv();
+                for i in 0..sh.g.clean_lanes {
+                    tx.unlock(lane(i).0);
+                }
+            })
+        };
+        held_rx.recv().unwrap();
         m.put(key, &v).unwrap();
-        tx.unlock(H_CLEANER_LOCK);
+        hold_tx.send(()).unwrap();
+        holder.join().unwrap();
+        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
         assert_eq!(
             s.stats().unwrap().file_size,
             before,

@@ -330,7 +330,27 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
     // Global locks and intents.
     ck.lock_ok(H_ALLOC_LOCK, "alloc");
     ck.lock_ok(H_CATALOG_LOCK, "catalog");
-    ck.lock_ok(H_CLEANER_LOCK, "cleaner");
+    // Each cleaning lane: its lock, and a victim that is a sealed chunk no other lane
+    // names (two lanes cleaning one chunk would both free it).
+    let mut victims = HashSet::new();
+    for i in 0..g.clean_lanes {
+        let (lock, victim, _) = lane(i);
+        ck.lock_ok(lock, if i == 0 { "cleaner" } else { "cleaning lane" });
+        let v = sh.w(victim).load(Acquire);
+        if v == 0 {
+            continue;
+        }
+        if !matches!(kinds.get(&v), Some((CK_SEALED, _))) {
+            ck.bad(format!(
+                "cleaning lane {i}: its victim {v:#x} is not a sealed chunk"
+            ));
+        }
+        if !victims.insert(v) {
+            ck.bad(format!(
+                "cleaning lane {i}: its victim {v:#x} is another lane's too"
+            ));
+        }
+    }
     for t in 0..g.n_txn {
         let b = g.txn_slot(t);
         if sh.w(b + T_INTENT).load(Acquire) != 0 && !sh.txn_alive(t) {

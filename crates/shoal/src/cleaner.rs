@@ -12,8 +12,9 @@
 //! dead large-record runs met on the way are freed at once.
 //!
 //! Liveness is decided only by the index, so a record some crashed writer appended and
-//! never published is simply not moved. The cleaner's cursor lives in the store header
-//! under the cleaner lock; a cleaner killed mid-step leaves at most one record moved
+//! never published is simply not moved. Up to 8 threads clean at once, each in its own
+//! lane (`step_paced`; format version 9), whose victim and position live in the store
+//! header under the lane's lock; a cleaner killed mid-step leaves at most one record moved
 //! twice (the second copy is dead and cleaned later).
 
 use crate::error::{Error, Result};
@@ -49,9 +50,10 @@ pub(crate) fn note_dead(tx: &Txn, bytes: u64) {
 /// dead-bytes hint (`K_DEAD`), by which the cleaner picks its victims.
 ///
 /// Only while the chunk cannot be freed: a slot still points at the record (its writer
-/// holds the segment lock), or the chunk is the caller's own (its data chunk, or for the
-/// cleaner, a chunk only it frees). A chunk freed meanwhile may have been merged into a
-/// longer run, and the add would land in another record's bytes.
+/// holds the segment lock), or the chunk is the caller's own data chunk (a cleaning step's
+/// copies are published while they all lie there: `publish_moves`). A chunk freed
+/// meanwhile may have been merged into a longer run, and the add would land in another
+/// record's bytes.
 pub(crate) fn note_dead_at(tx: &Txn, off: u64, len: u64) {
     let sh = tx.sh;
     let cs = sh.g.chunk_size();
@@ -251,49 +253,62 @@ pub(crate) fn maybe_clean(tx: &Txn, appended: u64) {
     }
 }
 
-/// The step a write has earned. Returns false if another thread held the cleaner lock
-/// and the step did not run.
+/// The step a write has earned, on the first cleaning lane this thread finds free. Returns
+/// false if every lane was busy and the step did not run.
 ///
-/// One thread cleans at a time, and writers on every core make dead space faster than it
-/// reclaims it: six threads overwriting on two cores, each skipping its step while another
-/// held the lock, left dead space at 4-8x the live data and the file growing without
-/// bound (`cargo run --release -p shoal --example fragmentation`: 60-114 MB of file for 8
-/// MB of live data). So once the cleaner is behind (`high`), a writer whose step is due
-/// waits for the lock instead: writes then go no faster than cleaning, the back-pressure
-/// every log-structured store applies (the same run: a flat 16 MB file).
+/// A store of version 9 has [`CLEAN_LANES`] lanes, each a cleaner of its own with its own
+/// victim, so that cleaning scales with the writers that pay for it. With one lane (one
+/// thread cleaning at a time, as in stores of version 8 and before), writers on every core
+/// made dead space faster than it was reclaimed: six threads overwriting on two cores,
+/// each skipping its step while another held the lock, left dead space at 4-8x the live
+/// data and the file growing without bound (`cargo run --release -p shoal --example
+/// fragmentation`: 60-114 MB of file for 8 MB of live data). A writer starts at a lane of
+/// its own (its txn slot's), so that writers rarely meet on one.
 ///
-/// Two limits keep the wait from hurting more than it helps:
+/// When every lane is busy and the cleaner is behind (`high`), the writer waits for its
+/// own lane: writes then go no faster than the lanes reclaim, the back-pressure every
+/// log-structured store applies. Two limits keep the wait from hurting more than it helps:
 /// - not while the writer holds a lock of its own (a write made from a callback that runs
-///   under a segment lock): the cleaner takes segment locks under the cleaner lock, so
-///   that order could deadlock. It skips, as before;
+///   under a segment lock): a cleaner takes segment locks under its lane lock, so that
+///   order could deadlock. It skips;
 /// - at most `PACE_WAIT`. A holder that dies is recovered within it (its liveness is
 ///   checked every 10 ms); one that is stopped (SIGSTOP, a debugger) is not, and then
-///   this thread stops waiting for the lock until it has found it free again, so that a
-///   stopped process costs each writer one wait, not one per write.
+///   this thread stops waiting until it has found a lane free again, so that a stopped
+///   process costs each writer one wait, not one per write.
 ///
 /// The wait ignores the handle's lock timeout (`Map::with_timeout`), zero included: the
 /// Python binding runs each call first on a zero-timeout handle with the GIL held, and
 /// honouring it would exempt every Python writer from pacing, so that many Python
 /// processes overwriting at once would pile up dead space again. The cost: a Python thread
 /// may hold the GIL while another thread's step finishes (tens of µs), or once for
-/// `PACE_WAIT` behind a stopped holder. The cleaner never waits for the GIL, so this
-/// cannot deadlock.
+/// `PACE_WAIT` behind a stopped holder. A cleaner never waits for the GIL, so this cannot
+/// deadlock.
 fn step_paced(tx: &Txn, high: bool) -> bool {
-    let locked = if tx.try_lock(H_CLEANER_LOCK) {
+    let own = tx.idx % tx.sh.g.clean_lanes;
+    let locked = if let Some(i) = try_lock_lane(tx, own) {
         PACE_GAVE_UP.with(|g| g.set(false));
-        true
+        Some(i)
     } else if high && !tx.holds_locks() && !PACE_GAVE_UP.with(|g| g.get()) {
-        let ok = tx.lock_within(H_CLEANER_LOCK, PACE_WAIT).is_ok();
+        let ok = tx.lock_within(lane(own).0, PACE_WAIT).is_ok();
         PACE_GAVE_UP.with(|g| g.set(!ok));
-        ok
+        ok.then_some(own)
     } else {
-        false
+        None
     };
-    if locked {
-        let _ = step_locked(tx, false);
-        tx.unlock(H_CLEANER_LOCK);
+    if let Some(i) = locked {
+        let _ = step_locked(tx, i, false);
+        tx.unlock(lane(i).0);
     }
-    locked
+    locked.is_some()
+}
+
+/// Takes the lock of the first free cleaning lane, starting at lane `first`, without
+/// waiting. Returns the lane.
+fn try_lock_lane(tx: &Txn, first: u64) -> Option<u64> {
+    let n = tx.sh.g.clean_lanes;
+    (0..n)
+        .map(|j| (first + j) % n)
+        .find(|&i| tx.try_lock(lane(i).0))
 }
 
 /// How long a writer waits for the cleaner lock in [`step_paced`]: far longer than a step
@@ -320,36 +335,39 @@ pub(crate) fn compact(tx: &Txn, max_steps: usize) -> Result<u64> {
         if dead < sh.g.chunk_size() || budget == 0 {
             break;
         }
-        let (victim0, cleaned0) = (
-            sh.w(H_CLEAN_VICTIM).load(Acquire),
-            sh.w(H_CLEANED).load(Acquire),
-        );
-        if !step_forced(tx)? {
+        // A free lane, else this thread's own, waited for.
+        let own = tx.idx % sh.g.clean_lanes;
+        let i = match try_lock_lane(tx, own) {
+            Some(i) => i,
+            None => {
+                tx.lock(lane(own).0)?;
+                own
+            }
+        };
+        let (victim0, cleaned0) = (sh.w(lane(i).1).load(Acquire), sh.w(H_CLEANED).load(Acquire));
+        let r = step_locked(tx, i, true);
+        tx.unlock(lane(i).0);
+        if !r? {
             break;
         }
+        // (Other lanes' frees count too: the pass only ends sooner.)
         let cleaned = sh.w(H_CLEANED).load(Acquire).wrapping_sub(cleaned0);
-        let idle = victim0 == 0 && cleaned == 0 && sh.w(H_CLEAN_VICTIM).load(Acquire) == 0;
+        let idle = victim0 == 0 && cleaned == 0 && sh.w(lane(i).1).load(Acquire) == 0;
         budget = budget.saturating_sub(if idle { SCAN_CHUNKS as u64 } else { cleaned });
     }
     Ok(sh.w(H_CLEANED).load(Acquire) - before)
 }
 
-/// One bounded step of [`compact`], waiting for the cleaner lock. (It gave up when
-/// another thread held it, and a compaction among busy writers, whose paced steps hold
-/// the lock much of the time, then reclaimed next to nothing.) Returns false if there was
-/// nothing to do.
-fn step_forced(tx: &Txn) -> Result<bool> {
-    tx.lock(H_CLEANER_LOCK)?;
-    let r = step_locked(tx, true);
-    tx.unlock(H_CLEANER_LOCK);
-    r
-}
-
-fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
+/// One bounded step of cleaning lane `ln`, whose lock the caller holds. (A compaction
+/// waits for a lane: it gave up when another thread held the only one, and a compaction
+/// among busy writers, whose paced steps held it much of the time, reclaimed next to
+/// nothing.) Returns false if there was nothing to do.
+fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
     let sh = tx.sh;
     let cs = sh.g.chunk_size();
-    let mut victim = sh.w(H_CLEAN_VICTIM).load(Acquire);
-    let mut pos = sh.w(H_CLEAN_POS).load(Acquire);
+    let (_, victim_w, pos_w) = lane(ln);
+    let mut victim = sh.w(victim_w).load(Acquire);
+    let mut pos = sh.w(pos_w).load(Acquire);
     // The cursor is read from the file: a victim that is not a sealed chunk of it (a
     // corrupt header) is forgotten, and a position outside the victim restarts it.
     let fend = sh.file_end();
@@ -387,6 +405,15 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
             // a step moves as few live records as it can per byte reclaimed (round robin
             // alone moved ~9 live records per dead one under uniform overwrites).
             let mut best: Option<(u64, u64, u64)> = None; // (dead, chunk, next)
+                                                          // Other lanes' victims are theirs: two lanes cleaning one chunk would both
+                                                          // free it. Every lane sets its victim under this lock, so none is missed (one
+                                                          // cleared since without it is only skipped once more).
+            let mut taken = [0u64; CLEAN_LANES as usize];
+            for (i, t) in taken.iter_mut().enumerate().take(sh.g.clean_lanes as usize) {
+                if i as u64 != ln {
+                    *t = sh.w(lane(i as u64).1).load(Acquire);
+                }
+            }
             for _ in 0..SCAN_CHUNKS {
                 let kind = sh.w(c + K_KIND).load(Acquire);
                 let run = sh.w(c + K_RUN).load(Acquire).max(1);
@@ -397,7 +424,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                     c + run * cs
                 };
                 match kind {
-                    CK_SEALED => {
+                    CK_SEALED if !taken.contains(&c) => {
                         let dead = sh.w(c + K_DEAD).load(Relaxed);
                         if best.is_none_or(|(d, ..)| dead > d) {
                             best = Some((dead, c, next));
@@ -416,11 +443,8 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                 None => (c, 0),
             };
             redo.push(H_CLEAN_SCAN, scan);
-            redo.push(H_CLEAN_VICTIM, victim);
-            redo.push(
-                H_CLEAN_POS,
-                if victim == 0 { 0 } else { victim + CHUNK_HDR },
-            );
+            redo.push(victim_w, victim);
+            redo.push(pos_w, if victim == 0 { 0 } else { victim + CHUNK_HDR });
             Ok(victim)
         })?;
         // Dead large runs met on the way are freed now, each checked again (by its
@@ -437,7 +461,7 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
     }
     let used = sh.w(victim + K_USED).load(Acquire).min(victim + cs);
     // Copy this step's live records first, make the copies durable (on disk: one msync
-    // for the step, not one per record), then repoint their slots.
+    // for the step, not one per record), then repoint their slots (`publish_moves`).
     let mut examined = 0;
     // The moved records' bytes go back to back into one buffer: an allocation per moved
     // record (and the frees after) were a seventh of an overwrite loop's instructions.
@@ -477,6 +501,17 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                     Err(e) => return Err(e),
                 };
                 if live {
+                    // A copy that does not fit in this thread's data chunk makes the
+                    // append seal it, and another lane may pick a sealed chunk as its
+                    // victim at once: one holding copies not yet published there would be
+                    // read as dead (liveness is the index's word) and freed under them.
+                    // So the copies made so far are published first. (With one cleaner
+                    // this could not happen: only it cleaned, and it was busy here.)
+                    if !moves.is_empty() && !fits_data_chunk(tx, len) {
+                        publish_moves(tx, &moves, &bytes)?;
+                        moves.clear();
+                        bytes.clear();
+                    }
                     let at = bytes.len();
                     bytes.resize(at + len as usize, 0);
                     sh.r.read_bytes(pos, &mut bytes[at..]);
@@ -489,31 +524,13 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         }
         pos += len;
     }
-    if sh.durable && !moves.is_empty() {
-        // Copies are appended back to back (a new chunk starts a new range).
-        let mut start = moves[0].1;
-        let mut end = start;
-        for (_, new, len, ..) in &moves {
-            if *new != end {
-                sh.persist(start, end - start)?;
-                start = *new;
-            }
-            end = new + len;
-        }
-        sh.persist(start, end - start)?;
-    }
-    for (old, new, len, key, m) in &moves {
-        if !m.relocate(tx, &bytes[key.clone()], *old, (*new, *len))? {
-            note_dead_at(tx, *new, *len);
-        }
-        crate::rt::failpoint!("clean.moved");
-    }
+    publish_moves(tx, &moves, &bytes)?;
     if abandon {
         // The records copied so far are moved; the victim is left for a later round.
         // (The scan cursor is not rewritten: it may move under the alloc lock only.)
         let mut redo = Redo::new();
-        redo.push(H_CLEAN_VICTIM, 0);
-        redo.push(H_CLEAN_POS, 0);
+        redo.push(victim_w, 0);
+        redo.push(pos_w, 0);
         tx.commit(I_REDO, &[], &redo);
         tx.apply(&redo);
         tx.done();
@@ -540,8 +557,8 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
                 sh.w(H_DATA_BYTES).load(Acquire).saturating_sub(cs),
             );
             redo.push(H_CLEANED, sh.w(H_CLEANED).load(Acquire) + 1);
-            redo.push(H_CLEAN_VICTIM, 0);
-            redo.push(H_CLEAN_POS, 0);
+            redo.push(victim_w, 0);
+            redo.push(pos_w, 0);
             Ok(())
         })?;
         // Once per chunk: the exact figure (the moved records are live, not reclaimed).
@@ -549,12 +566,47 @@ fn step_locked(tx: &Txn, force: bool) -> Result<bool> {
         sh.w(H_DEAD_HINT).store(dead, Relaxed);
     } else {
         let mut redo = Redo::new();
-        redo.push(H_CLEAN_POS, pos);
+        redo.push(pos_w, pos);
         tx.commit(I_REDO, &[], &redo);
         tx.apply(&redo);
         tx.done();
     }
     Ok(true)
+}
+
+/// Makes a step's copies durable (on disk: one msync for them all, not one per record),
+/// then repoints their slots. The copies all lie in this thread's data chunk, back to
+/// back (see the step: it publishes before an append that would seal the chunk).
+fn publish_moves(tx: &Txn, moves: &[Move], bytes: &[u8]) -> Result<()> {
+    let sh = tx.sh;
+    if sh.durable && !moves.is_empty() {
+        let mut start = moves[0].1;
+        let mut end = start;
+        for (_, new, len, ..) in moves {
+            if *new != end {
+                sh.persist(start, end - start)?;
+                start = *new;
+            }
+            end = new + len;
+        }
+        sh.persist(start, end - start)?;
+    }
+    for (old, new, len, key, m) in moves {
+        if !m.relocate(tx, &bytes[key.clone()], *old, (*new, *len))? {
+            note_dead_at(tx, *new, *len);
+        }
+        crate::rt::failpoint!("clean.moved");
+    }
+    Ok(())
+}
+
+/// Whether a record of `len` bytes fits in this thread's data chunk as it is (the
+/// condition under which `alloc::append` does not refill).
+fn fits_data_chunk(tx: &Txn, len: u64) -> bool {
+    let sh = tx.sh;
+    let chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+    let bump = sh.w(tx.base + T_BUMP).load(Acquire);
+    chunk != 0 && bump.saturating_add(len) <= chunk.saturating_add(sh.g.chunk_size())
 }
 
 /// How many records ahead of its liveness lookups a step prefetches (see [`Lookahead`]):
@@ -744,16 +796,20 @@ mod tests {
         let s = crate::Store::open_with(d.path().join("a.shoal"), &o, crate::OpenMode::CreateNew)
             .unwrap();
         let m = s.map("m").unwrap();
-        // The "stopped" cleaner: another thread of this (live) process holds the lock.
+        // The "stopped" cleaners: another thread of this (live) process holds every lane.
         let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
         let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
         let sh = s.sh.clone();
         let holder = std::thread::spawn(move || {
             let tx = Txn::new(&sh, crate::shared::thread_txn(&sh).unwrap());
-            tx.lock(H_CLEANER_LOCK).unwrap();
+            for i in 0..sh.g.clean_lanes {
+                tx.lock(lane(i).0).unwrap();
+            }
             held_tx.send(()).unwrap();
             let _ = hold_rx.recv();
-            tx.unlock(H_CLEANER_LOCK);
+            for i in 0..sh.g.clean_lanes {
+                tx.unlock(lane(i).0);
+            }
         });
         held_rx.recv().unwrap();
         // Overwrites with changing lengths: dead space soon passes the threshold, and

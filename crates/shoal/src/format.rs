@@ -15,11 +15,12 @@ pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// version, [`E_VER_BUSY`]); version 7 fixed-size maps that grow by moving directory
 /// groups between segments (`FLAG_FIXED_GROUPS`, map flag [`MF_GROUPS`]); version 8 a
 /// hash tag per cell in fixed-size maps whose buckets have room (`FLAG_FIXED_TAGS`, map
-/// flag [`MF_TAGS`]). A file of
+/// flag [`MF_TAGS`]); version 9 cleaning lanes, several threads cleaning at once
+/// (`FLAG_CLEAN_LANES`, [`H_LANES`]). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
 /// (`alloc::upgrade`); files of versions 3 to 5 are opened as they are, without the
 /// features that came later.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 /// The version older files are upgraded to, and the oldest opened as it is. A version-3
 /// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
 /// in place, so it keeps version 3 (and with it, libraries of version 3 can still share
@@ -71,12 +72,16 @@ pub const FLAG_FIXED_GROUPS: u64 = 16;
 /// cells where a tagged map has none.
 pub const FLAG_FIXED_TAGS: u64 = 32;
 /// Every flag this version knows; a file with others set is refused.
+/// Header flag (version 9): the store has [`CLEAN_LANES`] cleaning lanes ([`H_LANES`]),
+/// not one. Set in every new store.
+pub const FLAG_CLEAN_LANES: u64 = 64;
 pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_SHORT_RECORDS
     | FLAG_IN_PLACE
     | FLAG_IN_PLACE_UIDS
     | FLAG_FIXED_GROUPS
-    | FLAG_FIXED_TAGS;
+    | FLAG_FIXED_TAGS
+    | FLAG_CLEAN_LANES;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -130,6 +135,33 @@ pub const H_DEAD_HINT: u64 = 512;
 /// any process has it open. Found 0 by the first opener of a disk file: an unclean
 /// shutdown (OS crash), so the file is verified before use.
 pub const H_CLEAN: u64 = 576;
+/// Cleaning lanes 1 to [`CLEAN_LANES`] - 1 (version 9, `FLAG_CLEAN_LANES`), one
+/// [`LANE_SIZE`]-byte line each from here: a lock word, the lane's victim chunk and its
+/// position, like lane 0's `cleaner_lock`, `clean_victim` and `clean_pos`. Each lane is
+/// its own cleaner: a thread holding a lane's lock cleans that lane's victim, and no two
+/// lanes have the same victim (victims are chosen under the alloc lock, which sees every
+/// lane's). A file without the flag has lane 0 only, so that libraries of version 8
+/// sharing it, whose cleaner knows no lanes, never clean a chunk another lane is cleaning.
+pub const H_LANES: u64 = 1024;
+pub const LANE_SIZE: u64 = 64;
+pub const L_LOCK: u64 = 0;
+pub const L_VICTIM: u64 = 8;
+pub const L_POS: u64 = 16;
+/// Lanes of a store with `FLAG_CLEAN_LANES`.
+pub const CLEAN_LANES: u64 = 8;
+const _: () =
+    assert!(H_LANES >= H_CLEAN + 8 && H_LANES + (CLEAN_LANES - 1) * LANE_SIZE <= HEADER_SIZE);
+
+/// The words of cleaning lane `i`: (lock, victim, position). Lane 0 is the header's
+/// original cleaner cursor.
+pub const fn lane(i: u64) -> (u64, u64, u64) {
+    if i == 0 {
+        (H_CLEANER_LOCK, H_CLEAN_VICTIM, H_CLEAN_POS)
+    } else {
+        let b = H_LANES + (i - 1) * LANE_SIZE;
+        (b + L_LOCK, b + L_VICTIM, b + L_POS)
+    }
+}
 
 // ---- Process table: one 64-byte slot per attached process ----
 pub const PROC_SLOT: u64 = 64;
@@ -563,6 +595,8 @@ pub struct Geometry {
     /// (`FLAG_FIXED_TAGS`): true for a new store, as the header's flag says for an
     /// existing one.
     pub fixed_tags: bool,
+    /// Cleaning lanes: [`CLEAN_LANES`] with `FLAG_CLEAN_LANES` (a new store), else 1.
+    pub clean_lanes: u64,
 }
 
 impl Geometry {
@@ -625,6 +659,7 @@ impl Geometry {
             in_place_uids: true,
             fixed_groups: true,
             fixed_tags: true,
+            clean_lanes: CLEAN_LANES,
         }
     }
 }

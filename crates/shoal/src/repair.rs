@@ -203,11 +203,15 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
             }
         }
     }
-    for l in [H_ALLOC_LOCK, H_CATALOG_LOCK, H_CLEANER_LOCK] {
+    for l in [H_ALLOC_LOCK, H_CATALOG_LOCK] {
         sh.w(l).store(0, Release);
     }
-    sh.w(H_CLEAN_VICTIM).store(0, Release);
-    sh.w(H_CLEAN_POS).store(0, Release);
+    for i in 0..sh.g.clean_lanes {
+        let (lock, victim, pos) = lane(i);
+        for w in [lock, victim, pos] {
+            sh.w(w).store(0, Release);
+        }
+    }
     // A merge of free runs may have reached the disk without the cursor it moved.
     sh.w(H_CLEAN_SCAN).store(0, Release);
     // Chunks: rebuild the free list and the byte totals from the chunk headers.

@@ -931,6 +931,9 @@ fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
     if g.fixed_tags {
         flags |= FLAG_FIXED_TAGS;
     }
+    if g.clean_lanes > 1 {
+        flags |= FLAG_CLEAN_LANES;
+    }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
     if size > g.chunks_off {
@@ -1101,6 +1104,13 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
             }
         ));
     }
+    let lanes = read_u64(&h, H_FLAGS) & FLAG_CLEAN_LANES != 0;
+    if lanes && version < 9 {
+        return bad(format!(
+            "header: flag CLEAN_LANES in a version-{version} file (it came with version 9)"
+        ));
+    }
+    g.clean_lanes = if lanes { CLEAN_LANES } else { 1 };
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
         != (
             read_u64(&h, H_PROC_OFF),

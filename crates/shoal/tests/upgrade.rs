@@ -24,6 +24,9 @@ const FLAG_IN_PLACE: u64 = 4;
 const FLAG_IN_PLACE_UIDS: u64 = 8;
 const FLAG_FIXED_GROUPS: u64 = 16;
 const FLAG_FIXED_TAGS: u64 = 32;
+const FLAG_CLEAN_LANES: u64 = 64;
+/// Cleaning lanes 1 to 7 (version 9), 64 bytes each.
+const H_LANES: u64 = 1024;
 const H_CHUNKS_OFF: u64 = 96;
 const H_FILE_END: u64 = 256;
 const H_LARGE_SLACK: u64 = 328;
@@ -85,7 +88,7 @@ fn set_version(path: &Path, v: u64) {
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1 to 7) it
+/// Turns the closed current store at `path` into the file of format `to` (1 to 8) it
 /// would have been. Below 4, its records must all have long headers (values of 64 bytes
 /// or more, map ids below 64): those are the same bytes in every version. (Fixed-size
 /// maps are not downgraded: a store with one created at version 8 is not a version-7 file.)
@@ -100,15 +103,24 @@ fn downgrade(path: &Path, to: u64) {
         | FLAG_IN_PLACE
         | FLAG_IN_PLACE_UIDS
         | FLAG_FIXED_GROUPS
-        | FLAG_FIXED_TAGS;
+        | FLAG_FIXED_TAGS
+        | FLAG_CLEAN_LANES;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
-        "a version-8 store (without checksums) has short records, in-place values and \
-         fixed maps of groups with tags"
+        "a version-9 store (without checksums) has short records, in-place values, \
+         fixed maps of groups with tags and cleaning lanes"
     );
     set_version(path, to);
+    let flags = flags & !FLAG_CLEAN_LANES;
+    write_u64(&f, H_FLAGS, flags);
+    for w in 0..7 * 8 {
+        write_u64(&f, H_LANES + 8 * w, 0);
+    }
+    if to >= 8 {
+        return;
+    }
     let flags = flags & !FLAG_FIXED_TAGS;
     write_u64(&f, H_FLAGS, flags);
     if to >= 7 {
@@ -159,7 +171,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 8);
+    assert_eq!(FORMAT_VERSION, 9);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -361,7 +373,8 @@ fn short_records_in_a_version_3_file_are_refused() {
 /// The flag IN_PLACE came with version 5: an older file that has it is corrupt (an older
 /// library sharing it would not replay a masked redo entry), and so is a file with
 /// checksums that has it (those stores never overwrite in place). Likewise IN_PLACE_UIDS
-/// before version 6 and FIXED_GROUPS before version 7.
+/// before version 6, FIXED_GROUPS before version 7, FIXED_TAGS before version 8 and
+/// CLEAN_LANES before version 9.
 #[test]
 fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     let _serial = serial();
@@ -409,6 +422,13 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) & !FLAG_FIXED_GROUPS);
     refused_tags("FIXED_TAGS without FIXED_GROUPS");
     write_u64(&f, H_FLAGS, read_u64(&f, H_FLAGS) | FLAG_FIXED_GROUPS);
+    // CLEAN_LANES came with version 9: a version-8 library's cleaner knows no lanes.
+    match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("CLEAN_LANES"), "{what}"),
+        Err(e) => panic!("CLEAN_LANES in version 8: not a corruption error: {e}"),
+        Ok(_) => panic!("CLEAN_LANES in version 8: opened"),
+    }
+    set_version(&path, 9);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
 }
 
@@ -638,4 +658,48 @@ fn a_version_7_store_keeps_its_fixed_maps_untagged() {
         .unwrap();
     drop(s);
     assert_eq!(key_cell_offset(&path), 0);
+}
+
+/// A version-8 file is opened as it is, with one cleaning lane: libraries of version 8
+/// may share it, and their cleaner knows no lanes, so a lane of ours could clean the
+/// chunk theirs is cleaning and both would free it. Writers on several threads clean
+/// through lane 0 only, the lanes' words stay untouched, and the file stays version 8.
+#[test]
+fn a_version_8_store_is_cleaned_through_one_lane() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v8.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 8);
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        let m = s.map("m").unwrap();
+        std::thread::scope(|sc| {
+            for t in 0..4u32 {
+                let m = &m;
+                sc.spawn(move || {
+                    let v = [3u8; 300];
+                    for i in 0..60_000u32 {
+                        let key = format!("t{t}k{}", i % 2_000);
+                        m.put(key.as_bytes(), &v[..50 + (i as usize % 200)])
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let st = s.stats().unwrap();
+        assert!(st.chunks_cleaned > 0, "the cleaner never ran: {st:?}");
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+    }
+    assert_eq!(version(&path), 8);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_CLEAN_LANES, 0);
+    for w in 0..7 * 8 {
+        assert_eq!(
+            read_u64(&f, H_LANES + 8 * w),
+            0,
+            "lane word {w} written in a version-8 file"
+        );
+    }
 }
