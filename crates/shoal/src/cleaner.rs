@@ -304,10 +304,18 @@ fn step_paced(tx: &Txn, high: bool) -> bool {
 
 /// Takes the lock of the first free cleaning lane, starting at lane `first`, without
 /// waiting. Returns the lane.
+///
+/// Lanes with a victim half cleaned come first: a lane is mostly used by the threads whose
+/// slot index leads to it, and once they stop writing, its victim would wait for them,
+/// its dead space out of reach of every other cleaner and of `compact`.
 fn try_lock_lane(tx: &Txn, first: u64) -> Option<u64> {
-    let n = tx.sh.g.clean_lanes;
-    (0..n)
-        .map(|j| (first + j) % n)
+    let sh = tx.sh;
+    let n = sh.g.clean_lanes;
+    let order = move |j: u64| (first + j) % n;
+    let busy = (0..n)
+        .map(order)
+        .filter(|&i| sh.w(lane(i).1).load(Relaxed) != 0);
+    busy.chain((0..n).map(order))
         .find(|&i| tx.try_lock(lane(i).0))
 }
 
@@ -405,9 +413,10 @@ fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
             // a step moves as few live records as it can per byte reclaimed (round robin
             // alone moved ~9 live records per dead one under uniform overwrites).
             let mut best: Option<(u64, u64, u64)> = None; // (dead, chunk, next)
-                                                          // Other lanes' victims are theirs: two lanes cleaning one chunk would both
-                                                          // free it. Every lane sets its victim under this lock, so none is missed (one
-                                                          // cleared since without it is only skipped once more).
+
+            // Other lanes' victims are theirs: two lanes cleaning one chunk would both
+            // free it. Every lane sets its victim under this lock, so none is missed (one
+            // cleared since without it is only skipped once more).
             let mut taken = [0u64; CLEAN_LANES as usize];
             for (i, t) in taken.iter_mut().enumerate().take(sh.g.clean_lanes as usize) {
                 if i as u64 != ln {
@@ -847,6 +856,59 @@ mod tests {
             dead * 4 < data,
             "the cleaner did not catch up: dead {dead} of {data}"
         );
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "{r}");
+    }
+
+    /// A victim half cleaned by a lane that nobody takes any more (its threads stopped
+    /// writing) is finished by whoever cleans next: here `compact`, from a thread whose
+    /// own lane is another.
+    #[test]
+    fn a_victim_left_on_an_idle_lane_is_finished() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let o = crate::Options {
+            chunk_size: 64 << 10,
+            ..crate::Options::default()
+        };
+        let s = crate::Store::open_with(d.path().join("a.shoal"), &o, crate::OpenMode::CreateNew)
+            .unwrap();
+        let sh = &*s.sh;
+        let m = s.map("m").unwrap();
+        let v = [9u8; 200];
+        // About twenty chunks of records, then all but every tenth key removed: sealed
+        // chunks, mostly dead.
+        for i in 0..5_000u32 {
+            m.put(&i.to_le_bytes(), &v).unwrap();
+        }
+        for i in (0..5_000u32).filter(|i| i % 10 != 0) {
+            m.remove(&i.to_le_bytes()).unwrap();
+        }
+        let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let own = tx.idx % sh.g.clean_lanes;
+        let idle = (own + 3) % sh.g.clean_lanes;
+        assert_ne!(own, idle, "precondition: eight lanes");
+        // The idle lane's victim, as a step left it: the first sealed chunk.
+        let mut c = sh.g.chunks_off;
+        while sh.w(c + K_KIND).load(Acquire) != CK_SEALED {
+            c += sh.w(c + K_RUN).load(Acquire).max(1) * sh.g.chunk_size();
+        }
+        let (_, victim_w, pos_w) = lane(idle);
+        sh.w(victim_w).store(c, Release);
+        sh.w(pos_w).store(c + CHUNK_HDR, Release);
+        s.compact().unwrap();
+        assert_eq!(
+            sh.w(victim_w).load(Acquire),
+            0,
+            "the idle lane's victim was left half cleaned"
+        );
+        assert_ne!(
+            sh.w(c + K_KIND).load(Acquire),
+            CK_SEALED,
+            "{c:#x} not freed"
+        );
+        for i in (0..5_000u32).step_by(10) {
+            assert_eq!(m.get(&i.to_le_bytes()).unwrap().as_deref(), Some(&v[..]));
+        }
         let r = s.check().unwrap();
         assert!(r.is_ok(), "{r}");
     }
