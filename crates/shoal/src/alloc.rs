@@ -886,7 +886,7 @@ pub(crate) fn abandon_pending_large(sh: &Shared, t: u64) {
 }
 
 #[cfg(all(test, not(shuttle)))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Whoever decided that a large run is dead (the cleaner, or a writer that has just
@@ -931,7 +931,9 @@ mod tests {
 
     /// A store in /dev/shm with 64 KiB chunks and a map "m": (its directory, the store, the
     /// map, the chunk size).
-    fn store_with_64k_chunks() -> (tempfile::TempDir, crate::Store, crate::Map, u64) {
+    /// A new store in /dev/shm with 64 KiB chunks and its map "m" (also used by the
+    /// cleaner's tests).
+    pub(crate) fn store_with_64k_chunks() -> (tempfile::TempDir, crate::Store, crate::Map, u64) {
         let d = tempfile::tempdir_in("/dev/shm").unwrap();
         let cs = 1u64 << 16;
         let opts = crate::Options {

@@ -797,14 +797,7 @@ mod tests {
     /// per write: without the give-up, every write here waited 200 ms.
     #[test]
     fn a_stopped_cleaner_costs_writers_one_wait_not_one_per_write() {
-        let d = tempfile::tempdir_in("/dev/shm").unwrap();
-        let o = crate::Options {
-            chunk_size: 64 << 10,
-            ..crate::Options::default()
-        };
-        let s = crate::Store::open_with(d.path().join("a.shoal"), &o, crate::OpenMode::CreateNew)
-            .unwrap();
-        let m = s.map("m").unwrap();
+        let (_d, s, m, _) = crate::alloc::tests::store_with_64k_chunks();
         // The "stopped" cleaners: another thread of this (live) process holds every lane.
         let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
         let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
@@ -865,15 +858,8 @@ mod tests {
     /// own lane is another.
     #[test]
     fn a_victim_left_on_an_idle_lane_is_finished() {
-        let d = tempfile::tempdir_in("/dev/shm").unwrap();
-        let o = crate::Options {
-            chunk_size: 64 << 10,
-            ..crate::Options::default()
-        };
-        let s = crate::Store::open_with(d.path().join("a.shoal"), &o, crate::OpenMode::CreateNew)
-            .unwrap();
+        let (_d, s, m, _) = crate::alloc::tests::store_with_64k_chunks();
         let sh = &*s.sh;
-        let m = s.map("m").unwrap();
         let v = [9u8; 200];
         // About twenty chunks of records, then all but every tenth key removed: sealed
         // chunks, mostly dead.
