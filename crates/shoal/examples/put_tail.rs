@@ -2,12 +2,14 @@
 //! its end moved by (a new arena run, a directory, a data chunk) and how many segments
 //! the map gained (a split). It answers "what is the 1 ms put?" without a profiler.
 //!
-//!     cargo run --release -p shoal --example put_tail -- [KEYS] [SHOWN]
+//!     cargo run --release -p shoal --example put_tail -- [KEYS] [SHOWN] [--no-pretouch]
 //!
 //! KEYS (default 10,000,000) puts of `key:%012d` with 16-byte values into a fresh map, in
 //! /dev/shm; each put is timed by thread CPU time (so time the host took from the process
 //! is not counted); the SHOWN (default 20) slowest are listed with the file's growth and
-//! the map's new segments, and the puts over 250 µs are counted by what they did. Last,
+//! the map's new segments, and the puts over 250 µs are counted by what they did, and so
+//! are the puts that took a page fault (`--no-pretouch` turns `Options::pretouch` off,
+//! to compare). Last,
 //! the same run's measure of the machine: the first touch of each page of a fresh file
 //! as large as the store, with no engine code (see `first_touches`).
 
@@ -37,25 +39,35 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let keys: u64 = args.next().map_or(10_000_000, |a| a.parse().expect("KEYS"));
     let shown: usize = args.next().map_or(20, |a| a.parse().expect("SHOWN"));
+    let pretouch = args.next().as_deref() != Some("--no-pretouch");
     let path = format!("/dev/shm/shoal-put-tail-{}.shoal", std::process::id());
     let _ = std::fs::remove_file(&path);
-    let s = Store::open_with(&path, &Options::default(), OpenMode::CreateNew).unwrap();
+    let opts = Options {
+        pretouch,
+        ..Options::default()
+    };
+    let s = Store::open_with(&path, &opts, OpenMode::CreateNew).unwrap();
     let m = s.map("m").unwrap();
     // (µs, put index, file growth in bytes, new segments)
     let mut slow: Vec<(f64, u64, u64, u64, i64)> = Vec::new();
     let value = [7u8; 16];
     let mut end = s.stats().unwrap().file_size;
     let mut segs = m.stats().unwrap().segments;
+    // Puts that took at least one page fault, and the faults they took.
+    let (mut faulted, mut faults) = (0u64, 0i64);
     for i in 0..keys {
         let key = format!("key:{i:012}");
         let f0 = thread_faults();
         let t0 = thread_cpu();
         m.put(key.as_bytes(), &value).unwrap();
         let us = (thread_cpu() - t0).as_secs_f64() * 1e6;
+        let f1 = thread_faults();
+        let f = f1.0 - f0.0 + f1.1 - f0.1;
+        faulted += u64::from(f > 0);
+        faults += f;
         if us > 250.0 {
-            let f1 = thread_faults();
             let (e, g) = (s.stats().unwrap().file_size, m.stats().unwrap().segments);
-            slow.push((us, i, e - end, g - segs, f1.0 - f0.0 + f1.1 - f0.1));
+            slow.push((us, i, e - end, g - segs, f));
         }
         // The file's size and the segment count are read only every 4096 puts (and after
         // a slow one): a growth between two reads is charged to no put, never to a wrong one.
@@ -65,7 +77,11 @@ fn main() {
         }
     }
     slow.sort_by(|a, b| b.0.total_cmp(&a.0));
-    println!("{keys} puts; {} over 250 µs of thread CPU time", slow.len());
+    println!(
+        "{keys} puts (pretouch {}); {} over 250 µs of thread CPU time; {faulted} took a page fault ({faults} faults)",
+        if pretouch { "on" } else { "off" },
+        slow.len()
+    );
     println!(
         "{:>10} {:>10} {:>14} {:>9} {:>12}",
         "µs", "put #", "file grew, KiB", "new segs", "page faults"

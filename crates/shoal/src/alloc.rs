@@ -171,6 +171,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
                 len += HEADER_PAGE;
             }
             crate::sys::allocate(&sh.file, cur, len).map_err(|e| Error::io(&sh.path, e))?;
+            crate::pretouch::request(sh, cur, k * cs);
         }
         if run == k {
             redo.push(link, next);
@@ -200,7 +201,10 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
         )));
     }
     #[cfg(not(shuttle))]
-    grow_file(sh, end, new_end)?;
+    {
+        grow_file(sh, end, new_end)?;
+        crate::pretouch::request(sh, end, new_end - end);
+    }
     crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);
     crate::paranoid::trace!(

@@ -40,6 +40,7 @@ mod index;
 mod map;
 mod mem;
 mod paranoid;
+mod pretouch;
 pub mod repair;
 mod rt;
 mod shared;

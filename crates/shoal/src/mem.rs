@@ -123,7 +123,7 @@ impl Region {
         }
     }
 
-    /// Base address, for unmapping.
+    /// Base address, for unmapping and for faulting pages in (`pretouch`).
     pub fn base_ptr(&self) -> *mut u8 {
         self.base
     }

@@ -60,6 +60,9 @@ pub(crate) struct Shared {
     /// byte from the file's end up to it is backed (`ahead` is claimed before its
     /// `fallocate` runs, and may be ahead of this). See `alloc::grow_file`.
     pub ahead_done: AtomicU64,
+    /// Pretouching (`Options::pretouch`, on tmpfs only): the guard that keeps the
+    /// background thread off the mapping once the store is closing. `None`: off.
+    pub pretouch: Option<std::sync::Arc<crate::pretouch::Guard>>,
 }
 
 impl Shared {
@@ -93,6 +96,7 @@ impl Shared {
             verified: AtomicBool::new(false),
             ahead: AtomicU64::new(0),
             ahead_done: AtomicU64::new(0),
+            pretouch: None,
         }
     }
 

@@ -62,6 +62,13 @@ pub struct Options {
     /// survives an OS crash. Default false: call [`Store::flush`] when you need it.
     /// Only meaningful for files on disk.
     pub sync_writes: bool,
+    /// Fault in, from a background thread, the pages of space the store takes (a data
+    /// chunk, an index arena), before the writers reach them, so that a put does not
+    /// take the page faults itself. Default true. Only on tmpfs (`/dev/shm`): on disk, a
+    /// write fault would dirty pages that `fallocate` left unwritten. One thread per
+    /// process serves every store; within a process, the first open of a file decides.
+    /// See DESIGN.md, "Pretouching".
+    pub pretouch: bool,
 }
 
 impl Default for Options {
@@ -77,6 +84,7 @@ impl Default for Options {
             chunk_size: 256 * 1024,
             checksums: None,
             sync_writes: false,
+            pretouch: true,
         }
     }
 }
@@ -222,22 +230,31 @@ impl Store {
     pub fn open_with(path: impl AsRef<Path>, opts: &Options, mode: OpenMode) -> Result<Store> {
         let path = resolve_path(path);
         validate_options(opts)?;
-        loop {
+        let mut created = false;
+        let s = loop {
             match mode {
-                OpenMode::Open => return open_file(&path, opts),
+                OpenMode::Open => break open_file(&path, opts)?,
                 OpenMode::CreateNew => {
                     create_file(&path, opts)?;
-                    return open_file(&path, opts);
+                    created = true;
+                    break open_file(&path, opts)?;
                 }
                 OpenMode::OpenOrCreate => match open_file(&path, opts) {
                     Err(Error::NotFound(_)) => match create_file(&path, opts) {
-                        Ok(()) | Err(Error::AlreadyExists(_)) => continue,
+                        Ok(()) => created = true,
+                        Err(Error::AlreadyExists(_)) => {}
                         Err(e) => return Err(e),
                     },
-                    r => return r,
+                    r => break r?,
                 },
             }
+        };
+        if created {
+            // The initial free run (`Options::initial_size`) is new space like any growth.
+            let first = s.sh.g.chunks_off;
+            crate::pretouch::request(&s.sh, first, s.sh.file_end().saturating_sub(first));
         }
+        Ok(s)
     }
 
     /// Deletes the store file. Processes that have it open keep working on their mapping
@@ -1187,6 +1204,9 @@ fn open_file_mode(
         let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
         shared.durable = durable;
         shared.sync_writes = o.sync_writes;
+        if o.pretouch && !durable {
+            shared.pretouch = Some(Arc::default());
+        }
         let sh = Arc::new(shared);
         sh.register()?;
         let mut report = None;
@@ -1227,6 +1247,9 @@ fn file_version(sh: &Shared) -> u32 {
 impl Drop for Shared {
     fn drop(&mut self) {
         self.unregister();
+        if let Some(g) = &self.pretouch {
+            g.close();
+        }
         #[cfg(not(shuttle))]
         // SAFETY: the last handle is gone; nothing can reach the mapping any more.
         unsafe {
