@@ -403,7 +403,8 @@ fn secs(what: &str, v: f64) -> PyResult<Duration> {
 
 /// open(path, *, create=True, exclusive=False, max_size=None, initial_size=None,
 ///      lock_timeout=None, max_processes=None, max_threads=None, max_maps=None,
-///      chunk_size=None, mode=None) -> Store
+///      chunk_size=None, mode=None, checksums=None, sync_writes=False,
+///      pretouch=True) -> Store
 ///
 /// Opens the store at `path` (str or os.PathLike; a bare name without '/' means
 /// /dev/shm/NAME.shoal). With `create=True` (the default) a missing store is created;
@@ -417,11 +418,17 @@ fn secs(what: &str, v: f64) -> PyResult<Duration> {
 /// by an OS crash is detected; default None: on for files on disk, off on tmpfs).
 /// `lock_timeout` (seconds, default 5) applies to this process; `sync_writes=True`
 /// flushes to stable storage after every write call (slow; only meaningful on disk).
-/// Opening the same file twice in one process shares one mapping.
+/// `pretouch` (default True; tmpfs only) lets a background thread of this process fault in
+/// the pages of space the store takes before the writers reach them, so that a put does
+/// not take the page faults; pass False to keep the process free of that thread (Python
+/// 3.12+ warns when a multi-threaded process calls `os.fork()`).
+/// Opening the same file twice in one process shares one mapping (and the first open's
+/// `pretouch`).
 #[pyfunction]
 #[pyo3(signature = (path, *, create = true, exclusive = false, max_size = None,
     initial_size = None, lock_timeout = None, max_processes = None, max_threads = None,
-    max_maps = None, chunk_size = None, mode = None, checksums = None, sync_writes = false))]
+    max_maps = None, chunk_size = None, mode = None, checksums = None, sync_writes = false,
+    pretouch = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn open(
     py: Python<'_>,
@@ -438,10 +445,12 @@ pub fn open(
     mode: Option<u32>,
     checksums: Option<bool>,
     sync_writes: bool,
+    pretouch: bool,
 ) -> PyResult<Store> {
     let mut o = shoal::Options {
         checksums,
         sync_writes,
+        pretouch,
         ..Default::default()
     };
     if let Some(v) = max_size {

@@ -1,7 +1,10 @@
 """Dict semantics, errors, lifecycle, pickling."""
 
 import collections.abc
+import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -337,3 +340,35 @@ def test_gil_is_released_during_batch_calls(store):
     finally:
         stop = True
         t.join()
+
+
+_PRETOUCH_PROBE = r"""
+import os, sys, shoal
+
+def pretouch_threads():
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{t}/comm") as f:
+            n += f.read().strip() == "shoal-pretouch"
+    return n
+
+path, pretouch = sys.argv[1], sys.argv[2] == "1"
+with shoal.open(path, pretouch=pretouch) as s:
+    m = s.map("m")
+    for i in range(2000):  # ~8 MB: the file grows by many chunks
+        m[b"k%d" % i] = bytes(4096)
+    assert len(m) == 2000
+    print(pretouch_threads())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not os.path.isdir("/dev/shm"), reason="Linux /proc and /dev/shm")
+@pytest.mark.parametrize("pretouch", [True, False])
+def test_pretouch_option_starts_the_thread_or_not(path, pretouch):
+    # A fresh interpreter: the thread, once started, serves every store of its process.
+    out = subprocess.run(
+        [sys.executable, "-c", _PRETOUCH_PROBE, path, "1" if pretouch else "0"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == (1 if pretouch else 0)

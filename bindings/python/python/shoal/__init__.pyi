@@ -137,13 +137,16 @@ def open(
     mode: int | None = None,
     checksums: bool | None = None,
     sync_writes: bool = False,
+    pretouch: bool = True,
 ) -> Store:
     """Opens (by default creating) the store at `path`; a bare name means
     /dev/shm/NAME.shoal. create=False: a missing store raises NotFound; exclusive=True:
     an existing one raises AlreadyExists. Size and table options apply at creation only;
     checksums (CRC32C per record; default: on for disk files, off on tmpfs) is fixed at
     creation; lock_timeout (seconds, default 5) and sync_writes (flush after every write)
-    apply to this process."""
+    apply to this process. pretouch (default True; tmpfs only): a background thread of
+    this process faults in the pages of space the store takes before the writers reach
+    them; False keeps the process free of that thread."""
 
 def remove(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
     """Deletes the store file; processes that have it open keep their mapping."""
