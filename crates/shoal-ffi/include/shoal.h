@@ -401,6 +401,17 @@ typedef struct shoal_options {
      * meaningful for files on disk; applies to this process.
      */
     uint32_t sync_writes;
+    /**
+     * Whether a background thread of this process faults in the pages of space the
+     * store takes before the writers reach them, so that a write does not take the
+     * page faults (tmpfs only): 0 (default) and 1 on, 2 off. The first open of a file
+     * in a process decides.
+     */
+    uint32_t pretouch;
+    /**
+     * Must be 0.
+     */
+    uint32_t reserved;
 } shoal_options;
 
 /**

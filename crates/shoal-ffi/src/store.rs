@@ -72,9 +72,16 @@ pub struct shoal_options {
     /// survives an OS crash. Default 0: call `shoal_store_flush` when needed. Only
     /// meaningful for files on disk; applies to this process.
     pub sync_writes: u32,
+    /// Whether a background thread of this process faults in the pages of space the
+    /// store takes before the writers reach them, so that a write does not take the
+    /// page faults (tmpfs only): 0 (default) and 1 on, 2 off. The first open of a file
+    /// in a process decides.
+    pub pretouch: u32,
+    /// Must be 0.
+    pub reserved: u32,
 }
 
-// SAFETY: repr(C), starts with struct_size: usize, no padding (8+4+4+8*3+4*6 = 64 bytes,
+// SAFETY: repr(C), starts with struct_size: usize, no padding (8+4+4+8*3+4*8 = 72 bytes,
 // every field at its natural alignment), any bit pattern is a valid value.
 unsafe impl Versioned for shoal_options {}
 
@@ -189,6 +196,19 @@ fn engine_options(o: &shoal_options) -> Res<(shoal::Options, shoal::OpenMode)> {
             format!("sync_writes {}: use 0 or 1", o.sync_writes),
         ));
     }
+    let pretouch = match o.pretouch {
+        0 | 1 => true,
+        2 => false,
+        p => {
+            return Err(Fail::new(
+                SHOAL_INVALID,
+                format!("pretouch {p}: use 0 (default), 1 (on) or 2 (off)"),
+            ))
+        }
+    };
+    if o.reserved != 0 {
+        return Err(Fail::new(SHOAL_INVALID, "reserved must be 0"));
+    }
     let d = shoal::Options::default();
     let or = |v: u64, def: u64| if v == 0 { def } else { v };
     let or32 = |v: u32, def: u32| if v == 0 { def } else { v };
@@ -209,6 +229,7 @@ fn engine_options(o: &shoal_options) -> Res<(shoal::Options, shoal::OpenMode)> {
         chunk_size: or(o.chunk_size, d.chunk_size),
         checksums,
         sync_writes: o.sync_writes == 1,
+        pretouch,
         ..shoal::Options::default()
     };
     Ok((options, mode))

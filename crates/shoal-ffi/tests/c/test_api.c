@@ -189,6 +189,24 @@ static void test_store_open_modes_and_options(void) {
     o.max_size = 4096; /* below the tables */
     CHECK_RC(shoal_store_open(p2, &o, &s), SHOAL_INVALID);
     CHECK(access(p2, F_OK) != 0);
+    o = small_opts();
+    o.pretouch = 3;
+    CHECK_RC(shoal_store_open(p2, &o, &s), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "pretouch") != NULL);
+    o = small_opts();
+    o.reserved = 1;
+    CHECK_RC(shoal_store_open(p2, &o, &s), SHOAL_INVALID);
+    CHECK(access(p2, F_OK) != 0);
+    /* Pretouching off: a store like any other. */
+    o = small_opts();
+    o.pretouch = 2;
+    REQUIRE_OK(shoal_store_open(p2, &o, &s));
+    shoal_map *mp = NULL;
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &mp));
+    CHECK_RC(shoal_map_put(mp, "k", 1, "v", 1, NULL), SHOAL_OK);
+    shoal_map_close(mp);
+    shoal_store_close(s);
+    shoal_store_destroy(p2);
 
     /* A caller compiled against an older header (a shorter struct): the missing fields
      * take their defaults. */
