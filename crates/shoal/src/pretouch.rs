@@ -77,10 +77,12 @@ struct Job {
     len: u64,
 }
 
-/// The thread of this process: its pid (a forked child must start its own) and its queue.
+/// The thread of this process: its pid (a forked child must start its own) and its queue,
+/// `None` when the thread could not be started or has ended (then requests are dropped,
+/// rather than each one trying again under the caller's locks).
 struct Worker {
     pid: u32,
-    tx: Sender<Job>,
+    tx: Option<Sender<Job>>,
 }
 
 static WORKER: Mutex<Option<Worker>> = Mutex::new(None);
@@ -113,25 +115,28 @@ pub(crate) fn request(sh: &Shared, off: u64, len: u64) {
         // Forget, not drop, a parent's worker: its thread is not in this process, and
         // dropping its sender could wait on a lock that thread held at the fork.
         std::mem::forget(w.take());
-        *w = spawn(pid);
+        *w = Some(spawn(pid));
     }
-    let Some(worker) = w.as_ref() else { return };
+    let Some(worker) = w.as_mut() else { return };
+    let Some(tx) = &worker.tx else { return };
     PENDING.fetch_add(1, SeqCst);
-    if worker.tx.send(job).is_err() {
+    if tx.send(job).is_err() {
         PENDING.fetch_sub(1, SeqCst);
-        *w = None;
+        worker.tx = None;
     }
 }
 
-/// Starts this process's thread, or `None` when it cannot be started (the requests are
-/// then dropped).
-fn spawn(pid: u32) -> Option<Worker> {
+/// Starts this process's thread (see [`Worker`] for when it cannot).
+fn spawn(pid: u32) -> Worker {
     let (tx, rx) = channel();
-    std::thread::Builder::new()
+    let started = std::thread::Builder::new()
         .name("shoal-pretouch".into())
         .spawn(move || run(rx))
-        .ok()?;
-    Some(Worker { pid, tx })
+        .is_ok();
+    Worker {
+        pid,
+        tx: started.then_some(tx),
+    }
 }
 
 fn run(rx: Receiver<Job>) {
