@@ -244,6 +244,31 @@ mod tests {
         );
     }
 
+    /// Only tmpfs stores pretouch: on disk a write fault would dirty pages `fallocate`
+    /// left unwritten. (Skipped where the temporary directory is itself on tmpfs.)
+    #[test]
+    fn stores_on_disk_do_not_pretouch() {
+        let d = tempfile::tempdir().unwrap();
+        let s = crate::Store::open_with(
+            d.path().join("d.shoal"),
+            &crate::Options::default(),
+            crate::OpenMode::CreateNew,
+        )
+        .unwrap();
+        if crate::sys::on_tmpfs(&s.sh.file) {
+            return;
+        }
+        assert!(s.sh.pretouch.is_none());
+        let t = tempfile::tempdir_in("/dev/shm").unwrap();
+        let m = crate::Store::open_with(
+            t.path().join("m.shoal"),
+            &crate::Options::default(),
+            crate::OpenMode::CreateNew,
+        )
+        .unwrap();
+        assert!(m.sh.pretouch.is_some());
+    }
+
     /// A store closed while its range is being faulted in: closing waits for the step in
     /// progress, and the thread goes on serving other stores.
     #[test]
