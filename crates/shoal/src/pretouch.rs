@@ -245,7 +245,7 @@ mod tests {
     }
 
     /// Only tmpfs stores pretouch: on disk a write fault would dirty pages `fallocate`
-    /// left unwritten. (Skipped where the temporary directory is itself on tmpfs.)
+    /// left unwritten. (Skipped, saying so, where the temporary directory is on tmpfs.)
     #[test]
     fn stores_on_disk_do_not_pretouch() {
         let d = tempfile::tempdir().unwrap();
@@ -256,6 +256,7 @@ mod tests {
         )
         .unwrap();
         if crate::sys::on_tmpfs(&s.sh.file) {
+            eprintln!("skipped: the temporary directory is on tmpfs here, not on disk");
             return;
         }
         assert!(s.sh.pretouch.is_none());
