@@ -12,6 +12,8 @@
 //! * a grandchild forked by a child, that never touches the store, does not keep the
 //!   child alive in the store's eyes once the child is killed (the child's liveness lock
 //!   is not inherited), so the child's process slot is reclaimed.
+//! * a child, which `fork()` gives no copy of its parent's pretouch thread, starts its
+//!   own when it grows the store, and neither process blocks.
 //!
 //! Children report through their exit status (0 = every operation and check worked).
 //! `SHOAL_SEED` repeats a run's random choices.
@@ -467,4 +469,80 @@ fn grandchild_does_not_keep_a_dead_child_alive() {
         "seed {seed}: the killed child still counts as attached: its grandchild kept its liveness lock"
     );
     drop(grandchild);
+}
+
+/// Threads of this process named `shoal-pretouch` (the engine's pretouch thread).
+fn pretouch_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten()
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "shoal-pretouch")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// `fork()` copies only the calling thread, so a child has no pretouch thread even when
+/// its parent has one. A child that grows the store must start its own (one, not none:
+/// requests sent to the parent's thread would go nowhere), and neither process may block.
+#[test]
+fn a_forked_child_starts_its_own_pretouch_thread() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = seed();
+    let d = tmp();
+    if !d.path().starts_with("/dev/shm") {
+        eprintln!("skipped: no /dev/shm here (pretouching is for tmpfs only)");
+        return;
+    }
+    let (store, map) = open(&d);
+    const MB: usize = 1 << 20;
+    // A record larger than a chunk takes a run of its own: the file grows, and the
+    // parent's pretouch thread starts (if no earlier test of this process started it).
+    map.put(b"parent", &vec![7u8; MB]).unwrap();
+    assert_eq!(
+        pretouch_threads(),
+        1,
+        "seed {seed}: the parent's pretouch thread"
+    );
+    let child = fork_child(|| {
+        if pretouch_threads() != 0 {
+            return 20;
+        }
+        for i in 0..8u8 {
+            if map.put(format!("c:{i}").as_bytes(), &vec![i; MB]).is_err() {
+                return 21;
+            }
+        }
+        if pretouch_threads() != 1 {
+            return 22;
+        }
+        for i in 0..8u8 {
+            if map.get(format!("c:{i}").as_bytes()).ok().flatten() != Some(vec![i; MB]) {
+                return 23;
+            }
+        }
+        0
+    });
+    let st = wait_child(child, Duration::from_secs(120), seed);
+    assert_eq!(
+        exit_code(st),
+        Some(0),
+        "seed {seed}: child failed (status {st:#x}; 20 a pretouch thread copied by fork, 21 \
+         put failed, 22 no pretouch thread of its own after growing the store, 23 values \
+         wrong, 101 panic)"
+    );
+    for i in 0..8u8 {
+        assert_eq!(
+            map.get(format!("c:{i}").as_bytes()).unwrap(),
+            Some(vec![i; MB]),
+            "seed {seed}"
+        );
+    }
+    assert_eq!(map.get(b"parent").unwrap(), Some(vec![7u8; MB]));
+    assert_eq!(pretouch_threads(), 1, "seed {seed}: the parent's thread");
+    let r = store.check().unwrap();
+    assert!(r.is_ok(), "seed {seed}: {r}");
 }
