@@ -343,7 +343,7 @@ def test_gil_is_released_during_batch_calls(store):
 
 
 _PRETOUCH_PROBE = r"""
-import os, sys, shoal
+import os, sys, time, shoal
 
 def pretouch_threads():
     n = 0
@@ -358,6 +358,11 @@ with shoal.open(path, pretouch=pretouch) as s:
     for i in range(2000):  # ~8 MB: the file grows by many chunks
         m[b"k%d" % i] = bytes(4096)
     assert len(m) == 2000
+    # A new thread names itself once it runs: wait for it (or, when off, give it time to
+    # show up if it wrongly started), at most 30 s.
+    deadline = time.monotonic() + (30 if pretouch else 0.5)
+    while pretouch_threads() != (1 if pretouch else -1) and time.monotonic() < deadline:
+        time.sleep(0.01)
     print(pretouch_threads())
 """
 

@@ -485,6 +485,19 @@ fn pretouch_threads() -> usize {
         .unwrap_or(0)
 }
 
+/// Waits until this process has `n` pretouch threads, at most `limit`; returns the last
+/// count. (A new thread names itself once it runs, so it is counted only then.)
+fn wait_pretouch_threads(n: usize, limit: Duration) -> usize {
+    let start = Instant::now();
+    loop {
+        let c = pretouch_threads();
+        if c == n || start.elapsed() > limit {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// `fork()` copies only the calling thread, so a child has no pretouch thread even when
 /// its parent has one. A child that grows the store must start its own (one, not none:
 /// requests sent to the parent's thread would go nowhere), and neither process may block.
@@ -503,7 +516,7 @@ fn a_forked_child_starts_its_own_pretouch_thread() {
     // parent's pretouch thread starts (if no earlier test of this process started it).
     map.put(b"parent", &vec![7u8; MB]).unwrap();
     assert_eq!(
-        pretouch_threads(),
+        wait_pretouch_threads(1, Duration::from_secs(30)),
         1,
         "seed {seed}: the parent's pretouch thread"
     );
@@ -516,7 +529,7 @@ fn a_forked_child_starts_its_own_pretouch_thread() {
                 return 21;
             }
         }
-        if pretouch_threads() != 1 {
+        if wait_pretouch_threads(1, Duration::from_secs(30)) != 1 {
             return 22;
         }
         for i in 0..8u8 {
