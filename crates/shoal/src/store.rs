@@ -1251,7 +1251,8 @@ impl Drop for Shared {
             g.close();
         }
         #[cfg(not(shuttle))]
-        // SAFETY: the last handle is gone; nothing can reach the mapping any more.
+        // SAFETY: the last handle is gone, and the pretouch thread, the one other user
+        // of the mapping's address, is kept off it by the guard closed above.
         unsafe {
             sys::unmap(self.r.base_ptr(), self.reserve)
         };
