@@ -231,6 +231,7 @@ impl Store {
         let path = resolve_path(path);
         validate_options(opts)?;
         let mut created = false;
+        let mut tries = 0;
         let s = loop {
             match mode {
                 OpenMode::Open => break open_file(&path, opts)?,
@@ -242,7 +243,19 @@ impl Store {
                 OpenMode::OpenOrCreate => match open_file(&path, opts) {
                     Err(Error::NotFound(_)) => match create_file(&path, opts) {
                         Ok(()) => created = true,
-                        Err(Error::AlreadyExists(_)) => {}
+                        // Created by another process since our open: open it (again).
+                        Err(Error::AlreadyExists(_)) if tries < OPEN_OR_CREATE_TRIES => {
+                            tries += 1
+                        }
+                        Err(Error::AlreadyExists(_)) => {
+                            return Err(Error::Io {
+                                path: path.clone(),
+                                source: std::io::Error::other(format!(
+                                    "gave up after {tries} tries: the file vanished every \
+                                     time between a create that found it and an open"
+                                )),
+                            })
+                        }
                         Err(e) => return Err(e),
                     },
                     r => break r?,
@@ -842,8 +855,19 @@ fn read_name(sh: &Shared, ce: u64) -> Result<String> {
         .map_err(|_| sh.corrupt(format!("catalog entry at {ce:#x}: name is not UTF-8")))
 }
 
+/// How many times open-or-create starts over when the file vanishes between a failed
+/// create (it existed) and the next open (it is gone): another process destroying and
+/// creating it at that very moment. Past this, something else is going on.
+const OPEN_OR_CREATE_TRIES: u32 = 100;
+
 /// Creates and initialises a store file, then links it into place atomically, so no
 /// process ever opens a half-written store.
+///
+/// The file is built unnamed (`O_TMPFILE`) where the filesystem allows, so a creator
+/// killed halfway leaves nothing behind; elsewhere under a hidden temporary name
+/// `.NAME.PID.RAND.tmp`, which the next creator in the directory removes once its
+/// process is gone. The name is never created through a symbolic link: a link there,
+/// even a dangling one, makes the create fail.
 fn create_file(path: &Path, o: &Options) -> Result<()> {
     let dir = path
         .parent()
@@ -851,21 +875,25 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
         .unwrap_or(Path::new("."));
     let fname = path
         .file_name()
-        .ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.{:x}.tmp",
-        fname.to_string_lossy(),
-        sys::pid(),
-        random_u64()
-    ));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(o.mode)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(&tmp)
-        .map_err(|e| Error::io(path, e))?;
+        .ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", path.display())))?
+        .to_string_lossy()
+        .into_owned();
+    remove_stale_temporaries(dir, &fname);
+    let (file, tmp) = match sys::create_unnamed(dir, o.mode).map_err(|e| Error::io(path, e))? {
+        Some(f) => (f, None),
+        None => {
+            let tmp = dir.join(format!(".{fname}.{}.{:x}.tmp", sys::pid(), random_u64()));
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(o.mode)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(&tmp)
+                .map_err(|e| Error::io(path, e))?;
+            (f, Some(tmp))
+        }
+    };
     let r = (|| {
         let shift = o.chunk_size.trailing_zeros();
         let mut g = Geometry::layout(
@@ -897,10 +925,80 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
             file.write_all_at(&bytes, off)
                 .map_err(|e| Error::io(path, e))?;
         }
-        std::fs::hard_link(&tmp, path).map_err(|e| Error::io(path, e))
+        crate::rt::failpoint!("create.written");
+        let linked = match &tmp {
+            None => sys::link_unnamed(&file, path),
+            Some(tmp) => std::fs::hard_link(tmp, path),
+        };
+        linked.map_err(|e| match e.raw_os_error() {
+            Some(libc::EEXIST) => dangling_link_error(path).unwrap_or_else(|| Error::io(path, e)),
+            _ => Error::io(path, e),
+        })
     })();
-    let _ = std::fs::remove_file(&tmp);
+    if let Some(tmp) = tmp {
+        let _ = std::fs::remove_file(&tmp);
+    }
     r
+}
+
+/// The error for a store path that is a symbolic link to nothing, `None` if it is not
+/// one. Following the link to create its target would let anyone who can write the
+/// directory (`/dev/shm` is world-writable) choose where a store is created.
+fn dangling_link_error(path: &Path) -> Option<Error> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_symlink() || std::fs::metadata(path).is_ok() {
+        return None;
+    }
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    Some(Error::InvalidArgument(format!(
+        "{} is a symbolic link to {target}, which does not exist; a store is never \
+         created through a symbolic link (remove the link, or name the target itself)",
+        path.display()
+    )))
+}
+
+/// Removes the hidden temporary files (`.NAME.PID.RAND.tmp`) that creators of the store
+/// `fname` in `dir` left when they were killed, where they could not build the file
+/// unnamed. Only files of processes that no longer exist, and not changed for a minute
+/// (a creator in another PID namespace looks dead from here), are removed.
+fn remove_stale_temporaries(dir: &Path, fname: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{fname}.");
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let Some((pid, rand)) = rest.split_once('.') else {
+            continue;
+        };
+        let (Ok(pid), true) = (
+            pid.parse::<u32>(),
+            !rand.is_empty() && rand.bytes().all(|b| b.is_ascii_hexdigit()),
+        ) else {
+            continue;
+        };
+        if pid == sys::pid() || sys::process_exists(pid) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= std::time::Duration::from_secs(60));
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The bytes a new store starts with (everything else is zero): the header, and the

@@ -285,6 +285,49 @@ pub fn futex_wake(word: &std::sync::atomic::AtomicU32, n: u32) {
     let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), n);
 }
 
+/// Opens an unnamed regular file in directory `dir` (`O_TMPFILE`): a file that no other
+/// process can see or open until [`link_unnamed`] gives it a name, and that the kernel
+/// removes by itself if the process dies first. `Ok(None)` when the filesystem (or the
+/// kernel) has no unnamed files, or `/proc` is not mounted to name one: the caller then
+/// falls back to a named temporary file.
+pub fn create_unnamed(dir: &std::path::Path, mode: u32) -> io::Result<Option<File>> {
+    use rustix::fs::{Mode, OFlags, CWD};
+    if !std::path::Path::new("/proc/self/fd").is_dir() {
+        return Ok(None);
+    }
+    match rustix::fs::openat(
+        CWD,
+        dir,
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    ) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        // EISDIR and EOPNOTSUPP: kernels and filesystems without O_TMPFILE.
+        Err(e) if e == rustix::io::Errno::ISDIR || e == rustix::io::Errno::OPNOTSUPP => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Gives a file from [`create_unnamed`] the name `path`, atomically; fails with
+/// `EEXIST` if `path` exists (a dangling symbolic link included: it is never followed).
+pub fn link_unnamed(file: &File, path: &std::path::Path) -> io::Result<()> {
+    use rustix::fs::{AtFlags, CWD};
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    rustix::fs::linkat(CWD, proc_path.as_str(), CWD, path, AtFlags::SYMLINK_FOLLOW)
+        .map_err(io::Error::from)
+}
+
+/// Whether process `pid` exists (in this PID namespace). A reused PID reads as alive.
+pub fn process_exists(pid: u32) -> bool {
+    match rustix::process::Pid::from_raw(pid as i32) {
+        Some(p) => !matches!(
+            rustix::process::test_kill_process(p),
+            Err(rustix::io::Errno::SRCH)
+        ),
+        None => true,
+    }
+}
+
 /// The calling process's id.
 pub fn pid() -> u32 {
     std::process::id()
