@@ -119,13 +119,73 @@ fn ahead_window(end: u64, cs: u64) -> u64 {
         .min(AHEAD_MAX)
 }
 
-/// Who is asking for space: the cleaner may use the last free chunk of a store that can
-/// no longer grow, so that it can always move live records out of a victim and free it
-/// (otherwise a full store full of dead records could never be reclaimed).
+/// Who is asking for space. The cleaner needs a chunk to move a victim's live records
+/// into before it can free the victim, so a store whose dead records fill it can always
+/// be reclaimed only if a chunk is kept for the cleaner. Two limits can fill a store:
+/// - its maximum size: ordinary callers leave the last chunk of room below it;
+/// - the filesystem: ordinary growth keeps the **reserve**, one chunk allocated past the
+///   file's end (`FALLOC_FL_KEEP_SIZE`: the filesystem holds it for the file, and the
+///   file's size does not cover it), and fails with `NoSpace` rather than grow without
+///   it. The cleaner grows into it, which needs no new space from the filesystem, and
+///   [`restore_reserve`] takes it back after a compaction.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Purpose {
     Normal,
     Cleaner,
+}
+
+/// Makes sure the chunk past `end` (the reserve, see [`Purpose`]) is allocated, unless
+/// the maximum size leaves no room for it there. On a filesystem that cannot allocate
+/// past a file's end there is no reserve, and nothing is refused for want of it.
+/// Everything before `end` must be allocated already: what this allocates then extends
+/// what this process knows to be allocated past the file's end (`ahead_done`), which
+/// growth skips.
+#[cfg(not(shuttle))]
+fn keep_reserve(sh: &Shared, end: u64) -> Result<()> {
+    let cs = sh.g.chunk_size();
+    let want = end + cs;
+    let done = sh.ahead_done.load(Acquire);
+    // Space past the end is never released (only free runs below it are), so what this
+    // process confirmed allocated there still is.
+    if want > sh.g.max_size.min(sh.reserve) || done >= want {
+        return Ok(());
+    }
+    let from = if done >= end && done < want { done } else { end };
+    match crate::sys::allocate_ahead(&sh.file, from, want - from) {
+        Ok(true) => {
+            let _ = sh
+                .ahead_done
+                .fetch_update(Release, Acquire, |d| (from <= d.max(end)).then_some(d.max(want)));
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(e) => Err(Error::io(&sh.path, e)),
+    }
+}
+
+/// After a compaction: takes the reserve (see [`Purpose`]) back if the cleaner grew into
+/// it. On a full filesystem that needs room, so the free runs' pages are returned to the
+/// filesystem first (compaction has just freed chunks: one of them becomes the reserve).
+pub(crate) fn restore_reserve(tx: &Txn) -> Result<()> {
+    #[cfg(not(shuttle))]
+    {
+        let sh = tx.sh;
+        match keep_reserve(sh, sh.file_end()) {
+            Err(Error::NoSpace { .. }) => {
+                release_free(tx)?;
+                match keep_reserve(sh, sh.file_end()) {
+                    Err(Error::NoSpace { .. }) | Ok(()) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            r => r,
+        }
+    }
+    #[cfg(shuttle)]
+    {
+        let _ = tx;
+        Ok(())
+    }
 }
 
 /// Under the alloc lock: finds `k` contiguous chunks (best fit over the first runs of the
@@ -157,7 +217,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
     {
         fit = find_fit(sh, k)?;
     }
-    if let Some((link, cur, run, next)) = fit {
+    if let Some((_, cur, run, _)) = fit {
         crate::paranoid::trace!("take {cur:#x}: {k} of a free run of {run} (txn {})", tx.idx);
         crate::paranoid::unreferenced!(sh, cur, cur + run * cs, "take {k} of free run {cur:#x}");
         // A released run's pages are holes: allocate what is taken (and the page the
@@ -170,9 +230,16 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
             if run > k {
                 len += HEADER_PAGE;
             }
-            crate::sys::allocate(&sh.file, cur, len).map_err(|e| Error::io(&sh.path, e))?;
-            crate::pretouch::request(sh, cur, k * cs);
+            match crate::sys::allocate(&sh.file, cur, len).map_err(|e| Error::io(&sh.path, e)) {
+                Ok(()) => crate::pretouch::request(sh, cur, k * cs),
+                // A full filesystem: the cleaner grows into the reserve instead.
+                Err(Error::NoSpace { .. }) if purpose == Purpose::Cleaner => fit = None,
+                Err(e) => return Err(e),
+            }
         }
+    }
+    if let Some((link, cur, run, next)) = fit {
+        let released = sh.w(cur + K_USED).load(Acquire) == RELEASED;
         if run == k {
             redo.push(link, next);
         } else {
@@ -203,6 +270,11 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
     #[cfg(not(shuttle))]
     {
         grow_file(sh, end, new_end)?;
+        if purpose == Purpose::Normal {
+            // Refused, the growth is not published: the file is longer than its end, as
+            // after a crash here, and the next growth finds those pages allocated.
+            keep_reserve(sh, new_end)?;
+        }
         crate::pretouch::request(sh, end, new_end - end);
     }
     crate::rt::failpoint!("alloc.grown");

@@ -363,7 +363,13 @@ pub(crate) fn compact(tx: &Txn, max_steps: usize) -> Result<u64> {
         let idle = victim0 == 0 && cleaned == 0 && sh.w(lane(i).1).load(Acquire) == 0;
         budget = budget.saturating_sub(if idle { SCAN_CHUNKS as u64 } else { cleaned });
     }
-    Ok(sh.w(H_CLEANED).load(Acquire) - before)
+    let freed = sh.w(H_CLEANED).load(Acquire) - before;
+    if freed > 0 {
+        // On a full filesystem the steps grew into the reserve: take it back now, while
+        // the chunks just freed can pay for it.
+        crate::alloc::restore_reserve(tx)?;
+    }
+    Ok(freed)
 }
 
 /// One bounded step of cleaning lane `ln`, whose lock the caller holds. (A compaction

@@ -692,15 +692,17 @@ impl Map {
         }
     }
 
-    /// Runs `f`; if the store is full but holds dead records, compacts once and retries.
+    /// Runs `f`; if the store is full (at its maximum size, or its filesystem is) but
+    /// holds dead records, compacts once and retries.
     fn retry_full<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
         match f() {
-            Err(Error::StoreFull(why)) => {
+            Err(full @ (Error::StoreFull(_) | Error::NoSpace { .. })) => {
                 let tx = self.txn()?;
                 // A compaction that could not start (the cleaner lock's holder is alive
-                // but stopped) leaves the store full: that is the error to report.
+                // but stopped) or found no room to move records to leaves the store
+                // full: that is the error to report.
                 match crate::cleaner::compact(&tx, COMPACT_ON_FULL_STEPS) {
-                    Ok(0) | Err(Error::Timeout(_)) => Err(Error::StoreFull(why)),
+                    Ok(0) | Err(Error::Timeout(_) | Error::NoSpace { .. }) => Err(full),
                     Ok(_) => f(),
                     Err(e) => Err(e),
                 }

@@ -921,6 +921,11 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
             )));
         }
         sys::allocate(&file, 0, size).map_err(|e| Error::io(path, e))?;
+        if size + o.chunk_size <= o.max_size {
+            // The cleaner's reserve past the end (see `alloc::Purpose`); growth keeps it
+            // from then on. Without it the store still works, so a failure is not one.
+            let _ = sys::allocate_ahead(&file, size, o.chunk_size);
+        }
         for (off, bytes) in initial_image(&g, o, size) {
             file.write_all_at(&bytes, off)
                 .map_err(|e| Error::io(path, e))?;
