@@ -150,12 +150,16 @@ fn keep_reserve(sh: &Shared, end: u64) -> Result<()> {
     if want > sh.g.max_size.min(sh.reserve) || done >= want {
         return Ok(());
     }
-    let from = if done >= end && done < want { done } else { end };
+    let from = if done >= end && done < want {
+        done
+    } else {
+        end
+    };
     match crate::sys::allocate_ahead(&sh.file, from, want - from) {
         Ok(true) => {
-            let _ = sh
-                .ahead_done
-                .fetch_update(Release, Acquire, |d| (from <= d.max(end)).then_some(d.max(want)));
+            let _ = sh.ahead_done.fetch_update(Release, Acquire, |d| {
+                (from <= d.max(end)).then_some(d.max(want))
+            });
             Ok(())
         }
         Ok(false) => Ok(()),

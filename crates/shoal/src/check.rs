@@ -176,7 +176,7 @@ fn check_index_space(
     }
     let top = match kinds.get(&arena) {
         Some(&(CK_INDEX, run)) if sh.w(arena + K_OWNER).load(Acquire) == id => {
-            arena + run.clamp(1, crate::index::ARENA_MAX_CHUNKS) * cs
+            arena + run.clamp(1, crate::index::arena_max_chunks(sh, m)) * cs
         }
         _ => {
             problems.push(format!(

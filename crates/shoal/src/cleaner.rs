@@ -289,14 +289,16 @@ fn step_paced(tx: &Txn, high: bool) -> bool {
         PACE_GAVE_UP.with(|g| g.set(false));
         Some(i)
     } else if high && !tx.holds_locks() && !PACE_GAVE_UP.with(|g| g.get()) {
-        let ok = tx.lock_within(lane(own).0, PACE_WAIT).is_ok();
+        let ok = tx.lock_paced(lane(own).0, PACE_WAIT).is_ok();
         PACE_GAVE_UP.with(|g| g.set(!ok));
         ok.then_some(own)
     } else {
         None
     };
     if let Some(i) = locked {
-        let _ = step_locked(tx, i, false);
+        // The step is housekeeping for everyone: behind a stopped process it gives up
+        // within milliseconds instead of holding this write up for its timeout.
+        let _ = step_locked(&tx.housekeeping(), i, false);
         tx.unlock(lane(i).0);
     }
     locked.is_some()

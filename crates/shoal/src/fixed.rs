@@ -55,6 +55,7 @@
 //! `index.rs`'s hot paths free of a cell/slot abstraction was a goal. The directory, the
 //! segment locking, the spares and the directory doubling are shared (`index.rs`).
 
+use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::index::{self, MapRef, STAGE};
@@ -62,7 +63,7 @@ use crate::mem::fence;
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn, I_FMOVE, I_FSPLIT, I_REDO, LOCK_HIGH, WAITERS};
 use std::sync::atomic::Ordering::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Largest key of a fixed-size map, in bytes.
 pub const MAX_KEY_SIZE: u64 = 512;
@@ -687,11 +688,11 @@ impl FixedRef {
         key: &[u8],
         f: &mut impl FnMut(u64) -> T,
     ) -> Result<Option<T>> {
-        let start = Instant::now();
+        let wait = Wait::begin(self.m.timeout, self.m.timeout);
         let mut tries = 0u32;
         loop {
             tries += 1;
-            self.backoff(sh, h, tries, start)?;
+            self.backoff(sh, h, tries, &wait)?;
             if let Attempt::Done(r) = self.read_once(sh, h, key, f)? {
                 return Ok(r);
             }
@@ -771,7 +772,7 @@ impl FixedRef {
     /// Between optimistic retries (as `MapRef::backoff`): spin, yield, sleep; after 10 ms
     /// recover a dead writer of the segment; give up at the timeout.
     #[cold]
-    fn backoff(&self, sh: &Shared, h: u64, tries: u32, start: Instant) -> Result<()> {
+    fn backoff(&self, sh: &Shared, h: u64, tries: u32, wait: &Wait) -> Result<()> {
         if tries < 16 {
             std::hint::spin_loop();
             return Ok(());
@@ -783,18 +784,18 @@ impl FixedRef {
         if !self.m.alive(sh) {
             return Err(self.m.dropped());
         }
-        let waited = start.elapsed();
+        let expired = wait.expired();
         // The deadline is checked here too, not only with the writer's liveness every
         // 10 ms: a deadline below that (zero: "only if not busy now") gives up after the
         // spins and yields.
-        if waited > Duration::from_millis(10) || waited > self.m.timeout {
+        if wait.waited() > Duration::from_millis(10) || expired {
             let (_, _, e) = self.m.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
             if lockw != 0 && !sh.txn_alive(lockw - 1) {
                 crate::txn::recover_txn(sh, lockw - 1)?;
             }
-            if waited > self.m.timeout {
-                return Err(Error::Timeout(waited));
+            if expired {
+                return Err(wait.timeout());
             }
         }
         crate::rt::sleep(Duration::from_micros(50));
@@ -1262,7 +1263,7 @@ fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
     if lw.load(Acquire) & LOCK_HIGH == 0 {
         return Ok(());
     }
-    let start = Instant::now();
+    let wait = Wait::begin(timeout, timeout);
     let mut spins = 0u32;
     let mut next_check = Duration::from_millis(10);
     loop {
@@ -1279,8 +1280,9 @@ fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
         // deadline before every sleep, with the adders looked at first, since a count only
         // dead adders left must be cleared whatever the deadline (a zero one, the Python
         // binding's first try, used to sleep out the first 10 ms).
-        let waited = start.elapsed();
-        if waited >= next_check || waited >= timeout {
+        let waited = wait.waited();
+        let expired = wait.expired();
+        if waited >= next_check || expired {
             next_check = waited + Duration::from_millis(10);
             let live = (0..sh.g.n_txn).any(|t| {
                 t != tx.idx
@@ -1293,8 +1295,8 @@ fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
                 let _ = lw.compare_exchange(cur, cur & !LOCK_HIGH, AcqRel, Relaxed);
                 continue;
             }
-            if waited >= timeout {
-                return Err(Error::Timeout(waited));
+            if expired {
+                return Err(wait.timeout());
             }
         }
         crate::rt::sleep(Duration::from_micros(20));
@@ -2665,6 +2667,7 @@ impl FixedMap {
 
     /// Inserts or replaces; says which.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<PutOutcome> {
+        let _call = crate::deadline::call();
         self.check_value(value)?;
         let (existed, _) = self.write(key, &mut |_| Ok(Act::Put(value)))?;
         Ok(if existed {
@@ -2676,6 +2679,7 @@ impl FixedMap {
 
     /// Inserts only if `key` is absent; returns whether it did.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let _call = crate::deadline::call();
         self.check_value(value)?;
         let (_, applied) = self.write(key, &mut |cur| {
             Ok(if cur.is_none() {
@@ -2689,6 +2693,7 @@ impl FixedMap {
 
     /// Replaces only if `key` is present; returns whether it did.
     pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let _call = crate::deadline::call();
         self.check_value(value)?;
         let (_, applied) = self.write(key, &mut |cur| {
             Ok(if cur.is_some() {
@@ -2702,6 +2707,7 @@ impl FixedMap {
 
     /// Removes `key`; returns whether it was present.
     pub fn remove(&self, key: &[u8]) -> Result<bool> {
+        let _call = crate::deadline::call();
         let (_, applied) = self.write(key, &mut |_| Ok(Act::Remove))?;
         Ok(applied)
     }
@@ -2709,6 +2715,7 @@ impl FixedMap {
     /// Inserts or replaces, returning the previous value (read under the segment lock,
     /// so no other write comes between the two).
     pub fn swap(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _call = crate::deadline::call();
         self.check_value(value)?;
         let mut old = None;
         self.write(key, &mut |cur| {
@@ -2720,6 +2727,7 @@ impl FixedMap {
 
     /// Removes `key` and returns its value, if it was present.
     pub fn take(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _call = crate::deadline::call();
         let mut old = None;
         self.write(key, &mut |cur| {
             old = cur.map(|off| self.value_at(off));
@@ -2735,6 +2743,7 @@ impl FixedMap {
     /// Returns the value of `key`, first inserting `default` if the key is absent
     /// (atomically: of several racing callers, exactly one inserts).
     pub fn get_or_insert(&self, key: &[u8], default: &[u8]) -> Result<Vec<u8>> {
+        let _call = crate::deadline::call();
         self.check_value(default)?;
         if let Some(v) = self.get(key)? {
             return Ok(v);
@@ -2778,6 +2787,7 @@ impl FixedMap {
     /// Faster than the same puts one by one on a large map: the buckets and segment locks
     /// of the puts a few entries ahead are loaded while one is written.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let _call = crate::deadline::call();
         let sh = &*self.sh;
         crate::map::put_each(
             sh,
@@ -2790,6 +2800,7 @@ impl FixedMap {
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     /// Looks ahead as [`FixedMap::put_many`] does.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        let _call = crate::deadline::call();
         let sh = &*self.sh;
         crate::map::remove_each(
             sh,
@@ -2808,6 +2819,7 @@ impl FixedMap {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<bool> {
+        let _call = crate::deadline::call();
         if let Some(e) = expected {
             self.check_value(e)?;
         }
@@ -2845,7 +2857,8 @@ impl FixedMap {
         mut f: impl FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
     ) -> Result<Option<Vec<u8>>> {
         self.check_key(key)?;
-        let start = Instant::now();
+        let _call = crate::deadline::call();
+        let wait = Wait::begin(self.f.m.timeout, self.f.m.timeout);
         let mut tries = 0u32;
         loop {
             let cur = self.get(key)?;
@@ -2857,8 +2870,8 @@ impl FixedMap {
                 return Ok(new);
             }
             tries += 1;
-            if start.elapsed() > self.f.m.timeout {
-                return Err(Error::Timeout(start.elapsed()));
+            if wait.expired() {
+                return Err(wait.timeout());
             }
             if tries > 4 {
                 crate::rt::sleep(Duration::from_micros(10 << tries.min(10)));
@@ -2878,6 +2891,7 @@ impl FixedMap {
     /// insert, remove, split or clear there) does it take the locked path instead.
     /// `InvalidArgument` unless the map's values are 8 bytes.
     pub fn add(&self, key: &[u8], delta: i64) -> Result<i64> {
+        let _call = crate::deadline::call();
         self.check_key(key)?;
         if self.f.geo.value_size != 8 {
             return Err(Error::InvalidArgument(format!(
@@ -2906,6 +2920,7 @@ impl FixedMap {
     /// Looks up many keys at once, prefetching their buckets in batches so that their
     /// cache misses overlap. Each lookup is individually consistent.
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let _call = crate::deadline::call();
         let mut out = Vec::with_capacity(keys.len());
         self.get_many_with(keys, |_, v| out.push(v.map(<[u8]>::to_vec)))?;
         Ok(out)
@@ -2918,6 +2933,7 @@ impl FixedMap {
         keys: &[&[u8]],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<()> {
+        let _call = crate::deadline::call();
         for k in keys {
             self.check_key(k)?;
         }
@@ -2981,6 +2997,7 @@ impl FixedMap {
 
     /// Removes every entry, one segment at a time (other operations go on meanwhile).
     pub fn clear(&self) -> Result<()> {
+        let _call = crate::deadline::call();
         let tx = self.txn()?;
         clear(&tx, &self.f)
     }

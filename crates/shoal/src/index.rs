@@ -24,13 +24,14 @@
 //! the segment's depth equals the global depth), and the moved keys are then removed from
 //! the old segment. Only writers of that one segment wait; readers never do.
 
+use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::mem::{fence, Region};
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn, I_REDO, I_SPLIT};
 use std::sync::atomic::Ordering::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a handle knows about a map: its id, header and segment geometry.
 #[derive(Clone, Copy, Debug)]
@@ -526,11 +527,11 @@ impl MapRef {
         f: &mut impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
         // The clock is read only once a retry happens: the common read never needs it.
-        let start = Instant::now();
+        let wait = Wait::begin(self.timeout, self.timeout);
         let mut tries = 0u32;
         loop {
             tries += 1;
-            self.backoff(sh, h, tries, start)?;
+            self.backoff(sh, h, tries, &wait)?;
             if let Attempt::Done(r) = self.read_once(sh, h, probe, f)? {
                 return Ok(r);
             }
@@ -608,7 +609,7 @@ impl MapRef {
     /// Between optimistic retries: spin, then yield, then sleep; after 10 ms check whether
     /// the segment's writer died (and recover it), and give up at the lock timeout.
     #[cold]
-    pub(crate) fn backoff(&self, sh: &Shared, h: u64, tries: u32, start: Instant) -> Result<()> {
+    pub(crate) fn backoff(&self, sh: &Shared, h: u64, tries: u32, wait: &Wait) -> Result<()> {
         if tries < 16 {
             std::hint::spin_loop();
             return Ok(());
@@ -620,18 +621,18 @@ impl MapRef {
         if !self.alive(sh) {
             return Err(self.dropped());
         }
-        let waited = start.elapsed();
+        let expired = wait.expired();
         // The deadline is checked here too, not only with the writer's liveness every
         // 10 ms: a deadline below that (zero: "only if not busy now") gives up after the
         // spins and yields.
-        if waited > Duration::from_millis(10) || waited > self.timeout {
+        if wait.waited() > Duration::from_millis(10) || expired {
             let (_, _, e) = self.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
             if lockw != 0 && !sh.txn_alive(lockw - 1) {
                 crate::txn::recover_txn(sh, lockw - 1)?;
             }
-            if waited > self.timeout {
-                return Err(Error::Timeout(waited));
+            if expired {
+                return Err(wait.timeout());
             }
         }
         crate::rt::sleep(Duration::from_micros(50));
@@ -1268,7 +1269,10 @@ pub(crate) fn arena_alloc(tx: &Txn, m: &MapRef, size: u64) -> Result<(u64, Vec<(
             ));
         }
         // The run length comes from the file: a bad one only ends the arena early.
-        let run = sh.w(arena + K_RUN).load(Acquire).clamp(1, ARENA_MAX_CHUNKS);
+        let run = sh
+            .w(arena + K_RUN)
+            .load(Acquire)
+            .clamp(1, arena_max_chunks(sh, m));
         let top = (arena + run * cs).min(end);
         if bump < arena + CHUNK_HDR || bump > top || bump % BUCKET != 0 {
             return Err(m.bad(
@@ -1359,6 +1363,14 @@ pub(crate) fn spare_segment(sh: &Shared, m: &MapRef, seg: u64) -> Result<u64> {
 
 /// The longest index arena run, in chunks (see [`arena_alloc`]).
 pub(crate) const ARENA_MAX_CHUNKS: u64 = 8;
+
+/// The longest run map `m`'s arena may be: [`ARENA_MAX_CHUNKS`], or its first run if that
+/// is longer (a map created with segments of more than a chunk: its header, directory and
+/// first segment are one run, whose tail is its first arena).
+pub(crate) fn arena_max_chunks(sh: &Shared, m: &MapRef) -> u64 {
+    let first = CHUNK_HDR + map_header_size(sh.g.n_txn) + BUCKET + m.seg_size;
+    ARENA_MAX_CHUNKS.max(first.div_ceil(sh.g.chunk_size()))
+}
 
 /// Zeroes a segment's memory (it may be a reused chunk) and sets its header.
 pub(crate) fn init_segment(sh: &Shared, m: &MapRef, seg: u64, lock: u64, depth: u64, prefix: u64) {

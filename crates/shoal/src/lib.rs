@@ -31,6 +31,7 @@ mod alloc;
 mod batch;
 pub mod check;
 mod cleaner;
+mod deadline;
 mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;

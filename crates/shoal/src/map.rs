@@ -1,5 +1,6 @@
 //! `Map`: one named hash map inside a store.
 
+use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::index::{read_record_header, Action, Hit, MapRef, WriteResult, STAGE};
@@ -247,10 +248,13 @@ impl Map {
         Ok(tx)
     }
 
-    /// A handle on the same map whose operations wait at most `timeout` for a lock (or a
-    /// bucket) held by a live process before failing with [`Error::Timeout`]. The store's
-    /// default is [`Options::lock_timeout`](crate::Options::lock_timeout). Locks of dead
-    /// processes are recovered within milliseconds whatever the timeout.
+    /// A handle on the same map whose operations wait at most `timeout` for locks (or
+    /// buckets) held by a live process before failing with [`Error::Timeout`], which says
+    /// how long the call waited. The timeout bounds all the waits of one call together,
+    /// from its first; the housekeeping a write does for everyone (a cleaning step,
+    /// index space made ahead) waits at most milliseconds and is left for later. The
+    /// store's default is [`Options::lock_timeout`](crate::Options::lock_timeout). Locks
+    /// of dead processes are recovered within milliseconds whatever the timeout.
     ///
     /// One wait is not covered: a write that finds the cleaner behind (dead space well past
     /// its threshold) waits for it, up to 200 ms, whatever the timeout, so that writers
@@ -323,6 +327,7 @@ impl Map {
 
     /// Inserts or replaces; says which.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<PutOutcome> {
+        let _call = crate::deadline::call();
         let (_, existed, _) = self.write(key, Some(value), Mode::Upsert, false)?;
         Ok(if existed {
             PutOutcome::Replaced
@@ -333,26 +338,31 @@ impl Map {
 
     /// Inserts or replaces, returning the previous value.
     pub fn swap(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::Upsert, true)?.2)
     }
 
     /// Inserts only if `key` is absent; returns whether it did.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::InsertOnly, false)?.0)
     }
 
     /// Replaces only if `key` is present; returns whether it did.
     pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::ReplaceOnly, false)?.0)
     }
 
     /// Removes `key`; returns whether it was present.
     pub fn remove(&self, key: &[u8]) -> Result<bool> {
+        let _call = crate::deadline::call();
         Ok(self.write(key, None, Mode::ReplaceOnly, false)?.0)
     }
 
     /// Removes `key` and returns its value, if it was present.
     pub fn take(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _call = crate::deadline::call();
         Ok(self.write(key, None, Mode::ReplaceOnly, true)?.2)
     }
 
@@ -614,7 +624,7 @@ impl Map {
         }
         if r.is_ok() {
             crate::cleaner::maybe_clean(tx, consumed);
-            crate::index::prepare_growth(tx, &self.m);
+            crate::index::prepare_growth(&tx.housekeeping(), &self.m);
             crate::alloc::allocate_ahead(tx.sh);
         }
         applied
@@ -721,6 +731,7 @@ impl Map {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<bool> {
+        let _call = crate::deadline::call();
         check_sizes(key, new)?;
         // Optimistic pre-check: a mismatch appends nothing.
         let cur = self.get(key)?;
@@ -773,7 +784,8 @@ impl Map {
         mut f: impl FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
     ) -> Result<Option<Vec<u8>>> {
         check_sizes(key, None)?;
-        let start = std::time::Instant::now();
+        let _call = crate::deadline::call();
+        let wait = Wait::begin(self.m.timeout, self.m.timeout);
         let mut tries = 0u32;
         loop {
             let cur = self.get(key)?;
@@ -790,8 +802,8 @@ impl Map {
                 return Ok(new);
             }
             tries += 1;
-            if start.elapsed() > self.m.timeout {
-                return Err(Error::Timeout(start.elapsed()));
+            if wait.expired() {
+                return Err(wait.timeout());
             }
             if tries > 4 {
                 crate::rt::sleep(std::time::Duration::from_micros(10 << tries.min(10)));
@@ -805,6 +817,7 @@ impl Map {
     /// of `key` (an absent key counts as 0 and is created), and returns the new value.
     /// `InvalidArgument` if the current value is not 8 bytes long.
     pub fn add(&self, key: &[u8], delta: i64) -> Result<i64> {
+        let _call = crate::deadline::call();
         let (_, v) = self.rmw(key, |map, tx, hit, appended| {
             let cur = match hit {
                 None => 0i64,
@@ -834,6 +847,7 @@ impl Map {
     /// Returns the value of `key`, first inserting `default` if the key is absent
     /// (atomically: of several racing callers, exactly one inserts).
     pub fn get_or_insert(&self, key: &[u8], default: &[u8]) -> Result<Vec<u8>> {
+        let _call = crate::deadline::call();
         check_sizes(key, Some(default))?;
         if let Some(v) = self.get(key)? {
             return Ok(v);
@@ -869,6 +883,7 @@ impl Map {
     /// The stable handle of `key`, or `None` if the key is absent. It stays valid while
     /// the key exists, however its record moves; see [`Uid`].
     pub fn uid(&self, key: &[u8]) -> Result<Option<Uid>> {
+        let _call = crate::deadline::call();
         check_sizes(key, None)?;
         self.need_uids()?;
         self.sh.ensure_registered()?;
@@ -893,9 +908,10 @@ impl Map {
                     return Ok(Some(Uid::new(index, loc >> 48, h)));
                 }
             }
-            let t0: &std::time::Instant = start.get_or_insert_with(std::time::Instant::now);
-            if t0.elapsed() > self.m.timeout {
-                return Err(Error::Timeout(t0.elapsed()));
+            let t = self.m.timeout;
+            let wait = start.get_or_insert_with(|| Wait::begin(t, t));
+            if wait.expired() {
+                return Err(wait.timeout());
             }
             crate::rt::yield_now();
         }
@@ -904,6 +920,7 @@ impl Map {
     /// [`Map::put`], also returning the key's handle (a new one for an inserted key, the
     /// one it had for a replaced key).
     pub fn put_with_uid(&self, key: &[u8], value: &[u8]) -> Result<(PutOutcome, Uid)> {
+        let _call = crate::deadline::call();
         check_sizes(key, Some(value))?;
         self.need_uids()?;
         let h = hash(self.sh.g.seed, key);
@@ -997,8 +1014,9 @@ impl Map {
             }
             // Spin, yield, sleep; and recover the key's segment if its writer died (one
             // killed in an in-place write leaves the version busy until then).
-            let t0 = *start.get_or_insert_with(std::time::Instant::now);
-            self.m.backoff(sh, ent.hash, tries, t0)?;
+            let t = self.m.timeout;
+            let wait = start.get_or_insert_with(|| Wait::begin(t, t));
+            self.m.backoff(sh, ent.hash, tries, wait)?;
         }
     }
 
@@ -1033,6 +1051,7 @@ impl Map {
 
     /// Replaces the value of the key `uid` names (the handle stays the same).
     pub fn put_by_uid(&self, uid: Uid, value: &[u8]) -> Result<()> {
+        let _call = crate::deadline::call();
         check_sizes(&[], Some(value))?;
         self.rmw_uid(uid, |map, tx, hit, appended| {
             Ok((
@@ -1045,6 +1064,7 @@ impl Map {
 
     /// Removes the key `uid` names, returning its value; the handle becomes stale.
     pub fn remove_by_uid(&self, uid: Uid) -> Result<Vec<u8>> {
+        let _call = crate::deadline::call();
         let (_, v) = self.rmw_uid(uid, |_, tx, hit, _| {
             Ok((Action::Remove, copy_value(tx.sh, hit)))
         })?;
@@ -1059,7 +1079,8 @@ impl Map {
         uid: Uid,
         mut f: impl FnMut(&[u8]) -> Option<Vec<u8>>,
     ) -> Result<Option<Vec<u8>>> {
-        let start = std::time::Instant::now();
+        let _call = crate::deadline::call();
+        let wait = Wait::begin(self.m.timeout, self.m.timeout);
         loop {
             let sh = &*self.sh;
             let cur = self.read_uid_then(uid, true, |_, _, voff, vlen| {
@@ -1093,8 +1114,8 @@ impl Map {
             if applied {
                 return Ok(new);
             }
-            if start.elapsed() > self.m.timeout {
-                return Err(Error::Timeout(start.elapsed()));
+            if wait.expired() {
+                return Err(wait.timeout());
             }
             crate::rt::yield_now();
         }
@@ -1102,6 +1123,7 @@ impl Map {
 
     /// [`Map::add`] on the key `uid` names.
     pub fn add_by_uid(&self, uid: Uid, delta: i64) -> Result<i64> {
+        let _call = crate::deadline::call();
         let (_, v) = self.rmw_uid(uid, |map, tx, hit, appended| {
             if hit.vlen != 8 {
                 return Err(Error::InvalidArgument(format!(
@@ -1127,6 +1149,7 @@ impl Map {
     /// stages); several times faster per key than single gets on tables much larger than
     /// the cache. Each lookup is individually consistent.
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let _call = crate::deadline::call();
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         self.get_many_with(keys, |i, v| out[i] = v.map(|v| v.to_vec()))?;
         Ok(out)
@@ -1139,6 +1162,7 @@ impl Map {
         keys: &[&[u8]],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<()> {
+        let _call = crate::deadline::call();
         for k in keys {
             check_sizes(k, None)?;
         }
@@ -1201,6 +1225,7 @@ impl Map {
     /// entry is written, the lines the puts a few entries ahead will wait on (their
     /// segment locks and buckets) are already on their way.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let _call = crate::deadline::call();
         let sh = &*self.sh;
         put_each(
             sh,
@@ -1213,6 +1238,7 @@ impl Map {
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     /// Looks ahead as [`Map::put_many`] does.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        let _call = crate::deadline::call();
         let sh = &*self.sh;
         remove_each(
             sh,
@@ -1251,6 +1277,7 @@ impl Map {
 
     /// Removes every entry, one segment at a time (other operations go on meanwhile).
     pub fn clear(&self) -> Result<()> {
+        let _call = crate::deadline::call();
         let tx = self.txn()?;
         let dead = crate::index::clear(&tx, &self.m)?;
         crate::cleaner::note_dead(&tx, dead);

@@ -41,9 +41,10 @@ pub struct Options {
     pub initial_size: u64,
     /// Permission bits of a new file. Default 0o600.
     pub mode: u32,
-    /// How long an operation waits for a lock held by a live process (for example one
-    /// stopped with SIGSTOP) before failing with [`Error::Timeout`]. Default 5 s. Locks of
-    /// dead processes are recovered within milliseconds whatever this is.
+    /// How long an operation waits for locks held by a live process (for example one
+    /// stopped with SIGSTOP) before failing with [`Error::Timeout`]: all its waits
+    /// together (see [`Map::with_timeout`](crate::Map::with_timeout)). Default 5 s. Locks
+    /// of dead processes are recovered within milliseconds whatever this is.
     pub lock_timeout: Duration,
     /// Processes that may have the store open at once. Default 1,024.
     pub max_processes: u32,
@@ -244,9 +245,7 @@ impl Store {
                     Err(Error::NotFound(_)) => match create_file(&path, opts) {
                         Ok(()) => created = true,
                         // Created by another process since our open: open it (again).
-                        Err(Error::AlreadyExists(_)) if tries < OPEN_OR_CREATE_TRIES => {
-                            tries += 1
-                        }
+                        Err(Error::AlreadyExists(_)) if tries < OPEN_OR_CREATE_TRIES => tries += 1,
                         Err(Error::AlreadyExists(_)) => {
                             return Err(Error::Io {
                                 path: path.clone(),
@@ -300,6 +299,7 @@ impl Store {
     /// Opens the map `name`, creating it with `opts` if it does not exist and `create`.
     /// The options of an existing map are those it was created with.
     pub fn map_with(&self, name: &str, opts: &MapOptions, create: bool) -> Result<Map> {
+        let _call = crate::deadline::call();
         validate_name(name)?;
         if !(1..=4096).contains(&opts.segment_buckets) || !(1..=1024).contains(&opts.stash_buckets)
         {
@@ -426,6 +426,7 @@ impl Store {
         opts: &FixedOptions,
         create: bool,
     ) -> Result<FixedMap> {
+        let _call = crate::deadline::call();
         validate_name(name)?;
         let (ks, vs) = (key_size as u64, value_size as u64);
         if !(1..=crate::fixed::MAX_KEY_SIZE).contains(&ks) || vs > crate::fixed::MAX_VALUE_SIZE {
@@ -600,6 +601,7 @@ impl Store {
     /// Drops the map `name` and everything in it; returns whether it existed. Handles on
     /// it (in any process) get `NotFound` from then on.
     pub fn drop_map(&self, name: &str) -> Result<bool> {
+        let _call = crate::deadline::call();
         validate_name(name)?;
         let Some((id, cat_word)) = self.find_entry(name)? else {
             return Ok(false);
@@ -757,6 +759,7 @@ impl Store {
     /// allocation lock: 80-95 ms for 451 MiB of free chunks on a 2-core VM; a second
     /// compact with nothing new to release, under 0.1 ms).
     pub fn compact(&self) -> Result<u64> {
+        let _call = crate::deadline::call();
         let tx = self.txn()?;
         let freed = crate::cleaner::compact(&tx, usize::MAX)?;
         crate::alloc::release_free(&tx)?;

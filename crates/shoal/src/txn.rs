@@ -18,6 +18,7 @@
 //! with `fetch_add` (entries and bytes per map) are instead split per txn slot, so that
 //! they too are single-writer words with absolute values in the redo list.
 
+use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
@@ -45,8 +46,24 @@ pub(crate) struct Txn<'a> {
     pub sh: &'a Shared,
     pub idx: u64,
     pub base: u64,
-    /// How long a lock wait may last before `Error::Timeout`.
+    /// How long the call's waits may last in all before `Error::Timeout`, counted from
+    /// the call's first wait (see `deadline`), and how long any one of them may last:
+    /// the handle's lock timeout, or a short one for the housekeeping a write does for
+    /// others (cleaning), which must not hold the write up behind a stopped process.
     pub timeout: Duration,
+}
+
+/// How long housekeeping waits in all (see [`Txn::housekeeping`]): long enough to
+/// recover a dead holder (liveness is checked every 10 ms).
+pub const HOUSEKEEPING_WAIT: Duration = Duration::from_millis(20);
+
+/// What limits a lock wait.
+#[derive(Clone, Copy)]
+enum Limit {
+    /// The call's deadline (see [`Txn::lock`]).
+    Call,
+    /// This long, outside the call's deadline (the cleaner's pacing).
+    Pace(Duration),
 }
 
 /// A redo list being built.
@@ -184,19 +201,37 @@ impl<'a> Txn<'a> {
         self.held_remove(lock);
     }
 
-    /// Acquires the lock word at `lock`, waiting at most the store's lock timeout.
-    pub fn lock(&self, lock: u64) -> Result<()> {
-        self.lock_within(lock, self.timeout)
+    /// This txn for housekeeping a call does for everyone (a cleaning step, spare index
+    /// space made ahead of a split): its waits last at most [`HOUSEKEEPING_WAIT`] in
+    /// all, so that a stopped process holding what it needs costs the call that long,
+    /// not its timeout. Housekeeping that cannot finish is left for later.
+    pub fn housekeeping(&self) -> Txn<'a> {
+        Txn {
+            timeout: self.timeout.min(HOUSEKEEPING_WAIT),
+            ..*self
+        }
     }
 
-    /// [`Txn::lock`], waiting at most `timeout`.
-    pub fn lock_within(&self, lock: u64, timeout: Duration) -> Result<()> {
+    /// Acquires the lock word at `lock`, waiting at most what is left of the call's
+    /// lock timeout (`timeout`, counted from the call's first wait), and at most
+    /// `timeout` from now.
+    pub fn lock(&self, lock: u64) -> Result<()> {
+        self.lock_limited(lock, Limit::Call)
+    }
+
+    /// [`Txn::lock`], waiting at most `wait`, which is not counted against the call's
+    /// timeout: the cleaner's pacing, documented as an allowance beyond it.
+    pub fn lock_paced(&self, lock: u64, wait: Duration) -> Result<()> {
+        self.lock_limited(lock, Limit::Pace(wait))
+    }
+
+    fn lock_limited(&self, lock: u64, limit: Limit) -> Result<()> {
         self.held_push(lock)?;
         let w = self.sh.w(lock);
         if w.compare_exchange(0, self.me(), Acquire, Relaxed).is_ok() {
             return Ok(());
         }
-        match self.lock_slow(lock, timeout) {
+        match self.lock_slow(lock, limit) {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.held_remove(lock);
@@ -225,9 +260,13 @@ impl<'a> Txn<'a> {
     }
 
     #[cold]
-    fn lock_slow(&self, lock: u64, timeout: Duration) -> Result<()> {
+    fn lock_slow(&self, lock: u64, limit: Limit) -> Result<()> {
         let w = self.sh.w(lock);
         let start = Instant::now();
+        let wait = match limit {
+            Limit::Call => Wait::begin(self.timeout, self.timeout),
+            Limit::Pace(d) => Wait::outside_call(d),
+        };
         let mut spins = 0u32;
         let mut next_check = Duration::from_millis(10);
         loop {
@@ -259,19 +298,20 @@ impl<'a> Txn<'a> {
             // binding tries first with the GIL held) gives up after the spins, where it
             // waited a first 10 ms.
             let waited = start.elapsed();
-            if waited >= next_check || waited >= timeout {
+            let expired = wait.expired();
+            if waited >= next_check || expired {
                 next_check = waited + Duration::from_millis(10);
                 let owner = (w.load(Relaxed) & OWNER_MASK).wrapping_sub(1);
                 if owner != u64::MAX && !self.sh.txn_alive(owner) {
                     recover_txn(self.sh, owner)?;
                     // Retry at once if that freed the lock; else (another recoverer, alive
                     // but perhaps stopped, is at work) the timeout still applies.
-                    if (w.load(Relaxed) & OWNER_MASK) != owner + 1 || waited < timeout {
+                    if (w.load(Relaxed) & OWNER_MASK) != owner + 1 || !expired {
                         continue;
                     }
                 }
-                if waited >= timeout {
-                    return Err(Error::Timeout(waited));
+                if expired {
+                    return Err(wait.timeout());
                 }
             }
             if cur & WAITERS == 0

@@ -1215,3 +1215,34 @@ fn put_many_writes_every_item_up_to_the_first_bad_one() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+/// A map whose first segment is longer than the longest index arena (4,096 buckets: 512
+/// KiB, in a store of 64 KiB chunks) is created in one run longer than an arena. Its
+/// arena was taken to end at the arena's longest length, before the segment did: the
+/// next segment carved from it failed as corrupt ("index arena bump … is outside its
+/// arena"), and so did `check`.
+#[test]
+fn a_map_with_segments_longer_than_an_arena_grows_and_checks_clean() {
+    let d = tmp();
+    let o = Options {
+        chunk_size: 64 << 10,
+        ..Options::default()
+    };
+    let s = Store::open_with(d.path().join("a.shoal"), &o, OpenMode::CreateNew).unwrap();
+    let big = MapOptions {
+        segment_buckets: 4096,
+        stash_buckets: 1,
+        uids: false,
+    };
+    let m = s.map_with("m", &big, true).unwrap();
+    m.put(b"first", b"x").unwrap();
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    // Past one segment's 61,440 slots: splits carve new segments.
+    for i in 0..70_000u32 {
+        m.put(&i.to_le_bytes(), b"v").unwrap();
+    }
+    assert_eq!(m.len().unwrap(), 70_001);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}

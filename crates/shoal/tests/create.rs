@@ -125,7 +125,12 @@ fn a_creator_killed_before_linking_leaves_nothing() {
     let path = d.path().join("k.shoal");
     for _ in 0..3 {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "killed_creator_child", "--ignored", "--nocapture"])
+            .args([
+                "--exact",
+                "killed_creator_child",
+                "--ignored",
+                "--nocapture",
+            ])
             .env("SHOAL_CREATE_PATH", &path)
             .output()
             .unwrap();

@@ -94,7 +94,10 @@ fn removals_make_room(path: &Path, keep_every: u32, compact: bool) {
         let freed = s
             .compact()
             .unwrap_or_else(|e| panic!("compact after removing {removed} of {n}: {e}"));
-        assert!(freed > 0, "compact freed no chunk after removing {removed} of {n}");
+        assert!(
+            freed > 0,
+            "compact freed no chunk after removing {removed} of {n}"
+        );
     }
     let end = fill(&m, n, 2);
     let added = end - n;
