@@ -413,7 +413,7 @@ impl MapRef {
             // `(klen & 3) << 6 | vlen`).
             if short_ok & (x & 0xc0ff == short_pat) {
                 let vlen = (x >> 8) & 63;
-                if (off + short_len + vlen > end) | !r.bytes_eq(off + 2, key) {
+                if off + short_len + vlen > end || !r.bytes_eq(off + 2, key) {
                     return None;
                 }
                 Some(Found {
