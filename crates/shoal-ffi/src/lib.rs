@@ -566,6 +566,7 @@ mod tests {
     fn constants_match_the_engine() {
         assert_eq!(SHOAL_MAX_KEY_LEN, shoal::MAX_KEY_LEN);
         assert_eq!(SHOAL_MAX_VALUE_LEN, shoal::MAX_VALUE_LEN);
+        assert_eq!(SHOAL_MAX_NAME_LEN, shoal::MAX_NAME_LEN);
     }
 
     #[test]
