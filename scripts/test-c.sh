@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The C ABI's C/C++ build and tests (crates/shoal-ffi): builds libshoal with
+# The C ABI's C/C++ build and tests (crates/shoal-ffi): links a program by hand to the
+# library a plain cargo build writes, as the README says; builds libshoal with
 # cargo --release through CMake, runs ctest (C API tests against the shared and the
 # static library, two processes in C, the C++ wrapper's GoogleTest tests, the
 # multi-process counter) plain and again with AddressSanitizer + UBSan, then installs
@@ -38,6 +39,20 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 cmake --version | head -1
 gcc --version | head -1
+
+step "link by hand, as crates/shoal-ffi/README.md says"
+# A plain cargo build, then cc -lshoal_ffi: the program must find the library at run time
+# (the library's SONAME is its file name), through its rpath or LD_LIBRARY_PATH.
+REL="$CARGO_TARGET_DIR/release"
+HAND="$BUILD/by-hand"
+mkdir -p "$HAND"
+env -u SHOAL_FFI_SONAME cargo build --release --locked -p shoal-ffi --lib
+cc crates/shoal-ffi/tests/consumer/by_hand.c -I crates/shoal-ffi/include -L "$REL" -lshoal_ffi \
+    -Wl,-rpath,"$REL" -o "$HAND/by_hand"
+"$HAND/by_hand" "$HAND/by-hand.shoal"
+cc crates/shoal-ffi/tests/consumer/by_hand.c -I crates/shoal-ffi/include -L "$REL" -lshoal_ffi \
+    -o "$HAND/by_hand_ld"
+LD_LIBRARY_PATH="$REL" "$HAND/by_hand_ld" "$HAND/by-hand.shoal"
 
 step "build (plain)"
 cmake -S crates/shoal-ffi -B "$BUILD/plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

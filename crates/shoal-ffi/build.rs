@@ -1,11 +1,18 @@
-//! Gives the shared library the SONAME `libshoal.so.<major>` it is installed under, so a
-//! program linked against the installed `libshoal.so` records the versioned name.
+//! Gives the shared library its SONAME. A plain `cargo build` names it after the file it
+//! writes, `libshoal_ffi.so`, so that a program linked by hand with `-lshoal_ffi` finds it
+//! at run time (through its rpath or `LD_LIBRARY_PATH`). The CMake build sets
+//! `SHOAL_FFI_SONAME=libshoal.so.<major>`, the versioned name it installs the library
+//! under, so that programs linked against the installed `libshoal.so` record that name.
 
 fn main() {
-    let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".into());
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=SHOAL_FFI_SONAME");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if os == "linux" || os == "freebsd" || os == "netbsd" || os == "openbsd" {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshoal.so.{major}");
+        let soname = std::env::var("SHOAL_FFI_SONAME")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "libshoal_ffi.so".into());
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
     }
-    println!("cargo:rerun-if-changed=build.rs");
 }

@@ -94,7 +94,7 @@ fn one(path: &Path, data: &[u8], disk: bool) {
                 }
             }
         }
-        Err(shoal::Error::Corrupt { .. }) if disk => {
+        Err(shoal::Error::Corrupt { .. } | shoal::Error::NeedsRepair { .. }) if disk => {
             if let Ok((s, _report)) = Store::repair(path) {
                 if let Ok(r) = s.check() {
                     assert!(

@@ -36,20 +36,54 @@ fn os_exc(py: Python<'_>, name: &str, errno: i32, msg: String) -> PyErr {
     }
 }
 
+/// The message of an engine error in Python's words: where the engine's own text names a
+/// Rust call (`Store::fixed_map`, `MapOptions::uids`, `Store::repair`), the Python call
+/// that does it instead.
+fn message(e: &shoal::Error) -> String {
+    use shoal::{Error as E, MapKind};
+    match e {
+        E::WrongMapKind { name, found, .. } => match found {
+            MapKind::Fixed {
+                key_size,
+                value_size,
+            } => format!(
+                "map {name:?} is a {found}: open it with \
+                 store.fixed_map({name:?}, {key_size}, {value_size})"
+            ),
+            MapKind::Variable { .. } => {
+                format!("map {name:?} is a {found}: open it with store.map({name:?})")
+            }
+        },
+        E::NoUids { name } => format!(
+            "map {name:?} has no UIDs (they are chosen when a map is created: \
+             store.map({name:?}, uids=True))"
+        ),
+        E::NeedsRepair { path, what } => format!(
+            "corrupt store {}: {what}; shoal.repair({:?}) drops the entries that cannot be \
+             trusted",
+            path.display(),
+            path.display().to_string()
+        ),
+        e => e.to_string(),
+    }
+}
+
 /// Converts an engine error into the matching `shoal.*` exception.
 pub fn to_py(py: Python<'_>, e: shoal::Error) -> PyErr {
     use shoal::Error as E;
-    let msg = e.to_string();
+    let msg = message(&e);
     match e {
         E::NotFound(_) => os_exc(py, "NotFound", ENOENT, msg),
         E::AlreadyExists(_) => os_exc(py, "AlreadyExists", EEXIST, msg),
         E::StoreFull(_) => exc(py, "StoreFull", msg),
         E::NoSpace { .. } => os_exc(py, "NoSpace", ENOSPC, msg),
-        E::Corrupt { .. } => exc(py, "Corrupt", msg),
+        E::Corrupt { .. } | E::NeedsRepair { .. } => exc(py, "Corrupt", msg),
         E::NotAStore { .. } => exc(py, "NotAStore", msg),
         E::VersionMismatch { .. } | E::UpgradeBlocked { .. } => exc(py, "VersionMismatch", msg),
         E::Permission { .. } => os_exc(py, "PermissionDenied", EACCES, msg),
-        E::InvalidArgument(_) => exc(py, "InvalidArgument", msg),
+        E::InvalidArgument(_) | E::WrongMapKind { .. } | E::NoUids { .. } => {
+            exc(py, "InvalidArgument", msg)
+        }
         E::Timeout(_) => os_exc(py, "Timeout", ETIMEDOUT, msg),
         E::TooManyUsers(_) => exc(py, "TooManyUsers", msg),
         E::StaleUid(_) => exc(py, "StaleUidError", msg),

@@ -279,6 +279,52 @@ def test_disk_store_flush_and_repair(tmp_path):
         assert s.check().ok
 
 
+def _fs_type(path):
+    """The type of the filesystem holding `path` (from /proc/mounts; "" if unknown)."""
+    best, fs = "", ""
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                mnt, typ = line.split()[1:3]
+                if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) > len(best):
+                    best, fs = mnt, typ
+    except OSError:
+        pass
+    return fs
+
+
+def test_unclean_store_with_a_torn_record_names_shoal_repair(tmp_path):
+    if _fs_type(tmp_path) == "tmpfs":
+        pytest.skip(f"{tmp_path} is on tmpfs, where no store is verified on open")
+    p = tmp_path / "torn.shoal"  # on disk: checksums on by default
+    with shoal.open(p) as s:
+        m = s.map("m")
+        m[b"good"] = b"g" * 100
+        m[b"torn"] = b"t" * 100
+    b = bytearray(p.read_bytes())
+    at = b.find(b"torntttt")
+    assert at > 0
+    b[at + 4 + 50] ^= 1  # a byte of its value: the record fails its checksum
+    b[576:584] = bytes(8)  # the clean flag: not closed cleanly, as after an OS crash
+    p.write_bytes(bytes(b))
+    with pytest.raises(shoal.Corrupt) as e:
+        shoal.open(p, create=False)
+    msg = str(e.value)
+    assert "not closed cleanly" in msg and f'shoal.repair("{p}")' in msg, msg
+    assert "Store::" not in msg, msg
+    s, report = shoal.repair(p)
+    assert len(report["dropped"]) == 1, report
+    m = s.map("m")
+    assert m[b"good"] == b"g" * 100 and b"torn" not in m
+    s.close()
+
+
+def test_a_directory_is_an_invalid_argument(tmp_path):
+    for call in (lambda: shoal.open(tmp_path), lambda: shoal.open(tmp_path, create=False), lambda: shoal.repair(tmp_path)):
+        with pytest.raises(shoal.InvalidArgument, match="is a directory"):
+            call()
+
+
 def test_batch_groups_writes_and_nests(tmp_path):
     p = tmp_path / "batch.shoal"  # on disk, where sync_writes flushes for real
     with shoal.open(p, sync_writes=True) as s:

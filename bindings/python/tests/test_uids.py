@@ -110,8 +110,11 @@ def test_map_without_uids_refuses(store):
         lambda: m.remove_by_uid(1),
         lambda: m.update_by_uid(1, lambda v: v),
     ):
-        with pytest.raises(shoal.InvalidArgument):
+        with pytest.raises(shoal.InvalidArgument) as e:
             call()
+        # Says how to get UIDs, in Python: not the Rust MapOptions::uids.
+        assert 'store.map("plain", uids=True)' in str(e.value), e.value
+        assert "MapOptions" not in str(e.value), e.value
     # UIDs are chosen at creation.
     with pytest.raises(shoal.InvalidArgument):
         store.map("plain", uids=True)

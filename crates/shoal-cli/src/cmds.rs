@@ -400,6 +400,21 @@ pub fn put(
             codec::decode(&b, enc, "value")?
         }
     };
+    // Checked here too, not only by the engine, so that a refused put creates nothing.
+    if key.len() > shoal::MAX_KEY_LEN {
+        return Err(Fail::err(format!(
+            "key of {} bytes; the limit is {}",
+            key.len(),
+            shoal::MAX_KEY_LEN
+        )));
+    }
+    if value.len() as u64 > shoal::MAX_VALUE_LEN {
+        return Err(Fail::err(format!(
+            "value of {} bytes; the limit is {}",
+            value.len(),
+            shoal::MAX_VALUE_LEN
+        )));
+    }
     let s = open_or_create(store)?;
     s.map(map)?.put(&key, &value)?;
     Ok(())
@@ -421,13 +436,15 @@ pub fn del(store: &Path, map: &str, key: &OsStr, enc: Encoding) -> Result<(), Fa
 pub fn check(store: &Path) -> Result<(), Fail> {
     let path = shoal::resolve_path(store);
     let damaged = |e: shoal::Error| {
-        println!("problem: {e}");
+        println!("problem: {}", crate::fail::message(&e));
         println!("1 problems");
         Fail::NoQuiet
     };
     let s = match Store::open_existing(&path) {
         Ok(s) => s,
-        Err(e @ shoal::Error::Corrupt { .. }) => return Err(damaged(e)),
+        Err(e @ (shoal::Error::Corrupt { .. } | shoal::Error::NeedsRepair { .. })) => {
+            return Err(damaged(e))
+        }
         Err(e) => return Err(open_error(&path, e)),
     };
     let report = match s.check() {
@@ -490,6 +507,37 @@ pub fn compact(store: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
+/// `shoal repair`: opens a store the other commands refuse as not closed cleanly,
+/// dropping the entries that cannot be trusted, and prints what was found, dropped and
+/// rebuilt (one item a line, as `shoal_store_repair` reports them).
+pub fn repair(store: &Path) -> Result<(), Fail> {
+    let path = shoal::resolve_path(store);
+    let (s, r) = Store::repair(&path).map_err(|e| open_error(&path, e))?;
+    drop(s);
+    let mut out = std::io::stdout().lock();
+    for p in &r.found {
+        writeln!(out, "found: {p}")?;
+    }
+    for (map, what) in &r.dropped {
+        writeln!(out, "dropped: {map}: {what}")?;
+    }
+    for p in &r.rebuilt {
+        writeln!(out, "rebuilt: {p}")?;
+    }
+    if r.found.is_empty() {
+        writeln!(out, "nothing to repair")?;
+    } else {
+        writeln!(
+            out,
+            "repaired: {} problems found, {} entries dropped",
+            r.found.len(),
+            r.dropped.len()
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// `shoal rm`.
 pub fn rm(store: &Path, force: bool) -> Result<(), Fail> {
     let path: PathBuf = shoal::resolve_path(store);
@@ -504,10 +552,15 @@ pub fn rm(store: &Path, force: bool) -> Result<(), Fail> {
                 )));
             }
         }
-        Err(e @ (shoal::Error::Corrupt { .. } | shoal::Error::VersionMismatch { .. })) => {
+        Err(
+            e @ (shoal::Error::Corrupt { .. }
+            | shoal::Error::NeedsRepair { .. }
+            | shoal::Error::VersionMismatch { .. }),
+        ) => {
             if !force {
                 return Err(Fail::err(format!(
-                    "{e}; not removed (--force removes it anyway)"
+                    "{}; not removed (--force removes it anyway)",
+                    crate::fail::message(&e)
                 )));
             }
         }

@@ -383,8 +383,10 @@ pub fn load(store: &Path, file: Option<&Path>) -> Result<(), Fail> {
         let (map, kind, entry) =
             parse_line(&line).map_err(|e| Fail::err(format!("{name}, line {lineno}: {e}")))?;
         if kind.is_some() || cur.as_ref().map(|m| m.name()) != Some(map.as_str()) {
-            let m = load_target(&s, &map, kind)
-                .map_err(|e| Fail::err(format!("{name}, line {lineno}: map {map:?}: {e}")))?;
+            let m = load_target(&s, &map, kind).map_err(|e| {
+                let e = crate::fail::message(&e);
+                Fail::err(format!("{name}, line {lineno}: map {map:?}: {e}"))
+            })?;
             cur = Some(m);
             maps.insert(map);
         }

@@ -40,7 +40,56 @@ impl From<io::Error> for Fail {
 
 impl From<shoal::Error> for Fail {
     fn from(e: shoal::Error) -> Fail {
-        Fail::Error(e.to_string())
+        Fail::Error(message(&e))
+    }
+}
+
+/// The message of an engine error in this tool's words: where the engine's own text
+/// names a Rust call (`Store::fixed_map`, `Store::repair`, ...), the command that does it
+/// instead, or none when no command does.
+pub fn message(e: &shoal::Error) -> String {
+    use shoal::{Error as E, MapKind};
+    match e {
+        E::WrongMapKind {
+            name,
+            found: found @ MapKind::Fixed { .. },
+            wanted: MapKind::Variable { .. },
+        } => format!(
+            "map {name:?} is a {found}: get, put, del and ls MAP work on variable-size maps \
+             only (dump shows every kind)"
+        ),
+        E::WrongMapKind {
+            name,
+            found,
+            wanted,
+        } => format!("map {name:?} is a {found}, not a {wanted}"),
+        E::NoUids { name } => format!("map {name:?} has no UIDs"),
+        E::NeedsRepair { path, what } => format!(
+            "corrupt store {}: {what}; run: shoal repair {} (it drops the entries that cannot \
+             be trusted)",
+            path.display(),
+            shell_word(&path.display().to_string())
+        ),
+        e => e.to_string(),
+    }
+}
+
+/// `s` as one word for a POSIX shell (so that the command in a message can be pasted): as
+/// it is when it needs no quoting, otherwise in double quotes.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        let mut q = String::from("\"");
+        for c in s.chars() {
+            if matches!(c, '"' | '\\' | '$' | '`') {
+                q.push('\\');
+            }
+            q.push(c);
+        }
+        q.push('"');
+        q
     }
 }
 

@@ -66,6 +66,7 @@ enum Cmd {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
         /// List this map's keys instead of the maps
+        #[arg(value_parser = map_name)]
         map: Option<String>,
         /// Print at most this many lines
         #[arg(long, value_name = "N")]
@@ -86,6 +87,7 @@ enum Cmd {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
         /// The map
+        #[arg(value_parser = map_name)]
         map: String,
         /// The key (UTF-8 text unless --hex or --base64)
         key: OsString,
@@ -108,6 +110,7 @@ enum Cmd {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
         /// The map
+        #[arg(value_parser = map_name)]
         map: String,
         /// The key (UTF-8 text unless --hex or --base64)
         key: OsString,
@@ -121,6 +124,7 @@ enum Cmd {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
         /// The map
+        #[arg(value_parser = map_name)]
         map: String,
         /// The key (UTF-8 text unless --hex or --base64)
         key: OsString,
@@ -133,6 +137,7 @@ enum Cmd {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
         /// Dump only this map
+        #[arg(value_parser = map_name)]
         map: Option<String>,
     },
     /// Load entries written by `shoal dump` (from stdin or FILE) into a store
@@ -157,6 +162,18 @@ enum Cmd {
         flight can look like problems."
     )]
     Check {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+    },
+    /// Repair a store on disk that was not closed cleanly and that other commands refuse
+    #[command(
+        long_about = "Open a store on disk that was not closed cleanly (an OS crash) and that the \
+        other commands refuse as corrupt: the entries whose records cannot be trusted (torn \
+        by the crash) are dropped, and the rest is rebuilt from what remains. Prints each \
+        problem found, entry dropped and structure rebuilt, one a line. A store that opens \
+        normally is left as it is (\"nothing to repair\")."
+    )]
+    Repair {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
     },
@@ -247,6 +264,19 @@ impl EncArgs {
     }
 }
 
+/// A map name as the library accepts it, checked when the command line is read: before
+/// anything is opened or created (`shoal put x "" k v` must not leave a new store behind).
+fn map_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > shoal::MAX_NAME_LEN {
+        Err(format!(
+            "map names are 1 to {} bytes of UTF-8",
+            shoal::MAX_NAME_LEN
+        ))
+    } else {
+        Ok(s.to_string())
+    }
+}
+
 fn run(cli: Cli) -> Result<(), Fail> {
     match cli.cmd {
         Cmd::Stat { store, json } => cmds::stat(&store, json),
@@ -281,6 +311,7 @@ fn run(cli: Cli) -> Result<(), Fail> {
         Cmd::Dump { store, map } => dump::dump(&store, map.as_deref()),
         Cmd::Load { store, file } => dump::load(&store, file.as_deref()),
         Cmd::Check { store } => cmds::check(&store),
+        Cmd::Repair { store } => cmds::repair(&store),
         Cmd::Compact { store } => cmds::compact(&store),
         Cmd::Rm { store, force } => cmds::rm(&store, force),
         Cmd::Bench(a) => bench::run(a),

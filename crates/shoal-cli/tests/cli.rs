@@ -544,7 +544,8 @@ fn bad_input_gives_one_line_and_an_error_status() {
         (vec!["dump", &txt], "is not a Shoal store"),
         (vec!["get", &txt, "m", "k"], "is not a Shoal store"),
         (vec!["put", &txt, "m", "k", "v"], "is not a Shoal store"),
-        (vec!["stat", &dir], "Is a directory"),
+        (vec!["stat", &dir], "is a directory"),
+        (vec!["put", &dir, "m", "k", "v"], "is a directory"),
         (vec!["compact", &missing], "no store at"),
         (vec!["watch", &missing], "no store at"),
         (
@@ -599,6 +600,7 @@ fn help_for_every_subcommand_and_completions() {
         "dump",
         "load",
         "check",
+        "repair",
         "compact",
         "rm",
         "bench",
@@ -808,4 +810,138 @@ fn dump_and_load_keep_map_kinds() {
     let r = shoal_with(&["load", &b], bad.as_bytes());
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("line 1"), "{}", r.stderr);
+}
+
+/// Arguments are checked before anything is created: a refused `put` leaves no store.
+#[test]
+fn a_refused_put_creates_no_store() {
+    let d = tmp();
+    let s = store_in(&d, "never.shoal");
+    let long_name = "n".repeat(shoal::MAX_NAME_LEN + 1);
+    let long_key = "k".repeat(shoal::MAX_KEY_LEN + 1);
+    for (args, needle) in [
+        (vec!["put", &s, "", "k", "v"], "map names are 1 to"),
+        (vec!["put", &s, &long_name, "k", "v"], "map names are 1 to"),
+        (vec!["put", &s, "m", &long_key, "v"], "key of 65537 bytes"),
+        (vec!["put", "--hex", &s, "m", "zz", "00"], "bad hex"),
+    ] {
+        fails(&args, 2, needle);
+        assert!(
+            !Path::new(&s).exists(),
+            "shoal {args:?} created the store before refusing"
+        );
+    }
+    // And the other commands that take a map name refuse a bad one the same way.
+    ok(&["put", &s, "m", "k", "v"]);
+    for args in [
+        vec!["get", &s, "", "k"],
+        vec!["del", &s, "", "k"],
+        vec!["ls", &s, ""],
+        vec!["dump", &s, ""],
+    ] {
+        fails(&args, 2, "map names are 1 to");
+    }
+}
+
+/// Error messages speak of this tool's commands, never of the Rust API
+/// (`Store::fixed_map`, `Store::repair`, ...).
+fn assert_no_rust_api(args: &[&str], text: &str) {
+    for rust in ["Store::", "MapOptions::", "Map::"] {
+        assert!(
+            !text.contains(rust),
+            "shoal {args:?} names the Rust API: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_map_of_the_other_kind_is_named_in_the_tools_terms() {
+    let d = tmp();
+    let s = store_in(&d, "kinds.shoal");
+    {
+        let st = shoal::Store::open(&s).unwrap();
+        st.fixed_map("f", 8, 4).unwrap();
+        st.map("v").unwrap().put(b"k", b"v").unwrap();
+    }
+    for args in [
+        vec!["get", &s, "f", "k"],
+        vec!["put", &s, "f", "k", "v"],
+        vec!["del", &s, "f", "k"],
+        vec!["ls", &s, "f"],
+    ] {
+        let r = fails(
+            &args,
+            2,
+            "is a fixed-size map of 8-byte keys and 4-byte values",
+        );
+        assert!(r.stderr.contains("dump shows every kind"), "{}", r.stderr);
+        assert_no_rust_api(&args, &r.stderr);
+    }
+    // A dump line that says "fixed" for an existing variable-size map.
+    let line = "{\"map\":\"v\",\"kind\":\"fixed\",\"key_size\":8,\"value_size\":8}\n";
+    let r = shoal_with(&["load", &s], line.as_bytes());
+    check_failure(
+        &["load"],
+        &r,
+        2,
+        "is a variable-size map, not a fixed-size map",
+    );
+    assert_no_rust_api(&["load"], &r.stderr);
+}
+
+/// A store on disk not closed cleanly whose record fails its checksum (as an OS crash can
+/// leave it): every command refuses it naming `shoal repair STORE`, and that command
+/// drops the torn entry and keeps the rest.
+#[test]
+fn an_unclean_torn_store_points_at_shoal_repair() {
+    // On disk (not /dev/shm): only there is an unclean store verified when it is opened.
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let s = store_in(&d, "torn.shoal");
+    {
+        let st = shoal::Store::create(&s).unwrap();
+        if !st.stats().unwrap().on_disk {
+            eprintln!("{} is on tmpfs: skipped", d.path().display());
+            return;
+        }
+        let m = st.map("m").unwrap();
+        m.put(b"good", &[b'g'; 100]).unwrap();
+        m.put(b"torn", &[b't'; 100]).unwrap();
+    }
+    let mut b = std::fs::read(&s).unwrap();
+    let at = b
+        .windows(8)
+        .position(|w| w == b"torntttt")
+        .expect("the record of \"torn\"");
+    b[at + 4 + 50] ^= 1; // a byte of its value: the record fails its checksum
+    b[576..584].copy_from_slice(&0u64.to_le_bytes()); // the clean flag: not closed cleanly
+    std::fs::write(&s, &b).unwrap();
+
+    let hint = format!("run: shoal repair {s} ");
+    for args in [vec!["get", &s, "m", "good"], vec!["stat", &s]] {
+        let r = fails(&args, 2, &hint);
+        assert!(r.stderr.contains("not closed cleanly"), "{}", r.stderr);
+        assert_no_rust_api(&args, &r.stderr);
+    }
+    // check: a negative answer, the problem on stdout.
+    let r = shoal(&["check", &s]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.out().contains(&hint), "{}", r.out());
+    assert_no_rust_api(&["check"], &r.out());
+
+    let out = ok(&["repair", &s]);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("dropped: m: "))
+            .count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("repaired: "), "{out}");
+    assert_eq!(
+        ok(&["get", &s, "m", "good"]),
+        format!("{}\n", "g".repeat(100))
+    );
+    fails(&["get", &s, "m", "torn"], 1, "");
+    ok(&["check", &s]);
+    assert_eq!(ok(&["repair", &s]), "nothing to repair\n");
 }

@@ -14,13 +14,10 @@ OPS=${1:-10000000} KEYS=${2:-65536} ROUNDS=${3:-3}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 REL="$CARGO_TARGET_DIR/release"
 cargo build --release --locked -p shoal-ffi --lib --bin shoal-ffi-bench
-# The library's SONAME is libshoal.so.0 (its installed name): give it that name here too.
-LIB="$REL/bench-lib"
-mkdir -p "$LIB"
-ln -sf ../libshoal_ffi.so "$LIB/libshoal.so.0"
-ln -sf libshoal.so.0 "$LIB/libshoal.so"
+# Linked by hand, as crates/shoal-ffi/README.md says (the plain cargo build's SONAME is
+# its file name, libshoal_ffi.so).
 cc -O2 -std=c11 -Icrates/shoal-ffi/include crates/shoal-ffi/bench/bench_c.c -o "$REL/shoal-ffi-bench-c" \
-    -L"$LIB" -lshoal -Wl,-rpath,"$LIB"
+    -L"$REL" -lshoal_ffi -Wl,-rpath,"$REL"
 STORE=/dev/shm/shoal-ffi-bench-$$.shoal
 echo "ops=$OPS keys=$KEYS (8-byte keys and values), rounds=$ROUNDS, store in /dev/shm"
 c_put=() c_get=() r_put=() r_get=()

@@ -156,7 +156,9 @@ enum shoal_status
     SHOAL_NO_SPACE = 4,
     /**
      * The file is not a consistent Shoal store (the message says what and where), or
-     * `shoal_store_check` found problems.
+     * `shoal_store_check` found problems. Also a store on disk not closed cleanly (an OS
+     * crash) that holds entries it cannot trust: `shoal_store_repair` opens it, dropping
+     * them.
      */
     SHOAL_CORRUPT = 5,
     /**
@@ -170,7 +172,9 @@ enum shoal_status
     SHOAL_PERMISSION = 7,
     /**
      * An argument is out of range: a key, value or name too large, a name that is not
-     * UTF-8, unknown flags, a bad options struct.
+     * UTF-8, unknown flags, a bad options struct, a path that is a directory. Also a map
+     * of the other kind (`shoal_map_open` on a fixed-size map, `shoal_fixed_open` on a
+     * variable-size one or with other sizes) and a by-UID call on a map without UIDs.
      */
     SHOAL_INVALID = 8,
     /**

@@ -61,7 +61,9 @@ pub enum shoal_status {
     /// The filesystem has no room left (for example a full /dev/shm).
     SHOAL_NO_SPACE = 4,
     /// The file is not a consistent Shoal store (the message says what and where), or
-    /// `shoal_store_check` found problems.
+    /// `shoal_store_check` found problems. Also a store on disk not closed cleanly (an OS
+    /// crash) that holds entries it cannot trust: `shoal_store_repair` opens it, dropping
+    /// them.
     SHOAL_CORRUPT = 5,
     /// The file was written by a newer format version than this library reads, or has an
     /// older one that can be upgraded only while no other process has it open.
@@ -69,7 +71,9 @@ pub enum shoal_status {
     /// The operation is not permitted on the file.
     SHOAL_PERMISSION = 7,
     /// An argument is out of range: a key, value or name too large, a name that is not
-    /// UTF-8, unknown flags, a bad options struct.
+    /// UTF-8, unknown flags, a bad options struct, a path that is a directory. Also a map
+    /// of the other kind (`shoal_map_open` on a fixed-size map, `shoal_fixed_open` on a
+    /// variable-size one or with other sizes) and a by-UID call on a map without UIDs.
     SHOAL_INVALID = 8,
     /// A lock held by a live but stuck process (for example one stopped with SIGSTOP)
     /// was not released before the store's lock timeout.
@@ -259,11 +263,11 @@ pub(crate) fn status_of(e: &shoal::Error) -> shoal_status {
         E::AlreadyExists(_) => SHOAL_EXISTS,
         E::StoreFull(_) => SHOAL_FULL,
         E::NoSpace { .. } => SHOAL_NO_SPACE,
-        E::Corrupt { .. } => SHOAL_CORRUPT,
+        E::Corrupt { .. } | E::NeedsRepair { .. } => SHOAL_CORRUPT,
         E::NotAStore { .. } => SHOAL_NOT_A_STORE,
         E::VersionMismatch { .. } | E::UpgradeBlocked { .. } => SHOAL_VERSION,
         E::Permission { .. } => SHOAL_PERMISSION,
-        E::InvalidArgument(_) => SHOAL_INVALID,
+        E::InvalidArgument(_) | E::WrongMapKind { .. } | E::NoUids { .. } => SHOAL_INVALID,
         E::Timeout(_) => SHOAL_TIMEOUT,
         E::TooManyUsers(_) => SHOAL_TOO_MANY,
         E::Io { .. } => SHOAL_IO,
@@ -272,10 +276,41 @@ pub(crate) fn status_of(e: &shoal::Error) -> shoal_status {
     }
 }
 
+/// The message of an engine error in this API's words: where the engine's own text names
+/// a Rust call (`Store::fixed_map`, `MapOptions::uids`, `Store::repair`), the C call that
+/// does it instead.
+pub(crate) fn message_of(e: &shoal::Error) -> String {
+    use shoal::{Error as E, MapKind};
+    match e {
+        E::WrongMapKind { name, found, .. } => match found {
+            MapKind::Fixed {
+                key_size,
+                value_size,
+            } => format!(
+                "map {name:?} is a {found}: open it with shoal_fixed_open \
+                 (key_size {key_size}, value_size {value_size})"
+            ),
+            MapKind::Variable { .. } => {
+                format!("map {name:?} is a {found}: open it with shoal_map_open")
+            }
+        },
+        E::NoUids { name } => format!(
+            "map {name:?} has no UIDs (they are chosen when a map is created: \
+             shoal_map_open with shoal_map_options.uids = 1)"
+        ),
+        E::NeedsRepair { path, what } => format!(
+            "corrupt store {}: {what}; shoal_store_repair drops the entries that cannot be \
+             trusted",
+            path.display()
+        ),
+        e => e.to_string(),
+    }
+}
+
 impl From<shoal::Error> for Fail {
     #[cold]
     fn from(e: shoal::Error) -> Fail {
-        Fail::new(status_of(&e), e.to_string())
+        Fail::new(status_of(&e), message_of(&e))
     }
 }
 
@@ -531,6 +566,7 @@ mod tests {
     fn constants_match_the_engine() {
         assert_eq!(SHOAL_MAX_KEY_LEN, shoal::MAX_KEY_LEN);
         assert_eq!(SHOAL_MAX_VALUE_LEN, shoal::MAX_VALUE_LEN);
+        assert_eq!(SHOAL_MAX_NAME_LEN, shoal::MAX_NAME_LEN);
     }
 
     #[test]
@@ -562,6 +598,36 @@ mod tests {
             (E::Permission { path: p() }, SHOAL_PERMISSION),
             (E::InvalidArgument("a".into()), SHOAL_INVALID),
             (
+                E::WrongMapKind {
+                    name: "f".into(),
+                    found: shoal::MapKind::Fixed {
+                        key_size: 8,
+                        value_size: 4,
+                    },
+                    wanted: shoal::MapKind::Variable { uids: false },
+                },
+                SHOAL_INVALID,
+            ),
+            (
+                E::WrongMapKind {
+                    name: "v".into(),
+                    found: shoal::MapKind::Variable { uids: true },
+                    wanted: shoal::MapKind::Fixed {
+                        key_size: 8,
+                        value_size: 4,
+                    },
+                },
+                SHOAL_INVALID,
+            ),
+            (E::NoUids { name: "m".into() }, SHOAL_INVALID),
+            (
+                E::NeedsRepair {
+                    path: p(),
+                    what: "w".into(),
+                },
+                SHOAL_CORRUPT,
+            ),
+            (
                 E::Timeout(std::time::Duration::from_millis(5)),
                 SHOAL_TIMEOUT,
             ),
@@ -576,7 +642,11 @@ mod tests {
             ),
         ];
         for (e, want) in cases {
-            let msg = e.to_string();
+            let msg = message_of(&e);
+            // The C messages name C calls, never the Rust API's.
+            for rust in ["Store::", "MapOptions::", "Map::"] {
+                assert!(!msg.contains(rust), "{msg}");
+            }
             let f = Fail::from(e);
             assert_eq!(f.code, want, "{msg}");
             // SAFETY: the message is NUL-terminated and valid until the next failure.

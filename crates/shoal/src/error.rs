@@ -1,5 +1,6 @@
 //! The one error type of the public API.
 
+use crate::MapKind;
 use std::io;
 use std::path::PathBuf;
 
@@ -80,6 +81,42 @@ pub enum Error {
     /// More threads or processes use the store at once than it has slots for.
     #[error("too many users: {0}")]
     TooManyUsers(String),
+    /// The map exists but is of another kind than the call opens: a fixed-size map
+    /// opened with [`Store::map`](crate::Store::map), or a variable-size map with
+    /// [`Store::fixed_map`](crate::Store::fixed_map). The fields let each binding name
+    /// its own call in its message.
+    #[error(
+        "map {name:?} is a {found}: open it with {}",
+        if matches!(found, MapKind::Fixed { .. }) { "Store::fixed_map" } else { "Store::map" }
+    )]
+    WrongMapKind {
+        /// The map's name.
+        name: String,
+        /// What the map is.
+        found: MapKind,
+        /// What the call asked for (for a variable-size map, `uids` as the call asked).
+        wanted: MapKind,
+    },
+    /// A UID call on a map created without UIDs (they are chosen when a map is created,
+    /// with [`MapOptions::uids`](crate::MapOptions::uids)).
+    #[error("map {name:?} has no UIDs (create it with MapOptions::uids)")]
+    NoUids {
+        /// The map's name.
+        name: String,
+    },
+    /// A store on disk that was not closed cleanly (an OS crash) and that the lossless
+    /// repairs done when it is opened did not make consistent:
+    /// [`Store::repair`](crate::Store::repair) opens it, dropping the entries that cannot
+    /// be trusted.
+    #[error(
+        "corrupt store {path}: {what}; Store::repair drops the entries that cannot be trusted"
+    )]
+    NeedsRepair {
+        /// The store file.
+        path: PathBuf,
+        /// What is wrong: the number of problems left and the first of them.
+        what: String,
+    },
     /// Any other I/O error.
     #[error("I/O error on {path}: {source}")]
     Io {
@@ -105,6 +142,12 @@ impl Error {
             },
             Some(libc::ENOENT) => Error::NotFound(path.display().to_string()),
             Some(libc::EEXIST) => Error::AlreadyExists(path.display().to_string()),
+            // A bad path like any other (`open` of a directory for writing fails before a
+            // regular-file check could say so): not an I/O fault of the store.
+            Some(libc::EISDIR) => Error::InvalidArgument(format!(
+                "{} is a directory, not a store file",
+                path.display()
+            )),
             _ => Error::Io {
                 path: path.to_owned(),
                 source,

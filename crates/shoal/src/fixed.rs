@@ -265,7 +265,7 @@ pub(crate) fn fixed_ref_unchecked(sh: &Shared, id: u64) -> Result<FixedRef> {
     let flags = sh.w(hdr + M_FLAGS).load(Acquire);
     if flags & MF_FIXED == 0 {
         return Err(Error::InvalidArgument(format!(
-            "map {id} is not a fixed-size map (open it with Store::map)"
+            "map {id} is a variable-size map, not a fixed-size one"
         )));
     }
     let groups = flags & MF_GROUPS != 0;

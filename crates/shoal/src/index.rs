@@ -1751,7 +1751,7 @@ pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     if sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0 {
         // A fixed-size map's segments hold cells, not slots: never walk them as slots.
         return Err(Error::InvalidArgument(format!(
-            "map {id} is a fixed-size map (open it with Store::fixed_map)"
+            "map {id} is a fixed-size map, not a variable-size one"
         )));
     }
     let n_main = sh.w(hdr + M_N_MAIN).load(Acquire);

@@ -63,6 +63,8 @@ pub const FORMAT_VERSION: u32 = format::FORMAT_VERSION;
 pub const MAX_KEY_LEN: usize = format::MAX_KEY;
 /// The largest value, in bytes.
 pub const MAX_VALUE_LEN: u64 = format::MAX_VALUE;
+/// The longest map name, in bytes (UTF-8; a name has at least 1 byte).
+pub const MAX_NAME_LEN: usize = format::MAX_NAME;
 /// The longest value a put overwrites in place when the key's current value has the same
 /// length (in a store without checksums; in a map with UIDs, at most
 /// [`IN_PLACE_MAX_UIDS_LEN`]): its bytes change where

@@ -873,15 +873,15 @@ impl Map {
         if self.has_uids() {
             Ok(())
         } else {
-            Err(Error::InvalidArgument(format!(
-                "map {:?} has no UIDs (create it with MapOptions::uids)",
-                self.name
-            )))
+            Err(Error::NoUids {
+                name: self.name.to_string(),
+            })
         }
     }
 
     /// The stable handle of `key`, or `None` if the key is absent. It stays valid while
-    /// the key exists, however its record moves; see [`Uid`].
+    /// the key exists, however its record moves; see [`Uid`]. This and every other UID
+    /// call on a map without UIDs is [`Error::NoUids`].
     pub fn uid(&self, key: &[u8]) -> Result<Option<Uid>> {
         let _call = crate::deadline::call();
         check_sizes(key, None)?;

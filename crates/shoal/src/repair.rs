@@ -6,7 +6,7 @@
 //! counters, overflow counts, the free list, a half-written cleaner cursor) are rebuilt
 //! from the index and the chunk headers. An entry whose record is incomplete (it fails its
 //! checksum, or lies past what its chunk says was written) cannot be trusted. Then the open
-//! is refused with [`Error::Corrupt`] naming the problem, unless the caller asked for
+//! is refused with [`Error::NeedsRepair`] naming the problem, unless the caller asked for
 //! [`Store::repair`](crate::Store::repair), which drops such entries and reports each.
 //! Nothing is ever silently wrong.
 
@@ -49,14 +49,24 @@ pub(crate) fn verify_unclean(sh: &Shared, drop_untrusted: bool) -> Result<Option
         sh.flush()?;
         return Ok(Some(rep));
     }
-    Err(Error::Corrupt {
-        path: sh.path.clone(),
-        what: format!(
-            "not closed cleanly (an OS crash?) and {} problem(s) remain after the lossless repairs, \
-             first: {}; Store::repair drops the entries that cannot be trusted",
-            second.problems.len(),
-            second.problems[0]
-        ),
+    let (n, first) = (second.problems.len(), &second.problems[0]);
+    Err(if drop_untrusted {
+        // The repair itself left problems: naming the repair again would send the caller
+        // in a circle.
+        Error::corrupt(
+            &sh.path,
+            format!(
+                "not closed cleanly and {n} problem(s) remain after the repair, first: {first}"
+            ),
+        )
+    } else {
+        Error::NeedsRepair {
+            path: sh.path.clone(),
+            what: format!(
+                "not closed cleanly (an OS crash?) and {n} problem(s) remain after the lossless \
+                 repairs, first: {first}"
+            ),
+        }
     })
 }
 

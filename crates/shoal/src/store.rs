@@ -130,6 +130,24 @@ pub enum MapKind {
     },
 }
 
+/// "variable-size map", "variable-size map with UIDs", or "fixed-size map of 8-byte keys
+/// and 4-byte values": the words error messages use.
+impl std::fmt::Display for MapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            MapKind::Variable { uids: false } => f.write_str("variable-size map"),
+            MapKind::Variable { uids: true } => f.write_str("variable-size map with UIDs"),
+            MapKind::Fixed {
+                key_size,
+                value_size,
+            } => write!(
+                f,
+                "fixed-size map of {key_size}-byte keys and {value_size}-byte values"
+            ),
+        }
+    }
+}
+
 /// An open store: one file holding named maps, shared by every process that opens it.
 ///
 /// `Store` is `Send + Sync` and cheap to clone; opening the same file twice in one
@@ -297,7 +315,8 @@ impl Store {
     }
 
     /// Opens the map `name`, creating it with `opts` if it does not exist and `create`.
-    /// The options of an existing map are those it was created with.
+    /// The options of an existing map are those it was created with. A fixed-size map of
+    /// that name is [`Error::WrongMapKind`].
     pub fn map_with(&self, name: &str, opts: &MapOptions, create: bool) -> Result<Map> {
         let _call = crate::deadline::call();
         validate_name(name)?;
@@ -307,7 +326,7 @@ impl Store {
                 "segment_buckets must be 1..=4096 and stash_buckets 1..=1024".into(),
             ));
         }
-        if let Some(m) = self.find_map(name)? {
+        if let Some(m) = self.find_map(name, opts.uids)? {
             if opts.uids && !m.has_uids() {
                 return Err(Error::InvalidArgument(format!(
                     "map {name:?} exists without UIDs; UIDs are chosen when a map is created"
@@ -332,7 +351,9 @@ impl Store {
         Ok(m)
     }
 
-    fn find_map(&self, name: &str) -> Result<Option<Map>> {
+    /// The live variable-size map `name`; a fixed-size one is `WrongMapKind` (`uids`:
+    /// what the caller asked for, for the error).
+    fn find_map(&self, name: &str, uids: bool) -> Result<Option<Map>> {
         let sh = &*self.sh;
         sh.ensure_registered()?;
         for id in 0..sh.g.n_catalog {
@@ -345,9 +366,11 @@ impl Store {
                 continue;
             }
             if crate::fixed::is_fixed(sh, id) {
-                return Err(Error::InvalidArgument(format!(
-                    "map {name:?} is a fixed-size map: open it with Store::fixed_map"
-                )));
+                return Err(Error::WrongMapKind {
+                    name: name.into(),
+                    found: self.kind_at(id)?,
+                    wanted: MapKind::Variable { uids },
+                });
             }
             let mut m = index::map_ref_unchecked(sh, id)?;
             m.cat_word = st;
@@ -366,7 +389,7 @@ impl Store {
     fn create_map_locked(&self, tx: &Txn, name: &str, opts: &MapOptions) -> Result<Map> {
         let sh = &*self.sh;
         self.finish_drops(tx)?;
-        if let Some(m) = self.find_map(name)? {
+        if let Some(m) = self.find_map(name, opts.uids)? {
             return Ok(m);
         }
         let id = (0..sh.g.n_catalog)
@@ -410,8 +433,8 @@ impl Store {
 
     /// Opens the fixed-size map `name` (every key `key_size` bytes, every value
     /// `value_size` bytes), creating it with default options if it does not exist. An
-    /// existing map with other sizes, or a variable-size map of that name, is
-    /// `InvalidArgument`. Keys are 1 to 512 bytes, values 0 to 128; see [`FixedMap`].
+    /// existing map with other sizes is `InvalidArgument`, a variable-size map of that
+    /// name [`Error::WrongMapKind`]. Keys are 1 to 512 bytes, values 0 to 128; see [`FixedMap`].
     pub fn fixed_map(&self, name: &str, key_size: usize, value_size: usize) -> Result<FixedMap> {
         self.fixed_map_with(name, key_size, value_size, &FixedOptions::default(), true)
     }
@@ -477,9 +500,14 @@ impl Store {
             return Ok(None);
         };
         if !crate::fixed::is_fixed(sh, id) {
-            return Err(Error::InvalidArgument(format!(
-                "map {name:?} is a variable-size map: open it with Store::map"
-            )));
+            return Err(Error::WrongMapKind {
+                name: name.into(),
+                found: self.kind_at(id)?,
+                wanted: MapKind::Fixed {
+                    key_size: ks as usize,
+                    value_size: vs as usize,
+                },
+            });
         }
         let mut f = crate::fixed::fixed_ref_unchecked(sh, id)?;
         f.m.cat_word = st;
@@ -581,21 +609,26 @@ impl Store {
     /// What kind of map `name` is (None if there is none), so that a tool can open any
     /// map without knowing how it was created.
     pub fn map_kind(&self, name: &str) -> Result<Option<MapKind>> {
-        let sh = &*self.sh;
         let Some((id, _)) = self.find_entry(name)? else {
             return Ok(None);
         };
+        self.kind_at(id).map(Some)
+    }
+
+    /// The kind of the live map `id`.
+    fn kind_at(&self, id: u64) -> Result<MapKind> {
+        let sh = &*self.sh;
         if crate::fixed::is_fixed(sh, id) {
             let f = crate::fixed::fixed_ref_unchecked(sh, id)?;
-            return Ok(Some(MapKind::Fixed {
+            return Ok(MapKind::Fixed {
                 key_size: f.geo.key_size as usize,
                 value_size: f.geo.value_size as usize,
-            }));
+            });
         }
         let m = index::map_ref_unchecked(sh, id)?;
-        Ok(Some(MapKind::Variable {
+        Ok(MapKind::Variable {
             uids: m.vtrail != 0,
-        }))
+        })
     }
 
     /// Drops the map `name` and everything in it; returns whether it existed. Handles on
@@ -609,7 +642,7 @@ impl Store {
         let map = if crate::fixed::is_fixed(&self.sh, id) {
             None
         } else {
-            self.find_map(name)?
+            self.find_map(name, false)?
         };
         let tx = self.txn()?;
         tx.lock(H_CATALOG_LOCK)?;

@@ -186,12 +186,12 @@ fn spawn_writer(path: &Path, keys: u64) -> std::process::Child {
     c
 }
 
-/// Opens a store that may be unclean: clean open, or a clear Corrupt error followed by a
-/// successful explicit repair. Returns the store and whether it had to be repaired.
+/// Opens a store that may be unclean: clean open, or a clear NeedsRepair error followed by
+/// a successful explicit repair. Returns the store and whether it had to be repaired.
 fn open_or_repair(p: &Path, seed: u64) -> (Store, bool) {
     match Store::open_existing(p) {
         Ok(s) => (s, false),
-        Err(Error::Corrupt { what, .. }) => {
+        Err(Error::NeedsRepair { what, .. }) => {
             assert!(
                 what.contains("not closed cleanly"),
                 "seed {seed}: unclear refusal: {what}"
@@ -396,4 +396,51 @@ fn a_torn_stretch_before_live_records_is_mended_not_lost() {
             "torn{i:03} after compact"
         );
     }
+}
+
+/// A record that fails its checksum in a store not closed cleanly cannot be trusted: the
+/// open is refused with `NeedsRepair` (its own variant, so that each binding can name its
+/// own repair call), and `Store::repair` drops that entry alone.
+#[test]
+fn a_torn_record_makes_the_open_ask_for_a_repair() {
+    let d = disk_dir();
+    let p = d.path().join("torn.shoal");
+    {
+        let s = Store::create(&p).unwrap();
+        assert!(s.stats().unwrap().checksums);
+        let m = s.map("m").unwrap();
+        m.put(b"good", &[b'g'; 100]).unwrap();
+        m.put(b"torn", &[b't'; 100]).unwrap();
+    }
+    let mut b = std::fs::read(&p).unwrap();
+    let at = b
+        .windows(8)
+        .position(|w| w == b"torntttt")
+        .expect("the record of \"torn\"");
+    b[at + 4 + 50] ^= 1; // a byte of its value: the record fails its checksum
+    b[576..584].copy_from_slice(&0u64.to_le_bytes()); // not closed cleanly
+    std::fs::write(&p, &b).unwrap();
+    match Store::open_existing(&p) {
+        Err(e @ Error::NeedsRepair { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("Store::repair"), "{msg}");
+            let Error::NeedsRepair { path, what } = e else {
+                unreachable!()
+            };
+            assert_eq!(path, p);
+            assert!(what.contains("not closed cleanly"), "{what}");
+            assert!(
+                !what.contains("Store::"),
+                "the binding-neutral part: {what}"
+            );
+        }
+        Err(e) => panic!("the torn store was refused with {e:?}, not NeedsRepair"),
+        Ok(_) => panic!("the torn store opened"),
+    }
+    let (s, rep) = Store::repair(&p).unwrap();
+    assert_eq!(rep.dropped.len(), 1, "{rep:?}");
+    let m = s.open_map("m").unwrap();
+    assert_eq!(m.get(b"good").unwrap(), Some(vec![b'g'; 100]));
+    assert_eq!(m.get(b"torn").unwrap(), None);
+    assert!(s.check().unwrap().is_ok());
 }

@@ -5,7 +5,9 @@
 #![cfg(not(shuttle))]
 
 use proptest::prelude::*;
-use shoal::{Error, FixedMap, FixedOptions, OpenMode, Options, PutOutcome, Store};
+use shoal::{
+    Error, FixedMap, FixedOptions, MapKind, MapOptions, OpenMode, Options, PutOutcome, Store,
+};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -210,13 +212,61 @@ fn wrong_sizes_and_kinds_are_rejected() {
         s.fixed_map("f", 4, 8),
         Err(Error::InvalidArgument(_))
     ));
-    assert!(matches!(s.map("f"), Err(Error::InvalidArgument(_))));
-    assert!(matches!(s.open_map("f"), Err(Error::InvalidArgument(_))));
-    s.map("v").unwrap().put(b"k", b"v").unwrap();
+    // The other kind is its own error, whose fields let each binding word its message.
+    let fixed_4_6 = MapKind::Fixed {
+        key_size: 4,
+        value_size: 6,
+    };
+    for r in [s.map("f"), s.open_map("f")] {
+        match r {
+            Err(e @ Error::WrongMapKind { .. }) => {
+                let msg = e.to_string();
+                let Error::WrongMapKind {
+                    name,
+                    found,
+                    wanted,
+                } = e
+                else {
+                    unreachable!()
+                };
+                assert_eq!(name, "f");
+                assert_eq!(found, fixed_4_6);
+                assert_eq!(wanted, MapKind::Variable { uids: false });
+                assert!(msg.contains("Store::fixed_map"), "{msg}");
+                assert!(msg.contains("4-byte keys and 6-byte values"), "{msg}");
+            }
+            r => panic!("a fixed map opened as variable: {:?}", r.map(|_| ())),
+        }
+    }
+    let uids = MapOptions {
+        uids: true,
+        ..Default::default()
+    };
     assert!(matches!(
-        s.fixed_map("v", 1, 1),
-        Err(Error::InvalidArgument(_))
+        s.map_with("f", &uids, true),
+        Err(Error::WrongMapKind {
+            wanted: MapKind::Variable { uids: true },
+            ..
+        })
     ));
+    s.map("v").unwrap().put(b"k", b"v").unwrap();
+    match s.fixed_map("v", 1, 1) {
+        Err(e @ Error::WrongMapKind { .. }) => {
+            assert!(e.to_string().contains("Store::map"), "{e}");
+            let Error::WrongMapKind { found, wanted, .. } = e else {
+                unreachable!()
+            };
+            assert_eq!(found, MapKind::Variable { uids: false });
+            assert_eq!(
+                wanted,
+                MapKind::Fixed {
+                    key_size: 1,
+                    value_size: 1
+                }
+            );
+        }
+        r => panic!("a variable map opened as fixed: {:?}", r.map(|_| ())),
+    }
     assert!(matches!(
         s.fixed_map_with("nope", 4, 4, &FixedOptions::default(), false),
         Err(Error::NotFound(_))

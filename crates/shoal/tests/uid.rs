@@ -175,10 +175,16 @@ fn maps_without_uids_refuse_uid_calls() {
     let m = s.map("plain").unwrap();
     m.put(b"k", b"v").unwrap();
     assert!(!m.has_uids());
-    assert!(matches!(m.uid(b"k"), Err(Error::InvalidArgument(_))));
+    match m.uid(b"k") {
+        Err(e @ Error::NoUids { .. }) => {
+            assert!(e.to_string().contains("MapOptions::uids"), "{e}");
+            assert!(matches!(e, Error::NoUids { name } if name == "plain"));
+        }
+        r => panic!("uid on a map without UIDs: {r:?}"),
+    }
     assert!(matches!(
         m.get_by_uid(Uid::from_u64(1)),
-        Err(Error::InvalidArgument(_))
+        Err(Error::NoUids { .. })
     ));
     assert!(matches!(
         s.map_with("plain", &uid_opts(), true),

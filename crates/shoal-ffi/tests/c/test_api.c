@@ -72,6 +72,16 @@ static int patch_file(const char *path, off_t off, const void *data, size_t len)
     return n == (ssize_t)len;
 }
 
+/* Whether the last error message names `want` (a C call) and no Rust API: the messages
+ * of this library speak C. Prints the message if not. */
+static int msg_names(const char *want) {
+    const char *m = shoal_last_error_message();
+    int ok = strstr(m, want) != NULL && strstr(m, "Store::") == NULL &&
+             strstr(m, "MapOptions::") == NULL;
+    if (!ok) fprintf(stderr, "  message \"%s\" should name %s and no Rust API\n", m, want);
+    return ok;
+}
+
 /* Waits for a child and returns its exit code (or 128 + signal). */
 static int wait_child(pid_t pid) {
     int st = 0;
@@ -282,8 +292,10 @@ static void test_store_bad_files(void) {
     CHECK(strstr(shoal_last_error_message(), "truncated") != NULL);
     CHECK(s == NULL);
 
-    /* A directory. */
-    CHECK_RC(shoal_store_open(g_dir, &o, &s), SHOAL_IO);
+    /* A directory: a bad argument, as documented, not an I/O error. */
+    CHECK_RC(shoal_store_open(g_dir, &o, &s), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "is a directory") != NULL);
+    CHECK_RC(shoal_store_repair(g_dir, &s, NULL, NULL, NULL), SHOAL_INVALID);
     /* A path whose directory does not exist. */
     tpath(p, sizeof p, "no/such/dir/x.shoal");
     CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_NOT_FOUND);
@@ -1146,6 +1158,12 @@ static void test_map_uids(void) {
     CHECK(!has);
     CHECK_RC(shoal_map_has_uids(NULL, &has), SHOAL_NULL_POINTER);
     CHECK_RC(shoal_map_has_uids(m, NULL), SHOAL_NULL_POINTER);
+    /* A UID call on a map without UIDs says how to get them, in C terms. */
+    uint64_t none = 0;
+    CHECK_RC(shoal_map_put_uid(plain, "k", 1, "v", 1, &none, NULL), SHOAL_INVALID);
+    CHECK(msg_names("shoal_map_options.uids"));
+    CHECK_RC(shoal_map_uid(plain, "k", 1, &none), SHOAL_INVALID);
+    CHECK(msg_names("shoal_map_options.uids"));
 
     /* put_uid and uid */
     uint64_t a = 0, a2 = 0, b = 0;
@@ -1497,6 +1515,78 @@ static void test_store_flush_repair_durability_options(void) {
     shoal_store_destroy(p);
 }
 
+/* A store on disk not closed cleanly whose record fails its checksum (as an OS crash can
+ * leave it): the open is refused with SHOAL_CORRUPT and a message naming
+ * shoal_store_repair, which opens it, dropping that entry alone. */
+static void test_store_needs_repair(void) {
+    char p[512];
+    tpath(p, sizeof p, "torn.shoal");
+    shoal_store_destroy(p);
+    shoal_options o = small_opts();
+    o.open_mode = SHOAL_CREATE_NEW;
+    o.checksums = 1;
+    shoal_store *s = NULL;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    shoal_store_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK_RC(shoal_store_get_stats(s, &st), SHOAL_OK);
+    if (!st.on_disk) {
+        printf("note: %s is on tmpfs, where no store is verified on open; skipped\n", g_dir);
+        shoal_store_close(s);
+        shoal_store_destroy(p);
+        return;
+    }
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    char good[100], torn[100];
+    memset(good, 'g', sizeof good);
+    memset(torn, 't', sizeof torn);
+    CHECK_RC(shoal_map_put(m, "good", 4, good, sizeof good, NULL), SHOAL_OK);
+    CHECK_RC(shoal_map_put(m, "torn", 4, torn, sizeof torn, NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+
+    /* A byte of torn's value flipped, and the clean flag (header offset 576) cleared. */
+    char *b = NULL, *at = NULL;
+    struct stat sb;
+    FILE *fp = fopen(p, "rb");
+    if (fp && fstat(fileno(fp), &sb) == 0 && (b = malloc((size_t)sb.st_size)) != NULL &&
+        fread(b, 1, (size_t)sb.st_size, fp) == (size_t)sb.st_size)
+        at = memmem(b, (size_t)sb.st_size, "torntttt", 8);
+    if (fp) fclose(fp);
+    CHECK(at != NULL);
+    if (!at) {
+        free(b);
+        return;
+    }
+    char flipped = (char)(at[4 + 50] ^ 1);
+    CHECK(patch_file(p, (off_t)(at - b) + 4 + 50, &flipped, 1));
+    free(b);
+    uint64_t unclean = 0;
+    CHECK(patch_file(p, 576, &unclean, 8));
+
+    o.open_mode = SHOAL_OPEN_EXISTING;
+    CHECK_RC(shoal_store_open(p, &o, &s), SHOAL_CORRUPT);
+    CHECK(msg_names("shoal_store_repair"));
+    CHECK(strstr(shoal_last_error_message(), "not closed cleanly") != NULL);
+    CHECK(s == NULL);
+    shoal_repair_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    REQUIRE_OK(shoal_store_repair(p, &s, &r, NULL, NULL));
+    CHECK(r.dropped == 1);
+    REQUIRE_OK(shoal_map_open(s, "m", 0, NULL, &m));
+    char buf[128];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(m, "good", 4, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == sizeof good && memcmp(buf, good, len) == 0);
+    CHECK_RC(shoal_map_get(m, "torn", 4, buf, sizeof buf, &len), SHOAL_NOT_FOUND);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(p);
+}
+
 /* ---- batches: sync_writes flushes once per group ------------------------------------ */
 
 /* Returns the status, or -1 if the error message does not say why. */
@@ -1822,10 +1912,14 @@ static void test_fixed_open_kind(void) {
     CHECK_RC(shoal_fixed_open(s, "f", 8, 4, SHOAL_MAP_CREATE, &f2), SHOAL_INVALID);
     CHECK_RC(shoal_fixed_open(s, "f", 4, 8, 0, &f2), SHOAL_INVALID);
     CHECK_RC(shoal_fixed_open(s, "m", 8, 8, SHOAL_MAP_CREATE, &f2), SHOAL_INVALID);
+    CHECK(msg_names("shoal_map_open"));
     CHECK(f2 == NULL);
     shoal_map *m2 = NULL;
-    CHECK(shoal_map_open(s, "f", 0, NULL, &m2) != SHOAL_OK);
-    CHECK(shoal_map_open(s, "f", SHOAL_MAP_CREATE, NULL, &m2) != SHOAL_OK);
+    CHECK_RC(shoal_map_open(s, "f", 0, NULL, &m2), SHOAL_INVALID);
+    CHECK(msg_names("shoal_fixed_open"));
+    CHECK(strstr(shoal_last_error_message(), "key_size 8, value_size 8") != NULL);
+    CHECK_RC(shoal_map_open(s, "f", SHOAL_MAP_CREATE, NULL, &m2), SHOAL_INVALID);
+    CHECK(msg_names("shoal_fixed_open"));
     CHECK(m2 == NULL);
     size_t ks = 99, vs = 99;
     CHECK_RC(shoal_fixed_sizes(NULL, &ks, &vs), SHOAL_NULL_POINTER);
@@ -2680,6 +2774,7 @@ int main(void) {
     RUN(test_fixed_batches);
     RUN(test_fixed_with_timeout);
     RUN(test_store_flush_repair_durability_options);
+    RUN(test_store_needs_repair);
     RUN(test_batch);
     RUN(test_full);
     RUN(test_no_space);
