@@ -202,11 +202,28 @@ fn check_index_space(
 
 pub(crate) fn check(sh: &Shared) -> Result<Report> {
     sh.ensure_registered()?;
-    crate::txn::reclaim_dead(sh)?;
     let mut ck = Ck {
         sh,
         r: Report::default(),
     };
+    if sh.read_only {
+        // What writers that died left half done is recovered only by a process that can
+        // write the store; until then the words it covers may not add up.
+        for t in 0..sh.g.n_txn {
+            let b = sh.g.txn_slot(t);
+            if sh.w(b + T_OWNER).load(Acquire) != 0
+                && sh.w(b + T_INTENT).load(Acquire) != 0
+                && !sh.txn_alive(t)
+            {
+                ck.bad(format!(
+                    "txn slot {t}: its thread died mid-write and is not recovered yet (open \
+                     the store for writing to recover it)"
+                ));
+            }
+        }
+    } else {
+        crate::txn::reclaim_dead(sh)?;
+    }
     let g = sh.g;
     let cs = g.chunk_size();
     let end = sh.file_end();

@@ -117,6 +117,16 @@ pub enum Error {
         /// What is wrong: the number of problems left and the first of them.
         what: String,
     },
+    /// The store was opened read-only ([`OpenMode::ReadOnly`](crate::OpenMode::ReadOnly))
+    /// and this needs to write: a write, creating a map, or recovering what a writer
+    /// that died left half done (a process with write access recovers it).
+    #[error("{path} is open read-only: {what}")]
+    ReadOnly {
+        /// The store file.
+        path: PathBuf,
+        /// What could not be done.
+        what: String,
+    },
     /// Any other I/O error.
     #[error("I/O error on {path}: {source}")]
     Io {

@@ -628,11 +628,16 @@ impl MapRef {
         if wait.waited() > Duration::from_millis(10) || expired {
             let (_, _, e) = self.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
-            if lockw != 0 && !sh.txn_alive(lockw - 1) {
+            let dead = lockw != 0 && !sh.txn_alive(lockw - 1);
+            if dead && !sh.read_only {
                 crate::txn::recover_txn(sh, lockw - 1)?;
             }
             if expired {
-                return Err(wait.timeout());
+                return Err(if dead {
+                    dead_writer_error(sh)
+                } else {
+                    wait.timeout()
+                });
             }
         }
         crate::rt::sleep(Duration::from_micros(50));
@@ -1359,6 +1364,15 @@ pub(crate) fn spare_segment(sh: &Shared, m: &MapRef, seg: u64) -> Result<u64> {
         ));
     }
     Ok(s1)
+}
+
+/// The error of a read that timed out behind a writer that died mid-write: in a store
+/// opened read-only, which may not recover it. (Elsewhere the reader recovers it.)
+pub(crate) fn dead_writer_error(sh: &Shared) -> Error {
+    sh.read_only_error(
+        "a writer that died left the bucket being read half written; a process with write \
+         access to the store recovers it (any write, or opening it for writing)",
+    )
 }
 
 /// The longest index arena run, in chunks (see [`arena_alloc`]).

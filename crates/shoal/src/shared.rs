@@ -63,6 +63,9 @@ pub(crate) struct Shared {
     /// Pretouching (`Options::pretouch`, on tmpfs only): the guard that keeps the
     /// background thread off the mapping once the store is closing. `None`: off.
     pub pretouch: Option<std::sync::Arc<crate::pretouch::Guard>>,
+    /// Opened read-only (`OpenMode::ReadOnly`): mapped without write access, never
+    /// registered, and nothing here writes to the file (see [`Shared::read_only_error`]).
+    pub read_only: bool,
 }
 
 impl Shared {
@@ -97,7 +100,44 @@ impl Shared {
             ahead: AtomicU64::new(0),
             ahead_done: AtomicU64::new(0),
             pretouch: None,
+            read_only: false,
         }
+    }
+
+    /// The error for what a read-only store cannot do.
+    pub fn read_only_error(&self, what: impl Into<String>) -> Error {
+        Error::ReadOnly {
+            path: self.path.clone(),
+            what: what.into(),
+        }
+    }
+
+    /// Attaches a read-only opener: a shared lock on the seize byte (so that no process
+    /// verifies or upgrades the store alone while we read it), through a descriptor of its
+    /// own, which needs no write access. Refuses a disk store that was not closed cleanly
+    /// and that nobody has open: it must be verified first, which writes.
+    #[cfg(not(shuttle))]
+    pub fn attach_read_only(&self) -> Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let lock_file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&self.path)
+            .map_err(|e| Error::io(&self.path, e))?;
+        let fd: OwnedFd = lock_file.into();
+        sys::lock_byte_shared_wait(fd.as_raw_fd(), sys::SEIZE_BYTE)
+            .map_err(|e| Error::io(&self.path, e))?;
+        let others = sys::byte_locked(fd.as_raw_fd(), sys::SEIZE_BYTE).unwrap_or(true);
+        if self.durable && !others && self.w(H_CLEAN).load(SeqCst) == 0 {
+            return Err(Error::NeedsRepair {
+                path: self.path.clone(),
+                what: "it was not closed cleanly (an OS crash?) and must be verified by a \
+                       process that can write it before it is read"
+                    .into(),
+            });
+        }
+        self.reg.lock().unwrap_or_else(|e| e.into_inner()).lock_fd = Some(fd);
+        Ok(())
     }
 
     /// Writes every byte of the store through to stable storage (see `Store::flush`).
@@ -258,7 +298,7 @@ impl Shared {
     /// Re-registers after `fork()` if needed. One relaxed load on the fast path.
     #[inline]
     pub fn ensure_registered(&self) -> Result<()> {
-        if sys::FORK_GENERATION.load(Relaxed) != self.epoch.load(Relaxed) >> 32 {
+        if sys::FORK_GENERATION.load(Relaxed) != self.epoch.load(Relaxed) >> 32 && !self.read_only {
             self.register()?;
         }
         Ok(())
@@ -485,6 +525,9 @@ shuttle::thread_local! {
 /// The calling thread's txn slot in `sh`, claiming one on first use.
 #[inline]
 pub(crate) fn thread_txn(sh: &Arc<Shared>) -> Result<u64> {
+    if sh.read_only {
+        return Err(sh.read_only_error("writing needs a store opened for writing"));
+    }
     sh.ensure_registered()?;
     let epoch = sh.epoch.load(Relaxed);
     let found = TXNS.with(|v| {

@@ -27,6 +27,15 @@ pub enum OpenMode {
     Open,
     /// Create a new store; `AlreadyExists` if the file exists.
     CreateNew,
+    /// Open an existing store for reading only, which needs no write access to the file
+    /// (libmdbx's `MDBX_RDONLY`): reads, iteration, `stats` and `check` work; anything
+    /// that writes fails with [`Error::ReadOnly`](crate::Error::ReadOnly). The process
+    /// takes no slot in the store and never writes a byte of it, so it cannot recover
+    /// what a writer that died left half done: a read that meets that waits for a
+    /// process with write access to recover it, and fails with `ReadOnly` at its
+    /// timeout. A disk store not closed cleanly must first be opened by such a process
+    /// (or repaired).
+    ReadOnly,
 }
 
 /// Options for opening or creating a store. Size and table options apply when the
@@ -202,8 +211,9 @@ pub fn resolve_path(p: impl AsRef<Path>) -> PathBuf {
     }
 }
 
-/// Stores open in this process, by (device, inode): opening one twice shares the mapping.
-type OpenStores = Mutex<HashMap<(u64, u64), Weak<Shared>>>;
+/// Stores open in this process, by (device, inode, read-only): opening one twice shares
+/// the mapping (a read-only open has a mapping of its own).
+type OpenStores = Mutex<HashMap<(u64, u64, bool), Weak<Shared>>>;
 
 fn open_stores() -> &'static OpenStores {
     static M: OnceLock<OpenStores> = OnceLock::new();
@@ -254,6 +264,7 @@ impl Store {
         let s = loop {
             match mode {
                 OpenMode::Open => break open_file(&path, opts)?,
+                OpenMode::ReadOnly => break open_read_only(&path, opts)?,
                 OpenMode::CreateNew => {
                     create_file(&path, opts)?;
                     created = true;
@@ -1321,7 +1332,7 @@ fn open_file_mode(
             path.display()
         )));
     }
-    let key = (meta.dev(), meta.ino());
+    let key = (meta.dev(), meta.ino(), false);
     let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {
         return Ok((Store { sh }, None));
@@ -1375,6 +1386,57 @@ fn open_file_mode(
         crate::txn::reclaim_dead(&sh)?;
         reg.insert(key, Arc::downgrade(&sh));
         Ok((Store { sh }, report))
+    }
+}
+
+/// Opens a store read-only (`OpenMode::ReadOnly`): a read-only descriptor and mapping,
+/// no process slot, no recovery, no verification and no upgrade (each would write).
+fn open_read_only(path: &Path, o: &Options) -> Result<Store> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let key = (meta.dev(), meta.ino(), true);
+    let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {
+        return Ok(Store { sh });
+    }
+    let (g, _size) = read_geometry(path, &file)?;
+    #[cfg(shuttle)]
+    return Err(Error::InvalidArgument(format!(
+        "{}: files cannot be mapped under cfg(shuttle)",
+        path.display()
+    )));
+    #[cfg(not(shuttle))]
+    {
+        let reserve = g.max_size.next_multiple_of(4096);
+        let base = sys::map_shared_read_only(&file, reserve).map_err(|e| Error::io(path, e))?;
+        // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's
+        // Drop; all access goes through atomics (see mem.rs), and with `read_only` set
+        // nothing stores through it.
+        let region = unsafe { Region::from_raw(base, reserve) }.checking_file_end();
+        let durable = !sys::on_tmpfs(&file);
+        let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
+        shared.durable = durable;
+        shared.read_only = true;
+        let sh = Arc::new(shared);
+        sh.attach_read_only()?;
+        if file_version(&sh) < UPGRADED_VERSION {
+            return Err(sh.read_only_error(format!(
+                "its format version {} must be upgraded first, by a process that can write it",
+                file_version(&sh)
+            )));
+        }
+        reg.insert(key, Arc::downgrade(&sh));
+        Ok(Store { sh })
     }
 }
 

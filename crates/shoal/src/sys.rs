@@ -117,6 +117,26 @@ pub fn map_shared(file: &File, reserve: u64) -> io::Result<*mut u8> {
     Ok(p as *mut u8)
 }
 
+/// Maps `reserve` bytes of `file` shared, read-only (a store opened read-only: any write
+/// through it would fault, so the engine makes none).
+pub fn map_shared_read_only(file: &File, reserve: u64) -> io::Result<*mut u8> {
+    // SAFETY: a fresh mapping chosen by the kernel; nothing else aliases it yet.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            reserve as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_err());
+    }
+    Ok(p as *mut u8)
+}
+
 /// Faults in `[addr, addr + len)` of a shared mapping for writing, without writing
 /// (`MADV_POPULATE_WRITE`, Linux 5.14): see `pretouch`.
 ///

@@ -419,3 +419,60 @@ fn a_put_behind_a_stopped_allocator_waits_its_timeout_once() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+/// A store opened read-only cannot recover what a writer that died left half done: a read
+/// of that bucket waits for a process with write access, and fails with `ReadOnly` (not a
+/// plain timeout) at its deadline, leaving the file alone. Once a read-write handle reads
+/// the bucket (and recovers it), the read-only read succeeds.
+#[test]
+fn a_read_only_reader_behind_a_dead_writer_waits_then_says_why() {
+    let d = tmp();
+    let path = d.path().join("s.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.map("m").unwrap();
+    m.put(b"hot", b"initial").unwrap();
+    let mut w = spawn_worker(&path, "write.half_applied=1*sleep(600000)");
+    let start = Instant::now();
+    while !matches!(
+        m.with_timeout(Duration::from_millis(50)).get(b"hot"),
+        Err(Error::Timeout(_))
+    ) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "worker never reached the apply step"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&w, libc::SIGKILL);
+    w.wait().unwrap();
+    let r = Store::open_with(&path, &Options::default(), OpenMode::ReadOnly).unwrap();
+    let rm = r
+        .open_map("m")
+        .unwrap()
+        .with_timeout(Duration::from_millis(300));
+    match rm.get(b"hot") {
+        Err(Error::ReadOnly { what, .. }) => assert!(what.contains("died"), "{what}"),
+        other => panic!("expected ReadOnly behind a dead writer, got {other:?}"),
+    }
+    let report = r.check().unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("died mid-write")),
+        "a read-only check does not say a writer died mid-write: {report}"
+    );
+    // The read-write handle recovers the bucket; then the read-only one reads it.
+    assert_eq!(
+        m.with_timeout(Duration::from_secs(30))
+            .get(b"hot")
+            .unwrap()
+            .as_deref(),
+        Some(&b"from the worker"[..])
+    );
+    assert_eq!(
+        rm.with_timeout(Duration::from_secs(30))
+            .get(b"hot")
+            .unwrap()
+            .as_deref(),
+        Some(&b"from the worker"[..])
+    );
+    assert!(r.check().unwrap().is_ok());
+}
