@@ -13,6 +13,7 @@ const ENOENT: i32 = 2;
 const EACCES: i32 = 13;
 const EEXIST: i32 = 17;
 const ENOSPC: i32 = 28;
+const EROFS: i32 = 30;
 const ETIMEDOUT: i32 = 110;
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
@@ -87,6 +88,7 @@ pub fn to_py(py: Python<'_>, e: shoal::Error) -> PyErr {
         E::Timeout(_) => os_exc(py, "Timeout", ETIMEDOUT, msg),
         E::TooManyUsers(_) => exc(py, "TooManyUsers", msg),
         E::StaleUid(_) => exc(py, "StaleUidError", msg),
+        E::ReadOnly { .. } => os_exc(py, "ReadOnly", EROFS, msg),
         E::Io { ref source, .. } => os_exc(py, "IOError", source.raw_os_error().unwrap_or(0), msg),
         _ => exc(py, "Error", msg),
     }

@@ -404,7 +404,7 @@ fn secs(what: &str, v: f64) -> PyResult<Duration> {
 /// open(path, *, create=True, exclusive=False, max_size=None, initial_size=None,
 ///      lock_timeout=None, max_processes=None, max_threads=None, max_maps=None,
 ///      chunk_size=None, mode=None, checksums=None, sync_writes=False,
-///      pretouch=True) -> Store
+///      pretouch=True, read_only=False) -> Store
 ///
 /// Opens the store at `path` (str or os.PathLike; a bare name without '/' means
 /// /dev/shm/NAME.shoal). With `create=True` (the default) a missing store is created;
@@ -422,13 +422,17 @@ fn secs(what: &str, v: f64) -> PyResult<Duration> {
 /// the pages of space the store takes before the writers reach them, so that a put does
 /// not take the page faults; pass False to keep the process free of that thread (Python
 /// 3.12+ warns when a multi-threaded process calls `os.fork()`).
+/// `read_only=True` opens an existing store for reading only, which needs no write
+/// access to the file: reads, iteration, `stats()` and `check()` work, and anything that
+/// writes raises `shoal.ReadOnly` (so does a read of a bucket a writer that died left
+/// half written, at its timeout: only a process with write access can recover it).
 /// Opening the same file twice in one process shares one mapping (and the first open's
-/// `pretouch`).
+/// `pretouch`); a read-only open has a mapping of its own.
 #[pyfunction]
 #[pyo3(signature = (path, *, create = true, exclusive = false, max_size = None,
     initial_size = None, lock_timeout = None, max_processes = None, max_threads = None,
     max_maps = None, chunk_size = None, mode = None, checksums = None, sync_writes = false,
-    pretouch = true))]
+    pretouch = true, read_only = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn open(
     py: Python<'_>,
@@ -446,6 +450,7 @@ pub fn open(
     checksums: Option<bool>,
     sync_writes: bool,
     pretouch: bool,
+    read_only: bool,
 ) -> PyResult<Store> {
     let mut o = shoal::Options {
         checksums,
@@ -477,10 +482,18 @@ pub fn open(
     if let Some(v) = mode {
         o.mode = v;
     }
-    let open_mode = match (exclusive, create) {
-        (true, _) => shoal::OpenMode::CreateNew,
-        (false, true) => shoal::OpenMode::OpenOrCreate,
-        (false, false) => shoal::OpenMode::Open,
+    let open_mode = match (read_only, exclusive, create) {
+        (true, true, _) => {
+            return Err(crate::errors::exc(
+                py,
+                "InvalidArgument",
+                "read_only=True opens an existing store: it cannot be exclusive=True",
+            ))
+        }
+        (true, false, _) => shoal::OpenMode::ReadOnly,
+        (false, true, _) => shoal::OpenMode::CreateNew,
+        (false, false, true) => shoal::OpenMode::OpenOrCreate,
+        (false, false, false) => shoal::OpenMode::Open,
     };
     let resolved = shoal::resolve_path(&path);
     let st = py

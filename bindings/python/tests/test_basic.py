@@ -423,3 +423,34 @@ def test_pretouch_option_starts_the_thread_or_not(path, pretouch):
     )
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) == (1 if pretouch else 0)
+
+
+def test_read_only(path):
+    with shoal.open(path) as s:
+        m = s.map("m", key="str", value="int")
+        for i in range(100):
+            m[f"k{i}"] = i
+        s.fixed_map("f", 8, 8)[b"\x01" * 8] = b"\x02" * 8
+    before = open(path, "rb").read()
+    with shoal.open(path, read_only=True) as r:
+        m = r.map("m", key="str", value="int", create=False)
+        assert len(m) == 100 and m["k7"] == 7
+        assert sorted(m.keys()) == sorted(f"k{i}" for i in range(100))
+        assert r.fixed_map("f", 8, 8, create=False)[b"\x01" * 8] == b"\x02" * 8
+        assert r.check().ok
+        with pytest.raises(shoal.ReadOnly) as e:
+            m["k7"] = 8
+        assert isinstance(e.value, PermissionError) and "read-only" in str(e.value)
+        with pytest.raises(shoal.ReadOnly):
+            del m["k1"]
+        with pytest.raises(shoal.ReadOnly):
+            r.map("new")
+        with pytest.raises(shoal.ReadOnly):
+            r.compact()
+        assert m["k7"] == 7
+    assert open(path, "rb").read() == before
+    with pytest.raises(shoal.InvalidArgument):
+        shoal.open(path, read_only=True, exclusive=True)
+    shoal.remove(path)
+    with pytest.raises(shoal.NotFound):
+        shoal.open(path, read_only=True)

@@ -225,6 +225,11 @@ enum shoal_status
      * reused by another key).
      */
     SHOAL_STALE_UID = 19,
+    /**
+     * The store was opened read-only (`SHOAL_OPEN_READ_ONLY`) and the call needs to write
+     * (the message says what), or to recover what a writer that died left half done.
+     */
+    SHOAL_READ_ONLY = 20,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -254,6 +259,13 @@ enum shoal_open_mode
      * Create a new store; `SHOAL_EXISTS` if the file exists.
      */
     SHOAL_CREATE_NEW = 2,
+    /**
+     * Open an existing store for reading only; needs no write access to the file. Reads,
+     * iteration, stats and check work; every call that writes returns
+     * `SHOAL_READ_ONLY`, and so does a read that meets a bucket a writer that died left
+     * half written (only a process with write access can recover it), at its timeout.
+     */
+    SHOAL_OPEN_READ_ONLY = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -823,7 +835,9 @@ shoal_status shoal_test_panic(void);
  * * `opts`: options, or NULL for all defaults (open or create).
  * * `out`: receives the new handle (NULL on failure). Free it with `shoal_store_close`.
  *
- * Errors: `SHOAL_NOT_FOUND` (`SHOAL_OPEN_EXISTING` and no file), `SHOAL_EXISTS`
+ * Errors: `SHOAL_NOT_FOUND` (`SHOAL_OPEN_EXISTING` or `SHOAL_OPEN_READ_ONLY` and no
+ * file), `SHOAL_READ_ONLY` (`SHOAL_OPEN_READ_ONLY` of a store that must be upgraded
+ * first), `SHOAL_EXISTS`
  * (`SHOAL_CREATE_NEW` and a file), `SHOAL_NOT_A_STORE`, `SHOAL_CORRUPT`,
  * `SHOAL_VERSION`, `SHOAL_PERMISSION`, `SHOAL_NO_SPACE`, `SHOAL_TOO_MANY` (every
  * process slot taken), `SHOAL_INVALID` (bad options, a directory), `SHOAL_IO`,

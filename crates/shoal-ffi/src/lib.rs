@@ -101,6 +101,9 @@ pub enum shoal_status {
     /// handle names nothing (a 64-bit handle stays stale even after its table entry is
     /// reused by another key).
     SHOAL_STALE_UID = 19,
+    /// The store was opened read-only (`SHOAL_OPEN_READ_ONLY`) and the call needs to write
+    /// (the message says what), or to recover what a writer that died left half done.
+    SHOAL_READ_ONLY = 20,
 }
 
 pub use shoal_status::*;
@@ -177,6 +180,7 @@ pub extern "C" fn shoal_strerror(code: i32) -> *const c_char {
         17 => c"error",
         18 => c"value mismatch",
         19 => c"stale UID: its key was removed",
+        20 => c"the store is open read-only",
         _ => c"unknown status",
     };
     s.as_ptr()
@@ -272,6 +276,7 @@ pub(crate) fn status_of(e: &shoal::Error) -> shoal_status {
         E::TooManyUsers(_) => SHOAL_TOO_MANY,
         E::Io { .. } => SHOAL_IO,
         E::StaleUid(_) => SHOAL_STALE_UID,
+        E::ReadOnly { .. } => SHOAL_READ_ONLY,
         _ => SHOAL_ERROR,
     }
 }
@@ -633,6 +638,13 @@ mod tests {
             ),
             (E::TooManyUsers("u".into()), SHOAL_TOO_MANY),
             (E::StaleUid(0x1_0000_0000_0005), SHOAL_STALE_UID),
+            (
+                E::ReadOnly {
+                    path: p(),
+                    what: "w".into(),
+                },
+                SHOAL_READ_ONLY,
+            ),
             (
                 E::Io {
                     path: p(),

@@ -26,6 +26,11 @@ pub enum shoal_open_mode {
     SHOAL_OPEN_EXISTING = 1,
     /// Create a new store; `SHOAL_EXISTS` if the file exists.
     SHOAL_CREATE_NEW = 2,
+    /// Open an existing store for reading only; needs no write access to the file. Reads,
+    /// iteration, stats and check work; every call that writes returns
+    /// `SHOAL_READ_ONLY`, and so does a read that meets a bucket a writer that died left
+    /// half written (only a process with write access can recover it), at its timeout.
+    SHOAL_OPEN_READ_ONLY = 3,
 }
 
 /// Options of `shoal_store_open`. Zero-initialise it, set `struct_size`, then set what
@@ -166,6 +171,7 @@ fn engine_options(o: &shoal_options) -> Res<(shoal::Options, shoal::OpenMode)> {
         0 => shoal::OpenMode::OpenOrCreate,
         1 => shoal::OpenMode::Open,
         2 => shoal::OpenMode::CreateNew,
+        3 => shoal::OpenMode::ReadOnly,
         m => {
             return Err(Fail::new(
                 SHOAL_INVALID,
@@ -254,7 +260,9 @@ pub(crate) unsafe fn store_ref<'a>(p: *const shoal_store) -> Res<&'a shoal::Stor
 /// * `opts`: options, or NULL for all defaults (open or create).
 /// * `out`: receives the new handle (NULL on failure). Free it with `shoal_store_close`.
 ///
-/// Errors: `SHOAL_NOT_FOUND` (`SHOAL_OPEN_EXISTING` and no file), `SHOAL_EXISTS`
+/// Errors: `SHOAL_NOT_FOUND` (`SHOAL_OPEN_EXISTING` or `SHOAL_OPEN_READ_ONLY` and no
+/// file), `SHOAL_READ_ONLY` (`SHOAL_OPEN_READ_ONLY` of a store that must be upgraded
+/// first), `SHOAL_EXISTS`
 /// (`SHOAL_CREATE_NEW` and a file), `SHOAL_NOT_A_STORE`, `SHOAL_CORRUPT`,
 /// `SHOAL_VERSION`, `SHOAL_PERMISSION`, `SHOAL_NO_SPACE`, `SHOAL_TOO_MANY` (every
 /// process slot taken), `SHOAL_INVALID` (bad options, a directory), `SHOAL_IO`,

@@ -791,16 +791,15 @@ impl FixedRef {
         if wait.waited() > Duration::from_millis(10) || expired {
             let (_, _, e) = self.m.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
-            let dead = lockw != 0 && !sh.txn_alive(lockw - 1);
-            if dead && !sh.read_only {
-                crate::txn::recover_txn(sh, lockw - 1)?;
+            if lockw != 0 && !sh.txn_alive(lockw - 1) {
+                if !sh.read_only {
+                    crate::txn::recover_txn(sh, lockw - 1)?;
+                } else if expired {
+                    return Err(index::dead_writer_error(sh));
+                }
             }
             if expired {
-                return Err(if dead {
-                    index::dead_writer_error(sh)
-                } else {
-                    wait.timeout()
-                });
+                return Err(wait.timeout());
             }
         }
         crate::rt::sleep(Duration::from_micros(50));

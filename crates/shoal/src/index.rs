@@ -628,16 +628,15 @@ impl MapRef {
         if wait.waited() > Duration::from_millis(10) || expired {
             let (_, _, e) = self.locate(sh, h, sh.file_end())?;
             let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
-            let dead = lockw != 0 && !sh.txn_alive(lockw - 1);
-            if dead && !sh.read_only {
-                crate::txn::recover_txn(sh, lockw - 1)?;
+            if lockw != 0 && !sh.txn_alive(lockw - 1) {
+                if !sh.read_only {
+                    crate::txn::recover_txn(sh, lockw - 1)?;
+                } else if expired {
+                    return Err(dead_writer_error(sh));
+                }
             }
             if expired {
-                return Err(if dead {
-                    dead_writer_error(sh)
-                } else {
-                    wait.timeout()
-                });
+                return Err(wait.timeout());
             }
         }
         crate::rt::sleep(Duration::from_micros(50));

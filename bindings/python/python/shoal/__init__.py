@@ -33,6 +33,7 @@ from ._errors import (
     NotAStore,
     NotFound,
     PermissionDenied,
+    ReadOnly,
     StaleUidError,
     StoreFull,
     Timeout,
@@ -97,6 +98,7 @@ __all__ = [
     "DecodeError",
     "Closed",
     "StaleUidError",
+    "ReadOnly",
 ]
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "DecodeError",
     "Closed",
     "StaleUidError",
+    "ReadOnly",
 ]
 
 _K = TypeVar("_K")
@@ -120,6 +121,9 @@ class Closed(Error, ValueError):
 class StaleUidError(Error, KeyError):
     """A by-UID call on a UID whose key was removed."""
 
+class ReadOnly(Error, PermissionError):
+    """A write (or a recovery) through a store opened with read_only=True."""
+
 # ---- module functions ---------------------------------------------------------------
 
 def open(
@@ -138,6 +142,7 @@ def open(
     checksums: bool | None = None,
     sync_writes: bool = False,
     pretouch: bool = True,
+    read_only: bool = False,
 ) -> Store:
     """Opens (by default creating) the store at `path`; a bare name means
     /dev/shm/NAME.shoal. create=False: a missing store raises NotFound; exclusive=True:
@@ -146,7 +151,8 @@ def open(
     creation; lock_timeout (seconds, default 5) and sync_writes (flush after every write)
     apply to this process. pretouch (default True; tmpfs only): a background thread of
     this process faults in the pages of space the store takes before the writers reach
-    them; False keeps the process free of that thread."""
+    them; False keeps the process free of that thread. read_only=True opens an existing
+    store for reading only (no write access to the file needed); writes raise ReadOnly."""
 
 def remove(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
     """Deletes the store file; processes that have it open keep their mapping."""

@@ -19,6 +19,7 @@ __all__ = [
     "DecodeError",
     "Closed",
     "StaleUidError",
+    "ReadOnly",
 ]
 
 
@@ -90,6 +91,12 @@ class StaleUidError(Error, KeyError):
     names nothing any more, even once its table entry is reused by a later key."""
 
 
+class ReadOnly(Error, PermissionError):
+    """The store was opened with ``read_only=True`` and the call needs to write (or to
+    recover what a writer that died left half done, which only a process with write
+    access can do); errno EROFS."""
+
+
 # Shown (and pickled) as shoal.X, where they are re-exported.
 for _cls in (
     Error,
@@ -108,6 +115,7 @@ for _cls in (
     DecodeError,
     Closed,
     StaleUidError,
+    ReadOnly,
 ):
     _cls.__module__ = "shoal"
 del _cls

@@ -331,6 +331,71 @@ static void test_store_permission(void) {
     CHECK_RC(shoal_store_destroy(p), SHOAL_OK);
 }
 
+/* A store opened read-only by a user who may only read it (root drops to nobody; as
+ * another user the file is made mode 0444): reads and iteration work, writes are
+ * SHOAL_READ_ONLY, and the file is not changed. */
+static void test_store_read_only(void) {
+    char p[512];
+    tpath(p, sizeof p, "readonly.shoal");
+    shoal_store_destroy(p);
+    shoal_store *s = NULL;
+    shoal_map *m = NULL;
+    shoal_options o = small_opts();
+    o.file_mode = 0644;
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    REQUIRE_OK(shoal_map_put(m, "k", 1, "v", 1, NULL));
+    shoal_map_close(m);
+    shoal_store_close(s);
+    /* The other user must be able to reach the file. */
+    CHECK(chmod(g_dir, 0755) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (getuid() == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+        } else if (chmod(p, 0444) != 0) {
+            _exit(4);
+        }
+        shoal_store *c = NULL;
+        shoal_map *cm = NULL;
+        if (shoal_store_open(p, NULL, &c) != SHOAL_PERMISSION) _exit(5);
+        shoal_options ro;
+        memset(&ro, 0, sizeof ro);
+        ro.struct_size = sizeof ro;
+        ro.open_mode = SHOAL_OPEN_READ_ONLY;
+        shoal_status rc = shoal_store_open(p, &ro, &c);
+        if (rc != SHOAL_OK) {
+            fprintf(stderr, "child: %s: %s\n", shoal_strerror(rc), shoal_last_error_message());
+            _exit(6);
+        }
+        if (shoal_map_open(c, "m", 0, NULL, &cm) != SHOAL_OK) _exit(7);
+        char buf[8];
+        size_t len = 0;
+        if (shoal_map_get(cm, "k", 1, buf, sizeof buf, &len) != SHOAL_OK || len != 1 ||
+            buf[0] != 'v')
+            _exit(8);
+        if (shoal_map_put(cm, "k", 1, "w", 1, NULL) != SHOAL_READ_ONLY) _exit(9);
+        shoal_map *nm = NULL;
+        if (shoal_map_open(c, "new", SHOAL_MAP_CREATE, NULL, &nm) != SHOAL_READ_ONLY) _exit(10);
+        if (strcmp(shoal_strerror(SHOAL_READ_ONLY), "unknown status") == 0) _exit(11);
+        shoal_map_close(cm);
+        shoal_store_close(c);
+        _exit(0);
+    }
+    CHECK(pid > 0 && wait_child(pid) == 0);
+    chmod(g_dir, 0700);
+    chmod(p, 0644);
+    REQUIRE_OK(shoal_store_open(p, &o, &s));
+    REQUIRE_OK(shoal_map_open(s, "m", 0, NULL, &m));
+    char buf[8];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 1 && buf[0] == 'v');
+    shoal_map_close(m);
+    shoal_store_close(s);
+    CHECK_RC(shoal_store_destroy(p), SHOAL_OK);
+}
+
 static void test_store_destroy_and_path(void) {
     char p[512];
     tpath(p, sizeof p, "destroy.shoal");
@@ -2750,6 +2815,7 @@ int main(void) {
     RUN(test_store_open_modes_and_options);
     RUN(test_store_bad_files);
     RUN(test_store_permission);
+    RUN(test_store_read_only);
     RUN(test_store_destroy_and_path);
     RUN(test_store_maps_and_drop);
     RUN(test_store_stats_compact);
