@@ -139,6 +139,21 @@ pub(crate) fn read_record_header_in(
     Some((m, k, v, hl))
 }
 
+/// Whether the record at `off`, whose 4-byte checksum is at `crc_at`, matches it (stores
+/// with `FLAG_CHECKSUMS`; `[off, crc_at + 4)` must lie inside the file). Reads the bytes
+/// from the mapping: on an optimistic read a mismatch means something only once the read
+/// validated, since a concurrent write may have torn the copy.
+pub(crate) fn record_crc_ok(sh: &Shared, off: u64, crc_at: u64) -> bool {
+    sh.r.crc32c(off, crc_at - off) == sh.r.window(crc_at, 4) as u32
+}
+
+/// The error of a read that found its record failing its checksum.
+pub(crate) fn checksum_failed(sh: &Shared, map: &str, off: u64) -> Error {
+    sh.corrupt(format!(
+        "map {map:?}: the record at {off:#x} fails its checksum (torn or corrupt; repair drops it)"
+    ))
+}
+
 /// A key found by [`MapRef::scan`]: slot index, record offset, value length and record
 /// header length (the value starts at `off + hl + key length`).
 #[derive(Clone, Copy)]
@@ -298,6 +313,67 @@ impl MapRef {
         f: impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
         self.read_probing(sh, h, Probe::Key(key), f)
+    }
+
+    /// [`MapRef::read`] for a read that hands out what it found (a value, a UID): in a
+    /// store with checksums the record's checksum is verified too, and a record that
+    /// fails it is [`Error::Corrupt`] (`map` names the map in the message). Stores
+    /// without checksums take the plain read, behind one branch.
+    #[inline(always)]
+    pub(crate) fn read_value<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        map: &str,
+        f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        if sh.g.trailer == 0 {
+            return self.read(sh, key, f);
+        }
+        self.read_verified(sh, key, hash(sh.g.seed, key), map, f)
+    }
+
+    /// [`MapRef::read_value`] of a key whose hash `h` the caller computed already.
+    #[inline(always)]
+    pub(crate) fn read_value_hashed<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        map: &str,
+        f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        if sh.g.trailer == 0 {
+            return self.read_hashed(sh, key, h, f);
+        }
+        self.read_verified(sh, key, h, map, f)
+    }
+
+    /// [`MapRef::read_value`] in a store with checksums. The checksum is computed inside
+    /// the optimistic read, and a mismatch is reported only if that read validated: a
+    /// copy torn by a concurrent write (the record's chunk cleaned and reused under the
+    /// reader) fails its checksum too, and is retried like any torn copy. Cold: the
+    /// branch to it stays off the straight path of a store without checksums.
+    #[cold]
+    #[inline(never)]
+    fn read_verified<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        map: &str,
+        mut f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        let vt = self.vtrail;
+        let got = self.read_hashed(sh, key, h, |off, voff, vlen| {
+            let t = f(off, voff, vlen);
+            (t, record_crc_ok(sh, off, voff + vlen + vt), off)
+        })?;
+        match got {
+            None => Ok(None),
+            Some((t, true, _)) => Ok(Some(t)),
+            Some((_, false, off)) => Err(checksum_failed(sh, map, off)),
+        }
     }
 
     /// Whether the index holds the record at `pos`, whose key is `key`: an optimistic
