@@ -1347,13 +1347,16 @@ impl Map {
 
     /// Iterates over `(key, value)` pairs, weakly consistently: every key present for the
     /// whole iteration is returned exactly once, no key twice; keys added or removed
-    /// meanwhile may or may not appear. Items are copied out a segment at a time.
+    /// meanwhile may or may not appear. Items are copied out a segment at a time. A
+    /// damaged segment is reported as an `Err` item ([`Error::Corrupt`], naming the map
+    /// and the segment), and the iteration goes on with the next one (see [`Iter`]).
     pub fn iter(&self) -> Iter {
         Iter {
             map: self.clone(),
             cursor: 0,
             done: false,
             buf: VecDeque::new(),
+            damage: None,
             values: true,
         }
     }
@@ -1365,6 +1368,7 @@ impl Map {
             cursor: 0,
             done: false,
             buf: VecDeque::new(),
+            damage: None,
             values: false,
         })
     }
@@ -1394,14 +1398,19 @@ impl Map {
     }
 }
 
-/// Iterator over a map's entries; see [`Map::iter`]. Yields `Result`s: an error (the map
-/// was dropped, the file is corrupt, a timeout) ends the iteration.
+/// Iterator over a map's entries; see [`Map::iter`]. Yields `Result`s. A damaged segment
+/// (entries whose records cannot be read, or fail their checksums) is reported as one
+/// [`Error::Corrupt`] naming the map and the segment, after the segment's readable
+/// entries, and the iteration goes on with the next segment; any other error (the map was
+/// dropped, its directory is damaged, a timeout) ends it.
 pub struct Iter {
     map: Map,
     /// Position in bit-reversed hash order (see `index::snapshot`).
     cursor: u64,
     done: bool,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The damage of the segment whose items are in `buf`, reported after them.
+    damage: Option<Error>,
     values: bool,
 }
 
@@ -1413,6 +1422,9 @@ impl Iterator for Iter {
             if let Some(item) = self.buf.pop_front() {
                 return Some(Ok(item));
             }
+            if let Some(e) = self.damage.take() {
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
@@ -1421,10 +1433,12 @@ impl Iterator for Iter {
                 self.done = true;
                 return Some(Err(e));
             }
-            match crate::index::snapshot(&self.map.sh, &self.map.m, self.cursor, self.values) {
-                Ok((items, next)) => {
-                    self.buf.extend(items);
-                    match next {
+            let m = &self.map;
+            match crate::index::snapshot(&m.sh, &m.m, &m.name, self.cursor, self.values) {
+                Ok(step) => {
+                    self.buf.extend(step.items);
+                    self.damage = step.damage.map(|what| sh.corrupt(what));
+                    match step.next {
                         Some(c) => self.cursor = c,
                         None => self.done = true,
                     }

@@ -1,11 +1,16 @@
-//! Damage found in a store that was closed cleanly, and what reads make of it:
+//! Damage found in a store that was closed cleanly, and what reads and iteration make of
+//! it:
 //! * a record that fails its checksum is `Corrupt` to every read that would hand out its
-//!   value (by key, by UID, in a batch, and the writes that return or use the old value),
-//!   whatever the clean flag says; removing the key still works; `check` reports it;
+//!   value (by key, by UID, in a batch, by iteration, and the writes that return or use
+//!   the old value), whatever the clean flag says; removing the key still works; `check`
+//!   reports it;
 //! * a copy torn by concurrent writes (a record's chunk cleaned and reused under a reader)
-//!   fails its checksum too, and is retried, never reported as corrupt.
+//!   fails its checksum too, and is retried, never reported as corrupt;
+//! * a damaged segment is reported as corruption naming its map and segment, and an
+//!   iteration goes on with the other segments.
 
 use shoal::{Error, MapOptions, OpenMode, Options, Store};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A directory on disk (not tmpfs): stores there have checksums by default.
@@ -147,6 +152,24 @@ fn a_record_that_fails_its_checksum_is_corrupt_to_every_read_that_returns_it() {
             Some(value_of(i))
         );
     }
+    // Iteration: every sound entry once, the damaged ones reported as corruption.
+    let (mut good, mut bad) = (BTreeMap::new(), Vec::new());
+    for item in m.iter() {
+        match item {
+            Ok((k, v)) => assert!(good.insert(k, v).is_none()),
+            Err(Error::Corrupt { what, .. }) => bad.push(what),
+            Err(e) => panic!("iteration failed: {e}"),
+        }
+    }
+    assert_eq!(good.len(), 300, "{bad:?}");
+    assert!(
+        (1..=2).contains(&bad.len())
+            && bad
+                .iter()
+                .all(|w| w.contains("fails its checksum") && w.contains("\"m\"")),
+        "{bad:?}"
+    );
+    assert_eq!(m.keys().filter(|k| k.is_err()).count(), bad.len());
     // By UID, and the UID of a key.
     let u = s.open_map("u").unwrap();
     assert_checksum_error(u.get(b"uvictim"), "u", "get (UID map)");
@@ -257,6 +280,13 @@ fn torn_copies_of_checksummed_records_are_retried_never_reported() {
                         }
                         reads += 1;
                     }
+                    if r == 0 {
+                        for item in m.iter() {
+                            let (k, v) = item
+                                .unwrap_or_else(|e| panic!("iteration, after {reads} reads: {e}"));
+                            check(u32::from_le_bytes(k[..4].try_into().unwrap()), &v, "iter");
+                        }
+                    }
                 }
             });
         }
@@ -265,4 +295,97 @@ fn torn_copies_of_checksummed_records_are_retried_never_reported() {
     assert!(st.chunks_cleaned > 0, "the cleaner never ran: {st:?}");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
+}
+
+/// Overwrites the slot of `key`'s record (in a store file without checksums, whose short
+/// record header is 2 bytes) with one that leads into the process table, where no
+/// record can be: the key's segment is damaged. Returns the slot's offset.
+fn damage_slot_of(p: &Path, key: &[u8]) -> usize {
+    let mut b = std::fs::read(p).unwrap();
+    let at = b
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("the key's record");
+    let rec = (at - 2) as u64;
+    let slot = (0..b.len() / 8)
+        .map(|i| i * 8)
+        .find(|&i| {
+            let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+            w & ((1 << 48) - 1) == rec && w >> 48 != 0
+        })
+        .expect("the key's slot");
+    let tag = u64::from_le_bytes(b[slot..slot + 8].try_into().unwrap()) >> 48;
+    b[slot..slot + 8].copy_from_slice(&(tag << 48 | 0x1008).to_le_bytes());
+    std::fs::write(p, &b).unwrap();
+    slot
+}
+
+/// A store in /dev/shm (no checksums) with maps `alpha` (2,000 keys `a:NNNNN`) and
+/// `beta` (500), both of small segments, whose slot of `a:01234` was then damaged
+/// ([`damage_slot_of`]). Returns the path and the slot's offset.
+fn store_with_a_damaged_segment(d: &Path) -> (std::path::PathBuf, usize) {
+    let p = d.join("s.shoal");
+    let mo = MapOptions {
+        segment_buckets: 4,
+        stash_buckets: 1,
+        uids: false,
+    };
+    {
+        let s = Store::open(&p).unwrap();
+        assert!(!s.stats().unwrap().checksums);
+        let a = s.map_with("alpha", &mo, true).unwrap();
+        let b = s.map_with("beta", &mo, true).unwrap();
+        for i in 0..2000u32 {
+            a.put(format!("a:{i:05}").as_bytes(), b"va").unwrap();
+        }
+        for i in 0..500u32 {
+            b.put(format!("b:{i:05}").as_bytes(), b"vb").unwrap();
+        }
+        assert!(a.stats().unwrap().segments > 20);
+    }
+    let slot = damage_slot_of(&p, b"a:01234");
+    (p, slot)
+}
+
+#[test]
+fn a_damaged_segment_is_corruption_named_and_iteration_goes_on_past_it() {
+    let d = shm_dir();
+    let (p, slot) = store_with_a_damaged_segment(d.path());
+    let s = Store::open_existing(&p).unwrap();
+    let a = s.open_map("alpha").unwrap();
+    let (mut good, mut bad) = (0u32, Vec::new());
+    for item in a.iter() {
+        match item {
+            Ok((k, _)) => {
+                assert_ne!(k, b"a:01234");
+                good += 1;
+            }
+            Err(Error::Corrupt { what, .. }) => bad.push(what),
+            Err(e) => panic!("iteration ended: {e}"),
+        }
+    }
+    assert_eq!(good, 1999, "{bad:?}");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    // The message names the map and the segment that holds the slot.
+    let w = &bad[0];
+    assert!(w.contains("map \"alpha\": segment 0x"), "{w}");
+    let seg = u64::from_str_radix(
+        w.split("segment 0x")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .next()
+            .unwrap(),
+        16,
+    )
+    .unwrap();
+    let seg_size = 128 * (1 + 4 + 1);
+    assert!(
+        seg < slot as u64 && (slot as u64) < seg + seg_size,
+        "slot {slot:#x} is not in segment {seg:#x}: {w}"
+    );
+    assert!(w.contains("no record of the map"), "{w}");
+    assert_eq!(a.keys().filter(|k| k.is_ok()).count(), 1999);
+    let b = s.open_map("beta").unwrap();
+    assert_eq!(b.iter().collect::<shoal::Result<Vec<_>>>().unwrap().len(), 500);
 }
