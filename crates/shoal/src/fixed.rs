@@ -2218,6 +2218,89 @@ fn snapshot_once(
     }))
 }
 
+/// The salvage of a truncated file's fixed map (`salvage.rs`): calls `each(key, value)`
+/// on every cell that lies wholly below `bound` (the file's real size), in a bucket whose
+/// header survived, and that the directory leads its key to (cells elsewhere are
+/// leftovers no read would find), each key once; `lost(what)` on what could not be read
+/// (a directory entry or segment lost or damaged, cells cut by the bound). The directory
+/// must lie below `bound` (checked by the caller). Reads nothing at or past `bound`.
+pub(crate) fn salvage_cells(
+    sh: &Shared,
+    f: &FixedRef,
+    bound: u64,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    mut lost: impl FnMut(String),
+) -> Result<()> {
+    let m = &f.m;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let (gd, dir) = (root >> 48, root & OFF_MASK);
+    let mut keys = std::collections::HashSet::new();
+    let mut visited = std::collections::HashSet::new();
+    let (mut key, mut value) = (
+        vec![0u8; f.geo.key_size as usize],
+        vec![0u8; f.geo.value_size as usize],
+    );
+    for j in 0..(1u64 << gd) {
+        let e = sh.w(dir + 8 * j).load(Acquire);
+        let (seg, d) = (entry_seg(e), entry_depth(e));
+        if (m.groups && d != 0) || d > gd {
+            lost(format!(
+                "directory entry {j} is damaged (depth {d}): its keys are lost"
+            ));
+            continue;
+        }
+        if (m.groups && !visited.insert(seg)) || (!m.groups && j >= 1 << d) {
+            continue;
+        }
+        if seg < sh.g.chunks_off || seg % BUCKET != 0 {
+            lost(format!(
+                "directory entry {j} names {seg:#x}, which is no segment: its keys are lost"
+            ));
+            continue;
+        }
+        if seg >= bound {
+            lost(format!(
+                "segment {seg:#x} lies in the missing part of the file: its entries are lost"
+            ));
+            continue;
+        }
+        if seg + m.seg_size > bound {
+            lost(format!("segment {seg:#x} runs into the missing part of the file: the entries there are lost"));
+        }
+        let prefix = j & ((1 << d) - 1);
+        for b in 0..m.n_main + m.n_stash {
+            let bo = f.bucket(seg, b);
+            if bo + 8 > bound {
+                break;
+            }
+            let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
+            while bits != 0 {
+                let i = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                let co = f.cell_off(bo, i);
+                if co + f.geo.cell > bound {
+                    lost(format!(
+                        "cell {i} of bucket {bo:#x} runs into the missing part of the file"
+                    ));
+                    continue;
+                }
+                sh.r.read_bytes(co, &mut key);
+                let h = hash(sh.g.seed, &key);
+                let here = if m.groups {
+                    entry_seg(sh.w(dir + 8 * (h & ((1 << gd) - 1))).load(Acquire)) == seg
+                } else {
+                    h & ((1 << d) - 1) == prefix
+                };
+                if here && keys.insert(key.clone()) {
+                    sh.r.read_bytes(co + f.geo.kstride, &mut value);
+                    each(&key, &value)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The checker's part for one fixed map: returns (entries, segments) and pushes problems.
 pub(crate) fn check_map(
     sh: &Shared,

@@ -1,13 +1,16 @@
-//! Damage found in a store that was closed cleanly, and what reads and iteration make of
-//! it:
+//! Damage found in a store that was closed cleanly, and what reads, iteration and repair
+//! make of it:
 //! * a record that fails its checksum is `Corrupt` to every read that would hand out its
 //!   value (by key, by UID, in a batch, by iteration, and the writes that return or use
 //!   the old value), whatever the clean flag says; removing the key still works; `check`
-//!   reports it;
+//!   reports it, and `Store::repair` drops it (and only it), after which `check` passes;
 //! * a copy torn by concurrent writes (a record's chunk cleaned and reused under a reader)
 //!   fails its checksum too, and is retried, never reported as corrupt;
 //! * a damaged segment is reported as corruption naming its map and segment, and an
-//!   iteration goes on with the other segments.
+//!   iteration goes on with the other segments;
+//! * a repair needs the store alone, and its dry run writes nothing;
+//! * a truncated file is salvaged: every entry whose record and index survived is in the
+//!   new store, with its value, and nothing else.
 
 use shoal::{Error, MapOptions, OpenMode, Options, Store};
 use std::collections::BTreeMap;
@@ -193,6 +196,46 @@ fn a_record_that_fails_its_checksum_is_corrupt_to_every_read_that_returns_it() {
         .filter(|p| p.contains("fails its checksum"))
         .count();
     assert_eq!(sums, 3, "{r}");
+}
+
+#[test]
+fn repair_drops_every_record_that_fails_its_checksum_in_a_store_closed_cleanly() {
+    let d = disk_dir();
+    let (p, _, other_uid) = store_with_bad_checksums(d.path());
+    // Opened and closed cleanly, no read of the damaged keys: the repair must find them.
+    drop(Store::open_existing(&p).unwrap());
+    assert_eq!(std::fs::read(&p).unwrap()[H_CLEAN], 1);
+    // The repair drops exactly those (all four: `removable` was not removed here),
+    // although the store was closed cleanly.
+    let (s, rep) = Store::repair(&p).unwrap();
+    let dropped: Vec<&str> = rep.dropped.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(dropped, ["m", "m", "m", "u"], "{rep:?}");
+    assert!(
+        rep.dropped
+            .iter()
+            .all(|(_, s)| s.contains("fails its checksum")),
+        "{rep:?}"
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    let m = s.open_map("m").unwrap();
+    assert_eq!(m.get(b"victim").unwrap(), None);
+    assert_eq!(m.get(b"counter").unwrap(), None);
+    assert_eq!(m.get(b"removable").unwrap(), None);
+    assert_eq!(m.len().unwrap(), 300);
+    for i in 0..300u32 {
+        assert_eq!(
+            m.get(format!("key{i:04}").as_bytes()).unwrap(),
+            Some(value_of(i))
+        );
+    }
+    let u = s.open_map("u").unwrap();
+    assert_eq!(u.get(b"uvictim").unwrap(), None);
+    assert_eq!(u.get_by_uid(other_uid).unwrap(), b"fine");
+    // A second repair finds nothing.
+    drop((m, u, s));
+    let (_s, rep) = Store::repair(&p).unwrap();
+    assert!(rep.found.is_empty() && rep.dropped.is_empty(), "{rep:?}");
 }
 
 /// Readers of a checksummed store race writers whose overwrites change the values'
@@ -387,5 +430,169 @@ fn a_damaged_segment_is_corruption_named_and_iteration_goes_on_past_it() {
     assert!(w.contains("no record of the map"), "{w}");
     assert_eq!(a.keys().filter(|k| k.is_ok()).count(), 1999);
     let b = s.open_map("beta").unwrap();
-    assert_eq!(b.iter().collect::<shoal::Result<Vec<_>>>().unwrap().len(), 500);
+    assert_eq!(
+        b.iter().collect::<shoal::Result<Vec<_>>>().unwrap().len(),
+        500
+    );
+}
+
+#[test]
+fn a_repair_needs_the_store_alone_and_its_dry_run_writes_nothing() {
+    let d = shm_dir();
+    let (p, slot) = store_with_a_damaged_segment(d.path());
+    let s = Store::open_existing(&p).unwrap();
+    // A repair needs the store alone.
+    match Store::repair(&p) {
+        Err(Error::TooManyUsers(w)) => assert!(w.contains("open in this process"), "{w}"),
+        other => panic!("a repair of a store open here: {other:?}"),
+    }
+    drop(s);
+    // Its dry run says what it would drop, and changes no byte of the file.
+    let before = std::fs::read(&p).unwrap();
+    let rep = Store::repair_dry_run(&p).unwrap();
+    assert_eq!(rep.dropped.len(), 1, "{rep:?}");
+    assert_eq!(rep.dropped[0].0, "alpha");
+    assert!(
+        rep.dropped[0].1.contains(&format!("slot {slot:#x}")),
+        "{rep:?}"
+    );
+    assert!(
+        std::fs::read(&p).unwrap() == before,
+        "the dry run changed the file"
+    );
+    // The repair drops the slot; then the map iterates whole.
+    let (s, rep) = Store::repair(&p).unwrap();
+    assert_eq!(rep.dropped.len(), 1, "{rep:?}");
+    assert!(s.check().unwrap().is_ok());
+    let a = s.open_map("alpha").unwrap();
+    assert_eq!(
+        a.iter().collect::<shoal::Result<Vec<_>>>().unwrap().len(),
+        1999
+    );
+}
+
+/// Where each key of the form `PREFIX` + digits (`len` bytes in all) starts in `file`;
+/// each such key of these tests is written once.
+fn positions_of(
+    file: &[u8],
+    prefix: &[u8],
+    len: usize,
+) -> std::collections::HashMap<Vec<u8>, usize> {
+    let mut at = std::collections::HashMap::new();
+    for (i, w) in file.windows(len).enumerate() {
+        if w.starts_with(prefix) && w[prefix.len()..].iter().all(u8::is_ascii_digit) {
+            assert!(
+                at.insert(w.to_vec(), i).is_none(),
+                "{:?} twice",
+                String::from_utf8_lossy(w)
+            );
+        }
+    }
+    at
+}
+
+#[test]
+fn a_truncated_file_is_salvaged_with_every_intact_entry() {
+    for checksums in [true, false] {
+        let d = shm_dir();
+        let p = d.path().join("t.shoal");
+        let o = Options {
+            checksums: Some(checksums),
+            ..Options::default()
+        };
+        let val = |i: u32| format!("{i:06}-{}", "v".repeat(93)).into_bytes();
+        {
+            let s = Store::open_with(&p, &o, OpenMode::CreateNew).unwrap();
+            // The maps' index chunks come first; their records after, in several data
+            // chunks.
+            let keep = s.map("keep").unwrap();
+            let cut = s.map("cut").unwrap();
+            let fixed = s.fixed_map("fixed", 8, 8).unwrap();
+            let uids = s
+                .map_with(
+                    "uids",
+                    &MapOptions {
+                        uids: true,
+                        ..Default::default()
+                    },
+                    true,
+                )
+                .unwrap();
+            for i in 0..50u32 {
+                keep.put(format!("keep{i:04}").as_bytes(), &val(i)).unwrap();
+                fixed
+                    .put(&(i as u64).to_le_bytes(), &(i as u64 * 3).to_le_bytes())
+                    .unwrap();
+                uids.put(format!("uids{i:04}").as_bytes(), &val(i)).unwrap();
+            }
+            for i in 0..6000u32 {
+                cut.put(format!("cut{i:05}").as_bytes(), &val(i)).unwrap();
+            }
+        }
+        let good = std::fs::read(&p).unwrap();
+        let len = good.len();
+        // Cut the file in the middle of its last data chunk but one.
+        let chunk = 256 * 1024;
+        let at = len - chunk - chunk / 2 - 77;
+        std::fs::write(&p, &good[..at]).unwrap();
+        match Store::open_existing(&p) {
+            Err(Error::Corrupt { what, .. }) => assert!(what.contains("truncated"), "{what}"),
+            other => panic!("a truncated file opened: {other:?}"),
+        }
+        let trailer = if checksums { 4 } else { 0 };
+        // A record of an 8-byte key and a 100-byte value: its key starts 3 bytes in.
+        let pos = positions_of(&good, b"cut", 8);
+        let intact = |key: &[u8]| pos[key] + key.len() + 100 + trailer <= at;
+        // The dry run reports, and changes nothing.
+        let rep = Store::repair_dry_run(&p).unwrap();
+        assert!(rep.found[0].contains("truncated"), "{rep:?}");
+        assert!(
+            std::fs::read(&p).unwrap() == good[..at],
+            "the dry run changed the file"
+        );
+        assert!(!d.path().join("t.shoal.truncated").exists());
+        let (s, rep) = Store::repair(&p).unwrap();
+        assert!(rep.found[0].contains("truncated"), "{rep:?}");
+        assert!(rep.dropped.iter().all(|(m, _)| m == "cut"), "{rep:?}");
+        assert!(
+            rep.rebuilt.iter().any(|r| r.contains("t.shoal.truncated")),
+            "{rep:?}"
+        );
+        assert!(std::fs::read(d.path().join("t.shoal.truncated")).unwrap() == good[..at]);
+        assert!(s.check().unwrap().is_ok());
+        let cut = s.open_map("cut").unwrap();
+        let (mut kept, mut lost) = (0, 0);
+        for i in 0..6000u32 {
+            let k = format!("cut{i:05}");
+            let got = cut.get(k.as_bytes()).unwrap();
+            if intact(k.as_bytes()) {
+                assert_eq!(got, Some(val(i)), "checksums {checksums}: {k}");
+                kept += 1;
+            } else {
+                assert_eq!(got, None, "checksums {checksums}: {k} was cut");
+                lost += 1;
+            }
+        }
+        assert!(kept > 1000 && lost > 500, "kept {kept}, lost {lost}");
+        assert_eq!(cut.len().unwrap(), kept);
+        let keep = s.open_map("keep").unwrap();
+        let uids = s.open_map("uids").unwrap();
+        assert!(uids.has_uids());
+        let fixed = s.fixed_map("fixed", 8, 8).unwrap();
+        for i in 0..50u32 {
+            assert_eq!(
+                keep.get(format!("keep{i:04}").as_bytes()).unwrap(),
+                Some(val(i))
+            );
+            assert_eq!(
+                uids.get(format!("uids{i:04}").as_bytes()).unwrap(),
+                Some(val(i))
+            );
+            assert_eq!(
+                fixed.get(&(i as u64).to_le_bytes()).unwrap(),
+                Some((i as u64 * 3).to_le_bytes().to_vec())
+            );
+        }
+        println!("checksums {checksums}: kept {kept}, lost {lost}; {rep:?}");
+    }
 }
