@@ -77,7 +77,9 @@ pub enum Error {
     /// a 32-bit one): the handle no longer names anything.
     #[error("stale UID {0:#x}: its key was removed")]
     StaleUid(u64),
-    /// More threads or processes use the store at once than it has slots for.
+    /// More threads or processes use the store at once than it has slots for, or a
+    /// repair ([`Store::repair`](crate::Store::repair)) found the store open elsewhere
+    /// (it needs it alone).
     #[error("too many users: {0}")]
     TooManyUsers(String),
     /// Any other I/O error.

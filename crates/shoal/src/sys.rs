@@ -181,7 +181,7 @@ pub fn populate_write(addr: usize, len: usize) -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
-/// Unmaps a mapping made by [`map_shared`].
+/// Unmaps a mapping made by [`map_shared`] or [`map_private`].
 ///
 /// # Safety
 /// No reference into the mapping may be used afterwards.
