@@ -2117,9 +2117,12 @@ fn snapshot_once(
         return Ok(Some(index::Step {
             items: Vec::new(),
             next,
-            damage: Some(format!(
-                "map {map:?}: segment {seg:#x} skipped: {}",
-                index::segment_mismatch(sh, m.id, seg, d, h)
+            damage: Some((
+                seg,
+                format!(
+                    "map {map:?}: segment {seg:#x} skipped: {}",
+                    index::segment_mismatch(sh, m.id, seg, d, h)
+                ),
             )),
         }));
     }
@@ -2205,11 +2208,12 @@ fn snapshot_once(
         return Err(m.dropped());
     }
     let damage = (!damaged.is_empty()).then(|| {
-        format!(
+        let what = format!(
             "map {map:?}: segment {seg:#x}: {} bucket(s) left mid-write skipped (first {:#x})",
             damaged.len(),
             damaged[0]
-        )
+        );
+        (seg, what)
     });
     Ok(Some(index::Step {
         items,
@@ -3107,6 +3111,7 @@ impl FixedMap {
             done: false,
             buf: std::collections::VecDeque::new(),
             damage: None,
+            reported: std::collections::HashSet::new(),
         }
     }
 
@@ -3149,6 +3154,9 @@ pub struct FixedIter {
     buf: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
     /// The damage of the segment whose items are in `buf`, reported after them.
     damage: Option<crate::Error>,
+    /// The damaged segments reported so far: a segment of a map of groups holds several
+    /// directory entries' keys, and is visited once for each of them.
+    reported: std::collections::HashSet<u64>,
 }
 
 impl Iterator for FixedIter {
@@ -3172,7 +3180,10 @@ impl Iterator for FixedIter {
             match snapshot(&self.map.sh, &self.map.f, &self.map.name, self.cursor) {
                 Ok(step) => {
                     self.buf.extend(step.items);
-                    self.damage = step.damage.map(|what| self.map.sh.corrupt(what));
+                    self.damage = step
+                        .damage
+                        .filter(|(seg, _)| self.reported.insert(*seg))
+                        .map(|(_, what)| self.map.sh.corrupt(what));
                     match step.next {
                         Some(c) => self.cursor = c,
                         None => self.done = true,

@@ -2165,11 +2165,11 @@ pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// One step of an iteration: the items of one segment, the position after it (None at
 /// the end), and what of the segment was damaged and skipped (then the items are what
-/// could be read).
+/// could be read): the segment and what to say.
 pub(crate) struct Step {
     pub items: Items,
     pub next: Option<u64>,
-    pub damage: Option<String>,
+    pub damage: Option<(u64, String)>,
 }
 
 /// Copies out the segment that covers iteration position `cursor`, and returns the next
@@ -2267,9 +2267,12 @@ fn snapshot_once(
         return Ok(Some(Step {
             items: Vec::new(),
             next,
-            damage: Some(format!(
-                "map {map:?}: segment {seg:#x} skipped: {}",
-                segment_mismatch(sh, m.id, seg, d, h)
+            damage: Some((
+                seg,
+                format!(
+                    "map {map:?}: segment {seg:#x} skipped: {}",
+                    segment_mismatch(sh, m.id, seg, d, h)
+                ),
             )),
         }));
     }
@@ -2373,12 +2376,13 @@ fn snapshot_once(
         return Err(m.dropped());
     }
     let damage = (bad > 0).then(|| {
-        format!(
+        let what = format!(
             "map {map:?}: segment {seg:#x}: {bad} damaged entr{} skipped ({}{})",
             if bad == 1 { "y" } else { "ies" },
             said.join("; "),
             if bad > said.len() as u64 { "; ..." } else { "" }
-        )
+        );
+        (seg, what)
     });
     Ok(Some(Step {
         items,

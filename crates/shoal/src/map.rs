@@ -1437,7 +1437,7 @@ impl Iterator for Iter {
             match crate::index::snapshot(&m.sh, &m.m, &m.name, self.cursor, self.values) {
                 Ok(step) => {
                     self.buf.extend(step.items);
-                    self.damage = step.damage.map(|what| sh.corrupt(what));
+                    self.damage = step.damage.map(|(_, what)| sh.corrupt(what));
                     match step.next {
                         Some(c) => self.cursor = c,
                         None => self.done = true,
