@@ -25,9 +25,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// Salvages the truncated store at `path` (its `file`, whose header was read as `g`:
-/// `size` bytes where the header says `end`), or with `dry_run` only reports what it
-/// would do (no file written or created). Returns the new store (None for a dry run)
-/// and the report.
+/// `size` bytes where the header says `end`) into a new store that takes its place.
+/// Returns the new store and the report.
 #[cfg(shuttle)]
 pub(crate) fn salvage(
     path: &Path,
@@ -35,18 +34,65 @@ pub(crate) fn salvage(
     _g: Geometry,
     _size: u64,
     _end: u64,
-    _dry_run: bool,
-) -> Result<(Option<Store>, RepairReport)> {
-    Err(Error::InvalidArgument(format!(
+) -> Result<(Store, RepairReport)> {
+    Err(unmappable(path))
+}
+
+/// What [`salvage`] would do, without writing or creating any file.
+#[cfg(shuttle)]
+pub(crate) fn salvage_dry_run(
+    path: &Path,
+    _file: File,
+    _g: Geometry,
+    _size: u64,
+    _end: u64,
+) -> Result<RepairReport> {
+    Err(unmappable(path))
+}
+
+#[cfg(shuttle)]
+fn unmappable(path: &Path) -> Error {
+    Error::InvalidArgument(format!(
         "{}: files cannot be mapped under cfg(shuttle)",
         path.display()
-    )))
+    ))
+}
+
+/// The first line of a salvage's report.
+fn found(size: u64, end: u64) -> RepairReport {
+    RepairReport {
+        found: vec![format!(
+            "truncated: the file has {size} bytes, its header says {end} ({} bytes missing)",
+            end - size
+        )],
+        ..Default::default()
+    }
+}
+
+/// What [`salvage`] would do, without writing or creating any file.
+#[cfg(not(shuttle))]
+pub(crate) fn salvage_dry_run(
+    path: &Path,
+    file: File,
+    g: Geometry,
+    size: u64,
+    end: u64,
+) -> Result<RepairReport> {
+    let sh = crate::store::private_shared(path, file, g, size)?;
+    let mut rep = found(size, end);
+    let (maps, entries) = copy_maps(&sh, size, None, &mut rep)?;
+    rep.rebuilt.push(format!(
+        "would salvage {entries} entries of {maps} map(s) into a new store at {} (the \
+         truncated original kept at {})",
+        path.display(),
+        kept_path(path).display()
+    ));
+    Ok(rep)
 }
 
 /// Salvages the truncated store at `path` (its `file`, whose header was read as `g`:
-/// `size` bytes where the header says `end`), or with `dry_run` only reports what it
-/// would do (no file written or created). Returns the new store (None for a dry run)
-/// and the report.
+/// `size` bytes where the header says `end`) into a new store that takes its place.
+/// Returns the new store and the report.
 #[cfg(not(shuttle))]
 pub(crate) fn salvage(
     path: &Path,
@@ -54,8 +100,7 @@ pub(crate) fn salvage(
     g: Geometry,
     size: u64,
     end: u64,
-    dry_run: bool,
-) -> Result<(Option<Store>, RepairReport)> {
+) -> Result<(Store, RepairReport)> {
     use std::os::unix::fs::PermissionsExt;
     let mode = file
         .metadata()
@@ -64,53 +109,24 @@ pub(crate) fn salvage(
         .mode()
         & 0o777;
     let sh = crate::store::private_shared(path, file, g, size)?;
-    let mut rep = RepairReport {
-        found: vec![format!(
-            "truncated: the file has {size} bytes, its header says {end} ({} bytes missing)",
-            end - size
-        )],
+    let mut rep = found(size, end);
+    let tmp = sibling(path, &format!(".salvage.{}.tmp", std::process::id()), true);
+    let o = crate::Options {
+        max_size: g.max_size,
+        mode,
+        max_processes: g.n_proc as u32,
+        max_threads: g.n_txn as u32,
+        max_maps: g.n_catalog as u32,
+        chunk_size: g.chunk_size(),
+        checksums: Some(g.trailer != 0),
+        pretouch: false,
         ..Default::default()
     };
-    let kept = kept_path(path);
-    let tmp = sibling(path, &format!(".salvage.{}.tmp", std::process::id()), true);
-    let target = if dry_run {
-        None
-    } else {
-        let o = crate::Options {
-            max_size: g.max_size,
-            mode,
-            max_processes: g.n_proc as u32,
-            max_threads: g.n_txn as u32,
-            max_maps: g.n_catalog as u32,
-            chunk_size: g.chunk_size(),
-            checksums: Some(g.trailer != 0),
-            pretouch: false,
-            ..Default::default()
-        };
-        // A leftover of a salvage by a process of the same pid that was killed.
-        let _ = std::fs::remove_file(&tmp);
-        Some(Store::open_with(&tmp, &o, crate::OpenMode::CreateNew)?)
-    };
-    let copied = copy_maps(&sh, size, target.as_ref(), &mut rep);
-    let (maps, entries) = match copied {
-        Ok(n) => n,
-        Err(e) => {
-            drop(target);
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
-    drop(sh);
-    let Some(target) = target else {
-        rep.rebuilt.push(format!(
-            "would salvage {entries} entries of {maps} map(s) into a new store at {} (the \
-             truncated original kept at {})",
-            path.display(),
-            kept.display()
-        ));
-        return Ok((None, rep));
-    };
+    // A leftover of a salvage by a process of the same pid that was killed.
+    let _ = std::fs::remove_file(&tmp);
+    let target = Store::open_with(&tmp, &o, crate::OpenMode::CreateNew)?;
     let placed = (|| {
+        let (maps, entries) = copy_maps(&sh, size, Some(&target), &mut rep)?;
         target.flush()?;
         // Closed cleanly. The original is kept under another name first, then the new
         // store takes its place in one rename: at every moment `path` is one whole file
@@ -122,15 +138,16 @@ pub(crate) fn salvage(
             // The renames are durable once the directory is (a failure only delays that).
             let _ = File::open(dir).and_then(|d| d.sync_all());
         }
-        Ok::<_, Error>(kept)
+        Ok::<_, Error>((maps, entries, kept))
     })();
-    let kept = match placed {
-        Ok(k) => k,
+    let (maps, entries, kept) = match placed {
+        Ok(p) => p,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
     };
+    drop(sh);
     rep.rebuilt.push(format!(
         "salvaged {entries} entries of {maps} map(s) into a new store, now at {}; the \
          truncated original is kept at {}",
@@ -138,7 +155,7 @@ pub(crate) fn salvage(
         kept.display()
     ));
     let s = Store::open_with(path, &crate::Options::default(), crate::OpenMode::Open)?;
-    Ok((Some(s), rep))
+    Ok((s, rep))
 }
 
 /// Copies every live map of the truncated store `sh` (its real size `size`) into
@@ -359,17 +376,7 @@ fn salvage_records(
                         }
                         continue;
                     }
-                    // What the truncation cut (records checked against `bound` say no
-                    // more than that they did not fit).
-                    Err(_) if off >= bound => "the record lies in the missing part of the file",
-                    Err(
-                        "no complete record there" | "the record lies outside every data chunk",
-                    ) if crate::repair::data_limit(sh, off).is_some_and(|l| l > bound)
-                        || sh.g.chunk_of(off) >= bound =>
-                    {
-                        "the record runs into the missing part of the file"
-                    }
-                    Err(why) => why,
+                    Err(why) => cut_short(sh, off, bound).unwrap_or(why),
                 };
                 match dropped.iter_mut().find(|(w, _, _)| *w == why) {
                     Some((_, n, _)) => *n += 1,
@@ -385,6 +392,20 @@ fn salvage_records(
         ));
     }
     Ok(())
+}
+
+/// Why the record at `off` is gone if the truncation took it (it lies, or runs, at or
+/// past `bound`); None when it is not that (it is damaged before the cut, or its header
+/// was cut and cannot be read: the repair's reason says so then).
+#[cfg(not(shuttle))]
+fn cut_short(sh: &crate::shared::Shared, off: u64, bound: u64) -> Option<&'static str> {
+    if off >= bound {
+        return Some("the record lies in the missing part of the file");
+    }
+    let limit = crate::repair::data_limit(sh, off)?;
+    let (_, k, v, hl) = crate::index::read_record_header_in(sh, off, limit)?;
+    (off + hl + k + v + sh.g.trailer > bound)
+        .then_some("the record runs into the missing part of the file")
 }
 
 /// `path` with `suffix` appended to its file name (`hidden`: and a dot before it).

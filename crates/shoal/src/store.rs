@@ -1212,8 +1212,8 @@ fn map_region(path: &Path, file: &File, reserve: u64, private: Option<u64>) -> R
     Ok(unsafe { Region::from_raw(base, reserve) }.checking_file_end())
 }
 
-/// Who else has a store open, for a repair, which needs it alone: `Err` when anyone does
-/// (this process through another handle, or another process), else nothing.
+/// The error of a repair that found the store open `what` ("in this process", "in
+/// another process"): a repair needs the store alone.
 fn repair_refused(path: &Path, what: &str) -> Error {
     Error::TooManyUsers(format!(
         "{} is open {what}; a repair needs the store to itself (close it there first)",
@@ -1241,12 +1241,7 @@ fn open_file_mode(
     let (g, size, end) = read_geometry(path, &file, repair)?;
     if size < end {
         drop(reg);
-        return crate::salvage::salvage(path, file, g, size, end, false).map(|(s, r)| {
-            (
-                s.expect("a salvage that is no dry run opens its store"),
-                Some(r),
-            )
-        });
+        return crate::salvage::salvage(path, file, g, size, end).map(|(s, r)| (s, Some(r)));
     }
     #[cfg(shuttle)]
     return Err(Error::InvalidArgument(format!(
@@ -1312,7 +1307,7 @@ fn dry_run_repair(path: &Path) -> Result<crate::repair::RepairReport> {
     }
     let (g, size, end) = read_geometry(path, &file, true)?;
     if size < end {
-        return crate::salvage::salvage(path, file, g, size, end, true).map(|(_, r)| r);
+        return crate::salvage::salvage_dry_run(path, file, g, size, end);
     }
     #[cfg(shuttle)]
     return Err(Error::InvalidArgument(format!(
