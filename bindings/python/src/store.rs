@@ -519,11 +519,15 @@ impl Store {
 /// repair(path) -> tuple[Store, dict]
 ///
 /// Opens a store that was not closed cleanly and that `open()` refused (a store on disk
-/// after an OS crash), and repairs it: entries whose records are incomplete are dropped,
-/// everything else is rebuilt from what remains. Returns the open store and a report
-/// dict: "found" (problems before repair), "dropped" (list of (map name, slot
-/// description); keys are not reported, they may be torn too) and "rebuilt". A store
-/// that opens normally is returned as is, with empty lists.
+/// after an OS crash), or any store whose reads or check report corruption, and repairs
+/// it: every record's checksum is verified (whatever the clean flag says), entries whose
+/// records cannot be trusted are dropped, everything else is rebuilt from what remains.
+/// A truncated file is salvaged into a new store that replaces it (the original kept as
+/// PATH.truncated). Returns the open store and a report dict: "found" (problems before
+/// repair), "dropped" (list of (map name, slot description and why); keys are not
+/// reported, they may be torn too) and "rebuilt". A sound store is returned with empty
+/// lists. Raises `shoal.TooManyUsers` while the store is open elsewhere (in this
+/// process too): a repair needs it alone.
 #[pyfunction]
 pub fn repair<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Store, Bound<'py, PyDict>)> {
     let (st, r) = py.detach(|| shoal::Store::repair(&path)).py_err(py)?;

@@ -1,4 +1,4 @@
-//! The small subcommands: stat, ls, get, put, del, check, compact, rm.
+//! The small subcommands: stat, ls, get, put, del, check, repair, compact, rm.
 
 use crate::codec::{self, Encoding};
 use crate::fail::Fail;
@@ -462,6 +462,57 @@ pub fn check(store: &Path) -> Result<(), Fail> {
     }
 }
 
+/// `shoal repair`: the report of `Store::repair` (or of its dry run), one line per item.
+pub fn repair(store: &Path, dry_run: bool) -> Result<(), Fail> {
+    let path = shoal::resolve_path(store);
+    let refused = |e: shoal::Error| match e {
+        shoal::Error::NotFound(_) => open_error(&path, e),
+        e => Fail::err(format!("cannot repair {}: {e}", path.display())),
+    };
+    let report = if dry_run {
+        Store::repair_dry_run(&path).map_err(refused)?
+    } else {
+        let (s, report) = Store::repair(&path).map_err(refused)?;
+        drop(s);
+        report
+    };
+    let mut out = std::io::stdout().lock();
+    for p in &report.found {
+        writeln!(out, "found: {p}")?;
+    }
+    for (map, what) in &report.dropped {
+        writeln!(out, "dropped: {map}: {what}")?;
+    }
+    for r in &report.rebuilt {
+        writeln!(out, "rebuilt: {r}")?;
+    }
+    let clean = report.found.is_empty() && report.dropped.is_empty();
+    let summary = match (dry_run, clean) {
+        (_, true) => "sound: nothing to repair".to_string(),
+        (true, false) => format!(
+            "dry run: the repair would drop {} and rebuild {}; nothing was changed",
+            counted(report.dropped.len(), "item"),
+            counted(report.rebuilt.len(), "part")
+        ),
+        (false, false) => format!(
+            "repaired: dropped {}, rebuilt {}",
+            counted(report.dropped.len(), "item"),
+            counted(report.rebuilt.len(), "part")
+        ),
+    };
+    writeln!(out, "{summary}")?;
+    out.flush()?;
+    if dry_run && !clean {
+        return Err(Fail::NoQuiet);
+    }
+    Ok(())
+}
+
+/// "1 item", "2 items".
+fn counted(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// `shoal compact`.
 pub fn compact(store: &Path) -> Result<(), Fail> {
     use std::os::unix::fs::MetadataExt;
@@ -503,37 +554,6 @@ pub fn compact(store: &Path) -> Result<(), Fail> {
         human::size(after.file_size)
     )?;
     writeln!(out, "took          {secs:.3} s")?;
-    out.flush()?;
-    Ok(())
-}
-
-/// `shoal repair`: opens a store the other commands refuse as not closed cleanly,
-/// dropping the entries that cannot be trusted, and prints what was found, dropped and
-/// rebuilt (one item a line, as `shoal_store_repair` reports them).
-pub fn repair(store: &Path) -> Result<(), Fail> {
-    let path = shoal::resolve_path(store);
-    let (s, r) = Store::repair(&path).map_err(|e| open_error(&path, e))?;
-    drop(s);
-    let mut out = std::io::stdout().lock();
-    for p in &r.found {
-        writeln!(out, "found: {p}")?;
-    }
-    for (map, what) in &r.dropped {
-        writeln!(out, "dropped: {map}: {what}")?;
-    }
-    for p in &r.rebuilt {
-        writeln!(out, "rebuilt: {p}")?;
-    }
-    if r.found.is_empty() {
-        writeln!(out, "nothing to repair")?;
-    } else {
-        writeln!(
-            out,
-            "repaired: {} problems found, {} entries dropped",
-            r.found.len(),
-            r.dropped.len()
-        )?;
-    }
     out.flush()?;
     Ok(())
 }

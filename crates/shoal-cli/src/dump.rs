@@ -37,6 +37,11 @@ must ignore blank lines and must reject unknown fields. The dump is streamed: th
 is read a segment at a time, never held whole in memory. Entries written while the dump \
 runs may or may not appear (every entry present for the whole dump appears exactly once).
 
+A damaged part of the store (entries of a segment that cannot be read or fail their \
+checksums, a map that cannot be opened) is reported on stderr, naming the map and the \
+segment, and skipped: the dump goes on with the rest, and exits with status 1 at the end. \
+`shoal repair` drops what cannot be read.
+
 A progress bar is drawn on stderr when stderr is a terminal.
 
 Example:  shoal dump mystore > mystore.jsonl && shoal load copy < mystore.jsonl";
@@ -150,6 +155,8 @@ impl AnyMap {
 /// `shoal dump`.
 pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
     let s = cmds::open_existing(store)?;
+    // What could not be read: reported on stderr as it is met, and in the exit status.
+    let mut damage: Vec<String> = Vec::new();
     let maps: Vec<AnyMap> = match only {
         Some(name) => match AnyMap::open(&s, name)? {
             Some(m) => vec![m],
@@ -162,8 +169,16 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
         None => {
             let mut v = Vec::new();
             for name in s.maps()? {
-                // None: dropped meanwhile.
-                v.extend(AnyMap::open(&s, &name)?);
+                // None: dropped meanwhile. A map that cannot be opened (its header is
+                // damaged) is reported, and the others are dumped.
+                match AnyMap::open(&s, &name) {
+                    Ok(m) => v.extend(m),
+                    Err(Fail::Error(e)) => {
+                        eprintln!("shoal: map {name:?} skipped: {e}");
+                        damage.push(e);
+                    }
+                    Err(f) => return Err(f),
+                }
             }
             v
         }
@@ -187,7 +202,18 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
         }
         let mut n = 0u64;
         for item in m.entries() {
-            let (k, v) = item?;
+            // A damaged segment is one error, after the entries of it that could be read;
+            // the iteration goes on with the next segment (or ends, if the map's
+            // directory is damaged). Any other error ends the dump.
+            let (k, v) = match item {
+                Ok(kv) => kv,
+                Err(e @ shoal::Error::Corrupt { .. }) => {
+                    pb.suspend(|| eprintln!("shoal: {e}"));
+                    damage.push(e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             out.write_all(b"{\"map\":")?;
             out.write_all(&name)?;
             out.write_all(b",\"key\":")?;
@@ -216,6 +242,13 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
             crate::human::count(written),
             maps.len()
         );
+    }
+    if !damage.is_empty() {
+        return Err(Fail::No(format!(
+            "the dump is incomplete: {} damaged part(s) of the store could not be read \
+             (above); `shoal repair` drops them",
+            damage.len()
+        )));
     }
     Ok(())
 }

@@ -26,8 +26,8 @@ use std::process::ExitCode;
 #[command(
     name = "shoal",
     version,
-    about = "Inspect, edit, dump, load, check, compact, watch and benchmark Shoal stores",
-    long_about = "Inspect, edit, dump, load, check, compact, watch and benchmark Shoal stores.\n\n\
+    about = "Inspect, edit, dump, load, check, repair, compact, watch and benchmark Shoal stores",
+    long_about = "Inspect, edit, dump, load, check, repair, compact, watch and benchmark Shoal stores.\n\n\
         A STORE is a path to a store file; a bare name (no '/') means /dev/shm/NAME.shoal.\n\n\
         Exit status: 0 on success; 1 for a negative answer (a missing key, an unsound \
         store); 2 for an error (bad arguments, bad input, a missing store or map, a refusal).",
@@ -165,17 +165,32 @@ enum Cmd {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
     },
-    /// Repair a store on disk that was not closed cleanly and that other commands refuse
+    /// Repair a damaged store: drop what cannot be trusted, rebuild the rest
     #[command(
-        long_about = "Open a store on disk that was not closed cleanly (an OS crash) and that the \
-        other commands refuse as corrupt: the entries whose records cannot be trusted (torn \
-        by the crash) are dropped, and the rest is rebuilt from what remains. Prints each \
-        problem found, entry dropped and structure rebuilt, one a line. A store that opens \
-        normally is left as it is (\"nothing to repair\")."
+        long_about = "Verify a store in full and repair it: entries whose \
+        records cannot be trusted (torn by an OS crash after the last flush, failing their \
+        checksums, pointing nowhere) are dropped, and everything else (locks, counters, \
+        free space) is rebuilt from what remains. For a store that other subcommands refuse \
+        after an OS crash, and for one that `shoal check` or a read reports as corrupt, \
+        whether it was closed cleanly or not.\n\n\
+        A file shorter than its header says (truncated) is salvaged: every entry that can \
+        be read whole from what is left is copied into a new store, which replaces the \
+        file; the truncated original is kept beside it as STORE.truncated. Maps with UIDs \
+        get new UIDs there.\n\n\
+        Prints what was found, each entry or part dropped (keys are not shown: they may be \
+        damaged too) and what was rebuilt. The store must not be open anywhere else. \
+        --dry-run repairs a private copy-on-write mapping instead, and prints what the \
+        repair would do: the file is not changed, nothing is created.\n\n\
+        Exit status: 0 when the store is sound afterwards (or, with --dry-run, needs no \
+        repair); 1 when --dry-run found something to repair; 2 when the repair could not \
+        be done (the store is in use, or too damaged)."
     )]
     Repair {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,
+        /// Print what the repair would do, and change nothing
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Reclaim dead space now; print chunks freed and dead bytes before and after
     Compact {
@@ -311,7 +326,7 @@ fn run(cli: Cli) -> Result<(), Fail> {
         Cmd::Dump { store, map } => dump::dump(&store, map.as_deref()),
         Cmd::Load { store, file } => dump::load(&store, file.as_deref()),
         Cmd::Check { store } => cmds::check(&store),
-        Cmd::Repair { store } => cmds::repair(&store),
+        Cmd::Repair { store, dry_run } => cmds::repair(&store, dry_run),
         Cmd::Compact { store } => cmds::compact(&store),
         Cmd::Rm { store, force } => cmds::rm(&store, force),
         Cmd::Bench(a) => bench::run(a),

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `shoal` binary: every subcommand, the error exits, the dump
-//! format's round trip, check on sound and damaged stores, rm against a holder, a tiny
-//! bench and a short watch.
+//! format's round trip, check on sound and damaged stores, dump and repair of damaged
+//! ones (a record that fails its checksum, an unclean store, a damaged segment, a
+//! truncated file), rm against a holder, a tiny bench and a short watch.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -943,5 +944,317 @@ fn an_unclean_torn_store_points_at_shoal_repair() {
     );
     fails(&["get", &s, "m", "torn"], 1, "");
     ok(&["check", &s]);
-    assert_eq!(ok(&["repair", &s]), "nothing to repair\n");
+    assert!(ok(&["repair", &s]).contains("sound: nothing to repair"));
+}
+
+/// A directory on disk (not tmpfs), where stores have checksums and a clean flag.
+fn disk_tmp() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("shoal-cli-test-")
+        .tempdir_in(std::env::temp_dir())
+        .expect("tempdir");
+    let probe = d.path().join("probe.shoal");
+    let on_disk = shoal::Store::open(&probe).unwrap().stats().unwrap().on_disk;
+    assert!(
+        on_disk,
+        "{} is on tmpfs; this test needs a disk",
+        d.path().display()
+    );
+    shoal::Store::destroy(&probe).unwrap();
+    d
+}
+
+/// Flips a byte `at` bytes into the only occurrence of `needle` in the file at `p`; with
+/// `unclean`, also clears the clean flag (header offset 576), as an OS crash leaves it.
+fn damage_file(p: &str, needle: &[u8], at: usize, unclean: bool) {
+    let mut b = std::fs::read(p).unwrap();
+    let pos: Vec<usize> = b
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(pos.len(), 1, "{:?}", String::from_utf8_lossy(needle));
+    b[pos[0] + at] ^= 0x20;
+    if unclean {
+        b[576..584].copy_from_slice(&0u64.to_le_bytes());
+    }
+    std::fs::write(p, &b).unwrap();
+}
+
+/// A disk store with map `m`: keys `k0`..`k99` (value `value of kI`) and `torn` (value
+/// `TORN-VALUE-0123456789`), closed cleanly.
+fn disk_store_with_a_torn_candidate(path: &str) {
+    let s = shoal::Store::open(path).unwrap();
+    assert!(s.stats().unwrap().checksums);
+    let m = s.map("m").unwrap();
+    for i in 0..100 {
+        m.put(
+            format!("k{i}").as_bytes(),
+            format!("value of k{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    m.put(b"torn", b"TORN-VALUE-0123456789").unwrap();
+}
+
+#[test]
+fn repair_recovers_an_unclean_disk_store_that_other_commands_refuse() {
+    let d = disk_tmp();
+    let s = store_in(&d, "crashed.shoal");
+    disk_store_with_a_torn_candidate(&s);
+    // As after an OS crash: one record torn, the store not closed cleanly.
+    damage_file(&s, b"TORN-VALUE-0123456789", 4, true);
+    for args in [
+        vec!["get", &s, "m", "k1"],
+        vec!["stat", &s],
+        vec!["dump", &s],
+    ] {
+        fails(&args, 2, "not closed cleanly");
+    }
+    // The dry run lists what the repair would drop, exits 1, and changes no byte.
+    let before = std::fs::read(&s).unwrap();
+    let r = shoal(&["repair", "--dry-run", &s]);
+    assert_eq!(r.code, 1, "{}{}", r.out(), r.stderr);
+    let out = r.out();
+    assert!(out.contains("found: map 0: record"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("dropped: m: slot ") && l.contains("fails its checksum")),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("nothing was changed"), "{out}");
+    assert!(
+        std::fs::read(&s).unwrap() == before,
+        "the dry run changed the file"
+    );
+    fails(&["get", &s, "m", "k1"], 2, "not closed cleanly");
+    // The repair.
+    let out = ok(&["repair", &s]);
+    assert!(out.contains("dropped: m: slot "), "{out}");
+    assert!(
+        out.contains("\nrepaired: dropped 1 item, rebuilt "),
+        "{out}"
+    );
+    assert_eq!(ok(&["get", &s, "m", "k1"]), "value of k1\n");
+    fails(&["get", &s, "m", "torn"], 1, "not found");
+    assert!(ok(&["check", &s]).trim_end().ends_with("ok"));
+    assert!(ok(&["repair", &s]).contains("sound: nothing to repair"));
+}
+
+#[test]
+fn repair_drops_a_record_that_fails_its_checksum_in_a_store_closed_cleanly() {
+    let d = disk_tmp();
+    let s = store_in(&d, "rot.shoal");
+    disk_store_with_a_torn_candidate(&s);
+    damage_file(&s, b"TORN-VALUE-0123456789", 4, false);
+    // Opens (it was closed cleanly), but the damaged value is never handed out.
+    assert_eq!(ok(&["get", &s, "m", "k1"]), "value of k1\n");
+    fails(&["get", &s, "m", "torn"], 2, "fails its checksum");
+    let r = shoal(&["check", &s]);
+    assert_eq!(r.code, 1, "{}", r.out());
+    assert!(r.out().contains("fails its checksum"), "{}", r.out());
+    let before = std::fs::read(&s).unwrap();
+    let r = shoal(&["repair", "--dry-run", &s]);
+    assert_eq!(r.code, 1, "{}{}", r.out(), r.stderr);
+    assert!(r.out().contains("dropped: m: slot "), "{}", r.out());
+    assert!(
+        std::fs::read(&s).unwrap() == before,
+        "the dry run changed the file"
+    );
+    let out = ok(&["repair", &s]);
+    assert!(out.contains("fails its checksum"), "{out}");
+    assert!(ok(&["check", &s]).trim_end().ends_with("ok"));
+    fails(&["get", &s, "m", "torn"], 1, "not found");
+    assert_eq!(ok(&["get", &s, "m", "k99"]), "value of k99\n");
+    let r = shoal(&["repair", "--dry-run", &s]);
+    assert_eq!(r.code, 0, "{}{}", r.out(), r.stderr);
+    assert!(r.out().contains("sound: nothing to repair"), "{}", r.out());
+}
+
+#[test]
+fn repair_is_refused_while_another_process_has_the_store_open() {
+    let d = tmp();
+    let s = store_in(&d, "busy.shoal");
+    ok(&["put", &s, "m", "k", "v"]);
+    let holder = shoal::Store::open_existing(&s).unwrap();
+    // (Attaching to learn that another process is attached writes this process's slot in
+    // the process table, as any open does; nothing else.)
+    fails(&["repair", &s], 2, "open in another process");
+    let before = std::fs::read(&s).unwrap();
+    fails(&["repair", "--dry-run", &s], 2, "open in another process");
+    assert!(std::fs::read(&s).unwrap() == before);
+    drop(holder);
+    assert!(ok(&["repair", &s]).contains("sound: nothing to repair"));
+    fails(&["repair", &store_in(&d, "none.shoal")], 2, "no store at");
+}
+
+/// Where each key `PREFIX` + digits (`len` bytes) starts in `file` (each is written once).
+fn key_positions(file: &[u8], prefix: &[u8], len: usize) -> BTreeMap<Vec<u8>, usize> {
+    let mut at = BTreeMap::new();
+    for (i, w) in file.windows(len).enumerate() {
+        if w.starts_with(prefix) && w[prefix.len()..].iter().all(u8::is_ascii_digit) {
+            assert!(at.insert(w.to_vec(), i).is_none());
+        }
+    }
+    at
+}
+
+#[test]
+fn repair_salvages_the_intact_keys_of_a_truncated_file() {
+    let d = tmp();
+    let s = store_in(&d, "short.shoal");
+    let val = |i: u32| format!("{i:06}-{}", "v".repeat(93));
+    {
+        let st = shoal::Store::open(&s).unwrap();
+        let small = st.map("small").unwrap();
+        let big = st.map("big").unwrap();
+        for i in 0..20u32 {
+            small
+                .put(format!("s{i:07}").as_bytes(), val(i).as_bytes())
+                .unwrap();
+        }
+        for i in 0..6000u32 {
+            big.put(format!("b{i:07}").as_bytes(), val(i).as_bytes())
+                .unwrap();
+        }
+    }
+    let good = std::fs::read(&s).unwrap();
+    // Half a chunk and a bit more than a chunk short.
+    let cut = good.len() - 256 * 1024 - 128 * 1024 - 77;
+    std::fs::write(&s, &good[..cut]).unwrap();
+    fails(&["get", &s, "small", "s0000001"], 2, "truncated");
+    let r = shoal(&["check", &s]);
+    assert_eq!(r.code, 1, "{}", r.out());
+    // Dry run: a report, no file changed or created.
+    let r = shoal(&["repair", "--dry-run", &s]);
+    assert_eq!(r.code, 1, "{}{}", r.out(), r.stderr);
+    assert!(r.out().contains("found: truncated"), "{}", r.out());
+    assert!(r.out().contains("would salvage"), "{}", r.out());
+    assert!(std::fs::read(&s).unwrap() == good[..cut]);
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    // The salvage.
+    let out = ok(&["repair", &s]);
+    assert!(out.contains("found: truncated"), "{out}");
+    assert!(out.contains("rebuilt: salvaged"), "{out}");
+    assert!(out.contains("dropped: big: "), "{out}");
+    let kept = format!("{s}.truncated");
+    assert!(
+        std::fs::read(&kept).unwrap() == good[..cut],
+        "the original is kept"
+    );
+    assert!(ok(&["check", &s]).trim_end().ends_with("ok"));
+    // Every key whose record (a 3-byte header, the key, the 100-byte value) lies wholly
+    // before the cut is back with its value; every other is gone.
+    let pos = key_positions(&good, b"b", 8);
+    assert_eq!(pos.len(), 6000);
+    let st = shoal::Store::open_existing(&s).unwrap();
+    let big = st.open_map("big").unwrap();
+    let mut back = 0;
+    for (k, at) in &pos {
+        let got = big.get(k).unwrap();
+        if at + k.len() + 100 <= cut {
+            let i: u32 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+            assert_eq!(got.as_deref(), Some(val(i).as_bytes()), "{k:?}");
+            back += 1;
+        } else {
+            assert_eq!(got, None, "{k:?} was cut off");
+        }
+    }
+    assert!(back > 1000 && back < 6000, "{back} keys back");
+    assert_eq!(big.len().unwrap(), back);
+    let small = st.open_map("small").unwrap();
+    assert_eq!(small.len().unwrap(), 20);
+    assert_eq!(
+        small.get(b"s0000007").unwrap().as_deref(),
+        Some(val(7).as_bytes())
+    );
+}
+
+/// Points the slot of `key`'s record (a 2-byte header before the key: no checksum, short
+/// key and value) into the process table, where no record can be. Returns the slot.
+fn damage_slot(p: &str, key: &[u8]) -> u64 {
+    let mut b = std::fs::read(p).unwrap();
+    let rec = (b.windows(key.len()).position(|w| w == key).unwrap() - 2) as u64;
+    let slot = (0..b.len() / 8)
+        .map(|i| i * 8)
+        .find(|&i| {
+            let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+            w & ((1 << 48) - 1) == rec && w >> 48 != 0
+        })
+        .expect("the key's slot");
+    let tag = u64::from_le_bytes(b[slot..slot + 8].try_into().unwrap()) >> 48;
+    b[slot..slot + 8].copy_from_slice(&(tag << 48 | 0x1008).to_le_bytes());
+    std::fs::write(p, &b).unwrap();
+    slot as u64
+}
+
+#[test]
+fn dump_reports_a_damaged_segment_and_dumps_everything_else() {
+    let d = tmp();
+    let s = store_in(&d, "seg.shoal");
+    {
+        let st = shoal::Store::open(&s).unwrap();
+        let o = shoal::MapOptions {
+            segment_buckets: 4,
+            stash_buckets: 1,
+            uids: false,
+        };
+        let a = st.map_with("alpha", &o, true).unwrap();
+        let b = st.map_with("beta", &o, true).unwrap();
+        for i in 0..2000u32 {
+            a.put(format!("a:{i:05}").as_bytes(), b"va").unwrap();
+        }
+        for i in 0..500u32 {
+            b.put(format!("b:{i:05}").as_bytes(), b"vb").unwrap();
+        }
+    }
+    let slot = damage_slot(&s, b"a:01234");
+    let r = shoal(&["dump", &s]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    let mut n = BTreeMap::<String, u32>::new();
+    for line in r.out().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        *n.entry(v["map"].as_str().unwrap().to_string()).or_default() += 1;
+        assert_ne!(v["key"], "a:01234");
+    }
+    assert_eq!(n.get("beta"), Some(&500), "beta whole");
+    assert_eq!(n.get("alpha"), Some(&1999), "alpha but the damaged entry");
+    // On stderr: the damaged segment, by map and offset, then the verdict.
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", r.stderr);
+    assert!(
+        lines[0].starts_with("shoal: corrupt store "),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("map \"alpha\": segment 0x"),
+        "{}",
+        lines[0]
+    );
+    let seg = u64::from_str_radix(
+        lines[0]
+            .split("segment 0x")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .next()
+            .unwrap(),
+        16,
+    )
+    .unwrap();
+    assert!(
+        seg < slot && slot < seg + 128 * 6,
+        "slot {slot:#x} not in {seg:#x}"
+    );
+    assert!(lines[1].contains("the dump is incomplete"), "{}", lines[1]);
+    // One map alone: the same.
+    let r = shoal(&["dump", &s, "alpha"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.out().lines().count(), 1999);
+    assert_eq!(ok(&["dump", &s, "beta"]).lines().count(), 500);
+    // After a repair, the dump is whole and clean.
+    assert!(ok(&["repair", &s]).contains("dropped: alpha: slot "));
+    assert_eq!(ok(&["dump", &s]).lines().count(), 2499);
 }

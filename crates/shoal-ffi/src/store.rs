@@ -656,9 +656,12 @@ pub unsafe extern "C" fn shoal_batch_end(batch: *mut shoal_batch) -> shoal_statu
 }
 
 /// Opens a store on disk that was not closed cleanly and that `shoal_store_open`
-/// refused (`SHOAL_CORRUPT`), and repairs it: entries whose records are incomplete
-/// (written after the last flush and torn by an OS crash) are dropped, and everything
-/// else is rebuilt from what remains. A store that opens normally is returned as is.
+/// refused (`SHOAL_CORRUPT`), or any store whose reads or check report corruption, and
+/// repairs it: every record's checksum is verified (whatever the clean flag says),
+/// entries whose records cannot be trusted (torn by an OS crash after the last flush,
+/// failing their checksums) are dropped, and everything else is rebuilt from what
+/// remains. A sound store is returned with an empty report. A truncated file is
+/// salvaged into a new store that replaces it (the original kept as PATH.truncated).
 ///
 /// * `path`: as for `shoal_store_open` (default options).
 /// * `out`: receives the handle (NULL on failure); close it with `shoal_store_close`.
@@ -666,7 +669,8 @@ pub unsafe extern "C" fn shoal_batch_end(batch: *mut shoal_batch) -> shoal_statu
 /// * `cb`: NULL, or receives each line of the report ("found: ...", "dropped: MAP:
 ///   ...", "rebuilt: ..."), until it returns non-zero.
 ///
-/// Errors: as `shoal_store_open`; `SHOAL_INVALID` (bad `struct_size`).
+/// Errors: as `shoal_store_open`; `SHOAL_TOO_MANY` (the store is open in this process or
+/// another: a repair needs it alone); `SHOAL_INVALID` (bad `struct_size`).
 ///
 /// # Safety
 /// `path` is NULL or NUL-terminated; `out` is NULL or writable; `report` is NULL or has

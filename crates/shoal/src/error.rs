@@ -78,7 +78,9 @@ pub enum Error {
     /// a 32-bit one): the handle no longer names anything.
     #[error("stale UID {0:#x}: its key was removed")]
     StaleUid(u64),
-    /// More threads or processes use the store at once than it has slots for.
+    /// More threads or processes use the store at once than it has slots for, or a
+    /// repair ([`Store::repair`](crate::Store::repair)) found the store open elsewhere
+    /// (it needs it alone).
     #[error("too many users: {0}")]
     TooManyUsers(String),
     /// The map exists but is of another kind than the call opens: a fixed-size map

@@ -2044,18 +2044,18 @@ fn clear_segment(tx: &Txn, f: &FixedRef, seg: u64) -> Result<()> {
     Ok(())
 }
 
-/// Items of one iteration step.
-pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
-
 /// Copies out the segment covering iteration position `cursor` (bit-reversed hash
-/// order, as `index::snapshot`) and returns the next position.
+/// order, as `index::snapshot`) and returns the next position. As there, what is still
+/// wrong under the segment's lock (a bucket left mid-write) is damage: skipped, and said
+/// in the step (`map` names the map), so that the iteration reports it and goes on.
 pub(crate) fn snapshot(
     sh: &std::sync::Arc<Shared>,
     f: &FixedRef,
+    map: &str,
     cursor: u64,
-) -> Result<(Items, Option<u64>)> {
+) -> Result<index::Step> {
     for attempt in 0..16 {
-        if let Some(r) = snapshot_once(sh, f, cursor, None)? {
+        if let Some(r) = snapshot_once(sh, f, map, cursor, None)? {
             return Ok(r);
         }
         if attempt > 4 {
@@ -2065,22 +2065,23 @@ pub(crate) fn snapshot(
     let t = crate::shared::thread_txn(sh)?;
     let tx = Txn::new(sh, t);
     let seg = f.lock_segment(&tx, cursor.reverse_bits())?;
-    let r = snapshot_once(sh, f, cursor, Some(seg));
+    let r = snapshot_once(sh, f, map, cursor, Some(seg));
     tx.unlock(seg + S_LOCK);
     r?.ok_or_else(|| {
-        sh.corrupt(format!(
-            "map {}: segment {seg:#x} changed under its lock",
-            f.m.id
-        ))
+        f.m.bad(
+            sh,
+            format!("map {map:?}: the directory no longer names segment {seg:#x}, whose lock the iteration holds"),
+        )
     })
 }
 
 fn snapshot_once(
     sh: &Shared,
     f: &FixedRef,
+    map: &str,
     cursor: u64,
     locked: Option<u64>,
-) -> Result<Option<(Items, Option<u64>)>> {
+) -> Result<Option<index::Step>> {
     // Tests make every optimistic copy fail here, to reach the locked one.
     #[cfg(feature = "failpoints")]
     if locked.is_none() {
@@ -2106,18 +2107,31 @@ fn snapshot_once(
         )));
     }
     let h = cursor.reverse_bits();
-    if !m.groups && !index::segment_matches(sh, seg, d, h) {
-        if locked.is_none() {
-            return Ok(None); // a split publishing: entries first, then the depths
-        }
-        return Err(sh.corrupt(index::segment_mismatch(sh, m.id, seg, d, h)));
-    }
     let mut next = if d == 0 {
         None
     } else {
         let span = 1u64 << (64 - d);
         (cursor & !(span - 1)).checked_add(span)
     };
+    if !m.groups && !index::segment_matches(sh, seg, d, h) {
+        if locked.is_none() {
+            return Ok(None); // a split publishing: entries first, then the depths
+        }
+        if !m.alive(sh) {
+            return Err(m.dropped());
+        }
+        return Ok(Some(index::Step {
+            items: Vec::new(),
+            next,
+            damage: Some((
+                seg,
+                format!(
+                    "map {map:?}: segment {seg:#x} skipped: {}",
+                    index::segment_mismatch(sh, m.id, seg, d, h)
+                ),
+            )),
+        }));
+    }
     // A map of groups: the step takes the following entries too while they name the same
     // segment (siblings of a doubling mostly do), so that a segment is copied about once
     // per run of its entries, not once per entry. They are validated with the first.
@@ -2146,13 +2160,21 @@ fn snapshot_once(
     let nb = m.n_main + m.n_stash;
     let mut hdrs = Vec::with_capacity(nb as usize);
     let mut items = Vec::new();
+    let mut damaged: Vec<u64> = Vec::new();
     for b in 0..nb {
         let bo = f.bucket(seg, b);
         let h1 = sh.w(bo).load(Acquire);
-        if fh_seq(h1) & 1 == 1 {
-            return Ok(None);
-        }
         hdrs.push(h1);
+        if fh_seq(h1) & 1 == 1 {
+            if locked.is_none() {
+                return Ok(None);
+            }
+            // Under the lock no writer can be in it (taking the lock recovered a dead
+            // holder): a crash left it mid-write and nobody repaired it. Its cells may
+            // be half written: skipped.
+            damaged.push(bo);
+            continue;
+        }
         let mut bits = fh_bits(h1) & f.all_bits();
         while bits != 0 {
             let i = bits.trailing_zeros() as u64;
@@ -2191,7 +2213,102 @@ fn snapshot_once(
     if !m.alive(sh) {
         return Err(m.dropped());
     }
-    Ok(Some((items, next)))
+    let damage = (!damaged.is_empty()).then(|| {
+        let what = format!(
+            "map {map:?}: segment {seg:#x}: {} bucket(s) left mid-write skipped (first {:#x})",
+            damaged.len(),
+            damaged[0]
+        );
+        (seg, what)
+    });
+    Ok(Some(index::Step {
+        items,
+        next,
+        damage,
+    }))
+}
+
+/// The salvage of a truncated file's fixed map (`salvage.rs`): calls `each(key, value)`
+/// on every cell that lies wholly below `bound` (the file's real size), in a bucket whose
+/// header survived, and that the directory leads its key to (cells elsewhere are
+/// leftovers no read would find), each key once; `lost(what)` on what could not be read
+/// (a directory entry or segment lost or damaged, cells cut by the bound). The directory
+/// must lie below `bound` (checked by the caller). Reads nothing at or past `bound`.
+pub(crate) fn salvage_cells(
+    sh: &Shared,
+    f: &FixedRef,
+    bound: u64,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    mut lost: impl FnMut(String),
+) -> Result<()> {
+    let m = &f.m;
+    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
+    let (gd, dir) = (root >> 48, root & OFF_MASK);
+    let mut keys = std::collections::HashSet::new();
+    let mut visited = std::collections::HashSet::new();
+    let (mut key, mut value) = (
+        vec![0u8; f.geo.key_size as usize],
+        vec![0u8; f.geo.value_size as usize],
+    );
+    for j in 0..(1u64 << gd) {
+        let e = sh.w(dir + 8 * j).load(Acquire);
+        let (seg, d) = (entry_seg(e), entry_depth(e));
+        if (m.groups && d != 0) || d > gd {
+            lost(format!(
+                "directory entry {j} is damaged (depth {d}): its keys are lost"
+            ));
+            continue;
+        }
+        if (m.groups && !visited.insert(seg)) || (!m.groups && j >= 1 << d) {
+            continue;
+        }
+        if seg < sh.g.chunks_off || seg % BUCKET != 0 {
+            lost(format!(
+                "directory entry {j} names {seg:#x}, which is no segment: its keys are lost"
+            ));
+            continue;
+        }
+        if seg >= bound {
+            lost(format!(
+                "segment {seg:#x} lies in the missing part of the file: its entries are lost"
+            ));
+            continue;
+        }
+        if seg + m.seg_size > bound {
+            lost(format!("segment {seg:#x} runs into the missing part of the file: the entries there are lost"));
+        }
+        let prefix = j & ((1 << d) - 1);
+        for b in 0..m.n_main + m.n_stash {
+            let bo = f.bucket(seg, b);
+            if bo + 8 > bound {
+                break;
+            }
+            let mut bits = fh_bits(sh.w(bo).load(Acquire)) & f.all_bits();
+            while bits != 0 {
+                let i = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                let co = f.cell_off(bo, i);
+                if co + f.geo.cell > bound {
+                    lost(format!(
+                        "cell {i} of bucket {bo:#x} runs into the missing part of the file"
+                    ));
+                    continue;
+                }
+                sh.r.read_bytes(co, &mut key);
+                let h = hash(sh.g.seed, &key);
+                let here = if m.groups {
+                    entry_seg(sh.w(dir + 8 * (h & ((1 << gd) - 1))).load(Acquire)) == seg
+                } else {
+                    h & ((1 << d) - 1) == prefix
+                };
+                if here && keys.insert(key.clone()) {
+                    sh.r.read_bytes(co + f.geo.kstride, &mut value);
+                    each(&key, &value)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The checker's part for one fixed map: returns (entries, segments) and pushes problems.
@@ -3014,6 +3131,8 @@ impl FixedMap {
             cursor: 0,
             done: false,
             buf: std::collections::VecDeque::new(),
+            damage: None,
+            reported: std::collections::HashSet::new(),
         }
     }
 
@@ -3045,12 +3164,20 @@ impl FixedMap {
     }
 }
 
-/// Iterator over a fixed map's entries; see [`FixedMap::iter`]. An error ends it.
+/// Iterator over a fixed map's entries; see [`FixedMap::iter`]. A damaged segment is
+/// reported as one `Err` item ([`Error::Corrupt`](crate::Error::Corrupt), naming the map
+/// and the segment) and the iteration goes on past it, as [`Iter`](crate::Iter) does;
+/// any other error ends it.
 pub struct FixedIter {
     map: FixedMap,
     cursor: u64,
     done: bool,
     buf: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The damage of the segment whose items are in `buf`, reported after them.
+    damage: Option<crate::Error>,
+    /// The damaged segments reported so far: a segment of a map of groups holds several
+    /// directory entries' keys, and is visited once for each of them.
+    reported: std::collections::HashSet<u64>,
 }
 
 impl Iterator for FixedIter {
@@ -3061,6 +3188,9 @@ impl Iterator for FixedIter {
             if let Some(item) = self.buf.pop_front() {
                 return Some(Ok(item));
             }
+            if let Some(e) = self.damage.take() {
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
@@ -3068,10 +3198,14 @@ impl Iterator for FixedIter {
                 self.done = true;
                 return Some(Err(e));
             }
-            match snapshot(&self.map.sh, &self.map.f, self.cursor) {
-                Ok((items, next)) => {
-                    self.buf.extend(items);
-                    match next {
+            match snapshot(&self.map.sh, &self.map.f, &self.map.name, self.cursor) {
+                Ok(step) => {
+                    self.buf.extend(step.items);
+                    self.damage = step
+                        .damage
+                        .filter(|(seg, _)| self.reported.insert(*seg))
+                        .map(|(_, what)| self.map.sh.corrupt(what));
+                    match step.next {
                         Some(c) => self.cursor = c,
                         None => self.done = true,
                     }

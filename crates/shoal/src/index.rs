@@ -140,6 +140,21 @@ pub(crate) fn read_record_header_in(
     Some((m, k, v, hl))
 }
 
+/// Whether the record at `off`, whose 4-byte checksum is at `crc_at`, matches it (stores
+/// with `FLAG_CHECKSUMS`; `[off, crc_at + 4)` must lie inside the file). Reads the bytes
+/// from the mapping: on an optimistic read a mismatch means something only once the read
+/// validated, since a concurrent write may have torn the copy.
+pub(crate) fn record_crc_ok(sh: &Shared, off: u64, crc_at: u64) -> bool {
+    sh.r.crc32c(off, crc_at - off) == sh.r.window(crc_at, 4) as u32
+}
+
+/// The error of a read that found its record failing its checksum.
+pub(crate) fn checksum_failed(sh: &Shared, map: &str, off: u64) -> Error {
+    sh.corrupt(format!(
+        "map {map:?}: the record at {off:#x} fails its checksum (torn or corrupt; repair drops it)"
+    ))
+}
+
 /// A key found by [`MapRef::scan`]: slot index, record offset, value length and record
 /// header length (the value starts at `off + hl + key length`).
 #[derive(Clone, Copy)]
@@ -299,6 +314,67 @@ impl MapRef {
         f: impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
         self.read_probing(sh, h, Probe::Key(key), f)
+    }
+
+    /// [`MapRef::read`] for a read that hands out what it found (a value, a UID): in a
+    /// store with checksums the record's checksum is verified too, and a record that
+    /// fails it is [`Error::Corrupt`] (`map` names the map in the message). Stores
+    /// without checksums take the plain read, behind one branch.
+    #[inline(always)]
+    pub(crate) fn read_value<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        map: &str,
+        f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        if sh.g.trailer == 0 {
+            return self.read(sh, key, f);
+        }
+        self.read_verified(sh, key, hash(sh.g.seed, key), map, f)
+    }
+
+    /// [`MapRef::read_value`] of a key whose hash `h` the caller computed already.
+    #[inline(always)]
+    pub(crate) fn read_value_hashed<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        map: &str,
+        f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        if sh.g.trailer == 0 {
+            return self.read_hashed(sh, key, h, f);
+        }
+        self.read_verified(sh, key, h, map, f)
+    }
+
+    /// [`MapRef::read_value`] in a store with checksums. The checksum is computed inside
+    /// the optimistic read, and a mismatch is reported only if that read validated: a
+    /// copy torn by a concurrent write (the record's chunk cleaned and reused under the
+    /// reader) fails its checksum too, and is retried like any torn copy. Cold: the
+    /// branch to it stays off the straight path of a store without checksums.
+    #[cold]
+    #[inline(never)]
+    fn read_verified<T>(
+        &self,
+        sh: &Shared,
+        key: &[u8],
+        h: u64,
+        map: &str,
+        mut f: impl FnMut(u64, u64, u64) -> T,
+    ) -> Result<Option<T>> {
+        let vt = self.vtrail;
+        let got = self.read_hashed(sh, key, h, |off, voff, vlen| {
+            let t = f(off, voff, vlen);
+            (t, record_crc_ok(sh, off, voff + vlen + vt), off)
+        })?;
+        match got {
+            None => Ok(None),
+            Some((t, true, _)) => Ok(Some(t)),
+            Some((_, false, off)) => Err(checksum_failed(sh, map, off)),
+        }
     }
 
     /// Whether the index holds the record at `pos`, whose key is `key`: an optimistic
@@ -2112,6 +2188,15 @@ pub(crate) fn segment_mismatch(sh: &Shared, id: u64, seg: u64, d: u64, h: u64) -
 /// Items of one iteration step.
 pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// One step of an iteration: the items of one segment, the position after it (None at
+/// the end), and what of the segment was damaged and skipped (then the items are what
+/// could be read): the segment and what to say.
+pub(crate) struct Step {
+    pub items: Items,
+    pub next: Option<u64>,
+    pub damage: Option<(u64, String)>,
+}
+
 /// Copies out the segment that covers iteration position `cursor`, and returns the next
 /// position (None at the end).
 ///
@@ -2120,42 +2205,54 @@ pub(crate) type Items = Vec<(Vec<u8>, Vec<u8>)>;
 /// in reversed order. Splits only cut intervals in two, so walking intervals in order,
 /// and keeping only keys at or past the cursor, visits every key that stays put exactly
 /// once whatever splits happen meanwhile.
+///
+/// Damage (a slot that leads to no record of the map, a record that fails its checksum, a
+/// bucket left mid-write) looks like interference to an optimistic copy, which retries.
+/// Under the segment's lock nothing can change, so what is still wrong there is damage:
+/// the slots that can be read are returned, and the step says what it skipped (`map`
+/// names the map), so that an iteration reports it as corruption and goes on with the
+/// next segment. It used to fail the whole iteration with "segment ... changed under its
+/// lock", which read like a race, and hid every other segment and map from `shoal dump`.
 pub(crate) fn snapshot(
     sh: &std::sync::Arc<Shared>,
     m: &MapRef,
+    map: &str,
     cursor: u64,
     values: bool,
-) -> Result<(Items, Option<u64>)> {
+) -> Result<Step> {
     for attempt in 0..16 {
-        if let Some(r) = snapshot_once(sh, m, cursor, values, None)? {
+        if let Some(r) = snapshot_once(sh, m, map, cursor, values, None)? {
             return Ok(r);
         }
         if attempt > 4 {
             crate::rt::yield_now();
         }
     }
-    // Persistent interference: copy under the segment lock.
+    // Persistent interference (or damage): copy under the segment lock.
     let t = crate::shared::thread_txn(sh)?;
     let tx = Txn::new(sh, t);
     let h = cursor.reverse_bits();
     let seg = m.lock_segment(&tx, h)?;
-    let r = snapshot_once(sh, m, cursor, values, Some(seg));
+    let r = snapshot_once(sh, m, map, cursor, values, Some(seg));
     tx.unlock(seg + S_LOCK);
     r?.ok_or_else(|| {
-        sh.corrupt(format!(
-            "map {}: segment {seg:#x} changed under its lock",
-            m.id
-        ))
+        // Under the lock only the directory may change, and only by a doubling, which
+        // keeps the entry naming this segment: the entry itself is damaged.
+        m.bad(
+            sh,
+            format!("map {map:?}: the directory no longer names segment {seg:#x}, whose lock the iteration holds"),
+        )
     })
 }
 
 fn snapshot_once(
     sh: &Shared,
     m: &MapRef,
+    map: &str,
     cursor: u64,
     values: bool,
     locked: Option<u64>,
-) -> Result<Option<(Items, Option<u64>)>> {
+) -> Result<Option<Step>> {
     // Tests make every optimistic copy fail here, to reach the locked one.
     #[cfg(feature = "failpoints")]
     if locked.is_none() {
@@ -2175,14 +2272,8 @@ fn snapshot_once(
     if d > MAX_DEPTH {
         return Err(m.bad(
             sh,
-            format!("map {}: directory entry {eoff:#x} has depth {d}", m.id),
+            format!("map {map:?}: directory entry {eoff:#x} has depth {d}"),
         ));
-    }
-    if !segment_matches(sh, seg, d, h) {
-        if locked.is_none() {
-            return Ok(None); // a split publishing: entries first, then the depths
-        }
-        return Err(m.bad(sh, segment_mismatch(sh, m.id, seg, d, h)));
     }
     let next = if d == 0 {
         None
@@ -2190,27 +2281,88 @@ fn snapshot_once(
         let span = 1u64 << (64 - d);
         (cursor & !(span - 1)).checked_add(span)
     };
+    if !segment_matches(sh, seg, d, h) {
+        if locked.is_none() {
+            return Ok(None); // a split publishing: entries first, then the depths
+        }
+        if !m.alive(sh) {
+            return Err(m.dropped());
+        }
+        // The directory says which keys the segment covers: the iteration goes on past it.
+        return Ok(Some(Step {
+            items: Vec::new(),
+            next,
+            damage: Some((
+                seg,
+                format!(
+                    "map {map:?}: segment {seg:#x} skipped: {}",
+                    segment_mismatch(sh, m.id, seg, d, h)
+                ),
+            )),
+        }));
+    }
     let nb = m.n_main + m.n_stash;
     let mut hdrs = Vec::with_capacity(nb as usize);
     let mut items = Vec::new();
+    // Under the lock: what could not be read (how many, and the first few).
+    let (mut bad, mut said) = (0u64, Vec::new());
+    let mut damaged = |what: String| {
+        bad += 1;
+        if said.len() < 3 {
+            said.push(what);
+        }
+    };
+    let trailer = sh.g.trailer;
     for b in 0..nb {
         let bo = bucket_off(seg, b);
         let h1 = sh.w(bo).load(Acquire);
         if hdr_seq(h1) & 1 == 1 {
-            return Ok(None);
+            if locked.is_none() {
+                return Ok(None);
+            }
+            // No writer can be in it (we hold the lock, and taking it recovered a dead
+            // holder): a bucket left mid-write by a crash that nobody repaired. Its slots
+            // may be half changed: skipped.
+            damaged(format!("bucket {bo:#x} left mid-write"));
+            hdrs.push(h1);
+            continue;
         }
         hdrs.push(h1);
         for i in 0..SLOTS {
-            let s = sh.w(slot_off(seg, b, i)).load(Relaxed);
+            let so = slot_off(seg, b, i);
+            let s = sh.w(so).load(Relaxed);
             if s == 0 {
                 continue;
             }
             let off = slot_off_of(s);
-            let Some((mid, k, v, hl)) = read_record_header(sh, off, end) else {
-                return Ok(None);
+            let hdr = read_record_header(sh, off, end).filter(|r| r.0 == m.id);
+            let Some((_, k, v, hl)) = hdr else {
+                if locked.is_none() {
+                    return Ok(None);
+                }
+                damaged(format!(
+                    "slot {so:#x} leads to {off:#x}, which is no record of the map"
+                ));
+                continue;
             };
-            if mid != m.id {
-                return Ok(None);
+            if trailer != 0 || values {
+                // Validate the bucket before trusting the length with an allocation (or
+                // a checksum's read of the whole record).
+                fence(Acquire);
+                if sh.w(bo).load(Relaxed) != h1 {
+                    return Ok(None);
+                }
+            }
+            // The checksum is checked for key-only iterations too: a damaged record's key
+            // is no more to be trusted than its value.
+            if trailer != 0 && !record_crc_ok(sh, off, off + hl + k + v) {
+                if locked.is_none() {
+                    return Ok(None);
+                }
+                damaged(format!(
+                    "the record at {off:#x} (slot {so:#x}) fails its checksum"
+                ));
+                continue;
             }
             let mut key = vec![0u8; k as usize];
             sh.r.read_bytes(off + hl, &mut key);
@@ -2223,11 +2375,6 @@ fn snapshot_once(
             }
             let mut val = Vec::new();
             if values {
-                // Validate the bucket before trusting the length with an allocation.
-                fence(Acquire);
-                if sh.w(bo).load(Relaxed) != h1 {
-                    return Ok(None);
-                }
                 sh.r.read_to_vec(off + hl + k, v.saturating_sub(m.vtrail) as usize, &mut val);
             }
             items.push((key, val));
@@ -2253,7 +2400,20 @@ fn snapshot_once(
     if !m.alive(sh) {
         return Err(m.dropped());
     }
-    Ok(Some((items, next)))
+    let damage = (bad > 0).then(|| {
+        let what = format!(
+            "map {map:?}: segment {seg:#x}: {bad} damaged entr{} skipped ({}{})",
+            if bad == 1 { "y" } else { "ies" },
+            said.join("; "),
+            if bad > said.len() as u64 { "; ..." } else { "" }
+        );
+        (seg, what)
+    });
+    Ok(Some(Step {
+        items,
+        next,
+        damage,
+    }))
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ mod paranoid;
 mod pretouch;
 pub mod repair;
 mod rt;
+mod salvage;
 mod shared;
 mod store;
 mod sys;

@@ -3,7 +3,9 @@
 use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{read_record_header, Action, Hit, MapRef, WriteResult, STAGE};
+use crate::index::{
+    checksum_failed, read_record_header, record_crc_ok, Action, Hit, MapRef, WriteResult, STAGE,
+};
 use crate::shared::{thread_txn, Shared};
 use crate::txn::Txn;
 use crate::uid::Uid;
@@ -104,10 +106,24 @@ pub(crate) fn remove_each(
     })
 }
 
-fn copy_value(sh: &Shared, hit: &Hit) -> Vec<u8> {
+/// The value of the record `hit` names, copied out under the key's lock, once its
+/// checksum is verified ([`verify_hit`]).
+fn copy_value(sh: &Shared, hit: &Hit, map: &str) -> Result<Vec<u8>> {
+    verify_hit(sh, hit, map)?;
     let mut v = vec![0u8; hit.vlen as usize];
     sh.r.read_bytes(hit.val_off, &mut v);
-    v
+    Ok(v)
+}
+
+/// Under the key's segment lock, in a store with checksums: fails with `Corrupt` when the
+/// record `hit` names fails its checksum, so that a write never hands out a corrupt old
+/// value, nor computes a new one from it (`add`). Under the lock the record cannot change
+/// (the cleaner moves records under it too), so a mismatch is never a torn copy.
+fn verify_hit(sh: &Shared, hit: &Hit, map: &str) -> Result<()> {
+    if sh.g.trailer != 0 && !record_crc_ok(sh, hit.off, hit.off + hit.rec_len - sh.g.trailer) {
+        return Err(checksum_failed(sh, map, hit.off));
+    }
+    Ok(())
 }
 
 /// Records a write appended (offset, length): usually one, so kept inline (no allocation
@@ -271,8 +287,13 @@ impl Map {
         self.m.timeout
     }
 
-    /// The value of `key`, copied out, or `None`.
+    /// The value of `key`, copied out, or `None`. In a store with checksums, a value
+    /// whose record fails its checksum is [`Error::Corrupt`] (so is it for every read
+    /// that returns a value, by key or by UID, and for iteration).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if self.sh.g.trailer != 0 {
+            return self.get_verified(key);
+        }
         check_sizes(key, None)?;
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
@@ -286,6 +307,15 @@ impl Map {
     /// Copies the value of `key` into `buf` (replacing its contents); returns false (and
     /// leaves `buf` empty) if the key is absent. Reuses `buf`'s allocation.
     pub fn get_into(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        // The reads of a store with checksums go apart at once: so placed, the branch
+        // costs a get of a store without them two instructions of ~300 (callgrind,
+        // `examples/get_phases.rs`); placed inside the inlined lookup, or folded into the
+        // key's size check through a bound kept in the handle, it cost 9 to 16, by the
+        // registers and layout of the lookup it perturbed. Likewise in `get` and
+        // `get_to_slice`.
+        if self.sh.g.trailer != 0 {
+            return self.get_into_verified(key, buf);
+        }
         check_sizes(key, None)?;
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
@@ -306,10 +336,59 @@ impl Map {
     /// the result is `Some(n)` with `n <= buf.len()` (then `buf[..n]` is the value).
     #[inline] // across the crate boundary into the C ABI's `shoal_map_get`: no call, no sret
     pub fn get_to_slice(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<usize>> {
+        if self.sh.g.trailer != 0 {
+            return self.get_to_slice_verified(key, buf);
+        }
         check_sizes(key, None)?;
         self.sh.ensure_registered()?;
         let sh = &*self.sh;
         self.m.read(sh, key, |_, voff, vlen| {
+            let n = vlen as usize;
+            if let Some(dst) = buf.get_mut(..n) {
+                sh.r.read_bytes(voff, dst);
+            }
+            n
+        })
+    }
+
+    /// [`Map::get`] in a store with checksums ([`MapRef::read_value`]).
+    #[cold]
+    #[inline(never)]
+    fn get_verified(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_sizes(key, None)?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        self.m.read_value(sh, key, &self.name, |_, voff, vlen| {
+            let mut v = Vec::new();
+            sh.r.read_to_vec(voff, vlen as usize, &mut v);
+            v
+        })
+    }
+
+    /// [`Map::get_into`] in a store with checksums.
+    #[cold]
+    #[inline(never)]
+    fn get_into_verified(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        check_sizes(key, None)?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let found = self.m.read_value(sh, key, &self.name, |_, voff, vlen| {
+            sh.r.read_to_vec(voff, vlen as usize, buf)
+        })?;
+        if found.is_none() {
+            buf.clear();
+        }
+        Ok(found.is_some())
+    }
+
+    /// [`Map::get_to_slice`] in a store with checksums.
+    #[cold]
+    #[inline(never)]
+    fn get_to_slice_verified(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<usize>> {
+        check_sizes(key, None)?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        self.m.read_value(sh, key, &self.name, |_, voff, vlen| {
             let n = vlen as usize;
             if let Some(dst) = buf.get_mut(..n) {
                 sh.r.read_bytes(voff, dst);
@@ -414,7 +493,7 @@ impl Map {
                 return Ok(Action::Keep);
             }
             if let (true, Some(hit)) = (want_old, hit) {
-                old_val = Some(copy_value(tx.sh, hit));
+                old_val = Some(copy_value(tx.sh, hit, &self.name)?);
             }
             Ok(match new {
                 Some((off, len)) => Action::Put(off, len),
@@ -500,7 +579,7 @@ impl Map {
                 return Ok(Action::Keep);
             }
             if let (true, Some(hit)) = (want_old, hit) {
-                old_val = Some(copy_value(tx.sh, hit));
+                old_val = Some(copy_value(tx.sh, hit, &self.name)?);
             }
             match hit {
                 Some(hit) if hit.vlen == v.len() as u64 => {
@@ -822,6 +901,7 @@ impl Map {
             let cur = match hit {
                 None => 0i64,
                 Some(h) if h.vlen == 8 => {
+                    verify_hit(tx.sh, h, &map.name)?;
                     let mut b = [0u8; 8];
                     tx.sh.r.read_bytes(h.val_off, &mut b);
                     i64::from_le_bytes(b)
@@ -853,7 +933,7 @@ impl Map {
             return Ok(v);
         }
         let (_, v) = self.rmw(key, |map, tx, hit, appended| match hit {
-            Some(h) => Ok((Action::Keep, copy_value(tx.sh, h))),
+            Some(h) => Ok((Action::Keep, copy_value(tx.sh, h, &map.name)?)),
             None => {
                 let (off, len) = map.append(tx, key, default)?;
                 appended.push((off, len));
@@ -891,11 +971,12 @@ impl Map {
         // Read only once a retry happens (see `read_uid`: the clock read is ordered).
         let mut start = None;
         loop {
-            let Some((off, index)) = self.m.read(sh, key, |off, voff, vlen| {
-                let mut b = [0u8; 8];
-                sh.r.read_bytes(voff + vlen, &mut b);
-                (off, u64::from_le_bytes(b))
-            })?
+            let Some((off, index)) =
+                self.m.read_value(sh, key, &self.name, |off, voff, vlen| {
+                    let mut b = [0u8; 8];
+                    sh.r.read_bytes(voff + vlen, &mut b);
+                    (off, u64::from_le_bytes(b))
+                })?
             else {
                 return Ok(None);
             };
@@ -988,9 +1069,15 @@ impl Map {
                 // A large length is validated before it is trusted with an allocation.
                 if mid == self.m.id && v >= UID_TRAILER && (v <= 4096 || ent.unchanged(sh)) {
                     let r = f(off + hl, k, off + hl + k, v - UID_TRAILER);
+                    // Checked inside the optimistic read, trusted only once it validated
+                    // (as `MapRef::read_value` does for reads by key).
+                    let sum_ok = sh.g.trailer == 0 || record_crc_ok(sh, off, off + hl + k + v);
                     if ent.unchanged(sh) {
                         if !self.m.alive(sh) {
                             return Err(self.m.dropped());
+                        }
+                        if !sum_ok {
+                            return Err(checksum_failed(sh, &self.name, off));
                         }
                         return Ok(r);
                     }
@@ -1066,7 +1153,7 @@ impl Map {
     pub fn remove_by_uid(&self, uid: Uid) -> Result<Vec<u8>> {
         let _call = crate::deadline::call();
         let (_, v) = self.rmw_uid(uid, |_, tx, hit, _| {
-            Ok((Action::Remove, copy_value(tx.sh, hit)))
+            Ok((Action::Remove, copy_value(tx.sh, hit, &self.name)?))
         })?;
         Ok(v)
     }
@@ -1131,6 +1218,7 @@ impl Map {
                     hit.vlen
                 )));
             }
+            verify_hit(tx.sh, hit, &map.name)?;
             let mut b = [0u8; 8];
             tx.sh.r.read_bytes(hit.val_off, &mut b);
             let new = i64::from_le_bytes(b).wrapping_add(delta);
@@ -1197,11 +1285,13 @@ impl Map {
             }
             for j in start..stop {
                 let (h, _) = ring[j % (2 * STAGE)];
-                let got = self.m.read_hashed(sh, keys[j], h, |_, voff, vlen| {
-                    buf.clear();
-                    buf.resize(vlen as usize, 0);
-                    sh.r.read_bytes(voff, &mut buf);
-                })?;
+                let got =
+                    self.m
+                        .read_value_hashed(sh, keys[j], h, &self.name, |_, voff, vlen| {
+                            buf.clear();
+                            buf.resize(vlen as usize, 0);
+                            sh.r.read_bytes(voff, &mut buf);
+                        })?;
                 f(j, got.map(|_| &buf[..]));
             }
             start = stop;
@@ -1286,13 +1376,16 @@ impl Map {
 
     /// Iterates over `(key, value)` pairs, weakly consistently: every key present for the
     /// whole iteration is returned exactly once, no key twice; keys added or removed
-    /// meanwhile may or may not appear. Items are copied out a segment at a time.
+    /// meanwhile may or may not appear. Items are copied out a segment at a time. A
+    /// damaged segment is reported as an `Err` item ([`Error::Corrupt`], naming the map
+    /// and the segment), and the iteration goes on with the next one (see [`Iter`]).
     pub fn iter(&self) -> Iter {
         Iter {
             map: self.clone(),
             cursor: 0,
             done: false,
             buf: VecDeque::new(),
+            damage: None,
             values: true,
         }
     }
@@ -1304,6 +1397,7 @@ impl Map {
             cursor: 0,
             done: false,
             buf: VecDeque::new(),
+            damage: None,
             values: false,
         })
     }
@@ -1333,14 +1427,19 @@ impl Map {
     }
 }
 
-/// Iterator over a map's entries; see [`Map::iter`]. Yields `Result`s: an error (the map
-/// was dropped, the file is corrupt, a timeout) ends the iteration.
+/// Iterator over a map's entries; see [`Map::iter`]. Yields `Result`s. A damaged segment
+/// (entries whose records cannot be read, or fail their checksums) is reported as one
+/// [`Error::Corrupt`] naming the map and the segment, after the segment's readable
+/// entries, and the iteration goes on with the next segment; any other error (the map was
+/// dropped, its directory is damaged, a timeout) ends it.
 pub struct Iter {
     map: Map,
     /// Position in bit-reversed hash order (see `index::snapshot`).
     cursor: u64,
     done: bool,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The damage of the segment whose items are in `buf`, reported after them.
+    damage: Option<Error>,
     values: bool,
 }
 
@@ -1352,6 +1451,9 @@ impl Iterator for Iter {
             if let Some(item) = self.buf.pop_front() {
                 return Some(Ok(item));
             }
+            if let Some(e) = self.damage.take() {
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
@@ -1360,10 +1462,12 @@ impl Iterator for Iter {
                 self.done = true;
                 return Some(Err(e));
             }
-            match crate::index::snapshot(&self.map.sh, &self.map.m, self.cursor, self.values) {
-                Ok((items, next)) => {
-                    self.buf.extend(items);
-                    match next {
+            let m = &self.map;
+            match crate::index::snapshot(&m.sh, &m.m, &m.name, self.cursor, self.values) {
+                Ok(step) => {
+                    self.buf.extend(step.items);
+                    self.damage = step.damage.map(|(_, what)| sh.corrupt(what));
+                    match step.next {
                         Some(c) => self.cursor = c,
                         None => self.done = true,
                     }

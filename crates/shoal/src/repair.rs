@@ -1,4 +1,5 @@
-//! Verification and repair of a store on disk that was not closed cleanly.
+//! Verification and repair of a store on disk that was not closed cleanly, and of any
+//! store on request.
 //!
 //! Between two flushes, an OS crash may persist any subset of the pages a process wrote.
 //! The first process to open such a file holds the seize lock exclusively (nobody else is
@@ -8,7 +9,10 @@
 //! checksum, or lies past what its chunk says was written) cannot be trusted. Then the open
 //! is refused with [`Error::NeedsRepair`] naming the problem, unless the caller asked for
 //! [`Store::repair`](crate::Store::repair), which drops such entries and reports each.
-//! Nothing is ever silently wrong.
+//! Nothing is ever silently wrong. A repair runs the same verification on a store closed
+//! cleanly too: a record can fail its checksum there as well (a bad sector, a stray
+//! write), and reads and `check` report it. A truncated file is salvaged instead
+//! (`salvage.rs`).
 
 use crate::error::{Error, Result};
 use crate::format::*;
@@ -23,14 +27,17 @@ pub struct RepairReport {
     /// Problems the check found before anything was repaired.
     pub found: Vec<String>,
     /// Entries dropped because their records could not be trusted: (map name, slot
-    /// description). Their keys are not reported: they may be torn too.
+    /// description and why). Their keys are not reported: they may be torn too. A
+    /// salvage (of a truncated file) also lists here the segments and maps whose index
+    /// was lost with the missing part of the file.
     pub dropped: Vec<(String, String)>,
     /// What was rebuilt.
     pub rebuilt: Vec<String>,
 }
 
-/// Called by the first opener of an unclean disk store (alone, seize lock held
-/// exclusively). Returns the report when something had to be repaired.
+/// Called by the first opener of an unclean disk store, and by a repair of any store
+/// (alone, seize lock held exclusively). Returns the report when something had to be
+/// repaired; with `drop_untrusted`, entries that cannot be trusted are dropped.
 pub(crate) fn verify_unclean(sh: &Shared, drop_untrusted: bool) -> Result<Option<RepairReport>> {
     let first = crate::check::check(sh)?;
     if first.is_ok() {
@@ -72,7 +79,7 @@ pub(crate) fn verify_unclean(sh: &Shared, drop_untrusted: bool) -> Result<Option
 
 /// The chunk-level used mark below which records of the chunk holding `off` are complete,
 /// or None when `off` is not in a data chunk.
-fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
+pub(crate) fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
     let g = &sh.g;
     if off < g.chunks_off || off >= sh.file_end() {
         return None;
@@ -95,20 +102,30 @@ fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
     Some(used.min(sh.file_end()))
 }
 
-/// Whether the slot `s` of segment `seg` (prefix bits `prefix` of depth `d`) in bucket
-/// `b` points at a complete, checksummed record of map `m` whose key belongs exactly there.
-fn slot_trusted(
+/// The key and the user's value (without a UID trailer) of the record that slot `s` of
+/// bucket `b` points at, if it can be trusted: a complete record of map `m`, below what
+/// its chunk says was written and below `bound`, that matches its checksum (in a store
+/// with them) and whose key belongs exactly where the slot is (the segment's prefix bits
+/// `seg_prefix` = (prefix, depth), the slot's tag, the home bucket). Otherwise why not.
+pub(crate) fn slot_entry(
     sh: &Shared,
     m: &crate::index::MapRef,
     seg_prefix: (u64, u64),
     b: u64,
     s: u64,
-) -> Option<Vec<u8>> {
+    bound: u64,
+) -> std::result::Result<(Vec<u8>, Vec<u8>), &'static str> {
     let off = slot_off_of(s);
-    let limit = data_limit(sh, off)?;
-    let (mid, k, v, hl) = read_record_header_in(sh, off, limit)?;
+    let limit = data_limit(sh, off)
+        .ok_or("the record lies outside every data chunk")?
+        .min(bound);
+    let (mid, k, v, hl) =
+        read_record_header_in(sh, off, limit).ok_or("no complete record there")?;
     if mid != m.id {
-        return None;
+        return Err("a record of another map");
+    }
+    if v < m.vtrail {
+        return Err("the record has no room for its UID");
     }
     let mut rec = vec![0u8; (hl + k + v) as usize];
     sh.r.read_bytes(off, &mut rec);
@@ -116,7 +133,7 @@ fn slot_trusted(
         let mut crc = [0u8; 4];
         sh.r.read_bytes(off + hl + k + v, &mut crc);
         if record_crc(&[&rec]) != u32::from_le_bytes(crc) {
-            return None;
+            return Err("the record fails its checksum");
         }
     }
     let key = rec[hl as usize..(hl + k) as usize].to_vec();
@@ -124,12 +141,13 @@ fn slot_trusted(
     let (prefix, d) = seg_prefix;
     let home = home_bucket(h, m.n_main);
     if h & ((1 << d) - 1) != prefix || slot_tag(s) != hash_tag(h) || (b < m.n_main && b != home) {
-        return None;
+        return Err("the record's key belongs elsewhere");
     }
-    Some(key)
+    let value = rec[(hl + k) as usize..(hl + k + v - m.vtrail) as usize].to_vec();
+    Ok((key, value))
 }
 
-fn map_name(sh: &Shared, id: u64) -> String {
+pub(crate) fn map_name(sh: &Shared, id: u64) -> String {
     let ce = sh.g.cat_entry(id);
     let n = sh.w(ce + C_NAME_LEN).load(Acquire).min(MAX_NAME as u64) as usize;
     let mut b = vec![0u8; n];
@@ -159,17 +177,23 @@ fn drop_untrusted_entries(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
                     if s == 0 {
                         continue;
                     }
-                    let ok = slot_trusted(sh, &m, (prefix, d), b, s)
-                        .filter(|k| keys.insert(k.clone()))
-                        .is_some()
-                        && seen_records.insert(slot_off_of(s));
-                    if !ok {
-                        sh.w(so).store(0, Release);
-                        rep.dropped.push((
-                            name.clone(),
-                            format!("slot {so:#x} -> record {:#x}", slot_off_of(s)),
-                        ));
-                    }
+                    let why = match slot_entry(sh, &m, (prefix, d), b, s, sh.file_end()) {
+                        Err(why) => why,
+                        Ok((k, _)) => {
+                            if !keys.insert(k) {
+                                "its key is present twice"
+                            } else if !seen_records.insert(slot_off_of(s)) {
+                                "the record is another slot's"
+                            } else {
+                                continue;
+                            }
+                        }
+                    };
+                    sh.w(so).store(0, Release);
+                    rep.dropped.push((
+                        name.clone(),
+                        format!("slot {so:#x} -> record {:#x}: {why}", slot_off_of(s)),
+                    ));
                 }
             }
         }

@@ -783,15 +783,31 @@ impl Store {
         self.sh.flush()
     }
 
-    /// Opens a store that was not closed cleanly and that [`Store::open`] refused, and
-    /// repairs it: entries whose records are incomplete (written after the last flush
-    /// and torn by an OS crash) are dropped, and everything else is rebuilt from what
-    /// remains. Returns the store and a report of what was dropped and fixed. A store
-    /// that opens normally is returned as is, with an empty report.
+    /// Verifies a store in full and repairs it: entries that cannot be trusted (their
+    /// records incomplete, torn by an OS crash after the last flush, or failing their
+    /// checksums, whatever the store's clean flag says) are dropped, and everything else
+    /// is rebuilt from what remains. For a store that [`Store::open`] refused after an
+    /// OS crash, and for one whose reads or [`Store::check`] report corruption. Returns
+    /// the store and a report of what was dropped and fixed (empty for a sound store).
+    ///
+    /// A file shorter than its header says (truncated: a copy cut short, a full disk) is
+    /// salvaged: every entry that can be read whole from what is left is copied into a
+    /// new store, which replaces the file; the truncated original is kept beside it
+    /// (`PATH.truncated`, the report says where). Maps with UIDs get new UIDs there.
+    ///
+    /// The repair needs the store to itself: [`Error::TooManyUsers`] while it is open in
+    /// this process or another. [`Store::repair_dry_run`] reports what it would do.
     pub fn repair(path: impl AsRef<Path>) -> Result<(Store, crate::repair::RepairReport)> {
         let path = resolve_path(path);
         let (s, r) = open_file_mode(&path, &Options::default(), true)?;
         Ok((s, r.unwrap_or_default()))
+    }
+
+    /// What [`Store::repair`] would find, drop and rebuild, without changing the file
+    /// (or creating any): the repair runs on a private copy-on-write mapping of it. The
+    /// same refusals as `repair`.
+    pub fn repair_dry_run(path: impl AsRef<Path>) -> Result<crate::repair::RepairReport> {
+        dry_run_repair(&resolve_path(path))
     }
 
     /// Reclaims dead space now (normally done a little at a time by writers), merges
@@ -1165,7 +1181,10 @@ fn read_u64(h: &[u8], off: u64) -> u64 {
 }
 
 /// Reads and validates a header (not yet mapped: a bad file must fail here, cleanly).
-fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
+/// Returns the geometry, the file's size and its header's file end. A file shorter than
+/// its file end is refused as truncated, unless `short_ok` (salvage, see
+/// `salvage.rs`), which still needs the whole header and tables.
+fn read_geometry(path: &Path, file: &File, short_ok: bool) -> Result<(Geometry, u64, u64)> {
     let mut h = vec![0u8; HEADER_SIZE as usize];
     let n = file.read_at(&mut h, 0).map_err(|e| Error::io(path, e))?;
     // The size only after the header: another process may be growing the file, and it
@@ -1297,34 +1316,27 @@ fn read_geometry(path: &Path, file: &File) -> Result<(Geometry, u64)> {
             "header: file end {end} at offset {H_FILE_END} is not a chunk boundary"
         ));
     }
-    if size < end {
+    if size < end && !(short_ok && size >= g.chunks_off) {
         return bad(format!(
             "truncated: the file has {size} bytes, its header says {end}"
         ));
     }
-    Ok((g, size))
+    Ok((g, size, end))
 }
 
 fn open_file(path: &Path, o: &Options) -> Result<Store> {
     open_file_mode(path, o, false).map(|(s, _)| s)
 }
 
-/// Opens a store; with `repair`, an unclean store is repaired (dropping what cannot be
-/// trusted) instead of refused, and the repair report is returned.
-fn open_file_mode(
-    path: &Path,
-    o: &Options,
-    repair: bool,
-) -> Result<(Store, Option<crate::repair::RepairReport>)> {
-    let file = match OpenOptions::new()
+/// Opens the store file at `path` for the engine: read-write, a regular file. Returns it
+/// with its (device, inode), the key of [`open_stores`].
+fn open_store_file(path: &Path) -> Result<(File, (u64, u64, bool))> {
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_CLOEXEC)
         .open(path)
-    {
-        Ok(f) => f,
-        Err(e) => return Err(Error::io(path, e)),
-    };
+        .map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
         return Err(Error::InvalidArgument(format!(
@@ -1332,12 +1344,58 @@ fn open_file_mode(
             path.display()
         )));
     }
-    let key = (meta.dev(), meta.ino(), false);
+    Ok((file, (meta.dev(), meta.ino(), false)))
+}
+
+/// Maps a store file's `reserve` bytes: shared, or (`private`: the file's length) private
+/// and copy-on-write, for a dry run of a repair or the salvage of a truncated file, which
+/// must not write to it (see `sys::map_private`).
+#[cfg(not(shuttle))]
+fn map_region(path: &Path, file: &File, reserve: u64, private: Option<u64>) -> Result<Region> {
+    let base = match private {
+        None => sys::map_shared(file, reserve),
+        Some(len) => sys::map_private(file, reserve, len),
+    }
+    .map_err(|e| Error::io(path, e))?;
+    // SAFETY: a fresh mapping of `reserve` bytes, unmapped only in Shared's Drop; all
+    // access goes through atomics (see mem.rs).
+    Ok(unsafe { Region::from_raw(base, reserve) }.checking_file_end())
+}
+
+/// The error of a repair that found the store open `what` ("in this process", "in
+/// another process"): a repair needs the store alone.
+fn repair_refused(path: &Path, what: &str) -> Error {
+    Error::TooManyUsers(format!(
+        "{} is open {what}; a repair needs the store to itself (close it there first)",
+        path.display()
+    ))
+}
+
+/// Opens a store; with `repair`, the store is verified in full whatever its clean flag
+/// says (every record's checksum included) and repaired (dropping what cannot be
+/// trusted) instead of refused, and the repair report is returned. A repair needs the
+/// store alone; a truncated file is salvaged into a new one (`salvage.rs`).
+fn open_file_mode(
+    path: &Path,
+    o: &Options,
+    repair: bool,
+) -> Result<(Store, Option<crate::repair::RepairReport>)> {
+    let (file, key) = open_store_file(path)?;
     let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
+    if repair && reg.get(&(key.0, key.1, true)).and_then(|w| w.upgrade()).is_some() {
+        return Err(repair_refused(path, "read-only in this process"));
+    }
     if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {
+        if repair {
+            return Err(repair_refused(path, "in this process"));
+        }
         return Ok((Store { sh }, None));
     }
-    let (g, _size) = read_geometry(path, &file)?;
+    let (g, size, end) = read_geometry(path, &file, repair)?;
+    if size < end {
+        drop(reg);
+        return crate::salvage::salvage(path, file, g, size, end).map(|(s, r)| (s, Some(r)));
+    }
     #[cfg(shuttle)]
     return Err(Error::InvalidArgument(format!(
         "{}: files cannot be mapped under cfg(shuttle)",
@@ -1346,10 +1404,7 @@ fn open_file_mode(
     #[cfg(not(shuttle))]
     {
         let reserve = g.max_size.next_multiple_of(4096);
-        let base = sys::map_shared(&file, reserve).map_err(|e| Error::io(path, e))?;
-        // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's Drop;
-        // all access goes through atomics (see mem.rs).
-        let region = unsafe { Region::from_raw(base, reserve) }.checking_file_end();
+        let region = map_region(path, &file, reserve, None)?;
         let durable = !sys::on_tmpfs(&file);
         let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
         shared.durable = durable;
@@ -1362,8 +1417,10 @@ fn open_file_mode(
         let mut report = None;
         if sh.seize()? {
             // Alone: nobody else has the store open. A disk file not closed cleanly (an
-            // OS crash) is verified before anyone uses it; others wait meanwhile.
-            if durable && sh.w(H_CLEAN).load(SeqCst) == 0 {
+            // OS crash) is verified before anyone uses it; others wait meanwhile. A repair
+            // verifies any store: a record may fail its checksum in a store closed
+            // cleanly (a disk's bad sector, a stray write), and `check` reports it.
+            if repair || (durable && sh.w(H_CLEAN).load(SeqCst) == 0) {
                 report = crate::repair::verify_unclean(&sh, repair)?;
             }
             if file_version(&sh) < UPGRADED_VERSION {
@@ -1374,6 +1431,8 @@ fn open_file_mode(
                 sh.flush()?;
             }
             sh.share_seize()?;
+        } else if repair {
+            return Err(repair_refused(path, "in another process"));
         } else if file_version(&sh) < UPGRADED_VERSION {
             // Others have it open, perhaps with a library that knows only the old version
             // (whose cleaner would read merged runs' inner chunks as headers).
@@ -1387,6 +1446,58 @@ fn open_file_mode(
         reg.insert(key, Arc::downgrade(&sh));
         Ok((Store { sh }, report))
     }
+}
+
+/// What [`Store::repair`] would do to the store at `path`, done to a private
+/// copy-on-write mapping of it (see `sys::map_private`): the file is not written.
+fn dry_run_repair(path: &Path) -> Result<crate::repair::RepairReport> {
+    let (file, key) = open_store_file(path)?;
+    {
+        let reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
+        if [key, (key.0, key.1, true)]
+            .iter()
+            .any(|k| reg.get(k).and_then(|w| w.upgrade()).is_some())
+        {
+            return Err(repair_refused(path, "in this process"));
+        }
+    }
+    let (g, size, end) = read_geometry(path, &file, true)?;
+    if size < end {
+        return crate::salvage::salvage_dry_run(path, file, g, size, end);
+    }
+    #[cfg(shuttle)]
+    return Err(Error::InvalidArgument(format!(
+        "{}: files cannot be mapped under cfg(shuttle)",
+        path.display()
+    )));
+    #[cfg(not(shuttle))]
+    {
+        let sh = private_shared(path, file, g, size)?;
+        Ok(crate::repair::verify_unclean(&sh, true)?.unwrap_or_default())
+    }
+}
+
+/// A store's file mapped privately (`map_region`), registered, and held alone (the
+/// seize lock taken exclusively): for reading a store, and changing it in memory only,
+/// with nobody else attached. Never in [`open_stores`]: a later ordinary open must not
+/// find this mapping. It flushes nothing and never marks the store clean.
+#[cfg(not(shuttle))]
+pub(crate) fn private_shared(path: &Path, file: File, g: Geometry, size: u64) -> Result<Shared> {
+    let reserve = g.max_size.next_multiple_of(4096);
+    let region = map_region(path, &file, reserve, Some(size))?;
+    let sh = Shared::new(
+        region,
+        g,
+        path.to_owned(),
+        file,
+        reserve,
+        Options::default().lock_timeout,
+    );
+    sh.register()?;
+    if !sh.seize()? {
+        return Err(repair_refused(path, "in another process"));
+    }
+    Ok(sh)
 }
 
 /// Opens a store read-only (`OpenMode::ReadOnly`): a read-only descriptor and mapping,
@@ -1409,7 +1520,7 @@ fn open_read_only(path: &Path, o: &Options) -> Result<Store> {
     if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {
         return Ok(Store { sh });
     }
-    let (g, _size) = read_geometry(path, &file)?;
+    let (g, _size, _end) = read_geometry(path, &file, false)?;
     #[cfg(shuttle)]
     return Err(Error::InvalidArgument(format!(
         "{}: files cannot be mapped under cfg(shuttle)",

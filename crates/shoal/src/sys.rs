@@ -137,6 +137,52 @@ pub fn map_shared_read_only(file: &File, reserve: u64) -> io::Result<*mut u8> {
     Ok(p as *mut u8)
 }
 
+/// Maps `reserve` bytes of `file` private and copy-on-write (`MAP_PRIVATE`): writes
+/// through the mapping stay in this process and never reach the file, which a dry run of
+/// a repair relies on. The first `file_len` bytes are the file's (the rest of its last
+/// page reads as zeros); past them, anonymous zero pages, so that the part of a truncated
+/// file that its header still claims reads as zeros instead of raising `SIGBUS`. No swap
+/// is reserved (`MAP_NORESERVE`): only the pages written are ever copied.
+pub fn map_private(file: &File, reserve: u64, file_len: u64) -> io::Result<*mut u8> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_NORESERVE;
+    // SAFETY: a fresh anonymous mapping chosen by the kernel; nothing aliases it yet.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            reserve as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_err());
+    }
+    let n = file_len.next_multiple_of(4096).min(reserve);
+    if n > 0 {
+        // SAFETY: replaces the first `n` bytes of the anonymous mapping made just above
+        // (ours alone, not yet handed out) with the file's pages.
+        let q = unsafe {
+            libc::mmap(
+                p,
+                n as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if q == libc::MAP_FAILED {
+            let e = last_err();
+            // SAFETY: the mapping made above, not handed out.
+            unsafe { libc::munmap(p, reserve as usize) };
+            return Err(e);
+        }
+    }
+    Ok(p as *mut u8)
+}
+
 /// Faults in `[addr, addr + len)` of a shared mapping for writing, without writing
 /// (`MADV_POPULATE_WRITE`, Linux 5.14): see `pretouch`.
 ///
@@ -155,7 +201,7 @@ pub fn populate_write(addr: usize, len: usize) -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
-/// Unmaps a mapping made by [`map_shared`].
+/// Unmaps a mapping made by [`map_shared`] or [`map_private`].
 ///
 /// # Safety
 /// No reference into the mapping may be used afterwards.

@@ -158,8 +158,11 @@ def remove(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
     """Deletes the store file; processes that have it open keep their mapping."""
 
 def repair(path: str | os.PathLike[str]) -> tuple[Store, dict[str, list[Any]]]:
-    """Opens and repairs a store that open() refused after an OS crash; returns the store
-    and a report: {"found": [...], "dropped": [(map, slot), ...], "rebuilt": [...]}."""
+    """Opens and repairs a store that open() refused after an OS crash, or whose reads
+    report corruption (every record's checksum is verified; a truncated file is salvaged
+    into a new store, the original kept as PATH.truncated); returns the store and a
+    report: {"found": [...], "dropped": [(map, slot and why), ...], "rebuilt": [...]}.
+    Raises TooManyUsers while the store is open elsewhere (this process too)."""
 
 def resolve_path(path: str | os.PathLike[str]) -> str:
     """The file a path or bare name refers to (bare name: /dev/shm/NAME.shoal)."""
