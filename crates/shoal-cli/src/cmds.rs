@@ -14,6 +14,20 @@ pub fn open_existing(store: &Path) -> Result<Store, Fail> {
     Store::open_existing(&path).map_err(|e| open_error(&path, e))
 }
 
+/// Opens an existing store for a command that only reads it: read-write when this user
+/// may write the file (so that what a writer that died left half done is recovered on
+/// the way), else read-only, which needs no write access.
+pub fn open_for_reading(store: &Path) -> Result<Store, Fail> {
+    let path = shoal::resolve_path(store);
+    match Store::open_existing(&path) {
+        Err(shoal::Error::Permission { .. }) => {
+            Store::open_with(&path, &shoal::Options::default(), shoal::OpenMode::ReadOnly)
+                .map_err(|e| open_error(&path, e))
+        }
+        r => r.map_err(|e| open_error(&path, e)),
+    }
+}
+
 /// Opens a store, creating it if there is none.
 pub fn open_or_create(store: &Path) -> Result<Store, Fail> {
     let path = shoal::resolve_path(store);
@@ -152,7 +166,7 @@ fn map_row(s: &shoal::Store, name: &str) -> shoal::Result<Option<MapRow>> {
 
 /// `shoal stat`.
 pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
-    let s = open_existing(store)?;
+    let s = open_for_reading(store)?;
     let path = s.path().to_owned();
     let h = read_header(&path)?;
     let st = s.stats()?;
@@ -291,7 +305,7 @@ pub fn ls(
     long: bool,
     enc: Encoding,
 ) -> Result<(), Fail> {
-    let s = open_existing(store)?;
+    let s = open_for_reading(store)?;
     let limit = limit.unwrap_or(u64::MAX);
     let mut out = BufWriter::new(std::io::stdout().lock());
     match map {
@@ -351,7 +365,7 @@ pub fn get(
     no_newline: bool,
 ) -> Result<(), Fail> {
     let key = codec::decode_arg(key, enc, "key")?;
-    let s = open_existing(store)?;
+    let s = open_for_reading(store)?;
     let m = open_map(&s, map)?;
     let Some(v) = m.get(&key)? else {
         return Err(not_found(&key, map));
@@ -440,7 +454,13 @@ pub fn check(store: &Path) -> Result<(), Fail> {
         println!("1 problems");
         Fail::NoQuiet
     };
-    let s = match Store::open_existing(&path) {
+    let opened = match Store::open_existing(&path) {
+        Err(shoal::Error::Permission { .. }) => {
+            Store::open_with(&path, &shoal::Options::default(), shoal::OpenMode::ReadOnly)
+        }
+        r => r,
+    };
+    let s = match opened {
         Ok(s) => s,
         Err(e @ (shoal::Error::Corrupt { .. } | shoal::Error::NeedsRepair { .. })) => {
             return Err(damaged(e))

@@ -154,7 +154,7 @@ impl AnyMap {
 
 /// `shoal dump`.
 pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
-    let s = cmds::open_existing(store)?;
+    let s = cmds::open_for_reading(store)?;
     // What could not be read: reported on stderr as it is met, and in the exit status.
     let mut damage: Vec<String> = Vec::new();
     let maps: Vec<AnyMap> = match only {

@@ -166,8 +166,7 @@ enum Cmd {
         store: PathBuf,
     },
     /// Repair a damaged store: drop what cannot be trusted, rebuild the rest
-    #[command(
-        long_about = "Verify a store in full and repair it: entries whose \
+    #[command(long_about = "Verify a store in full and repair it: entries whose \
         records cannot be trusted (torn by an OS crash after the last flush, failing their \
         checksums, pointing nowhere) are dropped, and everything else (locks, counters, \
         free space) is rebuilt from what remains. For a store that other subcommands refuse \
@@ -183,8 +182,7 @@ enum Cmd {
         repair would do: the file is not changed, nothing is created.\n\n\
         Exit status: 0 when the store is sound afterwards (or, with --dry-run, needs no \
         repair); 1 when --dry-run found something to repair; 2 when the repair could not \
-        be done (the store is in use, or too damaged)."
-    )]
+        be done (the store is in use, or too damaged).")]
     Repair {
         /// The store (a bare name means /dev/shm/NAME.shoal)
         store: PathBuf,

@@ -138,7 +138,7 @@ pub fn watch(store: &Path, interval: f64, iterations: Option<u64>) -> Result<(),
     if !(interval.is_finite() && (0.01..=3600.0).contains(&interval)) {
         return Err(Fail::err("--interval must be from 0.01 to 3600 seconds"));
     }
-    let s = cmds::open_existing(store)?;
+    let s = cmds::open_for_reading(store)?;
     let path = s.path().to_owned();
     signal::catch_interrupts();
     let tty = std::io::stdout().is_terminal();

@@ -1258,3 +1258,54 @@ fn dump_reports_a_damaged_segment_and_dumps_everything_else() {
     assert!(ok(&["repair", &s]).contains("dropped: alpha: slot "));
     assert_eq!(ok(&["dump", &s]).lines().count(), 2499);
 }
+
+/// Runs `shoal ARGS` as user `nobody` (uid 65534); `None` if this process cannot (not
+/// root).
+fn shoal_as_nobody(args: &[&str]) -> Option<Run> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return None;
+    }
+    Some(finish(
+        Command::new(BIN)
+            .args(args)
+            .uid(65534)
+            .gid(65534)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run shoal"),
+    ))
+}
+
+/// A user who may only read a store (mode 644, owned by another user) reads it: `stat`,
+/// `get`, `ls`, `dump` and `check` open it read-only (they were refused with "permission
+/// denied"), and a write says why it cannot.
+#[test]
+fn a_user_who_may_only_read_a_store_reads_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = store_in(&d, "shared.shoal");
+    ok(&["put", &s, "m", "k", "hello"]);
+    std::fs::set_permissions(&s, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let Some(r) = shoal_as_nobody(&["get", &s, "m", "k"]) else {
+        eprintln!("SKIPPED: not root: cannot run the tool as another user");
+        return;
+    };
+    assert_eq!((r.code, r.out().as_str()), (0, "hello\n"), "{}", r.stderr);
+    for args in [
+        vec!["stat", &s],
+        vec!["ls", &s],
+        vec!["ls", &s, "m"],
+        vec!["dump", &s],
+        vec!["check", &s],
+    ] {
+        let r = shoal_as_nobody(&args).unwrap();
+        assert_eq!(r.code, 0, "shoal {args:?}: {}{}", r.out(), r.stderr);
+    }
+    let r = shoal_as_nobody(&["put", &s, "m", "k", "v"]).unwrap();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("permission denied"), "{}", r.stderr);
+    assert_eq!(ok(&["get", &s, "m", "k"]), "hello\n");
+}

@@ -2062,6 +2062,11 @@ pub(crate) fn snapshot(
             crate::rt::yield_now();
         }
     }
+    if sh.read_only {
+        return index::read_only_retries(sh, &f.m, cursor, || {
+            snapshot_once(sh, f, map, cursor, None)
+        });
+    }
     let t = crate::shared::thread_txn(sh)?;
     let tx = Txn::new(sh, t);
     let seg = f.lock_segment(&tx, cursor.reverse_bits())?;

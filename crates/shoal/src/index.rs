@@ -1441,6 +1441,34 @@ pub(crate) fn spare_segment(sh: &Shared, m: &MapRef, seg: u64) -> Result<u64> {
     Ok(s1)
 }
 
+/// An iteration step of a store opened read-only, which may not take the segment lock
+/// that ends persistent interference elsewhere: the optimistic copy `once` is tried until
+/// it succeeds or the map's timeout passes, and the error then says whether a writer that
+/// died (which only a process with write access can recover) is in the way.
+pub(crate) fn read_only_retries(
+    sh: &Shared,
+    m: &MapRef,
+    cursor: u64,
+    mut once: impl FnMut() -> Result<Option<Step>>,
+) -> Result<Step> {
+    let wait = Wait::begin(m.timeout, m.timeout);
+    loop {
+        if let Some(r) = once()? {
+            return Ok(r);
+        }
+        if wait.expired() {
+            let (_, _, e) = m.locate(sh, cursor.reverse_bits(), sh.file_end())?;
+            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
+            return Err(if lockw != 0 && !sh.txn_alive(lockw - 1) {
+                dead_writer_error(sh)
+            } else {
+                wait.timeout()
+            });
+        }
+        crate::rt::sleep(Duration::from_micros(50));
+    }
+}
+
 /// The error of a read that timed out behind a writer that died mid-write: in a store
 /// opened read-only, which may not recover it. (Elsewhere the reader recovers it.)
 pub(crate) fn dead_writer_error(sh: &Shared) -> Error {
@@ -2227,6 +2255,11 @@ pub(crate) fn snapshot(
         if attempt > 4 {
             crate::rt::yield_now();
         }
+    }
+    if sh.read_only {
+        return read_only_retries(sh, m, cursor, || {
+            snapshot_once(sh, m, map, cursor, values, None)
+        });
     }
     // Persistent interference (or damage): copy under the segment lock.
     let t = crate::shared::thread_txn(sh)?;

@@ -1382,7 +1382,12 @@ fn open_file_mode(
 ) -> Result<(Store, Option<crate::repair::RepairReport>)> {
     let (file, key) = open_store_file(path)?;
     let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
-    if repair && reg.get(&(key.0, key.1, true)).and_then(|w| w.upgrade()).is_some() {
+    if repair
+        && reg
+            .get(&(key.0, key.1, true))
+            .and_then(|w| w.upgrade())
+            .is_some()
+    {
         return Err(repair_refused(path, "read-only in this process"));
     }
     if let Some(sh) = reg.get(&key).and_then(|w| w.upgrade()) {

@@ -147,3 +147,45 @@ fn a_locked_fixed_map_iteration_copy_survives_directory_doubling() {
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{r}");
 }
+
+/// A store opened read-only may not take the segment lock that ends persistent
+/// interference: its iteration retries the optimistic copy until the map's timeout and
+/// then says it timed out (it used to ask for a txn slot, and fail as a write would).
+/// Once the interference stops, it iterates.
+#[test]
+fn read_only_iteration_retries_instead_of_locking() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let p = d.path().join("ro.shoal");
+    {
+        let s = Store::open(&p).unwrap();
+        let m = s.map("m").unwrap();
+        let f = s.fixed_map("f", 8, 8).unwrap();
+        for i in 0..100u64 {
+            m.put(&i.to_le_bytes(), b"v").unwrap();
+            f.put(&i.to_le_bytes(), &i.to_le_bytes()).unwrap();
+        }
+    }
+    let r = Store::open_with(&p, &shoal::Options::default(), shoal::OpenMode::ReadOnly).unwrap();
+    let m = r
+        .open_map("m")
+        .unwrap()
+        .with_timeout(Duration::from_millis(100));
+    let f = r
+        .fixed_map_with("f", 8, 8, &Default::default(), false)
+        .unwrap()
+        .with_timeout(Duration::from_millis(100));
+    {
+        let _g = force_locked_copies();
+        match m.iter().next() {
+            Some(Err(Error::Timeout(_))) => {}
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        match f.iter().next() {
+            Some(Err(Error::Timeout(_))) => {}
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        shoal::failpoints::clear("snapshot.optimistic");
+    }
+    assert_eq!(m.iter().filter(|e| e.is_ok()).count(), 100);
+    assert_eq!(f.iter().filter(|e| e.is_ok()).count(), 100);
+}
