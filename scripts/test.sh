@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: what `.ci/run` runs, and the README's second command.
 # Installs what it needs (from the package registries), then runs, in order:
-# formatting, lints, the linearizability checker's self-tests (Go), unit + integration
+# formatting, the engine's layering check, lints, the linearizability checker's self-tests (Go), unit + integration
 # tests (multi-process, kill and per-fail-point crash tests included, and kill storms
 # whose histories that checker verifies: 30 s on a variable-size map, 15 s each on a
 # fixed-size map and a map with UIDs), the model checks under shuttle, a short fuzzing
@@ -20,6 +20,9 @@ bash scripts/install-build-deps.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "layers: every module of the engine imports only its own layer or below (scripts/layers.txt)"
+bash scripts/layers.sh crates/shoal/src scripts/layers.txt --allow scripts/layers-allow.txt
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
