@@ -13,7 +13,7 @@
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
-use crate::txn::{Redo, Txn, I_REDO};
+use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
 
 /// How many free runs a search looks at for an exact fit before taking the first run
@@ -115,7 +115,7 @@ fn grow_file(sh: &Shared, end: u64, new_end: u64) -> Result<()> {
 /// reaches 8 chunks only past 8,192 segments: 64 MiB of index).
 fn ahead_window(end: u64, cs: u64) -> u64 {
     (end / 16)
-        .clamp(2 * cs, crate::index::ARENA_MAX_CHUNKS * cs)
+        .clamp(2 * cs, ARENA_MAX_CHUNKS * cs)
         .min(AHEAD_MAX)
 }
 

@@ -78,7 +78,7 @@ impl Ck<'_> {
     }
 
     fn lock_ok(&mut self, off: u64, what: &str) {
-        let v = self.sh.w(off).load(Acquire) & (crate::txn::WAITERS - 1);
+        let v = self.sh.w(off).load(Acquire) & (WAITERS - 1);
         if v != 0 && !self.sh.txn_alive(v - 1) {
             self.bad(format!(
                 "{what} lock at {off:#x} held by dead txn {}",

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::index::{map_ref_unchecked, read_record_header, read_record_header_in};
 use crate::shared::Shared;
-use crate::txn::{Redo, Txn, I_REDO};
+use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
 
 const STEP_RECORDS: usize = 64;

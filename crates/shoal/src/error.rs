@@ -1,6 +1,6 @@
 //! The one error type of the public API.
 
-use crate::MapKind;
+use crate::format::MapKind;
 use std::io;
 use std::path::PathBuf;
 

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::mem::{fence, Region};
 use crate::shared::Shared;
-use crate::txn::{Redo, Txn, I_REDO, I_SPLIT};
+use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
 
@@ -703,7 +703,7 @@ impl MapRef {
         // spins and yields.
         if wait.waited() > Duration::from_millis(10) || expired {
             let (_, _, e) = self.locate(sh, h, sh.file_end())?;
-            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
+            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
             if lockw != 0 && !sh.txn_alive(lockw - 1) {
                 if !sh.read_only {
                     crate::txn::recover_txn(sh, lockw - 1)?;
@@ -722,7 +722,7 @@ impl MapRef {
     /// Whether some writer holds the lock of the segment that holds `h` right now.
     pub(crate) fn segment_locked(&self, sh: &Shared, h: u64) -> Result<bool> {
         let (_, _, e) = self.locate(sh, h, sh.file_end())?;
-        Ok(sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1) != 0)
+        Ok(sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1) != 0)
     }
 
     /// Locks the segment that holds `h` and returns it, with the directory entry
@@ -1458,7 +1458,7 @@ pub(crate) fn read_only_retries(
         }
         if wait.expired() {
             let (_, _, e) = m.locate(sh, cursor.reverse_bits(), sh.file_end())?;
-            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (crate::txn::WAITERS - 1);
+            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
             return Err(if lockw != 0 && !sh.txn_alive(lockw - 1) {
                 dead_writer_error(sh)
             } else {
@@ -1477,9 +1477,6 @@ pub(crate) fn dead_writer_error(sh: &Shared) -> Error {
          access to the store recovers it (any write, or opening it for writing)",
     )
 }
-
-/// The longest index arena run, in chunks (see [`arena_alloc`]).
-pub(crate) const ARENA_MAX_CHUNKS: u64 = 8;
 
 /// The longest run map `m`'s arena may be: [`ARENA_MAX_CHUNKS`], or its first run if that
 /// is longer (a map created with segments of more than a chunk: its header, directory and

@@ -54,8 +54,9 @@ mod uid;
 pub use batch::Batch;
 pub use error::{Error, Result};
 pub use fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
+pub use format::MapKind;
 pub use map::{Iter, Keys, Map, MapStats, PutOutcome};
-pub use store::{resolve_path, MapKind, MapOptions, OpenMode, Options, Store, StoreStats};
+pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
 pub use uid::Uid;
 
 /// The format version this library writes (see `docs/FORMAT.md`).

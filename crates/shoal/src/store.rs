@@ -122,41 +122,6 @@ impl Default for MapOptions {
     }
 }
 
-/// The kind of a map, as [`Store::map_kind`] reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
-    /// A map of variable-size keys and values ([`Store::map`]), with or without UIDs.
-    Variable {
-        /// Whether it keeps a stable UID per key ([`MapOptions::uids`]).
-        uids: bool,
-    },
-    /// A fixed-size map ([`Store::fixed_map`]).
-    Fixed {
-        /// Bytes per key.
-        key_size: usize,
-        /// Bytes per value.
-        value_size: usize,
-    },
-}
-
-/// "variable-size map", "variable-size map with UIDs", or "fixed-size map of 8-byte keys
-/// and 4-byte values": the words error messages use.
-impl std::fmt::Display for MapKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            MapKind::Variable { uids: false } => f.write_str("variable-size map"),
-            MapKind::Variable { uids: true } => f.write_str("variable-size map with UIDs"),
-            MapKind::Fixed {
-                key_size,
-                value_size,
-            } => write!(
-                f,
-                "fixed-size map of {key_size}-byte keys and {value_size}-byte values"
-            ),
-        }
-    }
-}
-
 /// An open store: one file holding named maps, shared by every process that opens it.
 ///
 /// `Store` is `Send + Sync` and cheap to clone; opening the same file twice in one
@@ -463,11 +428,10 @@ impl Store {
         let _call = crate::deadline::call();
         validate_name(name)?;
         let (ks, vs) = (key_size as u64, value_size as u64);
-        if !(1..=crate::fixed::MAX_KEY_SIZE).contains(&ks) || vs > crate::fixed::MAX_VALUE_SIZE {
+        if !(1..=MAX_KEY_SIZE).contains(&ks) || vs > MAX_VALUE_SIZE {
             return Err(Error::InvalidArgument(format!(
                 "fixed-size maps have keys of 1 to {} bytes and values of 0 to {} bytes",
-                crate::fixed::MAX_KEY_SIZE,
-                crate::fixed::MAX_VALUE_SIZE
+                MAX_KEY_SIZE, MAX_VALUE_SIZE
             )));
         }
         if opts.segment_buckets > 4096 || opts.stash_buckets > 1024 {
@@ -565,7 +529,7 @@ impl Store {
                 ))
             })?;
         let ce = sh.g.cat_entry(id);
-        let geo = crate::fixed::Geo::new(ks, vs, sh.g.fixed_groups, sh.g.fixed_tags);
+        let geo = Geo::new(ks, vs, sh.g.fixed_groups, sh.g.fixed_tags);
         let (dm, ds) = geo.default_buckets();
         let n_main = if opts.segment_buckets == 0 {
             dm
@@ -669,7 +633,7 @@ impl Store {
             let live = map.map_or(0, |m| crate::cleaner::map_live_bytes(sh, &m.m));
             let mut redo = crate::txn::Redo::new();
             redo.push(ce + C_STATE, CAT_DROPPING | (cat_word & !0xff));
-            tx.commit(crate::txn::I_REDO, &[], &redo);
+            tx.commit(I_REDO, &[], &redo);
             tx.apply(&redo);
             tx.done();
             crate::cleaner::note_dead(&tx, live);
@@ -989,7 +953,7 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
             // from then on. Without it the store still works, so a failure is not one.
             let _ = sys::allocate_ahead(&file, size, o.chunk_size);
         }
-        for (off, bytes) in initial_image(&g, o, size) {
+        for (off, bytes) in initial_image(&g, size) {
             file.write_all_at(&bytes, off)
                 .map_err(|e| Error::io(path, e))?;
         }
@@ -1069,70 +1033,6 @@ fn remove_stale_temporaries(dir: &Path, fname: &str) {
     }
 }
 
-/// The bytes a new store starts with (everything else is zero): the header, and the
-/// initial free run when `size` leaves room for chunks.
-fn initial_image(g: &Geometry, o: &Options, size: u64) -> Vec<(u64, Vec<u8>)> {
-    let mut h = vec![0u8; HEADER_SIZE as usize];
-    let put = |h: &mut Vec<u8>, off: u64, v: &[u8]| {
-        h[off as usize..off as usize + v.len()].copy_from_slice(v)
-    };
-    put(&mut h, H_MAGIC, &MAGIC);
-    put(&mut h, H_VERSION, &FORMAT_VERSION.to_le_bytes());
-    put(&mut h, H_VERSION + 4, &(HEADER_SIZE as u32).to_le_bytes());
-    put(&mut h, H_CHUNK_SHIFT, &g.chunk_shift.to_le_bytes());
-    put(&mut h, H_CHUNK_SHIFT + 4, &12u32.to_le_bytes());
-    put(&mut h, H_HASH, &HASH_XXH3_64.to_le_bytes());
-    put(&mut h, H_SEED, &g.seed.to_le_bytes());
-    put(&mut h, H_MAX_SIZE, &o.max_size.to_le_bytes());
-    put(&mut h, H_COUNTS, &(o.max_processes).to_le_bytes());
-    put(&mut h, H_COUNTS + 4, &(o.max_threads).to_le_bytes());
-    put(&mut h, H_CATALOG_N, &(o.max_maps).to_le_bytes());
-    put(&mut h, H_PROC_OFF, &g.proc_off.to_le_bytes());
-    put(&mut h, H_TXN_OFF, &g.txn_off.to_le_bytes());
-    put(&mut h, H_CATALOG_OFF, &g.catalog_off.to_le_bytes());
-    put(&mut h, H_CHUNKS_OFF, &g.chunks_off.to_le_bytes());
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    put(&mut h, H_CREATED, &now.to_le_bytes());
-    put(&mut h, H_FILE_END, &size.to_le_bytes());
-    put(&mut h, H_CLEAN, &1u64.to_le_bytes());
-    let mut flags = if g.trailer == 4 { FLAG_CHECKSUMS } else { 0 };
-    if g.short_records {
-        flags |= FLAG_SHORT_RECORDS;
-    }
-    if g.in_place {
-        flags |= FLAG_IN_PLACE;
-    }
-    if g.in_place_uids {
-        flags |= FLAG_IN_PLACE_UIDS;
-    }
-    if g.fixed_groups {
-        flags |= FLAG_FIXED_GROUPS;
-    }
-    if g.fixed_tags {
-        flags |= FLAG_FIXED_TAGS;
-    }
-    if g.clean_lanes > 1 {
-        flags |= FLAG_CLEAN_LANES;
-    }
-    put(&mut h, H_FLAGS, &flags.to_le_bytes());
-    let mut out = Vec::new();
-    if size > g.chunks_off {
-        let run = g.chunks_off;
-        let k = (size - run) / g.chunk_size();
-        put(&mut h, H_FREE_HEAD, &run.to_le_bytes());
-        put(&mut h, H_FREE_BYTES, &(size - run).to_le_bytes());
-        let mut ch = vec![0u8; 24];
-        ch[0..8].copy_from_slice(&CK_FREE.to_le_bytes());
-        ch[8..16].copy_from_slice(&k.to_le_bytes());
-        out.push((run, ch));
-    }
-    out.insert(0, (0, h));
-    out
-}
-
 #[cfg(shuttle)]
 impl Store {
     /// A store in heap memory, for model checking under shuttle. `size` bytes are
@@ -1149,14 +1049,7 @@ impl Store {
             o.max_maps as u64,
         );
         let region = Region::new_heap(size);
-        for (off, bytes) in initial_image(
-            &g,
-            &Options {
-                max_size: size,
-                ..o.clone()
-            },
-            g.chunks_off,
-        ) {
+        for (off, bytes) in initial_image(&g, g.chunks_off) {
             region.write_bytes(off, &bytes);
         }
         let file = File::open("/dev/null").map_err(|e| Error::io(Path::new("/dev/null"), e))?;
@@ -1173,155 +1066,18 @@ impl Store {
     }
 }
 
-fn read_u32(h: &[u8], off: u64) -> u32 {
-    u32::from_le_bytes(h[off as usize..off as usize + 4].try_into().unwrap())
-}
-fn read_u64(h: &[u8], off: u64) -> u64 {
-    u64::from_le_bytes(h[off as usize..off as usize + 8].try_into().unwrap())
-}
-
 /// Reads and validates a header (not yet mapped: a bad file must fail here, cleanly).
 /// Returns the geometry, the file's size and its header's file end. A file shorter than
 /// its file end is refused as truncated, unless `short_ok` (salvage, see
 /// `salvage.rs`), which still needs the whole header and tables.
 fn read_geometry(path: &Path, file: &File, short_ok: bool) -> Result<(Geometry, u64, u64)> {
-    let mut h = vec![0u8; HEADER_SIZE as usize];
+    let mut h = [0u8; HEADER_SIZE as usize];
     let n = file.read_at(&mut h, 0).map_err(|e| Error::io(path, e))?;
     // The size only after the header: another process may be growing the file, and it
     // publishes a new file end only once the file has that size, so a size read after
     // the header is at least the header's file end (read before, it may be less).
     let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    if n < MAGIC.len() || h[..8] != MAGIC {
-        return Err(Error::NotAStore {
-            path: path.to_owned(),
-        });
-    }
-    let version = read_u32(&h, H_VERSION);
-    if version > FORMAT_VERSION {
-        return Err(Error::VersionMismatch {
-            path: path.to_owned(),
-            found: version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    let bad = |what: String| Err(Error::corrupt(path, what));
-    if (n as u64) < HEADER_SIZE || size < HEADER_SIZE {
-        return bad(format!(
-            "truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header"
-        ));
-    }
-    if version == 0 || read_u32(&h, H_VERSION + 4) as u64 != HEADER_SIZE {
-        return bad(format!(
-            "header: version {version} or header size at offset 12 invalid"
-        ));
-    }
-    if read_u64(&h, H_FLAGS) & !KNOWN_FLAGS != 0 {
-        return bad(format!(
-            "header: unknown flags {:#x} at offset {H_FLAGS}",
-            read_u64(&h, H_FLAGS)
-        ));
-    }
-    if read_u32(&h, H_HASH) != HASH_XXH3_64 {
-        return bad(format!(
-            "header: unknown hash algorithm {} at offset {H_HASH}",
-            read_u32(&h, H_HASH)
-        ));
-    }
-    let shift = read_u32(&h, H_CHUNK_SHIFT);
-    if !(16..=26).contains(&shift) || read_u32(&h, H_CHUNK_SHIFT + 4) != 12 {
-        return bad(format!(
-            "header: chunk shift {shift} at offset {H_CHUNK_SHIFT} out of range"
-        ));
-    }
-    let (np, nt, nc) = (
-        read_u32(&h, H_COUNTS) as u64,
-        read_u32(&h, H_COUNTS + 4) as u64,
-        read_u32(&h, H_CATALOG_N) as u64,
-    );
-    if !(1..=65535).contains(&np) || !(1..=(1 << 20)).contains(&nt) || !(1..=65536).contains(&nc) {
-        return bad(format!("header: table sizes {np}/{nt}/{nc} out of range"));
-    }
-    let max_size = read_u64(&h, H_MAX_SIZE);
-    let mut g = Geometry::layout(shift, read_u64(&h, H_SEED), max_size, np, nt, nc);
-    if read_u64(&h, H_FLAGS) & FLAG_CHECKSUMS != 0 {
-        g.trailer = 4;
-    }
-    g.short_records = read_u64(&h, H_FLAGS) & FLAG_SHORT_RECORDS != 0;
-    if g.short_records && version < 4 {
-        return bad(format!(
-            "header: flag SHORT_RECORDS in a version-{version} file (it came with version 4)"
-        ));
-    }
-    g.in_place = read_u64(&h, H_FLAGS) & FLAG_IN_PLACE != 0;
-    if g.in_place && (version < 5 || g.trailer != 0) {
-        return bad(format!(
-            "header: flag IN_PLACE in a version-{version} file{} (it came with version 5, \
-             for stores without checksums)",
-            if g.trailer != 0 {
-                " with checksums"
-            } else {
-                ""
-            }
-        ));
-    }
-    g.in_place_uids = read_u64(&h, H_FLAGS) & FLAG_IN_PLACE_UIDS != 0;
-    if g.in_place_uids && (version < 6 || !g.in_place) {
-        return bad(format!(
-            "header: flag IN_PLACE_UIDS in a version-{version} file{} (it came with version 6, \
-             beside IN_PLACE)",
-            if g.in_place { "" } else { " without IN_PLACE" }
-        ));
-    }
-    g.fixed_groups = read_u64(&h, H_FLAGS) & FLAG_FIXED_GROUPS != 0;
-    if g.fixed_groups && version < 7 {
-        return bad(format!(
-            "header: flag FIXED_GROUPS in a version-{version} file (it came with version 7)"
-        ));
-    }
-    g.fixed_tags = read_u64(&h, H_FLAGS) & FLAG_FIXED_TAGS != 0;
-    if g.fixed_tags && (version < 8 || !g.fixed_groups) {
-        return bad(format!(
-            "header: flag FIXED_TAGS in a version-{version} file{} (it came with version 8, \
-             beside FIXED_GROUPS)",
-            if g.fixed_groups {
-                ""
-            } else {
-                " without FIXED_GROUPS"
-            }
-        ));
-    }
-    let lanes = read_u64(&h, H_FLAGS) & FLAG_CLEAN_LANES != 0;
-    if lanes && version < 9 {
-        return bad(format!(
-            "header: flag CLEAN_LANES in a version-{version} file (it came with version 9)"
-        ));
-    }
-    g.clean_lanes = if lanes { CLEAN_LANES } else { 1 };
-    if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
-        != (
-            read_u64(&h, H_PROC_OFF),
-            read_u64(&h, H_TXN_OFF),
-            read_u64(&h, H_CATALOG_OFF),
-            read_u64(&h, H_CHUNKS_OFF),
-        )
-    {
-        return bad("header: table offsets do not match the table sizes".into());
-    }
-    if max_size > 1 << 48 || max_size < g.chunks_off {
-        return bad(format!("header: max size {max_size} out of range"));
-    }
-    let end = read_u64(&h, H_FILE_END);
-    if end < g.chunks_off || end > max_size || (end - g.chunks_off) % g.chunk_size() != 0 {
-        return bad(format!(
-            "header: file end {end} at offset {H_FILE_END} is not a chunk boundary"
-        ));
-    }
-    if size < end && !(short_ok && size >= g.chunks_off) {
-        return bad(format!(
-            "truncated: the file has {size} bytes, its header says {end}"
-        ));
-    }
-    Ok((g, size, end))
+    parse_header(path, &h, n, size, short_ok)
 }
 
 fn open_file(path: &Path, o: &Options) -> Result<Store> {

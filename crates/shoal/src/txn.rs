@@ -25,21 +25,6 @@ use crate::shared::Shared;
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
 
-pub const WAITERS: u64 = 1 << 31;
-const OWNER_MASK: u64 = WAITERS - 1;
-/// The high half of a lock word is not the lock's: segment locks of fixed-size maps count
-/// the lock-free adders in flight there (see `fixed.rs`). Taking and releasing a lock
-/// keeps it; in every other lock word it is always 0.
-pub const LOCK_HIGH: u64 = !((1u64 << 32) - 1);
-
-/// Intent kinds.
-pub const I_REDO: u64 = 1;
-pub const I_SPLIT: u64 = 2;
-/// A split of a fixed-size map's segment (same arguments as `I_SPLIT`).
-pub const I_FSPLIT: u64 = 3;
-/// A fixed-size map's move of a directory group to another segment (`fixed.rs`).
-pub const I_FMOVE: u64 = 4;
-
 /// A thread's txn slot in one store.
 #[derive(Clone, Copy)]
 pub(crate) struct Txn<'a> {

@@ -1,0 +1,51 @@
+//! The catalog: one entry per named object of the store.
+
+// ---- Catalog: one 256-byte entry per named object ----
+pub const CAT_ENTRY: u64 = 256;
+/// `state | incarnation << 8`; state 0 free, 1 live, 2 dropping.
+pub const C_STATE: u64 = 0;
+pub const C_KIND: u64 = 8;
+pub const C_HDR: u64 = 16;
+pub const C_NAME_LEN: u64 = 24;
+pub const C_NAME: u64 = 32;
+pub const MAX_NAME: usize = 224;
+pub const CAT_FREE: u64 = 0;
+pub const CAT_LIVE: u64 = 1;
+pub const CAT_DROPPING: u64 = 2;
+/// Object kinds. Queues and logs are reserved for the IPC parts.
+pub const KIND_MAP: u64 = 1;
+
+/// The kind of a map, as [`Store::map_kind`](crate::Store::map_kind) reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// A map of variable-size keys and values ([`Store::map`](crate::Store::map)), with or without UIDs.
+    Variable {
+        /// Whether it keeps a stable UID per key ([`MapOptions::uids`](crate::MapOptions::uids)).
+        uids: bool,
+    },
+    /// A fixed-size map ([`Store::fixed_map`](crate::Store::fixed_map)).
+    Fixed {
+        /// Bytes per key.
+        key_size: usize,
+        /// Bytes per value.
+        value_size: usize,
+    },
+}
+
+/// "variable-size map", "variable-size map with UIDs", or "fixed-size map of 8-byte keys
+/// and 4-byte values": the words error messages use.
+impl std::fmt::Display for MapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            MapKind::Variable { uids: false } => f.write_str("variable-size map"),
+            MapKind::Variable { uids: true } => f.write_str("variable-size map with UIDs"),
+            MapKind::Fixed {
+                key_size,
+                value_size,
+            } => write!(
+                f,
+                "fixed-size map of {key_size}-byte keys and {value_size}-byte values"
+            ),
+        }
+    }
+}
