@@ -135,6 +135,7 @@ pub type FixedCore = Core<shoal::FixedMap>;
 // and dropped once, by the one thread that wins `dropped`; `Handles<H>` is Send + Sync
 // (`Handle` requires it of `H`).
 unsafe impl<H: Handle> Sync for Core<H> {}
+// SAFETY: as for Sync.
 unsafe impl<H: Handle> Send for Core<H> {}
 
 impl<H: Handle> Core<H> {

@@ -721,10 +721,7 @@ fn main() {
     let t0 = Instant::now();
     progress(&a, &format!("generating {} keys…", a.keys));
     let d = Data::generate(a.keys, a.seed);
-    // SAFETY: getpid has no preconditions.
-    let base = a
-        .dir
-        .join(format!("shoal-compare-{}", unsafe { libc::getpid() }));
+    let base = a.dir.join(format!("shoal-compare-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&base) {
         eprintln!("shoal-compare: {}: {e}", base.display());
         std::process::exit(2);

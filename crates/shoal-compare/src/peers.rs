@@ -334,9 +334,10 @@ impl LmdbKv {
             .map_err(e)?
             .unwrap_commit()
             .ok_or("LMDB: no unnamed database")?;
-        // SAFETY of the lifetime: `db` is a handle (a dbi number) valid as long as `env`,
-        // which this struct owns and drops after it.
-        let db: heed::Database<'static, Bytes, Bytes> = unsafe { std::mem::transmute(db) };
+        let db: heed::Database<'static, Bytes, Bytes> =
+            // SAFETY: only the lifetime changes: `db` is a handle (a dbi number) valid as
+            // long as `env`, which this struct owns and drops after it.
+            unsafe { std::mem::transmute(db) };
         Ok(LmdbKv { env, db, batch })
     }
 

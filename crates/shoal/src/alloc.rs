@@ -235,7 +235,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
                 len += HEADER_PAGE;
             }
             match crate::sys::allocate(&sh.file, cur, len).map_err(|e| Error::io(&sh.path, e)) {
-                Ok(()) => crate::pretouch::request(sh, cur, k * cs),
+                Ok(()) => sh.pretouch(cur, k * cs),
                 // A full filesystem: the cleaner grows into the reserve instead.
                 Err(Error::NoSpace { .. }) if purpose == Purpose::Cleaner => fit = None,
                 Err(e) => return Err(e),
@@ -279,7 +279,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
             // after a crash here, and the next growth finds those pages allocated.
             keep_reserve(sh, new_end)?;
         }
-        crate::pretouch::request(sh, end, new_end - end);
+        sh.pretouch(end, new_end - end);
     }
     crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);

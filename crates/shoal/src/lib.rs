@@ -21,6 +21,8 @@
 //! The file format is specified in `docs/FORMAT.md`; the design in `docs/DESIGN.md`.
 
 #![warn(missing_docs)]
+// Unsafe code only in `mem` and `sys`, each block with the invariant that makes it sound.
+#![deny(unsafe_code)]
 // The model-checking build stubs out files, fds and fork handling.
 #![cfg_attr(
     shuttle,
@@ -39,14 +41,15 @@ mod fixed;
 mod format;
 mod index;
 mod map;
+#[allow(unsafe_code)]
 mod mem;
 mod paranoid;
-mod pretouch;
 pub mod repair;
 mod rt;
 mod salvage;
 mod shared;
 mod store;
+#[allow(unsafe_code)]
 mod sys;
 mod txn;
 mod uid;

@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::mem::Region;
+use crate::mem::Mapping;
 use crate::sys;
 use std::cell::RefCell;
 use std::fs::File;
@@ -31,7 +31,8 @@ pub(crate) struct Registration {
 
 /// State shared by every handle on one open store in this process.
 pub(crate) struct Shared {
-    pub r: Region,
+    /// The mapping of the file (a [`crate::mem::Region`] through `Deref`).
+    pub r: Mapping,
     pub g: Geometry,
     pub path: PathBuf,
     pub file: File,
@@ -62,7 +63,7 @@ pub(crate) struct Shared {
     pub ahead_done: AtomicU64,
     /// Pretouching (`Options::pretouch`, on tmpfs only): the guard that keeps the
     /// background thread off the mapping once the store is closing. `None`: off.
-    pub pretouch: Option<std::sync::Arc<crate::pretouch::Guard>>,
+    pub pretouch: Option<std::sync::Arc<crate::sys::pretouch::Guard>>,
     /// Opened read-only (`OpenMode::ReadOnly`): mapped without write access, never
     /// registered, and nothing here writes to the file (see [`Shared::read_only_error`]).
     pub read_only: bool,
@@ -70,7 +71,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn new(
-        r: Region,
+        r: Mapping,
         g: Geometry,
         path: PathBuf,
         file: File,
@@ -101,6 +102,18 @@ impl Shared {
             ahead_done: AtomicU64::new(0),
             pretouch: None,
             read_only: false,
+        }
+    }
+
+    /// Asks this process's pretouch thread (if the store has pretouching on) to fault in
+    /// `[off, off + len)` ahead of the writers: see `sys::pretouch`.
+    pub fn pretouch(&self, off: u64, len: u64) {
+        if let Some(g) = &self.pretouch {
+            #[cfg(not(shuttle))]
+            let addr = self.r.base_ptr() as usize + off as usize;
+            #[cfg(shuttle)]
+            let addr = off as usize;
+            crate::sys::pretouch::request(g, addr, len);
         }
     }
 
@@ -144,11 +157,9 @@ impl Shared {
     pub fn flush(&self) -> Result<()> {
         crate::rt::failpoint!("store.flush");
         #[cfg(not(shuttle))]
-        // SAFETY: [base, base + file_end) lies inside our mapping of the file.
-        unsafe {
-            sys::flush(self.r.base_ptr(), self.file_end(), &self.file)
-                .map_err(|e| Error::io(&self.path, e))?;
-        }
+        self.r
+            .flush(self.file_end(), &self.file)
+            .map_err(|e| Error::io(&self.path, e))?;
         Ok(())
     }
 
@@ -158,8 +169,8 @@ impl Shared {
     pub fn persist(&self, off: u64, len: u64) -> Result<()> {
         #[cfg(not(shuttle))]
         if self.durable {
-            // SAFETY: callers pass ranges inside the file, hence inside our mapping.
-            unsafe { sys::msync_pages(self.r.base_ptr(), off, len) }
+            self.r
+                .persist(off, len)
                 .map_err(|e| Error::io(&self.path, e))?;
         }
         #[cfg(shuttle)]

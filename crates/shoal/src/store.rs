@@ -5,7 +5,7 @@ use crate::fixed::{FixedMap, FixedOptions};
 use crate::format::*;
 use crate::index::{self, MapRef};
 use crate::map::Map;
-use crate::mem::Region;
+use crate::mem::{How, Mapping};
 use crate::shared::{thread_txn, Shared};
 use crate::sys;
 use crate::txn::Txn;
@@ -185,24 +185,6 @@ fn open_stores() -> &'static OpenStores {
     M.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    // SAFETY: getrandom writes at most the given length into the buffer.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 8, 0) };
-    if n == 8 {
-        u64::from_le_bytes(b)
-    } else {
-        // No getrandom: the clock and pid still make seeds differ between files.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        xxhash_rust::xxh3::xxh3_64(
-            &[t.to_le_bytes().as_slice(), &sys::pid().to_le_bytes()].concat(),
-        )
-    }
-}
-
 impl Store {
     /// Opens the store at `path`, creating it if needed, with default options.
     /// A bare name means `/dev/shm/NAME.shoal`.
@@ -258,7 +240,7 @@ impl Store {
         if created {
             // The initial free run (`Options::initial_size`) is new space like any growth.
             let first = s.sh.g.chunks_off;
-            crate::pretouch::request(&s.sh, first, s.sh.file_end().saturating_sub(first));
+            s.sh.pretouch(first, s.sh.file_end().saturating_sub(first));
         }
         Ok(s)
     }
@@ -909,7 +891,11 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
     let (file, tmp) = match sys::create_unnamed(dir, o.mode).map_err(|e| Error::io(path, e))? {
         Some(f) => (f, None),
         None => {
-            let tmp = dir.join(format!(".{fname}.{}.{:x}.tmp", sys::pid(), random_u64()));
+            let tmp = dir.join(format!(
+                ".{fname}.{}.{:x}.tmp",
+                sys::pid(),
+                sys::random_u64()
+            ));
             let f = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -925,7 +911,7 @@ fn create_file(path: &Path, o: &Options) -> Result<()> {
         let shift = o.chunk_size.trailing_zeros();
         let mut g = Geometry::layout(
             shift,
-            random_u64(),
+            sys::random_u64(),
             o.max_size,
             o.max_processes as u64,
             o.max_threads as u64,
@@ -1048,7 +1034,7 @@ impl Store {
             o.max_threads as u64,
             o.max_maps as u64,
         );
-        let region = Region::new_heap(size);
+        let region = Mapping::heap(size);
         for (off, bytes) in initial_image(&g, g.chunks_off) {
             region.write_bytes(off, &bytes);
         }
@@ -1107,15 +1093,12 @@ fn open_store_file(path: &Path) -> Result<(File, (u64, u64, bool))> {
 /// and copy-on-write, for a dry run of a repair or the salvage of a truncated file, which
 /// must not write to it (see `sys::map_private`).
 #[cfg(not(shuttle))]
-fn map_region(path: &Path, file: &File, reserve: u64, private: Option<u64>) -> Result<Region> {
-    let base = match private {
-        None => sys::map_shared(file, reserve),
-        Some(len) => sys::map_private(file, reserve, len),
-    }
-    .map_err(|e| Error::io(path, e))?;
-    // SAFETY: a fresh mapping of `reserve` bytes, unmapped only in Shared's Drop; all
-    // access goes through atomics (see mem.rs).
-    Ok(unsafe { Region::from_raw(base, reserve) }.checking_file_end())
+fn map_region(path: &Path, file: &File, reserve: u64, private: Option<u64>) -> Result<Mapping> {
+    let how = match private {
+        None => How::Shared,
+        Some(file_len) => How::Private { file_len },
+    };
+    Mapping::map(file, reserve, how).map_err(|e| Error::io(path, e))
 }
 
 /// The error of a repair that found the store open `what` ("in this process", "in
@@ -1290,11 +1273,8 @@ fn open_read_only(path: &Path, o: &Options) -> Result<Store> {
     #[cfg(not(shuttle))]
     {
         let reserve = g.max_size.next_multiple_of(4096);
-        let base = sys::map_shared_read_only(&file, reserve).map_err(|e| Error::io(path, e))?;
-        // SAFETY: a fresh shared mapping of `reserve` bytes, unmapped only in Shared's
-        // Drop; all access goes through atomics (see mem.rs), and with `read_only` set
-        // nothing stores through it.
-        let region = unsafe { Region::from_raw(base, reserve) }.checking_file_end();
+        // With `read_only` set, nothing stores through the mapping.
+        let region = Mapping::map(&file, reserve, How::ReadOnly).map_err(|e| Error::io(path, e))?;
         let durable = !sys::on_tmpfs(&file);
         let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
         shared.durable = durable;
@@ -1323,11 +1303,7 @@ impl Drop for Shared {
         if let Some(g) = &self.pretouch {
             g.close();
         }
-        #[cfg(not(shuttle))]
-        // SAFETY: the last handle is gone, and the pretouch thread, the one other user
-        // of the mapping's address, is kept off it by the guard closed above.
-        unsafe {
-            sys::unmap(self.r.base_ptr(), self.reserve)
-        };
+        // The mapping is unmapped when its field drops, after this: the pretouch thread,
+        // the one other user of its addresses, is kept off it by the guard closed above.
     }
 }

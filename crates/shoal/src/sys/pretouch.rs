@@ -24,7 +24,6 @@
 //! allocated again. The store stays consistent (the page reads as zeros either way); only
 //! that page's memory is held until the run is released again.
 
-use crate::shared::Shared;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -90,18 +89,14 @@ static WORKER: Mutex<Option<Worker>> = Mutex::new(None);
 /// Requests queued and not yet finished, in this process (for the tests: [`wait_idle`]).
 static PENDING: AtomicU64 = AtomicU64::new(0);
 
-/// Asks for `[off, off + len)` of `sh`'s file to be faulted in, in the background. The
-/// range must lie below the file's size (past it a fault-in fails, harmlessly). Never
-/// blocks: may be called under the store's locks.
-pub(crate) fn request(sh: &Shared, off: u64, len: u64) {
-    let Some(guard) = &sh.pretouch else { return };
+/// Asks for the `len` bytes at address `addr` of a store's mapping, whose guard is
+/// `guard`, to be faulted in, in the background. The range must lie below the file's
+/// size (past it a fault-in fails, harmlessly). Never blocks: may be called under the
+/// store's locks.
+pub(crate) fn request(guard: &Arc<Guard>, addr: usize, len: u64) {
     if len == 0 {
         return;
     }
-    #[cfg(not(shuttle))]
-    let addr = sh.r.base_ptr() as usize + off as usize;
-    #[cfg(shuttle)]
-    let addr = off as usize;
     let job = Job {
         guard: guard.clone(),
         addr,
@@ -110,7 +105,7 @@ pub(crate) fn request(sh: &Shared, off: u64, len: u64) {
     // `try_lock`: a thread of the parent may have held the lock when this process was
     // forked, and then it stays locked here forever. The request is a hint; drop it.
     let Ok(mut w) = WORKER.try_lock() else { return };
-    let pid = crate::sys::pid();
+    let pid = super::pid();
     if w.as_ref().is_none_or(|w| w.pid != pid) {
         // Forget, not drop, a parent's worker: its thread is not in this process, and
         // dropping its sender could wait on a lock that thread held at the fork.
@@ -147,7 +142,7 @@ fn run(rx: Receiver<Job>) {
             job.guard.enter(|| {
                 // An error (an old kernel without MADV_POPULATE_WRITE, a full filesystem
                 // for a released page) leaves the faults to the writers.
-                let _ = crate::sys::populate_write(job.addr + done as usize, n as usize);
+                let _ = super::populate_write(job.addr + done as usize, n as usize);
             });
             done += n;
         }
@@ -173,6 +168,7 @@ pub(crate) fn wait_idle(timeout: Duration) -> bool {
 mod tests {
     use super::*;
     use crate::format::HEADER_PAGE;
+    use crate::shared::Shared;
 
     /// Page faults this thread has taken so far.
     fn thread_minor_faults() -> i64 {
@@ -287,7 +283,7 @@ mod tests {
             )
             .unwrap();
             let (first, end) = (s.sh.g.chunks_off, s.sh.file_end());
-            request(&s.sh, first, end - first);
+            s.sh.pretouch(first, end - first);
             drop(s);
         }
         assert!(

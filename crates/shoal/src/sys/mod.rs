@@ -7,6 +7,8 @@
 //! descriptor of the same file. They are inherited across `fork()`, which is why every
 //! liveness descriptor is `O_CLOEXEC` and closed in the child by an `atfork` handler.
 
+pub(crate) mod pretouch;
+
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -391,6 +393,24 @@ pub fn process_exists(pid: u32) -> bool {
             Err(rustix::io::Errno::SRCH)
         ),
         None => true,
+    }
+}
+
+/// 64 random bits (`getrandom`), for a new store's hash seed and temporary names; the
+/// clock and the pid where the kernel has no `getrandom`.
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most the given length into the buffer.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 8, 0) };
+    if n == 8 {
+        u64::from_le_bytes(b)
+    } else {
+        // No getrandom: the clock and pid still make seeds differ between files.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        xxhash_rust::xxh3::xxh3_64(&[t.to_le_bytes().as_slice(), &pid().to_le_bytes()].concat())
     }
 }
 

@@ -34,6 +34,9 @@
 //! Under `cfg(shuttle)` the region is a heap array of shuttle's atomics, so the lock, the
 //! optimistic read and the split protocols run unchanged under the randomized scheduler.
 
+mod mapping;
+pub(crate) use mapping::{How, Mapping};
+
 #[cfg(shuttle)]
 pub use shuttle::sync::atomic::{fence, AtomicU64};
 #[cfg(not(shuttle))]
@@ -59,6 +62,7 @@ pub struct Region {
 // sharing it between threads is exactly as safe as sharing the atomics themselves.
 #[cfg(not(shuttle))]
 unsafe impl Send for Region {}
+// SAFETY: as for Send: every access is atomic.
 #[cfg(not(shuttle))]
 unsafe impl Sync for Region {}
 
@@ -691,6 +695,7 @@ mod tests {
         // the region (atomics) until it is freed at the end of the test.
         let base = unsafe { alloc_zeroed(layout) };
         assert!(!base.is_null());
+        // SAFETY: the allocation above outlives `r`, and is reached only through it.
         let r = unsafe { Region::from_raw(base, LEN as u64) };
         let reference: Vec<u8> = (0..LEN)
             .map(|i| (i as u8).wrapping_mul(37) ^ 0x5a)
@@ -758,6 +763,7 @@ mod tests {
         // SAFETY: as in the test above.
         let base = unsafe { alloc_zeroed(layout) };
         assert!(!base.is_null());
+        // SAFETY: the allocation above outlives `r`, and is reached only through it.
         let r = unsafe { Region::from_raw(base, LEN as u64) };
         let reference: Vec<u8> = (0..LEN)
             .map(|i| (i as u8).wrapping_mul(73) ^ 0x3c)
@@ -788,6 +794,7 @@ mod tests {
         // SAFETY: as in the test above.
         let base = unsafe { alloc_zeroed(layout) };
         assert!(!base.is_null());
+        // SAFETY: the allocation above outlives `r`, and is reached only through it.
         let r = unsafe { Region::from_raw(base, LEN as u64) };
         let mut reference: Vec<u8> = (0..LEN)
             .map(|i| (i as u8).wrapping_mul(101) ^ 0xa5)
@@ -816,6 +823,7 @@ mod tests {
         // SAFETY: as in the test above.
         let base = unsafe { alloc_zeroed(layout) };
         assert!(!base.is_null());
+        // SAFETY: the allocation above outlives `r`, and is reached only through it.
         let r = unsafe { Region::from_raw(base, LEN as u64) };
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
