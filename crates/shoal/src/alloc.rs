@@ -222,7 +222,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
         fit = find_fit(sh, k)?;
     }
     if let Some((_, cur, run, _)) = fit {
-        crate::paranoid::trace!("take {cur:#x}: {k} of a free run of {run} (txn {})", tx.idx);
+        crate::rt::trace!("take {cur:#x}: {k} of a free run of {run} (txn {})", tx.idx);
         crate::paranoid::unreferenced!(sh, cur, cur + run * cs, "take {k} of free run {cur:#x}");
         // A released run's pages are holes: allocate what is taken (and the page the
         // rest's header goes to) before anything writes there, so that a full filesystem
@@ -283,7 +283,7 @@ pub(crate) fn take_run(tx: &Txn, k: u64, redo: &mut Redo, purpose: Purpose) -> R
     }
     crate::rt::failpoint!("alloc.grown");
     redo.push(H_FILE_END, new_end);
-    crate::paranoid::trace!(
+    crate::rt::trace!(
         "grow: take {k} at {end:#x} (txn {}); free list: {}",
         tx.idx,
         crate::paranoid::free_list_summary(sh)
@@ -405,7 +405,7 @@ fn coalesce(tx: &Txn) -> Result<u64> {
             let mut merged = 0;
             while merged < MERGES_PER_REDO && i < runs.len() && runs[i].0 == a + a_run * cs {
                 let (b, b_run) = runs[i];
-                crate::paranoid::trace!("merge: {a:#x} absorbs {b:#x} ({b_run} chunks)");
+                crate::rt::trace!("merge: {a:#x} absorbs {b:#x} ({b_run} chunks)");
                 crate::paranoid::unreferenced!(
                     sh,
                     b,
@@ -504,7 +504,7 @@ fn release_run(tx: &Txn, run: u64, k: u64) -> Result<Option<u64>> {
         tx.lock(H_ALLOC_LOCK)?;
         let r = match still_released(sh, run, off + n) {
             Ok(true) => {
-                crate::paranoid::trace!("release {off:#x}+{n:#x} of free run {run:#x}");
+                crate::rt::trace!("release {off:#x}+{n:#x} of free run {run:#x}");
                 crate::paranoid::unreferenced!(
                     sh,
                     off,
@@ -699,7 +699,7 @@ fn refill(tx: &Txn, purpose: Purpose) -> Result<()> {
             redo.push(old + K_KIND, CK_SEALED);
         }
         let c = take_run(tx, 1, redo, purpose)?;
-        crate::paranoid::trace!(
+        crate::rt::trace!(
             "refill txn {}: seal {old:#x}, new data chunk {c:#x}",
             tx.idx
         );
@@ -774,7 +774,7 @@ fn alloc_large(tx: &Txn, len: u64) -> Result<u64> {
     let k = (len + CHUNK_HDR).div_ceil(cs);
     let run = with_alloc_lock(tx, |redo| {
         let run = take_run(tx, k, redo, Purpose::Normal)?;
-        crate::paranoid::trace!("large run {run:#x} ({k} chunks) for txn {}", tx.idx);
+        crate::rt::trace!("large run {run:#x} ({k} chunks) for txn {}", tx.idx);
         redo.push(run + K_KIND, CK_LARGE);
         redo.push(run + K_SERIAL, new_serial(sh, run));
         redo.push(run + K_RUN, k);
@@ -895,7 +895,7 @@ pub(crate) fn free_large(tx: &Txn, off: u64, serial: u64) {
                 .load(Acquire)
                 .saturating_sub(large_slack(sh, run, k)),
         );
-        crate::paranoid::trace!("free large run {run:#x} ({k} chunks, serial {serial:#x})");
+        crate::rt::trace!("free large run {run:#x} ({k} chunks, serial {serial:#x})");
         crate::paranoid::unreferenced!(
             sh,
             run,
@@ -959,12 +959,6 @@ fn large_run_dead(tx: &Txn, run: u64) -> bool {
     matches!(m.read(sh, &key, |rec, _, _| rec), Ok(found) if found != Some(off))
 }
 
-/// Called when a dead txn slot is reclaimed: forgets its unpublished large run, which
-/// the cleaner then finds unreferenced and frees.
-pub(crate) fn abandon_pending_large(sh: &Shared, t: u64) {
-    sh.w(sh.g.txn_slot(t) + T_LARGE).store(0, Release);
-}
-
 #[cfg(all(test, not(shuttle)))]
 pub(crate) mod tests {
     use super::*;
@@ -999,7 +993,7 @@ pub(crate) mod tests {
             "precondition: the run is reused"
         );
         // The late free of "a's dead record".
-        let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let tx = Txn::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
         free_large(&tx, off, serial);
         assert_eq!(m.get(b"b").unwrap(), Some(vb.clone()));
         // Even naming the run's current serial, a free finds b live and keeps it.
@@ -1079,7 +1073,7 @@ pub(crate) mod tests {
         let holder = {
             let sh = s.sh.clone();
             std::thread::spawn(move || {
-                let tx = Txn::new(&sh, crate::shared::thread_txn(&sh).unwrap());
+                let tx = Txn::new(&sh, crate::txn::thread_txn(&sh).unwrap());
                 for i in 0..sh.g.clean_lanes {
                     assert!(tx.try_lock(lane(i).0));
                 }
@@ -1094,7 +1088,7 @@ pub(crate) mod tests {
         m.put(key, &v).unwrap();
         hold_tx.send(()).unwrap();
         holder.join().unwrap();
-        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let tx = Txn::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
         assert_eq!(
             s.stats().unwrap().file_size,
             before,
@@ -1130,7 +1124,7 @@ pub(crate) mod tests {
         let sh = &*s.sh;
         let (ra, rb) = adjacent_large_records(&s, &m, 3);
         m.remove(b"a").unwrap();
-        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let tx = Txn::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
         let mark = || {
             tx.lock(H_ALLOC_LOCK).unwrap();
             let marked = mark_released(&tx).unwrap();
@@ -1166,7 +1160,7 @@ pub(crate) mod tests {
         let (ra, rb) = adjacent_large_records(&s, &m, 3);
         // b's run is released while a is live; then a's run is freed, not released.
         m.remove(b"b").unwrap();
-        let tx = Txn::new(sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let tx = Txn::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
         let before = allocated(sh);
         let released = release_free(&tx).unwrap();
         assert!(released >= 3 * cs - HEADER_PAGE, "released {released}");

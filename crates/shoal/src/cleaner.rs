@@ -561,7 +561,7 @@ fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
         }
         crate::rt::failpoint!("clean.freeing");
         crate::alloc::with_alloc_lock(tx, |redo| {
-            crate::paranoid::trace!("cleaner frees {victim:#x}");
+            crate::rt::trace!("cleaner frees {victim:#x}");
             crate::paranoid::unreferenced!(
                 sh,
                 victim,
@@ -785,7 +785,7 @@ mod tests {
         );
         let mut copy = vec![0u8; len as usize];
         sh.r.read_bytes(old, &mut copy);
-        let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let tx = Txn::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
         let new = crate::alloc::append(&tx, &[&copy], crate::alloc::Purpose::Cleaner).unwrap();
         m.put(b"key", &v1).unwrap();
         assert_eq!(
@@ -811,7 +811,7 @@ mod tests {
         let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
         let sh = s.sh.clone();
         let holder = std::thread::spawn(move || {
-            let tx = Txn::new(&sh, crate::shared::thread_txn(&sh).unwrap());
+            let tx = Txn::new(&sh, crate::txn::thread_txn(&sh).unwrap());
             for i in 0..sh.g.clean_lanes {
                 tx.lock(lane(i).0).unwrap();
             }
@@ -877,7 +877,7 @@ mod tests {
         for i in (0..5_000u32).filter(|i| i % 10 != 0) {
             m.remove(&i.to_le_bytes()).unwrap();
         }
-        let tx = Txn::new(&s.sh, crate::shared::thread_txn(&s.sh).unwrap());
+        let tx = Txn::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
         let own = tx.idx % sh.g.clean_lanes;
         let idle = (own + 3) % sh.g.clean_lanes;
         assert_ne!(own, idle, "precondition: eight lanes");

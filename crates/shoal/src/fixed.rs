@@ -1330,7 +1330,8 @@ fn overflow_counts(sh: &Shared, f: &FixedRef, seg: u64) -> Vec<u64> {
 }
 
 /// Recovery of a fixed map's split whose thread died (its locks still name it).
-pub(crate) fn recover_split(sh: &Shared, args: &[u64]) -> Result<()> {
+pub(crate) fn recover_split(sh: &Shared, intent: &crate::shared::Intent) -> Result<()> {
+    let args = &intent.args;
     let f = fixed_ref_unchecked(sh, args[A_MAP])?;
     if f.m.groups {
         return Err(sh.corrupt(format!(
@@ -1797,7 +1798,8 @@ fn drop_strays(sh: &Shared, f: &FixedRef, seg: u64, root: u64) {
 /// group copied into an existing segment are removed again (a new segment is still the
 /// spare). From phase 1 on it is finished: its redo list (`redo`, the txn slot's) is
 /// applied again and the group removed from the source.
-pub(crate) fn recover_move(sh: &Shared, args: &[u64], redo: &[(u64, u64)]) -> Result<()> {
+pub(crate) fn recover_move(sh: &Shared, intent: &crate::shared::Intent) -> Result<()> {
+    let (args, redo) = (&intent.args, &intent.redo[..]);
     let f = fixed_ref_unchecked(sh, args[V_MAP])?;
     let m = &f.m;
     let (src, dst, j, ph, g) = (
@@ -1929,7 +1931,7 @@ pub(crate) fn snapshot(
             snapshot_once(sh, f, map, cursor, None)
         });
     }
-    let t = crate::shared::thread_txn(sh)?;
+    let t = crate::txn::thread_txn(sh)?;
     let tx = Txn::new(sh, t);
     let seg = f.lock_segment(&tx, cursor.reverse_bits())?;
     let r = snapshot_once(sh, f, map, cursor, Some(seg));
@@ -2544,7 +2546,7 @@ impl FixedMap {
     }
 
     fn txn(&self) -> Result<Txn<'_>> {
-        let t = crate::shared::thread_txn(&self.sh)?;
+        let t = crate::txn::thread_txn(&self.sh)?;
         let mut tx = Txn::new(&self.sh, t);
         tx.timeout = self.f.m.timeout;
         Ok(tx)

@@ -1810,7 +1810,8 @@ fn set_overflow_counts(sh: &Shared, seg: u64, counts: &[u64]) {
 }
 
 /// Recovery of a split whose thread died (called with its locks still naming it).
-pub(crate) fn recover_split(sh: &Shared, _t: u64, args: &[u64]) -> Result<()> {
+pub(crate) fn recover_split(sh: &Shared, intent: &crate::shared::Intent) -> Result<()> {
+    let args = &intent.args;
     let id = args[A_MAP];
     let m = map_ref_unchecked(sh, id)?;
     if args[A_PHASE] == 0 {
@@ -2259,7 +2260,7 @@ pub(crate) fn snapshot(
         });
     }
     // Persistent interference (or damage): copy under the segment lock.
-    let t = crate::shared::thread_txn(sh)?;
+    let t = crate::txn::thread_txn(sh)?;
     let tx = Txn::new(sh, t);
     let h = cursor.reverse_bits();
     let seg = m.lock_segment(&tx, h)?;

@@ -40,6 +40,7 @@ pub mod failpoints;
 mod fixed;
 mod format;
 mod index;
+mod kinds;
 mod map;
 #[allow(unsafe_code)]
 mod mem;

@@ -6,7 +6,8 @@ use crate::format::*;
 use crate::index::{
     checksum_failed, read_record_header, record_crc_ok, Action, Hit, MapRef, WriteResult, STAGE,
 };
-use crate::shared::{thread_txn, Shared};
+use crate::shared::Shared;
+use crate::txn::thread_txn;
 use crate::txn::Txn;
 use crate::uid::Uid;
 use std::collections::VecDeque;

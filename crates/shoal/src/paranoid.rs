@@ -17,15 +17,6 @@
 //!
 //! `scripts/soak.sh --paranoid` builds the soak with it.
 
-/// Traces one allocator step (see the module docs): nothing without the feature.
-macro_rules! trace {
-    ($($arg:tt)*) => {
-        #[cfg(feature = "paranoid")]
-        $crate::paranoid::trace_line(format_args!($($arg)*));
-    };
-}
-pub(crate) use trace;
-
 /// Aborts the process if a slot keeps pointing into `[lo, hi)` (see the module docs):
 /// nothing without the feature. The message arguments say which step asks.
 macro_rules! unreferenced {
@@ -43,42 +34,7 @@ pub(crate) use on::*;
 mod on {
     use crate::format::*;
     use crate::shared::Shared;
-    use std::io::Write;
     use std::sync::atomic::Ordering::*;
-    use std::sync::{Mutex, OnceLock};
-
-    fn trace_file() -> Option<&'static Mutex<std::fs::File>> {
-        static F: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
-        F.get_or_init(|| {
-            let p = std::env::var_os("SHOAL_TRACE")?;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .ok()
-                .map(Mutex::new)
-        })
-        .as_ref()
-    }
-
-    /// Appends "µs-since-epoch pid tid message" to the trace file, in one write (the file
-    /// is opened for appending, so the lines of many processes do not interleave).
-    pub(crate) fn trace_line(msg: std::fmt::Arguments) {
-        if let Some(f) = trace_file() {
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros());
-            let line = format!(
-                "{t} {} {} {msg}\n",
-                std::process::id(),
-                rustix::thread::gettid().as_raw_nonzero()
-            );
-            let _ = f
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .write_all(line.as_bytes());
-        }
-    }
 
     /// The free list as a growth sees it: its length, its bytes and its longest run (the
     /// soak's file grew while much of it was free).
@@ -151,7 +107,7 @@ mod on {
             found.len(),
             &found[..found.len().min(5)]
         );
-        trace_line(format_args!("{msg}"));
+        crate::rt::trace_line(format_args!("{msg}"));
         eprintln!("{msg}\n{}", std::backtrace::Backtrace::force_capture());
         std::process::abort();
     }

@@ -51,3 +51,56 @@ macro_rules! failpoint {
     };
 }
 pub(crate) use failpoint;
+
+/// Traces one step of the allocator or of recovery, one line per step, to the file named
+/// by the `SHOAL_TRACE` environment variable (the `paranoid` feature, for soaks: a chunk's
+/// history can then be read back across processes): nothing without the feature.
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        #[cfg(feature = "paranoid")]
+        $crate::rt::trace_line(format_args!($($arg)*));
+    };
+}
+pub(crate) use trace;
+
+#[cfg(feature = "paranoid")]
+pub(crate) use trace_on::trace_line;
+
+#[cfg(feature = "paranoid")]
+mod trace_on {
+    use std::io::Write;
+    use std::sync::{Mutex, OnceLock};
+
+    fn trace_file() -> Option<&'static Mutex<std::fs::File>> {
+        static F: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
+        F.get_or_init(|| {
+            let p = std::env::var_os("SHOAL_TRACE")?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+                .map(Mutex::new)
+        })
+        .as_ref()
+    }
+
+    /// Appends "µs-since-epoch pid tid message" to the trace file, in one write (the file
+    /// is opened for appending, so the lines of many processes do not interleave).
+    pub(crate) fn trace_line(msg: std::fmt::Arguments) {
+        if let Some(f) = trace_file() {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            let line = format!(
+                "{t} {} {} {msg}\n",
+                std::process::id(),
+                rustix::thread::gettid().as_raw_nonzero()
+            );
+            let _ = f
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .write_all(line.as_bytes());
+        }
+    }
+}

@@ -12,12 +12,11 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::mem::Mapping;
 use crate::sys;
-use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Mutex;
 use std::time::Duration;
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
@@ -28,6 +27,30 @@ pub(crate) struct Registration {
     pub lock_fd: Option<OwnedFd>,
     pub fd_in_fork_table: bool,
 }
+
+/// An interrupted intent of a dead txn, copied out of its slot for the recovery of its
+/// kind (see [`Hooks::intents`]).
+pub(crate) struct Intent {
+    /// The intent's arguments (`T_ARGS`).
+    pub args: [u64; T_NARGS as usize],
+    /// The intent's redo list (`T_REDO`, `T_REDO_N` entries).
+    pub redo: Vec<(u64, u64)>,
+}
+
+/// Finishes or undoes an interrupted intent of one kind, idempotently (a recoverer killed
+/// halfway is followed by another), with every lock the dead txn held still naming it.
+pub(crate) type IntentHandler = fn(sh: &Shared, intent: &Intent) -> Result<()>;
+
+/// How the layers below the kinds of objects reach them without naming them: the kinds
+/// register here (`kinds::HOOKS`), and every open store carries the table.
+pub(crate) struct Hooks {
+    /// The recovery of each intent kind (`T_KIND`), by kind number. Kind 1 (`I_REDO`, a
+    /// plain redo list) is the txn layer's own; a kind nobody registered is corruption.
+    pub intents: [Option<IntentHandler>; INTENT_KINDS as usize],
+}
+
+/// Intent kinds are below this.
+pub(crate) const INTENT_KINDS: u64 = 8;
 
 /// State shared by every handle on one open store in this process.
 pub(crate) struct Shared {
@@ -67,6 +90,8 @@ pub(crate) struct Shared {
     /// Opened read-only (`OpenMode::ReadOnly`): mapped without write access, never
     /// registered, and nothing here writes to the file (see [`Shared::read_only_error`]).
     pub read_only: bool,
+    /// The kinds of objects' hooks (intent recovery).
+    pub hooks: &'static Hooks,
 }
 
 impl Shared {
@@ -77,6 +102,7 @@ impl Shared {
         file: File,
         reserve: u64,
         lock_timeout: Duration,
+        hooks: &'static Hooks,
     ) -> Shared {
         Shared {
             r,
@@ -102,6 +128,7 @@ impl Shared {
             ahead_done: AtomicU64::new(0),
             pretouch: None,
             read_only: false,
+            hooks,
         }
     }
 
@@ -368,7 +395,7 @@ impl Shared {
         };
         let byte = sys::LIVENESS_BASE + p;
         if sys::try_lock_byte(fd.as_raw_fd(), byte).unwrap_or(false) {
-            crate::paranoid::trace!("process slot {p} marked free");
+            crate::rt::trace!("process slot {p} marked free");
             self.w(self.g.proc_slot(p) + P_STATE).store(0, Release);
             sys::unlock_byte(fd.as_raw_fd(), byte);
         }
@@ -383,72 +410,13 @@ impl Shared {
         t < self.g.n_txn && self.owner_alive(self.w(self.g.txn_slot(t) + T_OWNER).load(Acquire))
     }
 
-    /// Claims a free txn slot for the calling thread.
-    fn claim_txn(&self) -> Result<u64> {
-        let owner = self.owner_word.load(SeqCst);
-        for pass in 0..2 {
-            for t in 0..self.g.n_txn {
-                let w = self.w(self.g.txn_slot(t) + T_OWNER);
-                let cur = w.load(Relaxed);
-                if cur == 0 && w.compare_exchange(0, owner, AcqRel, Relaxed).is_ok() {
-                    self.scrub_claimed_txn(t);
-                    return Ok(t);
-                }
-            }
-            if pass == 0 {
-                crate::txn::reclaim_dead(self)?;
-            }
-        }
-        Err(Error::TooManyUsers(format!(
-            "all {} thread slots are in use",
-            self.g.n_txn
-        )))
-    }
-
-    /// A slot just claimed is free, so by the protocol it holds no lock, intent or
-    /// pending run. Make that so even in a damaged file (never trust leftovers), and
-    /// forget a data chunk that is not really this slot's.
-    fn scrub_claimed_txn(&self, t: u64) {
-        let b = self.g.txn_slot(t);
-        for i in 0..T_NHELD {
-            self.w(b + T_HELD + 8 * i).store(0, Relaxed);
-        }
-        for o in [T_RECOVERING, T_INTENT, T_LARGE, T_ADDING] {
-            self.w(b + o).store(0, Relaxed);
-        }
-        // Dead bytes the slot's last thread counted but did not report (it died first).
-        self.flush_dead_pending(t);
-        let c = self.w(b + T_DATA_CHUNK).load(Acquire);
-        let bump = self.w(b + T_BUMP).load(Acquire);
-        let cs = self.g.chunk_size();
-        let ok = c == 0
-            || (c >= self.g.chunks_off
-                && c < self.file_end()
-                && (c - self.g.chunks_off) % cs == 0
-                && self.w(c + K_KIND).load(Acquire) == CK_DATA
-                && self.w(c + K_OWNER).load(Acquire) == t
-                && (c + CHUNK_HDR..=c + cs).contains(&bump));
-        if !ok {
-            self.w(b + T_DATA_CHUNK).store(0, Relaxed);
-            self.w(b + T_BUMP).store(0, Relaxed);
-        }
-    }
-
-    /// Frees a txn slot this process owns. Its data chunk stays with the slot, so the next
-    /// thread to claim it goes on filling the same chunk.
-    pub fn release_txn(&self, t: u64) {
-        self.flush_dead_pending(t);
-        let w = self.w(self.g.txn_slot(t) + T_OWNER);
-        let _ = w.compare_exchange(self.owner_word.load(SeqCst), 0, AcqRel, Relaxed);
-    }
-
     /// Adds txn slot `t`'s batch of unreported dead bytes (`cleaner::note_dead`) to the
     /// store's hint, when the slot changes hands. Claiming a slot used to zero the batch,
     /// so short-lived threads, each reusing the slot of the one before, never reported
     /// anything: the cleaner never started and the file grew by every thread's overwrites.
     /// The batch comes from the file (a dead process's): never more than the data bytes,
     /// and the next cleaning step sets the hint to the exact figure anyway.
-    fn flush_dead_pending(&self, t: u64) {
+    pub fn flush_dead_pending(&self, t: u64) {
         let pend = self
             .w(self.g.txn_slot(t) + T_DEAD_PEND)
             .swap(0, Relaxed)
@@ -504,64 +472,4 @@ impl Shared {
         }
         reg.proc_idx = u64::MAX;
     }
-}
-
-struct TlsEntry {
-    store_id: u64,
-    epoch: u64,
-    txn: u64,
-    sh: Weak<Shared>,
-}
-
-impl Drop for TlsEntry {
-    fn drop(&mut self) {
-        if let Some(sh) = self.sh.upgrade() {
-            if sh.epoch.load(SeqCst) == self.epoch {
-                sh.release_txn(self.txn);
-            }
-        }
-    }
-}
-
-#[cfg(not(shuttle))]
-thread_local! {
-    static TXNS: RefCell<Vec<TlsEntry>> = const { RefCell::new(Vec::new()) };
-}
-// Shuttle's threads share one OS thread, so they need its own thread-locals.
-#[cfg(shuttle)]
-shuttle::thread_local! {
-    static TXNS: RefCell<Vec<TlsEntry>> = RefCell::new(Vec::new());
-}
-
-/// The calling thread's txn slot in `sh`, claiming one on first use.
-#[inline]
-pub(crate) fn thread_txn(sh: &Arc<Shared>) -> Result<u64> {
-    if sh.read_only {
-        return Err(sh.read_only_error("writing needs a store opened for writing"));
-    }
-    sh.ensure_registered()?;
-    let epoch = sh.epoch.load(Relaxed);
-    let found = TXNS.with(|v| {
-        let v = v.borrow();
-        v.iter()
-            .find(|e| e.store_id == sh.id && e.epoch == epoch)
-            .map(|e| e.txn)
-    });
-    if let Some(t) = found {
-        return Ok(t);
-    }
-    let t = sh.claim_txn()?;
-    TXNS.with(|v| {
-        let mut v = v.borrow_mut();
-        // Entries of closed stores or of a pre-fork identity are dead weight: drop them
-        // (their Drop releases nothing that is not ours).
-        v.retain(|e| e.sh.strong_count() > 0 && !(e.store_id == sh.id && e.epoch != epoch));
-        v.push(TlsEntry {
-            store_id: sh.id,
-            epoch,
-            txn: t,
-            sh: Arc::downgrade(sh),
-        });
-    });
-    Ok(t)
 }

@@ -6,8 +6,9 @@ use crate::format::*;
 use crate::index::{self, MapRef};
 use crate::map::Map;
 use crate::mem::{How, Mapping};
-use crate::shared::{thread_txn, Shared};
+use crate::shared::Shared;
 use crate::sys;
+use crate::txn::thread_txn;
 use crate::txn::Txn;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -1046,6 +1047,7 @@ impl Store {
             file,
             size,
             o.lock_timeout,
+            &crate::kinds::HOOKS,
         ));
         sh.register()?;
         Ok(Store { sh })
@@ -1150,7 +1152,15 @@ fn open_file_mode(
         let reserve = g.max_size.next_multiple_of(4096);
         let region = map_region(path, &file, reserve, None)?;
         let durable = !sys::on_tmpfs(&file);
-        let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
+        let mut shared = Shared::new(
+            region,
+            g,
+            path.to_owned(),
+            file,
+            reserve,
+            o.lock_timeout,
+            &crate::kinds::HOOKS,
+        );
         shared.durable = durable;
         shared.sync_writes = o.sync_writes;
         if o.pretouch && !durable {
@@ -1236,6 +1246,7 @@ pub(crate) fn private_shared(path: &Path, file: File, g: Geometry, size: u64) ->
         file,
         reserve,
         Options::default().lock_timeout,
+        &crate::kinds::HOOKS,
     );
     sh.register()?;
     if !sh.seize()? {
@@ -1276,7 +1287,15 @@ fn open_read_only(path: &Path, o: &Options) -> Result<Store> {
         // With `read_only` set, nothing stores through the mapping.
         let region = Mapping::map(&file, reserve, How::ReadOnly).map_err(|e| Error::io(path, e))?;
         let durable = !sys::on_tmpfs(&file);
-        let mut shared = Shared::new(region, g, path.to_owned(), file, reserve, o.lock_timeout);
+        let mut shared = Shared::new(
+            region,
+            g,
+            path.to_owned(),
+            file,
+            reserve,
+            o.lock_timeout,
+            &crate::kinds::HOOKS,
+        );
         shared.durable = durable;
         shared.read_only = true;
         let sh = Arc::new(shared);

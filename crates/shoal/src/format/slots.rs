@@ -1,6 +1,8 @@
 //! The process table and the txn slots, and the words those slots own: lock words and
 //! intent kinds.
 
+use super::REDO_MASK_SHIFT;
+
 // ---- Process table: one 64-byte slot per attached process ----
 pub const PROC_SLOT: u64 = 64;
 /// Slot state: 0 = free, 1 = attached.
@@ -66,3 +68,21 @@ pub const I_SPLIT: u64 = 2;
 pub const I_FSPLIT: u64 = 3;
 /// A fixed-size map's move of a directory group to another segment.
 pub const I_FMOVE: u64 = 4;
+
+/// A redo entry's word offset and the mask of the bytes it writes (all 64 bits for a
+/// plain entry).
+#[inline]
+pub fn redo_target(at: u64) -> (u64, u64) {
+    let mask8 = at >> REDO_MASK_SHIFT;
+    let off = at & ((1 << REDO_MASK_SHIFT) - 1);
+    if mask8 == 0 {
+        return (off, u64::MAX);
+    }
+    let mut mask = 0u64;
+    for j in 0..8 {
+        if mask8 >> j & 1 == 1 {
+            mask |= 0xff << (8 * j);
+        }
+    }
+    (off, mask)
+}
