@@ -942,21 +942,58 @@ fn large_run_dead(tx: &Txn, run: u64) -> bool {
             return false;
         }
     }
-    let off = run + CHUNK_HDR;
-    let Some((mid, k, _, hl)) = crate::index::read_record_header(sh, off, sh.file_end()) else {
-        return true; // no complete record: nothing can map to it
-    };
-    let map_live = mid < sh.g.n_catalog
-        && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
-    if !map_live || crate::fixed::is_fixed(sh, mid) {
-        return true; // its map is gone (its id may now name a fixed map: no records)
+    // Whether an object still references the run's record is the kinds' to say.
+    (sh.hooks.record_unreferenced)(sh, run + CHUNK_HDR)
+}
+
+/// Dead bytes a thread batches before adding them to the shared hint. The hint lags the
+/// truth by up to this much per thread, and the cleaner stops when the hint is below its
+/// threshold: at 64 KiB, dead space in a 4 MB store overshot the threshold by 2 points.
+const DEAD_FLUSH: u64 = 16 * 1024;
+
+/// Records `bytes` of new dead space (batched per thread to keep a shared line cold).
+pub(crate) fn note_dead(tx: &Txn, bytes: u64) {
+    let sh = tx.sh;
+    let w = sh.w(tx.base + T_DEAD_PEND);
+    let pend = w.load(Relaxed) + bytes;
+    if pend >= DEAD_FLUSH {
+        sh.w(H_DEAD_HINT).fetch_add(pend, Relaxed);
+        w.store(0, Relaxed);
+    } else {
+        w.store(pend, Relaxed);
     }
-    let Ok(m) = crate::index::map_ref_unchecked(sh, mid) else {
-        return false;
-    };
-    let mut key = vec![0u8; k as usize];
-    sh.r.read_bytes(off + hl, &mut key);
-    matches!(m.read(sh, &key, |rec, _, _| rec), Ok(found) if found != Some(off))
+}
+
+/// [`note_dead`] for the record at `off`, also adding its length to its data chunk's
+/// dead-bytes hint (`K_DEAD`), by which the cleaner picks its victims.
+///
+/// Only while the chunk cannot be freed: a slot still points at the record (its writer
+/// holds the segment lock), or the chunk is the caller's own data chunk (a cleaning step's
+/// copies are published while they all lie there: `publish_moves`). A chunk freed
+/// meanwhile may have been merged into a longer run, and the add would land in another
+/// record's bytes.
+pub(crate) fn note_dead_at(tx: &Txn, off: u64, len: u64) {
+    let sh = tx.sh;
+    let cs = sh.g.chunk_size();
+    if len <= cs - CHUNK_HDR && off >= sh.g.chunks_off + CHUNK_HDR && off < sh.file_end() {
+        let c = sh.g.chunks_off + ((off - sh.g.chunks_off) & !(cs - 1));
+        sh.w(c + K_DEAD).fetch_add(len, Relaxed);
+    }
+    note_dead(tx, len);
+}
+
+/// [`note_dead_at`] for a record this txn appended and did not publish: its chunk's hint
+/// only while the chunk is still this txn's data chunk. A chunk it sealed since may have
+/// been cleaned, freed and merged into a longer run already, where the add would land in
+/// another record's bytes.
+pub(crate) fn note_dead_own(tx: &Txn, off: u64, len: u64) {
+    let sh = tx.sh;
+    let chunk = sh.w(tx.base + T_DATA_CHUNK).load(Acquire);
+    if chunk != 0 && off >= sh.g.chunks_off && sh.g.chunk_of(off) == chunk {
+        note_dead_at(tx, off, len);
+    } else {
+        note_dead(tx, len);
+    }
 }
 
 #[cfg(all(test, not(shuttle)))]

@@ -1079,7 +1079,7 @@ impl MapRef {
         // serial, which names its run to the free that follows.
         let old_serial = match hit {
             Some(hit) => {
-                crate::cleaner::note_dead_at(tx, hit.off, hit.rec_len);
+                crate::alloc::note_dead_at(tx, hit.off, hit.rec_len);
                 crate::alloc::large_serial(sh, hit.off)
             }
             None => 0,

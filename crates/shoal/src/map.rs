@@ -693,7 +693,7 @@ impl Map {
                 // since (an earlier attempt's) may be freed and reused already, and is
                 // left to the cleaner.
                 crate::alloc::free_if_large(tx, off, crate::alloc::pending_large_serial(tx, off));
-                crate::cleaner::note_dead_own(tx, off, len);
+                crate::alloc::note_dead_own(tx, off, len);
             }
         }
         if applied {
@@ -1371,7 +1371,7 @@ impl Map {
         let _call = crate::deadline::call();
         let tx = self.txn()?;
         let dead = crate::index::clear(&tx, &self.m)?;
-        crate::cleaner::note_dead(&tx, dead);
+        crate::alloc::note_dead(&tx, dead);
         Ok(())
     }
 

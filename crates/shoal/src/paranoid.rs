@@ -54,49 +54,17 @@ mod on {
         )
     }
 
-    /// Slots of live variable-size maps that point into `[lo, hi)`: (map id, slot
-    /// offset, record offset). Read without locks: a caller that finds some looks again.
-    pub(crate) fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
-        let mut out = Vec::new();
-        for id in 0..sh.g.n_catalog {
-            let ce = sh.g.cat_entry(id);
-            if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE || crate::fixed::is_fixed(sh, id)
-            {
-                continue;
-            }
-            let Ok(m) = crate::index::map_ref_unchecked(sh, id) else {
-                continue;
-            };
-            let Ok(segs) = crate::index::segments(sh, &m) else {
-                continue;
-            };
-            for (seg, _) in segs {
-                for b in 0..m.n_main + m.n_stash {
-                    for i in 0..SLOTS {
-                        let so = slot_off(seg, b, i);
-                        let s = sh.w(so).load(Acquire);
-                        let o = slot_off_of(s);
-                        if s != 0 && o >= lo && o < hi {
-                            out.push((id, so, o));
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// Aborts if a slot points into `[lo, hi)` at three looks 2 ms apart (a slot read
     /// mid-write may name a record that has just moved; one that stays is a live record in
     /// a run being taken, freed, merged or released).
     pub(crate) fn assert_unreferenced(sh: &Shared, lo: u64, hi: u64, what: std::fmt::Arguments) {
-        let mut found = refs_into(sh, lo, hi);
+        let mut found = (sh.hooks.refs_into)(sh, lo, hi);
         for _ in 0..3 {
             if found.is_empty() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
-            let again = refs_into(sh, lo, hi);
+            let again = (sh.hooks.refs_into)(sh, lo, hi);
             found.retain(|f| again.contains(f));
         }
         if found.is_empty() {
@@ -114,8 +82,6 @@ mod on {
 
     #[cfg(all(test, not(shuttle)))]
     mod tests {
-        use super::*;
-
         /// The scan finds the slot of a live record in its chunk, and nothing in a range
         /// that holds no record (else the checks could never fire, or always would).
         #[test]
@@ -128,15 +94,15 @@ mod on {
             }
             let off = m.m.record_of(&s.sh, b"k7").unwrap();
             let c = s.sh.g.chunk_of(off);
-            let found = refs_into(&s.sh, c, c + s.sh.g.chunk_size());
+            let found = (s.sh.hooks.refs_into)(&s.sh, c, c + s.sh.g.chunk_size());
             assert!(
                 found.iter().any(|&(_, _, o)| o == off),
                 "k7's record at {off:#x} not found: {found:x?}"
             );
             assert_eq!(found.len(), 100, "every key's record is in that chunk");
-            assert!(refs_into(&s.sh, off + 1, off + 2).is_empty());
+            assert!((s.sh.hooks.refs_into)(&s.sh, off + 1, off + 2).is_empty());
             // The header and tables before the first chunk hold no record.
-            assert!(refs_into(&s.sh, 0, s.sh.g.chunks_off).is_empty());
+            assert!((s.sh.hooks.refs_into)(&s.sh, 0, s.sh.g.chunks_off).is_empty());
         }
     }
 }

@@ -47,6 +47,13 @@ pub(crate) struct Hooks {
     /// The recovery of each intent kind (`T_KIND`), by kind number. Kind 1 (`I_REDO`, a
     /// plain redo list) is the txn layer's own; a kind nobody registered is corruption.
     pub intents: [Option<IntentHandler>; INTENT_KINDS as usize],
+    /// Whether no object references the record at this offset (the allocator's free of
+    /// a large run: it must not free a record some object still names).
+    pub record_unreferenced: fn(&Shared, u64) -> bool,
+    /// The paranoid build's scan: every (object, referencing word, record) whose record
+    /// lies in `[lo, hi)`.
+    #[cfg(feature = "paranoid")]
+    pub refs_into: fn(&Shared, u64, u64) -> Vec<(u64, u64, u64)>,
 }
 
 /// Intent kinds are below this.

@@ -619,7 +619,7 @@ impl Store {
             tx.commit(I_REDO, &[], &redo);
             tx.apply(&redo);
             tx.done();
-            crate::cleaner::note_dead(&tx, live);
+            crate::alloc::note_dead(&tx, live);
             self.finish_drops(&tx)?;
             Ok(true)
         })();
