@@ -414,7 +414,7 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             continue;
         }
         ck.r.maps += 1;
-        if crate::fixed::is_fixed(sh, id) {
+        if crate::kinds::fixed::is_fixed(sh, id) {
             let in_index = |off: u64, len: u64| -> bool {
                 if off < g.chunks_off {
                     return false;
@@ -425,8 +425,8 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                 })
             };
             let mut problems = Vec::new();
-            let (n, segs) = crate::fixed::check_map(sh, id, &in_index, &mut problems);
-            if let Ok(f) = crate::fixed::fixed_ref_unchecked(sh, id) {
+            let (n, segs) = crate::kinds::fixed::check_map(sh, id, &in_index, &mut problems);
+            if let Ok(f) = crate::kinds::fixed::fixed_ref_unchecked(sh, id) {
                 check_index_space(sh, &f.m, &kinds, &in_index, &mut problems);
             }
             for p in problems {

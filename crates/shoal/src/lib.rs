@@ -30,18 +30,16 @@
 )]
 
 mod alloc;
-mod batch;
+mod api;
 pub mod check;
 mod cleaner;
 mod deadline;
 mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
-mod fixed;
 mod format;
 mod index;
 mod kinds;
-mod map;
 #[allow(unsafe_code)]
 mod mem;
 mod paranoid;
@@ -55,11 +53,11 @@ mod sys;
 mod txn;
 mod uid;
 
-pub use batch::Batch;
+pub use api::batch::Batch;
+pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
+pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use error::{Error, Result};
-pub use fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use format::MapKind;
-pub use map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
 pub use uid::Uid;
 

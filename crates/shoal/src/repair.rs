@@ -161,7 +161,7 @@ fn drop_untrusted_entries(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     let mut seen_records = HashSet::new();
     for id in 0..sh.g.n_catalog {
         if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
-            || crate::fixed::is_fixed(sh, id)
+            || crate::kinds::fixed::is_fixed(sh, id)
         {
             continue; // fixed maps have no records to distrust
         }
@@ -303,8 +303,8 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
         if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
             continue;
         }
-        if crate::fixed::is_fixed(sh, id) {
-            crate::fixed::rebuild(sh, id)?;
+        if crate::kinds::fixed::is_fixed(sh, id) {
+            crate::kinds::fixed::rebuild(sh, id)?;
             rep.rebuilt.push(format!(
                 "fixed map {:?}: locks, sequence numbers, overflow counts, counters",
                 map_name(sh, id)
@@ -379,7 +379,7 @@ fn retile(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     let mut live: HashMap<u64, Vec<u64>> = HashMap::new();
     for id in 0..g.n_catalog {
         if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
-            || crate::fixed::is_fixed(sh, id)
+            || crate::kinds::fixed::is_fixed(sh, id)
         {
             continue;
         }

@@ -235,8 +235,8 @@ fn copy_map(
         ));
         return Ok(None);
     }
-    let n = if crate::fixed::is_fixed(sh, id) {
-        let f = match crate::fixed::fixed_ref_unchecked(sh, id) {
+    let n = if crate::kinds::fixed::is_fixed(sh, id) {
+        let f = match crate::kinds::fixed::fixed_ref_unchecked(sh, id) {
             Ok(f) => f,
             Err(e) => {
                 lost(format!("the whole map: {e}"));
@@ -259,7 +259,7 @@ fn copy_map(
             None => None,
         };
         let mut n = 0u64;
-        crate::fixed::salvage_cells(
+        crate::kinds::fixed::salvage_cells(
             sh,
             &f,
             size,

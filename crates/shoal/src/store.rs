@@ -1,10 +1,10 @@
 //! `Store`: opening, creating and destroying store files; the catalog of named maps.
 
+use crate::api::fixed::{FixedMap, FixedOptions};
+use crate::api::map::Map;
 use crate::error::{Error, Result};
-use crate::fixed::{FixedMap, FixedOptions};
 use crate::format::*;
 use crate::index::{self, MapRef};
-use crate::map::Map;
 use crate::mem::{How, Mapping};
 use crate::shared::Shared;
 use crate::sys;
@@ -324,7 +324,7 @@ impl Store {
             {
                 continue;
             }
-            if crate::fixed::is_fixed(sh, id) {
+            if crate::kinds::fixed::is_fixed(sh, id) {
                 return Err(Error::WrongMapKind {
                     name: name.into(),
                     found: self.kind_at(id)?,
@@ -457,7 +457,7 @@ impl Store {
         let Some((id, st)) = self.find_entry(name)? else {
             return Ok(None);
         };
-        if !crate::fixed::is_fixed(sh, id) {
+        if !crate::kinds::fixed::is_fixed(sh, id) {
             return Err(Error::WrongMapKind {
                 name: name.into(),
                 found: self.kind_at(id)?,
@@ -467,7 +467,7 @@ impl Store {
                 },
             });
         }
-        let mut f = crate::fixed::fixed_ref_unchecked(sh, id)?;
+        let mut f = crate::kinds::fixed::fixed_ref_unchecked(sh, id)?;
         f.m.cat_word = st;
         if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) != st {
             return Ok(None); // dropped while we looked
@@ -525,12 +525,12 @@ impl Store {
             opts.stash_buckets as u64
         };
         let cs = sh.g.chunk_size();
-        let k = crate::fixed::first_chunk_need(sh, &geo, n_main, n_stash).div_ceil(cs);
+        let k = crate::kinds::fixed::first_chunk_need(sh, &geo, n_main, n_stash).div_ceil(cs);
         let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
         let word = CAT_LIVE | (inc << 8);
         let f = crate::alloc::with_alloc_lock(tx, |redo| {
             let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
-            let mut f = crate::fixed::init_map(sh, c, id, geo, n_main, n_stash);
+            let mut f = crate::kinds::fixed::init_map(sh, c, id, geo, n_main, n_stash);
             f.m.cat_word = word;
             sh.r.write_bytes(ce + C_NAME, name.as_bytes());
             redo.push(c + K_KIND, CK_INDEX);
@@ -576,8 +576,8 @@ impl Store {
     /// The kind of the live map `id`.
     fn kind_at(&self, id: u64) -> Result<MapKind> {
         let sh = &*self.sh;
-        if crate::fixed::is_fixed(sh, id) {
-            let f = crate::fixed::fixed_ref_unchecked(sh, id)?;
+        if crate::kinds::fixed::is_fixed(sh, id) {
+            let f = crate::kinds::fixed::fixed_ref_unchecked(sh, id)?;
             return Ok(MapKind::Fixed {
                 key_size: f.geo.key_size as usize,
                 value_size: f.geo.value_size as usize,
@@ -597,7 +597,7 @@ impl Store {
         let Some((id, cat_word)) = self.find_entry(name)? else {
             return Ok(false);
         };
-        let map = if crate::fixed::is_fixed(&self.sh, id) {
+        let map = if crate::kinds::fixed::is_fixed(&self.sh, id) {
             None
         } else {
             self.find_map(name, false)?
@@ -637,9 +637,9 @@ impl Store {
             if st & 0xff != CAT_DROPPING {
                 continue;
             }
-            let fixed = crate::fixed::is_fixed(sh, id);
+            let fixed = crate::kinds::fixed::is_fixed(sh, id);
             let (m, f) = if fixed {
-                let f = crate::fixed::fixed_ref_unchecked(sh, id)?;
+                let f = crate::kinds::fixed::fixed_ref_unchecked(sh, id)?;
                 (f.m, Some(f))
             } else {
                 (index::map_ref_unchecked(sh, id)?, None)
@@ -650,7 +650,7 @@ impl Store {
             tx.lock(m.hdr + M_DIR_LOCK)?;
             tx.unlock(m.hdr + M_DIR_LOCK);
             if let Some(f) = f {
-                crate::fixed::drop_barrier(tx, &f)?;
+                crate::kinds::fixed::drop_barrier(tx, &f)?;
             } else {
                 for (seg, _) in index::segments(sh, &m)? {
                     tx.lock(seg + S_LOCK)?;
@@ -712,7 +712,7 @@ impl Store {
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        crate::batch::run(&self.sh, f)
+        crate::api::batch::run(&self.sh, f)
     }
 
     /// Opens a batch of this store on this thread, as [`Store::batch`] does for a closure:

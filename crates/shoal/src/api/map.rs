@@ -69,7 +69,7 @@ pub(crate) fn put_each(
     prefetch: impl FnMut(&[u8]),
     mut put: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
-    crate::batch::run(sh, || {
+    crate::api::batch::run(sh, || {
         each_looking_ahead(
             items,
             |(k, _)| k,
@@ -92,7 +92,7 @@ pub(crate) fn remove_each(
     prefetch: impl FnMut(&[u8]),
     mut remove: impl FnMut(&[u8]) -> Result<bool>,
 ) -> Result<u64> {
-    crate::batch::run(sh, || {
+    crate::api::batch::run(sh, || {
         let mut n = 0;
         each_looking_ahead(
             keys,
@@ -1307,7 +1307,7 @@ impl Map {
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        crate::batch::run(&self.sh, f)
+        crate::api::batch::run(&self.sh, f)
     }
 
     /// Puts many entries; each put is atomic on its own (the batch is not). Stops at the
@@ -1341,7 +1341,7 @@ impl Map {
 
     /// With `sync_writes`, flushes after a write call (once per batch).
     fn sync(&self) -> Result<()> {
-        crate::batch::flush_unless_batching(&self.sh)
+        crate::api::batch::flush_unless_batching(&self.sh)
     }
 
     /// Number of entries.

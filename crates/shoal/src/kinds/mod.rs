@@ -1,5 +1,7 @@
-//! The registry of the kinds of objects a store holds: what the layers below them
+//! The kinds of objects a store holds, and their registry: what the layers below them
 //! (recovery, and in time the cleaner, the checker and repair) reach them through.
+
+pub(crate) mod fixed;
 
 use crate::format::*;
 use crate::shared::Shared;
@@ -10,8 +12,8 @@ use std::sync::atomic::Ordering::*;
 pub(crate) static HOOKS: Hooks = Hooks {
     intents: intent_table(&[
         (I_SPLIT, crate::index::recover_split),
-        (I_FSPLIT, crate::fixed::recover_split),
-        (I_FMOVE, crate::fixed::recover_move),
+        (I_FSPLIT, crate::kinds::fixed::recover_split),
+        (I_FMOVE, crate::kinds::fixed::recover_move),
     ]),
     record_unreferenced,
     #[cfg(feature = "paranoid")]
@@ -27,7 +29,7 @@ fn record_unreferenced(sh: &Shared, off: u64) -> bool {
     };
     let map_live = mid < sh.g.n_catalog
         && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
-    if !map_live || crate::fixed::is_fixed(sh, mid) {
+    if !map_live || crate::kinds::fixed::is_fixed(sh, mid) {
         return true; // its map is gone (its id may now name a fixed map: no records)
     }
     let Ok(m) = crate::index::map_ref_unchecked(sh, mid) else {
@@ -62,7 +64,9 @@ fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
     let mut out = Vec::new();
     for id in 0..sh.g.n_catalog {
         let ce = sh.g.cat_entry(id);
-        if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE || crate::fixed::is_fixed(sh, id) {
+        if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE
+            || crate::kinds::fixed::is_fixed(sh, id)
+        {
             continue;
         }
         let Ok(m) = crate::index::map_ref_unchecked(sh, id) else {
