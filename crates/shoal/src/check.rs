@@ -18,7 +18,7 @@
 
 use crate::error::Result;
 use crate::format::*;
-use crate::index::{map_ref_unchecked, read_record_header_in};
+use crate::kinds::varmap::{map_ref_unchecked, read_record_header_in};
 use crate::shared::Shared;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::*;
@@ -130,7 +130,7 @@ fn record_walk(sh: &Shared, c: u64, used: u64) -> HashSet<u64> {
 /// clean: the next put's spare segment crashed it.)
 fn check_index_space(
     sh: &Shared,
-    m: &crate::index::MapRef,
+    m: &crate::hashmap::MapRef,
     kinds: &HashMap<u64, (u64, u64)>,
     in_index: &dyn Fn(u64, u64) -> bool,
     problems: &mut Vec<String>,
@@ -176,7 +176,7 @@ fn check_index_space(
     }
     let top = match kinds.get(&arena) {
         Some(&(CK_INDEX, run)) if sh.w(arena + K_OWNER).load(Acquire) == id => {
-            arena + run.clamp(1, crate::index::arena_max_chunks(sh, m)) * cs
+            arena + run.clamp(1, crate::hashmap::arena_max_chunks(sh, m)) * cs
         }
         _ => {
             problems.push(format!(
@@ -585,7 +585,10 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
                             ck.bad(format!("map {id}: record {off:#x} has no room for its UID"));
                         } else {
                             let rec_len = hl + k + v + g.trailer;
-                            uids.push((off, crate::uid::record_index(sh, off, rec_len)));
+                            uids.push((
+                                off,
+                                crate::kinds::varmap::uid::record_index(sh, off, rec_len),
+                            ));
                         }
                     }
                     if g.trailer == 4 {
@@ -636,7 +639,7 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
             ));
         }
         if m.vtrail != 0 {
-            if let Err(why) = crate::uid::check(sh, &m, &uids) {
+            if let Err(why) = crate::kinds::varmap::uid::check(sh, &m, &uids) {
                 ck.bad(format!("map {id}: {why}"));
             }
             ck.lock_ok(m.hdr + M_UID_LOCK, "UID");

@@ -19,7 +19,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{map_ref_unchecked, read_record_header, read_record_header_in};
+use crate::kinds::varmap::{map_ref_unchecked, read_record_header, read_record_header_in};
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
@@ -45,7 +45,7 @@ pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
 }
 
 /// Live record bytes of one map: the sum of its per-txn counters.
-pub(crate) fn map_live_bytes(sh: &Shared, m: &crate::index::MapRef) -> u64 {
+pub(crate) fn map_live_bytes(sh: &Shared, m: &crate::hashmap::MapRef) -> u64 {
     let mut total: u64 = 0;
     for t in 0..sh.g.n_txn {
         total = total.wrapping_add(
@@ -588,7 +588,7 @@ const LOOKAHEAD: usize = 12;
 struct Lookahead {
     pos: u64,
     count: usize,
-    map: Option<crate::index::MapRef>,
+    map: Option<crate::hashmap::MapRef>,
     key: Vec<u8>,
 }
 
@@ -627,7 +627,13 @@ impl Lookahead {
 
 /// A live record the cleaner copied: (old offset, new offset, length, where its key is in
 /// the step's buffer of copied bytes, its map).
-type Move = (u64, u64, u64, std::ops::Range<usize>, crate::index::MapRef);
+type Move = (
+    u64,
+    u64,
+    u64,
+    std::ops::Range<usize>,
+    crate::hashmap::MapRef,
+);
 
 /// Frees a large-record run whose record no map references (and that no live writer is
 /// about to publish), if it is still the run of serial `serial` (seen under the alloc

@@ -38,7 +38,7 @@ mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
 mod format;
-mod index;
+mod hashmap;
 mod kinds;
 #[allow(unsafe_code)]
 mod mem;
@@ -51,15 +51,14 @@ mod store;
 #[allow(unsafe_code)]
 mod sys;
 mod txn;
-mod uid;
 
 pub use api::batch::Batch;
 pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use error::{Error, Result};
 pub use format::MapKind;
+pub use kinds::varmap::uid::Uid;
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
-pub use uid::Uid;
 
 /// The format version this library writes (see `docs/FORMAT.md`).
 pub const FORMAT_VERSION: u32 = format::FORMAT_VERSION;

@@ -16,7 +16,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{map_ref_unchecked, read_record_header_in, segments};
+use crate::kinds::varmap::{map_ref_unchecked, read_record_header_in, segments};
 use crate::shared::Shared;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::*;
@@ -109,7 +109,7 @@ pub(crate) fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
 /// `seg_prefix` = (prefix, depth), the slot's tag, the home bucket). Otherwise why not.
 pub(crate) fn slot_entry(
     sh: &Shared,
-    m: &crate::index::MapRef,
+    m: &crate::hashmap::MapRef,
     seg_prefix: (u64, u64),
     b: u64,
     s: u64,
@@ -339,12 +339,12 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
                         bytes += hl + k + v + g.trailer;
                         if m.vtrail != 0 && v >= m.vtrail {
                             let len = hl + k + v + g.trailer;
-                            uids.push((off, crate::uid::record_index(sh, off, len)));
+                            uids.push((off, crate::kinds::varmap::uid::record_index(sh, off, len)));
                         }
                     }
                 }
             }
-            crate::index::recount_overflow(sh, &m, seg, end)?;
+            crate::kinds::varmap::recount_overflow(sh, &m, seg, end)?;
         }
         for t in 0..g.n_txn {
             let c = m.hdr + M_COUNTERS + MC_SIZE * t;
@@ -354,7 +354,7 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
                 .store(if t == 0 { bytes } else { 0 }, Release);
         }
         if m.vtrail != 0 {
-            crate::uid::rebuild(sh, &m, &uids)?;
+            crate::kinds::varmap::uid::rebuild(sh, &m, &uids)?;
         }
         rep.rebuilt.push(format!(
             "map {:?}: locks, sequence numbers, overflow counts, counters{}",

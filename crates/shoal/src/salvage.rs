@@ -274,7 +274,7 @@ fn copy_map(
         )?;
         n
     } else {
-        let m = match crate::index::map_ref_unchecked(sh, id) {
+        let m = match crate::kinds::varmap::map_ref_unchecked(sh, id) {
             Ok(m) => m,
             Err(e) => {
                 lost(format!("the whole map: {e}"));
@@ -318,7 +318,7 @@ fn copy_map(
 #[cfg(not(shuttle))]
 fn salvage_records(
     sh: &crate::shared::Shared,
-    m: &crate::index::MapRef,
+    m: &crate::hashmap::MapRef,
     dir: u64,
     gd: u64,
     bound: u64,
@@ -403,7 +403,7 @@ fn cut_short(sh: &crate::shared::Shared, off: u64, bound: u64) -> Option<&'stati
         return Some("the record lies in the missing part of the file");
     }
     let limit = crate::repair::data_limit(sh, off)?;
-    let (_, k, v, hl) = crate::index::read_record_header_in(sh, off, limit)?;
+    let (_, k, v, hl) = crate::alloc::record::read_record_header_in(sh, off, limit)?;
     (off + hl + k + v + sh.g.trailer > bound)
         .then_some("the record runs into the missing part of the file")
 }

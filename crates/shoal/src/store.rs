@@ -4,7 +4,7 @@ use crate::api::fixed::{FixedMap, FixedOptions};
 use crate::api::map::Map;
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{self, MapRef};
+use crate::kinds::varmap::{self, MapRef};
 use crate::mem::{How, Mapping};
 use crate::shared::Shared;
 use crate::sys;
@@ -331,7 +331,7 @@ impl Store {
                     wanted: MapKind::Variable { uids },
                 });
             }
-            let mut m = index::map_ref_unchecked(sh, id)?;
+            let mut m = varmap::map_ref_unchecked(sh, id)?;
             m.cat_word = st;
             if sh.w(ce + C_STATE).load(Acquire) != st {
                 continue; // dropped while we looked
@@ -362,7 +362,7 @@ impl Store {
         let ce = sh.g.cat_entry(id);
         let (n_main, n_stash) = (opts.segment_buckets as u64, opts.stash_buckets as u64);
         let cs = sh.g.chunk_size();
-        let k = index::first_chunk_need(sh, n_main, n_stash).div_ceil(cs);
+        let k = varmap::first_chunk_need(sh, n_main, n_stash).div_ceil(cs);
         let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
         let word = CAT_LIVE | (inc << 8);
         let mref = crate::alloc::with_alloc_lock(tx, |redo| {
@@ -370,7 +370,7 @@ impl Store {
             // The run is ours (alloc lock held); its content is written now, published by
             // the redo list below together with the catalog entry.
             let flags = if opts.uids { MF_UIDS } else { 0 };
-            let mut m: MapRef = index::init_map(sh, c, id, n_main, n_stash, flags);
+            let mut m: MapRef = varmap::init_map(sh, c, id, n_main, n_stash, flags);
             m.cat_word = word;
             sh.r.write_bytes(ce + C_NAME, name.as_bytes());
             redo.push(c + K_KIND, CK_INDEX);
@@ -583,7 +583,7 @@ impl Store {
                 value_size: f.geo.value_size as usize,
             });
         }
-        let m = index::map_ref_unchecked(sh, id)?;
+        let m = varmap::map_ref_unchecked(sh, id)?;
         Ok(MapKind::Variable {
             uids: m.vtrail != 0,
         })
@@ -642,7 +642,7 @@ impl Store {
                 let f = crate::kinds::fixed::fixed_ref_unchecked(sh, id)?;
                 (f.m, Some(f))
             } else {
-                (index::map_ref_unchecked(sh, id)?, None)
+                (varmap::map_ref_unchecked(sh, id)?, None)
             };
             // Barrier: any writer that saw the map alive holds a segment or the directory
             // lock; once we have had each, none is left (later ones see it dropping).
@@ -652,7 +652,7 @@ impl Store {
             if let Some(f) = f {
                 crate::kinds::fixed::drop_barrier(tx, &f)?;
             } else {
-                for (seg, _) in index::segments(sh, &m)? {
+                for (seg, _) in varmap::segments(sh, &m)? {
                     tx.lock(seg + S_LOCK)?;
                     tx.unlock(seg + S_LOCK);
                 }

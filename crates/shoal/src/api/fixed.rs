@@ -3,7 +3,7 @@
 use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{self, STAGE};
+use crate::hashmap::{self, STAGE};
 use crate::kinds::fixed::*;
 use crate::shared::Shared;
 use crate::txn::Txn;
@@ -565,7 +565,7 @@ impl FixedMap {
             let c = self.f.m.hdr + M_COUNTERS + MC_SIZE * t;
             splits = splits.wrapping_add(sh.w(c + MC_SPLITS).load(Relaxed));
         }
-        let segments = index::segments(sh, &self.f.m)?.len() as u64;
+        let segments = hashmap::segments(sh, &self.f.m)?.len() as u64;
         let g = self.f.geo;
         Ok(FixedStats {
             entries,

@@ -3,13 +3,13 @@
 use crate::deadline::Wait;
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{
+use crate::kinds::varmap::uid::Uid;
+use crate::kinds::varmap::{
     checksum_failed, read_record_header, record_crc_ok, Action, Hit, MapRef, WriteResult, STAGE,
 };
 use crate::shared::Shared;
 use crate::txn::thread_txn;
 use crate::txn::Txn;
-use crate::uid::Uid;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
@@ -704,7 +704,7 @@ impl Map {
         }
         if r.is_ok() {
             crate::cleaner::maybe_clean(tx, consumed);
-            crate::index::prepare_growth(&tx.housekeeping(), &self.m);
+            crate::hashmap::prepare_growth(&tx.housekeeping(), &self.m);
             crate::alloc::allocate_ahead(tx.sh);
         }
         applied
@@ -733,14 +733,14 @@ impl Map {
             |tx, p| self.m.write_uid(tx, uid, p),
             |map, tx, hit, appended| match hit {
                 Some(h) => produce(map, tx, h, appended),
-                None => Err(crate::uid::stale(uid)),
+                None => Err(crate::kinds::varmap::uid::stale(uid)),
             },
         )
     }
 
     fn rmw_with<'v, T>(
         &self,
-        write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
+        write: impl Fn(&Txn, &mut crate::kinds::varmap::Produce) -> Result<WriteResult>,
         produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T)> {
         self.rmw_uid_out(|_| None, write, produce)
@@ -754,7 +754,7 @@ impl Map {
     fn rmw_uid_out<'v, T>(
         &self,
         early: impl Fn(&Txn) -> Option<(u64, u64)>,
-        write: impl Fn(&Txn, &mut crate::index::Produce) -> Result<WriteResult>,
+        write: impl Fn(&Txn, &mut crate::kinds::varmap::Produce) -> Result<WriteResult>,
         mut produce: impl FnMut(&Map, &Txn, Option<&Hit>, &mut Appended) -> Result<(Action<'v>, T)>,
     ) -> Result<(bool, T, Option<Uid>)> {
         let r = self.retry_full(|| {
@@ -983,7 +983,7 @@ impl Map {
             };
             // The entry names this very record unless the key was written meanwhile:
             // then look again.
-            if let Some(e) = crate::uid::entry_off(sh, &self.m, index)? {
+            if let Some(e) = crate::kinds::varmap::uid::entry_off(sh, &self.m, index)? {
                 let loc = sh.w(e + E_LOC).load(Acquire);
                 if loc & E_FREE == 0 && loc & (E_FREE - 1) == off {
                     let h = crate::format::hash(sh.g.seed, key);
@@ -1061,7 +1061,7 @@ impl Map {
         let mut start = None;
         let mut tries = 0u32;
         loop {
-            let ent = crate::uid::load(sh, &self.m, uid)?;
+            let ent = crate::kinds::varmap::uid::load(sh, &self.m, uid)?;
             let off = ent.off();
             if will_write {
                 self.m.prefetch_hash(sh, ent.hash, sh.file_end());
@@ -1370,7 +1370,7 @@ impl Map {
     pub fn clear(&self) -> Result<()> {
         let _call = crate::deadline::call();
         let tx = self.txn()?;
-        let dead = crate::index::clear(&tx, &self.m)?;
+        let dead = crate::kinds::varmap::clear(&tx, &self.m)?;
         crate::alloc::note_dead(&tx, dead);
         Ok(())
     }
@@ -1419,7 +1419,7 @@ impl Map {
         }
         s.live_bytes = bytes;
         s.splits = splits;
-        s.segments = crate::index::segments(sh, &self.m)?.len() as u64;
+        s.segments = crate::hashmap::segments(sh, &self.m)?.len() as u64;
         s.directory_depth = sh.w(self.m.hdr + M_ROOT).load(Acquire) >> 48;
         s.store_data_bytes = sh.w(H_DATA_BYTES).load(Acquire);
         s.store_dead_bytes = crate::cleaner::reclaimable_dead(sh);
@@ -1435,7 +1435,7 @@ impl Map {
 /// dropped, its directory is damaged, a timeout) ends it.
 pub struct Iter {
     map: Map,
-    /// Position in bit-reversed hash order (see `index::snapshot`).
+    /// Position in bit-reversed hash order (see `crate::kinds::varmap::snapshot`).
     cursor: u64,
     done: bool,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
@@ -1464,7 +1464,7 @@ impl Iterator for Iter {
                 return Some(Err(e));
             }
             let m = &self.map;
-            match crate::index::snapshot(&m.sh, &m.m, &m.name, self.cursor, self.values) {
+            match crate::kinds::varmap::snapshot(&m.sh, &m.m, &m.name, self.cursor, self.values) {
                 Ok(step) => {
                     self.buf.extend(step.items);
                     self.damage = step.damage.map(|(_, what)| sh.corrupt(what));

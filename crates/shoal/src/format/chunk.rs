@@ -34,5 +34,5 @@ pub const CK_SEALED: u64 = 3;
 pub const CK_LARGE: u64 = 4;
 pub const CK_INDEX: u64 = 5;
 /// The longest index arena run of a map, in chunks, unless its first run is longer
-/// (`index::arena_alloc`).
+/// (`hashmap::arena_alloc`).
 pub const ARENA_MAX_CHUNKS: u64 = 8;

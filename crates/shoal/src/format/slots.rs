@@ -86,3 +86,20 @@ pub fn redo_target(at: u64) -> (u64, u64) {
     }
     (off, mask)
 }
+
+// ---- Intent arguments (`T_ARGS`) ----
+/// Split arguments, stored in the txn slot's intent.
+pub const A_MAP: usize = 0;
+pub const A_SEG: usize = 1;
+pub const A_NEW: usize = 2;
+pub const A_DEPTH: usize = 3;
+pub const A_PHASE: usize = 4;
+/// Move arguments, stored in the txn slot's intent (kind `I_FMOVE`).
+pub const V_MAP: usize = 0;
+pub const V_SRC: usize = 1;
+pub const V_DST: usize = 2;
+pub const V_GROUP: usize = 3;
+/// Bit 0: the phase (1 once the destination holds the group's cells); bit 1: the
+/// destination is the map's spare segment, new to the map.
+pub const V_PHASE: usize = 4;
+pub const V_DEPTH: usize = 5;

@@ -2,6 +2,7 @@
 //! (recovery, and in time the cleaner, the checker and repair) reach them through.
 
 pub(crate) mod fixed;
+pub(crate) mod varmap;
 
 use crate::format::*;
 use crate::shared::Shared;
@@ -11,7 +12,7 @@ use std::sync::atomic::Ordering::*;
 /// The hooks every store opened by this library carries.
 pub(crate) static HOOKS: Hooks = Hooks {
     intents: intent_table(&[
-        (I_SPLIT, crate::index::recover_split),
+        (I_SPLIT, crate::kinds::varmap::recover_split),
         (I_FSPLIT, crate::kinds::fixed::recover_split),
         (I_FMOVE, crate::kinds::fixed::recover_move),
     ]),
@@ -24,7 +25,8 @@ pub(crate) static HOOKS: Hooks = Hooks {
 /// for the allocator's free of a large run. On any doubt (a failed read, a lookup that
 /// could not finish) it is referenced.
 fn record_unreferenced(sh: &Shared, off: u64) -> bool {
-    let Some((mid, k, _, hl)) = crate::index::read_record_header(sh, off, sh.file_end()) else {
+    let Some((mid, k, _, hl)) = crate::alloc::record::read_record_header(sh, off, sh.file_end())
+    else {
         return true; // no complete record: nothing can map to it
     };
     let map_live = mid < sh.g.n_catalog
@@ -32,7 +34,7 @@ fn record_unreferenced(sh: &Shared, off: u64) -> bool {
     if !map_live || crate::kinds::fixed::is_fixed(sh, mid) {
         return true; // its map is gone (its id may now name a fixed map: no records)
     }
-    let Ok(m) = crate::index::map_ref_unchecked(sh, mid) else {
+    let Ok(m) = crate::kinds::varmap::map_ref_unchecked(sh, mid) else {
         return false;
     };
     let mut key = vec![0u8; k as usize];
@@ -69,10 +71,10 @@ fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
         {
             continue;
         }
-        let Ok(m) = crate::index::map_ref_unchecked(sh, id) else {
+        let Ok(m) = crate::kinds::varmap::map_ref_unchecked(sh, id) else {
             continue;
         };
-        let Ok(segs) = crate::index::segments(sh, &m) else {
+        let Ok(segs) = crate::hashmap::segments(sh, &m) else {
             continue;
         };
         for (seg, _) in segs {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::deadline::Wait;
 use crate::error::Result;
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::txn::Txn;
 use std::time::Duration;
 
@@ -59,7 +59,7 @@ pub(crate) fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
 /// The barrier of a drop (catalog lock held, map marked dropping): once every segment
 /// lock has been taken and its adders drained, no writer or adder is left in the map.
 pub(crate) fn drop_barrier(tx: &Txn, f: &FixedRef) -> Result<()> {
-    for (seg, _) in index::segments(tx.sh, &f.m)? {
+    for (seg, _) in hashmap::segments(tx.sh, &f.m)? {
         tx.lock(seg + S_LOCK)?;
         let r = wait_adders(tx, seg, f.m.timeout);
         tx.unlock(seg + S_LOCK);

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::error::Result;
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::txn::{Redo, Txn};
 
 /// Removes every entry, one segment at a time.
@@ -13,7 +13,7 @@ pub(crate) fn clear(tx: &Txn, f: &FixedRef) -> Result<()> {
         if !f.m.alive(sh) {
             return Err(f.m.dropped());
         }
-        let todo: Vec<u64> = index::segments(sh, &f.m)?
+        let todo: Vec<u64> = hashmap::segments(sh, &f.m)?
             .into_iter()
             .map(|(s, _)| s)
             .filter(|s| !done.contains(s))

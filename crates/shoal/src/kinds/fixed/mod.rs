@@ -57,7 +57,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{self, MapRef};
+use crate::hashmap::{self, MapRef};
 use crate::shared::Shared;
 use crate::txn::Txn;
 use std::sync::atomic::Ordering::*;
@@ -245,7 +245,7 @@ pub(crate) fn init_map(
         },
         geo,
     };
-    index::init_segment(sh, &f.m, seg, 0, 0, 0);
+    hashmap::init_segment(sh, &f.m, seg, 0, 0, 0);
     if f.m.groups {
         sh.w(seg + S_MARK).store(group_segment_mark(id), Relaxed);
         // The first segment holds the directory's one group; the map has one segment.

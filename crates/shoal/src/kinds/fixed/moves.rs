@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::mem::fence;
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn};
@@ -27,16 +27,6 @@ pub(crate) fn groups_of(sh: &Shared, seg: u64, g: u64) -> Option<u64> {
     }
     Some(n << (g - tg))
 }
-
-/// Move arguments, stored in the txn slot's intent (kind `I_FMOVE`).
-pub(crate) const V_MAP: usize = 0;
-pub(crate) const V_SRC: usize = 1;
-pub(crate) const V_DST: usize = 2;
-pub(crate) const V_GROUP: usize = 3;
-/// Bit 0: the phase (1 once the destination holds the group's cells); bit 1: the
-/// destination is the map's spare segment, new to the map.
-pub(crate) const V_PHASE: usize = 4;
-pub(crate) const V_DEPTH: usize = 5;
 
 /// Makes room in full segment `seg` (locked by the caller, adders drained) for the key
 /// of hash `h`: moves the key's group (its directory entry, with every key of it) to the
@@ -79,7 +69,7 @@ pub(crate) fn move_locked(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()
         ));
     };
     let root = if (owned < 2 || 1u64 << g < MIN_GROUPS_PER_SEGMENT * nsegs) && g < MAX_DEPTH {
-        index::double_directory(tx, m, root)?;
+        hashmap::double_directory(tx, m, root)?;
         sh.w(m.hdr + M_ROOT).load(Acquire)
     } else {
         root
@@ -131,10 +121,10 @@ pub(crate) fn move_locked(tx: &Txn, f: &FixedRef, seg: u64, h: u64) -> Result<()
             }
         }
     }
-    index::ensure_spares(tx, m, None)?;
-    let s1 = index::spare_segment(sh, m, seg)?;
+    hashmap::ensure_spares(tx, m, None)?;
+    let s1 = hashmap::spare_segment(sh, m, seg)?;
     tx.held_note(s1 + S_LOCK)?;
-    index::init_segment(sh, m, s1, tx.idx + 1, 0, group_segment_mark(m.id));
+    hashmap::init_segment(sh, m, s1, tx.idx + 1, 0, group_segment_mark(m.id));
     let r = move_to(tx, f, seg, s1, j, true);
     tx.unlock(s1 + S_LOCK);
     if !r? {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::deadline::Wait;
 use crate::error::Result;
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::mem::fence;
 use crate::shared::Shared;
 use std::time::Duration;
@@ -271,7 +271,7 @@ impl FixedRef {
                 if !sh.read_only {
                     crate::txn::recover_txn(sh, lockw - 1)?;
                 } else if expired {
-                    return Err(index::dead_writer_error(sh));
+                    return Err(hashmap::dead_writer_error(sh));
                 }
             }
             if expired {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::error::Result;
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::shared::Shared;
 
 /// The salvage of a truncated file's fixed map (`salvage.rs`): calls `each(key, value)`
@@ -97,7 +97,7 @@ pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
     sh.w(f.m.hdr + M_DIR_LOCK).store(0, Release);
     let mut count = 0u64;
     let root = sh.w(f.m.hdr + M_ROOT).load(Acquire);
-    for (seg, _) in index::segments(sh, &f.m)? {
+    for (seg, _) in hashmap::segments(sh, &f.m)? {
         sh.w(seg + S_LOCK).store(0, Release);
         if f.m.groups {
             drop_strays(sh, &f, seg, root);

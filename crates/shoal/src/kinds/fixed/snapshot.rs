@@ -2,13 +2,13 @@
 
 use super::*;
 use crate::error::Result;
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::mem::fence;
 use crate::shared::Shared;
 use crate::txn::Txn;
 
 /// Copies out the segment covering iteration position `cursor` (bit-reversed hash
-/// order, as `index::snapshot`) and returns the next position. As there, what is still
+/// order, as `hashmap::snapshot`) and returns the next position. As there, what is still
 /// wrong under the segment's lock (a bucket left mid-write) is damage: skipped, and said
 /// in the step (`map` names the map), so that the iteration reports it and goes on.
 pub(crate) fn snapshot(
@@ -16,7 +16,7 @@ pub(crate) fn snapshot(
     f: &FixedRef,
     map: &str,
     cursor: u64,
-) -> Result<index::Step> {
+) -> Result<hashmap::Step> {
     for attempt in 0..16 {
         if let Some(r) = snapshot_once(sh, f, map, cursor, None)? {
             return Ok(r);
@@ -26,7 +26,7 @@ pub(crate) fn snapshot(
         }
     }
     if sh.read_only {
-        return index::read_only_retries(sh, &f.m, cursor, || {
+        return hashmap::read_only_retries(sh, &f.m, cursor, || {
             snapshot_once(sh, f, map, cursor, None)
         });
     }
@@ -49,7 +49,7 @@ pub(crate) fn snapshot_once(
     map: &str,
     cursor: u64,
     locked: Option<u64>,
-) -> Result<Option<index::Step>> {
+) -> Result<Option<hashmap::Step>> {
     // Tests make every optimistic copy fail here, to reach the locked one.
     #[cfg(feature = "failpoints")]
     if locked.is_none() {
@@ -81,21 +81,21 @@ pub(crate) fn snapshot_once(
         let span = 1u64 << (64 - d);
         (cursor & !(span - 1)).checked_add(span)
     };
-    if !m.groups && !index::segment_matches(sh, seg, d, h) {
+    if !m.groups && !hashmap::segment_matches(sh, seg, d, h) {
         if locked.is_none() {
             return Ok(None); // a split publishing: entries first, then the depths
         }
         if !m.alive(sh) {
             return Err(m.dropped());
         }
-        return Ok(Some(index::Step {
+        return Ok(Some(hashmap::Step {
             items: Vec::new(),
             next,
             damage: Some((
                 seg,
                 format!(
                     "map {map:?}: segment {seg:#x} skipped: {}",
-                    index::segment_mismatch(sh, m.id, seg, d, h)
+                    hashmap::segment_mismatch(sh, m.id, seg, d, h)
                 ),
             )),
         }));
@@ -170,7 +170,7 @@ pub(crate) fn snapshot_once(
     }
     // Only optimistic copies check the directory: under the segment lock another
     // segment's split may double it, which is no interference (as in
-    // `index::snapshot_once`; test `locked_iteration`).
+    // `hashmap::snapshot_once`; test `locked_iteration`).
     if locked.is_none()
         && (sh.w(eoff).load(Relaxed) != e
             || sh.w(m.hdr + M_ROOT).load(Relaxed) != root
@@ -189,7 +189,7 @@ pub(crate) fn snapshot_once(
         );
         (seg, what)
     });
-    Ok(Some(index::Step {
+    Ok(Some(hashmap::Step {
         items,
         next,
         damage,

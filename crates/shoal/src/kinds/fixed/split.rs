@@ -2,16 +2,9 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::index::{self};
+use crate::hashmap::{self};
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn};
-
-/// Split arguments (as in index.rs).
-pub(crate) const A_MAP: usize = 0;
-pub(crate) const A_SEG: usize = 1;
-pub(crate) const A_NEW: usize = 2;
-pub(crate) const A_DEPTH: usize = 3;
-pub(crate) const A_PHASE: usize = 4;
 
 /// Splits full segment `seg` (locked by the caller, adders drained).
 pub(crate) fn split(tx: &Txn, f: &FixedRef, seg: u64) -> Result<()> {
@@ -35,10 +28,10 @@ pub(crate) fn split_locked(tx: &Txn, f: &FixedRef, seg: u64, d: u64) -> Result<(
     let m = &f.m;
     let root = sh.w(m.hdr + M_ROOT).load(Acquire);
     if d == root >> 48 {
-        index::double_directory(tx, m, root)?;
+        hashmap::double_directory(tx, m, root)?;
     }
-    index::ensure_spares(tx, m, None)?;
-    let s1 = index::spare_segment(sh, m, seg)?;
+    hashmap::ensure_spares(tx, m, None)?;
+    let s1 = hashmap::spare_segment(sh, m, seg)?;
     let prefix = sh.w(seg + S_PREFIX).load(Acquire);
     let me = tx.idx + 1;
     tx.held_note(s1 + S_LOCK)?;
@@ -50,7 +43,7 @@ pub(crate) fn split_locked(tx: &Txn, f: &FixedRef, seg: u64, d: u64) -> Result<(
         args[A_DEPTH] = d;
         args[A_PHASE] = 0;
         tx.commit(I_FSPLIT, &args, &Redo::new());
-        index::init_segment(sh, m, s1, me, d + 1, prefix | (1 << d));
+        hashmap::init_segment(sh, m, s1, me, d + 1, prefix | (1 << d));
         // The new segment takes the cells whose hash bit d is 1, at the same positions
         // (so it cannot overflow). The old segment cannot change meanwhile: we hold its
         // lock and no adder is counted in it.
@@ -167,7 +160,7 @@ pub(crate) fn recover_split(sh: &Shared, intent: &crate::shared::Intent) -> Resu
     if args[A_PHASE] == 0 {
         return Ok(()); // the new segment is still the map's spare; nothing else changed
     }
-    index::check_split_args(sh, &f.m, args)?;
+    hashmap::check_split_args(sh, &f.m, args)?;
     finish_split(sh, &f, args[A_SEG], args[A_NEW], args[A_DEPTH])
 }
 

@@ -10,6 +10,8 @@
 //! Records are appended to the calling thread's own data chunk with no lock at all; the
 //! alloc lock is taken once per chunk. A record too big for a chunk gets a run of its own.
 
+pub(crate) mod record;
+
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;

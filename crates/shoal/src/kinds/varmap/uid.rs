@@ -30,7 +30,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::index::{arena_alloc, commit_apply, MapRef};
+use crate::kinds::varmap::{arena_alloc, commit_apply, MapRef};
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
@@ -498,7 +498,7 @@ pub(crate) fn rebuild(sh: &Shared, m: &MapRef, live: &[(u64, u64)]) -> Result<()
                 if loc & E_FREE != 0 || loc & LOC_OFF != off {
                     let key_hash = {
                         let end = sh.file_end();
-                        let (_, k, _, hl) = crate::index::read_record_header(sh, off, end)
+                        let (_, k, _, hl) = crate::alloc::record::read_record_header(sh, off, end)
                             .ok_or_else(|| sh.corrupt(format!("record {off:#x} vanished")))?;
                         let mut key = vec![0u8; k as usize];
                         sh.r.read_bytes(off + hl, &mut key);
