@@ -17,9 +17,11 @@
 //! header under the lane's lock; a cleaner killed mid-step leaves at most one record moved
 //! twice (the second copy is dead and cleaned later).
 
+use crate::alloc::record::{read_record_header, read_record_header_in};
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::kinds::varmap::{map_ref_unchecked, read_record_header, read_record_header_in};
+use crate::kinds::AnyKind;
+use crate::object::Kind;
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
@@ -28,30 +30,13 @@ const STEP_RECORDS: usize = 64;
 /// How long the cleaner waits for one liveness lookup (see `step_locked`).
 const LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
 const SCAN_CHUNKS: usize = 64;
-/// Live record bytes of every map in the store (exact when no write is in flight).
+/// Live record bytes of every object in the store (exact when no write is in flight).
 pub(crate) fn total_live_bytes(sh: &Shared) -> u64 {
     let mut total: u64 = 0;
     for id in 0..sh.g.n_catalog {
-        let ce = sh.g.cat_entry(id);
-        if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
-            continue;
+        if let Ok(Some(k)) = AnyKind::open(sh, id) {
+            total = total.wrapping_add(k.live_record_bytes(sh));
         }
-        let Ok(m) = map_ref_unchecked(sh, id) else {
-            continue;
-        };
-        total = total.wrapping_add(map_live_bytes(sh, &m));
-    }
-    total
-}
-
-/// Live record bytes of one map: the sum of its per-txn counters.
-pub(crate) fn map_live_bytes(sh: &Shared, m: &crate::hashmap::MapRef) -> u64 {
-    let mut total: u64 = 0;
-    for t in 0..sh.g.n_txn {
-        total = total.wrapping_add(
-            sh.w(m.hdr + M_COUNTERS + MC_SIZE * t + MC_BYTES)
-                .load(Relaxed),
-        );
     }
     total
 }
@@ -436,6 +421,8 @@ fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
     let mut bytes: Vec<u8> = Vec::new();
     let mut scratch = Vec::new();
     let mut abandon = false;
+    // The object of the record examined last (records of one object come in runs).
+    let mut cached: Option<(u64, Option<AnyKind>)> = None;
     let mut ahead = Lookahead::new(pos);
     while pos < used && examined < STEP_RECORDS {
         ahead.run(sh, used, examined + LOOKAHEAD);
@@ -448,8 +435,11 @@ fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
         };
         let len = hl + k + v + sh.g.trailer;
         examined += 1;
-        if let Ok(mut m) = map_ref_unchecked(sh, mid) {
-            if sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
+        if cached.as_ref().is_none_or(|(id, _)| *id != mid) {
+            cached = Some((mid, AnyKind::open(sh, mid).ok().flatten()));
+        }
+        if let Some((_, Some(m))) = cached {
+            if m.has_records() {
                 // Most examined records of a good victim are dead: copy only the key to
                 // ask the index, and the whole record only when it is live.
                 sh.r.read_to_vec(pos + hl, k as usize, &mut scratch);
@@ -458,8 +448,7 @@ fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
                 // record (the lookup this replaced read every error so). It gives up
                 // after LOOKUP_TIMEOUT, not the lock timeout, since writers run the
                 // cleaner: the victim is dropped for this round, and found again later.
-                m.timeout = m.timeout.min(LOOKUP_TIMEOUT);
-                let live = match m.references(sh, &scratch, pos) {
+                let live = match m.is_live(sh, &scratch, pos, LOOKUP_TIMEOUT) {
                     Ok(live) => live,
                     Err(Error::Timeout(_)) => {
                         abandon = true;
@@ -588,7 +577,7 @@ const LOOKAHEAD: usize = 12;
 struct Lookahead {
     pos: u64,
     count: usize,
-    map: Option<crate::hashmap::MapRef>,
+    map: Option<(u64, Option<AnyKind>)>,
     key: Vec<u8>,
 }
 
@@ -611,12 +600,12 @@ impl Lookahead {
                 return;
             };
             if k <= 256 {
-                if self.map.as_ref().is_none_or(|m| m.id != mid) {
-                    self.map = map_ref_unchecked(sh, mid).ok();
+                if self.map.as_ref().is_none_or(|(id, _)| *id != mid) {
+                    self.map = Some((mid, AnyKind::open(sh, mid).ok().flatten()));
                 }
-                if let Some(m) = &self.map {
+                if let Some((_, Some(m))) = &self.map {
                     sh.r.read_to_vec(self.pos + hl, k as usize, &mut self.key);
-                    m.prefetch_hash(sh, hash(sh.g.seed, &self.key), end);
+                    m.prefetch_live(sh, &self.key, end);
                 }
             }
             self.pos += hl + k + v + sh.g.trailer;
@@ -627,13 +616,7 @@ impl Lookahead {
 
 /// A live record the cleaner copied: (old offset, new offset, length, where its key is in
 /// the step's buffer of copied bytes, its map).
-type Move = (
-    u64,
-    u64,
-    u64,
-    std::ops::Range<usize>,
-    crate::hashmap::MapRef,
-);
+type Move = (u64, u64, u64, std::ops::Range<usize>, AnyKind);
 
 /// Frees a large-record run whose record no map references (and that no live writer is
 /// about to publish), if it is still the run of serial `serial` (seen under the alloc
@@ -651,31 +634,22 @@ fn free_large_if_dead(tx: &Txn, run: u64, serial: u64) -> Result<()> {
     let off = run + CHUNK_HDR;
     let end = sh.file_end();
     let live = match read_record_header(sh, off, end) {
-        Some((mid, k, _, hl))
-            if sh
-                .w(sh.g.cat_entry(mid.min(sh.g.n_catalog - 1)) + C_STATE)
-                .load(Acquire)
-                & 0xff
-                == CAT_LIVE =>
-        {
-            match map_ref_unchecked(sh, mid) {
-                Ok(mut m) => {
-                    let mut key = vec![0u8; k as usize];
-                    sh.r.read_bytes(off + hl, &mut key);
-                    // As for chunk victims (`step_locked`): a lookup that cannot finish
-                    // is not "dead"; after LOOKUP_TIMEOUT the run is kept for a later
-                    // round instead of stalling the writer that runs the cleaner.
-                    m.timeout = m.timeout.min(LOOKUP_TIMEOUT);
-                    match m.references(sh, &key, off) {
-                        Ok(live) => live,
-                        Err(Error::Timeout(_)) => true,
-                        Err(e) => return Err(e),
-                    }
+        Some((mid, k, _, hl)) => match AnyKind::open(sh, mid) {
+            Ok(Some(m)) if m.has_records() => {
+                let mut key = vec![0u8; k as usize];
+                sh.r.read_bytes(off + hl, &mut key);
+                // As for chunk victims (`step_locked`): a lookup that cannot finish is
+                // not "dead"; after LOOKUP_TIMEOUT the run is kept for a later round
+                // instead of stalling the writer that runs the cleaner.
+                match m.is_live(sh, &key, off, LOOKUP_TIMEOUT) {
+                    Ok(live) => live,
+                    Err(Error::Timeout(_)) => true,
+                    Err(e) => return Err(e),
                 }
-                Err(_) => false,
             }
-        }
-        _ => false,
+            _ => false,
+        },
+        None => false,
     };
     if !live {
         if sh.durable {

@@ -42,6 +42,7 @@ mod hashmap;
 mod kinds;
 #[allow(unsafe_code)]
 mod mem;
+mod object;
 mod paranoid;
 pub mod repair;
 mod rt;

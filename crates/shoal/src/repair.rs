@@ -14,11 +14,13 @@
 //! write), and reads and `check` report it. A truncated file is salvaged instead
 //! (`salvage.rs`).
 
+use crate::alloc::record::read_record_header_in;
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::kinds::varmap::{map_ref_unchecked, read_record_header_in, segments};
+use crate::kinds::AnyKind;
+use crate::object::{object_name, Kind, RepairCtx};
 use crate::shared::Shared;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering::*;
 
 /// What repairing a store found and did.
@@ -77,127 +79,18 @@ pub(crate) fn verify_unclean(sh: &Shared, drop_untrusted: bool) -> Result<Option
     })
 }
 
-/// The chunk-level used mark below which records of the chunk holding `off` are complete,
-/// or None when `off` is not in a data chunk.
-pub(crate) fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
-    let g = &sh.g;
-    if off < g.chunks_off || off >= sh.file_end() {
-        return None;
-    }
-    let c = g.chunk_of(off);
-    let used = match sh.w(c + K_KIND).load(Acquire) {
-        CK_SEALED | CK_LARGE => sh.w(c + K_USED).load(Acquire),
-        CK_DATA => {
-            let t = sh.w(c + K_OWNER).load(Acquire);
-            if t < g.n_txn && sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) == c {
-                sh.w(g.txn_slot(t) + T_BUMP).load(Acquire)
-            } else {
-                c + g.chunk_size()
-            }
-        }
-        _ => return None,
-    };
-    // Records are read below the mark, which comes from the file: never past the file
-    // end (as in the checker, where such a mark was a SIGBUS).
-    Some(used.min(sh.file_end()))
-}
-
-/// The key and the user's value (without a UID trailer) of the record that slot `s` of
-/// bucket `b` points at, if it can be trusted: a complete record of map `m`, below what
-/// its chunk says was written and below `bound`, that matches its checksum (in a store
-/// with them) and whose key belongs exactly where the slot is (the segment's prefix bits
-/// `seg_prefix` = (prefix, depth), the slot's tag, the home bucket). Otherwise why not.
-pub(crate) fn slot_entry(
-    sh: &Shared,
-    m: &crate::hashmap::MapRef,
-    seg_prefix: (u64, u64),
-    b: u64,
-    s: u64,
-    bound: u64,
-) -> std::result::Result<(Vec<u8>, Vec<u8>), &'static str> {
-    let off = slot_off_of(s);
-    let limit = data_limit(sh, off)
-        .ok_or("the record lies outside every data chunk")?
-        .min(bound);
-    let (mid, k, v, hl) =
-        read_record_header_in(sh, off, limit).ok_or("no complete record there")?;
-    if mid != m.id {
-        return Err("a record of another map");
-    }
-    if v < m.vtrail {
-        return Err("the record has no room for its UID");
-    }
-    let mut rec = vec![0u8; (hl + k + v) as usize];
-    sh.r.read_bytes(off, &mut rec);
-    if sh.g.trailer == 4 {
-        let mut crc = [0u8; 4];
-        sh.r.read_bytes(off + hl + k + v, &mut crc);
-        if record_crc(&[&rec]) != u32::from_le_bytes(crc) {
-            return Err("the record fails its checksum");
-        }
-    }
-    let key = rec[hl as usize..(hl + k) as usize].to_vec();
-    let h = hash(sh.g.seed, &key);
-    let (prefix, d) = seg_prefix;
-    let home = home_bucket(h, m.n_main);
-    if h & ((1 << d) - 1) != prefix || slot_tag(s) != hash_tag(h) || (b < m.n_main && b != home) {
-        return Err("the record's key belongs elsewhere");
-    }
-    let value = rec[(hl + k) as usize..(hl + k + v - m.vtrail) as usize].to_vec();
-    Ok((key, value))
-}
-
-pub(crate) fn map_name(sh: &Shared, id: u64) -> String {
-    let ce = sh.g.cat_entry(id);
-    let n = sh.w(ce + C_NAME_LEN).load(Acquire).min(MAX_NAME as u64) as usize;
-    let mut b = vec![0u8; n];
-    sh.r.read_bytes(ce + C_NAME, &mut b);
-    String::from_utf8_lossy(&b).into_owned()
-}
-
-/// Clears every slot whose record cannot be trusted, and the second of two slots with
-/// the same key.
+/// Has every object drop the entries whose records cannot be trusted (and the second of
+/// two entries with the same key, or the same record).
 fn drop_untrusted_entries(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
-    let mut seen_records = HashSet::new();
+    let mut ctx = RepairCtx::default();
     for id in 0..sh.g.n_catalog {
-        if sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
-            || crate::kinds::fixed::is_fixed(sh, id)
-        {
-            continue; // fixed maps have no records to distrust
-        }
-        let m = map_ref_unchecked(sh, id)?;
-        let name = map_name(sh, id);
-        let mut keys = HashSet::new();
-        for (seg, d) in segments(sh, &m)? {
-            let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
-            for b in 0..m.n_main + m.n_stash {
-                for i in 0..SLOTS {
-                    let so = slot_off(seg, b, i);
-                    let s = sh.w(so).load(Acquire);
-                    if s == 0 {
-                        continue;
-                    }
-                    let why = match slot_entry(sh, &m, (prefix, d), b, s, sh.file_end()) {
-                        Err(why) => why,
-                        Ok((k, _)) => {
-                            if !keys.insert(k) {
-                                "its key is present twice"
-                            } else if !seen_records.insert(slot_off_of(s)) {
-                                "the record is another slot's"
-                            } else {
-                                continue;
-                            }
-                        }
-                    };
-                    sh.w(so).store(0, Release);
-                    rep.dropped.push((
-                        name.clone(),
-                        format!("slot {so:#x} -> record {:#x}: {why}", slot_off_of(s)),
-                    ));
-                }
-            }
-        }
+        let Some(k) = AnyKind::open(sh, id)? else {
+            continue;
+        };
+        ctx.name = object_name(sh, id);
+        k.drop_untrusted(sh, &mut ctx)?;
     }
+    rep.dropped.append(&mut ctx.dropped);
     Ok(())
 }
 
@@ -298,70 +191,16 @@ fn rebuild(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     sh.w(H_FREE_BYTES).store(free, Release);
     rep.rebuilt.push("free list and byte totals".into());
     retile(sh, rep)?;
-    // Maps: locks, sequence numbers, overflow counts, counters.
+    // Objects: locks, sequence numbers, overflow counts, counters.
+    let mut ctx = RepairCtx::default();
     for id in 0..g.n_catalog {
-        if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
+        let Some(k) = AnyKind::open(sh, id)? else {
             continue;
-        }
-        if crate::kinds::fixed::is_fixed(sh, id) {
-            crate::kinds::fixed::rebuild(sh, id)?;
-            rep.rebuilt.push(format!(
-                "fixed map {:?}: locks, sequence numbers, overflow counts, counters",
-                map_name(sh, id)
-            ));
-            continue;
-        }
-        let m = map_ref_unchecked(sh, id)?;
-        sh.w(m.hdr + M_DIR_LOCK).store(0, Release);
-        sh.w(m.hdr + M_UID_LOCK).store(0, Release);
-        let (mut count, mut bytes) = (0u64, 0u64);
-        let mut uids: Vec<(u64, u64)> = Vec::new();
-        for (seg, _) in segments(sh, &m)? {
-            sh.w(seg + S_LOCK).store(0, Release);
-            for b in 0..m.n_main + m.n_stash {
-                let bo = bucket_off(seg, b);
-                let h = sh.w(bo).load(Acquire);
-                if hdr_seq(h) & 1 == 1 {
-                    sh.w(bo).store(
-                        make_hdr(hdr_seq(h).wrapping_add(1), hdr_overflow(h)),
-                        Release,
-                    );
-                }
-                for i in 0..SLOTS {
-                    let s = sh.w(slot_off(seg, b, i)).load(Acquire);
-                    if s == 0 {
-                        continue;
-                    }
-                    let off = slot_off_of(s);
-                    let limit = data_limit(sh, off).unwrap_or(off);
-                    if let Some((_, k, v, hl)) = read_record_header_in(sh, off, limit) {
-                        count += 1;
-                        bytes += hl + k + v + g.trailer;
-                        if m.vtrail != 0 && v >= m.vtrail {
-                            let len = hl + k + v + g.trailer;
-                            uids.push((off, crate::kinds::varmap::uid::record_index(sh, off, len)));
-                        }
-                    }
-                }
-            }
-            crate::kinds::varmap::recount_overflow(sh, &m, seg, end)?;
-        }
-        for t in 0..g.n_txn {
-            let c = m.hdr + M_COUNTERS + MC_SIZE * t;
-            sh.w(c + MC_COUNT)
-                .store(if t == 0 { count } else { 0 }, Release);
-            sh.w(c + MC_BYTES)
-                .store(if t == 0 { bytes } else { 0 }, Release);
-        }
-        if m.vtrail != 0 {
-            crate::kinds::varmap::uid::rebuild(sh, &m, &uids)?;
-        }
-        rep.rebuilt.push(format!(
-            "map {:?}: locks, sequence numbers, overflow counts, counters{}",
-            map_name(sh, id),
-            if m.vtrail != 0 { ", UID table" } else { "" }
-        ));
+        };
+        ctx.name = object_name(sh, id);
+        k.rebuild(sh, &mut ctx)?;
     }
+    rep.rebuilt.append(&mut ctx.rebuilt);
     Ok(())
 }
 
@@ -378,22 +217,14 @@ fn retile(sh: &Shared, rep: &mut RepairReport) -> Result<()> {
     let end = sh.file_end();
     let mut live: HashMap<u64, Vec<u64>> = HashMap::new();
     for id in 0..g.n_catalog {
-        if sh.w(g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
-            || crate::kinds::fixed::is_fixed(sh, id)
-        {
+        let Some(k) = AnyKind::open(sh, id)? else {
             continue;
-        }
-        let m = map_ref_unchecked(sh, id)?;
-        for (seg, _) in segments(sh, &m)? {
-            for b in 0..m.n_main + m.n_stash {
-                for i in 0..SLOTS {
-                    let off = slot_off_of(sh.w(slot_off(seg, b, i)).load(Acquire));
-                    if off >= g.chunks_off && off < end {
-                        live.entry(g.chunk_of(off)).or_default().push(off);
-                    }
-                }
+        };
+        k.for_each_record(sh, &mut |off| {
+            if off >= g.chunks_off && off < end {
+                live.entry(g.chunk_of(off)).or_default().push(off);
             }
-        }
+        })?;
     }
     let mut c = g.chunks_off;
     while c < end {

@@ -175,7 +175,7 @@ fn copy_maps(
         if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE {
             continue; // free, or being dropped
         }
-        let name = crate::repair::map_name(sh, id);
+        let name = crate::object::object_name(sh, id);
         let mut lost_here = Vec::new();
         let n = copy_map(
             sh,
@@ -313,7 +313,7 @@ fn copy_map(
 
 /// [`copy_maps`] for a map of records: `each(key, value)` on every entry whose slot
 /// survived and whose record can be trusted wholly below `bound` (see
-/// `repair::slot_entry`), each key once; `lost` on the rest (counted by reason: a missing
+/// `kinds::varmap::slot_entry`), each key once; `lost` on the rest (counted by reason: a missing
 /// data chunk loses thousands of entries, which need not be listed one by one).
 #[cfg(not(shuttle))]
 fn salvage_records(
@@ -369,7 +369,7 @@ fn salvage_records(
                     continue;
                 }
                 let off = slot_off_of(s);
-                let why = match crate::repair::slot_entry(sh, m, (j, d), b, s, bound) {
+                let why = match crate::kinds::varmap::slot_entry(sh, m, (j, d), b, s, bound) {
                     Ok((k, v)) => {
                         if keys.insert(k.clone()) {
                             each(&k, &v)?;
@@ -402,7 +402,7 @@ fn cut_short(sh: &crate::shared::Shared, off: u64, bound: u64) -> Option<&'stati
     if off >= bound {
         return Some("the record lies in the missing part of the file");
     }
-    let limit = crate::repair::data_limit(sh, off)?;
+    let limit = crate::alloc::record::data_limit(sh, off)?;
     let (_, k, v, hl) = crate::alloc::record::read_record_header_in(sh, off, limit)?;
     (off + hl + k + v + sh.g.trailer > bound)
         .then_some("the record runs into the missing part of the file")

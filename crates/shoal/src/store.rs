@@ -5,7 +5,9 @@ use crate::api::map::Map;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::kinds::varmap::{self, MapRef};
+use crate::kinds::AnyKind;
 use crate::mem::{How, Mapping};
+use crate::object::Kind;
 use crate::shared::Shared;
 use crate::sys;
 use crate::txn::thread_txn;
@@ -575,18 +577,7 @@ impl Store {
 
     /// The kind of the live map `id`.
     fn kind_at(&self, id: u64) -> Result<MapKind> {
-        let sh = &*self.sh;
-        if crate::kinds::fixed::is_fixed(sh, id) {
-            let f = crate::kinds::fixed::fixed_ref_unchecked(sh, id)?;
-            return Ok(MapKind::Fixed {
-                key_size: f.geo.key_size as usize,
-                value_size: f.geo.value_size as usize,
-            });
-        }
-        let m = varmap::map_ref_unchecked(sh, id)?;
-        Ok(MapKind::Variable {
-            uids: m.vtrail != 0,
-        })
+        Ok(AnyKind::open_any(&self.sh, id)?.map_kind())
     }
 
     /// Drops the map `name` and everything in it; returns whether it existed. Handles on
@@ -597,11 +588,7 @@ impl Store {
         let Some((id, cat_word)) = self.find_entry(name)? else {
             return Ok(false);
         };
-        let map = if crate::kinds::fixed::is_fixed(&self.sh, id) {
-            None
-        } else {
-            self.find_map(name, false)?
-        };
+        let object = AnyKind::open(&self.sh, id)?;
         let tx = self.txn()?;
         tx.lock(H_CATALOG_LOCK)?;
         let r = (|| {
@@ -613,7 +600,7 @@ impl Store {
             // Its records become dead data (a fixed map has none). Counted before the map
             // is marked dropping: after, its statistics fail ("dropped"), and counting
             // them as 0 left the cleaner asleep while dropped maps' records filled the file.
-            let live = map.map_or(0, |m| crate::cleaner::map_live_bytes(sh, &m.m));
+            let live = object.map_or(0, |k| k.live_record_bytes(sh));
             let mut redo = crate::txn::Redo::new();
             redo.push(ce + C_STATE, CAT_DROPPING | (cat_word & !0xff));
             tx.commit(I_REDO, &[], &redo);
@@ -637,33 +624,17 @@ impl Store {
             if st & 0xff != CAT_DROPPING {
                 continue;
             }
-            let fixed = crate::kinds::fixed::is_fixed(sh, id);
-            let (m, f) = if fixed {
-                let f = crate::kinds::fixed::fixed_ref_unchecked(sh, id)?;
-                (f.m, Some(f))
-            } else {
-                (varmap::map_ref_unchecked(sh, id)?, None)
-            };
-            // Barrier: any writer that saw the map alive holds a segment or the directory
-            // lock; once we have had each, none is left (later ones see it dropping).
-            // Lock-free adders of a fixed map are counted in the segment locks.
-            tx.lock(m.hdr + M_DIR_LOCK)?;
-            tx.unlock(m.hdr + M_DIR_LOCK);
-            if let Some(f) = f {
-                crate::kinds::fixed::drop_barrier(tx, &f)?;
-            } else {
-                for (seg, _) in varmap::segments(sh, &m)? {
-                    tx.lock(seg + S_LOCK)?;
-                    tx.unlock(seg + S_LOCK);
-                }
-            }
+            // Barrier: no writer is left inside the object (later ones see it dropping).
+            let object = AnyKind::open_any(sh, id)?;
+            object.drop_barrier(tx)?;
+            let hdr = object.header();
             // On disk, the drop must be durable before the map's chunks can be reused.
             if sh.durable {
                 sh.flush()?;
             }
-            let first = sh.g.chunk_of(m.hdr);
+            let first = sh.g.chunk_of(hdr);
             loop {
-                let run = sh.w(m.hdr + M_CHAIN).load(Acquire);
+                let run = sh.w(hdr + M_CHAIN).load(Acquire);
                 crate::alloc::check_chunk(sh, run, "map chain")?;
                 let k = sh.w(run + K_RUN).load(Acquire).max(1);
                 let next = sh.w(run + K_NEXT).load(Acquire);
@@ -673,7 +644,7 @@ impl Store {
                     if last {
                         redo.push(ce + C_STATE, CAT_FREE | (st & !0xff));
                     } else {
-                        redo.push(m.hdr + M_CHAIN, next);
+                        redo.push(hdr + M_CHAIN, next);
                     }
                     Ok(())
                 })?;

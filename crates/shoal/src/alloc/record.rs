@@ -3,6 +3,7 @@
 use crate::error::Error;
 use crate::format::*;
 use crate::shared::Shared;
+use std::sync::atomic::Ordering::*;
 
 /// Reads and parses the record header at `off`, checking it lies inside the file.
 /// `(map, klen, vlen, header length)`.
@@ -87,4 +88,52 @@ pub(crate) fn checksum_failed(sh: &Shared, map: &str, off: u64) -> Error {
     sh.corrupt(format!(
         "map {map:?}: the record at {off:#x} fails its checksum (torn or corrupt; repair drops it)"
     ))
+}
+
+/// Walks data chunk `c`'s records as the cleaner walks them: from its first record (or
+/// `from`, a record start) up to `used`, stopping at the first bytes that are no record. Calls `f` on each record's
+/// offset and returns where the walk stopped (`used` exactly, in a sound chunk: its
+/// records tile it).
+pub(crate) fn walk_records(
+    sh: &Shared,
+    c: u64,
+    from: u64,
+    used: u64,
+    mut f: impl FnMut(u64),
+) -> u64 {
+    let mut pos = from.max(c + CHUNK_HDR);
+    let used = used.min(c + sh.g.chunk_size());
+    while pos < used {
+        let Some((_, k, v, hl)) = read_record_header_in(sh, pos, used) else {
+            break;
+        };
+        f(pos);
+        pos += hl + k + v + sh.g.trailer;
+    }
+    pos
+}
+
+/// The chunk-level used mark below which records of the chunk holding `off` are complete,
+/// or None when `off` is not in a data chunk.
+pub(crate) fn data_limit(sh: &Shared, off: u64) -> Option<u64> {
+    let g = &sh.g;
+    if off < g.chunks_off || off >= sh.file_end() {
+        return None;
+    }
+    let c = g.chunk_of(off);
+    let used = match sh.w(c + K_KIND).load(Acquire) {
+        CK_SEALED | CK_LARGE => sh.w(c + K_USED).load(Acquire),
+        CK_DATA => {
+            let t = sh.w(c + K_OWNER).load(Acquire);
+            if t < g.n_txn && sh.w(g.txn_slot(t) + T_DATA_CHUNK).load(Acquire) == c {
+                sh.w(g.txn_slot(t) + T_BUMP).load(Acquire)
+            } else {
+                c + g.chunk_size()
+            }
+        }
+        _ => return None,
+    };
+    // Records are read below the mark, which comes from the file: never past the file
+    // end (as in the checker, where such a mark was a SIGBUS).
+    Some(used.min(sh.file_end()))
 }

@@ -12,11 +12,13 @@
 //! fresh region, published with one store of the root word, when it must.
 
 mod arena;
+mod check;
 mod dir;
 mod segment;
 mod wait;
 
 pub(crate) use arena::*;
+pub(crate) use check::*;
 pub(crate) use dir::*;
 pub(crate) use segment::*;
 pub(crate) use wait::*;

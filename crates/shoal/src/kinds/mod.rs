@@ -4,10 +4,113 @@
 pub(crate) mod fixed;
 pub(crate) mod varmap;
 
+use crate::error::Result;
 use crate::format::*;
+use crate::object::{CheckCtx, Kind, RepairCtx};
 use crate::shared::Shared;
 use crate::shared::{Hooks, IntentHandler, INTENT_KINDS};
+use crate::txn::Txn;
 use std::sync::atomic::Ordering::*;
+use std::time::Duration;
+
+/// An object of any kind, opened from its catalog entry. The layers above the kinds (the
+/// cleaner, the checker, repair, the store's catalog operations) reach every kind through
+/// this, and through [`Kind`]: a new kind is one more variant and one more arm below.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum AnyKind {
+    /// A variable-size map.
+    Var(varmap::VarMap),
+    /// A fixed-size map.
+    Fixed(fixed::FixedRef),
+}
+
+/// Calls the same expression on whichever kind `$x` is: one `match`, each arm a static
+/// call.
+macro_rules! each_kind {
+    ($x:expr, $k:ident => $e:expr) => {
+        match $x {
+            AnyKind::Var($k) => $e,
+            AnyKind::Fixed($k) => $e,
+        }
+    };
+}
+
+impl AnyKind {
+    /// The live object of catalog entry `id` (None when the entry is free or being
+    /// dropped), its header checked against the file.
+    pub fn open(sh: &Shared, id: u64) -> Result<Option<AnyKind>> {
+        if id >= sh.g.n_catalog
+            || sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff != CAT_LIVE
+        {
+            return Ok(None);
+        }
+        Self::open_any(sh, id).map(Some)
+    }
+
+    /// The object of catalog entry `id` whatever its state (a drop in progress finishes
+    /// with it).
+    pub fn open_any(sh: &Shared, id: u64) -> Result<AnyKind> {
+        Ok(if fixed::is_fixed(sh, id) {
+            AnyKind::Fixed(fixed::fixed_ref_unchecked(sh, id)?)
+        } else {
+            AnyKind::Var(varmap::VarMap(varmap::map_ref_unchecked(sh, id)?))
+        })
+    }
+
+    /// The object's header (its first index run holds it; `M_CHAIN` links its runs).
+    pub fn header(&self) -> u64 {
+        match self {
+            AnyKind::Var(v) => v.0.hdr,
+            AnyKind::Fixed(f) => f.m.hdr,
+        }
+    }
+
+    /// What kind of map it is, for `Store::map_kind`.
+    pub fn map_kind(&self) -> MapKind {
+        match self {
+            AnyKind::Var(v) => MapKind::Variable {
+                uids: v.0.vtrail != 0,
+            },
+            AnyKind::Fixed(f) => MapKind::Fixed {
+                key_size: f.geo.key_size as usize,
+                value_size: f.geo.value_size as usize,
+            },
+        }
+    }
+}
+
+impl Kind for AnyKind {
+    fn has_records(&self) -> bool {
+        each_kind!(self, k => k.has_records())
+    }
+    fn is_live(&self, sh: &Shared, key: &[u8], off: u64, timeout: Duration) -> Result<bool> {
+        each_kind!(self, k => k.is_live(sh, key, off, timeout))
+    }
+    fn prefetch_live(&self, sh: &Shared, key: &[u8], end: u64) {
+        each_kind!(self, k => k.prefetch_live(sh, key, end))
+    }
+    fn relocate(&self, tx: &Txn, key: &[u8], old: u64, new: (u64, u64)) -> Result<bool> {
+        each_kind!(self, k => k.relocate(tx, key, old, new))
+    }
+    fn live_record_bytes(&self, sh: &Shared) -> u64 {
+        each_kind!(self, k => k.live_record_bytes(sh))
+    }
+    fn for_each_record(&self, sh: &Shared, f: &mut dyn FnMut(u64)) -> Result<()> {
+        each_kind!(self, k => k.for_each_record(sh, f))
+    }
+    fn check(&self, ck: &mut CheckCtx<'_>) {
+        each_kind!(self, k => k.check(ck))
+    }
+    fn drop_untrusted(&self, sh: &Shared, rep: &mut RepairCtx) -> Result<()> {
+        each_kind!(self, k => k.drop_untrusted(sh, rep))
+    }
+    fn rebuild(&self, sh: &Shared, rep: &mut RepairCtx) -> Result<()> {
+        each_kind!(self, k => k.rebuild(sh, rep))
+    }
+    fn drop_barrier(&self, tx: &Txn) -> Result<()> {
+        each_kind!(self, k => k.drop_barrier(tx))
+    }
+}
 
 /// The hooks every store opened by this library carries.
 pub(crate) static HOOKS: Hooks = Hooks {

@@ -65,6 +65,7 @@ use std::sync::atomic::Ordering::*;
 mod adders;
 mod check;
 mod clear;
+mod kind;
 mod moves;
 mod probe;
 mod read;

@@ -34,6 +34,7 @@ pub(crate) use crate::hashmap::*;
 use std::sync::atomic::Ordering::*;
 
 mod clear;
+mod kind;
 mod prefetch;
 mod read;
 mod relocate;
@@ -43,6 +44,7 @@ pub(crate) mod uid;
 mod write;
 
 pub(crate) use clear::*;
+pub(crate) use kind::*;
 pub(crate) use read::*;
 pub(crate) use snapshot::*;
 pub(crate) use split::*;
