@@ -53,8 +53,13 @@ pub(crate) struct Hooks {
     /// The paranoid build's scan: every (object, referencing word, record) whose record
     /// lies in `[lo, hi)`.
     #[cfg(feature = "paranoid")]
-    pub refs_into: fn(&Shared, u64, u64) -> Vec<(u64, u64, u64)>,
+    pub refs_into: RefsInto,
 }
+
+/// The paranoid scan's signature (see [`Hooks::refs_into`]): (object, referencing word,
+/// record) of every record in `[lo, hi)`.
+#[cfg(feature = "paranoid")]
+pub(crate) type RefsInto = fn(&Shared, u64, u64) -> Vec<(u64, u64, u64)>;
 
 /// Intent kinds are below this.
 pub(crate) const INTENT_KINDS: u64 = 8;

@@ -238,7 +238,7 @@ impl Kind for VarMap {
             ));
         }
         if m.vtrail != 0 {
-            if let Err(why) = crate::kinds::varmap::uid::check(sh, &m, &uids) {
+            if let Err(why) = uid::check(sh, m, &uids) {
                 ck.bad(format!("map {id}: {why}"));
             }
             ck.lock_ok(m.hdr + M_UID_LOCK, "", "UID");
