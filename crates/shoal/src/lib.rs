@@ -46,7 +46,6 @@ mod object;
 mod paranoid;
 pub mod repair;
 mod rt;
-mod salvage;
 mod shared;
 mod store;
 #[allow(unsafe_code)]

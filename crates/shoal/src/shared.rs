@@ -485,3 +485,14 @@ impl Shared {
         reg.proc_idx = u64::MAX;
     }
 }
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.unregister();
+        if let Some(g) = &self.pretouch {
+            g.close();
+        }
+        // The mapping is unmapped when its field drops, after this: the pretouch thread,
+        // the one other user of its addresses, is kept off it by the guard closed above.
+    }
+}
