@@ -11,7 +11,7 @@
 //!   data chunk, below its used mark, at a complete record of this map whose key hashes to
 //!   that segment, bucket (or stash) and tag; no record is referenced twice; no key twice;
 //! * entry and byte counters equal what the index holds;
-//! * fixed-size maps (`fixed.rs`): the same directory checks; every occupied cell (bitmap
+//! * fixed-size maps (`kinds::fixed`): the same directory checks; every occupied cell (bitmap
 //!   bit set) holds a key of its segment and bucket, no key twice, no bit past the
 //!   bucket's cells, overflow counts and entry counters exact;
 //! * no lock is held by a dead process, no intent is left unapplied.

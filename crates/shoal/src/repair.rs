@@ -12,7 +12,7 @@
 //! Nothing is ever silently wrong. A repair runs the same verification on a store closed
 //! cleanly too: a record can fail its checksum there as well (a bad sector, a stray
 //! write), and reads and `check` report it. A truncated file is salvaged instead
-//! (`salvage.rs`).
+//! (`store::salvage`).
 
 use crate::alloc::record::read_record_header_in;
 use crate::error::{Error, Result};

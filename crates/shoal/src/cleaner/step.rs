@@ -40,7 +40,7 @@ pub(crate) fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
             return Ok(false);
         }
         // The walk reads chunk headers at run starts, so it runs under the alloc lock:
-        // merging free runs (alloc.rs, `coalesce`) turns run starts into inner chunks,
+        // merging free runs (`alloc::merge`, `coalesce`) turns run starts into inner chunks,
         // and moves the cursor back when it would point into one. The new cursor is
         // stored in the same locked section for the same reason.
         let mut large: Vec<(u64, u64)> = Vec::new(); // (run, serial): maybe dead

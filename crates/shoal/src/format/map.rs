@@ -13,7 +13,7 @@ pub const M_N_MAIN: u64 = 56;
 pub const M_N_STASH: u64 = 64;
 /// Map flags: [`MF_UIDS`], [`MF_FIXED`], [`MF_GROUPS`], [`MF_TAGS`]; other bits must be 0.
 pub const M_FLAGS: u64 = 72;
-/// The map keeps a stable UID per key (see `uid.rs`): every record's value ends with its
+/// The map keeps a stable UID per key (see `kinds::varmap::uid`): every record's value ends with its
 /// 8-byte UID index, and the UID table below is in use.
 pub const MF_UIDS: u64 = 1;
 /// UID table directory: offset of `UID_DIR_N` block offsets (0 until the first UID).
@@ -43,7 +43,7 @@ pub const E_VER_BUSY: u64 = 1 << 63;
 pub const E_FREE: u64 = 1 << 47;
 /// Bytes a UID map appends to each record's value: the UID index, little-endian.
 pub const UID_TRAILER: u64 = 8;
-/// Map flag: a fixed-size (cell) map; see `fixed.rs` and FORMAT.md "Fixed-size maps".
+/// Map flag: a fixed-size (cell) map; see `kinds::fixed` and FORMAT.md "Fixed-size maps".
 pub const MF_FIXED: u64 = 2;
 /// Map flag (with [`MF_FIXED`], in stores with [`FLAG_FIXED_GROUPS`]): the map grows by
 /// *moves*. Each directory entry is a group of keys (those whose low `g` hash bits are

@@ -37,7 +37,7 @@ pub const T_NREDO: u64 = 20;
 pub const T_LARGE: u64 = 488;
 /// Dead bytes this txn produced and has not yet added to the store's `H_DEAD_HINT`.
 pub const T_DEAD_PEND: u64 = 496;
-/// The segment a lock-free add of this txn is counted in (0 = none); see `fixed.rs`.
+/// The segment a lock-free add of this txn is counted in (0 = none); see `kinds::fixed`.
 pub const T_ADDING: u64 = 504;
 
 /// Encodes the owner word of a txn slot.
@@ -55,7 +55,7 @@ pub const WAITERS: u64 = 1 << 31;
 /// Bits 0..30 of a lock word: the owning txn slot + 1 (0: free).
 pub const OWNER_MASK: u64 = WAITERS - 1;
 /// The high half of a lock word is not the lock's: segment locks of fixed-size maps count
-/// the lock-free adders in flight there (see `fixed.rs`). Taking and releasing a lock
+/// the lock-free adders in flight there (see `kinds::fixed`). Taking and releasing a lock
 /// keeps it; in every other lock word it is always 0.
 pub const LOCK_HIGH: u64 = !((1u64 << 32) - 1);
 

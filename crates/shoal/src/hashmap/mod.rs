@@ -15,12 +15,14 @@ mod arena;
 mod check;
 mod dir;
 mod segment;
+mod skeleton;
 mod wait;
 
 pub(crate) use arena::*;
 pub(crate) use check::*;
 pub(crate) use dir::*;
 pub(crate) use segment::*;
+pub(crate) use skeleton::*;
 pub(crate) use wait::*;
 
 use crate::error::{Error, Result};

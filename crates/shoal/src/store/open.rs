@@ -69,7 +69,7 @@ impl Store {
 /// Reads and validates a header (not yet mapped: a bad file must fail here, cleanly).
 /// Returns the geometry, the file's size and its header's file end. A file shorter than
 /// its file end is refused as truncated, unless `short_ok` (salvage, see
-/// `salvage.rs`), which still needs the whole header and tables.
+/// `store::salvage`), which still needs the whole header and tables.
 pub(crate) fn read_geometry(
     path: &Path,
     file: &File,
@@ -136,7 +136,7 @@ pub(crate) fn repair_refused(path: &Path, what: &str) -> Error {
 /// Opens a store; with `repair`, the store is verified in full whatever its clean flag
 /// says (every record's checksum included) and repaired (dropping what cannot be
 /// trusted) instead of refused, and the repair report is returned. A repair needs the
-/// store alone; a truncated file is salvaged into a new one (`salvage.rs`).
+/// store alone; a truncated file is salvaged into a new one (`store::salvage`).
 pub(crate) fn open_file_mode(
     path: &Path,
     o: &Options,

@@ -29,7 +29,7 @@ pub(crate) fn wait_adders(tx: &Txn, seg: u64, timeout: Duration) -> Result<()> {
             std::hint::spin_loop();
             continue;
         }
-        // As for locks (txn.rs, `lock_slow`): the live adders every 10 ms, and the
+        // As for locks (`txn`, `lock_slow`): the live adders every 10 ms, and the
         // deadline before every sleep, with the adders looked at first, since a count only
         // dead adders left must be cleared whatever the deadline (a zero one, the Python
         // binding's first try, used to sleep out the first 10 ms).

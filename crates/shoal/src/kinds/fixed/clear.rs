@@ -2,33 +2,15 @@
 
 use super::*;
 use crate::error::Result;
-use crate::hashmap::{self};
 use crate::txn::{Redo, Txn};
 
-/// Removes every entry, one segment at a time.
+/// Removes every entry, one segment at a time (each once its lock-free adders drained).
 pub(crate) fn clear(tx: &Txn, f: &FixedRef) -> Result<()> {
-    let sh = tx.sh;
-    let mut done = std::collections::HashSet::new();
-    loop {
-        if !f.m.alive(sh) {
-            return Err(f.m.dropped());
-        }
-        let todo: Vec<u64> = hashmap::segments(sh, &f.m)?
-            .into_iter()
-            .map(|(s, _)| s)
-            .filter(|s| !done.contains(s))
-            .collect();
-        if todo.is_empty() {
-            return Ok(());
-        }
-        for seg in todo {
-            done.insert(seg);
-            tx.lock(seg + S_LOCK)?;
-            let r = wait_adders(tx, seg, f.m.timeout).and_then(|_| clear_segment(tx, f, seg));
-            tx.unlock(seg + S_LOCK);
-            r?;
-        }
-    }
+    f.m.clear_segments(tx, |tx, seg| {
+        wait_adders(tx, seg, f.m.timeout).and_then(|_| clear_segment(tx, f, seg))?;
+        Ok(0)
+    })?;
+    Ok(())
 }
 
 pub(crate) fn clear_segment(tx: &Txn, f: &FixedRef, seg: u64) -> Result<()> {

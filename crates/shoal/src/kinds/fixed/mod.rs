@@ -5,7 +5,7 @@
 //! else.
 //!
 //! ```text
-//! root, directory   as in index.rs (extendible hashing, low hash bits)
+//! root, directory   as in `hashmap` (extendible hashing, low hash bits)
 //! segment           64-byte header line (lock, depth, prefix) + n_main + n_stash buckets
 //! bucket (64·L B)   header word: seq (24 bits) | overflow (8) << 24 | bitmap (32) << 32
 //!                   then `cells` cells of `cell` bytes: key, padding, value
@@ -13,7 +13,7 @@
 //!
 //! A key lives in its home bucket or, when that is full, in one of the next
 //! [`NEIGHBOURS`] buckets or a stash bucket; the home bucket's overflow count says when to
-//! look there (F14's counts, as in `index.rs`; the neighbours raise the load at which
+//! look there (F14's counts, as in variable maps; the neighbours raise the load at which
 //! a segment is full from ~45 % to ~85 %). A bitmap bit says which cells are occupied; a
 //! deleted cell is reused by the next insert.
 //!
@@ -47,13 +47,12 @@
 //! itself; a count left by a killed adder is recognised (no live txn announces the
 //! segment) and cleared by the writer waiting on it, after 10 ms.
 //!
-//! Duplicated from index.rs, with cells instead of slots: the optimistic read loop, the
-//! split (build, finish, recovery), clear and iteration snapshots. The moves are this
-//! module's own. They differ in every
-//! line that touches a bucket (bitmaps instead of slots, keys in place instead of in
-//! records, in-place values that need the old segment frozen by the lock), and keeping
-//! `index.rs`'s hot paths free of a cell/slot abstraction was a goal. The directory, the
-//! segment locking, the spares and the directory doubling are shared (`index.rs`).
+//! What both hash-map layouts share is written once in `hashmap`: the directory, segment
+//! locking, spares and doubling, the optimistic read loop and its backoff, a split's
+//! publication, clearing and an iteration step's retries. What touches a bucket is this
+//! module's own (cells and bitmaps instead of slots, keys in place instead of in records,
+//! in-place values that need the segment frozen by its lock), and so are the moves: the
+//! variable map's hot paths stay free of a cell/slot abstraction.
 
 use crate::error::{Error, Result};
 use crate::format::*;
@@ -61,6 +60,8 @@ use crate::hashmap::{self, MapRef};
 use crate::shared::Shared;
 use crate::txn::Txn;
 use std::sync::atomic::Ordering::*;
+
+pub(crate) use crate::hashmap::Attempt;
 
 mod adders;
 mod check;
@@ -102,12 +103,6 @@ pub(crate) struct FixedRef {
     /// The shared part: id, header, bucket counts, segment size, catalog word, timeout.
     pub m: MapRef,
     pub geo: Geo,
-}
-
-/// Outcome of one optimistic attempt.
-pub(crate) enum Attempt<T> {
-    Done(T),
-    Retry,
 }
 
 /// What a write decides, seeing the current value (its offset) under the lock.

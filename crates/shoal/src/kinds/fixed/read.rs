@@ -1,12 +1,9 @@
 //! Reads: the optimistic lookup, its straight-line usual case and its general path.
 
 use super::*;
-use crate::deadline::Wait;
 use crate::error::Result;
-use crate::hashmap::{self};
 use crate::mem::fence;
 use crate::shared::Shared;
-use std::time::Duration;
 
 impl FixedRef {
     /// Optimistic lookup: calls `f(value offset)` on a consistent view; `f` may run more
@@ -164,15 +161,8 @@ impl FixedRef {
         key: &[u8],
         f: &mut impl FnMut(u64) -> T,
     ) -> Result<Option<T>> {
-        let wait = Wait::begin(self.m.timeout, self.m.timeout);
-        let mut tries = 0u32;
-        loop {
-            tries += 1;
-            self.backoff(sh, h, tries, &wait)?;
-            if let Attempt::Done(r) = self.read_once(sh, h, key, f)? {
-                return Ok(r);
-            }
-        }
+        self.m
+            .retry_reads(sh, h, || self.read_once(sh, h, key, &mut *f))
     }
 
     #[inline(always)]
@@ -243,42 +233,5 @@ impl FixedRef {
             return Err(self.m.dropped());
         }
         Ok(Attempt::Done(result))
-    }
-
-    /// Between optimistic retries (as `MapRef::backoff`): spin, yield, sleep; after 10 ms
-    /// recover a dead writer of the segment; give up at the timeout.
-    #[cold]
-    pub(crate) fn backoff(&self, sh: &Shared, h: u64, tries: u32, wait: &Wait) -> Result<()> {
-        if tries < 16 {
-            std::hint::spin_loop();
-            return Ok(());
-        }
-        if tries < 64 {
-            crate::rt::yield_now();
-            return Ok(());
-        }
-        if !self.m.alive(sh) {
-            return Err(self.m.dropped());
-        }
-        let expired = wait.expired();
-        // The deadline is checked here too, not only with the writer's liveness every
-        // 10 ms: a deadline below that (zero: "only if not busy now") gives up after the
-        // spins and yields.
-        if wait.waited() > Duration::from_millis(10) || expired {
-            let (_, _, e) = self.m.locate(sh, h, sh.file_end())?;
-            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
-            if lockw != 0 && !sh.txn_alive(lockw - 1) {
-                if !sh.read_only {
-                    crate::txn::recover_txn(sh, lockw - 1)?;
-                } else if expired {
-                    return Err(hashmap::dead_writer_error(sh));
-                }
-            }
-            if expired {
-                return Err(wait.timeout());
-            }
-        }
-        crate::rt::sleep(Duration::from_micros(50));
-        Ok(())
     }
 }

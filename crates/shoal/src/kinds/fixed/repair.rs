@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::hashmap::{self};
 use crate::shared::Shared;
 
-/// The salvage of a truncated file's fixed map (`salvage.rs`): calls `each(key, value)`
+/// The salvage of a truncated file's fixed map (`store::salvage`): calls `each(key, value)`
 /// on every cell that lies wholly below `bound` (the file's real size), in a bucket whose
 /// header survived, and that the directory leads its key to (cells elsewhere are
 /// leftovers no read would find), each key once; `lost(what)` on what could not be read

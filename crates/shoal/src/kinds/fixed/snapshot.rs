@@ -5,7 +5,6 @@ use crate::error::Result;
 use crate::hashmap::{self};
 use crate::mem::fence;
 use crate::shared::Shared;
-use crate::txn::Txn;
 
 /// Copies out the segment covering iteration position `cursor` (bit-reversed hash
 /// order, as `hashmap::snapshot`) and returns the next position. As there, what is still
@@ -17,30 +16,13 @@ pub(crate) fn snapshot(
     map: &str,
     cursor: u64,
 ) -> Result<hashmap::Step> {
-    for attempt in 0..16 {
-        if let Some(r) = snapshot_once(sh, f, map, cursor, None)? {
-            return Ok(r);
-        }
-        if attempt > 4 {
-            crate::rt::yield_now();
-        }
-    }
-    if sh.read_only {
-        return hashmap::read_only_retries(sh, &f.m, cursor, || {
-            snapshot_once(sh, f, map, cursor, None)
-        });
-    }
-    let t = crate::txn::thread_txn(sh)?;
-    let tx = Txn::new(sh, t);
-    let seg = f.lock_segment(&tx, cursor.reverse_bits())?;
-    let r = snapshot_once(sh, f, map, cursor, Some(seg));
-    tx.unlock(seg + S_LOCK);
-    r?.ok_or_else(|| {
-        f.m.bad(
-            sh,
-            format!("map {map:?}: the directory no longer names segment {seg:#x}, whose lock the iteration holds"),
-        )
-    })
+    f.m.snapshot_step(
+        sh,
+        map,
+        cursor,
+        |locked| snapshot_once(sh, f, map, cursor, locked),
+        |tx, h| f.lock_segment(tx, h),
+    )
 }
 
 pub(crate) fn snapshot_once(

@@ -78,28 +78,7 @@ pub(crate) fn split_locked(tx: &Txn, f: &FixedRef, seg: u64, d: u64) -> Result<(
 /// overflow counts.
 pub(crate) fn finish_split(sh: &Shared, f: &FixedRef, seg: u64, s1: u64, d: u64) -> Result<()> {
     let m = &f.m;
-    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
-    let g = root >> 48;
-    let dir = root & OFF_MASK;
-    let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
-    let mut j = prefix;
-    while j < (1 << g) {
-        let e = if (j >> d) & 1 == 1 {
-            dir_entry(s1, d + 1)
-        } else {
-            dir_entry(seg, d + 1)
-        };
-        sh.w(dir + 8 * j).store(e, Release);
-        j += 1 << d;
-    }
-    sh.w(s1 + S_DEPTH).store(d + 1, Release);
-    sh.w(s1 + S_PREFIX).store(prefix | (1 << d), Release);
-    sh.w(seg + S_DEPTH).store(d + 1, Release);
-    sh.w(m.hdr + M_SPARE_SEG).store(0, Release);
-    sh.persist(dir, 8 << g)?;
-    sh.persist(m.hdr, 8)?;
-    sh.persist(seg, BUCKET)?;
-    sh.persist(s1, BUCKET)?;
+    m.publish_split(sh, seg, s1, d)?;
     crate::rt::failpoint!("fixed.split.published");
     clear_cells_where(
         sh,

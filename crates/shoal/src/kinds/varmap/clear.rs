@@ -6,30 +6,7 @@ use crate::txn::{Redo, Txn};
 
 /// Removes every entry of the map, segment by segment. Returns the record bytes freed.
 pub(crate) fn clear(tx: &Txn, m: &MapRef) -> Result<u64> {
-    let sh = tx.sh;
-    let mut done = std::collections::HashSet::new();
-    let mut freed = 0u64;
-    loop {
-        // As in `lock_segment`: never walk the stale header of a dropped map.
-        if !m.alive(sh) {
-            return Err(m.dropped());
-        }
-        let todo: Vec<u64> = segments(sh, m)?
-            .into_iter()
-            .map(|(s, _)| s)
-            .filter(|s| !done.contains(s))
-            .collect();
-        if todo.is_empty() {
-            return Ok(freed);
-        }
-        for seg in todo {
-            done.insert(seg);
-            tx.lock(seg + S_LOCK)?;
-            let r = clear_segment(tx, m, seg);
-            tx.unlock(seg + S_LOCK);
-            freed += r?;
-        }
-    }
+    m.clear_segments(tx, |tx, seg| clear_segment(tx, m, seg))
 }
 
 pub(crate) fn clear_segment(tx: &Txn, m: &MapRef, seg: u64) -> Result<u64> {

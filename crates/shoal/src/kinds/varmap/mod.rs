@@ -64,12 +64,6 @@ pub(crate) struct Hit {
     pub vlen: u64,
 }
 
-/// Outcome of an optimistic read attempt.
-pub(crate) enum Attempt<T> {
-    Done(T),
-    Retry,
-}
-
 /// A MapRef read straight from the catalog (recovery and checks).
 pub(crate) fn map_ref_unchecked(sh: &Shared, id: u64) -> Result<MapRef> {
     if id >= sh.g.n_catalog {

@@ -1,11 +1,9 @@
 //! Reads: the optimistic lookup, its straight-line usual case and its general path.
 
 use super::*;
-use crate::deadline::Wait;
 use crate::error::Result;
 use crate::mem::fence;
 use crate::shared::Shared;
-use std::time::Duration;
 
 /// A key found by [`MapRef::scan`]: slot index, record offset, value length and record
 /// header length (the value starts at `off + hl + key length`).
@@ -387,16 +385,7 @@ impl MapRef {
         probe: Probe<'_>,
         f: &mut impl FnMut(u64, u64, u64) -> T,
     ) -> Result<Option<T>> {
-        // The clock is read only once a retry happens: the common read never needs it.
-        let wait = Wait::begin(self.timeout, self.timeout);
-        let mut tries = 0u32;
-        loop {
-            tries += 1;
-            self.backoff(sh, h, tries, &wait)?;
-            if let Attempt::Done(r) = self.read_once(sh, h, probe, f)? {
-                return Ok(r);
-            }
-        }
+        self.retry_reads(sh, h, || self.read_once(sh, h, probe, &mut *f))
     }
 
     #[inline(always)]
@@ -465,43 +454,6 @@ impl MapRef {
             return Err(self.dropped());
         }
         Ok(Attempt::Done(result))
-    }
-
-    /// Between optimistic retries: spin, then yield, then sleep; after 10 ms check whether
-    /// the segment's writer died (and recover it), and give up at the lock timeout.
-    #[cold]
-    pub(crate) fn backoff(&self, sh: &Shared, h: u64, tries: u32, wait: &Wait) -> Result<()> {
-        if tries < 16 {
-            std::hint::spin_loop();
-            return Ok(());
-        }
-        if tries < 64 {
-            crate::rt::yield_now();
-            return Ok(());
-        }
-        if !self.alive(sh) {
-            return Err(self.dropped());
-        }
-        let expired = wait.expired();
-        // The deadline is checked here too, not only with the writer's liveness every
-        // 10 ms: a deadline below that (zero: "only if not busy now") gives up after the
-        // spins and yields.
-        if wait.waited() > Duration::from_millis(10) || expired {
-            let (_, _, e) = self.locate(sh, h, sh.file_end())?;
-            let lockw = sh.w(entry_seg(e) + S_LOCK).load(Acquire) & (WAITERS - 1);
-            if lockw != 0 && !sh.txn_alive(lockw - 1) {
-                if !sh.read_only {
-                    crate::txn::recover_txn(sh, lockw - 1)?;
-                } else if expired {
-                    return Err(dead_writer_error(sh));
-                }
-            }
-            if expired {
-                return Err(wait.timeout());
-            }
-        }
-        crate::rt::sleep(Duration::from_micros(50));
-        Ok(())
     }
 }
 

@@ -4,7 +4,6 @@ use super::*;
 use crate::error::Result;
 use crate::mem::fence;
 use crate::shared::Shared;
-use crate::txn::Txn;
 
 /// Copies out the segment that covers iteration position `cursor`, and returns the next
 /// position (None at the end).
@@ -29,34 +28,13 @@ pub(crate) fn snapshot(
     cursor: u64,
     values: bool,
 ) -> Result<Step> {
-    for attempt in 0..16 {
-        if let Some(r) = snapshot_once(sh, m, map, cursor, values, None)? {
-            return Ok(r);
-        }
-        if attempt > 4 {
-            crate::rt::yield_now();
-        }
-    }
-    if sh.read_only {
-        return read_only_retries(sh, m, cursor, || {
-            snapshot_once(sh, m, map, cursor, values, None)
-        });
-    }
-    // Persistent interference (or damage): copy under the segment lock.
-    let t = crate::txn::thread_txn(sh)?;
-    let tx = Txn::new(sh, t);
-    let h = cursor.reverse_bits();
-    let seg = m.lock_segment(&tx, h)?;
-    let r = snapshot_once(sh, m, map, cursor, values, Some(seg));
-    tx.unlock(seg + S_LOCK);
-    r?.ok_or_else(|| {
-        // Under the lock only the directory may change, and only by a doubling, which
-        // keeps the entry naming this segment: the entry itself is damaged.
-        m.bad(
-            sh,
-            format!("map {map:?}: the directory no longer names segment {seg:#x}, whose lock the iteration holds"),
-        )
-    })
+    m.snapshot_step(
+        sh,
+        map,
+        cursor,
+        |locked| snapshot_once(sh, m, map, cursor, values, locked),
+        |tx, h| m.lock_segment(tx, h),
+    )
 }
 
 pub(crate) fn snapshot_once(

@@ -147,30 +147,7 @@ pub(crate) fn finish_split(
     d: u64,
     known: Option<&[u64]>,
 ) -> Result<()> {
-    let root = sh.w(m.hdr + M_ROOT).load(Acquire);
-    let g = root >> 48;
-    let dir = root & OFF_MASK;
-    let prefix = sh.w(seg + S_PREFIX).load(Acquire) & ((1 << d) - 1);
-    let mut j = prefix;
-    while j < (1 << g) {
-        let e = if (j >> d) & 1 == 1 {
-            dir_entry(s1, d + 1)
-        } else {
-            dir_entry(seg, d + 1)
-        };
-        sh.w(dir + 8 * j).store(e, Release);
-        j += 1 << d;
-    }
-    sh.w(s1 + S_DEPTH).store(d + 1, Release);
-    sh.w(s1 + S_PREFIX).store(prefix | (1 << d), Release);
-    sh.w(seg + S_DEPTH).store(d + 1, Release);
-    sh.w(m.hdr + M_SPARE_SEG).store(0, Release);
-    // On disk, the repointed directory (and the depths) must be durable before the moved
-    // keys are removed from the old segment.
-    sh.persist(dir, 8 << g)?;
-    sh.persist(m.hdr, 8)?;
-    sh.persist(seg, BUCKET)?;
-    sh.persist(s1, BUCKET)?;
+    m.publish_split(sh, seg, s1, d)?;
     crate::rt::failpoint!("split.published");
     let end = sh.file_end();
     let nb = m.n_main + m.n_stash;
