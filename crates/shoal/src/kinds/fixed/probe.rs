@@ -177,6 +177,8 @@ impl FixedRef {
     }
 
     /// Under the segment lock: the cell holding `key`.
+    // Always inlined: it is most of an in-place add, and its callers sit in other modules.
+    #[inline(always)]
     pub(crate) fn find_locked(&self, sh: &Shared, seg: u64, h: u64, key: &[u8]) -> Option<Cell> {
         let b = home_bucket(h, self.m.n_main);
         let hw = sh.w(self.bucket(seg, b)).load(Acquire);
