@@ -3,7 +3,7 @@
     python bench/plot_compare.py RESULT.json OUT_PREFIX
 
 writes OUT_PREFIX-ops.png (ops/s per phase and system, 1 and 2 processes, log scale),
-OUT_PREFIX-ratio.png (Shoal / peer for the per-op peers, with the issue's targets) and
+OUT_PREFIX-ratio.png (Shoal / peer for the per-op peers, with the targets) and
 OUT_PREFIX-bytes.png (bytes per entry after PUT).
 """
 

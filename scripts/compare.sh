@@ -11,7 +11,7 @@
 # Installs what it needs when missing (with apt-get: libclang for the libmdbx bindings,
 # redis-server; a Python venv in target/compare-venv with bench/requirements-compare.txt),
 # builds crates/shoal-compare, runs it, and writes
-#   docs/benchmarks/compare-N.md     the tables (ops/s, Shoal / peer, the targets)
+#   docs/benchmarks/compare-N.md     the tables (ops/s, Shoal / peer, the targets)
 #   docs/benchmarks/compare-N.json   the raw figures
 #   docs/benchmarks/compare-N-*.png  the charts (bench/plot_compare.py)
 # A peer that cannot be installed or started is reported as "skipped: <why>" in the table.

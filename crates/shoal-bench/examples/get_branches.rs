@@ -10,8 +10,8 @@
 //!
 //! Divide each phase's counts (Ir, Bc, Bcm) by KEYS (default 200,000): every key is got
 //! once, in a shuffled order. The simulator's predictor is simpler than a real CPU's, so the
-//! figures rank branches rather than measure them; `docs/benchmarks/single-get.md`,
-//! "Session 24", has one run.
+//! figures rank branches rather than measure them; `docs/benchmarks/single-get.md` has
+//! the latest figures.
 use std::hint::black_box;
 type HbMap = hashbrown::HashMap<Vec<u8>, Vec<u8>, foldhash::fast::RandomState>;
 

@@ -27,7 +27,7 @@ doing half the ops; for Redis, two client processes):
           (that step counts 2 ops)
   REMOVE  every key removed, in shuffled order
 plus bytes per entry after PUT. Shoal alone also runs with --many-procs processes (MIX with 8
-processes against 2: the issue's target is >= 0.7x).
+processes against 2: the target is >= 0.7x).
 
 Options:
   --keys N          keys (default 1M; accepts 1_000_000, 10M, 500k)

@@ -1,4 +1,4 @@
-//! The report: Markdown (tables of ops/s, ratios "Shoal / peer", the issue's targets) and
+//! The report: Markdown (tables of ops/s, ratios "Shoal / peer", the targets) and
 //! JSON (for `bench/plot_compare.py`).
 
 use crate::peers::{Phase, PHASES};
@@ -89,7 +89,7 @@ pub struct Report<'a> {
     pub redis_version: Option<String>,
 }
 
-/// One of the issue's targets, evaluated.
+/// One of the targets, evaluated.
 struct Target {
     what: String,
     phase: &'static str,
@@ -275,7 +275,9 @@ impl Report<'_> {
         if let Some(r) = &a.repro {
             let _ = writeln!(s, "- command: `{r}`");
         }
-        let argv: Vec<String> = std::env::args()
+        // The program by name, not by the path it ran from (which names this machine).
+        let argv: Vec<String> = std::iter::once("shoal-compare".to_string())
+            .chain(std::env::args().skip(1))
             .map(|x| if x.contains(' ') { format!("'{x}'") } else { x })
             .collect();
         let _ = writeln!(s, "- binary invocation: `{}`", argv.join(" "));
@@ -388,7 +390,7 @@ impl Report<'_> {
                 cells[3]
             );
         }
-        s.push_str("\n## The issue's targets\n\n");
+        s.push_str("\n## Targets\n\n");
         s.push_str(
             "| target | phase | measured (ops/s) | met? | per CPU-second |\n\
              |---|---|---:|---|---:|\n",

@@ -8,10 +8,10 @@
 //! It prints, every twentieth of the run, the file size beside the data, live, dead and
 //! free bytes and the chunks cleaned so far, and at the end the maximum file size per third
 //! of the run (the soak's rule: the last third must not pass the middle one by more than
-//! 10%). The soak (`scripts/soak.sh`) failed that rule on this mix after 20-30 minutes.
-//! Session 22 traced it to large records finding no free run; this example showed the
-//! cause in a second: writers skipped their cleaning steps while another held the cleaner
-//! lock, and dead space ran to 4-8x the live data (docs/RELIABILITY.md, session 23).
+//! 10%). It reproduces in a second what the soak (`scripts/soak.sh`) would take 20-30
+//! minutes to show: were writers to skip their cleaning steps while another holds the
+//! cleaner lock, dead space would run to 4-8x the live data (docs/RELIABILITY.md lists
+//! the regression).
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -6,7 +6,7 @@
 //! record and the cleaner reclaims the old ones. Prints, per pass,
 //! the puts per second of the thread's CPU time (what the cleaner's work costs the
 //! writer), the file size, and the highest share of dead bytes in the data bytes and in
-//! the live bytes seen at twenty points of the pass (issue 2 bounds it at 20%).
+//! the live bytes seen at twenty points of the pass (the engine bounds it at 20%).
 
 use shoal::{OpenMode, Options, Store};
 

@@ -10,8 +10,8 @@
 //! step, to the file named by the `SHOAL_TRACE` environment variable (if set), so that a
 //! chunk's history can be read back across processes.
 //!
-//! Why this exists: session 22 hunted a chunk of live records freed under the soak (a live
-//! process judged dead, docs/RELIABILITY.md). With the race's window widened, a soak with
+//! Why this exists: a chunk of live records freed under the soak (a live process judged
+//! dead, docs/RELIABILITY.md) took hours to find without it. With the race's window widened, a soak with
 //! these checks stopped within 30 seconds at the merge of a free run that a live record
 //! lay in. Costly (a scan of the whole index per step): for soaks, never for benchmarks.
 //!

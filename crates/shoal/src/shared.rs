@@ -397,8 +397,8 @@ impl Shared {
     /// registration of a process that attached in between, and from then on every other
     /// process judged it dead (`owner_alive` reads `state`): they stole the locks it held
     /// mid-write, replayed its intents and gave its txn slots to other threads while it
-    /// still used them (the soak, session 22: lost records, a chunk freed with live
-    /// records in it, "lock already held by this thread").
+    /// still used them (found by the soak: lost records, a chunk freed with live records
+    /// in it, "lock already held by this thread").
     #[cfg(not(shuttle))]
     pub fn clear_dead_proc(&self, p: u64) {
         let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner());

@@ -205,8 +205,8 @@ fn overwrite_forever_keeps_file_bounded() {
                 .unwrap();
         }
         let st = s.stats().unwrap();
-        // Issue 2's bound: dead space at most 20% of the data, read strictly (of the live
-        // data). The cleaner starts at a seventh of the data bytes (cleaner.rs,
+        // The engine's bound: dead space at most 20% of the data, read strictly (of the live
+        // data). The cleaner starts at a seventh of the data bytes (cleaner/accounting.rs,
         // `worth_cleaning`), which is a sixth of the live bytes.
         assert!(
             st.dead_bytes * 5 <= st.live_bytes,
@@ -255,7 +255,7 @@ fn overwrite_forever_from_many_threads_keeps_file_bounded() {
             }
         });
         let st = s.stats().unwrap();
-        // Issue 2's bound, read strictly as in the one-thread test, with a chunk of slack
+        // The engine's bound, read strictly as in the one-thread test, with a chunk of slack
         // per thread: each may stop a cleaning step short of the threshold.
         let slack = u64::from(THREADS) * (64 << 10);
         assert!(
@@ -795,7 +795,7 @@ fn store_filled_to_its_cap_can_still_be_overwritten() {
     assert!(r.is_ok(), "{r}");
 }
 
-/// Values of at least 1 GiB (the issue's floor) round-trip.
+/// Values of at least 1 GiB (the largest value the engine promises) round-trip.
 #[test]
 fn one_gib_value() {
     let d = tmp();

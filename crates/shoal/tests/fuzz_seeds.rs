@@ -158,7 +158,7 @@ fn crashed_seeds(dir: &Path) {
         ("write.half_applied", 90),
         ("split.building", 2),
         // 2, not 3: 80 keys need at least 3 segments of 30 slots (2 splits) whatever the
-        // file's random hash seed, and 1 seed in ~12 made no third (CI, session 9).
+        // file's random hash seed, and 1 seed in ~12 made no third (seen in CI).
         ("split.published", 2),
         ("split.removing", 2),
         ("alloc.committed", 3),

@@ -5,7 +5,7 @@
 //! the slot unlocked and is about to mark it free) until the other has attached to that
 //! slot and holds a segment lock.
 //!
-//! The bug this guards against (found by the soak, session 22): the slot was marked free
+//! The bug this guards against (found by the soak): the slot was marked free
 //! on the strength of the earlier look, which wiped the new process's registration. Every
 //! other process then judged it dead: a writer waiting for a lock it held took the lock
 //! away mid-write, and its txn slots went to other threads while it used them.

@@ -1,6 +1,6 @@
-//! How long a process waits after the death of one that held what it waits for (issue 2,
-//! point 8: "no other process waits more than a bounded time (target: at most 50 ms after
-//! the death)"). A measurement, not a test: it prints figures and asserts no timing.
+//! How long a process waits after the death of one that held what it waits for (the
+//! engine's promise: no other process waits more than a bounded time, at most 50 ms after
+//! the death). A measurement, not a test: it prints figures and asserts no timing.
 //!
 //!   cargo run --release -p shoal-torture --features failpoints --bin shoal-recovery -- [--deaths N] [--seed S]
 //!

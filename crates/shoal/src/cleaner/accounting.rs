@@ -46,7 +46,7 @@ pub(crate) fn reclaimable_dead(sh: &Shared) -> u64 {
 /// a quarter of its data).
 ///
 /// Why a seventh: the engine's promise is dead space at most a fifth of the live data
-/// under steady overwrite (issue 2: "at most 20% of the data"; a fifth of the live data
+/// under steady overwrite ("at most 20% of the data"; a fifth of the live data
 /// is a sixth of the data bytes, the stricter reading), and the cleaner trails the
 /// threshold by a point or two. A step moves the live records of its victim to reclaim
 /// the dead ones, so the less dead space is tolerated, the more live records move per

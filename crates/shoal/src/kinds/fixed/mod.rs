@@ -23,8 +23,8 @@
 //! of it) into the map's *open* segment, or into a new segment that becomes the open one,
 //! and repoints that one entry. So the map grows one segment at a time and its segments
 //! stay 82-94 % full at every size, where halving splits swing between ~43 % and ~86 %
-//! (every segment fills at the same rate, so they split in waves): issue 3's 4- and
-//! 8-byte overhead budgets need the former. Maps of older stores keep splitting. See
+//! (every segment fills at the same rate, so they split in waves): the 4- and 8-byte
+//! overhead per entry that fixed maps promise needs the former. Maps of older stores keep splitting. See
 //! DESIGN.md, "How fixed maps grow".
 //!
 //! **Writes** lock the segment. An insert writes the key and value into a *free* cell
