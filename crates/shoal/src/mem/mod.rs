@@ -26,9 +26,13 @@
 //!   What such a load returns is validated like any other optimistic read.
 //!
 //! Soundness rests on two invariants that the callers keep:
-//! 1. an offset passed here lies below the store's published `file_end` (callers check
-//!    offsets read from the file against it; see `format::Limits`), and the file never
-//!    shrinks while mapped, so the page is backed and no `SIGBUS` can occur;
+//! 1. an offset passed here lies below the store's published `file_end`: every path that
+//!    reads an offset from the file checks it against `Shared::file_end` before using it
+//!    (debug builds, and the fuzz targets built with them, assert it on every read:
+//!    [`Region::checking_file_end`]); the file end is validated against the maximum size
+//!    at open and written only by growth; and the file never shrinks while mapped, so the
+//!    page is backed and no `SIGBUS` can occur. Release builds do not check it again here
+//!    (docs/DESIGN.md, "Known limits and open decisions", says what that would cost);
 //! 2. the mapping outlives every reference handed out (references borrow `&self`).
 //!
 //! Under `cfg(shuttle)` the region is a heap array of shuttle's atomics, so the lock, the
