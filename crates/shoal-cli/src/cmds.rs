@@ -124,44 +124,31 @@ struct MapRow {
 }
 
 fn map_row(s: &shoal::Store, name: &str) -> shoal::Result<Option<MapRow>> {
-    Ok(match s.map_kind(name)? {
-        None => None,
-        Some(shoal::MapKind::Variable { uids }) => {
-            let m = s.open_map(name)?.stats()?;
-            Some(MapRow {
-                kind: if uids { "variable, UIDs" } else { "variable" }.into(),
-                kind_json: serde_json::json!({"variable": {"uids": uids}}),
-                entries: m.entries,
-                live_bytes: m.live_bytes,
-                segments: m.segments,
-                splits: m.splits,
-                directory_depth: m.directory_depth,
-            })
-        }
-        Some(shoal::MapKind::Fixed {
+    let (Some(kind), Some(st)) = (s.map_kind(name)?, s.object_stats(name)?) else {
+        return Ok(None); // absent, or dropped meanwhile
+    };
+    let (kind, kind_json) = match kind {
+        shoal::MapKind::Variable { uids } => (
+            if uids { "variable, UIDs" } else { "variable" }.to_string(),
+            serde_json::json!({"variable": {"uids": uids}}),
+        ),
+        shoal::MapKind::Fixed {
             key_size,
             value_size,
-        }) => {
-            let m = s
-                .fixed_map_with(
-                    name,
-                    key_size,
-                    value_size,
-                    &shoal::FixedOptions::default(),
-                    false,
-                )?
-                .stats()?;
-            Some(MapRow {
-                kind: format!("fixed {key_size}+{value_size}"),
-                kind_json: serde_json::json!({"fixed": {"key_size": key_size, "value_size": value_size}}),
-                entries: m.entries,
-                live_bytes: m.entries * (key_size + value_size) as u64,
-                segments: m.segments,
-                splits: m.splits,
-                directory_depth: m.directory_depth,
-            })
-        }
-    })
+        } => (
+            format!("fixed {key_size}+{value_size}"),
+            serde_json::json!({"fixed": {"key_size": key_size, "value_size": value_size}}),
+        ),
+    };
+    Ok(Some(MapRow {
+        kind,
+        kind_json,
+        entries: st.entries,
+        live_bytes: st.live_bytes,
+        segments: st.segments,
+        splits: st.splits,
+        directory_depth: st.directory_depth,
+    }))
 }
 
 /// `shoal stat`.
@@ -312,18 +299,14 @@ pub fn ls(
         None => {
             for name in s.maps()?.into_iter().take(limit as usize) {
                 if long {
-                    match s.open_map(&name).and_then(|m| m.stats()) {
-                        Ok(ms) => writeln!(
+                    match s.object_stats(&name)? {
+                        Some(st) => writeln!(
                             out,
                             "{:>12}  {:>10}  {name}",
-                            human::count(ms.entries),
-                            human::size(ms.live_bytes)
+                            human::count(st.entries),
+                            human::size(st.live_bytes)
                         )?,
-                        // Dropped meanwhile, or a fixed-size map (not listed long yet).
-                        Err(shoal::Error::NotFound(_) | shoal::Error::InvalidArgument(_)) => {
-                            continue
-                        }
-                        Err(e) => return Err(e.into()),
+                        None => continue, // dropped meanwhile
                     }
                 } else {
                     writeln!(out, "{name}")?;

@@ -4,7 +4,7 @@ use crate::cmds;
 use crate::fail::Fail;
 use crate::human;
 use crate::signal;
-use shoal::{MapStats, StoreStats};
+use shoal::{ObjectStats, StoreStats};
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -13,19 +13,16 @@ use std::time::{Duration, Instant};
 struct Snapshot {
     at: Instant,
     store: StoreStats,
-    maps: Vec<(String, MapStats)>,
+    maps: Vec<(String, ObjectStats)>,
 }
 
 fn snapshot(s: &shoal::Store) -> Result<Snapshot, Fail> {
     let store = s.stats()?;
     let mut maps = Vec::new();
     for name in s.maps()? {
-        match s.open_map(&name).and_then(|m| m.stats()) {
-            Ok(ms) => maps.push((name, ms)),
-            Err(shoal::Error::NotFound(_)) => {} // dropped meanwhile
-            // A fixed-size map: not shown by this command yet.
-            Err(shoal::Error::InvalidArgument(_)) => {}
-            Err(e) => return Err(e.into()),
+        // None: dropped meanwhile.
+        if let Some(st) = s.object_stats(&name)? {
+            maps.push((name, st));
         }
     }
     Ok(Snapshot {
@@ -84,7 +81,7 @@ fn render(path: &Path, n: u64, cur: &Snapshot, prev: Option<&Snapshot>) -> Strin
         rate(&|x| x.store.chunks_cleaned).trim_end_matches("/s"),
         st.processes.saturating_sub(1)
     ));
-    let before: HashMap<&str, &MapStats> = prev
+    let before: HashMap<&str, &ObjectStats> = prev
         .map(|p| p.maps.iter().map(|(n, m)| (n.as_str(), m)).collect())
         .unwrap_or_default();
     let rows: Vec<Vec<String>> = cur

@@ -224,6 +224,19 @@ fn ls_maps_and_keys() {
     assert_eq!(ok(&["ls", &s, "m", "--limit", "3"]).lines().count(), 3);
     assert_eq!(ok(&["ls", "-l", &s, "other"]).trim(), "2  x");
     fails(&["ls", &s, "nope"], 2, "no map named \"nope\"");
+    // A fixed-size map is listed long like any other map.
+    {
+        let st = shoal::Store::open_existing(&s).unwrap();
+        let f = st.fixed_map("fx", 8, 8).unwrap();
+        for i in 0..25u64 {
+            f.put(&i.to_le_bytes(), &i.to_le_bytes()).unwrap();
+        }
+    }
+    let long = ok(&["ls", "-l", &s]);
+    assert!(
+        long.lines().any(|l| l.ends_with(" fx") && l.contains("25")),
+        "{long}"
+    );
 }
 
 #[test]

@@ -57,6 +57,7 @@ pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use error::{Error, Result};
 pub use format::MapKind;
+pub use object::ObjectStats;
 pub use kinds::varmap::uid::Uid;
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
 

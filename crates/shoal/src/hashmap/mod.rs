@@ -54,6 +54,35 @@ pub(crate) struct MapRef {
 }
 
 impl MapRef {
+    /// The sum of one field (`MC_COUNT`, `MC_BYTES`, `MC_SPLITS`) of the map's per-txn-slot
+    /// counter blocks. Per-thread deltas may be read mid-operation, so a momentarily
+    /// negative sum reads as 0.
+    pub fn counter_sum(&self, sh: &Shared, field: u64) -> u64 {
+        let mut n: u64 = 0;
+        for t in 0..sh.g.n_txn {
+            n = n.wrapping_add(sh.w(self.hdr + M_COUNTERS + MC_SIZE * t + field).load(Relaxed));
+        }
+        if (n as i64) < 0 {
+            0
+        } else {
+            n
+        }
+    }
+
+    /// The figures both kinds of maps share: entries, index bytes, segments, splits and
+    /// directory depth (`live_bytes` is the kind's to fill in).
+    pub fn stats(&self, sh: &Shared) -> Result<crate::object::ObjectStats> {
+        let segments = segments(sh, self)?.len() as u64;
+        Ok(crate::object::ObjectStats {
+            entries: self.counter_sum(sh, MC_COUNT),
+            live_bytes: 0,
+            index_bytes: segments * self.seg_size,
+            segments,
+            splits: self.counter_sum(sh, MC_SPLITS),
+            directory_depth: sh.w(self.hdr + M_ROOT).load(Acquire) >> 48,
+        })
+    }
+
     #[inline]
     pub fn alive(&self, sh: &Shared) -> bool {
         self.alive_in(&sh.r, &sh.g)

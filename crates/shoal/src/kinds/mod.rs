@@ -6,7 +6,7 @@ pub(crate) mod varmap;
 
 use crate::error::Result;
 use crate::format::*;
-use crate::object::{CheckCtx, Kind, RepairCtx};
+use crate::object::{CheckCtx, Kind, ObjectStats, RepairCtx};
 use crate::shared::Shared;
 use crate::shared::{Hooks, IntentHandler, INTENT_KINDS};
 use crate::txn::Txn;
@@ -109,6 +109,9 @@ impl Kind for AnyKind {
     }
     fn drop_barrier(&self, tx: &Txn) -> Result<()> {
         each_kind!(self, k => k.drop_barrier(tx))
+    }
+    fn stats(&self, sh: &Shared) -> Result<ObjectStats> {
+        each_kind!(self, k => k.stats(sh))
     }
 }
 

@@ -53,7 +53,32 @@ pub(crate) trait Kind {
     /// A drop, once the catalog entry is marked dropping: waits out every writer still
     /// inside the object. Its space is then freed with its chain of index runs.
     fn drop_barrier(&self, tx: &Txn) -> Result<()>;
+
+    /// Figures about the object, for `Store::object_stats` and the tools.
+    fn stats(&self, sh: &Shared) -> Result<ObjectStats>;
 }
+
+/// Figures about one object of a store, whatever its kind
+/// ([`Store::object_stats`](crate::Store::object_stats)). A kind without one of these
+/// concepts reports 0 for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ObjectStats {
+    /// Entries (keys) in the object.
+    pub entries: u64,
+    /// Bytes of the entries themselves: the records of a variable-size map (headers,
+    /// keys and values), the keys and values of a fixed-size one.
+    pub live_bytes: u64,
+    /// Bytes of the object's index: its segments.
+    pub index_bytes: u64,
+    /// Index segments.
+    pub segments: u64,
+    /// Segment splits (or, in a fixed-size map, group moves) so far.
+    pub splits: u64,
+    /// Global depth of the directory (it has 2^depth entries).
+    pub directory_depth: u64,
+}
+
 
 /// The most problems a check reports.
 const MAX_PROBLEMS: usize = 1000;

@@ -323,6 +323,21 @@ impl Store {
         self.kind_at(id).map(Some)
     }
 
+    /// Figures about the map `name` (None if there is none), whatever its kind: what a
+    /// tool lists for every map of a store.
+    pub fn object_stats(&self, name: &str) -> Result<Option<crate::ObjectStats>> {
+        let Some((id, _)) = self.find_entry(name)? else {
+            return Ok(None);
+        };
+        let sh = &*self.sh;
+        sh.ensure_registered()?;
+        match AnyKind::open(sh, id)? {
+            Some(object) => object.stats(sh).map(Some),
+            // Dropped since it was found.
+            None => Ok(None),
+        }
+    }
+
     /// The kind of the live map `id`.
     pub(crate) fn kind_at(&self, id: u64) -> Result<MapKind> {
         Ok(AnyKind::open_any(&self.sh, id)?.map_kind())

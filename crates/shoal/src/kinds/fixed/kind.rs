@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::error::Result;
-use crate::object::{CheckCtx, Kind, RepairCtx};
+use crate::object::{CheckCtx, Kind, ObjectStats, RepairCtx};
 use crate::shared::Shared;
 use crate::txn::Txn;
 use std::time::Duration;
@@ -54,6 +54,14 @@ impl Kind for FixedRef {
             rep.name
         ));
         Ok(())
+    }
+
+    fn stats(&self, sh: &Shared) -> Result<ObjectStats> {
+        let st = self.m.stats(sh)?;
+        Ok(ObjectStats {
+            live_bytes: st.entries * (self.geo.key_size + self.geo.value_size),
+            ..st
+        })
     }
 
     fn drop_barrier(&self, tx: &Txn) -> Result<()> {

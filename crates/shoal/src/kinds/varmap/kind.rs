@@ -4,7 +4,7 @@
 use super::*;
 use crate::alloc::record::read_record_header_in;
 use crate::error::Result;
-use crate::object::{CheckCtx, Kind, RepairCtx};
+use crate::object::{CheckCtx, Kind, ObjectStats, RepairCtx};
 use crate::shared::Shared;
 use crate::txn::Txn;
 use std::collections::HashSet;
@@ -334,6 +334,13 @@ impl Kind for VarMap {
             if m.vtrail != 0 { ", UID table" } else { "" }
         ));
         Ok(())
+    }
+
+    fn stats(&self, sh: &Shared) -> Result<ObjectStats> {
+        Ok(ObjectStats {
+            live_bytes: self.0.counter_sum(sh, MC_BYTES),
+            ..self.0.stats(sh)?
+        })
     }
 
     fn drop_barrier(&self, tx: &Txn) -> Result<()> {
