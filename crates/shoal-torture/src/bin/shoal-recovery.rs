@@ -8,7 +8,9 @@
 //! sleeps at a fail point while it holds what others need:
 //! - `write.locked`: the key's segment lock (a writer waits for it);
 //! - `write.half_applied`: the key's bucket, its seq odd in the middle of the change (a
-//!   reader waits for it; the dead writer's committed intent is rolled forward).
+//!   reader waits for it; the dead writer's committed intent is rolled forward);
+//! - `inplace.half_applied`: the same for a value overwritten in place (a put of the
+//!   value's own length).
 //!
 //! Once the worker holds it, a thread of this process starts the operation that must wait
 //! (a put or a get of "hot", with a 30 s deadline), and 5-25 ms later the worker is
@@ -21,9 +23,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const POINTS: [(&str, Waiter); 2] = [
+const POINTS: [(&str, Waiter); 3] = [
     ("write.locked", Waiter::Put),
     ("write.half_applied", Waiter::Get),
+    ("inplace.half_applied", Waiter::Get),
 ];
 
 #[derive(Clone, Copy)]
@@ -35,7 +38,7 @@ enum Waiter {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--worker") {
-        worker(&args[2]);
+        worker(&args[2], &args[3]);
         return;
     }
     let mut deaths = 100usize;
@@ -130,18 +133,33 @@ fn main() {
     }
 }
 
-/// The worker: one put of "hot", with FAILPOINTS making it sleep at the chosen step.
-fn worker(path: &str) {
+/// The worker: one put of "hot", with FAILPOINTS making it sleep at the chosen step. The
+/// value's length decides the path the put takes: its current length for an overwrite in
+/// place (`inplace.*`), another length for a new record (`write.*`; a put of the same
+/// length, as a dead worker's rolled-forward one left, would go in place and never reach
+/// the point).
+fn worker(path: &str, point: &str) {
     shoal::failpoints::setup();
     let s = Store::open_existing(path).unwrap();
     let m = s.open_map("m").unwrap();
-    m.put(b"hot", b"from the worker").unwrap();
+    let now = m.get(b"hot").unwrap().unwrap_or_default();
+    let len = if point.starts_with("inplace.") {
+        now.len()
+    } else if now.len() == 15 {
+        16
+    } else {
+        15
+    };
+    // Other bytes than the current ones: a put of the bytes already there writes nothing.
+    let byte = if now.first() == Some(&b'w') { b'x' } else { b'w' };
+    m.put(b"hot", &vec![byte; len]).unwrap();
 }
 
 fn spawn_worker(path: &std::path::Path, point: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .arg("--worker")
         .arg(path)
+        .arg(point)
         .env("FAILPOINTS", format!("{point}=1*sleep(600000)"))
         .stdout(Stdio::null())
         .spawn()
