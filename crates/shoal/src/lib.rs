@@ -57,8 +57,8 @@ pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use error::{Error, Result};
 pub use format::MapKind;
-pub use object::ObjectStats;
 pub use kinds::varmap::uid::Uid;
+pub use object::ObjectStats;
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};
 
 /// The format version this library writes (see `docs/FORMAT.md`).

@@ -20,10 +20,14 @@ fn every_kind_reports_its_figures_through_one_call() {
         m.remove(format!("key{i}").as_bytes()).unwrap();
     }
     let u = s
-        .map_with("uids", &MapOptions {
+        .map_with(
+            "uids",
+            &MapOptions {
                 uids: true,
                 ..MapOptions::default()
-            }, true)
+            },
+            true,
+        )
         .unwrap();
     u.put(b"one", b"1").unwrap();
     let f = s.fixed_map("fixed", 8, 4).unwrap();
@@ -38,7 +42,10 @@ fn every_kind_reports_its_figures_through_one_call() {
     assert_eq!(vs.live_bytes, ms.live_bytes);
     assert!(vs.live_bytes >= 4000 * (7 + 24), "{vs:?}");
     assert_eq!(vs.segments, ms.segments);
-    assert!(vs.segments > 1, "5,000 keys split the first segment: {vs:?}");
+    assert!(
+        vs.segments > 1,
+        "5,000 keys split the first segment: {vs:?}"
+    );
     assert_eq!(vs.splits, ms.splits);
     assert_eq!(vs.directory_depth, ms.directory_depth);
     assert!(vs.index_bytes >= vs.segments * 8192, "{vs:?}");

@@ -151,7 +151,11 @@ fn worker(path: &str, point: &str) {
         15
     };
     // Other bytes than the current ones: a put of the bytes already there writes nothing.
-    let byte = if now.first() == Some(&b'w') { b'x' } else { b'w' };
+    let byte = if now.first() == Some(&b'w') {
+        b'x'
+    } else {
+        b'w'
+    };
     m.put(b"hot", &vec![byte; len]).unwrap();
 }
 

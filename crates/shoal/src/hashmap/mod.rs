@@ -60,7 +60,10 @@ impl MapRef {
     pub fn counter_sum(&self, sh: &Shared, field: u64) -> u64 {
         let mut n: u64 = 0;
         for t in 0..sh.g.n_txn {
-            n = n.wrapping_add(sh.w(self.hdr + M_COUNTERS + MC_SIZE * t + field).load(Relaxed));
+            n = n.wrapping_add(
+                sh.w(self.hdr + M_COUNTERS + MC_SIZE * t + field)
+                    .load(Relaxed),
+            );
         }
         if (n as i64) < 0 {
             0

@@ -79,7 +79,6 @@ pub struct ObjectStats {
     pub directory_depth: u64,
 }
 
-
 /// The most problems a check reports.
 const MAX_PROBLEMS: usize = 1000;
 
