@@ -108,7 +108,7 @@ impl Map {
         // keys, validated as any get. The caller's keys are prefetched because hashing
         // a key not in the cache stalled every stage: a batch's keys usually come from
         // all over the caller's memory (5.1 against 7.2 M/s at 10 M keys). The figures
-        // behind this shape are in docs/benchmarks/single-get.md (session 13).
+        // behind this shape are in docs/benchmarks/single-get.md.
         let end = sh.file_end();
         let mut ring = [(0u64, 0u64); 2 * STAGE];
         let n = keys.len();

@@ -476,10 +476,9 @@ thread_local! {
 pub(crate) const APPEND_FIRST_AT: u8 = 2;
 
 /// Whether puts of values that may go in place append before the lock at all (the guess
-/// above). Switched off in session 21, when the soak lost live records in three runs with
-/// it on and none without; back on in session 22, when the cause turned out to be
-/// elsewhere and was fixed: a live process judged dead (docs/RELIABILITY.md, "The soak
-/// lost a chunk of live records"). Kept as a switch for the next such hunt.
+/// above). A switch for hunts of lost records: with it off, a put appends only under the
+/// lock, which rules the early append out (docs/RELIABILITY.md, "The soak lost a chunk of
+/// live records").
 pub(crate) const APPEND_EARLY: bool = true;
 /// Where [`APPENDING`] saturates.
 pub(crate) const APPENDING_MAX: u8 = 3;
