@@ -92,11 +92,15 @@ impl FixedMapNative {
     }
 
     fn insert(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        self.m(py)?.quick(py, |m| m.insert(key, value)).py_err(py)
+        self.m(py)?
+            .quick(py, |m| m.put_if_absent(key, value))
+            .py_err(py)
     }
 
     fn replace(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        self.m(py)?.quick(py, |m| m.replace(key, value)).py_err(py)
+        self.m(py)?
+            .quick(py, |m| m.put_if_present(key, value))
+            .py_err(py)
     }
 
     fn remove(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {

@@ -461,7 +461,7 @@ impl Map {
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        g.quick_write(py, k.len() + v.len(), |m| m.insert(k, v))
+        g.quick_write(py, k.len() + v.len(), |m| m.put_if_absent(k, v))
             .py_err(py)
     }
 
@@ -472,7 +472,7 @@ impl Map {
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
         let (k, v): (&[u8], &[u8]) = (&k, &v);
-        g.quick_write(py, k.len() + v.len(), |m| m.replace(k, v))
+        g.quick_write(py, k.len() + v.len(), |m| m.put_if_present(k, v))
             .py_err(py)
     }
 

@@ -161,6 +161,11 @@ fn map_row(s: &shoal::Store, name: &str) -> shoal::Result<Option<MapRow>> {
                 directory_depth: m.directory_depth,
             })
         }
+        Some(k) => {
+            return Err(shoal::Error::InvalidArgument(format!(
+                "map {name:?} is a {k}, which stat does not read"
+            )))
+        }
     })
 }
 

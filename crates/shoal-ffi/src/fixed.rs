@@ -451,7 +451,7 @@ pub unsafe extern "C" fn shoal_fixed_insert(
         let key = unsafe { key_arg(m, key, key_len) }?;
         // SAFETY: forwarded contract.
         let value = unsafe { value_arg(m, value, value_len, "value") }?;
-        if m.insert(key, value)? {
+        if m.put_if_absent(key, value)? {
             Ok(SHOAL_OK)
         } else {
             Err(Fail::new(SHOAL_EXISTS, "key already present"))
@@ -481,7 +481,7 @@ pub unsafe extern "C" fn shoal_fixed_replace(
         let key = unsafe { key_arg(m, key, key_len) }?;
         // SAFETY: forwarded contract.
         let value = unsafe { value_arg(m, value, value_len, "value") }?;
-        if m.replace(key, value)? {
+        if m.put_if_present(key, value)? {
             Ok(SHOAL_OK)
         } else {
             Err(absent())
@@ -1259,6 +1259,12 @@ pub unsafe extern "C" fn shoal_map_kind(
                 key_size,
                 value_size,
             } => (SHOAL_MAP_KIND_FIXED, key_size, value_size),
+            k => {
+                return Err(Fail::new(
+                    SHOAL_ERROR,
+                    format!("map {name:?} is a {k}, which this C ABI has no kind code for"),
+                ))
+            }
         };
         // SAFETY: as above.
         unsafe {

@@ -298,6 +298,7 @@ pub(crate) fn message_of(e: &shoal::Error) -> String {
             MapKind::Variable { .. } => {
                 format!("map {name:?} is a {found}: open it with shoal_map_open")
             }
+            _ => e.to_string(),
         },
         E::NoUids { name } => format!(
             "map {name:?} has no UIDs (they are chosen when a map is created: \

@@ -389,7 +389,7 @@ pub unsafe extern "C" fn shoal_map_insert(
         let key = unsafe { bytes(key, key_len, "key") }?;
         // SAFETY: forwarded contract.
         let value = unsafe { bytes(value, value_len, "value") }?;
-        if m.insert(key, value)? {
+        if m.put_if_absent(key, value)? {
             Ok(SHOAL_OK)
         } else {
             Err(Fail::new(SHOAL_EXISTS, "key already present"))
@@ -419,7 +419,7 @@ pub unsafe extern "C" fn shoal_map_replace(
         let key = unsafe { bytes(key, key_len, "key") }?;
         // SAFETY: forwarded contract.
         let value = unsafe { bytes(value, value_len, "value") }?;
-        if m.replace(key, value)? {
+        if m.put_if_present(key, value)? {
             Ok(SHOAL_OK)
         } else {
             Err(absent())

@@ -74,15 +74,29 @@ impl Map {
     }
 
     /// Inserts only if `key` is absent; returns whether it did.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::InsertOnly, false)?.0)
     }
 
     /// Replaces only if `key` is present; returns whether it did.
-    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_present(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::ReplaceOnly, false)?.0)
+    }
+
+    /// The former name of [`Map::put_if_absent`].
+    #[deprecated(since = "0.2.0", note = "renamed put_if_absent")]
+    #[inline]
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put_if_absent(key, value)
+    }
+
+    /// The former name of [`Map::put_if_present`].
+    #[deprecated(since = "0.2.0", note = "renamed put_if_present")]
+    #[inline]
+    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put_if_present(key, value)
     }
 
     /// Removes `key`; returns whether it was present.
