@@ -1614,7 +1614,7 @@ fn a_used_mark_past_the_file_end_bounds_every_read() {
     );
 }
 
-/// Regression (fuzz, open_check, session 11: a debug assertion "word ... out of region",
+/// Regression (fuzz, open_check: a debug assertion "word ... out of region",
 /// a SIGSEGV in release builds): a map header's index arena, spare segment and spare
 /// directory come from the file, and writes carve and write segments there. A store whose
 /// arena lay past the file checked clean, and the put that took a spare segment crashed.
@@ -2201,7 +2201,7 @@ fn a_map_header_whose_counters_pass_the_file_end_is_corrupt() {
     );
 }
 
-/// Regression (fuzzing, open_check, session 8: "a sound store is unsound after writes"):
+/// Regression (fuzzing, open_check: "a sound store is unsound after writes"):
 /// the cleaner finds a sealed chunk's live records by walking its records from the first,
 /// and `check` looked only at the records slots point to. A corrupt header of a *dead*
 /// record derailed the walk past live ones, so a store that checked clean lost them to
