@@ -101,7 +101,7 @@ fn run(data: &[u8], ks: usize, vs: usize) {
                 );
             }
             4 if arg % 2 == 0 => {
-                let r = m.insert(&k, &v).unwrap();
+                let r = m.put_if_absent(&k, &v).unwrap();
                 assert_eq!(r, !model.contains_key(&k), "op {i}: insert");
                 model.entry(k).or_insert(v);
             }
@@ -110,7 +110,7 @@ fn run(data: &[u8], ks: usize, vs: usize) {
                 assert_eq!(&r, model.entry(k).or_insert(v), "op {i}: get_or_insert");
             }
             5 => {
-                let r = m.replace(&k, &v).unwrap();
+                let r = m.put_if_present(&k, &v).unwrap();
                 assert_eq!(r, model.contains_key(&k), "op {i}: replace");
                 if let Some(x) = model.get_mut(&k) {
                     *x = v;

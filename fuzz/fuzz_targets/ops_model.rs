@@ -107,12 +107,12 @@ fn run(data: &[u8], uids: bool) {
                 model.insert(k, v);
             }
             3 => {
-                let r = m.insert(&k, &v).unwrap();
+                let r = m.put_if_absent(&k, &v).unwrap();
                 assert_eq!(r, !model.contains_key(&k), "op {i}: insert");
                 model.entry(k).or_insert(v);
             }
             4 => {
-                let r = m.replace(&k, &v).unwrap();
+                let r = m.put_if_present(&k, &v).unwrap();
                 assert_eq!(r, model.contains_key(&k), "op {i}: replace");
                 if let Some(x) = model.get_mut(&k) {
                     *x = v;

@@ -131,7 +131,7 @@ class DictPeer(Peer):
 
 class ShoalPeer(Peer):
     name = "shoal"
-    atomic_name = "Map.incr"
+    atomic_name = "Map.add"
     batch_name = "Map.get_many"
 
     def setup(self, n):
@@ -161,7 +161,7 @@ class ShoalPeer(Peer):
     @staticmethod
     def counter_atomic(c, key, m):
         for _ in range(m):
-            c.incr(key)
+            c.add(key)
 
     def teardown(self):
         self.store.close()

@@ -54,6 +54,7 @@ fn message(e: &shoal::Error) -> String {
             MapKind::Variable { .. } => {
                 format!("map {name:?} is a {found}: open it with store.map({name:?})")
             }
+            _ => e.to_string(),
         },
         E::NoUids { name } => format!(
             "map {name:?} has no UIDs (they are chosen when a map is created: \

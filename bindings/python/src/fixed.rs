@@ -6,6 +6,7 @@
 use crate::errors::{closed, ResultExt};
 pub use crate::handle::FixedCore;
 use crate::handle::InUse;
+use crate::ops::{self, absent};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::sync::{Arc, Mutex};
@@ -18,12 +19,13 @@ const MAX_VALUE: usize = 128;
 /// Native fixed-size map: bytes keys of exactly `key_size` bytes, bytes values of exactly
 /// `value_size` bytes (other lengths raise `shoal.InvalidArgument`, a `ValueError`).
 ///
-/// Single-key calls keep the GIL unless they find the segment lock or a bucket busy
-/// beyond a short spin: then they release it while they wait (`Handles::quick`). Keys and
-/// values are at most 640 bytes together, so no write is large enough to release it at
-/// once (`QUICK_BYTES`). Batch calls, `clear` and iteration release it. A writer that
-/// finds lock-free adders counted in its segment also gives up after a spin when its
-/// deadline is zero (engine: fixed.rs `wait_adders`; it used to wait out 10 ms first).
+/// The operations it shares with `Map` are `ops`'s. Single-key calls keep the GIL unless
+/// they find the segment lock or a bucket busy beyond a short spin: then they release it
+/// while they wait (`Handles::quick`). Keys and values are at most 640 bytes together, so
+/// no write is large enough to release it at once (`QUICK_BYTES`). Batch calls, `clear`
+/// and iteration release it. A writer that finds lock-free adders counted in its segment
+/// also gives up after a spin when its deadline is zero (engine: `wait_adders` of the
+/// fixed maps).
 #[pyclass(module = "shoal._shoal", name = "_FixedMap", frozen)]
 pub struct FixedMapNative {
     pub core: Arc<FixedCore>,
@@ -82,25 +84,24 @@ impl FixedMapNative {
     }
 
     fn contains(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
-        self.m(py)?.quick(py, |m| m.contains(key)).py_err(py)
+        ops::contains(&*self.m(py)?, py, key)
     }
 
     /// Returns True if the key was present (replaced).
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        let o = self.m(py)?.quick(py, |m| m.put(key, value)).py_err(py)?;
-        Ok(o == shoal::PutOutcome::Replaced)
+        ops::put(&*self.m(py)?, py, key, value)
     }
 
-    fn insert(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        self.m(py)?.quick(py, |m| m.insert(key, value)).py_err(py)
+    fn put_if_absent(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
+        ops::put_if_absent(&*self.m(py)?, py, key, value)
     }
 
-    fn replace(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
-        self.m(py)?.quick(py, |m| m.replace(key, value)).py_err(py)
+    fn put_if_present(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<bool> {
+        ops::put_if_present(&*self.m(py)?, py, key, value)
     }
 
     fn remove(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
-        self.m(py)?.quick(py, |m| m.remove(key)).py_err(py)
+        ops::remove(&*self.m(py)?, py, key)
     }
 
     /// Inserts or replaces; returns the previous value (None if the key was absent).
@@ -110,13 +111,13 @@ impl FixedMapNative {
         key: &[u8],
         value: &[u8],
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let old = self.m(py)?.quick(py, |m| m.swap(key, value)).py_err(py)?;
+        let old = ops::swap(&*self.m(py)?, py, key, value)?;
         Ok(old.map(|v| PyBytes::new(py, &v)))
     }
 
     /// Removes `key` and returns its value (None if it was absent).
     fn take<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let old = self.m(py)?.quick(py, |m| m.take(key)).py_err(py)?;
+        let old = ops::take(&*self.m(py)?, py, key)?;
         Ok(old.map(|v| PyBytes::new(py, &v)))
     }
 
@@ -128,27 +129,20 @@ impl FixedMapNative {
         key: &[u8],
         default: &[u8],
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self
-            .m(py)?
-            .quick(py, |m| m.get_or_insert(key, default))
-            .py_err(py)?;
+        let v = ops::get_or_insert(&*self.m(py)?, py, key, default)?;
         Ok(PyBytes::new(py, &v))
     }
 
     /// Puts many pairs with the GIL released once; each put atomic on its own.
     fn put_many(&self, py: Python<'_>, items: Vec<(Vec<u8>, Vec<u8>)>) -> PyResult<()> {
-        let g = self.m(py)?;
-        let m: &shoal::FixedMap = &g.map;
         let refs: Vec<(&[u8], &[u8])> = items.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-        py.detach(|| m.put_many(&refs)).py_err(py)
+        ops::put_many(&*self.m(py)?, py, &refs)
     }
 
     /// Removes many keys with the GIL released once; returns how many were present.
     fn remove_many(&self, py: Python<'_>, keys: Vec<Vec<u8>>) -> PyResult<u64> {
-        let g = self.m(py)?;
-        let m: &shoal::FixedMap = &g.map;
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        py.detach(|| m.remove_many(&refs)).py_err(py)
+        ops::remove_many(&*self.m(py)?, py, &refs)
     }
 
     #[pyo3(signature = (key, expected, new))]
@@ -159,13 +153,36 @@ impl FixedMapNative {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> PyResult<bool> {
-        self.m(py)?
-            .quick(py, |m| m.compare_and_swap(key, expected, new))
-            .py_err(py)
+        ops::compare_and_swap(&*self.m(py)?, py, key, expected, new)
     }
 
     fn add(&self, py: Python<'_>, key: &[u8], delta: i64) -> PyResult<i64> {
-        self.m(py)?.quick(py, |m| m.add(key, delta)).py_err(py)
+        ops::add(&*self.m(py)?, py, key, delta)
+    }
+
+    /// Atomic read-modify-write (`FixedMap.modify`): stores `func(current)` (current is
+    /// `shoal.ABSENT` for an absent key; returning it removes the key) and returns it.
+    #[pyo3(signature = (key, func, /))]
+    fn modify<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        func: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let absent = absent(py)?.clone();
+        ops::modify(&*self.m(py)?, py, key, |cur| {
+            let arg = match cur {
+                Some(v) => PyBytes::new(py, v).into_any(),
+                None => absent.clone(),
+            };
+            let out = func.call1((arg,))?;
+            let new = if out.is(&absent) {
+                None
+            } else {
+                Some(out.cast::<PyBytes>()?.as_bytes().to_vec())
+            };
+            Ok((out, new))
+        })
     }
 
     /// The values of `keys` in their order (None for an absent key): one call, the GIL
@@ -175,24 +192,20 @@ impl FixedMapNative {
         py: Python<'py>,
         keys: Vec<Vec<u8>>,
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-        let g = self.m(py)?;
-        let m: &shoal::FixedMap = &g.map;
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        let vals = py.detach(|| m.get_many(&refs)).py_err(py)?;
-        Ok(vals
+        let (buf, spans) = ops::get_many(&*self.m(py)?, py, &refs)?;
+        Ok(spans
             .into_iter()
-            .map(|v| v.map(|v| PyBytes::new(py, &v)))
+            .map(|s| s.map(|(at, n)| PyBytes::new(py, &buf[at..at + n])))
             .collect())
     }
 
     fn len(&self, py: Python<'_>) -> PyResult<u64> {
-        self.m(py)?.map.len().py_err(py)
+        ops::len(&*self.m(py)?, py)
     }
 
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        let g = self.m(py)?;
-        let m: &shoal::FixedMap = &g.map;
-        py.detach(|| m.clear()).py_err(py)
+        ops::clear(&*self.m(py)?, py)
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

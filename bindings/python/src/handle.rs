@@ -1,7 +1,7 @@
 //! The engine handles of a Map or a FixedMap, which `Store.close()` may close while other
-//! threads are in calls that use them. Generic over the handle type (`Handle`) so that
-//! both kinds of map share one closing protocol and one GIL policy; each instance is
-//! monomorphized, so a Map call costs what it did before FixedMap used this too.
+//! threads are in calls that use them. Generic over the kind of map (`shoal::KvMap`) so
+//! that both kinds share one closing protocol and one GIL policy; each instance is
+//! monomorphized, so a Map call costs what it would written for Map alone.
 //!
 //! This was an `ArcSwapOption<shoal::Map>`, whose `load()` (a thread-local debt slot, a
 //! SeqCst fence, a compare-and-swap to pay the debt back) cost ~75 instructions of a
@@ -12,31 +12,12 @@
 //! cannot deadlock a thread that calls `close()`, nor the reverse.
 
 use pyo3::Python;
+use shoal::KvMap;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use std::time::Duration;
-
-/// An engine map handle: `shoal::Map` or `shoal::FixedMap`.
-pub trait Handle: Send + Sync {
-    /// The same map with another lock timeout (the engines' `with_timeout`).
-    fn with_timeout(&self, timeout: Duration) -> Self;
-}
-
-impl Handle for shoal::Map {
-    #[inline]
-    fn with_timeout(&self, timeout: Duration) -> Self {
-        shoal::Map::with_timeout(self, timeout)
-    }
-}
-
-impl Handle for shoal::FixedMap {
-    #[inline]
-    fn with_timeout(&self, timeout: Duration) -> Self {
-        shoal::FixedMap::with_timeout(self, timeout)
-    }
-}
 
 /// Bit 0 of `Core::state`; the bits above count the calls in flight.
 const CLOSED: usize = 1;
@@ -59,7 +40,7 @@ pub struct Handles<H> {
 /// threads run meanwhile.
 pub const QUICK_BYTES: usize = 4096;
 
-impl<H: Handle> Handles<H> {
+impl<H: KvMap> Handles<H> {
     /// Runs a single-key engine call (`f`, on one of the two handles) with the GIL held
     /// as long as it does not have to wait: first on `fast`, and only if that times out,
     /// with the GIL released, on `map`, which waits up to the lock timeout. Keeping the
@@ -133,12 +114,12 @@ pub type FixedCore = Core<shoal::FixedMap>;
 
 // SAFETY: `handles` is read only through an `InUse` (which keeps it alive: see `enter`)
 // and dropped once, by the one thread that wins `dropped`; `Handles<H>` is Send + Sync
-// (`Handle` requires it of `H`).
-unsafe impl<H: Handle> Sync for Core<H> {}
+// (`KvMap` requires it of `H`).
+unsafe impl<H: KvMap> Sync for Core<H> {}
 // SAFETY: as for Sync.
-unsafe impl<H: Handle> Send for Core<H> {}
+unsafe impl<H: KvMap> Send for Core<H> {}
 
-impl<H: Handle> Core<H> {
+impl<H: KvMap> Core<H> {
     pub fn new(map: H) -> Core<H> {
         let fast = map.with_timeout(Duration::ZERO);
         Core {
@@ -209,11 +190,11 @@ impl<H> Drop for Core<H> {
 }
 
 /// A call's use of a map's handles (see `Core::enter`).
-pub struct InUse<'a, H: Handle> {
+pub struct InUse<'a, H: KvMap> {
     core: &'a Core<H>,
 }
 
-impl<H: Handle> Deref for InUse<'_, H> {
+impl<H: KvMap> Deref for InUse<'_, H> {
     type Target = Handles<H>;
     #[inline]
     fn deref(&self) -> &Handles<H> {
@@ -224,7 +205,7 @@ impl<H: Handle> Deref for InUse<'_, H> {
     }
 }
 
-impl<H: Handle> Drop for InUse<'_, H> {
+impl<H: KvMap> Drop for InUse<'_, H> {
     #[inline]
     fn drop(&mut self) {
         self.core.leave();

@@ -8,6 +8,7 @@ mod errors;
 mod fixed;
 mod handle;
 mod map;
+mod ops;
 mod store;
 
 /// Native core of the `shoal` package: Store, Map, open(), remove().

@@ -4,6 +4,7 @@ use crate::codec::Codec;
 use crate::errors::{closed, ResultExt};
 pub use crate::handle::MapCore;
 use crate::handle::{Handles, InUse};
+use crate::ops::{self, absent};
 use crate::store::Store;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -42,16 +43,6 @@ pub struct Map {
 }
 
 static VIEWS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static ABSENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// `shoal.ABSENT`, the "no value" marker.
-fn absent(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    Ok(ABSENT
-        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            Ok(py.import("shoal._absent")?.getattr("ABSENT")?.unbind())
-        })?
-        .bind(py))
-}
 static MAPPING_ABC: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn views(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
@@ -107,6 +98,20 @@ impl Map {
             Some(v) => self.vc.decode(py, &v).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// `add`, its errors naming the method called as `name`.
+    fn add_as(&self, name: &str, key: &Bound<'_, PyAny>, delta: i64) -> PyResult<i64> {
+        let py = key.py();
+        if self.vc != Codec::Int {
+            return Err(PyTypeError::new_err(format!(
+                "{name} needs a map with value codec 'int', not {:?}",
+                self.vc.name()
+            )));
+        }
+        let k = self.kc.encode(key, "key")?;
+        let g = self.m(py)?;
+        ops::add(&g, py, &k, delta)
     }
 
     fn key_error(key: &Bound<'_, PyAny>) -> PyErr {
@@ -197,9 +202,8 @@ impl Map {
     /// Writes encoded pairs with the engine's put_many, the GIL released.
     fn put_pairs(&self, py: Python<'_>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyResult<()> {
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
         let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-        py.detach(|| m.put_many(&refs)).py_err(py)
+        ops::put_many(&g, py, &refs)
     }
 
     /// Encodes every key of an iterable (the objects are kept, the encodings borrow them).
@@ -271,9 +275,7 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let (k, v): (&[u8], &[u8]) = (&k, &v);
-        g.quick_write(py, k.len() + v.len(), |m| m.put(k, v))
-            .py_err(py)?;
+        ops::put(&g, py, &k, &v)?;
         Ok(())
     }
 
@@ -281,8 +283,7 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let k: &[u8] = &k;
-        if g.quick(py, |m| m.remove(k)).py_err(py)? {
+        if ops::remove(&g, py, &k)? {
             Ok(())
         } else {
             Err(Self::key_error(key))
@@ -293,13 +294,12 @@ impl Map {
         let py = key.py();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let k: &[u8] = &k;
-        g.quick(py, |m| m.contains(k)).py_err(py)
+        ops::contains(&g, py, &k)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let g = self.m(py)?;
-        Ok(g.map.len().py_err(py)? as usize)
+        Ok(ops::len(&g, py)? as usize)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<MapIter> {
@@ -370,8 +370,7 @@ impl Map {
         }
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let kr: &[u8] = &k;
-        match g.quick(py, |m| m.take(kr)).py_err(py)? {
+        match ops::take(&g, py, &k)? {
             Some(v) => self.vc.decode(py, &v),
             None => match default.iter().next() {
                 Some(d) => Ok(d),
@@ -421,11 +420,8 @@ impl Map {
             return self.vc.decode(py, &v);
         }
         let dv = self.vc.encode(&default, "value")?;
-        let (kr, dr): (&[u8], &[u8]) = (&k, &dv);
-        let v = g
-            .quick_write(py, kr.len() + dr.len(), |m| m.get_or_insert(kr, dr))
-            .py_err(py)?;
-        if v == dr {
+        let v = ops::get_or_insert(&g, py, kr, &dv)?;
+        if v[..] == dv[..] {
             Ok(default) // ours, or an equal one: dict returns the very object
         } else {
             self.vc.decode(py, &v)
@@ -450,30 +446,40 @@ impl Map {
     /// operations go on meanwhile).
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        py.detach(|| m.clear()).py_err(py)
+        ops::clear(&g, py)
     }
 
-    /// insert(key, value) -> bool: sets `key` only if it is absent; returns whether it did.
+    /// put_if_absent(key, value) -> bool: sets `key` only if it is absent; returns whether
+    /// it did.
+    fn put_if_absent(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = key.py();
+        let k = self.kc.encode(key, "key")?;
+        let v = self.vc.encode(value, "value")?;
+        let g = self.m(py)?;
+        ops::put_if_absent(&g, py, &k, &v)
+    }
+
+    /// put_if_present(key, value) -> bool: sets `key` only if it is present; returns
+    /// whether it did.
+    fn put_if_present(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = key.py();
+        let k = self.kc.encode(key, "key")?;
+        let v = self.vc.encode(value, "value")?;
+        let g = self.m(py)?;
+        ops::put_if_present(&g, py, &k, &v)
+    }
+
+    /// insert(key, value) -> bool: the former name of put_if_absent (a DeprecationWarning).
     fn insert(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = key.py();
-        let k = self.kc.encode(key, "key")?;
-        let v = self.vc.encode(value, "value")?;
-        let g = self.m(py)?;
-        let (k, v): (&[u8], &[u8]) = (&k, &v);
-        g.quick_write(py, k.len() + v.len(), |m| m.insert(k, v))
-            .py_err(py)
+        ops::renamed(key.py(), c"Map.insert is renamed put_if_absent")?;
+        self.put_if_absent(key, value)
     }
 
-    /// replace(key, value) -> bool: sets `key` only if it is present; returns whether it did.
+    /// replace(key, value) -> bool: the former name of put_if_present (a
+    /// DeprecationWarning).
     fn replace(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = key.py();
-        let k = self.kc.encode(key, "key")?;
-        let v = self.vc.encode(value, "value")?;
-        let g = self.m(py)?;
-        let (k, v): (&[u8], &[u8]) = (&k, &v);
-        g.quick_write(py, k.len() + v.len(), |m| m.replace(k, v))
-            .py_err(py)
+        ops::renamed(key.py(), c"Map.replace is renamed put_if_present")?;
+        self.put_if_present(key, value)
     }
 
     /// swap(key, value): sets `key` and returns its previous value (None if it was
@@ -487,34 +493,27 @@ impl Map {
         let k = self.kc.encode(key, "key")?;
         let v = self.vc.encode(value, "value")?;
         let g = self.m(py)?;
-        let (kr, vr): (&[u8], &[u8]) = (&k, &v);
-        match g
-            .quick_write(py, kr.len() + vr.len(), |m| m.swap(kr, vr))
-            .py_err(py)?
-        {
+        match ops::swap(&g, py, &k, &v)? {
             Some(old) => self.vc.decode(py, &old),
             None => Ok(py.None().into_bound(py)),
         }
     }
 
-    /// incr(key, delta=1) -> int: atomically adds `delta` to the integer value of `key`
+    /// add(key, delta=1) -> int: atomically adds `delta` to the integer value of `key`
     /// (an absent key counts as 0 and is created) and returns the new value. Needs the
     /// "int" value codec (TypeError otherwise). 64-bit two's complement: the sum wraps
     /// around at 2**63 like a C int64 (it does not raise). Never loses an update, however
-    /// many processes increment at once.
+    /// many processes add at once.
+    #[pyo3(signature = (key, delta = 1))]
+    fn add(&self, key: &Bound<'_, PyAny>, delta: i64) -> PyResult<i64> {
+        self.add_as("add", key, delta)
+    }
+
+    /// incr(key, delta=1) -> int: the former name of add (a DeprecationWarning).
     #[pyo3(signature = (key, delta = 1))]
     fn incr(&self, key: &Bound<'_, PyAny>, delta: i64) -> PyResult<i64> {
-        let py = key.py();
-        if self.vc != Codec::Int {
-            return Err(PyTypeError::new_err(format!(
-                "incr needs a map with value codec 'int', not {:?}",
-                self.vc.name()
-            )));
-        }
-        let k = self.kc.encode(key, "key")?;
-        let g = self.m(py)?;
-        let kr: &[u8] = &k;
-        g.quick(py, |m| m.add(kr, delta)).py_err(py)
+        ops::renamed(key.py(), c"Map.incr is renamed add")?;
+        self.add_as("incr", key, delta)
     }
 
     /// compare_and_swap(key, expected, new) -> bool: atomically, if the value of `key`
@@ -543,10 +542,7 @@ impl Map {
             Some(self.vc.encode(new, "value")?)
         };
         let g = self.m(py)?;
-        let (kr, er, nr): (&[u8], Option<&[u8]>, Option<&[u8]>) = (&k, e.as_deref(), n.as_deref());
-        let bytes = kr.len() + er.map_or(0, <[u8]>::len) + nr.map_or(0, <[u8]>::len);
-        g.quick_write(py, bytes, |m| m.compare_and_swap(kr, er, nr))
-            .py_err(py)
+        ops::compare_and_swap(&g, py, &k, e.as_deref(), n.as_deref())
     }
 
     /// modify(key, fn, /): atomic read-modify-write. Calls `fn(current)` with the current
@@ -556,6 +552,7 @@ impl Map {
     /// value, so `fn` may run several times and should have no side effects. `fn` runs
     /// without any lock held; an exception from it propagates and changes nothing.
     /// Raises `shoal.Timeout` if the key keeps changing for longer than the lock timeout.
+    /// (Not named `update`: `MutableMapping.update` merges another mapping in.)
     #[pyo3(signature = (key, func, /))]
     fn modify<'py>(
         &self,
@@ -566,16 +563,8 @@ impl Map {
         let absent = absent(py)?.clone();
         let k = self.kc.encode(key, "key")?;
         let g = self.m(py)?;
-        let kr: &[u8] = &k;
-        let timeout =
-            std::time::Duration::from_secs_f64(self.store.bind(py).get().core.lock_timeout);
-        let start = std::time::Instant::now();
-        let mut tries = 0u32;
-        loop {
-            // The same loop as the engine's Map::update, but a Python callback can raise:
-            // then nothing is written and the exception propagates.
-            let cur = g.quick(py, |m| m.get(kr)).py_err(py)?;
-            let arg = match &cur {
+        ops::modify(&g, py, &k, |cur| {
+            let arg = match cur {
                 Some(v) => self.vc.decode(py, v)?,
                 None => absent.clone(),
             };
@@ -583,31 +572,10 @@ impl Map {
             let new = if out.is(&absent) {
                 None
             } else {
-                Some(self.vc.encode(&out, "value")?)
+                Some(self.vc.encode(&out, "value")?.into_vec())
             };
-            let (cr, nr) = (cur.as_deref(), new.as_deref());
-            let done = if cr.is_none() && nr.is_none() {
-                !g.quick(py, |m| m.contains(kr)).py_err(py)?
-            } else {
-                let bytes = kr.len() + cr.map_or(0, <[u8]>::len) + nr.map_or(0, <[u8]>::len);
-                g.quick_write(py, bytes, |m| m.compare_and_swap(kr, cr, nr))
-                    .py_err(py)?
-            };
-            if done {
-                return Ok(out);
-            }
-            tries += 1;
-            if start.elapsed() > timeout {
-                return Err(crate::errors::to_py(
-                    py,
-                    shoal::Error::Timeout(start.elapsed()),
-                ));
-            }
-            if tries > 4 {
-                let d = std::time::Duration::from_micros(10 << tries.min(10));
-                py.detach(|| std::thread::sleep(d));
-            }
-        }
+            Ok((out, new))
+        })
     }
 
     /// Whether the map keeps a stable UID per key (created with `Store.map(..., uids=True)`).
@@ -685,7 +653,7 @@ impl Map {
         self.vc.decode(py, &v)
     }
 
-    /// add_by_uid(uid, delta=1) -> int: `incr` on the key `uid` names (needs the "int"
+    /// add_by_uid(uid, delta=1) -> int: `add` on the key `uid` names (needs the "int"
     /// value codec); returns the new value.
     #[pyo3(signature = (uid, delta = 1))]
     fn add_by_uid(&self, py: Python<'_>, uid: u64, delta: i64) -> PyResult<i64> {
@@ -763,20 +731,7 @@ impl Map {
             .collect::<PyResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = encs.iter().map(|e| &**e).collect();
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        let (buf, spans) = py
-            .detach(|| {
-                let mut buf = Vec::new();
-                let mut spans: Vec<Option<(usize, usize)>> = vec![None; refs.len()];
-                m.get_many_with(&refs, |i, v| {
-                    if let Some(v) = v {
-                        spans[i] = Some((buf.len(), v.len()));
-                        buf.extend_from_slice(v);
-                    }
-                })
-                .map(|()| (buf, spans))
-            })
-            .py_err(py)?;
+        let (buf, spans) = ops::get_many(&g, py, &refs)?;
         let default = default.unwrap_or_else(|| py.None().into_bound(py));
         let out = PyList::empty(py);
         for s in spans {
@@ -809,8 +764,7 @@ impl Map {
             .collect::<PyResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = encs.iter().map(|e| &**e).collect();
         let g = self.m(py)?;
-        let m: &shoal::Map = &g.map;
-        py.detach(|| m.remove_many(&refs)).py_err(py)
+        ops::remove_many(&g, py, &refs)
     }
 
     /// to_dict() -> dict: a copy of the whole map as a plain dict.

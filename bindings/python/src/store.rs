@@ -199,13 +199,23 @@ impl Store {
     /// has no such map.
     fn map_kind<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<KindTuple>> {
         let st = self.get(py)?;
-        Ok(st.map_kind(name).py_err(py)?.map(|k| match k {
+        let Some(k) = st.map_kind(name).py_err(py)? else {
+            return Ok(None);
+        };
+        Ok(Some(match k {
             shoal::MapKind::Variable { uids: false } => ("variable", None, None),
             shoal::MapKind::Variable { uids: true } => ("uids", None, None),
             shoal::MapKind::Fixed {
                 key_size,
                 value_size,
             } => ("fixed", Some(key_size), Some(value_size)),
+            k => {
+                return Err(crate::errors::exc(
+                    py,
+                    "Error",
+                    format!("map {name:?} is a {k}, which this binding has no kind name for"),
+                ))
+            }
         }))
     }
 

@@ -30,7 +30,7 @@ def read_until_done(m, expect_min, stop_key="done"):
 
 def incr_many(m, n):
     for _ in range(n):
-        m.incr("counter")
+        m.add("counter")
 
 
 def cas_incr_many(m, n):

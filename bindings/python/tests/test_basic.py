@@ -99,24 +99,47 @@ def test_bytes_like_inputs(store):
 
 def test_extras(store):
     m = store.map("x", key="str", value="int")
-    assert m.insert("a", 1) and not m.insert("a", 2) and m["a"] == 1
-    assert m.replace("a", 3) and not m.replace("b", 3) and "b" not in m
+    assert m.put_if_absent("a", 1) and not m.put_if_absent("a", 2) and m["a"] == 1
+    assert m.put_if_present("a", 3) and not m.put_if_present("b", 3) and "b" not in m
     assert m.swap("a", 4) == 3 and m.swap("c", 5) is None and m["c"] == 5
     assert m.stats()["entries"] == 2
     assert store.stats()["maps"] >= 1
 
 
+def test_former_names_warn_and_still_work(store):
+    """insert, replace and incr stay one release as the former names of put_if_absent,
+    put_if_present and add: the same calls, with a DeprecationWarning at the caller."""
+    m = store.map("former", key="str", value="int")
+    with pytest.warns(DeprecationWarning, match="put_if_absent") as w:
+        assert m.insert("a", 1) and not m.insert("a", 2)
+    assert w[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match="put_if_present"):
+        assert m.replace("a", 3) and not m.replace("b", 3)
+    with pytest.warns(DeprecationWarning, match="renamed add"):
+        assert m.incr("a") == 4 and m.incr("n", 5) == 5
+    assert m.to_dict() == {"a": 4, "n": 5}
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="incr needs"):
+        store.map("former_str", key="str", value="str").incr("x")
+    f = store.fixed_map("former_fixed", 2, 2)
+    with pytest.warns(DeprecationWarning, match="put_if_absent") as w:
+        assert f.insert(b"ab", b"12") and not f.insert(b"ab", b"34")
+    assert w[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match="put_if_present"):
+        assert f.replace(b"ab", b"56") and not f.replace(b"cd", b"78")
+    assert f.to_dict() == {b"ab": b"56"}
+
+
 def test_rmw_api(store):
     m = store.map("r", key="str", value="int")
-    assert m.incr("n") == 1 and m.incr("n", 10) == 11 and m.incr("n", -12) == -1
+    assert m.add("n") == 1 and m.add("n", 10) == 11 and m.add("n", -12) == -1
     m["big"] = 2**63 - 1
-    assert m.incr("big") == -(2**63)  # wraps like int64, documented
+    assert m.add("big") == -(2**63)  # wraps like int64, documented
     with pytest.raises(TypeError):
-        store.map("r2", key="str", value="str").incr("n")
+        store.map("r2", key="str", value="str").add("n")
     with pytest.raises(OverflowError):
-        m.incr("n", 2**64)
+        m.add("n", 2**64)
     with pytest.raises(TypeError):
-        m.incr("n", 1.5)
+        m.add("n", 1.5)
     A = shoal.ABSENT
     assert not A and repr(A) == "shoal.ABSENT" and pickle.loads(pickle.dumps(A)) is A
     assert m.compare_and_swap("c", A, 1) and not m.compare_and_swap("c", A, 2)
@@ -247,7 +270,7 @@ def test_threads_release_the_gil(store):
     def work(base):
         for i in range(2000):
             m[base + i] = i
-            m.incr(-1)
+            m.add(-1)
     ts = [threading.Thread(target=work, args=(j * 10000,)) for j in range(4)]
     for t in ts:
         t.start()

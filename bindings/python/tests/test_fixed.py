@@ -92,10 +92,10 @@ def test_put_insert_replace_remove_cas(store):
     f = store.fixed_map("f", 2, 2)
     assert f.put(b"ab", b"12") is False
     assert f.put(b"ab", b"34") is True
-    assert f.insert(b"ab", b"56") is False
-    assert f.insert(b"cd", b"56") is True
-    assert f.replace(b"ef", b"00") is False
-    assert f.replace(b"cd", b"78") is True
+    assert f.put_if_absent(b"ab", b"56") is False
+    assert f.put_if_absent(b"cd", b"56") is True
+    assert f.put_if_present(b"ef", b"00") is False
+    assert f.put_if_present(b"cd", b"78") is True
     assert f[b"cd"] == b"78"
     assert f.compare_and_swap(b"cd", b"00", b"11") is False
     assert f.compare_and_swap(b"cd", b"78", b"11") is True
@@ -337,12 +337,12 @@ class FixedVsDict(RuleBasedStateMachine):
 
     @rule(k=KEYS, v=VALUES)
     def insert(self, k, v):
-        assert self.m.insert(k, v) == (k not in self.d)
+        assert self.m.put_if_absent(k, v) == (k not in self.d)
         self.d.setdefault(k, v)
 
     @rule(k=KEYS, v=VALUES)
     def replace(self, k, v):
-        assert self.m.replace(k, v) == (k in self.d)
+        assert self.m.put_if_present(k, v) == (k in self.d)
         if k in self.d:
             self.d[k] = v
 

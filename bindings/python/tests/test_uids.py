@@ -94,7 +94,7 @@ def test_add_and_update_by_uid(store):
     s = store.map("s", uids=True)
     u = s.put_uid(b"k", b"12345678")
     with pytest.raises(TypeError):
-        s.add_by_uid(u)  # needs the "int" value codec, like incr
+        s.add_by_uid(u)  # needs the "int" value codec, like add
 
 
 def test_map_without_uids_refuses(store):

@@ -107,6 +107,11 @@ impl AnyMap {
                 &shoal::FixedOptions::default(),
                 false,
             )?)),
+            Some(k) => {
+                return Err(Fail::err(format!(
+                    "map {name:?} is a {k}, which dump does not read"
+                )))
+            }
         })
     }
 
@@ -347,6 +352,11 @@ fn load_target(s: &Store, name: &str, kind: Option<MapKind>) -> shoal::Result<An
             },
             true,
         )?),
+        Some(k) => {
+            return Err(shoal::Error::InvalidArgument(format!(
+                "load does not write maps of this kind: {k}"
+            )))
+        }
         None => match s.map_kind(name)? {
             Some(MapKind::Fixed {
                 key_size,

@@ -42,6 +42,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks a function that stays for one release under a former name. Define it (empty)
+ * before including this header to silence the warnings. */
+#ifndef SHOAL_DEPRECATED
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define SHOAL_DEPRECATED(note) [[deprecated(note)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define SHOAL_DEPRECATED(note) __attribute__((deprecated(note)))
+#elif defined(_MSC_VER)
+#define SHOAL_DEPRECATED(note) __declspec(deprecated(note))
+#else
+#define SHOAL_DEPRECATED(note)
+#endif
+#endif
+
 /**
  * `shoal_map_open` and `shoal_fixed_open[_with]` flag: create the map if it does not exist.
  */
@@ -143,7 +157,7 @@ enum shoal_status
      */
     SHOAL_NOT_FOUND = 1,
     /**
-     * The store file (create-new) or the key (`shoal_map_insert`) already exists.
+     * The store file (create-new) or the key (`shoal_map_put_if_absent`) already exists.
      */
     SHOAL_EXISTS = 2,
     /**
@@ -1168,11 +1182,11 @@ shoal_status shoal_map_put(const struct shoal_map *map,
  * # Safety
  * As `shoal_map_put`.
  */
-shoal_status shoal_map_insert(const struct shoal_map *map,
-                              const void *key,
-                              size_t key_len,
-                              const void *value,
-                              size_t value_len);
+shoal_status shoal_map_put_if_absent(const struct shoal_map *map,
+                                     const void *key,
+                                     size_t key_len,
+                                     const void *value,
+                                     size_t value_len);
 
 /**
  * Replaces the value of `key` only if it is present.
@@ -1183,6 +1197,32 @@ shoal_status shoal_map_insert(const struct shoal_map *map,
  * # Safety
  * As `shoal_map_put`.
  */
+shoal_status shoal_map_put_if_present(const struct shoal_map *map,
+                                      const void *key,
+                                      size_t key_len,
+                                      const void *value,
+                                      size_t value_len);
+
+/**
+ * Deprecated: renamed `shoal_map_put_if_absent` (this name stays for one release).
+ *
+ * # Safety
+ * As `shoal_map_put_if_absent`.
+ */
+SHOAL_DEPRECATED("renamed shoal_map_put_if_absent")
+shoal_status shoal_map_insert(const struct shoal_map *map,
+                              const void *key,
+                              size_t key_len,
+                              const void *value,
+                              size_t value_len);
+
+/**
+ * Deprecated: renamed `shoal_map_put_if_present` (this name stays for one release).
+ *
+ * # Safety
+ * As `shoal_map_put_if_present`.
+ */
+SHOAL_DEPRECATED("renamed shoal_map_put_if_present")
 shoal_status shoal_map_replace(const struct shoal_map *map,
                                const void *key,
                                size_t key_len,
@@ -1438,11 +1478,14 @@ shoal_status shoal_map_put_many(const struct shoal_map *map,
                                 size_t n);
 
 /**
- * Removes `n` keys (each removal atomic on its own).
+ * Removes `n` keys (each removal atomic on its own). NULL pointers are refused before
+ * anything is removed; otherwise the call stops at the first error (earlier keys stay
+ * removed). With sync writes, flushes once.
  *
- * * `removed`: NULL, or receives how many of the keys were present.
+ * * `removed`: NULL, or receives how many of the keys were present (left unchanged on
+ *   failure).
  *
- * Errors: as `shoal_map_remove`.
+ * Errors: as `shoal_map_remove` (the message names the failing item).
  *
  * # Safety
  * `map` is NULL or a live handle; `keys` as for `shoal_map_get_many`; `removed` is NULL
@@ -1897,11 +1940,11 @@ shoal_status shoal_fixed_put(const struct shoal_fixed *fixed,
  * # Safety
  * As `shoal_fixed_put`.
  */
-shoal_status shoal_fixed_insert(const struct shoal_fixed *fixed,
-                                const void *key,
-                                size_t key_len,
-                                const void *value,
-                                size_t value_len);
+shoal_status shoal_fixed_put_if_absent(const struct shoal_fixed *fixed,
+                                       const void *key,
+                                       size_t key_len,
+                                       const void *value,
+                                       size_t value_len);
 
 /**
  * Replaces the value of `key` only if it is present.
@@ -1912,6 +1955,32 @@ shoal_status shoal_fixed_insert(const struct shoal_fixed *fixed,
  * # Safety
  * As `shoal_fixed_put`.
  */
+shoal_status shoal_fixed_put_if_present(const struct shoal_fixed *fixed,
+                                        const void *key,
+                                        size_t key_len,
+                                        const void *value,
+                                        size_t value_len);
+
+/**
+ * Deprecated: renamed `shoal_fixed_put_if_absent` (this name stays for one release).
+ *
+ * # Safety
+ * As `shoal_fixed_put_if_absent`.
+ */
+SHOAL_DEPRECATED("renamed shoal_fixed_put_if_absent")
+shoal_status shoal_fixed_insert(const struct shoal_fixed *fixed,
+                                const void *key,
+                                size_t key_len,
+                                const void *value,
+                                size_t value_len);
+
+/**
+ * Deprecated: renamed `shoal_fixed_put_if_present` (this name stays for one release).
+ *
+ * # Safety
+ * As `shoal_fixed_put_if_present`.
+ */
+SHOAL_DEPRECATED("renamed shoal_fixed_put_if_present")
 shoal_status shoal_fixed_replace(const struct shoal_fixed *fixed,
                                  const void *key,
                                  size_t key_len,
@@ -1980,11 +2049,11 @@ shoal_status shoal_fixed_take(const struct shoal_fixed *fixed,
  * * `buf`, `buf_len`: NULL, or a buffer of exactly the map's value size; receives the
  *   value the key has after the call.
  *
- * Errors: as `shoal_fixed_insert`, and `SHOAL_INVALID` for a `buf_len` other than the
+ * Errors: as `shoal_fixed_put_if_absent`, and `SHOAL_INVALID` for a `buf_len` other than the
  * value size.
  *
  * # Safety
- * As `shoal_fixed_insert`; `buf` is NULL or has `buf_len` writable bytes.
+ * As `shoal_fixed_put_if_absent`; `buf` is NULL or has `buf_len` writable bytes.
  */
 shoal_status shoal_fixed_get_or_insert(const struct shoal_fixed *fixed,
                                        const void *key,
@@ -2107,7 +2176,9 @@ shoal_status shoal_fixed_get_many(const struct shoal_fixed *fixed,
  * own; the batch is not (another thread may see some of the entries and not others).
  * NULL pointers and lengths other than the map's sizes are refused before anything is
  * written; otherwise the call stops at the first error (earlier entries stay written).
- * With sync writes, flushes once for the batch (also when it stops at an error).
+ * With sync writes, flushes once for the batch (also when it stops at an error). Faster
+ * than the same puts one by one on a large map: the buckets and segment locks of the
+ * puts a few entries ahead are loaded while one is written.
  *
  * * `items`, `n`: the entries; every `key_len` and `value_len` must be the map's key
  *   and value sizes. `items` may be NULL when `n` is 0.
@@ -2126,7 +2197,8 @@ shoal_status shoal_fixed_put_many(const struct shoal_fixed *fixed,
  * Removes `n` keys, one `shoal_fixed_remove` after the other: each removal is atomic on
  * its own; the batch is not. NULL pointers and key lengths other than the map's key
  * size are refused before anything is removed; otherwise the call stops at the first
- * error (earlier keys stay removed). With sync writes, flushes once for the batch.
+ * error (earlier keys stay removed). With sync writes, flushes once for the batch. Looks
+ * ahead as `shoal_fixed_put_many` does.
  *
  * * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
  *   be NULL when `n` is 0.

@@ -20,8 +20,8 @@
 //    forwarding codes, and cannot be silently ignored;
 //  * they keep the common calls value-returning (`auto v = map.get(k);`);
 //  * outcomes that are expected are NOT exceptions: a missing key is an empty
-//    std::optional or `false` (get, insert, replace, remove, take, drop_map), so no
-//    exception is thrown on a normal path.
+//    std::optional or `false` (get, put_if_absent, put_if_present, remove, take,
+//    drop_map), so no exception is thrown on a normal path.
 // Only shoal::Error and std::bad_alloc are thrown by this header itself; an exception
 // thrown by your callback (visit, for_each) is carried across the C library and rethrown
 // from the call that ran it.
@@ -474,21 +474,32 @@ public:
     }
 
     /// Inserts only if absent; false if the key was present (nothing changed).
-    bool insert(bytes_view key, bytes_view value) const {
-        shoal_status rc =
-            shoal_map_insert(h_.get(), key.data(), key.size(), value.data(), value.size());
+    bool put_if_absent(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_map_put_if_absent(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size());
         if (rc == SHOAL_EXISTS) return false;
-        detail::check(rc, "shoal_map_insert");
+        detail::check(rc, "shoal_map_put_if_absent");
         return true;
     }
 
     /// Replaces only if present; false if the key was absent (nothing changed).
-    bool replace(bytes_view key, bytes_view value) const {
-        shoal_status rc =
-            shoal_map_replace(h_.get(), key.data(), key.size(), value.data(), value.size());
+    bool put_if_present(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_map_put_if_present(h_.get(), key.data(), key.size(),
+                                                      value.data(), value.size());
         if (rc == SHOAL_NOT_FOUND) return false;
-        detail::check(rc, "shoal_map_replace");
+        detail::check(rc, "shoal_map_put_if_present");
         return true;
+    }
+
+    /// The former name of `put_if_absent` (stays for one release).
+    [[deprecated("renamed put_if_absent")]] bool insert(bytes_view key, bytes_view value) const {
+        return put_if_absent(key, value);
+    }
+
+    /// The former name of `put_if_present` (stays for one release).
+    [[deprecated("renamed put_if_present")]] bool replace(bytes_view key,
+                                                          bytes_view value) const {
+        return put_if_present(key, value);
     }
 
     /// Removes `key`; false if it was absent.
@@ -1047,21 +1058,32 @@ public:
     }
 
     /// Inserts only if absent; false if the key was present (nothing changed).
-    bool insert(bytes_view key, bytes_view value) const {
-        shoal_status rc =
-            shoal_fixed_insert(h_.get(), key.data(), key.size(), value.data(), value.size());
+    bool put_if_absent(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_fixed_put_if_absent(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size());
         if (rc == SHOAL_EXISTS) return false;
-        detail::check(rc, "shoal_fixed_insert");
+        detail::check(rc, "shoal_fixed_put_if_absent");
         return true;
     }
 
     /// Replaces only if present; false if the key was absent (nothing changed).
-    bool replace(bytes_view key, bytes_view value) const {
-        shoal_status rc =
-            shoal_fixed_replace(h_.get(), key.data(), key.size(), value.data(), value.size());
+    bool put_if_present(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_fixed_put_if_present(h_.get(), key.data(), key.size(),
+                                                      value.data(), value.size());
         if (rc == SHOAL_NOT_FOUND) return false;
-        detail::check(rc, "shoal_fixed_replace");
+        detail::check(rc, "shoal_fixed_put_if_present");
         return true;
+    }
+
+    /// The former name of `put_if_absent` (stays for one release).
+    [[deprecated("renamed put_if_absent")]] bool insert(bytes_view key, bytes_view value) const {
+        return put_if_absent(key, value);
+    }
+
+    /// The former name of `put_if_present` (stays for one release).
+    [[deprecated("renamed put_if_present")]] bool replace(bytes_view key,
+                                                          bytes_view value) const {
+        return put_if_present(key, value);
     }
 
     /// Removes `key`; false if it was absent.

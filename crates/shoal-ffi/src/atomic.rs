@@ -1,9 +1,10 @@
 //! Atomic read-modify-write calls (swap, compare-and-swap, add, update, get-or-insert),
-//! batches (get_many, put_many, remove_many) and per-handle timeouts.
+//! batches (get_many, put_many, remove_many) and per-handle timeouts of variable-size
+//! maps, with the types the calls of both kinds of map take. The calls fixed maps have
+//! too forward to `kv`.
 
 use crate::*;
 use std::ffi::{c_int, c_void};
-use std::time::Duration;
 
 /// `shoal_map_compare_and_swap` flag: expect the key to be absent (`expected` and
 /// `expected_len` are ignored).
@@ -150,38 +151,19 @@ pub unsafe extern "C" fn shoal_map_compare_and_swap(
     new_len: usize,
     flags: u32,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        if flags & !(SHOAL_CAS_EXPECT_ABSENT | SHOAL_CAS_REMOVE) != 0 {
-            return Err(Fail::new(
-                SHOAL_INVALID,
-                format!("unknown compare-and-swap flags {flags:#x}"),
-            ));
-        }
-        let expected = if flags & SHOAL_CAS_EXPECT_ABSENT != 0 {
-            None
-        } else {
-            // SAFETY: forwarded contract.
-            Some(unsafe { bytes(expected, expected_len, "expected") }?)
-        };
-        let new = if flags & SHOAL_CAS_REMOVE != 0 {
-            None
-        } else {
-            // SAFETY: forwarded contract.
-            Some(unsafe { bytes(new_value, new_len, "new_value") }?)
-        };
-        if m.compare_and_swap(key, expected, new)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(
-                SHOAL_MISMATCH,
-                "the current value is not the expected one",
-            ))
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        kv::compare_and_swap(
+            map,
+            key,
+            key_len,
+            expected,
+            expected_len,
+            new_value,
+            new_len,
+            flags,
+        )
+    }
 }
 
 /// Atomically adds `delta` (wrapping) to the 8-byte little-endian signed integer value of
@@ -203,16 +185,8 @@ pub unsafe extern "C" fn shoal_map_add(
     delta: i64,
     result: *mut i64,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        let v = m.add(key, delta)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_opt(result, v) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::add(map, key, key_len, delta, result) }
 }
 
 /// Atomic read-modify-write: `f` computes the new value of `key` from the current one;
@@ -234,53 +208,8 @@ pub unsafe extern "C" fn shoal_map_update(
     f: shoal_update_fn,
     ctx: *mut c_void,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        let f = f.ok_or_else(|| null("f"))?;
-        let mut bad: Option<Fail> = None;
-        m.update(key, |cur| {
-            if bad.is_some() {
-                return cur.map(|c| c.to_vec()); // cancelled: keep what is there
-            }
-            let (p, n) = match cur {
-                Some(c) => (ptr_of(c), c.len()),
-                None => (std::ptr::null(), 0),
-            };
-            let mut out: *const c_void = std::ptr::null();
-            let mut out_len: usize = 0;
-            // SAFETY: a C function pointer of the declared type; `cur` outlives the call and
-            // the out-pointers are valid locals.
-            let r = unsafe { f(ctx, p, n, cur.is_some(), &mut out, &mut out_len) };
-            match r {
-                SHOAL_UPDATE_SET => {
-                    // SAFETY: the callback's contract: out_len readable bytes at out, valid
-                    // until it is called again or shoal_map_update returns; copied now.
-                    match unsafe { bytes(out, out_len, "*new_value") } {
-                        Ok(b) => Some(b.to_vec()),
-                        Err(e) => {
-                            bad = Some(e);
-                            cur.map(|c| c.to_vec())
-                        }
-                    }
-                }
-                SHOAL_UPDATE_REMOVE => None,
-                other => {
-                    bad = Some(Fail::new(
-                        SHOAL_INVALID,
-                        format!("the update callback returned {other}: cancelled"),
-                    ));
-                    cur.map(|c| c.to_vec())
-                }
-            }
-        })?;
-        match bad {
-            Some(e) => Err(e),
-            None => Ok(SHOAL_OK),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::update(map, key, key_len, f, ctx) }
 }
 
 /// Copies the value of `key` into the caller's buffer, first inserting `default_value`
@@ -360,19 +289,8 @@ pub unsafe extern "C" fn shoal_map_get_many(
     cb: shoal_many_fn,
     ctx: *mut c_void,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        let cb = cb.ok_or_else(|| null("cb"))?;
-        // SAFETY: forwarded contract.
-        let ks = unsafe { key_slices(keys, n) }?;
-        m.get_many_with(&ks, |i, v| {
-            let (p, l) = v.map_or((std::ptr::null(), 0), |v| (ptr_of(v), v.len()));
-            // SAFETY: a C function pointer of the declared type; `v` outlives the call.
-            unsafe { cb(ctx, i, p, l, v.is_some()) };
-        })?;
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::get_many(map, keys, n, cb, ctx) }
 }
 
 /// Puts `n` entries; each put is atomic on its own (the batch is not). NULL pointers
@@ -390,37 +308,18 @@ pub unsafe extern "C" fn shoal_map_put_many(
     items: *const shoal_kv,
     n: usize,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        if n == 0 {
-            return Ok(SHOAL_OK);
-        }
-        if items.is_null() {
-            return Err(null("items"));
-        }
-        // SAFETY: n elements readable at items (caller's contract).
-        let its = unsafe { std::slice::from_raw_parts(items, n) };
-        let pairs = its
-            .iter()
-            .map(|kv| {
-                // SAFETY: each element's contract is the caller's.
-                let k = unsafe { bytes(kv.key, kv.key_len, "items[i].key") }?;
-                // SAFETY: as above.
-                let v = unsafe { bytes(kv.value, kv.value_len, "items[i].value") }?;
-                Ok((k, v))
-            })
-            .collect::<Res<Vec<(&[u8], &[u8])>>>()?;
-        m.put_many(&pairs)?;
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_many(map, items, n) }
 }
 
-/// Removes `n` keys (each removal atomic on its own).
+/// Removes `n` keys (each removal atomic on its own). NULL pointers are refused before
+/// anything is removed; otherwise the call stops at the first error (earlier keys stay
+/// removed). With sync writes, flushes once.
 ///
-/// * `removed`: NULL, or receives how many of the keys were present.
+/// * `removed`: NULL, or receives how many of the keys were present (left unchanged on
+///   failure).
 ///
-/// Errors: as `shoal_map_remove`.
+/// Errors: as `shoal_map_remove` (the message names the failing item).
 ///
 /// # Safety
 /// `map` is NULL or a live handle; `keys` as for `shoal_map_get_many`; `removed` is NULL
@@ -432,16 +331,8 @@ pub unsafe extern "C" fn shoal_map_remove_many(
     n: usize,
     removed: *mut u64,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let ks = unsafe { key_slices(keys, n) }?;
-        let r = m.remove_many(&ks)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_opt(removed, r) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::remove_many(map, keys, n, removed) }
 }
 
 /// Opens a second handle on the same map whose calls wait at most `timeout_ms` for a lock
@@ -460,17 +351,6 @@ pub unsafe extern "C" fn shoal_map_with_timeout(
     timeout_ms: u32,
     out: *mut *mut shoal_map,
 ) -> shoal_status {
-    ffi(|| {
-        let out = out_ptr(out, "out")?;
-        // SAFETY: non-NULL, writable by contract.
-        unsafe { out.write(std::ptr::null_mut()) };
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        let h = Box::into_raw(Box::new(shoal_map {
-            map: m.with_timeout(Duration::from_millis(timeout_ms as u64)),
-        }));
-        // SAFETY: as above.
-        unsafe { out.write(h) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::with_timeout(map, timeout_ms, out) }
 }

@@ -1,7 +1,8 @@
 //! Fixed-size maps: every key has one size and every value has one size, stored as
-//! cells in the index itself. Open (with options), close, get, contains, put, insert,
-//! replace, remove, compare-and-swap, add, update, batches (get_many, put_many,
-//! remove_many), per-handle timeouts, len, clear, stats, iterators; and `shoal_map_kind`.
+//! cells in the index itself. Open (with options), close, get, contains, put,
+//! put-if-absent, put-if-present, remove, compare-and-swap, add, update, batches
+//! (get_many, put_many, remove_many), per-handle timeouts, len, clear, stats, iterators;
+//! and `shoal_map_kind`. The calls variable-size maps have too forward to `kv`.
 //!
 //! A fixed-size map has a handle type of its own, `shoal_fixed`, rather than being a
 //! `shoal_map` with a kind: its calls have a different contract (every key buffer is
@@ -10,9 +11,9 @@
 //! lets the compiler reject passing one kind of map to the other kind's calls instead of
 //! failing at run time.
 
+use crate::kv::{absent, key_arg, value_arg};
 use crate::*;
 use std::ffi::{c_char, c_void};
-use std::time::Duration;
 
 /// `shoal_map_kind`: a map of variable-size keys and values without UIDs
 /// (`shoal_map_open`).
@@ -115,53 +116,15 @@ pub struct shoal_fixed_iter {
 ///
 /// # Safety
 /// `p` is NULL or a live handle from `shoal_fixed_open`.
+#[inline(always)]
 unsafe fn fixed_ref<'a>(p: *const shoal_fixed) -> Res<&'a shoal::FixedMap> {
-    if p.is_null() {
-        return Err(null("fixed"));
-    }
-    // SAFETY: a live handle (caller's contract); handles are only read through & refs.
-    Ok(unsafe { &(*p).map })
+    // SAFETY: forwarded contract.
+    unsafe { kv::handle(p) }
 }
 
 /// Checks that a length is the map's size for that kind of buffer.
 fn exact(len: usize, size: usize, what: &'static str) -> Res<()> {
-    if len == size {
-        Ok(())
-    } else {
-        Err(Fail::new(
-            SHOAL_INVALID,
-            format!("{what}: {len} bytes given; this map's are exactly {size}"),
-        ))
-    }
-}
-
-/// The key argument of a fixed map call: exactly `key_size` bytes.
-///
-/// # Safety
-/// As [`bytes`].
-unsafe fn key_arg<'a>(m: &shoal::FixedMap, key: *const c_void, len: usize) -> Res<&'a [u8]> {
-    exact(len, m.key_size(), "key_len")?;
-    // SAFETY: forwarded contract.
-    unsafe { bytes(key, len, "key") }
-}
-
-/// A value argument of a fixed map call: exactly `value_size` bytes.
-///
-/// # Safety
-/// As [`bytes`].
-unsafe fn value_arg<'a>(
-    m: &shoal::FixedMap,
-    value: *const c_void,
-    len: usize,
-    what: &'static str,
-) -> Res<&'a [u8]> {
-    exact(len, m.value_size(), what)?;
-    // SAFETY: forwarded contract.
-    unsafe { bytes(value, len, what) }
-}
-
-fn absent() -> Fail {
-    Fail::new(SHOAL_NOT_FOUND, "key not found")
+    kv::exact(len, Some(size), what)
 }
 
 /// Opens the fixed-size map `name` of a store and returns a handle on it, with default
@@ -284,13 +247,8 @@ pub unsafe extern "C" fn shoal_fixed_open_with(
 /// call and not in use by another thread during it. Iterators opened on it stay valid.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_fixed_close(fixed: *mut shoal_fixed) -> shoal_status {
-    ffi(|| {
-        if !fixed.is_null() {
-            // SAFETY: made by Box::into_raw in shoal_fixed_open, given back exactly once.
-            drop(unsafe { Box::from_raw(fixed) });
-        }
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::close(fixed) }
 }
 
 /// The map's key and value sizes.
@@ -380,17 +338,8 @@ pub unsafe extern "C" fn shoal_fixed_contains(
     key_len: usize,
     present: *mut bool,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        let present = out_ptr(present, "present")?;
-        let r = m.contains(key)?;
-        // SAFETY: non-NULL, writable by contract.
-        unsafe { present.write(r) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::contains(fixed, key, key_len, present) }
 }
 
 /// Inserts or replaces the value of `key`.
@@ -415,18 +364,8 @@ pub unsafe extern "C" fn shoal_fixed_put(
     value_len: usize,
     replaced: *mut bool,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { value_arg(m, value, value_len, "value") }?;
-        let o = m.put(key, value)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_opt(replaced, o == shoal::PutOutcome::Replaced) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put(fixed, key, key_len, value, value_len, replaced) }
 }
 
 /// Inserts `key` only if it is absent.
@@ -437,26 +376,15 @@ pub unsafe extern "C" fn shoal_fixed_put(
 /// # Safety
 /// As `shoal_fixed_put`.
 #[no_mangle]
-pub unsafe extern "C" fn shoal_fixed_insert(
+pub unsafe extern "C" fn shoal_fixed_put_if_absent(
     fixed: *const shoal_fixed,
     key: *const c_void,
     key_len: usize,
     value: *const c_void,
     value_len: usize,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { value_arg(m, value, value_len, "value") }?;
-        if m.insert(key, value)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(SHOAL_EXISTS, "key already present"))
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_absent(fixed, key, key_len, value, value_len) }
 }
 
 /// Replaces the value of `key` only if it is present.
@@ -467,6 +395,40 @@ pub unsafe extern "C" fn shoal_fixed_insert(
 /// # Safety
 /// As `shoal_fixed_put`.
 #[no_mangle]
+pub unsafe extern "C" fn shoal_fixed_put_if_present(
+    fixed: *const shoal_fixed,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> shoal_status {
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_present(fixed, key, key_len, value, value_len) }
+}
+
+/// Deprecated: renamed `shoal_fixed_put_if_absent` (this name stays for one release).
+///
+/// # Safety
+/// As `shoal_fixed_put_if_absent`.
+#[no_mangle]
+#[deprecated(since = "0.2.0", note = "renamed shoal_fixed_put_if_absent")]
+pub unsafe extern "C" fn shoal_fixed_insert(
+    fixed: *const shoal_fixed,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> shoal_status {
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_absent(fixed, key, key_len, value, value_len) }
+}
+
+/// Deprecated: renamed `shoal_fixed_put_if_present` (this name stays for one release).
+///
+/// # Safety
+/// As `shoal_fixed_put_if_present`.
+#[no_mangle]
+#[deprecated(since = "0.2.0", note = "renamed shoal_fixed_put_if_present")]
 pub unsafe extern "C" fn shoal_fixed_replace(
     fixed: *const shoal_fixed,
     key: *const c_void,
@@ -474,19 +436,8 @@ pub unsafe extern "C" fn shoal_fixed_replace(
     value: *const c_void,
     value_len: usize,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { value_arg(m, value, value_len, "value") }?;
-        if m.replace(key, value)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(absent())
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_present(fixed, key, key_len, value, value_len) }
 }
 
 /// Removes `key`.
@@ -570,7 +521,7 @@ pub unsafe extern "C" fn shoal_fixed_swap(
         // SAFETY: forwarded contract.
         let key = unsafe { key_arg(m, key, key_len) }?;
         // SAFETY: forwarded contract.
-        let value = unsafe { value_arg(m, value, value_len, "value") }?;
+        let value = unsafe { value_arg(m, value, value_len, "value", "value") }?;
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(m, old, old_len) }?;
         let prev = m.swap(key, value)?;
@@ -627,11 +578,11 @@ pub unsafe extern "C" fn shoal_fixed_take(
 /// * `buf`, `buf_len`: NULL, or a buffer of exactly the map's value size; receives the
 ///   value the key has after the call.
 ///
-/// Errors: as `shoal_fixed_insert`, and `SHOAL_INVALID` for a `buf_len` other than the
+/// Errors: as `shoal_fixed_put_if_absent`, and `SHOAL_INVALID` for a `buf_len` other than the
 /// value size.
 ///
 /// # Safety
-/// As `shoal_fixed_insert`; `buf` is NULL or has `buf_len` writable bytes.
+/// As `shoal_fixed_put_if_absent`; `buf` is NULL or has `buf_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_fixed_get_or_insert(
     fixed: *const shoal_fixed,
@@ -648,7 +599,15 @@ pub unsafe extern "C" fn shoal_fixed_get_or_insert(
         // SAFETY: forwarded contract.
         let key = unsafe { key_arg(m, key, key_len) }?;
         // SAFETY: forwarded contract.
-        let default = unsafe { value_arg(m, default_value, default_len, "default_value") }?;
+        let default = unsafe {
+            value_arg(
+                m,
+                default_value,
+                default_len,
+                "default_value",
+                "default_value",
+            )
+        }?;
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(m, buf, buf_len) }?;
         let v = m.get_or_insert(key, default)?;
@@ -685,38 +644,19 @@ pub unsafe extern "C" fn shoal_fixed_compare_and_swap(
     new_len: usize,
     flags: u32,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        if flags & !(SHOAL_CAS_EXPECT_ABSENT | SHOAL_CAS_REMOVE) != 0 {
-            return Err(Fail::new(
-                SHOAL_INVALID,
-                format!("unknown compare-and-swap flags {flags:#x}"),
-            ));
-        }
-        let expected = if flags & SHOAL_CAS_EXPECT_ABSENT != 0 {
-            None
-        } else {
-            // SAFETY: forwarded contract.
-            Some(unsafe { value_arg(m, expected, expected_len, "expected_len") }?)
-        };
-        let new = if flags & SHOAL_CAS_REMOVE != 0 {
-            None
-        } else {
-            // SAFETY: forwarded contract.
-            Some(unsafe { value_arg(m, new_value, new_len, "new_len") }?)
-        };
-        if m.compare_and_swap(key, expected, new)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(
-                SHOAL_MISMATCH,
-                "the current value is not the expected one",
-            ))
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        kv::compare_and_swap(
+            fixed,
+            key,
+            key_len,
+            expected,
+            expected_len,
+            new_value,
+            new_len,
+            flags,
+        )
+    }
 }
 
 /// Atomically adds `delta` (wrapping) to the 8-byte little-endian signed integer value of
@@ -738,16 +678,8 @@ pub unsafe extern "C" fn shoal_fixed_add(
     delta: i64,
     result: *mut i64,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        let v = m.add(key, delta)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_opt(result, v) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::add(fixed, key, key_len, delta, result) }
 }
 
 /// Atomic read-modify-write: `f` computes the new value of `key` from the current one;
@@ -786,80 +718,8 @@ pub unsafe extern "C" fn shoal_fixed_update(
     f: shoal_update_fn,
     ctx: *mut c_void,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { key_arg(m, key, key_len) }?;
-        let f = f.ok_or_else(|| null("f"))?;
-        let mut bad: Option<Fail> = None;
-        let r = m.update(key, |cur| {
-            let (p, n) = match cur {
-                Some(c) => (ptr_of(c), c.len()),
-                None => (std::ptr::null(), 0),
-            };
-            let mut out: *const c_void = std::ptr::null();
-            let mut out_len: usize = 0;
-            // SAFETY: a C function pointer of the declared type; `cur` outlives the call
-            // and the out-pointers are valid locals.
-            let rc = unsafe { f(ctx, p, n, cur.is_some(), &mut out, &mut out_len) };
-            let new = match rc {
-                SHOAL_UPDATE_SET => exact(out_len, m.value_size(), "*new_len")
-                    .and_then(|()| {
-                        // SAFETY: the callback's contract: out_len readable bytes at out,
-                        // valid until it is called again or this call returns; copied now.
-                        unsafe { bytes(out, out_len, "*new_value") }
-                    })
-                    .map(|b| Some(b.to_vec())),
-                SHOAL_UPDATE_REMOVE => Ok(None),
-                other => Err(Fail::new(
-                    SHOAL_INVALID,
-                    format!("the update callback returned {other}: cancelled"),
-                )),
-            };
-            new.unwrap_or_else(|e| {
-                bad = Some(e);
-                // A value of the wrong size: FixedMap::update checks it before anything
-                // is written and returns at once, without calling us again.
-                Some(vec![0; m.value_size() + 1])
-            })
-        });
-        // The callback's failure first: the engine's error then is only our sentinel's.
-        if let Some(e) = bad {
-            return Err(e);
-        }
-        r?;
-        Ok(SHOAL_OK)
-    })
-}
-
-/// The keys of a fixed map batch, each checked: exactly the map's key size, and non-NULL
-/// (keys have at least one byte).
-///
-/// # Safety
-/// `keys` is NULL or points to `n` `shoal_bytes`, each valid as for `bytes`.
-unsafe fn fixed_key_slices<'a>(
-    m: &shoal::FixedMap,
-    keys: *const shoal_bytes,
-    n: usize,
-) -> Res<Vec<&'a [u8]>> {
     // SAFETY: forwarded contract.
-    let ks = unsafe { key_slices(keys, n) }?;
-    for (i, k) in ks.iter().enumerate() {
-        exact(k.len(), m.key_size(), "keys[i].len").map_err(|e| item(i, e))?;
-    }
-    Ok(ks)
-}
-
-/// Prefixes a failure's message with the batch item it is about.
-#[cold]
-fn item(i: usize, e: Fail) -> Fail {
-    // SAFETY: the message is NUL-terminated and valid until the next failing call, which
-    // is the Fail::new below (it is copied before).
-    let msg = unsafe { std::ffi::CStr::from_ptr(shoal_last_error_message()) }
-        .to_string_lossy()
-        .into_owned();
-    Fail::new(e.code, format!("item {i}: {msg}"))
+    unsafe { kv::update(fixed, key, key_len, f, ctx) }
 }
 
 /// Looks up `n` keys at once, prefetching their buckets so that their memory misses
@@ -889,26 +749,17 @@ pub unsafe extern "C" fn shoal_fixed_get_many(
     cb: shoal_many_fn,
     ctx: *mut c_void,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        let cb = cb.ok_or_else(|| null("cb"))?;
-        // SAFETY: forwarded contract.
-        let ks = unsafe { fixed_key_slices(m, keys, n) }?;
-        m.get_many_with(&ks, |i, v| {
-            let (p, l) = v.map_or((std::ptr::null(), 0), |v| (ptr_of(v), v.len()));
-            // SAFETY: a C function pointer of the declared type; `v` outlives the call.
-            unsafe { cb(ctx, i, p, l, v.is_some()) };
-        })?;
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::get_many(fixed, keys, n, cb, ctx) }
 }
 
 /// Puts `n` entries, one `shoal_fixed_put` after the other: each put is atomic on its
 /// own; the batch is not (another thread may see some of the entries and not others).
 /// NULL pointers and lengths other than the map's sizes are refused before anything is
 /// written; otherwise the call stops at the first error (earlier entries stay written).
-/// With sync writes, flushes once for the batch (also when it stops at an error).
+/// With sync writes, flushes once for the batch (also when it stops at an error). Faster
+/// than the same puts one by one on a large map: the buckets and segment locks of the
+/// puts a few entries ahead are loaded while one is written.
 ///
 /// * `items`, `n`: the entries; every `key_len` and `value_len` must be the map's key
 ///   and value sizes. `items` may be NULL when `n` is 0.
@@ -924,43 +775,15 @@ pub unsafe extern "C" fn shoal_fixed_put_many(
     items: *const shoal_kv,
     n: usize,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        if n == 0 {
-            return Ok(SHOAL_OK);
-        }
-        if items.is_null() {
-            return Err(null("items"));
-        }
-        // SAFETY: n elements readable at items (caller's contract).
-        let its = unsafe { std::slice::from_raw_parts(items, n) };
-        let pairs = its
-            .iter()
-            .enumerate()
-            .map(|(i, kv)| {
-                // SAFETY: each element's contract is the caller's.
-                let k = unsafe { key_arg(m, kv.key, kv.key_len) }.map_err(|e| item(i, e))?;
-                // SAFETY: as above.
-                let v = unsafe { value_arg(m, kv.value, kv.value_len, "value") }
-                    .map_err(|e| item(i, e))?;
-                Ok((k, v))
-            })
-            .collect::<Res<Vec<(&[u8], &[u8])>>>()?;
-        m.batch(|| {
-            for (i, (k, v)) in pairs.iter().enumerate() {
-                m.put(k, v).map_err(|e| item(i, Fail::from(e)))?;
-            }
-            Ok::<_, Fail>(())
-        })?;
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_many(fixed, items, n) }
 }
 
 /// Removes `n` keys, one `shoal_fixed_remove` after the other: each removal is atomic on
 /// its own; the batch is not. NULL pointers and key lengths other than the map's key
 /// size are refused before anything is removed; otherwise the call stops at the first
-/// error (earlier keys stay removed). With sync writes, flushes once for the batch.
+/// error (earlier keys stay removed). With sync writes, flushes once for the batch. Looks
+/// ahead as `shoal_fixed_put_many` does.
 ///
 /// * `keys`, `n`: the keys; every `keys[i].len` must be the map's key size. `keys` may
 ///   be NULL when `n` is 0.
@@ -979,22 +802,8 @@ pub unsafe extern "C" fn shoal_fixed_remove_many(
     n: usize,
     removed: *mut u64,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        // SAFETY: forwarded contract.
-        let ks = unsafe { fixed_key_slices(m, keys, n) }?;
-        let r = m.batch(|| {
-            let mut r = 0u64;
-            for (i, k) in ks.iter().enumerate() {
-                r += m.remove(k).map_err(|e| item(i, Fail::from(e)))? as u64;
-            }
-            Ok::<_, Fail>(r)
-        })?;
-        // SAFETY: forwarded contract.
-        unsafe { write_opt(removed, r) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::remove_many(fixed, keys, n, removed) }
 }
 
 /// Opens a second handle on the same fixed-size map whose calls wait at most
@@ -1016,19 +825,8 @@ pub unsafe extern "C" fn shoal_fixed_with_timeout(
     timeout_ms: u32,
     out: *mut *mut shoal_fixed,
 ) -> shoal_status {
-    ffi(|| {
-        let out = out_ptr(out, "out")?;
-        // SAFETY: non-NULL, writable by contract.
-        unsafe { out.write(std::ptr::null_mut()) };
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        let h = Box::into_raw(Box::new(shoal_fixed {
-            map: m.with_timeout(Duration::from_millis(timeout_ms as u64)),
-        }));
-        // SAFETY: as above.
-        unsafe { out.write(h) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::with_timeout(fixed, timeout_ms, out) }
 }
 
 /// The number of entries.
@@ -1041,15 +839,8 @@ pub unsafe extern "C" fn shoal_fixed_with_timeout(
 /// `fixed` is NULL or a live handle; `len` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_fixed_len(fixed: *const shoal_fixed, len: *mut u64) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        let len = out_ptr(len, "len")?;
-        let n = m.len()?;
-        // SAFETY: non-NULL, writable by contract.
-        unsafe { len.write(n) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::len(fixed, len) }
 }
 
 /// Removes every entry, one index segment at a time (other calls go on meanwhile).
@@ -1061,12 +852,8 @@ pub unsafe extern "C" fn shoal_fixed_len(fixed: *const shoal_fixed, len: *mut u6
 /// `fixed` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_fixed_clear(fixed: *const shoal_fixed) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { fixed_ref(fixed) }?;
-        m.clear()?;
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::clear(fixed) }
 }
 
 /// Fills `out` with figures about the map.
@@ -1259,6 +1046,12 @@ pub unsafe extern "C" fn shoal_map_kind(
                 key_size,
                 value_size,
             } => (SHOAL_MAP_KIND_FIXED, key_size, value_size),
+            k => {
+                return Err(Fail::new(
+                    SHOAL_ERROR,
+                    format!("map {name:?} is a {k}, which this C ABI has no kind code for"),
+                ))
+            }
         };
         // SAFETY: as above.
         unsafe {

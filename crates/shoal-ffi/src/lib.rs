@@ -33,6 +33,9 @@ mod iter;
 
 mod fixed;
 
+// The calls both kinds of map share (no exported items of its own).
+mod kv;
+
 pub use atomic::*;
 pub use fixed::*;
 pub use iter::*;
@@ -54,7 +57,7 @@ pub enum shoal_status {
     SHOAL_OK = 0,
     /// The store file, the map or the key does not exist.
     SHOAL_NOT_FOUND = 1,
-    /// The store file (create-new) or the key (`shoal_map_insert`) already exists.
+    /// The store file (create-new) or the key (`shoal_map_put_if_absent`) already exists.
     SHOAL_EXISTS = 2,
     /// The store reached its maximum size or its maximum number of maps.
     SHOAL_FULL = 3,
@@ -298,6 +301,7 @@ pub(crate) fn message_of(e: &shoal::Error) -> String {
             MapKind::Variable { .. } => {
                 format!("map {name:?} is a {found}: open it with shoal_map_open")
             }
+            _ => e.to_string(),
         },
         E::NoUids { name } => format!(
             "map {name:?} has no UIDs (they are chosen when a map is created: \

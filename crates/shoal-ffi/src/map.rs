@@ -1,6 +1,7 @@
-//! Map handles: open, close, get, put, insert, replace, remove, contains, len, clear,
-//! for-each, stats.
+//! Map handles: open, close, get, put, put-if-absent, put-if-present, remove, contains,
+//! len, clear, for-each, stats. The calls fixed maps have too forward to `kv`.
 
+use crate::kv::absent;
 use crate::*;
 use std::ffi::{c_char, c_void};
 
@@ -77,16 +78,10 @@ unsafe impl Versioned for shoal_map_stats {}
 ///
 /// # Safety
 /// `p` is NULL or a live handle from `shoal_map_open`.
+#[inline(always)]
 pub(crate) unsafe fn map_ref<'a>(p: *const shoal_map) -> Res<&'a shoal::Map> {
-    if p.is_null() {
-        return Err(null("map"));
-    }
-    // SAFETY: a live handle (caller's contract); handles are only read through & refs.
-    Ok(unsafe { &(*p).map })
-}
-
-fn absent() -> Fail {
-    Fail::new(SHOAL_NOT_FOUND, "key not found")
+    // SAFETY: forwarded contract.
+    unsafe { kv::handle(p) }
 }
 
 /// Opens the map `name` of a store and returns a handle on it.
@@ -176,14 +171,8 @@ pub unsafe extern "C" fn shoal_map_open(
 /// reference to the map and stay valid.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_map_close(map: *mut shoal_map) -> shoal_status {
-    ffi(|| {
-        if !map.is_null() {
-            // SAFETY: a live handle made by Box::into_raw in shoal_map_open, given back
-            // exactly once (caller's contract).
-            drop(unsafe { Box::from_raw(map) });
-        }
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::close(map) }
 }
 
 /// Copies the map's name (NUL-terminated) into `buf`.
@@ -353,18 +342,8 @@ pub unsafe extern "C" fn shoal_map_put(
     value_len: usize,
     replaced: *mut bool,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
-        let o = m.put(key, value)?;
-        // SAFETY: forwarded contract.
-        unsafe { write_opt(replaced, o == shoal::PutOutcome::Replaced) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put(map, key, key_len, value, value_len, replaced) }
 }
 
 /// Inserts `key` only if it is absent.
@@ -375,26 +354,15 @@ pub unsafe extern "C" fn shoal_map_put(
 /// # Safety
 /// As `shoal_map_put`.
 #[no_mangle]
-pub unsafe extern "C" fn shoal_map_insert(
+pub unsafe extern "C" fn shoal_map_put_if_absent(
     map: *const shoal_map,
     key: *const c_void,
     key_len: usize,
     value: *const c_void,
     value_len: usize,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
-        if m.insert(key, value)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(SHOAL_EXISTS, "key already present"))
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_absent(map, key, key_len, value, value_len) }
 }
 
 /// Replaces the value of `key` only if it is present.
@@ -405,6 +373,40 @@ pub unsafe extern "C" fn shoal_map_insert(
 /// # Safety
 /// As `shoal_map_put`.
 #[no_mangle]
+pub unsafe extern "C" fn shoal_map_put_if_present(
+    map: *const shoal_map,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> shoal_status {
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_present(map, key, key_len, value, value_len) }
+}
+
+/// Deprecated: renamed `shoal_map_put_if_absent` (this name stays for one release).
+///
+/// # Safety
+/// As `shoal_map_put_if_absent`.
+#[no_mangle]
+#[deprecated(since = "0.2.0", note = "renamed shoal_map_put_if_absent")]
+pub unsafe extern "C" fn shoal_map_insert(
+    map: *const shoal_map,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> shoal_status {
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_absent(map, key, key_len, value, value_len) }
+}
+
+/// Deprecated: renamed `shoal_map_put_if_present` (this name stays for one release).
+///
+/// # Safety
+/// As `shoal_map_put_if_present`.
+#[no_mangle]
+#[deprecated(since = "0.2.0", note = "renamed shoal_map_put_if_present")]
 pub unsafe extern "C" fn shoal_map_replace(
     map: *const shoal_map,
     key: *const c_void,
@@ -412,19 +414,8 @@ pub unsafe extern "C" fn shoal_map_replace(
     value: *const c_void,
     value_len: usize,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
-        if m.replace(key, value)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(absent())
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::put_if_present(map, key, key_len, value, value_len) }
 }
 
 /// Removes `key`, optionally copying its old value out.
@@ -542,17 +533,8 @@ pub unsafe extern "C" fn shoal_map_contains(
     key_len: usize,
     present: *mut bool,
 ) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        let present = out_ptr(present, "present")?;
-        let r = m.contains(key)?;
-        // SAFETY: non-NULL, writable by contract.
-        unsafe { present.write(r) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::contains(map, key, key_len, present) }
 }
 
 /// The number of entries.
@@ -565,15 +547,8 @@ pub unsafe extern "C" fn shoal_map_contains(
 /// `map` is NULL or a live handle; `len` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_map_len(map: *const shoal_map, len: *mut u64) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        let len = out_ptr(len, "len")?;
-        let n = m.len()?;
-        // SAFETY: non-NULL, writable by contract.
-        unsafe { len.write(n) };
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::len(map, len) }
 }
 
 /// Removes every entry, one index segment at a time (other calls go on meanwhile).
@@ -585,12 +560,8 @@ pub unsafe extern "C" fn shoal_map_len(map: *const shoal_map, len: *mut u64) -> 
 /// `map` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_map_clear(map: *const shoal_map) -> shoal_status {
-    ffi(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { map_ref(map) }?;
-        m.clear()?;
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { kv::clear(map) }
 }
 
 /// Calls `cb` for each entry until it returns non-zero, with the consistency of

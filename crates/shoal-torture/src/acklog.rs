@@ -30,9 +30,9 @@ pub enum OpKind {
     Put,
     /// `Map::swap`
     Swap,
-    /// `Map::insert`
+    /// `Map::put_if_absent`
     Insert,
-    /// `Map::replace`
+    /// `Map::put_if_present`
     Replace,
     /// `Map::remove`
     Remove,

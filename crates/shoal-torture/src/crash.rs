@@ -63,9 +63,9 @@ pub enum Op {
     Put(usize, Vec<u8>, Vec<u8>),
     /// `swap`
     Swap(Vec<u8>, Vec<u8>),
-    /// `insert`
+    /// `put_if_absent`
     Insert(Vec<u8>, Vec<u8>),
-    /// `replace`
+    /// `put_if_present`
     Replace(Vec<u8>, Vec<u8>),
     /// `remove`
     Remove(Vec<u8>),
@@ -218,8 +218,8 @@ pub fn run(store: &Store, maps: &[Map], op: &Op) -> shoal::Result<Out> {
     Ok(match op {
         Op::Put(i, k, v) => Out::Bool(maps[*i].put(k, v)? == PutOutcome::Replaced),
         Op::Swap(k, v) => Out::Val(m.swap(k, v)?),
-        Op::Insert(k, v) => Out::Bool(m.insert(k, v)?),
-        Op::Replace(k, v) => Out::Bool(m.replace(k, v)?),
+        Op::Insert(k, v) => Out::Bool(m.put_if_absent(k, v)?),
+        Op::Replace(k, v) => Out::Bool(m.put_if_present(k, v)?),
         Op::Remove(k) => Out::Bool(m.remove(k)?),
         Op::Take(k) => Out::Val(m.take(k)?),
         Op::Cas(k, e, n) => Out::Bool(m.compare_and_swap(k, e.as_deref(), n.as_deref())?),

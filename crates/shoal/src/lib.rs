@@ -54,6 +54,7 @@ mod txn;
 
 pub use api::batch::Batch;
 pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
+pub use api::kv::KvMap;
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use error::{Error, Result};
 pub use format::MapKind;

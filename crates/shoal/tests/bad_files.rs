@@ -973,9 +973,9 @@ fn exercise(path: &Path) {
                 0 => map.put(&k, b"new value").map(|_| ()),
                 1 => map.swap(&k, &[7u8; 100]).map(|_| ()),
                 2 => map
-                    .insert(format!("fresh-{m}-{i}").as_bytes(), b"x")
+                    .put_if_absent(format!("fresh-{m}-{i}").as_bytes(), b"x")
                     .map(|_| ()),
-                3 => map.replace(&k, b"replaced").map(|_| ()),
+                3 => map.put_if_present(&k, b"replaced").map(|_| ()),
                 4 => map.remove(&k).map(|_| ()),
                 5 => map.take(&k).map(|_| ()),
                 6 => map
@@ -1490,7 +1490,7 @@ fn failed_splits_over_a_corrupt_slot_never_panic() {
         }
     }
     // Nothing stayed locked: other keys of the segment can still be replaced and read.
-    assert!(m.replace(&key_of(5), b"w").unwrap());
+    assert!(m.put_if_present(&key_of(5), b"w").unwrap());
     assert_eq!(m.get(&key_of(5)).unwrap().as_deref(), Some(&b"w"[..]));
     let r = s.check().unwrap();
     assert!(

@@ -41,10 +41,10 @@ fn put_get_remove_roundtrip() {
     assert_eq!(m.put(b"k", b"v2").unwrap(), PutOutcome::Replaced);
     assert_eq!(m.get(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
     assert!(m.contains(b"k").unwrap());
-    assert!(!m.insert(b"k", b"x").unwrap());
-    assert!(m.insert(b"k2", b"x").unwrap());
-    assert!(m.replace(b"k2", b"y").unwrap());
-    assert!(!m.replace(b"nope", b"y").unwrap());
+    assert!(!m.put_if_absent(b"k", b"x").unwrap());
+    assert!(m.put_if_absent(b"k2", b"x").unwrap());
+    assert!(m.put_if_present(b"k2", b"y").unwrap());
+    assert!(!m.put_if_present(b"nope", b"y").unwrap());
     assert_eq!(m.len().unwrap(), 2);
     assert_eq!(m.take(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
     assert!(!m.remove(b"k").unwrap());
@@ -1071,9 +1071,9 @@ fn a_write_that_does_not_apply_writes_nothing() {
         let absent = format!("nokey:{i:012}");
         assert!(!m.remove(absent.as_bytes()).unwrap());
         assert_eq!(m.take(absent.as_bytes()).unwrap(), None);
-        assert!(!m.insert(present.as_bytes(), b"other").unwrap());
-        assert!(!m.insert(present.as_bytes(), &long).unwrap());
-        assert!(!m.replace(absent.as_bytes(), &long).unwrap());
+        assert!(!m.put_if_absent(present.as_bytes(), b"other").unwrap());
+        assert!(!m.put_if_absent(present.as_bytes(), &long).unwrap());
+        assert!(!m.put_if_present(absent.as_bytes(), &long).unwrap());
     }
     assert_file_unchanged(&before, &path);
     assert_eq!(m.len().unwrap(), 200);

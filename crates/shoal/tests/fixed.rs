@@ -98,9 +98,9 @@ fn basic_operations() {
     let mut buf = [0u8; 8];
     assert!(m.get_into(&k, &mut buf).unwrap());
     assert_eq!(u64::from_le_bytes(buf), 6);
-    assert!(!m.insert(&k, &[0; 8]).unwrap());
-    assert!(m.replace(&k, &7u64.to_le_bytes()).unwrap());
-    assert!(!m.replace(&2u64.to_le_bytes(), &[0; 8]).unwrap());
+    assert!(!m.put_if_absent(&k, &[0; 8]).unwrap());
+    assert!(m.put_if_present(&k, &7u64.to_le_bytes()).unwrap());
+    assert!(!m.put_if_present(&2u64.to_le_bytes(), &[0; 8]).unwrap());
     assert_eq!(m.add(&k, 3).unwrap(), 10);
     assert_eq!(m.add(&2u64.to_le_bytes(), -4).unwrap(), -4);
     assert_eq!(m.len().unwrap(), 2);
@@ -185,8 +185,8 @@ fn wrong_sizes_and_kinds_are_rejected() {
     inv(m.put(b"abcd", b"1234567").map(|_| true));
     inv(m.get(b"abcde").map(|_| true));
     inv(m.contains(b""));
-    inv(m.insert(b"abcd", b""));
-    inv(m.replace(b"abcd", b"1"));
+    inv(m.put_if_absent(b"abcd", b""));
+    inv(m.put_if_present(b"abcd", b"1"));
     inv(m.remove(b"ab"));
     inv(m.get_into(b"abcd", &mut [0u8; 5]));
     inv(m.add(b"abcd", 1).map(|_| true));
@@ -384,7 +384,7 @@ fn run_model(ks: usize, vs: usize, ops: &[Op]) {
                 if want {
                     model.insert(k.clone(), v.clone());
                 }
-                assert_eq!(m.insert(&k, &v).unwrap(), want);
+                assert_eq!(m.put_if_absent(&k, &v).unwrap(), want);
             }
             Op::Replace(k, v) => {
                 let (k, v) = (key(k, ks), val(v, vs));
@@ -392,7 +392,7 @@ fn run_model(ks: usize, vs: usize, ops: &[Op]) {
                 if want {
                     model.insert(k.clone(), v.clone());
                 }
-                assert_eq!(m.replace(&k, &v).unwrap(), want);
+                assert_eq!(m.put_if_present(&k, &v).unwrap(), want);
             }
             Op::Remove(k) => {
                 let k = key(k, ks);
@@ -683,7 +683,7 @@ fn apply(m: &FixedMap, model: &mut HashMap<Vec<u8>, Vec<u8>>, op: &Op, live: boo
         Op::Replace(k, v) => {
             let (k, v) = (key(k, 8), v.to_le_bytes().to_vec());
             if live {
-                m.replace(&k, &v).unwrap();
+                m.put_if_present(&k, &v).unwrap();
             }
             if model.contains_key(&k) {
                 model.insert(k, v);
@@ -852,7 +852,10 @@ fn keys_that_share_a_word_find_only_themselves() {
             assert_eq!(many[i as usize], want, "get_many, key {i}, {ks} bytes");
         }
         for i in (1..400).step_by(2) {
-            assert!(!m.replace(&key(i), &[0; 8]).unwrap(), "key {i}, {ks} bytes");
+            assert!(
+                !m.put_if_present(&key(i), &[0; 8]).unwrap(),
+                "key {i}, {ks} bytes"
+            );
             assert!(!m.remove(&key(i)).unwrap(), "key {i}, {ks} bytes");
         }
         assert_eq!(m.len().unwrap(), 200);

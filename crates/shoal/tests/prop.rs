@@ -451,7 +451,7 @@ impl Harness {
                         model.insert(key, val);
                     }
                     Op::Insert(..) => {
-                        let got = map.insert(&key, &val).map_err(e)?;
+                        let got = map.put_if_absent(&key, &val).map_err(e)?;
                         if got != old.is_none() {
                             return Err(fail(format!(
                                 "{ctx}: insert returned {got}, key present: {}",
@@ -461,7 +461,7 @@ impl Harness {
                         model.entry(key).or_insert(val);
                     }
                     _ => {
-                        let got = map.replace(&key, &val).map_err(e)?;
+                        let got = map.put_if_present(&key, &val).map_err(e)?;
                         if got != old.is_some() {
                             return Err(fail(format!(
                                 "{ctx}: replace returned {got}, key present: {}",
@@ -635,7 +635,7 @@ impl Harness {
                 let before = map.len().map_err(e)?;
                 let results = [
                     map.put(&key, b"v").map(|_| ()),
-                    map.insert(&key, b"v").map(|_| ()),
+                    map.put_if_absent(&key, b"v").map(|_| ()),
                     map.get(&key).map(|_| ()),
                     map.contains(&key).map(|_| ()),
                     map.remove(&key).map(|_| ()),

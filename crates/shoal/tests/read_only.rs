@@ -84,7 +84,7 @@ fn reads_work_and_writes_are_refused(path: &Path) {
     assert!(r.is_ok(), "{r}");
 
     is_read_only(m.put(b"k1", b"x"), "put");
-    is_read_only(m.insert(b"new", b"x"), "insert");
+    is_read_only(m.put_if_absent(b"new", b"x"), "insert");
     is_read_only(m.remove(b"k1"), "remove");
     is_read_only(m.add(b"n", 1), "add");
     is_read_only(m.put_many(&[(b"a", b"b")]), "put_many");

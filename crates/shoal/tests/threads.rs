@@ -204,7 +204,9 @@ fn in_place_overwrites_beside_concurrent_writes_lose_no_byte() {
                 // what the appender is writing next.
                 let n = newest.load(Relaxed);
                 if t == 0 && n != u64::MAX {
-                    assert!(m.replace(&n.to_le_bytes(), &value(n, ver, LEN)).unwrap());
+                    assert!(m
+                        .put_if_present(&n.to_le_bytes(), &value(n, ver, LEN))
+                        .unwrap());
                     last.insert(n, ver);
                 }
             }
@@ -216,7 +218,9 @@ fn in_place_overwrites_beside_concurrent_writes_lose_no_byte() {
         std::thread::spawn(move || {
             let mut k: u64 = 1 << 32;
             while !stop.load(Relaxed) {
-                assert!(m.insert(&k.to_le_bytes(), &value(k, 0, LEN)).unwrap());
+                assert!(m
+                    .put_if_absent(&k.to_le_bytes(), &value(k, 0, LEN))
+                    .unwrap());
                 newest.store(k, Relaxed);
                 k += 1;
             }

@@ -7,7 +7,7 @@ from collections.abc import KeysView as _KeysView
 from collections.abc import ValuesView as _ValuesView
 from typing import Any, Final, Generic, Literal, TypeVar, final, overload
 
-from typing_extensions import Self
+from typing_extensions import Self, deprecated
 
 __version__: str
 __all__ = [
@@ -304,7 +304,7 @@ class MapIterator(Iterator[_T], Generic[_T]):
 class Map(MutableMapping[_K, _V], Generic[_K, _V]):
     """A named map of a shoal store with dict semantics, shared by every process.
     (At run time Map is registered as a collections.abc.MutableMapping.)
-    Single-key operations, setdefault, pop, popitem, incr, compare_and_swap and modify
+    Single-key operations, setdefault, pop, popitem, add, compare_and_swap and modify
     are atomic across processes; iteration is weakly consistent. Pickles to
     (path, name, codecs). Single-key calls keep the GIL unless they find a lock or a
     bucket busy beyond a short spin (held by another thread or process), or write more
@@ -351,15 +351,24 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
     # update(): inherited from MutableMapping (dict's signature).
     def clear(self) -> None:
         """Removes every entry."""
-    def insert(self, key: _K, value: _V) -> bool:
+    def put_if_absent(self, key: _K, value: _V) -> bool:
         """Sets key only if absent; returns whether it did."""
-    def replace(self, key: _K, value: _V) -> bool:
+    def put_if_present(self, key: _K, value: _V) -> bool:
         """Sets key only if present; returns whether it did."""
+    @deprecated("renamed put_if_absent")
+    def insert(self, key: _K, value: _V) -> bool:
+        """The former name of put_if_absent."""
+    @deprecated("renamed put_if_present")
+    def replace(self, key: _K, value: _V) -> bool:
+        """The former name of put_if_present."""
     def swap(self, key: _K, value: _V) -> _V | None:
         """Sets key and returns its previous value (None if absent), atomically."""
-    def incr(self, key: _K, delta: int = 1) -> int:
+    def add(self, key: _K, delta: int = 1) -> int:
         """Atomically adds delta to an "int"-codec value (absent = 0); returns the new
         value. Wraps around at 64 bits."""
+    @deprecated("renamed add")
+    def incr(self, key: _K, delta: int = 1) -> int:
+        """The former name of add."""
     def compare_and_swap(self, key: _K, expected: _V | _AbsentType, new: _V | _AbsentType) -> bool:
         """If the value equals expected (ABSENT: key absent), sets it to new (ABSENT:
         remove); returns whether it did. Atomic."""
@@ -382,7 +391,7 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
     def remove_by_uid(self, uid: int) -> _V:
         """Removes the key uid names and returns its value; the UID becomes stale."""
     def add_by_uid(self, uid: int, delta: int = 1) -> int:
-        """incr on the key uid names ("int" value codec); returns the new value."""
+        """add on the key uid names ("int" value codec); returns the new value."""
     def update_by_uid(self, uid: int, func: Callable[[_V], _V | _AbsentType], /) -> _V | _AbsentType:
         """modify on the key uid names: stores func(current) (ABSENT removes the key) and
         returns it. func may run several times."""
@@ -451,10 +460,16 @@ class FixedMap(MutableMapping[bytes, bytes]):
         """Atomic insert-if-absent; returns the value now in the map."""
     def put(self, key: bytes, value: bytes) -> bool:
         """Inserts or replaces; True if the key was present."""
-    def insert(self, key: bytes, value: bytes) -> bool:
+    def put_if_absent(self, key: bytes, value: bytes) -> bool:
         """Inserts only if absent; returns whether it did."""
-    def replace(self, key: bytes, value: bytes) -> bool:
+    def put_if_present(self, key: bytes, value: bytes) -> bool:
         """Replaces only if present; returns whether it did."""
+    @deprecated("renamed put_if_absent")
+    def insert(self, key: bytes, value: bytes) -> bool:
+        """The former name of put_if_absent."""
+    @deprecated("renamed put_if_present")
+    def replace(self, key: bytes, value: bytes) -> bool:
+        """The former name of put_if_present."""
     def remove(self, key: bytes) -> bool:
         """Removes the key; returns whether it was present."""
     def swap(self, key: bytes, value: bytes) -> bytes | None:

@@ -1,11 +1,10 @@
 """shoal.FixedMap: a fixed-size map of bytes (see Store.fixed_map)."""
 
-import time as _time
+import warnings as _warnings
 from collections.abc import Mapping as _Mapping
 from collections.abc import MutableMapping as _MutableMapping
 
 from ._absent import ABSENT
-from ._errors import Timeout as _Timeout
 from ._views import ItemsView, KeysView, ValuesView
 
 __all__ = ["FixedMap"]
@@ -157,13 +156,25 @@ class FixedMap(_MutableMapping):
         """Inserts or replaces; returns True if the key was present (replaced)."""
         return self._m.put(key, value)
 
-    def insert(self, key, value) -> bool:
+    def put_if_absent(self, key, value) -> bool:
         """Inserts only if ``key`` is absent; returns whether it did."""
-        return self._m.insert(key, value)
+        return self._m.put_if_absent(key, value)
+
+    def put_if_present(self, key, value) -> bool:
+        """Replaces only if ``key`` is present; returns whether it did."""
+        return self._m.put_if_present(key, value)
+
+    def insert(self, key, value) -> bool:
+        """The former name of ``put_if_absent`` (a DeprecationWarning)."""
+        _warnings.warn("FixedMap.insert is renamed put_if_absent", DeprecationWarning, stacklevel=2)
+        return self._m.put_if_absent(key, value)
 
     def replace(self, key, value) -> bool:
-        """Replaces only if ``key`` is present; returns whether it did."""
-        return self._m.replace(key, value)
+        """The former name of ``put_if_present`` (a DeprecationWarning)."""
+        _warnings.warn(
+            "FixedMap.replace is renamed put_if_present", DeprecationWarning, stacklevel=2
+        )
+        return self._m.put_if_present(key, value)
 
     def remove(self, key) -> bool:
         """Removes ``key``; returns whether it was present."""
@@ -200,22 +211,9 @@ class FixedMap(_MutableMapping):
         between, ``func`` is called again on the new value, so it may run several times
         and should have no side effects. It runs without any lock held; an exception from
         it propagates and changes nothing. Raises ``shoal.Timeout`` if the key keeps
-        changing for longer than the store's lock timeout."""
-        deadline = _time.monotonic() + self._store.lock_timeout
-        tries = 0
-        while True:
-            cur = self._m.get(key)
-            out = func(ABSENT if cur is None else cur)
-            if cur is None and out is ABSENT:
-                if not self._m.contains(key):
-                    return out
-            elif self._m.compare_and_swap(key, cur, None if out is ABSENT else out):
-                return out
-            tries += 1
-            if _time.monotonic() > deadline:
-                raise _Timeout(f"modify: the key kept changing for {self._store.lock_timeout} s")
-            if tries > 4:
-                _time.sleep(10e-6 * (1 << min(tries, 10)))
+        changing for longer than the store's lock timeout. (Not named ``update``:
+        ``MutableMapping.update`` merges another mapping in.)"""
+        return self._m.modify(key, func)
 
     def clear(self):
         """Removes every entry."""

@@ -822,20 +822,20 @@ static void test_map_insert_replace_remove_contains(void) {
     shoal_store *s;
     shoal_map *m;
     if (!fresh("irr", &s, &m)) { h_failures++; return; }
-    CHECK_RC(shoal_map_insert(NULL, "a", 1, "1", 1), SHOAL_NULL_POINTER);
-    CHECK_RC(shoal_map_insert(m, NULL, 1, "1", 1), SHOAL_NULL_POINTER);
-    CHECK_RC(shoal_map_insert(m, "a", 1, NULL, 1), SHOAL_NULL_POINTER);
-    CHECK_RC(shoal_map_insert(m, "a", 1, "1", 1), SHOAL_OK);
-    CHECK_RC(shoal_map_insert(m, "a", 1, "2", 1), SHOAL_EXISTS);
+    CHECK_RC(shoal_map_put_if_absent(NULL, "a", 1, "1", 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_if_absent(m, NULL, 1, "1", 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_if_absent(m, "a", 1, NULL, 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_if_absent(m, "a", 1, "1", 1), SHOAL_OK);
+    CHECK_RC(shoal_map_put_if_absent(m, "a", 1, "2", 1), SHOAL_EXISTS);
     char buf[16];
     size_t len;
     CHECK_RC(shoal_map_get(m, "a", 1, buf, sizeof buf, &len), SHOAL_OK);
     CHECK(len == 1 && buf[0] == '1');
 
-    CHECK_RC(shoal_map_replace(NULL, "a", 1, "3", 1), SHOAL_NULL_POINTER);
-    CHECK_RC(shoal_map_replace(m, "a", 1, NULL, 1), SHOAL_NULL_POINTER);
-    CHECK_RC(shoal_map_replace(m, "b", 1, "3", 1), SHOAL_NOT_FOUND);
-    CHECK_RC(shoal_map_replace(m, "a", 1, "3", 1), SHOAL_OK);
+    CHECK_RC(shoal_map_put_if_present(NULL, "a", 1, "3", 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_if_present(m, "a", 1, NULL, 1), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_map_put_if_present(m, "b", 1, "3", 1), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_put_if_present(m, "a", 1, "3", 1), SHOAL_OK);
     CHECK_RC(shoal_map_get(m, "a", 1, buf, sizeof buf, &len), SHOAL_OK);
     CHECK(buf[0] == '3');
 
@@ -875,10 +875,79 @@ static void test_map_insert_replace_remove_contains(void) {
 
     char bigkey[SHOAL_MAX_KEY_LEN + 1];
     memset(bigkey, 'k', sizeof bigkey);
-    CHECK_RC(shoal_map_insert(m, bigkey, sizeof bigkey, "v", 1), SHOAL_INVALID);
-    CHECK_RC(shoal_map_replace(m, bigkey, sizeof bigkey, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_map_put_if_absent(m, bigkey, sizeof bigkey, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_map_put_if_present(m, bigkey, sizeof bigkey, "v", 1), SHOAL_INVALID);
     CHECK_RC(shoal_map_remove(m, bigkey, sizeof bigkey, NULL, 0, NULL), SHOAL_INVALID);
     CHECK_RC(shoal_map_contains(m, bigkey, sizeof bigkey, &present), SHOAL_INVALID);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
+/* The former names of put_if_absent and put_if_present stay for one release: the same
+ * calls, declared deprecated (hence the pragmas: this file builds with -Werror). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void test_former_names(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("former", &s, &m)) { h_failures++; return; }
+    CHECK_RC(shoal_map_insert(m, "a", 1, "1", 1), SHOAL_OK);
+    CHECK_RC(shoal_map_insert(m, "a", 1, "2", 1), SHOAL_EXISTS);
+    CHECK_RC(shoal_map_replace(m, "b", 1, "3", 1), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_replace(m, "a", 1, "3", 1), SHOAL_OK);
+    CHECK_RC(shoal_map_insert(NULL, "a", 1, "1", 1), SHOAL_NULL_POINTER);
+    char buf[4];
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(m, "a", 1, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 1 && buf[0] == '3');
+    CHECK_RC(shoal_map_get(m, "b", 1, buf, sizeof buf, &len), SHOAL_NOT_FOUND);
+
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 2, 2, SHOAL_MAP_CREATE, &f));
+    CHECK_RC(shoal_fixed_insert(f, "ab", 2, "12", 2), SHOAL_OK);
+    CHECK_RC(shoal_fixed_insert(f, "ab", 2, "34", 2), SHOAL_EXISTS);
+    CHECK_RC(shoal_fixed_replace(f, "cd", 2, "56", 2), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_fixed_replace(f, "ab", 2, "56", 2), SHOAL_OK);
+    CHECK_RC(shoal_fixed_insert(f, "ab", 3, "12", 2), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_get(f, "ab", 2, buf, 2), SHOAL_OK);
+    CHECK(memcmp(buf, "56", 2) == 0);
+    CHECK_RC(shoal_fixed_get(f, "cd", 2, buf, 2), SHOAL_NOT_FOUND);
+    shoal_fixed_close(f);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+#pragma GCC diagnostic pop
+
+/* The batch calls of both kinds name the item that stopped them, whatever the error: an
+ * argument of the item's own (a NULL key, a key too large) or the map's (dropped). */
+static void test_batches_name_the_item(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("batch_items", &s, &m)) { h_failures++; return; }
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "f", 2, 2, SHOAL_MAP_CREATE, &f));
+    shoal_kv null_key[3] = {{"aa", 2, "11", 2}, {"bb", 2, "22", 2}, {NULL, 2, "33", 2}};
+    CHECK_RC(shoal_map_put_many(m, null_key, 3), SHOAL_NULL_POINTER);
+    CHECK(strstr(shoal_last_error_message(), "item 2") != NULL);
+    CHECK_RC(shoal_fixed_put_many(f, null_key, 3), SHOAL_NULL_POINTER);
+    CHECK(strstr(shoal_last_error_message(), "item 2") != NULL);
+    static char bigkey[SHOAL_MAX_KEY_LEN + 1];
+    shoal_bytes big[2] = {{"aa", 2}, {bigkey, sizeof bigkey}};
+    CHECK_RC(shoal_map_remove_many(m, big, 2, NULL), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 1") != NULL);
+    CHECK_RC(shoal_store_drop_map(s, "m"), SHOAL_OK);
+    CHECK_RC(shoal_store_drop_map(s, "f"), SHOAL_OK);
+    shoal_kv items[1] = {{"aa", 2, "11", 2}};
+    shoal_bytes keys[1] = {{"aa", 2}};
+    uint64_t removed = 7;
+    CHECK_RC(shoal_map_put_many(m, items, 1), SHOAL_NOT_FOUND);
+    CHECK(strstr(shoal_last_error_message(), "item 0") != NULL);
+    CHECK_RC(shoal_map_remove_many(m, keys, 1, &removed), SHOAL_NOT_FOUND);
+    CHECK(strstr(shoal_last_error_message(), "item 0") != NULL);
+    CHECK_RC(shoal_fixed_remove_many(f, keys, 1, &removed), SHOAL_NOT_FOUND);
+    CHECK(strstr(shoal_last_error_message(), "item 0") != NULL);
+    CHECK(removed == 7);
+    shoal_fixed_close(f);
     shoal_map_close(m);
     shoal_store_close(s);
 }
@@ -2069,16 +2138,16 @@ static void test_fixed_ops(void) {
     CHECK_RC(shoal_fixed_contains(NULL, k2, 4, &b), SHOAL_NULL_POINTER);
 
     /* insert / replace */
-    CHECK_RC(shoal_fixed_insert(f, k1, 4, v2, 8), SHOAL_EXISTS);
-    CHECK_RC(shoal_fixed_replace(f, k2, 4, v2, 8), SHOAL_NOT_FOUND);
-    CHECK_RC(shoal_fixed_insert(f, k2, 4, v2, 8), SHOAL_OK);
-    CHECK_RC(shoal_fixed_replace(f, k1, 4, v2, 8), SHOAL_OK);
+    CHECK_RC(shoal_fixed_put_if_absent(f, k1, 4, v2, 8), SHOAL_EXISTS);
+    CHECK_RC(shoal_fixed_put_if_present(f, k2, 4, v2, 8), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_fixed_put_if_absent(f, k2, 4, v2, 8), SHOAL_OK);
+    CHECK_RC(shoal_fixed_put_if_present(f, k1, 4, v2, 8), SHOAL_OK);
     CHECK_RC(shoal_fixed_get(f, k1, 4, buf, 8), SHOAL_OK);
     CHECK(memcmp(buf, v2, 8) == 0);
-    CHECK_RC(shoal_fixed_insert(f, k1, 4, v2, 9), SHOAL_INVALID);
-    CHECK_RC(shoal_fixed_replace(f, k1, 1, v2, 8), SHOAL_INVALID);
-    CHECK_RC(shoal_fixed_insert(NULL, k1, 4, v2, 8), SHOAL_NULL_POINTER);
-    CHECK_RC(shoal_fixed_replace(NULL, k1, 4, v2, 8), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_put_if_absent(f, k1, 4, v2, 9), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_put_if_present(f, k1, 1, v2, 8), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_put_if_absent(NULL, k1, 4, v2, 8), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_fixed_put_if_present(NULL, k1, 4, v2, 8), SHOAL_NULL_POINTER);
 
     /* compare_and_swap */
     CHECK_RC(shoal_fixed_compare_and_swap(f, k1, 4, v1, 8, v1, 8, 0), SHOAL_MISMATCH);
@@ -2824,6 +2893,8 @@ int main(void) {
     RUN(test_map_get_put_buffers);
     RUN(test_map_get_cb_and_take);
     RUN(test_map_insert_replace_remove_contains);
+    RUN(test_former_names);
+    RUN(test_batches_name_the_item);
     RUN(test_map_len_clear_stats);
     RUN(test_map_for_each);
     RUN(test_iter);

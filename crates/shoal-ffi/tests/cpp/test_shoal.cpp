@@ -53,11 +53,11 @@ TEST_F(ShoalTest, PutGetAndOptionalResults) {
 TEST_F(ShoalTest, InsertReplaceRemoveTake) {
     shoal::Store store(path_, small());
     shoal::Map m = store.map("m");
-    EXPECT_TRUE(m.insert("k", "1"));
-    EXPECT_FALSE(m.insert("k", "2"));
+    EXPECT_TRUE(m.put_if_absent("k", "1"));
+    EXPECT_FALSE(m.put_if_absent("k", "2"));
     EXPECT_EQ(*m.get("k"), "1");
-    EXPECT_TRUE(m.replace("k", "3"));
-    EXPECT_FALSE(m.replace("absent", "3"));
+    EXPECT_TRUE(m.put_if_present("k", "3"));
+    EXPECT_FALSE(m.put_if_present("absent", "3"));
     EXPECT_FALSE(m.contains("absent"));
     EXPECT_EQ(m.take("k"), std::optional<std::string>("3"));
     EXPECT_EQ(m.take("k"), std::nullopt);
@@ -66,6 +66,29 @@ TEST_F(ShoalTest, InsertReplaceRemoveTake) {
     EXPECT_FALSE(m.remove("r"));
     EXPECT_TRUE(m.empty());
 }
+
+// The former names of put_if_absent and put_if_present stay for one release, declared
+// [[deprecated]] (hence the pragmas: the tests build with -Werror).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST_F(ShoalTest, FormerNamesStillWork) {
+    shoal::Store store(path_, small());
+    shoal::Map m = store.map("m");
+    EXPECT_TRUE(m.insert("k", "1"));
+    EXPECT_FALSE(m.insert("k", "2"));
+    EXPECT_TRUE(m.replace("k", "3"));
+    EXPECT_FALSE(m.replace("absent", "3"));
+    EXPECT_EQ(*m.get("k"), "3");
+    EXPECT_FALSE(m.contains("absent"));
+    shoal::FixedMap f = store.fixed_map("f", 2, 2);
+    EXPECT_TRUE(f.insert("ab", "12"));
+    EXPECT_FALSE(f.insert("ab", "34"));
+    EXPECT_TRUE(f.replace("ab", "56"));
+    EXPECT_FALSE(f.replace("cd", "78"));
+    EXPECT_EQ(*f.get("ab"), "56");
+    EXPECT_FALSE(f.contains("cd"));
+}
+#pragma GCC diagnostic pop
 
 TEST_F(ShoalTest, BytesViewInputs) {
     shoal::Store store(path_, small());
@@ -517,10 +540,10 @@ TEST_F(ShoalTest, FixedMapBasics) {
     EXPECT_FALSE(f.get_into(K2, &out, sizeof out));
     EXPECT_TRUE(f.contains(K1));
     EXPECT_FALSE(f.contains(K2));
-    EXPECT_FALSE(f.insert(K1, V2));
-    EXPECT_FALSE(f.replace(K2, V2));
-    EXPECT_TRUE(f.insert(K2, V2));
-    EXPECT_TRUE(f.replace(K2, V1));
+    EXPECT_FALSE(f.put_if_absent(K1, V2));
+    EXPECT_FALSE(f.put_if_present(K2, V2));
+    EXPECT_TRUE(f.put_if_absent(K2, V2));
+    EXPECT_TRUE(f.put_if_present(K2, V1));
     EXPECT_FALSE(f.compare_and_swap(K2, V2, V1));
     EXPECT_TRUE(f.compare_and_swap(K2, V1, V2));
     EXPECT_FALSE(f.compare_and_swap(K2, std::nullopt, V1));

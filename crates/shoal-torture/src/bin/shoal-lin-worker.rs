@@ -403,7 +403,7 @@ impl Client<'_> {
                 let v = self.fresh();
                 self.call(format_args!("ins {key} {v}"));
                 bit(map
-                    .insert(kb, &v.to_le_bytes())
+                    .put_if_absent(kb, &v.to_le_bytes())
                     .unwrap_or_else(|e| self.err(e)))
                 .into()
             }
@@ -411,7 +411,7 @@ impl Client<'_> {
                 let v = self.fresh();
                 self.call(format_args!("rep {key} {v}"));
                 bit(map
-                    .replace(kb, &v.to_le_bytes())
+                    .put_if_present(kb, &v.to_le_bytes())
                     .unwrap_or_else(|e| self.err(e)))
                 .into()
             }
@@ -518,7 +518,7 @@ impl Client<'_> {
                 let v = self.fresh();
                 self.call(format_args!("ins {key} {v}"));
                 bit(map
-                    .insert(kb, &v.to_le_bytes())
+                    .put_if_absent(kb, &v.to_le_bytes())
                     .unwrap_or_else(|e| self.err(e)))
                 .into()
             }
@@ -526,7 +526,7 @@ impl Client<'_> {
                 let v = self.fresh();
                 self.call(format_args!("rep {key} {v}"));
                 bit(map
-                    .replace(kb, &v.to_le_bytes())
+                    .put_if_present(kb, &v.to_le_bytes())
                     .unwrap_or_else(|e| self.err(e)))
                 .into()
             }

@@ -388,11 +388,15 @@ fn writer(a: &Args, wid: Wid, who: &str, store: &Store, map: &shoal::Map, mut rn
                 (true, o.is_some(), o)
             }
             OpKind::Insert => {
-                let r = map.insert(k, &value).unwrap_or_else(|e| engine(e, &what));
+                let r = map
+                    .put_if_absent(k, &value)
+                    .unwrap_or_else(|e| engine(e, &what));
                 (r, !r, None)
             }
             OpKind::Replace => {
-                let r = map.replace(k, &value).unwrap_or_else(|e| engine(e, &what));
+                let r = map
+                    .put_if_present(k, &value)
+                    .unwrap_or_else(|e| engine(e, &what));
                 (r, r, None)
             }
             OpKind::Remove => {

@@ -96,6 +96,11 @@ impl FixedMap {
         m
     }
 
+    /// The lock timeout of this handle (see [`FixedMap::with_timeout`]).
+    pub fn timeout(&self) -> Duration {
+        self.f.m.timeout
+    }
+
     pub(crate) fn txn(&self) -> Result<Txn<'_>> {
         let t = crate::txn::thread_txn(&self.sh)?;
         let mut tx = Txn::new(&self.sh, t);
@@ -184,6 +189,21 @@ impl FixedMap {
         Ok(found.is_some())
     }
 
+    /// Copies the value of `key` into `buf` if it fits; returns the value's length (the
+    /// map's value size), or `None` if the key is absent. A `buf` shorter than the value
+    /// size is left alone: the result says how large a buffer the value needs. The
+    /// contract of [`Map::get_to_slice`](crate::Map::get_to_slice), for code written for
+    /// both kinds ([`KvMap`](crate::KvMap)); [`FixedMap::get_into`] is the exact-size
+    /// call.
+    pub fn get_to_slice(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<usize>> {
+        let n = self.value_size();
+        let found = match buf.get_mut(..n) {
+            Some(dst) => self.get_into(key, dst)?,
+            None => self.contains(key)?,
+        };
+        Ok(found.then_some(n))
+    }
+
     /// Whether `key` is present.
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
         self.check_key(key)?;
@@ -219,7 +239,7 @@ impl FixedMap {
     }
 
     /// Inserts only if `key` is absent; returns whether it did.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let _call = crate::deadline::call();
         self.check_value(value)?;
         let (_, applied) = self.write(key, &mut |cur| {
@@ -233,7 +253,7 @@ impl FixedMap {
     }
 
     /// Replaces only if `key` is present; returns whether it did.
-    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_present(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let _call = crate::deadline::call();
         self.check_value(value)?;
         let (_, applied) = self.write(key, &mut |cur| {
@@ -244,6 +264,20 @@ impl FixedMap {
             })
         })?;
         Ok(applied)
+    }
+
+    /// The former name of [`FixedMap::put_if_absent`].
+    #[deprecated(since = "0.2.0", note = "renamed put_if_absent")]
+    #[inline]
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put_if_absent(key, value)
+    }
+
+    /// The former name of [`FixedMap::put_if_present`].
+    #[deprecated(since = "0.2.0", note = "renamed put_if_present")]
+    #[inline]
+    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put_if_present(key, value)
     }
 
     /// Removes `key`; returns whether it was present.
@@ -328,6 +362,16 @@ impl FixedMap {
     /// Faster than the same puts one by one on a large map: the buckets and segment locks
     /// of the puts a few entries ahead are loaded while one is written.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        self.put_many_indexed(items)
+            .map_err(crate::api::map::item_named)
+    }
+
+    /// [`FixedMap::put_many`] that says where it stopped, as
+    /// [`Map::put_many_indexed`](crate::Map::put_many_indexed) does.
+    pub fn put_many_indexed(
+        &self,
+        items: &[(&[u8], &[u8])],
+    ) -> std::result::Result<(), (usize, Error)> {
         let _call = crate::deadline::call();
         let sh = &*self.sh;
         crate::api::map::put_each(
@@ -341,6 +385,12 @@ impl FixedMap {
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     /// Looks ahead as [`FixedMap::put_many`] does.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        self.remove_many_indexed(keys).map_err(|(_, e)| e)
+    }
+
+    /// [`FixedMap::remove_many`] that says where it stopped, as
+    /// [`Map::put_many_indexed`](crate::Map::put_many_indexed) does.
+    pub fn remove_many_indexed(&self, keys: &[&[u8]]) -> std::result::Result<u64, (usize, Error)> {
         let _call = crate::deadline::call();
         let sh = &*self.sh;
         crate::api::map::remove_each(

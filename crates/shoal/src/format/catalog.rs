@@ -17,6 +17,7 @@ pub const KIND_MAP: u64 = 1;
 
 /// The kind of a map, as [`Store::map_kind`](crate::Store::map_kind) reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MapKind {
     /// A map of variable-size keys and values ([`Store::map`](crate::Store::map)), with or without UIDs.
     Variable {

@@ -12,12 +12,12 @@ pub(crate) const WRITE_AHEAD: usize = 6;
 /// Runs `each` on the items in order; before each, `prefetch` on the key of the item
 /// [`WRITE_AHEAD`] places further on, so that the lines its write will wait on are loaded
 /// by the time it comes.
-pub(crate) fn each_looking_ahead<I>(
+pub(crate) fn each_looking_ahead<I, E>(
     items: &[I],
     key: impl Fn(&I) -> &[u8],
     mut prefetch: impl FnMut(&[u8]),
-    mut each: impl FnMut(usize, &I) -> Result<()>,
-) -> Result<()> {
+    mut each: impl FnMut(usize, &I) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
     for item in items.iter().take(WRITE_AHEAD) {
         prefetch(key(item));
     }
@@ -30,51 +30,79 @@ pub(crate) fn each_looking_ahead<I>(
     Ok(())
 }
 
-/// The loop of `put_many` (variable and fixed maps): each put atomic on its own, the
-/// first error stops it (an invalid item's message names it), one flush at the end.
-/// `prefetch` starts loading what the put of a key will wait on.
+/// Where a batched write stopped: at an item (its index), or in the flush after them.
+enum Stopped {
+    At(usize, Error),
+    Flush(Error),
+}
+
+impl From<Error> for Stopped {
+    fn from(e: Error) -> Stopped {
+        Stopped::Flush(e)
+    }
+}
+
+impl Stopped {
+    /// As `put_many_indexed` reports it: a flush's failure at index `n`, past the items.
+    fn indexed(self, n: usize) -> (usize, Error) {
+        match self {
+            Stopped::At(i, e) => (i, e),
+            Stopped::Flush(e) => (n, e),
+        }
+    }
+}
+
+/// The loop of `put_many_indexed` (variable and fixed maps): each put atomic on its own,
+/// the first error stops it, one flush at the end. `prefetch` starts loading what the put
+/// of a key will wait on.
 pub(crate) fn put_each(
     sh: &Shared,
     items: &[(&[u8], &[u8])],
     prefetch: impl FnMut(&[u8]),
     mut put: impl FnMut(&[u8], &[u8]) -> Result<()>,
-) -> Result<()> {
+) -> std::result::Result<(), (usize, Error)> {
     crate::api::batch::run(sh, || {
         each_looking_ahead(
             items,
             |(k, _)| k,
             prefetch,
-            |i, (k, v)| {
-                put(k, v).map_err(|e| match e {
-                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
-                    e => e,
-                })
-            },
+            |i, (k, v)| put(k, v).map_err(|e| Stopped::At(i, e)),
         )
     })
+    .map_err(|s| s.indexed(items.len()))
 }
 
-/// The loop of `remove_many`: how many of `keys` `remove` found, one flush at the end.
-/// `prefetch` as for [`put_each`].
+/// The loop of `remove_many_indexed`: how many of `keys` `remove` found, one flush at the
+/// end. `prefetch` as for [`put_each`].
 pub(crate) fn remove_each(
     sh: &Shared,
     keys: &[&[u8]],
     prefetch: impl FnMut(&[u8]),
     mut remove: impl FnMut(&[u8]) -> Result<bool>,
-) -> Result<u64> {
+) -> std::result::Result<u64, (usize, Error)> {
     crate::api::batch::run(sh, || {
         let mut n = 0;
         each_looking_ahead(
             keys,
             |k| k,
             prefetch,
-            |_, k| {
-                n += remove(k)? as u64;
-                Ok(())
+            |i, k| {
+                n += remove(k).map_err(|e| Stopped::At(i, e))? as u64;
+                Ok::<_, Stopped>(())
             },
         )?;
         Ok(n)
     })
+    .map_err(|s: Stopped| s.indexed(keys.len()))
+}
+
+/// The error of `put_many` from that of `put_many_indexed`: an invalid item's message
+/// names the item (the others are the put's or the flush's own).
+pub(crate) fn item_named((i, e): (usize, Error)) -> Error {
+    match e {
+        Error::InvalidArgument(m) => Error::InvalidArgument(format!("item {i}: {m}")),
+        e => e,
+    }
 }
 
 impl Map {
@@ -108,7 +136,7 @@ impl Map {
         // keys, validated as any get. The caller's keys are prefetched because hashing
         // a key not in the cache stalled every stage: a batch's keys usually come from
         // all over the caller's memory (5.1 against 7.2 M/s at 10 M keys). The figures
-        // behind this shape are in docs/benchmarks/single-get.md (session 13).
+        // behind this shape are in docs/benchmarks/single-get.md.
         let end = sh.file_end();
         let mut ring = [(0u64, 0u64); 2 * STAGE];
         let n = keys.len();
@@ -160,6 +188,17 @@ impl Map {
     /// entry is written, the lines the puts a few entries ahead will wait on (their
     /// segment locks and buckets) are already on their way.
     pub fn put_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        self.put_many_indexed(items).map_err(item_named)
+    }
+
+    /// [`Map::put_many`] that says where it stopped: `Err((i, e))` when the put of
+    /// `items[i]` failed with `e` (its message as the put alone would give it), or
+    /// `Err((items.len(), e))` when the flush after the last item failed. For callers
+    /// that report the failing item in words of their own (the C ABI).
+    pub fn put_many_indexed(
+        &self,
+        items: &[(&[u8], &[u8])],
+    ) -> std::result::Result<(), (usize, Error)> {
         let _call = crate::deadline::call();
         let sh = &*self.sh;
         put_each(
@@ -173,6 +212,12 @@ impl Map {
     /// Removes many keys (each removal atomic on its own); returns how many were present.
     /// Looks ahead as [`Map::put_many`] does.
     pub fn remove_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        self.remove_many_indexed(keys).map_err(|(_, e)| e)
+    }
+
+    /// [`Map::remove_many`] that says where it stopped, as [`Map::put_many_indexed`]
+    /// does.
+    pub fn remove_many_indexed(&self, keys: &[&[u8]]) -> std::result::Result<u64, (usize, Error)> {
         let _call = crate::deadline::call();
         let sh = &*self.sh;
         remove_each(

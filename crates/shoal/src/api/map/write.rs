@@ -74,15 +74,29 @@ impl Map {
     }
 
     /// Inserts only if `key` is absent; returns whether it did.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::InsertOnly, false)?.0)
     }
 
     /// Replaces only if `key` is present; returns whether it did.
-    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_present(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let _call = crate::deadline::call();
         Ok(self.write(key, Some(value), Mode::ReplaceOnly, false)?.0)
+    }
+
+    /// The former name of [`Map::put_if_absent`].
+    #[deprecated(since = "0.2.0", note = "renamed put_if_absent")]
+    #[inline]
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put_if_absent(key, value)
+    }
+
+    /// The former name of [`Map::put_if_present`].
+    #[deprecated(since = "0.2.0", note = "renamed put_if_present")]
+    #[inline]
+    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put_if_present(key, value)
     }
 
     /// Removes `key`; returns whether it was present.
@@ -476,10 +490,9 @@ thread_local! {
 pub(crate) const APPEND_FIRST_AT: u8 = 2;
 
 /// Whether puts of values that may go in place append before the lock at all (the guess
-/// above). Switched off in session 21, when the soak lost live records in three runs with
-/// it on and none without; back on in session 22, when the cause turned out to be
-/// elsewhere and was fixed: a live process judged dead (docs/RELIABILITY.md, "The soak
-/// lost a chunk of live records"). Kept as a switch for the next such hunt.
+/// above). A switch for hunts of lost records: with it off, a put appends only under the
+/// lock, which rules the early append out (docs/RELIABILITY.md, "The soak lost a chunk of
+/// live records").
 pub(crate) const APPEND_EARLY: bool = true;
 /// Where [`APPENDING`] saturates.
 pub(crate) const APPENDING_MAX: u8 = 3;
