@@ -12,7 +12,7 @@ pub enum Error {
     #[error("not found: {0}")]
     NotFound(String),
     /// The store file or the named map already exists (create-new), or the key is present
-    /// (`insert`).
+    /// (`put_if_absent`).
     #[error("already exists: {0}")]
     AlreadyExists(String),
     /// The store reached its maximum size (`Options::max_size`) or a fixed table is full.

@@ -452,14 +452,29 @@ fn a_fixed_map_bucket_left_mid_write_is_corruption_and_iteration_goes_on_past_it
         }
     }
     // 8+8 cells: 128-byte buckets at 64 past a 128-aligned segment start, so the bucket
-    // of a cell is the one that starts at 64 mod 128 before it.
+    // of a cell is the one that starts at 64 mod 128 before it, and cell `i` is at
+    // bucket + 8 + 16 i, or bucket + 16 + 16 i in a map with tags. A key moved to another bucket or by a split leaves its bytes
+    // behind in a free cell (free cells hold garbage), so the live copy is the one whose
+    // bitmap bit is set.
     let mut b = std::fs::read(&p).unwrap();
-    let cell = b
+    let word_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let live = |b: &[u8], cell: usize| {
+        let bucket = cell.checked_sub(64)? / 128 * 128 + 64;
+        let first = if (cell - bucket) % 16 == 0 { 16 } else { 8 };
+        let slot = cell.checked_sub(bucket + first)?;
+        (slot % 16 == 0 && slot / 16 < 7 && word_at(b, bucket) >> (32 + slot / 16) & 1 == 1)
+            .then_some(bucket)
+    };
+    let copies: Vec<usize> = b
         .windows(8)
-        .position(|w| w == key(777))
-        .expect("the cell of key 777");
-    let bucket = cell - (cell - 64) % 128;
-    let word = u64::from_le_bytes(b[bucket..bucket + 8].try_into().unwrap());
+        .enumerate()
+        .filter(|(_, w)| *w == key(777))
+        .map(|(at, _)| at)
+        .collect();
+    let live_copies: Vec<usize> = copies.iter().filter_map(|&c| live(&b, c)).collect();
+    assert_eq!(live_copies.len(), 1, "copies of key 777 at {copies:x?}");
+    let bucket = live_copies[0];
+    let word = word_at(&b, bucket);
     assert_eq!(word & 1, 0, "bucket {bucket:#x}: {word:#x}");
     b[bucket..bucket + 8].copy_from_slice(&(word | 1).to_le_bytes());
     std::fs::write(&p, &b).unwrap();
