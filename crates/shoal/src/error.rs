@@ -78,6 +78,10 @@ pub enum Error {
     /// a 32-bit one): the handle no longer names anything.
     #[error("stale UID {0:#x}: its key was removed")]
     StaleUid(u64),
+    /// A push would take a queue past its depth limit
+    /// ([`QueueSetOptions::queue_with_limit`](crate::QueueSetOptions::queue_with_limit)).
+    #[error("queue full: {0}")]
+    QueueFull(String),
     /// More threads or processes use the store at once than it has slots for, or a
     /// repair ([`Store::repair`](crate::Store::repair)) found the store open elsewhere
     /// (it needs it alone).
@@ -88,8 +92,12 @@ pub enum Error {
     /// [`Store::fixed_map`](crate::Store::fixed_map). The fields let each binding name
     /// its own call in its message.
     #[error(
-        "map {name:?} is a {found}: open it with {}",
-        if matches!(found, MapKind::Fixed { .. }) { "Store::fixed_map" } else { "Store::map" }
+        "{name:?} is a {found}: open it with {}",
+        match found {
+            MapKind::Fixed { .. } => "Store::fixed_map",
+            MapKind::QueueSet { .. } => "Store::queue_set",
+            _ => "Store::map",
+        }
     )]
     WrongMapKind {
         /// The map's name.

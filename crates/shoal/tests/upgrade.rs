@@ -25,6 +25,7 @@ const FLAG_IN_PLACE_UIDS: u64 = 8;
 const FLAG_FIXED_GROUPS: u64 = 16;
 const FLAG_FIXED_TAGS: u64 = 32;
 const FLAG_CLEAN_LANES: u64 = 64;
+const FLAG_QUEUES: u64 = 128;
 /// Cleaning lanes 1 to 7 (version 9), 64 bytes each.
 const H_LANES: u64 = 1024;
 const H_CHUNKS_OFF: u64 = 96;
@@ -88,7 +89,7 @@ fn set_version(path: &Path, v: u64) {
     write_u64(&f, H_VERSION, (w & !0xffff_ffff) | v);
 }
 
-/// Turns the closed current store at `path` into the file of format `to` (1 to 8) it
+/// Turns the closed current store at `path` into the file of format `to` (1 to 9) it
 /// would have been. Below 4, its records must all have long headers (values of 64 bytes
 /// or more, map ids below 64): those are the same bytes in every version. (Fixed-size
 /// maps are not downgraded: a store with one created at version 8 is not a version-7 file.)
@@ -104,15 +105,21 @@ fn downgrade(path: &Path, to: u64) {
         | FLAG_IN_PLACE_UIDS
         | FLAG_FIXED_GROUPS
         | FLAG_FIXED_TAGS
-        | FLAG_CLEAN_LANES;
+        | FLAG_CLEAN_LANES
+        | FLAG_QUEUES;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
-        "a version-9 store (without checksums) has short records, in-place values, \
-         fixed maps of groups with tags and cleaning lanes"
+        "a version-10 store (without checksums) has short records, in-place values, \
+         fixed maps of groups with tags, cleaning lanes and queue sets"
     );
     set_version(path, to);
+    let flags = flags & !FLAG_QUEUES;
+    write_u64(&f, H_FLAGS, flags);
+    if to >= 9 {
+        return;
+    }
     let flags = flags & !FLAG_CLEAN_LANES;
     write_u64(&f, H_FLAGS, flags);
     for w in 0..7 * 8 {
@@ -171,7 +178,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 9);
+    assert_eq!(FORMAT_VERSION, 10);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {

@@ -1,7 +1,8 @@
-//! The public handles on a store's maps: `Map`, `FixedMap`, the `KvMap` trait they share,
-//! their iterators and batches.
+//! The public handles on a store's objects: `Map`, `FixedMap`, the `KvMap` trait they
+//! share, their iterators and batches; `QueueSet` and its elements.
 
 pub(crate) mod batch;
 pub(crate) mod fixed;
 pub(crate) mod kv;
 pub(crate) mod map;
+pub(crate) mod queue;

@@ -12,10 +12,13 @@ pub const MAX_NAME: usize = 224;
 pub const CAT_FREE: u64 = 0;
 pub const CAT_LIVE: u64 = 1;
 pub const CAT_DROPPING: u64 = 2;
-/// Object kinds. Queues and logs are reserved for the IPC parts.
+/// Object kinds: a hash map (variable or fixed-size, as its header says), a queue set
+/// (stores with `FLAG_QUEUES`). 3 is reserved for logs.
 pub const KIND_MAP: u64 = 1;
+pub const KIND_QUEUES: u64 = 2;
 
-/// The kind of a map, as [`Store::map_kind`](crate::Store::map_kind) reports it.
+/// The kind of a named object (a map or a queue set), as
+/// [`Store::map_kind`](crate::Store::map_kind) reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MapKind {
@@ -30,6 +33,15 @@ pub enum MapKind {
         key_size: usize,
         /// Bytes per value.
         value_size: usize,
+    },
+    /// A queue set ([`Store::queue_set`](crate::Store::queue_set)).
+    QueueSet {
+        /// Bytes per element.
+        element_size: usize,
+        /// Elements in the set.
+        elements: u64,
+        /// Queues in the set.
+        queues: usize,
     },
 }
 
@@ -46,6 +58,14 @@ impl std::fmt::Display for MapKind {
             } => write!(
                 f,
                 "fixed-size map of {key_size}-byte keys and {value_size}-byte values"
+            ),
+            MapKind::QueueSet {
+                element_size,
+                elements,
+                queues,
+            } => write!(
+                f,
+                "queue set of {elements} {element_size}-byte elements in {queues} queues"
             ),
         }
     }

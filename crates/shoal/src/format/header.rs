@@ -48,13 +48,18 @@ pub const FLAG_FIXED_TAGS: u64 = 32;
 /// Header flag (version 9): the store has [`CLEAN_LANES`] cleaning lanes ([`H_LANES`]),
 /// not one. Set in every new store.
 pub const FLAG_CLEAN_LANES: u64 = 64;
+/// Header flag (version 10): the store may hold queue sets (catalog kind
+/// [`KIND_QUEUES`], intent kind [`I_QMOVE`]). Set in every new store; never on an older
+/// file, whose libraries would take a queue set for a map.
+pub const FLAG_QUEUES: u64 = 128;
 pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_SHORT_RECORDS
     | FLAG_IN_PLACE
     | FLAG_IN_PLACE_UIDS
     | FLAG_FIXED_GROUPS
     | FLAG_FIXED_TAGS
-    | FLAG_CLEAN_LANES;
+    | FLAG_CLEAN_LANES
+    | FLAG_QUEUES;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -169,6 +174,9 @@ pub struct Geometry {
     pub fixed_tags: bool,
     /// Cleaning lanes: [`CLEAN_LANES`] with `FLAG_CLEAN_LANES` (a new store), else 1.
     pub clean_lanes: u64,
+    /// The store may hold queue sets (`FLAG_QUEUES`): true for a new store, as the
+    /// header's flag says for an existing one.
+    pub queues: bool,
 }
 
 impl Geometry {
@@ -232,6 +240,7 @@ impl Geometry {
             fixed_groups: true,
             fixed_tags: true,
             clean_lanes: CLEAN_LANES,
+            queues: true,
         }
     }
 }
@@ -290,6 +299,9 @@ pub fn initial_image(g: &Geometry, size: u64) -> Vec<(u64, Vec<u8>)> {
     }
     if g.clean_lanes > 1 {
         flags |= FLAG_CLEAN_LANES;
+    }
+    if g.queues {
+        flags |= FLAG_QUEUES;
     }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
@@ -425,6 +437,12 @@ pub fn parse_header(
         ));
     }
     g.clean_lanes = if lanes { CLEAN_LANES } else { 1 };
+    g.queues = read_u64(h, H_FLAGS) & FLAG_QUEUES != 0;
+    if g.queues && version < 10 {
+        return bad(format!(
+            "header: flag QUEUES in a version-{version} file (it came with version 10)"
+        ));
+    }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
         != (
             read_u64(h, H_PROC_OFF),

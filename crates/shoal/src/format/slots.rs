@@ -68,6 +68,8 @@ pub const I_SPLIT: u64 = 2;
 pub const I_FSPLIT: u64 = 3;
 /// A fixed-size map's move of a directory group to another segment.
 pub const I_FMOVE: u64 = 4;
+/// A queue set's move of a chain of elements into or out of a queue (arguments `QA_*`).
+pub const I_QMOVE: u64 = 5;
 
 /// A redo entry's word offset and the mask of the bytes it writes (all 64 bits for a
 /// plain entry).

@@ -2,6 +2,7 @@
 //! (recovery, and in time the cleaner, the checker and repair) reach them through.
 
 pub(crate) mod fixed;
+pub(crate) mod queue;
 pub(crate) mod varmap;
 
 use crate::error::Result;
@@ -22,6 +23,8 @@ pub(crate) enum AnyKind {
     Var(varmap::VarMap),
     /// A fixed-size map.
     Fixed(fixed::FixedRef),
+    /// A queue set.
+    Queues(queue::QueueRef),
 }
 
 /// Calls the same expression on whichever kind `$x` is: one `match`, each arm a static
@@ -31,6 +34,7 @@ macro_rules! each_kind {
         match $x {
             AnyKind::Var($k) => $e,
             AnyKind::Fixed($k) => $e,
+            AnyKind::Queues($k) => $e,
         }
     };
 }
@@ -50,7 +54,9 @@ impl AnyKind {
     /// The object of catalog entry `id` whatever its state (a drop in progress finishes
     /// with it).
     pub fn open_any(sh: &Shared, id: u64) -> Result<AnyKind> {
-        Ok(if fixed::is_fixed(sh, id) {
+        Ok(if queue::is_queue_set(sh, id) {
+            AnyKind::Queues(queue::queue_ref_unchecked(sh, id)?)
+        } else if fixed::is_fixed(sh, id) {
             AnyKind::Fixed(fixed::fixed_ref_unchecked(sh, id)?)
         } else {
             AnyKind::Var(varmap::VarMap(varmap::map_ref_unchecked(sh, id)?))
@@ -62,10 +68,11 @@ impl AnyKind {
         match self {
             AnyKind::Var(v) => v.0.hdr,
             AnyKind::Fixed(f) => f.m.hdr,
+            AnyKind::Queues(q) => q.hdr,
         }
     }
 
-    /// What kind of map it is, for `Store::map_kind`.
+    /// What kind of object it is, for `Store::map_kind`.
     pub fn map_kind(&self) -> MapKind {
         match self {
             AnyKind::Var(v) => MapKind::Variable {
@@ -74,6 +81,11 @@ impl AnyKind {
             AnyKind::Fixed(f) => MapKind::Fixed {
                 key_size: f.geo.key_size as usize,
                 value_size: f.geo.value_size as usize,
+            },
+            AnyKind::Queues(q) => MapKind::QueueSet {
+                element_size: q.elem_size as usize,
+                elements: q.elems,
+                queues: q.nq as usize,
             },
         }
     }
@@ -121,6 +133,7 @@ pub(crate) static HOOKS: Hooks = Hooks {
         (I_SPLIT, crate::kinds::varmap::recover_split),
         (I_FSPLIT, crate::kinds::fixed::recover_split),
         (I_FMOVE, crate::kinds::fixed::recover_move),
+        (I_QMOVE, crate::kinds::queue::recover_move),
     ]),
     record_unreferenced,
     #[cfg(feature = "paranoid")]
@@ -137,8 +150,8 @@ fn record_unreferenced(sh: &Shared, off: u64) -> bool {
     };
     let map_live = mid < sh.g.n_catalog
         && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
-    if !map_live || crate::kinds::fixed::is_fixed(sh, mid) {
-        return true; // its map is gone (its id may now name a fixed map: no records)
+    if !map_live || crate::kinds::fixed::is_fixed(sh, mid) || queue::is_queue_set(sh, mid) {
+        return true; // its map is gone (its id may now name an object without records)
     }
     let Ok(m) = crate::kinds::varmap::map_ref_unchecked(sh, mid) else {
         return false;
@@ -174,6 +187,7 @@ fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
         let ce = sh.g.cat_entry(id);
         if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE
             || crate::kinds::fixed::is_fixed(sh, id)
+            || queue::is_queue_set(sh, id)
         {
             continue;
         }

@@ -66,13 +66,11 @@ impl Store {
         for id in 0..sh.g.n_catalog {
             let ce = sh.g.cat_entry(id);
             let st = sh.w(ce + C_STATE).load(Acquire);
-            if st & 0xff != CAT_LIVE
-                || sh.w(ce + C_KIND).load(Acquire) != KIND_MAP
-                || !name_is(sh, ce, name)
-            {
+            if st & 0xff != CAT_LIVE || !name_is(sh, ce, name) {
                 continue;
             }
-            if crate::kinds::fixed::is_fixed(sh, id) {
+            if sh.w(ce + C_KIND).load(Acquire) != KIND_MAP || crate::kinds::fixed::is_fixed(sh, id)
+            {
                 return Err(Error::WrongMapKind {
                     name: name.into(),
                     found: self.kind_at(id)?,
@@ -183,17 +181,15 @@ impl Store {
         r
     }
 
-    /// The live catalog entry named `name`: (id, state word).
+    /// The live catalog entry named `name`, whatever its kind (names are one namespace):
+    /// (id, state word).
     pub(crate) fn find_entry(&self, name: &str) -> Result<Option<(u64, u64)>> {
         let sh = &*self.sh;
         sh.ensure_registered()?;
         for id in 0..sh.g.n_catalog {
             let ce = sh.g.cat_entry(id);
             let st = sh.w(ce + C_STATE).load(Acquire);
-            if st & 0xff == CAT_LIVE
-                && sh.w(ce + C_KIND).load(Acquire) == KIND_MAP
-                && name_is(sh, ce, name)
-            {
+            if st & 0xff == CAT_LIVE && name_is(sh, ce, name) {
                 return Ok(Some((id, st)));
             }
         }
@@ -300,14 +296,16 @@ impl Store {
 }
 
 impl Store {
-    /// Names of the maps in the store.
+    /// Names of the maps (variable and fixed-size) in the store.
     pub fn maps(&self) -> Result<Vec<String>> {
         let sh = &*self.sh;
         sh.ensure_registered()?;
         let mut out = Vec::new();
         for id in 0..sh.g.n_catalog {
             let ce = sh.g.cat_entry(id);
-            if sh.w(ce + C_STATE).load(Acquire) & 0xff == CAT_LIVE {
+            if sh.w(ce + C_STATE).load(Acquire) & 0xff == CAT_LIVE
+                && sh.w(ce + C_KIND).load(Acquire) == KIND_MAP
+            {
                 out.push(read_name(sh, ce)?);
             }
         }

@@ -14,6 +14,7 @@ use std::time::Duration;
 mod create;
 mod maps;
 mod open;
+mod queues;
 pub(crate) mod salvage;
 
 pub(crate) use create::*;

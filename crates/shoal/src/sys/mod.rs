@@ -348,6 +348,42 @@ pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: D
     );
 }
 
+/// Sleeps until one of `words` (each with the value it is expected to hold) changes or is
+/// woken, at most `timeout` (`futex_waitv`, Linux 5.16; shared futexes, as
+/// [`futex_wait`]). On an older kernel it sleeps a millisecond at most instead: the caller
+/// looks again either way.
+pub fn futex_wait_any(words: &[(&std::sync::atomic::AtomicU32, u32)], timeout: Duration) {
+    use rustix::thread::futex::{Wait, WaitFlags, WaitPtr, WaitvFlags};
+    if let [(w, v)] = words {
+        return futex_wait(w, *v, timeout);
+    }
+    let waiters: Vec<Wait> = words
+        .iter()
+        .map(|(w, v)| {
+            let mut x = Wait::new();
+            x.val = *v as u64;
+            x.uaddr = WaitPtr::new(w.as_ptr().cast());
+            x.flags = WaitFlags::SIZE_U32;
+            x
+        })
+        .collect();
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let nanos = now.tv_nsec as u64 + timeout.subsec_nanos() as u64;
+    let until = rustix::time::Timespec {
+        tv_sec: now.tv_sec + timeout.as_secs() as i64 + (nanos / 1_000_000_000) as i64,
+        tv_nsec: (nanos % 1_000_000_000) as i64,
+    };
+    let r = rustix::thread::futex::waitv(
+        &waiters,
+        WaitvFlags::empty(),
+        Some(&until),
+        rustix::time::ClockId::Monotonic,
+    );
+    if r == Err(rustix::io::Errno::NOSYS) {
+        std::thread::sleep(timeout.min(Duration::from_millis(1)));
+    }
+}
+
 /// Wakes up to `n` waiters on the word.
 pub fn futex_wake(word: &std::sync::atomic::AtomicU32, n: u32) {
     let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), n);

@@ -119,6 +119,9 @@ pub(crate) fn is_fixed(sh: &Shared, id: u64) -> bool {
     if id >= sh.g.n_catalog {
         return false;
     }
+    if sh.w(sh.g.cat_entry(id) + C_KIND).load(Acquire) != KIND_MAP {
+        return false;
+    }
     let hdr = sh.w(sh.g.cat_entry(id) + C_HDR).load(Acquire);
     // `hdr` comes from the file: no overflow, and word-aligned.
     sh.g.map_header_fits(hdr, sh.file_end()) && sh.w(hdr + M_FLAGS).load(Acquire) & MF_FIXED != 0
