@@ -62,6 +62,25 @@ pub const NAMES: &[&str] = &[
     "recover.replayed",
 ];
 
+/// The fail points of queue sets, in the order a move reaches them: every step of a push,
+/// a pull, a move between queues and a sweep of a dead holder's elements. Their own crash
+/// driver, `crates/shoal/tests/queue_crash.rs`, reaches them all (the map workload of the
+/// driver of [`NAMES`] has no queues).
+pub const QUEUE_NAMES: &[&str] = &[
+    "queue.push.locked",
+    "queue.push.committed",
+    "queue.push.half_applied",
+    "queue.push.applied",
+    "queue.pull.locked",
+    "queue.pull.committed",
+    "queue.pull.half_applied",
+    "queue.pull.applied",
+    "queue.move.locked",
+    "queue.move.committed",
+    "queue.sweep.locked",
+    "queue.sweep.returned",
+];
+
 /// Reads `FAILPOINTS` from the environment. Call once, early, in the test process.
 pub fn setup() {
     std::mem::forget(fail::FailScenario::setup());

@@ -51,7 +51,10 @@ fn elements_move_by_reference_and_keep_their_bytes() {
     drop(got); // back to a2b
     assert_eq!(set.len(a2b).unwrap(), 1);
     let st = set.stats(a2b).unwrap();
-    assert_eq!((st.name.as_str(), st.len, st.pushes, st.pulls), ("a2b", 1, 2, 1));
+    assert_eq!(
+        (st.name.as_str(), st.len, st.pushes, st.pulls),
+        ("a2b", 1, 2, 1)
+    );
     assert!(s.check().unwrap().is_ok());
     assert_eq!(s.queue_sets().unwrap(), ["ping"]);
     assert!(s.maps().unwrap().is_empty());
@@ -134,14 +137,20 @@ fn bad_arguments_and_other_kinds_are_clear_errors() {
     for (o, what) in [
         (QueueSetOptions::new(0, 8), "element size"),
         (QueueSetOptions::new(8, 0), "element count"),
-        (QueueSetOptions::new(8, 8).queue(&"x".repeat(121)), "queue name"),
+        (
+            QueueSetOptions::new(8, 8).queue(&"x".repeat(121)),
+            "queue name",
+        ),
         (
             (0..300).fold(QueueSetOptions::new(8, 8), |o, i| o.queue(&format!("q{i}"))),
             "queues",
         ),
     ] {
         let e = s.queue_set("bad", &o).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains(what)), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains(what)),
+            "{e}"
+        );
     }
     s.map("m").unwrap().put(b"k", b"v").unwrap();
     assert!(matches!(
@@ -151,11 +160,20 @@ fn bad_arguments_and_other_kinds_are_clear_errors() {
     let set = s.queue_set("q", &opts()).unwrap();
     let e = s.map("q").unwrap_err();
     assert!(
-        matches!(&e, Error::WrongMapKind { found: MapKind::QueueSet { elements: 8, .. }, .. }),
+        matches!(
+            &e,
+            Error::WrongMapKind {
+                found: MapKind::QueueSet { elements: 8, .. },
+                ..
+            }
+        ),
         "{e}"
     );
     assert!(e.to_string().contains("queue_set"), "{e}");
-    assert!(matches!(s.fixed_map("q", 8, 8), Err(Error::WrongMapKind { .. })));
+    assert!(matches!(
+        s.fixed_map("q", 8, 8),
+        Err(Error::WrongMapKind { .. })
+    ));
     assert!(matches!(set.queue("nope"), Err(Error::NotFound(_))));
     assert!(matches!(s.open_queue_set("nope"), Err(Error::NotFound(_))));
     let free = set.queue("free").unwrap();
@@ -297,9 +315,7 @@ fn the_elements_of_a_holder_killed_go_back_once_and_only_once() {
         let d = shm_dir();
         let path = d.path().join("q.shoal");
         let s = Store::open(&path).unwrap();
-        let set = s
-            .queue_set("s", &opts().redeliver(redeliver))
-            .unwrap();
+        let set = s.queue_set("s", &opts().redeliver(redeliver)).unwrap();
         let (free, a2b) = (set.queue("free").unwrap(), set.queue("a2b").unwrap());
         let moved = set.move_to(free, a2b, 3).unwrap();
         assert_eq!(moved, 3);

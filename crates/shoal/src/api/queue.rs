@@ -684,14 +684,7 @@ impl Drop for Element {
         // Nothing to report an error to: an element that cannot be pushed back stays
         // held by this process, and goes back when the process ends.
         if let Ok(tx) = self.set.txn() {
-            let _ = kq::push_chain(
-                &tx,
-                &self.set.inner.q,
-                q as u64,
-                &[self.idx],
-                false,
-                false,
-            );
+            let _ = kq::push_chain(&tx, &self.set.inner.q, q as u64, &[self.idx], false, false);
         }
     }
 }

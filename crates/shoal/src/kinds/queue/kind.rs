@@ -34,7 +34,10 @@ fn walk(sh: &Shared, q: &QueueRef, qi: u64, seen: &mut [bool]) -> Walk {
     };
     while elems.len() as u64 != len.min(q.elems + 1) {
         if e == NO_ELEMENT {
-            let what = format!("its links end after {} elements; its length is {len}", elems.len());
+            let what = format!(
+                "its links end after {} elements; its length is {len}",
+                elems.len()
+            );
             return stop(elems, what);
         }
         if e >= q.elems {
@@ -48,7 +51,10 @@ fn walk(sh: &Shared, q: &QueueRef, qi: u64, seen: &mut [bool]) -> Walk {
         }
         let st = sh.w(q.link(e) + L_STATE).load(Acquire);
         if st & 3 != QS_IN_QUEUE || qs_queue(st) != qi {
-            return stop(elems, format!("element {e} is linked here, its state is {st:#x}"));
+            return stop(
+                elems,
+                format!("element {e} is linked here, its state is {st:#x}"),
+            );
         }
         seen[e as usize] = true;
         elems.push(e);
@@ -56,9 +62,14 @@ fn walk(sh: &Shared, q: &QueueRef, qi: u64, seen: &mut [bool]) -> Walk {
     }
     let n = elems.len();
     let problem = if len > q.elems {
-        Some(format!("length {len} exceeds the set's {} elements", q.elems))
+        Some(format!(
+            "length {len} exceeds the set's {} elements",
+            q.elems
+        ))
     } else if n == 0 && (head, tail) != (NO_ELEMENT, NO_ELEMENT) {
-        Some(format!("empty, yet its head is {head:#x} and tail {tail:#x}"))
+        Some(format!(
+            "empty, yet its head is {head:#x} and tail {tail:#x}"
+        ))
     } else if n > 0 && (tail != elems[n - 1] || e != NO_ELEMENT) {
         Some(format!(
             "its last element is {} (whose next is {e:#x}), its tail {tail:#x}",
@@ -81,7 +92,9 @@ impl QueueRef {
             let qe = self.queue(qi);
             let n = sh.w(qe + Q_NAME_LEN).load(Acquire);
             if n == 0 || n > MAX_QUEUE_NAME as u64 || !names.insert(name.clone()) {
-                bad(format!("queue {qi}: name {name:?} (length {n}) empty, too long or given twice"));
+                bad(format!(
+                    "queue {qi}: name {name:?} (length {n}) empty, too long or given twice"
+                ));
             }
             let w = walk(sh, self, qi, &mut seen);
             if let Some(p) = w.problem {
@@ -124,7 +137,9 @@ impl QueueRef {
         for p in 0..sh.g.n_proc {
             let h = sh.w(self.hdr + QH_HOLDERS + 8 * p).load(Acquire);
             if h != 0 && (h & 1 == 0 || txn_owner_parts(h).0 != p) {
-                bad(format!("holders word {p}: {h:#x} is not an owner at slot {p}"));
+                bad(format!(
+                    "holders word {p}: {h:#x} is not an owner at slot {p}"
+                ));
             }
         }
         accounted
@@ -248,7 +263,9 @@ impl Kind for QueueRef {
         let name = crate::object::object_name(ck.sh, self.id);
         let prefix = format!("queue set {name:?}: ");
         if !ck.in_index(self.hdr - CHUNK_HDR, self.end - (self.hdr - CHUNK_HDR)) {
-            ck.bad(format!("{prefix}its tables and elements lie outside its index run"));
+            ck.bad(format!(
+                "{prefix}its tables and elements lie outside its index run"
+            ));
             return;
         }
         let sh = ck.sh;
