@@ -482,3 +482,100 @@ proptest! {
         }
     }
 }
+
+// ---- damage: check, repair, salvage ----
+
+/// The offset of queue `name`'s entry in the store file at `path` (its name is stored at
+/// entry + 136).
+fn queue_entry(path: &Path, name: &[u8]) -> usize {
+    let b = std::fs::read(path).unwrap();
+    let mut pat = (name.len() as u64).to_le_bytes().to_vec();
+    pat.extend_from_slice(name);
+    b.windows(pat.len())
+        .position(|w| w == pat)
+        .expect("the queue's name")
+        - 128
+}
+
+#[test]
+fn check_finds_a_broken_queue_and_repair_relinks_it_losing_nothing() {
+    let d = shm_dir();
+    let path = d.path().join("q.shoal");
+    {
+        let s = Store::open(&path).unwrap();
+        let set = s.queue_set("s", &opts()).unwrap();
+        let (free, a2b) = (set.queue("free").unwrap(), set.queue("a2b").unwrap());
+        set.move_to(free, a2b, 5).unwrap();
+        set.pull(a2b).unwrap().unwrap().keep(); // held, by a process that will be gone
+    }
+    // a2b's length says 2 where it holds 4: the walk stops early.
+    let qe = queue_entry(&path, b"a2b");
+    let mut b = std::fs::read(&path).unwrap();
+    assert_eq!(
+        u64::from_le_bytes(b[qe + 24..qe + 32].try_into().unwrap()),
+        4
+    );
+    b[qe + 24..qe + 32].copy_from_slice(&2u64.to_le_bytes());
+    std::fs::write(&path, &b).unwrap();
+    let s = Store::open_existing(&path).unwrap();
+    let r = s.check().unwrap();
+    assert!(!r.is_ok());
+    assert!(r.to_string().contains("a2b"), "{r}");
+    drop(s);
+    let (s, rep) = Store::repair(&path).unwrap();
+    assert!(
+        rep.rebuilt.iter().any(|r| r.contains("queue set \"s\"")),
+        "{rep:?}"
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+    let set = s.open_queue_set("s").unwrap();
+    let total: u64 = ["free", "a2b", "b2a"]
+        .iter()
+        .map(|n| set.len(set.queue(n).unwrap()).unwrap())
+        .sum();
+    assert_eq!(total, 8, "every element in a queue after repair");
+    assert_eq!(
+        set.len(set.queue("a2b").unwrap()).unwrap(),
+        2,
+        "the sound prefix"
+    );
+}
+
+#[test]
+fn a_truncated_store_is_salvaged_with_its_queue_set_whole() {
+    let d = shm_dir();
+    let path = d.path().join("q.shoal");
+    {
+        let s = Store::open(&path).unwrap();
+        let set = s.queue_set("s", &opts()).unwrap();
+        let (free, a2b) = (set.queue("free").unwrap(), set.queue("a2b").unwrap());
+        for i in 0..3u8 {
+            let mut e = set.pull(free).unwrap().unwrap();
+            e.write(0, &[i + 1; 100]);
+            set.push(a2b, e).unwrap();
+        }
+        // Data after the set, to be cut off.
+        let m = s.map("m").unwrap();
+        for i in 0..2000u32 {
+            m.put(&i.to_le_bytes(), &[7u8; 1000]).unwrap();
+        }
+    }
+    let len = std::fs::metadata(&path).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(len - len / 4).unwrap();
+    drop(f);
+    let (s, _) = Store::repair(&path).unwrap();
+    assert!(s.check().unwrap().is_ok());
+    let set = s.open_queue_set("s").unwrap();
+    let a2b = set.queue("a2b").unwrap();
+    assert_eq!(set.len(a2b).unwrap(), 3);
+    assert_eq!(set.len(set.queue("free").unwrap()).unwrap(), 5);
+    assert_eq!(set.stats(set.queue("b2a").unwrap()).unwrap().limit, 3);
+    for i in 0..3u8 {
+        let e = set.pull(a2b).unwrap().unwrap();
+        assert_eq!(e.index(), i as u64);
+        assert_eq!(e.to_vec(), vec![i + 1; 100]);
+        e.keep();
+    }
+}

@@ -104,7 +104,10 @@ impl QueueSetOptions {
                 self.queues.len()
             ));
         }
-        for (n, _) in &self.queues {
+        for (i, (n, _)) in self.queues.iter().enumerate() {
+            if self.queues[..i].iter().any(|(m, _)| m == n) {
+                return bad(format!("queue name {n:?} given twice"));
+            }
             if n.is_empty() || n.len() > MAX_QUEUE_NAME {
                 return bad(format!(
                     "queue name {n:?}: 1 to {MAX_QUEUE_NAME} bytes of UTF-8"
@@ -116,6 +119,23 @@ impl QueueSetOptions {
             .iter()
             .position(|(n, _)| *n == self.initial)
             .expect("the initial queue is always listed") as u64)
+    }
+
+    /// Options with exactly these queues, in this order (repair's copy of a set).
+    pub(crate) fn exact(
+        element_size: usize,
+        elements: u64,
+        queues: Vec<(String, u64)>,
+        initial: String,
+        redeliver: bool,
+    ) -> QueueSetOptions {
+        QueueSetOptions {
+            element_size,
+            elements,
+            queues,
+            initial,
+            redeliver,
+        }
     }
 
     pub(crate) fn parts(&self) -> (u64, u64, &[(String, u64)], bool) {
@@ -472,6 +492,18 @@ impl QueueSet {
         }
         let tx = self.txn()?;
         kq::push_chain(&tx, &self.inner.q, qi, &idx, false, true)?;
+        for e in elems {
+            e.keep();
+        }
+        Ok(())
+    }
+
+    /// Pushes `elems` onto `q` whatever its depth limit (repair's copy of a set).
+    pub(crate) fn push_past_limit(&self, q: Queue, elems: Vec<Element>) -> Result<()> {
+        let qi = self.check_queue(q)?;
+        let idx: Vec<u64> = elems.iter().map(|e| e.idx).collect();
+        let tx = self.txn()?;
+        kq::push_chain(&tx, &self.inner.q, qi, &idx, false, false)?;
         for e in elems {
             e.keep();
         }

@@ -219,6 +219,9 @@ fn copy_map(
         ));
         return Ok(None);
     }
+    if crate::kinds::queue::is_queue_set(sh, id) {
+        return copy_queue_set(sh, id, name, size, target, &mut lost);
+    }
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     if !g.map_header_fits(hdr, size) {
         lost(format!(
@@ -309,6 +312,86 @@ fn copy_map(
         n
     };
     Ok(Some(n))
+}
+
+/// [`copy_map`] for a queue set: a new set of the same geometry whose queues hold the same
+/// elements, with the same bytes, in the same order (elements held by a process, all dead
+/// now, go where a dead holder's elements go). None when the set lies partly in the
+/// missing part of the file.
+#[cfg(not(shuttle))]
+fn copy_queue_set(
+    sh: &crate::shared::Shared,
+    id: u64,
+    name: &str,
+    size: u64,
+    target: Option<&Store>,
+    lost: &mut dyn FnMut(String),
+) -> Result<Option<u64>> {
+    let q = match crate::kinds::queue::queue_ref_unchecked(sh, id) {
+        Ok(q) if q.end <= size => q,
+        Ok(q) => {
+            lost(format!(
+                "the whole queue set: it ends at {:#x}, in the missing part of the file",
+                q.end
+            ));
+            return Ok(None);
+        }
+        Err(e) => {
+            lost(format!("the whole queue set: {e}"));
+            return Ok(None);
+        }
+    };
+    let Some(s) = target else {
+        return Ok(Some(q.elems));
+    };
+    let names: Vec<String> = (0..q.nq).map(|i| q.queue_name(sh, i)).collect();
+    let queues = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let limit = sh
+                .w(q.queue(i as u64) + Q_LIMIT)
+                .load(std::sync::atomic::Ordering::Acquire);
+            (n.clone(), limit)
+        })
+        .collect();
+    let opts = crate::QueueSetOptions::exact(
+        q.elem_size as usize,
+        q.elems,
+        queues,
+        names[q.ret as usize].clone(),
+        q.redeliver,
+    );
+    let set = match s.queue_set(name, &opts) {
+        Ok(set) => set,
+        Err(e @ Error::InvalidArgument(_)) => {
+            lost(format!(
+                "the whole queue set: its geometry is damaged ({e})"
+            ));
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    // A new set holds every element in its initial queue, in index order.
+    let mut elems: Vec<Option<crate::Element>> = set
+        .pull_many(set.queue(&names[q.ret as usize])?, q.elems as usize)?
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut buf = vec![0u8; q.elem_size as usize];
+    for (i, e) in elems.iter_mut().enumerate() {
+        sh.r.read_bytes(q.element(i as u64), &mut buf);
+        e.as_mut().expect("every element").write(0, &buf);
+    }
+    let (lists, _) = q.placement(sh);
+    for (qi, list) in lists.iter().enumerate() {
+        let batch = list
+            .iter()
+            .map(|&e| elems[e as usize].take().expect("placed once"))
+            .collect();
+        set.push_past_limit(set.queue(&names[qi])?, batch)?;
+    }
+    Ok(Some(q.elems))
 }
 
 /// [`copy_maps`] for a map of records: `each(key, value)` on every entry whose slot

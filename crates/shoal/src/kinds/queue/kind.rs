@@ -185,6 +185,16 @@ impl QueueRef {
     /// lost) appended to its queue (the return queue, or with redelivery the queue it came
     /// from), locks and sleepers cleared. Returns how many elements were handed back.
     fn rebuild_set(&self, sh: &Shared) -> u64 {
+        let (lists, back) = self.placement(sh);
+        self.relink(sh, &lists);
+        back
+    }
+
+    /// Where every element belongs: each queue's sound prefix (walked from its head),
+    /// then the elements found in no queue (held, by processes that are all dead, or
+    /// lost) appended to the queue a dead holder's elements go to. Returns the lists and
+    /// how many were appended.
+    pub fn placement(&self, sh: &Shared) -> (Vec<Vec<u64>>, u64) {
         let mut seen = vec![false; self.elems as usize];
         let mut lists: Vec<Vec<u64>> = (0..self.nq)
             .map(|qi| walk(sh, self, qi, &mut seen).elems)
@@ -203,6 +213,11 @@ impl QueueRef {
             lists[to as usize].push(e);
             back += 1;
         }
+        (lists, back)
+    }
+
+    /// Relinks every queue as `lists` says (repair, alone in the store).
+    fn relink(&self, sh: &Shared, lists: &[Vec<u64>]) {
         for (qi, list) in lists.iter().enumerate() {
             let qe = self.queue(qi as u64);
             for (i, &e) in list.iter().enumerate() {
@@ -232,7 +247,6 @@ impl QueueRef {
         for p in 0..sh.g.n_proc {
             sh.w(self.hdr + QH_HOLDERS + 8 * p).store(0, Release);
         }
-        back
     }
 }
 
