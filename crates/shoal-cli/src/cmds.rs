@@ -173,6 +173,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             Err(e) => return Err(e.into()),
         }
     }
+    let sets = crate::queues::sets(&s)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     if json {
         let maps_json: Vec<serde_json::Value> = maps
@@ -206,6 +207,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             "free_bytes": st.free_bytes,
             "chunks_cleaned": st.chunks_cleaned,
             "maps": maps_json,
+            "queue_sets": crate::queues::json(&sets),
         });
         writeln!(out, "{v}")?;
         out.flush()?;
@@ -285,6 +287,10 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             )
             .as_bytes(),
         )?;
+    }
+    if !sets.is_empty() {
+        writeln!(out)?;
+        out.write_all(crate::queues::table(&sets, None).as_bytes())?;
     }
     out.flush()?;
     Ok(())

@@ -11,6 +11,7 @@ mod codec;
 mod dump;
 mod fail;
 mod human;
+mod queues;
 mod signal;
 mod watch;
 

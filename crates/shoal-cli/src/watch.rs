@@ -14,6 +14,7 @@ struct Snapshot {
     at: Instant,
     store: StoreStats,
     maps: Vec<(String, ObjectStats)>,
+    sets: Vec<crate::queues::SetView>,
 }
 
 fn snapshot(s: &shoal::Store) -> Result<Snapshot, Fail> {
@@ -29,6 +30,7 @@ fn snapshot(s: &shoal::Store) -> Result<Snapshot, Fail> {
         at: Instant::now(),
         store,
         maps,
+        sets: crate::queues::sets(s)?,
     })
 }
 
@@ -122,6 +124,27 @@ fn render(path: &Path, n: u64, cur: &Snapshot, prev: Option<&Snapshot>) -> Strin
             &rows,
             &[0],
         ));
+    }
+    if !cur.sets.is_empty() {
+        let pulls_before: HashMap<(&str, &str), u64> = prev
+            .map(|p| {
+                p.sets
+                    .iter()
+                    .flat_map(|v| {
+                        v.queues
+                            .iter()
+                            .map(|q| ((v.name.as_str(), q.name.as_str()), q.pulls))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rate =
+            |set: &str, q: &shoal::QueueStats| match pulls_before.get(&(set, q.name.as_str())) {
+                Some(b) if secs > 0.0 => per_sec(q.pulls, *b, secs),
+                _ => "-".into(),
+            };
+        s.push('\n');
+        s.push_str(&crate::queues::table(&cur.sets, Some(&rate)));
     }
     s.push_str(
         "\nENTRIES/s is the net change of the entry count between refreshes (inserts minus\n\

@@ -1322,3 +1322,42 @@ fn a_user_who_may_only_read_a_store_reads_it() {
     assert!(r.stderr.contains("permission denied"), "{}", r.stderr);
     assert_eq!(ok(&["get", &s, "m", "k"]), "hello\n");
 }
+
+#[test]
+fn stat_and_watch_show_queue_depths_and_what_each_process_holds() {
+    let d = tmp();
+    let s = store_in(&d, "q.shoal");
+    let st = shoal::Store::open(&s).unwrap();
+    let set = st
+        .queue_set(
+            "jobs",
+            &shoal::QueueSetOptions::new(64, 10).queue_with_limit("todo", 5),
+        )
+        .unwrap();
+    let (free, todo) = (set.queue("free").unwrap(), set.queue("todo").unwrap());
+    set.move_to(free, todo, 4).unwrap();
+    set.pull(free).unwrap().unwrap().keep(); // held by this process
+    let text = ok(&["stat", &s]);
+    let line = |q: &str| {
+        text.lines()
+            .find(|l| l.starts_with("jobs") && l.split_whitespace().nth(1) == Some(q))
+            .unwrap_or_else(|| panic!("no row for {q} in {text}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(line("free")[2], "5", "{text}");
+    assert_eq!(&line("todo")[2..4], ["4", "5"], "{text}");
+    let pid = std::process::id();
+    assert!(text.contains(&format!("pid {pid} holds 1")), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
+    let sets = v["queue_sets"].as_array().unwrap();
+    assert_eq!(sets[0]["name"], "jobs");
+    assert_eq!(sets[0]["queues"][1]["len"], 4);
+    assert_eq!(sets[0]["held"][0]["pid"], pid);
+    let watch = ok(&["watch", &s, "--iterations", "1"]);
+    assert!(
+        watch.contains("QUEUE SET") && watch.contains("todo"),
+        "{watch}"
+    );
+}

@@ -380,8 +380,8 @@ fn short_records_in_a_version_3_file_are_refused() {
 /// The flag IN_PLACE came with version 5: an older file that has it is corrupt (an older
 /// library sharing it would not replay a masked redo entry), and so is a file with
 /// checksums that has it (those stores never overwrite in place). Likewise IN_PLACE_UIDS
-/// before version 6, FIXED_GROUPS before version 7, FIXED_TAGS before version 8 and
-/// CLEAN_LANES before version 9.
+/// before version 6, FIXED_GROUPS before version 7, FIXED_TAGS before version 8,
+/// CLEAN_LANES before version 9 and QUEUES before version 10.
 #[test]
 fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     let _serial = serial();
@@ -435,7 +435,14 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         Err(e) => panic!("CLEAN_LANES in version 8: not a corruption error: {e}"),
         Ok(_) => panic!("CLEAN_LANES in version 8: opened"),
     }
+    // QUEUES came with version 10: a version-9 library would take a queue set for a map.
     set_version(&path, 9);
+    match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("QUEUES"), "{what}"),
+        Err(e) => panic!("QUEUES in version 9: not a corruption error: {e}"),
+        Ok(_) => panic!("QUEUES in version 9: opened"),
+    }
+    set_version(&path, 10);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
 }
 
@@ -709,4 +716,28 @@ fn a_version_8_store_is_cleaned_through_one_lane() {
             "lane word {w} written in a version-8 file"
         );
     }
+}
+
+#[test]
+fn a_version_9_store_keeps_its_version_and_holds_no_queue_sets() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v9.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 9);
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        s.map("m").unwrap().put(b"k", b"v").unwrap();
+        let e = s
+            .queue_set("q", &shoal::QueueSetOptions::new(8, 8))
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("predates queue sets")),
+            "{e}"
+        );
+        assert!(s.check().unwrap().is_ok());
+    }
+    assert_eq!(version(&path), 9);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_QUEUES, 0);
 }

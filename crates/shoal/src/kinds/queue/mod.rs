@@ -156,6 +156,11 @@ pub(crate) fn queue_ref_unchecked(sh: &Shared, id: u64) -> Result<QueueRef> {
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     let end = sh.file_end();
     let bad = |what: String| sh.corrupt(format!("queue set {id}: {what}"));
+    if !sh.g.queues {
+        return Err(bad(
+            "a catalog entry of kind 2 in a store without QUEUES".into()
+        ));
+    }
     let cs = sh.g.chunk_size();
     if hdr < sh.g.chunks_off + CHUNK_HDR || (hdr - sh.g.chunks_off) % cs != CHUNK_HDR {
         return Err(bad(format!("its header offset {hdr:#x} is not a run's")));
