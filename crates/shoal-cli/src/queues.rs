@@ -69,9 +69,12 @@ pub fn json(sets: &[SetView]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// How `shoal watch` fills the PULLS/s column: from the set's name and the queue's figures.
+pub type Rate<'a> = &'a dyn Fn(&str, &QueueStats) -> String;
+
 /// The sets as a table of queues, then a line per set of what processes hold.
-/// `rate(set, queue)` fills the PULLS/s column (None: no such column).
-pub fn table(sets: &[SetView], rate: Option<&dyn Fn(&str, &QueueStats) -> String>) -> String {
+/// `rate` fills the PULLS/s column (None: no such column).
+pub fn table(sets: &[SetView], rate: Option<Rate<'_>>) -> String {
     let mut rows = Vec::new();
     for v in sets {
         for q in &v.queues {
