@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// elements should go back.
 const SWEEP_EVERY: Duration = Duration::from_millis(10);
 
+/// How many empty pulls (not sleeping ones) pass between two looks at the clock for
+/// [`SWEEP_EVERY`].
+const EMPTY_PULLS_PER_LOOK: u64 = 64;
+
 /// How a new queue set is made ([`Store::queue_set`](crate::Store::queue_set)): its
 /// element size and count, its queues, where its elements start, and where the elements
 /// of a process that dies holding them go.
@@ -197,6 +201,8 @@ struct Inner {
     registered: AtomicU64,
     /// When this handle last looked for dead holders (ms since `born`).
     swept: AtomicU64,
+    /// Pulls through this handle that found their queue empty.
+    empty_pulls: AtomicU64,
     born: Instant,
 }
 
@@ -254,6 +260,7 @@ impl QueueSet {
                 timeout,
                 registered: AtomicU64::new(0),
                 swept: AtomicU64::new(0),
+                empty_pulls: AtomicU64::new(0),
                 born: Instant::now(),
             }),
         }
@@ -302,7 +309,7 @@ impl QueueSet {
     }
 
     /// Whether `e` is an element of this set (through any handle on it in this process).
-    fn same_set(&self, e: &Element) -> bool {
+    fn same_set(&self, e: &Element<'_>) -> bool {
         let (a, b) = (&e.set.inner, &self.inner);
         Arc::ptr_eq(&a.sh, &b.sh) && (a.q.hdr, a.q.cat_word) == (b.q.hdr, b.q.cat_word)
     }
@@ -331,6 +338,15 @@ impl QueueSet {
         Ok(qs_held(qi, p, gen))
     }
 
+    /// [`QueueSet::maybe_sweep`] at one empty pull in [`EMPTY_PULLS_PER_LOOK`]: a
+    /// pull that spins on an empty queue must not pay a clock read each time.
+    fn maybe_sweep_now_and_then(&self, tx: &Txn) -> Result<()> {
+        if self.inner.empty_pulls.fetch_add(1, Relaxed) % EMPTY_PULLS_PER_LOOK == 0 {
+            self.maybe_sweep(tx)?;
+        }
+        Ok(())
+    }
+
     /// Looks for dead holders if it was not done in the last [`SWEEP_EVERY`].
     fn maybe_sweep(&self, tx: &Txn) -> Result<()> {
         let now = self.inner.born.elapsed().as_millis() as u64;
@@ -347,9 +363,9 @@ impl QueueSet {
         Ok(())
     }
 
-    fn element(&self, (idx, st): (u64, u64)) -> Element {
+    fn element(&self, (idx, st): (u64, u64)) -> Element<'_> {
         Element {
-            set: self.clone(),
+            set: self,
             idx,
             from: qs_queue(st) as u8,
             redelivered: st & QS_REDELIVERED != 0,
@@ -357,47 +373,62 @@ impl QueueSet {
         }
     }
 
-    fn pull_some(&self, tx: &Txn, qi: u64, max: u64) -> Result<Vec<Element>> {
+    /// Pulls one element from queue `qi`.
+    fn pull_one(&self, tx: &Txn, qi: u64) -> Result<Option<Element<'_>>> {
         let held = self.held_state(tx, qi)?;
-        let got = kq::pull_chain(tx, &self.inner.q, qi, max, held)?;
-        Ok(got.into_iter().map(|x| self.element(x)).collect())
+        let mut got = [(0, 0)];
+        let n = kq::pull_chain(tx, &self.inner.q, qi, &mut got, held)?;
+        Ok((n == 1).then(|| self.element(got[0])))
     }
 
     /// Takes the element at the head of `q`, or None at once if `q` is empty.
-    pub fn pull(&self, q: Queue) -> Result<Option<Element>> {
+    pub fn pull(&self, q: Queue) -> Result<Option<Element<'_>>> {
         let _call = crate::deadline::call();
         let qi = self.check_queue(q)?;
         let tx = self.txn()?;
-        let mut got = self.pull_some(&tx, qi, 1)?;
-        if got.is_empty() {
-            self.maybe_sweep(&tx)?;
-        }
-        Ok(got.pop())
-    }
-
-    /// Takes up to `max` elements from the head of `q` in one step (fewer if it holds
-    /// fewer; none if it is empty).
-    pub fn pull_many(&self, q: Queue, max: usize) -> Result<Vec<Element>> {
-        let _call = crate::deadline::call();
-        let qi = self.check_queue(q)?;
-        let tx = self.txn()?;
-        let got = self.pull_some(&tx, qi, max as u64)?;
-        if got.is_empty() {
-            self.maybe_sweep(&tx)?;
+        let got = self.pull_one(&tx, qi)?;
+        if got.is_none() {
+            self.maybe_sweep_now_and_then(&tx)?;
         }
         Ok(got)
     }
 
+    /// Takes up to `max` elements from the head of `q` in one step (fewer if it holds
+    /// fewer; none if it is empty).
+    pub fn pull_many(&self, q: Queue, max: usize) -> Result<Vec<Element<'_>>> {
+        let _call = crate::deadline::call();
+        let qi = self.check_queue(q)?;
+        let tx = self.txn()?;
+        // Room for what the queue holds now (a hint read without its lock): `max` may be
+        // far more than the set has.
+        let hint = self
+            .inner
+            .sh
+            .w(self.inner.q.queue(qi) + Q_LEN)
+            .load(Acquire);
+        let mut buf = vec![(0, 0); (max as u64).min(hint) as usize];
+        let held = self.held_state(&tx, qi)?;
+        let n = if buf.is_empty() {
+            0
+        } else {
+            kq::pull_chain(&tx, &self.inner.q, qi, &mut buf, held)?
+        };
+        if n == 0 {
+            self.maybe_sweep_now_and_then(&tx)?;
+        }
+        Ok(buf[..n].iter().map(|&x| self.element(x)).collect())
+    }
+
     /// Takes the element at the head of `q`, waiting up to `timeout` for one to be pushed
     /// (by any process): a short spin, then a sleep that a push wakes. None if none came.
-    pub fn pull_wait(&self, q: Queue, timeout: Duration) -> Result<Option<Element>> {
+    pub fn pull_wait(&self, q: Queue, timeout: Duration) -> Result<Option<Element<'_>>> {
         self.pull_any(&[q], timeout)
     }
 
     /// Takes the element at the head of the first of `queues` that has one, waiting up to
     /// `timeout` for a push to any of them. [`Element::from`] says which queue it came
     /// from. None if none came.
-    pub fn pull_any(&self, queues: &[Queue], timeout: Duration) -> Result<Option<Element>> {
+    pub fn pull_any(&self, queues: &[Queue], timeout: Duration) -> Result<Option<Element<'_>>> {
         let _call = crate::deadline::call();
         let qis = queues
             .iter()
@@ -415,7 +446,7 @@ impl QueueSet {
         let mut spun = false;
         loop {
             for &qi in &qis {
-                if let Some(e) = self.pull_some(&tx, qi, 1)?.pop() {
+                if let Some(e) = self.pull_one(&tx, qi)? {
                     return Ok(Some(e));
                 }
             }
@@ -439,12 +470,16 @@ impl QueueSet {
     /// Puts `e` at the tail of `q`. If `q` is at its depth limit the push fails with
     /// [`Error::QueueFull`] and `e` is dropped, which sends it where it would have gone
     /// when dropped (see [`Element`]); [`QueueSet::try_push`] gives it back instead.
-    pub fn push(&self, q: Queue, e: Element) -> Result<()> {
+    pub fn push(&self, q: Queue, e: Element<'_>) -> Result<()> {
         self.try_push(q, e).map_err(|(err, _)| err)
     }
 
     /// [`QueueSet::push`] that gives the element back with the error.
-    pub fn try_push(&self, q: Queue, mut e: Element) -> std::result::Result<(), (Error, Element)> {
+    pub fn try_push<'a>(
+        &self,
+        q: Queue,
+        mut e: Element<'a>,
+    ) -> std::result::Result<(), (Error, Element<'a>)> {
         let _call = crate::deadline::call();
         if !self.same_set(&e) {
             return Err((
@@ -471,7 +506,7 @@ impl QueueSet {
     /// Puts every element of `elems` at the tail of `q`, in order, in one step: all of
     /// them or (at a depth limit, [`Error::QueueFull`]) none, in which case they are
     /// dropped as by [`QueueSet::push`].
-    pub fn push_many(&self, q: Queue, elems: Vec<Element>) -> Result<()> {
+    pub fn push_many(&self, q: Queue, elems: Vec<Element<'_>>) -> Result<()> {
         let _call = crate::deadline::call();
         let qi = self.check_queue(q)?;
         if let Some(e) = elems.iter().find(|e| !self.same_set(e)) {
@@ -480,16 +515,9 @@ impl QueueSet {
                 e.set.inner.name, self.inner.name
             )));
         }
+        // No two of them are the same element: an Element is the one guard of a held
+        // element (pulls make one each, and nothing copies them).
         let idx: Vec<u64> = elems.iter().map(|e| e.idx).collect();
-        if idx.len() > 1 {
-            let mut sorted = idx.clone();
-            sorted.sort_unstable();
-            if sorted.windows(2).any(|w| w[0] == w[1]) {
-                return Err(Error::InvalidArgument(
-                    "push_many given the same element twice".into(),
-                ));
-            }
-        }
         let tx = self.txn()?;
         kq::push_chain(&tx, &self.inner.q, qi, &idx, false, true)?;
         for e in elems {
@@ -499,7 +527,7 @@ impl QueueSet {
     }
 
     /// Pushes `elems` onto `q` whatever its depth limit (repair's copy of a set).
-    pub(crate) fn push_past_limit(&self, q: Queue, elems: Vec<Element>) -> Result<()> {
+    pub(crate) fn push_past_limit(&self, q: Queue, elems: Vec<Element<'_>>) -> Result<()> {
         let qi = self.check_queue(q)?;
         let idx: Vec<u64> = elems.iter().map(|e| e.idx).collect();
         let tx = self.txn()?;
@@ -596,7 +624,8 @@ impl QueueSet {
     }
 }
 
-/// An element of a [`QueueSet`], held by this process: read and write it in place.
+/// An element of a [`QueueSet`], held by this process: read and write it in place. It
+/// borrows the handle it was pulled through (no reference count per element).
 ///
 /// Dropping it pushes it back to the queue it came from (or where
 /// [`Element::return_to`] says), past that queue's depth limit if need be;
@@ -606,15 +635,15 @@ impl QueueSet {
 /// queues guarantee a single holder; [`Element::read`] and [`Element::write`] copy with
 /// atomic word accesses (sound whatever other processes do), and [`Element::as_ptr`] is
 /// the raw address for code that takes responsibility for the access itself.
-pub struct Element {
-    set: QueueSet,
+pub struct Element<'a> {
+    set: &'a QueueSet,
     idx: u64,
     from: u8,
     redelivered: bool,
     on_drop: Option<u8>,
 }
 
-impl std::fmt::Debug for Element {
+impl std::fmt::Debug for Element<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Element")
             .field("set", &self.set.inner.name)
@@ -625,7 +654,7 @@ impl std::fmt::Debug for Element {
     }
 }
 
-impl Element {
+impl Element<'_> {
     /// The element's index in its set (0 to `elements() - 1`): the same in every process.
     pub fn index(&self) -> u64 {
         self.idx
@@ -708,7 +737,7 @@ impl Element {
     }
 }
 
-impl Drop for Element {
+impl Drop for Element<'_> {
     fn drop(&mut self) {
         let Some(q) = self.on_drop.take() else {
             return;

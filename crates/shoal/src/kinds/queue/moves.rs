@@ -17,9 +17,6 @@ use crate::shared::{Intent, Shared};
 use crate::txn::{Redo, Txn};
 use std::sync::atomic::Ordering::*;
 
-/// Elements a pull took: (index, the state word it had in its queue).
-pub(crate) type Pulled = Vec<(u64, u64)>;
-
 /// Sets the state of the `n` elements of the chain from `first` (a recoverer's chain may
 /// be damaged: every index is checked).
 fn set_states(sh: &Shared, q: &QueueRef, first: u64, n: u64, state: u64) -> Result<()> {
@@ -99,9 +96,17 @@ pub(crate) fn push_chain(
     r
 }
 
-/// Pulls up to `max` elements from the head of queue `qi`; they become held by the
-/// calling process (state `held`). Empty when the queue is.
-pub(crate) fn pull_chain(tx: &Txn, q: &QueueRef, qi: u64, max: u64, held: u64) -> Result<Pulled> {
+/// Pulls up to `out.len()` elements from the head of queue `qi`; they become held by the
+/// calling process (state `held`). Fills `out` with (index, the state word it had in its
+/// queue) and returns how many it pulled (0 when the queue is empty).
+pub(crate) fn pull_chain(
+    tx: &Txn,
+    q: &QueueRef,
+    qi: u64,
+    out: &mut [(u64, u64)],
+    held: u64,
+) -> Result<usize> {
+    let max = out.len() as u64;
     let sh = tx.sh;
     let qe = q.queue(qi);
     tx.lock(qe + Q_LOCK)?;
@@ -113,9 +118,8 @@ pub(crate) fn pull_chain(tx: &Txn, q: &QueueRef, qi: u64, max: u64, held: u64) -
         let len = sh.w(qe + Q_LEN).load(Acquire);
         let n = max.min(len);
         if n == 0 {
-            return Ok(Vec::new());
+            return Ok(0);
         }
-        let mut out = Vec::with_capacity(n as usize);
         let mut e = q.elem_at(sh, sh.w(qe + Q_HEAD).load(Acquire), "a queue's head")?;
         let first = e;
         let mut next = NO_ELEMENT;
@@ -127,7 +131,7 @@ pub(crate) fn pull_chain(tx: &Txn, q: &QueueRef, qi: u64, max: u64, held: u64) -
                     q.id
                 )));
             }
-            out.push((e, st));
+            out[i as usize] = (e, st);
             next = sh.w(q.link(e) + L_NEXT).load(Acquire);
             if i + 1 < n {
                 e = q.elem_at(sh, next, "a queue's link")?;
@@ -149,7 +153,7 @@ pub(crate) fn pull_chain(tx: &Txn, q: &QueueRef, qi: u64, max: u64, held: u64) -
         tx.apply(&redo);
         crate::rt::failpoint!("queue.pull.applied");
         tx.done();
-        Ok(out)
+        Ok(n as usize)
     })();
     tx.unlock(qe + Q_LOCK);
     r
