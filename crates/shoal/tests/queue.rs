@@ -395,12 +395,19 @@ proptest! {
     fn queue_sets_behave_as_their_model(ops in proptest::collection::vec(op(), 1..120)) {
         let d = shm_dir();
         let path = d.path().join("q.shoal");
-        let mut s = Store::open(&path).unwrap();
-        let mut set = s.queue_set("s", &opts()).unwrap();
+        let s = Store::open(&path).unwrap();
+        s.queue_set("s", &opts()).unwrap();
+        // Handles of this process on the set, as separate opens make them: elements
+        // pulled through one stay held while another is used.
+        let handles: Vec<shoal::QueueSet> = (0..3)
+            .map(|_| Store::open(&path).unwrap().open_queue_set("s").unwrap())
+            .collect();
+        let mut set = &handles[0];
+        let mut cur = 0;
         let qs: Vec<_> = ["free", "a2b", "b2a"].iter().map(|n| set.queue(n).unwrap()).collect();
         let mut model: Vec<VecDeque<u64>> = vec![(0..8).collect(), VecDeque::new(), VecDeque::new()];
         // Held elements, and the queue each goes to when dropped.
-        let mut held: Vec<(shoal::Element, usize)> = Vec::new();
+        let mut held: Vec<(shoal::Element<'_>, usize)> = Vec::new();
         let mut kept = 0u64;
         for op in ops {
             match op {
@@ -460,8 +467,8 @@ proptest! {
                 }
                 Op::Reopen => {
                     // Held elements stay held across another handle of this process.
-                    s = Store::open(&path).unwrap();
-                    set = s.open_queue_set("s").unwrap();
+                    cur = (cur + 1) % handles.len();
+                    set = &handles[cur];
                 }
                 _ => {}
             }
