@@ -72,6 +72,31 @@ fn exercise(s: &Store, write: bool) {
             let _ = m.remove(b"fuzz");
         }
     }
+    for name in s.queue_sets().unwrap_or_default().iter().take(8) {
+        let Ok(set) = s.open_queue_set(name) else { continue };
+        let _ = set.held();
+        let queues: Vec<_> = set
+            .queue_names()
+            .iter()
+            .filter_map(|n| set.queue(n).ok())
+            .collect();
+        for q in queues.iter().take(8) {
+            let _ = set.len(*q);
+            let _ = set.stats(*q);
+            if write {
+                // Pulled elements go back where they came from when dropped.
+                if let Ok(got) = set.pull_many(*q, 4) {
+                    for e in &got {
+                        let _ = e.to_vec();
+                    }
+                }
+            }
+        }
+        if write && queues.len() > 1 {
+            let _ = set.move_to(queues[0], queues[1], 3);
+            let _ = set.reclaim();
+        }
+    }
     if write {
         let _ = s.map("fuzz-new").and_then(|m| m.put(b"k", b"v"));
         let _ = s.compact();

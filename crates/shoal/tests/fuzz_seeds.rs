@@ -106,6 +106,30 @@ fn fuzz_seeds() {
         c.put(b"k", b"v").unwrap();
         s.drop_map("dropped").unwrap();
     });
+    make(open_dir, "queue-set", false, |s| {
+        let set = s
+            .queue_set(
+                "q",
+                &shoal::QueueSetOptions::new(24, 40)
+                    .queue_with_limit("work", 10)
+                    .queue("done")
+                    .redeliver(true),
+            )
+            .unwrap();
+        let (free, work, done) = (
+            set.queue("free").unwrap(),
+            set.queue("work").unwrap(),
+            set.queue("done").unwrap(),
+        );
+        for i in 0..8u8 {
+            let mut e = set.pull(free).unwrap().unwrap();
+            e.write(0, &[i; 24]);
+            set.push(work, e).unwrap();
+        }
+        set.move_to(free, done, 5).unwrap();
+        set.pull(work).unwrap().unwrap().keep(); // held by a process that will be gone
+        s.map("m").unwrap().put(b"k", b"v").unwrap();
+    });
     #[cfg(feature = "failpoints")]
     crashed_seeds(open_dir);
     // ops_model: [kind, key, len] triples.

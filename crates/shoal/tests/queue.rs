@@ -177,6 +177,16 @@ fn bad_arguments_and_other_kinds_are_clear_errors() {
     assert!(matches!(set.queue("nope"), Err(Error::NotFound(_))));
     assert!(matches!(s.open_queue_set("nope"), Err(Error::NotFound(_))));
     let free = set.queue("free").unwrap();
+    // Not while this process holds an element: its bytes would be written after the
+    // set's space went to another object.
+    let held = set.pull(free).unwrap().unwrap();
+    let e = s.drop_map("q").unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("in use")),
+        "{e}"
+    );
+    drop(held);
+    assert!(set.pull(free).unwrap().is_some(), "the set stays open");
     assert!(s.drop_map("q").unwrap());
     assert!(matches!(set.pull(free), Err(Error::NotFound(_))));
     assert!(matches!(set.len(free), Err(Error::NotFound(_))));

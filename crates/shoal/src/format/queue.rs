@@ -20,6 +20,11 @@ pub const QH_STRIDE: u64 = 48;
 pub const QH_QUEUES: u64 = 56;
 pub const QH_LINKS: u64 = 64;
 pub const QH_DATA: u64 = 72;
+/// The owner word of a process dropping the set (0: none). While that process is
+/// alive, pulls fail: a drop waits out the pulls in flight and then checks that no live
+/// process holds an element, whose bytes would otherwise be written after the set's space
+/// went to another object.
+pub const QH_CLOSING: u64 = 80;
 /// Lock word of the sweep that hands a dead holder's elements back (alone on its line).
 pub const QH_SWEEP_LOCK: u64 = 128;
 /// One word per process slot from here: the owner word (`txn_owner`) of the process

@@ -312,8 +312,8 @@ impl Store {
         Ok(out)
     }
 
-    /// What kind of map `name` is (None if there is none), so that a tool can open any
-    /// map without knowing how it was created.
+    /// What kind of object `name` is (a map of either kind, or a queue set; None if there
+    /// is none), so that a tool can open any object without knowing how it was created.
     pub fn map_kind(&self, name: &str) -> Result<Option<MapKind>> {
         let Some((id, _)) = self.find_entry(name)? else {
             return Ok(None);
@@ -321,8 +321,8 @@ impl Store {
         self.kind_at(id).map(Some)
     }
 
-    /// Figures about the map `name` (None if there is none), whatever its kind: what a
-    /// tool lists for every map of a store.
+    /// Figures about the object `name` (None if there is none), whatever its kind: what a
+    /// tool lists for every object of a store.
     pub fn object_stats(&self, name: &str) -> Result<Option<crate::ObjectStats>> {
         let Some((id, _)) = self.find_entry(name)? else {
             return Ok(None);
@@ -341,8 +341,9 @@ impl Store {
         Ok(AnyKind::open_any(&self.sh, id)?.map_kind())
     }
 
-    /// Drops the map `name` and everything in it; returns whether it existed. Handles on
-    /// it (in any process) get `NotFound` from then on.
+    /// Drops the map or queue set `name` and everything in it; returns whether it existed.
+    /// Handles on it (in any process) get `NotFound` from then on (an element of a
+    /// dropped queue set still held can be read and written, but pushes nowhere).
     pub fn drop_map(&self, name: &str) -> Result<bool> {
         let _call = crate::deadline::call();
         validate_name(name)?;
@@ -357,6 +358,9 @@ impl Store {
             let ce = sh.g.cat_entry(id);
             if sh.w(ce + C_STATE).load(Acquire) != cat_word {
                 return Ok(false);
+            }
+            if let Some(AnyKind::Queues(q)) = &object {
+                q.close_for_drop(&tx)?;
             }
             // Its records become dead data (a fixed map has none). Counted before the map
             // is marked dropping: after, its statistics fail ("dropped"), and counting

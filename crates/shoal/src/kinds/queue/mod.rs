@@ -261,6 +261,59 @@ impl QueueRef {
         Error::NotFound(format!("queue set {} was dropped", self.id))
     }
 
+    /// Whether elements may be pulled: the set is not dropped, nor being dropped by a
+    /// live process.
+    #[inline]
+    pub fn check_open(&self, sh: &Shared) -> Result<()> {
+        if !self.alive(sh) {
+            return Err(self.dropped());
+        }
+        let c = sh.w(self.hdr + QH_CLOSING).load(Acquire);
+        if c != 0 && sh.owner_alive(c) {
+            return Err(Error::NotFound(format!(
+                "queue set {} is being dropped",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Before a drop (catalog lock held): stops pulls, waits out those in flight, and
+    /// checks that no live process holds an element; if one does, the set stays open and
+    /// the drop fails. Its space may then be freed: nobody will touch an element again.
+    pub fn close_for_drop(&self, tx: &crate::txn::Txn) -> Result<()> {
+        let sh = tx.sh;
+        let closing = sh.w(self.hdr + QH_CLOSING);
+        closing.store(sh.owner_word.load(Relaxed), SeqCst);
+        let r = (|| {
+            for qi in 0..self.nq {
+                tx.lock(self.queue(qi) + Q_LOCK)?;
+                tx.unlock(self.queue(qi) + Q_LOCK);
+            }
+            let held: u64 = self
+                .held_by(sh)
+                .iter()
+                .filter(|(p, _, _)| {
+                    let h = sh.w(self.hdr + QH_HOLDERS + 8 * p).load(Acquire);
+                    sh.owner_alive(h)
+                })
+                .map(|(_, _, n)| n)
+                .sum();
+            if held > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "queue set {} is in use: live processes hold {held} of its elements \
+                     (push them back before dropping it)",
+                    self.id
+                )));
+            }
+            Ok(())
+        })();
+        if r.is_err() {
+            closing.store(0, SeqCst);
+        }
+        r
+    }
+
     /// An element index read from the file (a head, a next link), checked.
     #[inline]
     pub fn elem_at(&self, sh: &Shared, e: u64, what: &str) -> Result<u64> {

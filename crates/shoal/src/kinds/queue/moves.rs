@@ -112,9 +112,7 @@ pub(crate) fn pull_chain(
     tx.lock(qe + Q_LOCK)?;
     crate::rt::failpoint!("queue.pull.locked");
     let r = (|| {
-        if !q.alive(sh) {
-            return Err(q.dropped());
-        }
+        q.check_open(sh)?;
         let len = sh.w(qe + Q_LEN).load(Acquire);
         let n = max.min(len);
         if n == 0 {
