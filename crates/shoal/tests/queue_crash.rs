@@ -184,4 +184,8 @@ fn a_crash_at_every_step_of_every_queue_move_loses_and_duplicates_nothing() {
         cases >= shoal::failpoints::QUEUE_NAMES.len() * 2,
         "{cases} cases"
     );
+    eprintln!(
+        "{cases} crashes at {} fail points, each verified",
+        shoal::failpoints::QUEUE_NAMES.len()
+    );
 }
