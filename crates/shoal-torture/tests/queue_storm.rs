@@ -15,6 +15,8 @@
 //!   consumer or is still in `work`;
 //! * none is delivered twice but by redelivery: of a message's reads, at most one is not
 //!   marked redelivered;
+//! * FIFO per producer: no consumer reads a producer's message after a later one of the
+//!   same producer (redelivered reads aside: they went to the tail again);
 //! * and a new generation of workers goes on moving elements, with the same checks after.
 //!
 //! `SHOAL_SEED` repeats the run's random choices (not its scheduling); `SHOAL_QUEUE_KILLS`
@@ -40,12 +42,17 @@ type Msg = (u64, u64, u64);
 struct Logs {
     pushed: HashSet<Msg>,
     reads: HashMap<Msg, Vec<bool>>,
+    /// Reads out of order: a consumer read a producer's message after a later one of the
+    /// same producer, neither redelivered.
+    out_of_order: Vec<String>,
 }
 
 fn read_logs(workers: &[Worker], logs: &mut Logs) {
     for w in workers {
         let Some(path) = &w.log else { continue };
         let text = std::fs::read_to_string(path).unwrap_or_default();
+        // Per producer, the last message this consumer read that was not redelivered.
+        let mut last: HashMap<(u64, u64), u64> = HashMap::new();
         for line in text.lines() {
             let f: Vec<u64> = line
                 .split_whitespace()
@@ -59,11 +66,25 @@ fn read_logs(workers: &[Worker], logs: &mut Logs) {
                 Some(b'P') => {
                     logs.pushed.insert((f[0], f[1], f[2]));
                 }
-                Some(b'C') => logs
-                    .reads
-                    .entry((f[0], f[1], f[2]))
-                    .or_default()
-                    .push(f[3] == 1),
+                Some(b'C') => {
+                    let redelivered = f[3] == 1;
+                    logs.reads
+                        .entry((f[0], f[1], f[2]))
+                        .or_default()
+                        .push(redelivered);
+                    if !redelivered {
+                        let l = last.entry((f[0], f[1])).or_insert(f[2]);
+                        if f[2] < *l {
+                            logs.out_of_order.push(format!(
+                                "{} read message {:?} after message {}",
+                                w.name,
+                                (f[0], f[1], f[2]),
+                                *l
+                            ));
+                        }
+                        *l = (*l).max(f[2]);
+                    }
+                }
                 _ => panic!("{}: bad line {line:?}", w.name),
             }
         }
@@ -240,6 +261,12 @@ fn queue_kill_storm_loses_and_duplicates_nothing() {
         "seed {seed}: {} messages delivered twice without redelivery (first: {:?})",
         twice.len(),
         twice.first()
+    );
+    assert!(
+        logs.out_of_order.is_empty(),
+        "seed {seed}: FIFO per producer broken {} times (first: {})",
+        logs.out_of_order.len(),
+        logs.out_of_order[0]
     );
     let redelivered = logs.reads.values().flatten().filter(|r| **r).count();
     assert!(
