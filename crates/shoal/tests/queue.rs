@@ -33,6 +33,16 @@ fn elements_move_by_reference_and_keep_their_bytes() {
     assert_eq!(e.index(), 0, "elements start in order");
     assert_eq!(e.to_vec(), vec![0u8; 100], "elements start zeroed");
     e.write(96, b"tail");
+    // In place, word by word: 100 bytes are 13 words.
+    let w = e.words();
+    assert_eq!(w.len(), 13);
+    w[1].store(
+        u64::from_le_bytes(*b"in place"),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let mut b8 = [0u8; 8];
+    e.read(8, &mut b8);
+    assert_eq!(&b8, b"in place");
     let idx = e.index();
     set.push(a2b, e).unwrap();
     assert_eq!((set.len(free).unwrap(), set.len(a2b).unwrap()), (7, 1));

@@ -704,6 +704,19 @@ impl Element<'_> {
         self.set.inner.sh.r.write_bytes(at, bytes);
     }
 
+    /// The element's bytes in place, as little-endian words (the last one padded past the
+    /// element's end with bytes nobody else uses): zero-copy access for code that reads
+    /// or writes the element word by word, with atomic loads and stores (`Relaxed` is
+    /// enough: the push that hands the element on orders everything before it).
+    pub fn words(&self) -> &[crate::mem::AtomicU64] {
+        let n = self.len().div_ceil(8);
+        self.set
+            .inner
+            .sh
+            .r
+            .words(self.set.inner.q.element(self.idx), n)
+    }
+
     /// The element's bytes, copied.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = vec![0u8; self.len()];

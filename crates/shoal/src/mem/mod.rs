@@ -148,6 +148,19 @@ impl Region {
         unsafe { &*(self.base.add(off as usize) as *const AtomicU64) }
     }
 
+    /// The `n` shared words from `off` (8-aligned, inside the region) as one slice: a
+    /// queue set's element, read and written in place by its holder.
+    #[inline]
+    pub fn words(&self, off: u64, n: usize) -> &[AtomicU64] {
+        assert!(
+            off % 8 == 0 && off + 8 * n as u64 <= self.len,
+            "words {off:#x}+{n} out of region"
+        );
+        // SAFETY: in bounds and aligned (asserted above), backed per invariant 1, and
+        // every word in it accessed only atomically, as `word`'s.
+        unsafe { std::slice::from_raw_parts(self.base.add(off as usize) as *const AtomicU64, n) }
+    }
+
     /// The low half of the word at `off`, for `futex(2)` (which works on 32-bit words).
     #[inline]
     pub fn futex_word(&self, off: u64) -> &AtomicU32 {
@@ -622,6 +635,11 @@ impl Region {
             "word {off:#x} out of region"
         );
         &self.cells[(off / 8) as usize]
+    }
+
+    pub fn words(&self, off: u64, n: usize) -> &[AtomicU64] {
+        assert!(off % 8 == 0 && off + 8 * n as u64 <= self.len);
+        &self.cells[(off / 8) as usize..(off / 8) as usize + n]
     }
 
     pub fn read_bytes(&self, off: u64, dst: &mut [u8]) {
