@@ -583,3 +583,70 @@ func TestBinaryFailsOnOldHandle(t *testing.T) {
 		t.Fatalf("an old handle reading a new incarnation: %v, want exit status 1\n%s", err, out)
 	}
 }
+
+func qop(client int, in QInput, out QOutput, call, ret int64) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret}
+}
+
+func qpush(q, elems string, limit int) QInput {
+	return QInput{Push: true, Queue: q, Limit: limit, Elems: elems, N: len(splitElems(elems))}
+}
+
+func qpulled(elems string) QOutput {
+	return QOutput{Elems: elems, N: len(splitElems(elems))}
+}
+
+func TestQueueModelAcceptsFifoAndRejectsReordering(t *testing.T) {
+	pull := func(n int) QInput { return QInput{Queue: "w", N: n} }
+	fifo := []porcupine.Operation{
+		qop(0, qpush("w", "1,2", 0), QOutput{}, 0, 10),
+		qop(1, qpush("w", "3", 0), QOutput{}, 20, 30),
+		qop(2, pull(2), qpulled("1,2"), 40, 50),
+		qop(2, pull(5), qpulled("3"), 60, 70),
+		qop(1, pull(1), qpulled(""), 80, 90),
+	}
+	if !porcupine.CheckOperations(queueModel, fifo) {
+		t.Fatal("a FIFO history was rejected")
+	}
+	reordered := append([]porcupine.Operation{}, fifo...)
+	reordered[2] = qop(2, pull(2), qpulled("2,1"), 40, 50)
+	if porcupine.CheckOperations(queueModel, reordered) {
+		t.Fatal("a reordered pull was accepted")
+	}
+	twice := append([]porcupine.Operation{}, fifo[:3]...)
+	twice = append(twice, qop(1, pull(1), qpulled("1"), 60, 70))
+	if porcupine.CheckOperations(queueModel, twice) {
+		t.Fatal("an element pulled twice was accepted")
+	}
+	short := append([]porcupine.Operation{}, fifo[:2]...)
+	short = append(short, qop(2, pull(2), qpulled("1"), 40, 50))
+	if porcupine.CheckOperations(queueModel, short) {
+		t.Fatal("a pull that took fewer than it could was accepted")
+	}
+}
+
+func TestQueueModelLimitsAndKilledOperations(t *testing.T) {
+	full := []porcupine.Operation{
+		qop(0, qpush("w", "1,2", 2), QOutput{}, 0, 10),
+		qop(0, qpush("w", "3", 2), QOutput{Full: true}, 20, 30),
+	}
+	if !porcupine.CheckOperations(queueModel, full) {
+		t.Fatal("a push refused at the limit was rejected")
+	}
+	notFull := []porcupine.Operation{qop(0, qpush("w", "1", 2), QOutput{Full: true}, 0, 10)}
+	if porcupine.CheckOperations(queueModel, notFull) {
+		t.Fatal("a push refused below the limit was accepted")
+	}
+	// A push cut short by a kill may or may not have taken effect.
+	killed := qop(0, qpush("w", "9", 0), QOutput{Unknown: true}, 0, Infinity)
+	for _, then := range []QOutput{qpulled("9"), qpulled("")} {
+		h := []porcupine.Operation{killed, qop(1, QInput{Queue: "w", N: 1}, then, 10, 20)}
+		if !porcupine.CheckOperations(queueModel, h) {
+			t.Fatalf("a killed push followed by a pull of %q was rejected", then.Elems)
+		}
+	}
+	h := []porcupine.Operation{killed, qop(1, QInput{Queue: "w", N: 1}, qpulled("8"), 10, 20)}
+	if porcupine.CheckOperations(queueModel, h) {
+		t.Fatal("an element never pushed was accepted")
+	}
+}

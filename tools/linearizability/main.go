@@ -3,6 +3,9 @@
 // against a key-value map model partitioned per key (model.go).
 //
 //	lincheck [-kills FILE] [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
+//	lincheck -queues [-timeout 10m] [-viz FILE.html] LOGDIR
+//
+// With -queues it checks queue-set histories instead (queue.go).
 //
 // Reads LOGDIR/*.lin (one per process; format in shoal-lin-worker.rs; any map kind:
 // variable, fixed-size, with UIDs). An operation whose process was killed before it
@@ -73,12 +76,17 @@ func main() {
 	maxWait := flag.Duration("max-wait", 10*time.Second, "fail if an operation took longer")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up checking after this long (exit 2)")
 	viz := flag.String("viz", "", "on failure, write the failing keys' histories as HTML to FILE-KEY.html (default LOGDIR/lin-KEY.html)")
+	queues := flag.Bool("queues", false, "check queue-set histories (LOGDIR/*.qlin, see queue.go) instead of map histories")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lincheck [-kills FILE] [-max-wait D] [-timeout D] [-viz FILE.html] LOGDIR")
 		os.Exit(4)
 	}
 	dir := flag.Arg(0)
+	if *queues {
+		checkQueues(dir, *timeout, *viz)
+		return
+	}
 	debug.SetGCPercent(50) // long runs: millions of operations; keep the heap tight
 	h, err := LoadDir(dir)
 	if err != nil {

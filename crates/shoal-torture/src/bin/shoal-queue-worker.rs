@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! shoal-queue-worker STORE ROLE --id N --gen N --seed N --stop FILE --log FILE
+//!                    [--lin 1] [--pause-us N]
 //!
 //! roles:
 //!   producer   pulls free elements (one, or a batch), writes a message into each, pushes
@@ -18,6 +19,13 @@
 //! `P id gen seq` a message was pushed to work (acknowledged); `C id gen seq R` a consumer
 //! read it (R = 1 if the element came back redelivered). A message read with a bad magic
 //! is exit status 2; any engine error other than a full queue, exit status 3.
+//!
+//! With `--lin 1`, the worker also logs every push into and every pull from `work` and
+//! `done`, with its invocation and response times (CLOCK_MONOTONIC), to LOG with the
+//! extension `qlin`, for the Porcupine check (`lincheck -queues`, whose `queue.go` gives
+//! the format); it then never moves elements with `move_to` (a move's elements are not
+//! reported), so those histories are complete. `--pause-us N` sleeps a random 0..N µs
+//! before each step, which keeps those histories short enough to check.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -36,6 +44,8 @@ struct Args {
     seed: u64,
     stop: PathBuf,
     log: PathBuf,
+    lin: bool,
+    pause_us: u64,
 }
 
 fn args() -> Args {
@@ -44,6 +54,8 @@ fn args() -> Args {
     let role = it.next().expect("ROLE");
     let (mut id, mut gen, mut seed) = (0, 0, 0);
     let (mut stop, mut log) = (PathBuf::new(), PathBuf::new());
+    let mut lin = false;
+    let mut pause_us = 0;
     while let Some(a) = it.next() {
         let v = it.next().unwrap_or_else(|| panic!("{a} needs a value"));
         match a.as_str() {
@@ -52,6 +64,8 @@ fn args() -> Args {
             "--seed" => seed = v.parse().expect("--seed"),
             "--stop" => stop = v.into(),
             "--log" => log = v.into(),
+            "--lin" => lin = v == "1",
+            "--pause-us" => pause_us = v.parse().expect("--pause-us"),
             _ => panic!("unknown option {a}"),
         }
     }
@@ -63,6 +77,8 @@ fn args() -> Args {
         seed,
         stop,
         log,
+        lin,
+        pause_us,
     }
 }
 
@@ -83,6 +99,35 @@ impl Log {
         self.0
             .write_all(s.as_bytes())
             .unwrap_or_else(|e| fail(3, format!("log: {e}")));
+    }
+}
+
+/// The Porcupine log of `--lin` (nothing without it).
+struct Lin(Option<std::fs::File>);
+
+impl Lin {
+    fn call(&mut self, what: String) {
+        if let Some(f) = &mut self.0 {
+            let line = format!("C {} {what}\n", shoal_torture::now_ns());
+            f.write_all(line.as_bytes())
+                .unwrap_or_else(|e| fail(3, format!("lin log: {e}")));
+        }
+    }
+    fn ret(&mut self, what: &str) {
+        if let Some(f) = &mut self.0 {
+            let line = format!("R {} {what}\n", shoal_torture::now_ns());
+            f.write_all(line.as_bytes())
+                .unwrap_or_else(|e| fail(3, format!("lin log: {e}")));
+        }
+    }
+}
+
+fn ids(elems: &[Element<'_>]) -> String {
+    let v: Vec<String> = elems.iter().map(|e| e.index().to_string()).collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(",")
     }
 }
 
@@ -112,6 +157,16 @@ fn main() {
         .append(true)
         .open(&a.log)
         .unwrap_or_else(|e| fail(3, format!("open the log: {e}"))));
+    let mut lin = Lin(a.lin.then(|| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(a.log.with_extension("qlin"))
+            .unwrap_or_else(|e| fail(3, format!("open the lin log: {e}")));
+        f.write_all(format!("W {} {} {}\n", a.id, a.gen, std::process::id()).as_bytes())
+            .unwrap_or_else(|e| fail(3, format!("lin log: {e}")));
+        f
+    }));
     let store = ok(Store::open_existing(&a.store), "open the store");
     let set: QueueSet = ok(store.open_queue_set("jobs"), "open the set");
     let q = |n: &str| ok(set.queue(n), "queue");
@@ -120,6 +175,9 @@ fn main() {
     let mut seq = 0u64;
     let mut held: Vec<Element<'_>> = Vec::new();
     while !a.stop.exists() {
+        if a.pause_us > 0 {
+            std::thread::sleep(Duration::from_micros(rng.random_range(0..a.pause_us)));
+        }
         match a.role.as_str() {
             "producer" => {
                 let batch = if rng.random_bool(0.3) {
@@ -139,7 +197,14 @@ fn main() {
                     seq += 1;
                 }
                 let n = batch.len() as u64;
-                match set.push_many(work, batch) {
+                lin.call(format!("push work 64 {}", ids(&batch)));
+                let r = set.push_many(work, batch);
+                lin.ret(match &r {
+                    Ok(()) => "ok",
+                    Err(Error::QueueFull(_)) => "full",
+                    Err(_) => "?",
+                });
+                match r {
                     Ok(()) => {
                         let mut s = String::new();
                         for i in first..first + n {
@@ -153,7 +218,19 @@ fn main() {
                 }
             }
             "consumer" => {
-                if let Some(e) = ok(set.pull_wait(work, wait), "pull_wait") {
+                let got: Vec<Element<'_>> = if rng.random_bool(0.2) {
+                    let n = rng.random_range(2..5);
+                    lin.call(format!("pull work {n}"));
+                    let got = ok(set.pull_many(work, n), "pull_many");
+                    lin.ret(&ids(&got));
+                    got
+                } else {
+                    lin.call("pull work 1".into());
+                    let got = ok(set.pull_wait(work, wait), "pull_wait");
+                    lin.ret(&ids(got.as_slice()));
+                    got.into_iter().collect()
+                };
+                for e in got {
                     let [magic, id, gen, s] = read_message(&e);
                     if magic != MAGIC {
                         fail(
@@ -166,18 +243,25 @@ fn main() {
                     if held.len() < 3 && rng.random_bool(0.2) {
                         held.push(e);
                     } else {
+                        lin.call(format!("push done 0 {}", e.index()));
                         ok(set.push(done, e), "push");
+                        lin.ret("ok");
                     }
                 }
                 if held.len() == 3 || (!held.is_empty() && rng.random_bool(0.1)) {
+                    lin.call(format!("push done 0 {}", ids(&held)));
                     ok(set.push_many(done, std::mem::take(&mut held)), "push_many");
+                    lin.ret("ok");
                 }
             }
             "recycler" => {
-                let moved = if rng.random_bool(0.5) {
+                let moved = if !a.lin && rng.random_bool(0.5) {
                     ok(set.move_to(done, free, rng.random_range(1..20)), "move_to")
                 } else {
-                    match ok(set.pull_wait(done, wait), "pull_wait") {
+                    lin.call("pull done 1".into());
+                    let got = ok(set.pull_wait(done, wait), "pull_wait");
+                    lin.ret(&ids(got.as_slice()));
+                    match got {
                         Some(e) => {
                             ok(set.push(free, e), "push");
                             1
@@ -193,5 +277,9 @@ fn main() {
         }
     }
     // Held elements go to done on the way out (their messages were logged as read).
-    ok(set.push_many(done, held), "push_many");
+    if !held.is_empty() {
+        lin.call(format!("push done 0 {}", ids(&held)));
+        ok(set.push_many(done, held), "push_many");
+        lin.ret("ok");
+    }
 }
