@@ -55,7 +55,9 @@ fn read_logs(workers: &[Worker], logs: &mut Logs) {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         // Per producer, the last message this consumer read that was not redelivered.
         let mut last: HashMap<(u64, u64), u64> = HashMap::new();
-        for line in text.lines() {
+        // A kill mid-write may cut the last line short: only whole lines count.
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+            let line = line.trim_end();
             let f: Vec<u64> = line
                 .split_whitespace()
                 .skip(1)
