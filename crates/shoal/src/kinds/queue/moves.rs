@@ -109,6 +109,12 @@ pub(crate) fn pull_chain(
     let max = out.len() as u64;
     let sh = tx.sh;
     let qe = q.queue(qi);
+    // Empty now (one load of a word the pushers write): no lock. A consumer polling an
+    // empty queue then writes nothing the producers must take back from its cache.
+    if max == 0 || sh.w(qe + Q_LEN).load(Acquire) == 0 {
+        q.check_open(sh)?;
+        return Ok(0);
+    }
     tx.lock(qe + Q_LOCK)?;
     crate::rt::failpoint!("queue.pull.locked");
     let r = (|| {
