@@ -14,6 +14,9 @@
 //! * fixed-size maps (`kinds::fixed`): the same directory checks; every occupied cell (bitmap
 //!   bit set) holds a key of its segment and bucket, no key twice, no bit past the
 //!   bucket's cells, overflow counts and entry counters exact;
+//! * queue sets (`kinds::queue`): every element in exactly one queue or held by a holder
+//!   of record (each queue's links, length and tail agree with the element states), queue
+//!   names distinct, holder words well formed;
 //! * no lock is held by a dead process, no intent is left unapplied.
 
 use crate::alloc::record::walk_records;
