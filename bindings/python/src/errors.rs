@@ -54,6 +54,9 @@ fn message(e: &shoal::Error) -> String {
             MapKind::Variable { .. } => {
                 format!("map {name:?} is a {found}: open it with store.map({name:?})")
             }
+            MapKind::QueueSet { .. } => {
+                format!("{name:?} is a {found}, not a map: the Python API opens maps only")
+            }
             _ => e.to_string(),
         },
         E::NoUids { name } => format!(

@@ -60,6 +60,11 @@ pub fn message(e: &shoal::Error) -> String {
         ),
         E::WrongMapKind {
             name,
+            found: found @ MapKind::QueueSet { .. },
+            ..
+        } => format!("{name:?} is a {found}, not a map: stat and watch show its queues"),
+        E::WrongMapKind {
+            name,
             found,
             wanted,
         } => format!("map {name:?} is a {found}, not a {wanted}"),

@@ -1360,4 +1360,5 @@ fn stat_and_watch_show_queue_depths_and_what_each_process_holds() {
         watch.contains("QUEUE SET") && watch.contains("todo"),
         "{watch}"
     );
+    fails(&["get", &s, "jobs", "k"], 2, "is a queue set");
 }

@@ -301,6 +301,9 @@ pub(crate) fn message_of(e: &shoal::Error) -> String {
             MapKind::Variable { .. } => {
                 format!("map {name:?} is a {found}: open it with shoal_map_open")
             }
+            MapKind::QueueSet { .. } => {
+                format!("{name:?} is a {found}, not a map: the C API opens maps only")
+            }
             _ => e.to_string(),
         },
         E::NoUids { name } => format!(
