@@ -244,6 +244,15 @@ enum shoal_status
      * (the message says what), or to recover what a writer that died left half done.
      */
     SHOAL_READ_ONLY = 20,
+    /**
+     * `shoal_queue_pull`: the queue is empty (and stayed empty for the timeout).
+     */
+    SHOAL_EMPTY = 21,
+    /**
+     * `shoal_queue_push`, `shoal_queue_push_many`: the queue is at its depth limit; the
+     * elements stay held.
+     */
+    SHOAL_QUEUE_FULL = 22,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -348,7 +357,11 @@ typedef struct shoal_log shoal_log;
 typedef struct shoal_map shoal_map;
 
 /**
- * Reserved: a handle on a queue (a later version).
+ * A queue set of a store (`shoal_queue_open`): a pool of fixed-size elements and named
+ * queues that pass them between processes by reference.
+ *
+ * Thread safety: any number of threads may use one handle at once, except
+ * `shoal_queue_close`. The handle keeps its store mapped.
  */
 typedef struct shoal_queue shoal_queue;
 
@@ -810,6 +823,78 @@ typedef struct shoal_fixed_stats {
      */
     uint64_t file_size;
 } shoal_fixed_stats;
+
+/**
+ * Options for creating a queue set (`shoal_queue_open`). Zero-initialise, set
+ * `struct_size`, `element_size`, `elements`; every other field left 0 takes its default.
+ */
+typedef struct shoal_queue_options {
+    /**
+     * `sizeof(shoal_queue_options)` as the caller was compiled with. Required.
+     */
+    size_t struct_size;
+    /**
+     * Bytes per element, 1 to 2^30.
+     */
+    size_t element_size;
+    /**
+     * Elements in the set, 1 to 2^32 - 1 (zeroed at creation).
+     */
+    uint64_t elements;
+    /**
+     * `n_queues` NUL-terminated UTF-8 names (1 to 120 bytes each), or NULL. The set has
+     * a queue `free` first unless `initial` names another queue.
+     */
+    const char *const *queues;
+    /**
+     * Entries in `queues` (and in `limits`).
+     */
+    size_t n_queues;
+    /**
+     * NULL, or the depth limit of each queue of `queues` (0: none): a push that would pass
+     * it fails with `SHOAL_QUEUE_FULL`.
+     */
+    const uint64_t *limits;
+    /**
+     * NULL (`free`), or the name of the queue every element starts in, which is also where
+     * a dead holder's elements go unless `redeliver` is set.
+     */
+    const char *initial;
+    /**
+     * Non-zero: a dead holder's elements go back to the queue each was pulled from,
+     * marked redelivered.
+     */
+    uint32_t redeliver;
+} shoal_queue_options;
+
+/**
+ * An element this process holds (`shoal_queue_pull`...): `data` and `len` are its bytes in
+ * place, this process's to read and write until it pushes or releases the element
+ * (`shoal_queue_push`, `shoal_queue_release`); the address stays mapped while the store
+ * is open.
+ */
+typedef struct shoal_element {
+    /**
+     * The element's first byte in this process (64-byte aligned).
+     */
+    uint8_t *data;
+    /**
+     * The element's size in bytes.
+     */
+    size_t len;
+    /**
+     * The element's index in its set: the same in every process.
+     */
+    uint64_t index;
+    /**
+     * The queue it was pulled from (its index, as `shoal_queue_index` gives it).
+     */
+    uint32_t from;
+    /**
+     * Non-zero if it is back in its queue because a process died holding it.
+     */
+    uint32_t redelivered;
+} shoal_element;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2338,6 +2423,161 @@ shoal_status shoal_map_kind(const struct shoal_store *store,
                             uint32_t *kind,
                             size_t *key_size,
                             size_t *value_size);
+
+/**
+ * Opens the queue set `name` of a store, creating it with `opts` if `opts` is not NULL
+ * and there is none; returns a handle on it. An existing set keeps its geometry and
+ * queues (`opts` is then not compared with them).
+ *
+ * Errors: `SHOAL_NOT_FOUND` (no such set and `opts` NULL), `SHOAL_INVALID` (bad name or
+ * options, a map of that name, a store of a format that predates queue sets),
+ * `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `name` is NULL or NUL-terminated; `opts` is NULL or
+ * has `opts->struct_size` readable bytes, its `queues` `n_queues` NUL-terminated strings,
+ * its `limits` NULL or `n_queues` readable values, its `initial` NULL or NUL-terminated;
+ * `out` is NULL or writable.
+ */
+shoal_status shoal_queue_open(const struct shoal_store *store,
+                              const char *name,
+                              const struct shoal_queue_options *opts,
+                              struct shoal_queue **out);
+
+/**
+ * Closes a queue set handle. Elements this process still holds stay held (until it
+ * ends); their `data` pointers stay valid while the store is open. NULL is allowed.
+ *
+ * Errors: none (always `SHOAL_OK`).
+ *
+ * # Safety
+ * `set` is NULL or a live handle, not used again after this call and not in use by
+ * another thread during it.
+ */
+shoal_status shoal_queue_close(struct shoal_queue *set);
+
+/**
+ * The index of the queue named `name` (what every other call takes).
+ *
+ * Errors: `SHOAL_NOT_FOUND`, `SHOAL_INVALID` (not UTF-8), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `name` is NULL or NUL-terminated; `out` is NULL or
+ * writable.
+ */
+shoal_status shoal_queue_index(const struct shoal_queue *set, const char *name, uint32_t *out);
+
+/**
+ * Takes the element at the head of queue `q`, waiting up to `timeout_ms` milliseconds
+ * for a push from any process if it is empty (0: not at all): a short spin, then a
+ * sleep that a push wakes.
+ *
+ * Errors: `SHOAL_EMPTY` (no element came; `*out` untouched), `SHOAL_INVALID` (no such
+ * queue), `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_TIMEOUT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or writable.
+ */
+shoal_status shoal_queue_pull(const struct shoal_queue *set,
+                              uint32_t q,
+                              uint64_t timeout_ms,
+                              struct shoal_element *out);
+
+/**
+ * Takes up to `max` elements from the head of queue `q` in one step, into `out`;
+ * `*got` receives how many (0 when it is empty: still `SHOAL_OK`).
+ *
+ * Errors: `SHOAL_INVALID`, `SHOAL_NOT_FOUND`, `SHOAL_TIMEOUT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or valid for `max` writes; `got` is NULL
+ * or writable.
+ */
+shoal_status shoal_queue_pull_many(const struct shoal_queue *set,
+                                   uint32_t q,
+                                   struct shoal_element *out,
+                                   size_t max,
+                                   size_t *got);
+
+/**
+ * Puts the held element `e` at the tail of queue `q`; it is no longer this process's.
+ *
+ * Errors: `SHOAL_QUEUE_FULL` (the queue is at its depth limit: `e` stays held),
+ * `SHOAL_INVALID` (no such queue, or `e` is not an element this process holds),
+ * `SHOAL_NOT_FOUND`, `SHOAL_TIMEOUT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `e` is NULL or readable.
+ */
+shoal_status shoal_queue_push(const struct shoal_queue *set,
+                              uint32_t q,
+                              const struct shoal_element *e);
+
+/**
+ * Puts the `n` held elements of `elems` at the tail of queue `q`, in order, in one step:
+ * all of them, or (`SHOAL_QUEUE_FULL`) none, which then stay held.
+ *
+ * Errors: `SHOAL_QUEUE_FULL`, `SHOAL_INVALID` (no such queue, an element this process
+ * does not hold, or one given twice), `SHOAL_NOT_FOUND`, `SHOAL_TIMEOUT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `elems` is NULL or valid for `n` reads.
+ */
+shoal_status shoal_queue_push_many(const struct shoal_queue *set,
+                                   uint32_t q,
+                                   const struct shoal_element *elems,
+                                   size_t n);
+
+/**
+ * Gives the held element `e` back to the queue it was pulled from (past that queue's
+ * depth limit if need be).
+ *
+ * Errors: `SHOAL_INVALID` (not an element this process holds), `SHOAL_NOT_FOUND`,
+ * `SHOAL_TIMEOUT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `e` is NULL or readable.
+ */
+shoal_status shoal_queue_release(const struct shoal_queue *set, const struct shoal_element *e);
+
+/**
+ * Moves up to `max` elements from the head of queue `from` to the tail of queue `to` in
+ * one step, within `to`'s depth limit; `*moved` receives how many.
+ *
+ * Errors: `SHOAL_INVALID` (no such queue, or `from` = `to`), `SHOAL_NOT_FOUND`,
+ * `SHOAL_TIMEOUT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `moved` is NULL or writable.
+ */
+shoal_status shoal_queue_move(const struct shoal_queue *set,
+                              uint32_t from,
+                              uint32_t to,
+                              size_t max,
+                              size_t *moved);
+
+/**
+ * Elements in queue `q` now.
+ *
+ * Errors: `SHOAL_INVALID`, `SHOAL_NOT_FOUND`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or writable.
+ */
+shoal_status shoal_queue_len(const struct shoal_queue *set, uint32_t q, uint64_t *out);
+
+/**
+ * Hands back now the elements of every process that died holding some; `*returned`
+ * (if not NULL) receives how many went back. Pulls do this on their own when they find
+ * a queue empty.
+ *
+ * Errors: `SHOAL_NOT_FOUND`, `SHOAL_TIMEOUT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `returned` is NULL or writable.
+ */
+shoal_status shoal_queue_reclaim(const struct shoal_queue *set, uint64_t *returned);
 
 #ifdef __cplusplus
 }  // extern "C"

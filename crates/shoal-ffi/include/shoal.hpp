@@ -1383,6 +1383,191 @@ inline FixedMap::iterator FixedMap::begin() const {
     return iterator(std::move(st));
 }
 
+
+class QueueSet;
+
+/// An element of a QueueSet that this process holds: its bytes in place (data(), size(),
+/// no copy), until it is pushed (QueueSet::push) or released. Move-only; the destructor
+/// gives a still-held element back to the queue it came from (errors then cannot be
+/// reported: the element stays held until the process ends), keep() leaves it held.
+class Element {
+public:
+    Element(Element&& o) noexcept : set_(o.set_), e_(o.e_) { o.set_ = nullptr; }
+    Element& operator=(Element&& o) noexcept {
+        if (this != &o) {
+            reset();
+            set_ = o.set_;
+            e_ = o.e_;
+            o.set_ = nullptr;
+        }
+        return *this;
+    }
+    Element(const Element&) = delete;
+    Element& operator=(const Element&) = delete;
+    ~Element() { reset(); }
+
+    /// The element's bytes in this process (64-byte aligned).
+    std::uint8_t* data() const noexcept { return e_.data; }
+    /// The element's size in bytes.
+    std::size_t size() const noexcept { return e_.len; }
+    /// The element's index in its set: the same in every process.
+    std::uint64_t index() const noexcept { return e_.index; }
+    /// The queue it was pulled from.
+    std::uint32_t from() const noexcept { return e_.from; }
+    /// Whether it is back in its queue because a process died holding it.
+    bool redelivered() const noexcept { return e_.redelivered != 0; }
+    /// Leaves it held by this process (until the process ends); returns what names it.
+    shoal_element keep() noexcept {
+        set_ = nullptr;
+        return e_;
+    }
+    /// Gives it back to the queue it came from now. Throws shoal::Error.
+    void release() {
+        const shoal_queue* s = set_;
+        set_ = nullptr;
+        if (s) detail::check(shoal_queue_release(s, &e_), "shoal_queue_release");
+    }
+
+private:
+    friend class QueueSet;
+    Element(const shoal_queue* s, shoal_element e) noexcept : set_(s), e_(e) {}
+    void reset() noexcept {
+        if (set_) shoal_queue_release(set_, &e_);
+        set_ = nullptr;
+    }
+    const shoal_queue* set_;
+    shoal_element e_;
+};
+
+/// How a new queue set is made (QueueSet::open): its element size and count, its queues
+/// (beside `free`) with their depth limits (0: none), the queue every element starts in,
+/// and whether a dead holder's elements go back to the queue they came from.
+struct QueueOptions {
+    std::size_t element_size = 0;
+    std::uint64_t elements = 0;
+    std::vector<std::pair<std::string, std::uint64_t>> queues;
+    std::string initial = "free";
+    bool redeliver = false;
+};
+
+/// A queue set (shoal_queue_open): named queues passing fixed-size elements between
+/// processes by reference. Move-only; closes its handle when destroyed. Usable from many
+/// threads at once; Elements it hands out must not outlive it.
+class QueueSet {
+public:
+    /// Opens the queue set `name`, creating it with `opts` if it does not exist (an
+    /// existing set keeps its own geometry). Throws shoal::Error.
+    QueueSet(const Store& store, const std::string& name, const QueueOptions& opts) {
+        std::vector<const char*> names;
+        std::vector<std::uint64_t> limits;
+        for (const auto& q : opts.queues) {
+            names.push_back(q.first.c_str());
+            limits.push_back(q.second);
+        }
+        shoal_queue_options o{};
+        o.struct_size = sizeof o;
+        o.element_size = opts.element_size;
+        o.elements = opts.elements;
+        o.queues = names.data();
+        o.n_queues = names.size();
+        o.limits = limits.data();
+        o.initial = opts.initial.c_str();
+        o.redeliver = opts.redeliver ? 1 : 0;
+        shoal_queue* q = nullptr;
+        detail::check(shoal_queue_open(store.handle(), name.c_str(), &o, &q), "shoal_queue_open");
+        h_.reset(q);
+    }
+
+    /// Opens the existing queue set `name`. Throws shoal::Error (SHOAL_NOT_FOUND).
+    QueueSet(const Store& store, const std::string& name) {
+        shoal_queue* q = nullptr;
+        detail::check(shoal_queue_open(store.handle(), name.c_str(), nullptr, &q),
+                      "shoal_queue_open");
+        h_.reset(q);
+    }
+
+    /// The index of the queue `name`. Throws shoal::Error (SHOAL_NOT_FOUND).
+    std::uint32_t queue(const std::string& name) const {
+        std::uint32_t q = 0;
+        detail::check(shoal_queue_index(h_.get(), name.c_str(), &q), "shoal_queue_index");
+        return q;
+    }
+
+    /// The element at the head of `q`, waiting up to `timeout` for a push if it is empty
+    /// (zero: not at all); nullopt if none came.
+    std::optional<Element> pull(std::uint32_t q,
+                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        shoal_element e{};
+        shoal_status rc = shoal_queue_pull(h_.get(), q, static_cast<std::uint64_t>(timeout.count()), &e);
+        if (rc == SHOAL_EMPTY) return std::nullopt;
+        detail::check(rc, "shoal_queue_pull");
+        return Element(h_.get(), e);
+    }
+
+    /// Up to `max` elements from the head of `q`, in one step.
+    std::vector<Element> pull_many(std::uint32_t q, std::size_t max) const {
+        std::vector<shoal_element> buf(max);
+        std::size_t got = 0;
+        detail::check(shoal_queue_pull_many(h_.get(), q, buf.data(), max, &got),
+                      "shoal_queue_pull_many");
+        std::vector<Element> out;
+        out.reserve(got);
+        for (std::size_t i = 0; i < got; i++) out.push_back(Element(h_.get(), buf[i]));
+        return out;
+    }
+
+    /// Puts `e` at the tail of `q`. On failure (SHOAL_QUEUE_FULL at a depth limit) it
+    /// throws and `e` is still held, by `e`.
+    void push(std::uint32_t q, Element& e) {
+        detail::check(shoal_queue_push(h_.get(), q, &e.e_), "shoal_queue_push");
+        e.set_ = nullptr;
+    }
+    /// As push(q, e), taking the element.
+    void push(std::uint32_t q, Element&& e) { push(q, e); }
+
+    /// Puts every element of `elems` at the tail of `q`, in order, in one step: all or
+    /// (throwing) none.
+    void push_many(std::uint32_t q, std::vector<Element>& elems) {
+        std::vector<shoal_element> buf;
+        buf.reserve(elems.size());
+        for (const auto& e : elems) buf.push_back(e.e_);
+        detail::check(shoal_queue_push_many(h_.get(), q, buf.data(), buf.size()),
+                      "shoal_queue_push_many");
+        for (auto& e : elems) e.set_ = nullptr;
+        elems.clear();
+    }
+
+    /// Moves up to `max` elements from the head of `from` to the tail of `to`; how many.
+    std::size_t move(std::uint32_t from, std::uint32_t to, std::size_t max) {
+        std::size_t n = 0;
+        detail::check(shoal_queue_move(h_.get(), from, to, max, &n), "shoal_queue_move");
+        return n;
+    }
+
+    /// Elements in `q` now.
+    std::uint64_t size(std::uint32_t q) const {
+        std::uint64_t n = 0;
+        detail::check(shoal_queue_len(h_.get(), q, &n), "shoal_queue_len");
+        return n;
+    }
+
+    /// Hands back the elements of processes that died holding them; how many went back.
+    std::uint64_t reclaim() {
+        std::uint64_t n = 0;
+        detail::check(shoal_queue_reclaim(h_.get(), &n), "shoal_queue_reclaim");
+        return n;
+    }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_queue* handle() const noexcept { return h_.get(); }
+
+private:
+    struct Close {
+        void operator()(shoal_queue* q) const noexcept { shoal_queue_close(q); }
+    };
+    std::unique_ptr<shoal_queue, Close> h_;
+};
+
 }  // namespace shoal
 
 #endif  // SHOAL_HPP

@@ -33,6 +33,8 @@ mod iter;
 
 mod fixed;
 
+mod queue;
+
 // The calls both kinds of map share (no exported items of its own).
 mod kv;
 
@@ -40,6 +42,7 @@ pub use atomic::*;
 pub use fixed::*;
 pub use iter::*;
 pub use map::*;
+pub use queue::*;
 pub use store::*;
 pub use uid::*;
 
@@ -107,6 +110,11 @@ pub enum shoal_status {
     /// The store was opened read-only (`SHOAL_OPEN_READ_ONLY`) and the call needs to write
     /// (the message says what), or to recover what a writer that died left half done.
     SHOAL_READ_ONLY = 20,
+    /// `shoal_queue_pull`: the queue is empty (and stayed empty for the timeout).
+    SHOAL_EMPTY = 21,
+    /// `shoal_queue_push`, `shoal_queue_push_many`: the queue is at its depth limit; the
+    /// elements stay held.
+    SHOAL_QUEUE_FULL = 22,
 }
 
 pub use shoal_status::*;
@@ -123,9 +131,13 @@ pub const SHOAL_MAX_VALUE_LEN: u64 = 4294967295;
 /// The longest map name, in bytes (UTF-8, not counting the terminating NUL).
 pub const SHOAL_MAX_NAME_LEN: usize = 224;
 
-/// Reserved: a handle on a queue (a later version).
+/// A queue set of a store (`shoal_queue_open`): a pool of fixed-size elements and named
+/// queues that pass them between processes by reference.
+///
+/// Thread safety: any number of threads may use one handle at once, except
+/// `shoal_queue_close`. The handle keeps its store mapped.
 pub struct shoal_queue {
-    _private: [u8; 0],
+    pub(crate) set: shoal::QueueSet,
 }
 
 /// Reserved: a handle on an append-only log (a later version).
@@ -184,6 +196,8 @@ pub extern "C" fn shoal_strerror(code: i32) -> *const c_char {
         18 => c"value mismatch",
         19 => c"stale UID: its key was removed",
         20 => c"the store is open read-only",
+        21 => c"the queue is empty",
+        22 => c"the queue is full",
         _ => c"unknown status",
     };
     s.as_ptr()
@@ -280,6 +294,7 @@ pub(crate) fn status_of(e: &shoal::Error) -> shoal_status {
         E::Io { .. } => SHOAL_IO,
         E::StaleUid(_) => SHOAL_STALE_UID,
         E::ReadOnly { .. } => SHOAL_READ_ONLY,
+        E::QueueFull(_) => SHOAL_QUEUE_FULL,
         _ => SHOAL_ERROR,
     }
 }
@@ -659,6 +674,7 @@ mod tests {
                 },
                 SHOAL_IO,
             ),
+            (E::QueueFull("q".into()), SHOAL_QUEUE_FULL),
         ];
         for (e, want) in cases {
             let msg = message_of(&e);

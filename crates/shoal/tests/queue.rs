@@ -606,3 +606,39 @@ fn a_truncated_store_is_salvaged_with_its_queue_set_whole() {
         e.keep();
     }
 }
+
+#[test]
+fn held_elements_known_by_index_are_adopted_only_by_their_holder() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("q.shoal")).unwrap();
+    let set = s.queue_set("s", &opts()).unwrap();
+    let (free, a2b, b2a) = (
+        set.queue("free").unwrap(),
+        set.queue("a2b").unwrap(),
+        set.queue("b2a").unwrap(),
+    );
+    assert_eq!(set.queue_at(1).unwrap(), a2b);
+    assert!(matches!(set.queue_at(3), Err(Error::InvalidArgument(_))));
+    let h = set.pull(free).unwrap().unwrap().into_held();
+    assert_eq!((h.index, h.from, h.redelivered), (0, free, false));
+    assert_eq!(set.held().unwrap()[0].elements, 1, "still held");
+    let e = set.adopt(h).unwrap();
+    set.push(a2b, e).unwrap();
+    // Pushed: no longer this process's, so it cannot be adopted again.
+    let e = set.adopt(h).unwrap_err();
+    assert!(e.to_string().contains("not held"), "{e}");
+    // A batch refused at a limit comes back whole, still held.
+    let four = set.pull_many(free, 4).unwrap();
+    let (err, back) = set.try_push_many(b2a, four).unwrap_err();
+    assert!(matches!(err, Error::QueueFull(_)));
+    assert_eq!(back.len(), 4);
+    let mut it = back.into_iter();
+    let first = it.next().unwrap();
+    set.release(first).unwrap();
+    assert_eq!(set.len(free).unwrap(), 4, "released back to free");
+    set.try_push_many(a2b, it.collect())
+        .map_err(|(e, _)| e)
+        .unwrap();
+    assert_eq!(set.len(a2b).unwrap(), 4);
+    assert!(s.check().unwrap().is_ok());
+}

@@ -2872,6 +2872,100 @@ static void test_fixed_with_timeout(void) {
     shoal_store_destroy(p);
 }
 
+/* ---- queue sets ------------------------------------------------------------------- */
+
+static void test_queue(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("queue", &s, &m)) { h_failures++; return; }
+    shoal_queue *qs = NULL;
+    CHECK_RC(shoal_queue_open(s, "jobs", NULL, &qs), SHOAL_NOT_FOUND);
+    CHECK(qs == NULL);
+    const char *names[] = {"a2b", "b2a"};
+    const uint64_t limits[] = {0, 2};
+    shoal_queue_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.element_size = 100;
+    o.elements = 8;
+    o.queues = names;
+    o.n_queues = 2;
+    o.limits = limits;
+    REQUIRE_OK(shoal_queue_open(s, "jobs", &o, &qs));
+    uint32_t free_q = 99, a2b = 99, b2a = 99;
+    REQUIRE_OK(shoal_queue_index(qs, "free", &free_q));
+    REQUIRE_OK(shoal_queue_index(qs, "a2b", &a2b));
+    REQUIRE_OK(shoal_queue_index(qs, "b2a", &b2a));
+    CHECK(free_q == 0 && a2b == 1 && b2a == 2);
+    uint32_t nope;
+    CHECK_RC(shoal_queue_index(qs, "nope", &nope), SHOAL_NOT_FOUND);
+    uint64_t len = 0;
+    REQUIRE_OK(shoal_queue_len(qs, free_q, &len));
+    CHECK(len == 8);
+
+    /* Written in place, seen by whoever pulls it next. */
+    shoal_element e;
+    REQUIRE_OK(shoal_queue_pull(qs, free_q, 0, &e));
+    CHECK(e.len == 100 && e.index == 0 && e.from == free_q && e.redelivered == 0);
+    CHECK(((uintptr_t)e.data & 63) == 0);
+    memcpy(e.data + 90, "in place", 8);
+    REQUIRE_OK(shoal_queue_push(qs, a2b, &e));
+    /* Pushed: no longer this process's. */
+    CHECK_RC(shoal_queue_push(qs, b2a, &e), SHOAL_INVALID);
+    CHECK(msg_names("not held"));
+    shoal_element g;
+    REQUIRE_OK(shoal_queue_pull(qs, a2b, 1000, &g));
+    CHECK(g.index == 0 && g.from == a2b && memcmp(g.data + 90, "in place", 8) == 0);
+    REQUIRE_OK(shoal_queue_release(qs, &g));
+    REQUIRE_OK(shoal_queue_len(qs, a2b, &len));
+    CHECK(len == 1);
+
+    /* Batches, and a depth limit that refuses a whole batch, which stays held. */
+    shoal_element batch[8];
+    size_t got = 0;
+    REQUIRE_OK(shoal_queue_pull_many(qs, free_q, batch, 8, &got));
+    CHECK(got == 7);
+    CHECK_RC(shoal_queue_push_many(qs, b2a, batch, 3), SHOAL_QUEUE_FULL);
+    REQUIRE_OK(shoal_queue_push_many(qs, b2a, batch, 2));
+    CHECK_RC(shoal_queue_push(qs, b2a, &batch[2]), SHOAL_QUEUE_FULL);
+    shoal_element twice[2] = {batch[2], batch[2]};
+    CHECK_RC(shoal_queue_push_many(qs, a2b, twice, 2), SHOAL_INVALID);
+    REQUIRE_OK(shoal_queue_push_many(qs, free_q, batch + 2, 5));
+    size_t moved = 0;
+    REQUIRE_OK(shoal_queue_move(qs, free_q, b2a, 10, &moved));
+    CHECK(moved == 0); /* b2a is at its limit */
+    REQUIRE_OK(shoal_queue_move(qs, b2a, a2b, 10, &moved));
+    CHECK(moved == 2);
+    CHECK_RC(shoal_queue_move(qs, a2b, a2b, 1, &moved), SHOAL_INVALID);
+
+    /* An empty queue: at once, and after a wait. */
+    CHECK_RC(shoal_queue_pull(qs, b2a, 0, &e), SHOAL_EMPTY);
+    CHECK_RC(shoal_queue_pull(qs, b2a, 30, &e), SHOAL_EMPTY);
+    CHECK_RC(shoal_queue_pull(qs, 7, 0, &e), SHOAL_INVALID);
+    CHECK_RC(shoal_queue_pull(NULL, 0, 0, &e), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_queue_pull(qs, 0, 0, NULL), SHOAL_NULL_POINTER);
+    uint64_t back = 99;
+    REQUIRE_OK(shoal_queue_reclaim(qs, &back));
+    CHECK(back == 0);
+
+    /* Another handle sees the same set; a map of that name is refused in C's words. */
+    shoal_queue *again = NULL;
+    REQUIRE_OK(shoal_queue_open(s, "jobs", NULL, &again));
+    REQUIRE_OK(shoal_queue_len(again, a2b, &len));
+    CHECK(len == 3);
+    shoal_map *wrong = NULL;
+    CHECK_RC(shoal_map_open(s, "jobs", 0, NULL, &wrong), SHOAL_INVALID);
+    CHECK(msg_names("queue set"));
+    REQUIRE_OK(shoal_queue_close(again));
+    shoal_queue *not_a_set = NULL;
+    CHECK_RC(shoal_queue_open(s, "m", NULL, &not_a_set), SHOAL_INVALID);
+    CHECK(not_a_set == NULL);
+    REQUIRE_OK(shoal_queue_close(qs));
+    CHECK_RC(shoal_queue_close(NULL), SHOAL_OK);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ctest-XXXXXX", base ? base : "/tmp");
@@ -2919,6 +3013,7 @@ int main(void) {
     RUN(test_timeout);
     RUN(test_threads_share_handles);
     RUN(test_fork_child_uses_handles);
+    RUN(test_queue);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);

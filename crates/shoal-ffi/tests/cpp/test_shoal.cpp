@@ -776,4 +776,54 @@ TEST_F(ShoalTest, FixedMapWithTimeout) {
     EXPECT_NE(fast.handle(), nullptr);
 }
 
+TEST_F(ShoalTest, QueueElementsAreHeldByRaiiGuards) {
+    shoal::Store store(path_, small());
+    shoal::QueueOptions o;
+    o.element_size = 64;
+    o.elements = 4;
+    o.queues = {{"work", 0}, {"done", 1}};
+    shoal::QueueSet qs(store, "jobs", o);
+    const std::uint32_t free_q = qs.queue("free"), work = qs.queue("work"),
+                        done = qs.queue("done");
+    EXPECT_EQ(qs.size(free_q), 4u);
+    {
+        std::optional<shoal::Element> e = qs.pull(free_q);
+        ASSERT_TRUE(e.has_value());
+        EXPECT_EQ(e->size(), 64u);
+        std::memcpy(e->data(), "job", 3);
+        qs.push(work, std::move(*e));
+    }
+    EXPECT_EQ(qs.size(work), 1u);
+    {
+        // Dropped without a push: back where it came from.
+        std::optional<shoal::Element> e = qs.pull(work, std::chrono::milliseconds(1000));
+        ASSERT_TRUE(e.has_value());
+        EXPECT_EQ(std::memcmp(e->data(), "job", 3), 0);
+        EXPECT_EQ(e->from(), work);
+    }
+    EXPECT_EQ(qs.size(work), 1u);
+    std::vector<shoal::Element> two = qs.pull_many(free_q, 2);
+    ASSERT_EQ(two.size(), 2u);
+    try {
+        qs.push_many(done, two);
+        FAIL() << "a push past the depth limit succeeded";
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_QUEUE_FULL);
+    }
+    EXPECT_EQ(two.size(), 2u);  // still held, by the guards
+    qs.push_many(work, two);
+    EXPECT_TRUE(two.empty());
+    EXPECT_EQ(qs.size(work), 3u);
+    EXPECT_EQ(qs.move(work, done, 5), 1u);
+    EXPECT_EQ(qs.reclaim(), 0u);
+    shoal::QueueSet again(store, "jobs");
+    EXPECT_EQ(again.size(done), 1u);
+    try {
+        shoal::QueueSet none(store, "none");
+        FAIL() << "opened a queue set that does not exist";
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_NOT_FOUND);
+    }
+}
+
 }  // namespace

@@ -163,6 +163,19 @@ impl Queue {
     }
 }
 
+/// An element this process holds, known by its index alone ([`Element::into_held`]): what
+/// a binding keeps where an [`Element`], which borrows its handle, cannot live (a C
+/// handle, a Python object). [`QueueSet::adopt`] makes it an `Element` again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The element's index in its set.
+    pub index: u64,
+    /// The queue it was pulled from (where it goes back when dropped).
+    pub from: Queue,
+    /// Whether it came back to its queue because a holder died.
+    pub redelivered: bool,
+}
+
 /// Figures of one queue ([`QueueSet::stats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -291,6 +304,48 @@ impl QueueSet {
     /// The names of the set's queues, by index.
     pub fn queue_names(&self) -> &[String] {
         &self.inner.names
+    }
+
+    /// Queue number `index` (the order of creation); `InvalidArgument` past the last.
+    pub fn queue_at(&self, index: usize) -> Result<Queue> {
+        if index as u64 >= self.inner.q.nq {
+            return Err(Error::InvalidArgument(format!(
+                "queue {index} is not one of the {} queues of queue set {:?}",
+                self.inner.q.nq, self.inner.name
+            )));
+        }
+        Ok(Queue(index as u8))
+    }
+
+    /// The element `h` names as an [`Element`] again, checking that this process holds it
+    /// (its state word says so; `InvalidArgument` otherwise, e.g. one pushed since).
+    /// Adopting one element twice at once, from two threads, is the caller's error: both
+    /// could push it.
+    pub fn adopt(&self, h: Held) -> Result<Element<'_>> {
+        let q = &self.inner.q;
+        let sh = &*self.inner.sh;
+        self.check_queue(h.from)?;
+        if h.index >= q.elems {
+            return Err(Error::InvalidArgument(format!(
+                "element {} is not in queue set {:?}, which has {}",
+                h.index, self.inner.name, q.elems
+            )));
+        }
+        let (p, gen) = txn_owner_parts(sh.owner_word.load(Relaxed));
+        let st = sh.w(q.link(h.index) + L_STATE).load(Acquire);
+        if st & 3 != QS_HELD || qs_holder(st) != (p, gen & 0xffff_ffff) {
+            return Err(Error::InvalidArgument(format!(
+                "element {} of queue set {:?} is not held by this process",
+                h.index, self.inner.name
+            )));
+        }
+        Ok(Element {
+            set: self,
+            idx: h.index,
+            from: h.from.0,
+            redelivered: h.redelivered,
+            on_drop: Some(h.from.0),
+        })
     }
 
     /// The queue named `name`; `NotFound` if the set has none.
@@ -538,6 +593,55 @@ impl QueueSet {
         Ok(())
     }
 
+    /// [`QueueSet::push_many`] that gives the elements back with the error (they stay
+    /// held).
+    pub fn try_push_many<'a>(
+        &self,
+        q: Queue,
+        elems: Vec<Element<'a>>,
+    ) -> std::result::Result<(), (Error, Vec<Element<'a>>)> {
+        let _call = crate::deadline::call();
+        let r = (|| {
+            let qi = self.check_queue(q)?;
+            if let Some(e) = elems.iter().find(|e| !self.same_set(e)) {
+                return Err(Error::InvalidArgument(format!(
+                    "an element of queue set {:?} pushed to another set ({:?})",
+                    e.set.inner.name, self.inner.name
+                )));
+            }
+            let idx: Vec<u64> = elems.iter().map(|e| e.idx).collect();
+            let tx = self.txn()?;
+            kq::push_chain(&tx, &self.inner.q, qi, &idx, false, true)
+        })();
+        match r {
+            Ok(()) => {
+                for e in elems {
+                    e.keep();
+                }
+                Ok(())
+            }
+            Err(err) => Err((err, elems)),
+        }
+    }
+
+    /// Gives `e` back where it would go if dropped (the queue it came from, or where
+    /// [`Element::return_to`] says), past that queue's depth limit if need be, and says
+    /// if that failed (a drop cannot; the element then stays held).
+    pub fn release(&self, mut e: Element<'_>) -> Result<()> {
+        let _call = crate::deadline::call();
+        let Some(q) = e.on_drop.take() else {
+            return Ok(());
+        };
+        if !self.same_set(&e) {
+            return Err(Error::InvalidArgument(format!(
+                "an element of queue set {:?} released through another set ({:?})",
+                e.set.inner.name, self.inner.name
+            )));
+        }
+        let tx = self.txn()?;
+        kq::push_chain(&tx, &self.inner.q, q as u64, &[e.idx], false, false)
+    }
+
     /// Moves up to `max` elements from the head of `from` to the tail of `to` in one step,
     /// within `to`'s depth limit; no process holds them on the way. Returns how many moved.
     pub fn move_to(&self, from: Queue, to: Queue, max: usize) -> Result<usize> {
@@ -747,6 +851,17 @@ impl Element<'_> {
     /// this process dies (then it goes back as if the process had died holding it).
     pub fn keep(mut self) {
         self.on_drop = None;
+    }
+
+    /// Leaves the element held by this process and returns what names it, for
+    /// [`QueueSet::adopt`].
+    pub fn into_held(mut self) -> Held {
+        self.on_drop = None;
+        Held {
+            index: self.idx,
+            from: Queue(self.from),
+            redelivered: self.redelivered,
+        }
     }
 }
 
