@@ -21,6 +21,11 @@ fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
     Ok(m.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
+/// `shoal.InvalidArgument` (a `ValueError`) with `msg`.
+pub fn invalid(msg: &str) -> PyErr {
+    Python::attach(|py| exc(py, "InvalidArgument", msg))
+}
+
 /// An exception of class `shoal.<name>` with one message argument.
 pub fn exc(py: Python<'_>, name: &str, msg: impl Into<String>) -> PyErr {
     match class(py, name) {
@@ -92,6 +97,7 @@ pub fn to_py(py: Python<'_>, e: shoal::Error) -> PyErr {
         E::Timeout(_) => os_exc(py, "Timeout", ETIMEDOUT, msg),
         E::TooManyUsers(_) => exc(py, "TooManyUsers", msg),
         E::StaleUid(_) => exc(py, "StaleUidError", msg),
+        E::QueueFull(_) => exc(py, "QueueFull", msg),
         E::ReadOnly { .. } => os_exc(py, "ReadOnly", EROFS, msg),
         E::Io { ref source, .. } => os_exc(py, "IOError", source.raw_os_error().unwrap_or(0), msg),
         _ => exc(py, "Error", msg),

@@ -9,6 +9,7 @@ mod fixed;
 mod handle;
 mod map;
 mod ops;
+mod queue;
 mod store;
 
 /// Native core of the `shoal` package: Store, Map, open(), remove().
@@ -21,6 +22,9 @@ fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<map::MapIter>()?;
     m.add_class::<fixed::FixedMapNative>()?;
     m.add_class::<fixed::FixedIterNative>()?;
+    m.add_class::<queue::QueueSet>()?;
+    m.add_class::<queue::Element>()?;
+    m.add_class::<queue::QueueIter>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(store::remove, m)?)?;
     m.add_function(wrap_pyfunction!(store::repair, m)?)?;

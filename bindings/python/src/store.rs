@@ -137,6 +137,43 @@ impl Store {
         })
     }
 
+    /// queues(name, element_size=None, elements=None, *, queues=(), limits=None,
+    /// initial="free", redeliver=False) -> QueueSet
+    ///
+    /// Opens the queue set `name`, creating it when `element_size` and `elements` are
+    /// given and there is none: `elements` elements of `element_size` bytes, the queues
+    /// `queues` (besides `free`) with the depth limits `limits` gives ({name: limit}),
+    /// every element starting in `initial`, and with `redeliver` a dead holder's elements
+    /// going back to the queue each came from (else to `initial`). Without sizes it opens
+    /// an existing set (shoal.NotFound if there is none).
+    #[pyo3(signature = (name, element_size = None, elements = None, *, queues = Vec::new(),
+                        limits = None, initial = "free", redeliver = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn queues(
+        slf: &Bound<'_, Self>,
+        name: &str,
+        element_size: Option<usize>,
+        elements: Option<u64>,
+        queues: Vec<String>,
+        limits: Option<Bound<'_, PyDict>>,
+        initial: &str,
+        redeliver: bool,
+    ) -> PyResult<crate::queue::QueueSet> {
+        let py = slf.py();
+        let st = slf.get().get(py)?;
+        crate::queue::open(
+            py,
+            &st,
+            name,
+            element_size,
+            elements,
+            queues,
+            limits,
+            initial,
+            redeliver,
+        )
+    }
+
     /// fixed_map(name, key_size, value_size, create=True) -> FixedMap
     ///
     /// Opens the named fixed-size map (bytes keys of exactly `key_size` bytes, bytes values

@@ -33,6 +33,7 @@ from ._errors import (
     NotAStore,
     NotFound,
     PermissionDenied,
+    QueueFull,
     ReadOnly,
     StaleUidError,
     StoreFull,
@@ -48,8 +49,11 @@ from ._shoal import (
     MAX_VALUE_LEN,
     Batch,
     CheckReport,
+    Element,
     Map,
     MapIterator,
+    QueueIter,
+    QueueSet,
     Store,
     open,
     remove,
@@ -72,6 +76,9 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "QueueSet",
+    "QueueIter",
+    "Element",
     "CheckReport",
     "Batch",
     "KeysView",
@@ -99,6 +106,7 @@ __all__ = [
     "Closed",
     "StaleUidError",
     "ReadOnly",
+    "QueueFull",
 ]
 
 

@@ -19,6 +19,9 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "QueueSet",
+    "QueueIter",
+    "Element",
     "CheckReport",
     "Batch",
     "KeysView",
@@ -46,6 +49,7 @@ __all__ = [
     "Closed",
     "StaleUidError",
     "ReadOnly",
+    "QueueFull",
 ]
 
 _K = TypeVar("_K")
@@ -123,6 +127,9 @@ class StaleUidError(Error, KeyError):
 
 class ReadOnly(Error, PermissionError):
     """A write (or a recovery) through a store opened with read_only=True."""
+
+class QueueFull(Error):
+    """A push would take a queue past its depth limit (the elements stay held)."""
 
 # ---- module functions ---------------------------------------------------------------
 
@@ -255,6 +262,20 @@ class Store:
     ) -> Map[int, float]: ...
     @overload
     def map(self, name: str, *, key: _Codec = ..., value: _Codec = ..., create: bool = True, uids: bool = False) -> Map[Any, Any]: ...
+    def queues(
+        self,
+        name: str,
+        element_size: int | None = None,
+        elements: int | None = None,
+        *,
+        queues: Iterable[str] = ...,
+        limits: Mapping[str, int] | None = None,
+        initial: str = "free",
+        redeliver: bool = False,
+    ) -> QueueSet:
+        """Opens the queue set `name`, creating it when element_size and elements are
+        given (queues besides `free`, their depth limits, the initial queue, and whether a
+        dead holder's elements go back to the queue they came from)."""
     def fixed_map(self, name: str, key_size: int, value_size: int, create: bool = True) -> FixedMap:
         """Opens (or creates) a fixed-size map of bytes keys and values of exactly
         key_size and value_size bytes; other sizes raise InvalidArgument (a ValueError)."""
@@ -501,3 +522,55 @@ class FixedMap(MutableMapping[bytes, bytes]):
         """Figures about the map."""
     def to_dict(self) -> dict[bytes, bytes]:
         """A copy of the whole map as a plain dict."""
+
+@final
+class Element:
+    """An element of a queue set held by this process; `data` is a writable memoryview
+    of its bytes in place. `with` gives it back where it came from (or to `push_to`'s
+    queue) at the end of the block."""
+    @property
+    def index(self) -> int: ...
+    @property
+    def from_queue(self) -> int: ...
+    @property
+    def redelivered(self) -> bool: ...
+    @property
+    def data(self) -> memoryview: ...
+    def __len__(self) -> int: ...
+    def push_to(self, queue: int) -> None: ...
+    def release(self) -> None: ...
+    def keep(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> bool: ...
+
+@final
+class QueueIter(Iterator[Element]):
+    """Elements pulled from one queue, waiting for each (QueueSet.iter)."""
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Element: ...
+
+@final
+class QueueSet:
+    """Named queues passing fixed-size elements between processes by reference
+    (Store.queues)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def element_size(self) -> int: ...
+    @property
+    def elements(self) -> int: ...
+    @property
+    def queue_names(self) -> list[str]: ...
+    def queue(self, name: str) -> int: ...
+    def pull(self, queue: int) -> Element | None: ...
+    def pull_wait(self, queue: int, timeout: float | None = None) -> Element | None: ...
+    def pull_any(self, queues: list[int], timeout: float | None = None) -> Element | None: ...
+    def pull_many(self, queue: int, n: int) -> list[Element]: ...
+    def push(self, queue: int, element: Element) -> None: ...
+    def push_many(self, queue: int, elements: list[Element]) -> None: ...
+    def move(self, frm: int, to: int, n: int) -> int: ...
+    def len(self, queue: int) -> int: ...
+    def stats(self, queue: int) -> dict[str, Any]: ...
+    def held(self) -> list[tuple[int, int]]: ...
+    def reclaim(self) -> int: ...
+    def iter(self, queue: int, timeout: float | None = None) -> QueueIter: ...

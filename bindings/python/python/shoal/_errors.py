@@ -91,6 +91,10 @@ class StaleUidError(Error, KeyError):
     names nothing any more, even once its table entry is reused by a later key."""
 
 
+class QueueFull(Error):
+    """A push would take a queue past its depth limit (the elements stay held)."""
+
+
 class ReadOnly(Error, PermissionError):
     """The store was opened with ``read_only=True`` and the call needs to write (or to
     recover what a writer that died left half done, which only a process with write
