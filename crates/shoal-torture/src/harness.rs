@@ -244,3 +244,35 @@ pub fn read_logs<'a>(
     }
     Ok(out)
 }
+
+/// The Porcupine checker (`tools/linearizability`): `SHOAL_LINCHECK` if set, else built
+/// with `go build` from `src` (the tools folder) into `out`. `seed` names the run in a
+/// failure.
+pub fn lincheck(src: &Path, out: &Path, seed: u64) -> PathBuf {
+    if let Ok(p) = std::env::var("SHOAL_LINCHECK") {
+        return p.into();
+    }
+    // `go` on PATH, else where the official tarball puts it.
+    let go = if Command::new("go").arg("version").output().is_ok() {
+        PathBuf::from("go")
+    } else {
+        PathBuf::from("/usr/local/go/bin/go")
+    };
+    let st = Command::new(go)
+        .arg("build")
+        .arg("-o")
+        .arg(out)
+        .arg(".")
+        .current_dir(src)
+        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("seed {seed}: cannot run `go build` (is Go installed and on PATH?): {e}")
+        });
+    assert!(
+        st.success(),
+        "seed {seed}: `go build` of {} failed: {st}",
+        src.display()
+    );
+    out.to_owned()
+}

@@ -48,34 +48,11 @@ use std::time::{Duration, Instant};
 
 /// The Go checker: `SHOAL_LINCHECK`, or built from `tools/linearizability`.
 fn checker(seed: u64) -> PathBuf {
-    if let Ok(p) = std::env::var("SHOAL_LINCHECK") {
-        return p.into();
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/linearizability");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lincheck");
-    // `go` on PATH, else where the official tarball puts it.
-    let go = if Command::new("go").arg("version").output().is_ok() {
-        PathBuf::from("go")
-    } else {
-        PathBuf::from("/usr/local/go/bin/go")
-    };
-    let st = Command::new(go)
-        .arg("build")
-        .arg("-o")
-        .arg(&out)
-        .arg(".")
-        .current_dir(&src)
-        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
-        .status()
-        .unwrap_or_else(|e| {
-            panic!("seed {seed}: cannot run `go build` (is Go installed and on PATH?): {e}")
-        });
-    assert!(
-        st.success(),
-        "seed {seed}: `go build` of {} failed: {st}",
-        src.display()
-    );
-    out
+    shoal_torture::harness::lincheck(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/linearizability"),
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("lincheck"),
+        seed,
+    )
 }
 
 /// The map a storm runs on.

@@ -164,50 +164,7 @@ fn queue_kill_storm_loses_and_duplicates_nothing() {
         )
         .unwrap();
     }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut all: Vec<Worker> = Vec::new();
-    let mut live: Vec<Worker> = ROLES
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            rig.spawn(
-                r,
-                Wid {
-                    slot: i as u32,
-                    gen: 0,
-                },
-                &[],
-            )
-        })
-        .collect();
-    for k in 0..kills {
-        std::thread::sleep(Duration::from_millis(rng.random_range(50..250)));
-        let i = rng.random_range(0..live.len());
-        still_running(seed, &mut live[i]);
-        rig.kill(&mut live[i]);
-        let wid = Wid {
-            slot: live[i].wid.slot,
-            gen: live[i].wid.gen + 1,
-        };
-        let fresh = rig.spawn(ROLES[i], wid, &[]);
-        all.push(std::mem::replace(&mut live[i], fresh));
-        // Now and then the victim's successor is killed at once: inside Store::open.
-        if k % 7 == 3 {
-            std::thread::sleep(Duration::from_millis(rng.random_range(0..5)));
-            rig.kill(&mut live[i]);
-            let wid = Wid {
-                slot: wid.slot,
-                gen: wid.gen + 1,
-            };
-            let fresh = rig.spawn(ROLES[i], wid, &[]);
-            all.push(std::mem::replace(&mut live[i], fresh));
-        }
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    rig.stop_all();
-    let bad = rig.wait_all(&mut live, Duration::from_secs(60));
-    assert!(bad.is_empty(), "seed {seed}: {}", bad.join("\n"));
-    all.append(&mut live);
+    let mut all = storm(&rig, seed, kills, &[], true);
     let left = settle(seed, &rig.store);
 
     // A new generation goes on, with no kills, and the same checks after.
@@ -287,30 +244,58 @@ fn queue_kill_storm_loses_and_duplicates_nothing() {
 
 /// The Go checker: `SHOAL_LINCHECK`, or built from `tools/linearizability`.
 fn checker(seed: u64) -> PathBuf {
-    if let Ok(p) = std::env::var("SHOAL_LINCHECK") {
-        return p.into();
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/linearizability");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lincheck-queues");
-    let go = if Command::new("go").arg("version").output().is_ok() {
-        PathBuf::from("go")
-    } else {
-        PathBuf::from("/usr/local/go/bin/go")
+    shoal_torture::harness::lincheck(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/linearizability"),
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("lincheck"),
+        seed,
+    )
+}
+
+/// The storm itself: the five roles started, `kills` of them SIGKILLed at random moments
+/// (with `at_once`, one in seven victims' successors too, right away: inside
+/// `Store::open`), each replaced; then all told to stop. Returns every worker that ran.
+fn storm(rig: &Rig, seed: u64, kills: u64, args: &[&str], at_once: bool) -> Vec<Worker> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut all: Vec<Worker> = Vec::new();
+    let mut live: Vec<Worker> = ROLES
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            rig.spawn(
+                r,
+                Wid {
+                    slot: i as u32,
+                    gen: 0,
+                },
+                args,
+            )
+        })
+        .collect();
+    let replace = |live: &mut Vec<Worker>, all: &mut Vec<Worker>, i: usize| {
+        rig.kill(&mut live[i]);
+        let wid = Wid {
+            slot: live[i].wid.slot,
+            gen: live[i].wid.gen + 1,
+        };
+        let fresh = rig.spawn(ROLES[i], wid, args);
+        all.push(std::mem::replace(&mut live[i], fresh));
     };
-    let st = Command::new(go)
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(&src)
-        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
-        .status()
-        .unwrap_or_else(|e| panic!("seed {seed}: cannot run `go build`: {e}"));
-    assert!(
-        st.success(),
-        "seed {seed}: `go build` of {} failed",
-        src.display()
-    );
-    out
+    for k in 0..kills {
+        std::thread::sleep(Duration::from_millis(rng.random_range(50..250)));
+        let i = rng.random_range(0..live.len());
+        still_running(seed, &mut live[i]);
+        replace(&mut live, &mut all, i);
+        if at_once && k % 7 == 3 {
+            std::thread::sleep(Duration::from_millis(rng.random_range(0..5)));
+            replace(&mut live, &mut all, i);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    rig.stop_all();
+    let bad = rig.wait_all(&mut live, Duration::from_secs(60));
+    assert!(bad.is_empty(), "seed {seed}: {}", bad.join("\n"));
+    all.append(&mut live);
+    all
 }
 
 /// The same storm, slower (a pause before each step) and without redelivery, with every
@@ -341,38 +326,7 @@ fn queue_kill_storm_is_linearizable() {
     }
     let lincheck = checker(seed);
     let args = ["--lin", "1", "--pause-us", "400"];
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut all: Vec<Worker> = Vec::new();
-    let mut live: Vec<Worker> = ROLES
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            rig.spawn(
-                r,
-                Wid {
-                    slot: i as u32,
-                    gen: 0,
-                },
-                &args,
-            )
-        })
-        .collect();
-    for _ in 0..kills {
-        std::thread::sleep(Duration::from_millis(rng.random_range(50..250)));
-        let i = rng.random_range(0..live.len());
-        still_running(seed, &mut live[i]);
-        rig.kill(&mut live[i]);
-        let wid = Wid {
-            slot: live[i].wid.slot,
-            gen: live[i].wid.gen + 1,
-        };
-        let fresh = rig.spawn(ROLES[i], wid, &args);
-        all.push(std::mem::replace(&mut live[i], fresh));
-    }
-    rig.stop_all();
-    let bad = rig.wait_all(&mut live, Duration::from_secs(60));
-    assert!(bad.is_empty(), "seed {seed}: {}", bad.join("\n"));
-    all.append(&mut live);
+    storm(&rig, seed, kills, &args, false);
     settle(seed, &rig.store);
     let out = Command::new(&lincheck)
         .args(["-queues", "-timeout", "5m"])

@@ -97,37 +97,13 @@ impl Store {
         if let Some(m) = self.find_map(name, opts.uids)? {
             return Ok(m);
         }
-        let id = (0..sh.g.n_catalog)
-            .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
-            .ok_or_else(|| {
-                Error::StoreFull(format!(
-                    "the store already holds its maximum of {} maps",
-                    sh.g.n_catalog
-                ))
-            })?;
-        let ce = sh.g.cat_entry(id);
         let (n_main, n_stash) = (opts.segment_buckets as u64, opts.stash_buckets as u64);
-        let cs = sh.g.chunk_size();
-        let k = varmap::first_chunk_need(sh, n_main, n_stash).div_ceil(cs);
-        let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
-        let word = CAT_LIVE | (inc << 8);
-        let mref = crate::alloc::with_alloc_lock(tx, |redo| {
-            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
-            // The run is ours (alloc lock held); its content is written now, published by
-            // the redo list below together with the catalog entry.
+        let k = varmap::first_chunk_need(sh, n_main, n_stash).div_ceil(sh.g.chunk_size());
+        let mref = self.create_object(tx, name, KIND_MAP, k, |c, id, word| {
             let flags = if opts.uids { MF_UIDS } else { 0 };
             let mut m: MapRef = varmap::init_map(sh, c, id, n_main, n_stash, flags);
             m.cat_word = word;
-            sh.r.write_bytes(ce + C_NAME, name.as_bytes());
-            redo.push(c + K_KIND, CK_INDEX);
-            redo.push(c + K_RUN, k);
-            redo.push(c + K_NEXT, 0);
-            redo.push(c + K_OWNER, id);
-            redo.push(ce + C_KIND, KIND_MAP);
-            redo.push(ce + C_HDR, m.hdr);
-            redo.push(ce + C_NAME_LEN, name.len() as u64);
-            redo.push(ce + C_STATE, word);
-            Ok(m)
+            (m, m.hdr)
         })?;
         Ok(Map {
             sh: self.sh.clone(),
@@ -247,15 +223,6 @@ impl Store {
                 "map {name:?} exists and is not a fixed-size map"
             )));
         }
-        let id = (0..sh.g.n_catalog)
-            .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
-            .ok_or_else(|| {
-                Error::StoreFull(format!(
-                    "the store already holds its maximum of {} maps",
-                    sh.g.n_catalog
-                ))
-            })?;
-        let ce = sh.g.cat_entry(id);
         let geo = Geo::new(ks, vs, sh.g.fixed_groups, sh.g.fixed_tags);
         let (dm, ds) = geo.default_buckets();
         let n_main = if opts.segment_buckets == 0 {
@@ -268,24 +235,12 @@ impl Store {
         } else {
             opts.stash_buckets as u64
         };
-        let cs = sh.g.chunk_size();
-        let k = crate::kinds::fixed::first_chunk_need(sh, &geo, n_main, n_stash).div_ceil(cs);
-        let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
-        let word = CAT_LIVE | (inc << 8);
-        let f = crate::alloc::with_alloc_lock(tx, |redo| {
-            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
+        let k = crate::kinds::fixed::first_chunk_need(sh, &geo, n_main, n_stash)
+            .div_ceil(sh.g.chunk_size());
+        let f = self.create_object(tx, name, KIND_MAP, k, |c, id, word| {
             let mut f = crate::kinds::fixed::init_map(sh, c, id, geo, n_main, n_stash);
             f.m.cat_word = word;
-            sh.r.write_bytes(ce + C_NAME, name.as_bytes());
-            redo.push(c + K_KIND, CK_INDEX);
-            redo.push(c + K_RUN, k);
-            redo.push(c + K_NEXT, 0);
-            redo.push(c + K_OWNER, id);
-            redo.push(ce + C_KIND, KIND_MAP);
-            redo.push(ce + C_HDR, f.m.hdr);
-            redo.push(ce + C_NAME_LEN, name.len() as u64);
-            redo.push(ce + C_STATE, word);
-            Ok(f)
+            (f, f.m.hdr)
         })?;
         Ok(FixedMap {
             sh: self.sh.clone(),
@@ -296,6 +251,46 @@ impl Store {
 }
 
 impl Store {
+    /// Creates an object (catalog lock held): takes a free catalog entry and a run of `k`
+    /// chunks, has `init(run, id, state word)` write the object into the run (it is ours:
+    /// the alloc lock is held, and nobody sees it yet) and return it with its header
+    /// offset, then publishes the run and the entry with one redo list.
+    pub(crate) fn create_object<T>(
+        &self,
+        tx: &Txn,
+        name: &str,
+        kind: u64,
+        k: u64,
+        init: impl FnOnce(u64, u64, u64) -> (T, u64),
+    ) -> Result<T> {
+        let sh = &*self.sh;
+        let id = (0..sh.g.n_catalog)
+            .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
+            .ok_or_else(|| {
+                Error::StoreFull(format!(
+                    "the store already holds its maximum of {} objects (maps and queue sets)",
+                    sh.g.n_catalog
+                ))
+            })?;
+        let ce = sh.g.cat_entry(id);
+        let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
+        let word = CAT_LIVE | (inc << 8);
+        crate::alloc::with_alloc_lock(tx, |redo| {
+            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
+            let (object, hdr) = init(c, id, word);
+            sh.r.write_bytes(ce + C_NAME, name.as_bytes());
+            redo.push(c + K_KIND, CK_INDEX);
+            redo.push(c + K_RUN, k);
+            redo.push(c + K_NEXT, 0);
+            redo.push(c + K_OWNER, id);
+            redo.push(ce + C_KIND, kind);
+            redo.push(ce + C_HDR, hdr);
+            redo.push(ce + C_NAME_LEN, name.len() as u64);
+            redo.push(ce + C_STATE, word);
+            Ok(object)
+        })
+    }
+
     /// Names of the maps (variable and fixed-size) in the store.
     pub fn maps(&self) -> Result<Vec<String>> {
         let sh = &*self.sh;

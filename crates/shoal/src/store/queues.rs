@@ -99,15 +99,6 @@ impl Store {
         if let Some(s) = self.find_queue_set(name)? {
             return Ok(s);
         }
-        let id = (0..sh.g.n_catalog)
-            .find(|id| sh.w(sh.g.cat_entry(*id) + C_STATE).load(Acquire) & 0xff == CAT_FREE)
-            .ok_or_else(|| {
-                Error::StoreFull(format!(
-                    "the store already holds its maximum of {} objects",
-                    sh.g.n_catalog
-                ))
-            })?;
-        let ce = sh.g.cat_entry(id);
         let (size, elems, queues, redeliver) = opts.parts();
         let cs = sh.g.chunk_size();
         let need = kq::run_need(sh.g.n_proc, queues.len() as u64, elems, size);
@@ -119,24 +110,10 @@ impl Store {
                 sh.g.max_size
             )));
         }
-        let inc = (sh.w(ce + C_STATE).load(Acquire) >> 8) + 1;
-        let word = CAT_LIVE | (inc << 8);
-        let q = crate::alloc::with_alloc_lock(tx, |redo| {
-            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
-            // The run is ours (alloc lock held); its content is written now, published by
-            // the redo list below together with the catalog entry.
+        let q = self.create_object(tx, name, KIND_QUEUES, k, |c, id, word| {
             let mut q = kq::init_set(sh, c, id, size, elems, queues, initial, initial, redeliver);
             q.cat_word = word;
-            sh.r.write_bytes(ce + C_NAME, name.as_bytes());
-            redo.push(c + K_KIND, CK_INDEX);
-            redo.push(c + K_RUN, k);
-            redo.push(c + K_NEXT, 0);
-            redo.push(c + K_OWNER, id);
-            redo.push(ce + C_KIND, KIND_QUEUES);
-            redo.push(ce + C_HDR, q.hdr);
-            redo.push(ce + C_NAME_LEN, name.len() as u64);
-            redo.push(ce + C_STATE, word);
-            Ok(q)
+            (q, q.hdr)
         })?;
         Ok(QueueSet::new(self.sh.clone(), q, name))
     }
