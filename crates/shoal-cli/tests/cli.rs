@@ -1272,16 +1272,23 @@ fn dump_reports_a_damaged_segment_and_dumps_everything_else() {
     assert_eq!(ok(&["dump", &s]).lines().count(), 2499);
 }
 
-/// Runs `shoal ARGS` as user `nobody` (uid 65534); `None` if this process cannot (not
-/// root).
-fn shoal_as_nobody(args: &[&str]) -> Option<Run> {
+/// Runs `shoal ARGS` as user `nobody` (uid 65534), from a copy of the tool in `dir` (the
+/// build's own copy may lie in a folder that user cannot enter); `None` if this process
+/// cannot (not root).
+fn shoal_as_nobody(dir: &Path, args: &[&str]) -> Option<Run> {
+    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     // SAFETY: getuid has no preconditions.
     if unsafe { libc::getuid() } != 0 {
         return None;
     }
+    let bin = dir.join("shoal-as-nobody");
+    if !bin.exists() {
+        std::fs::copy(BIN, &bin).expect("copy the tool");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     Some(finish(
-        Command::new(BIN)
+        Command::new(&bin)
             .args(args)
             .uid(65534)
             .gid(65534)
@@ -1302,7 +1309,7 @@ fn a_user_who_may_only_read_a_store_reads_it() {
     let s = store_in(&d, "shared.shoal");
     ok(&["put", &s, "m", "k", "hello"]);
     std::fs::set_permissions(&s, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let Some(r) = shoal_as_nobody(&["get", &s, "m", "k"]) else {
+    let Some(r) = shoal_as_nobody(d.path(), &["get", &s, "m", "k"]) else {
         eprintln!("SKIPPED: not root: cannot run the tool as another user");
         return;
     };
@@ -1314,10 +1321,10 @@ fn a_user_who_may_only_read_a_store_reads_it() {
         vec!["dump", &s],
         vec!["check", &s],
     ] {
-        let r = shoal_as_nobody(&args).unwrap();
+        let r = shoal_as_nobody(d.path(), &args).unwrap();
         assert_eq!(r.code, 0, "shoal {args:?}: {}{}", r.out(), r.stderr);
     }
-    let r = shoal_as_nobody(&["put", &s, "m", "k", "v"]).unwrap();
+    let r = shoal_as_nobody(d.path(), &["put", &s, "m", "k", "v"]).unwrap();
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("permission denied"), "{}", r.stderr);
     assert_eq!(ok(&["get", &s, "m", "k"]), "hello\n");
