@@ -45,7 +45,9 @@ Each worker checks every result (a PUT inserted, an UPD replaced, a GET found a 
 the right size, a REMOVE removed); any failure makes the exit status non-zero. The store \
 is removed at the end unless --keep.
 
-The default (2 processes, 1M keys of 16 bytes, 16-byte values) takes a few seconds.";
+The default (2 processes, 1M keys of 16 bytes, 16-byte values) takes a few seconds.
+
+`shoal bench queue` benchmarks queue sets instead (see `shoal bench queue --help`).";
 
 /// The hidden subcommand that runs one worker (see `WorkerCli` in main.rs).
 pub const WORKER_SUBCOMMAND: &str = "bench-worker";

@@ -11,6 +11,7 @@ mod codec;
 mod dump;
 mod fail;
 mod human;
+mod qbench;
 mod queues;
 mod signal;
 mod watch;
@@ -209,9 +210,10 @@ enum Cmd {
         #[arg(short, long)]
         force: bool,
     },
-    /// Multi-process benchmark: PUT, UPD, MIX, GET, GET_MANY and REMOVE phases
-    #[command(long_about = bench::BENCH_HELP)]
-    Bench(bench::BenchArgs),
+    /// Multi-process benchmark: PUT, UPD, MIX, GET, GET_MANY and REMOVE phases; `queue`
+    /// for queue sets
+    #[command(long_about = bench::BENCH_HELP, args_conflicts_with_subcommands = true)]
+    Bench(BenchCmd),
     /// Live view of a store, refreshed every second (Ctrl-C to quit)
     #[command(
         long_about = "Live view of a store, refreshed every --interval seconds until Ctrl-C (or \
@@ -253,6 +255,33 @@ enum Cmd {
 struct WorkerCli {
     #[command(flatten)]
     args: bench::WorkerArgs,
+}
+
+/// `shoal bench`: the map benchmark, or with a subcommand another one.
+#[derive(Args, Debug)]
+pub struct BenchCmd {
+    #[command(subcommand)]
+    what: Option<BenchWhat>,
+    #[command(flatten)]
+    maps: bench::BenchArgs,
+}
+
+/// The benchmarks other than the maps'.
+#[derive(Subcommand, Debug)]
+enum BenchWhat {
+    /// Queue sets against iceoryx2, a pipe, an eventfd and a Unix socket: throughput and
+    /// one-way latency between two processes
+    #[command(long_about = qbench::HELP)]
+    Queue(qbench::QueueArgs),
+}
+
+/// The command line of one side of a queue benchmark measure, `shoal bench-queue-worker
+/// ...`, which `shoal bench queue` starts; kept out of [`Cli`] like [`WorkerCli`].
+#[derive(Parser, Debug)]
+#[command(name = "shoal bench-queue-worker", hide = true)]
+struct QueueWorkerCli {
+    #[command(flatten)]
+    args: qbench::worker::WorkerArgs,
 }
 
 /// How keys and values are written on the command line and printed.
@@ -328,7 +357,11 @@ fn run(cli: Cli) -> Result<(), Fail> {
         Cmd::Repair { store, dry_run } => cmds::repair(&store, dry_run),
         Cmd::Compact { store } => cmds::compact(&store),
         Cmd::Rm { store, force } => cmds::rm(&store, force),
-        Cmd::Bench(a) => bench::run(a),
+        Cmd::Bench(BenchCmd {
+            what: Some(BenchWhat::Queue(a)),
+            ..
+        }) => qbench::run(a),
+        Cmd::Bench(BenchCmd { maps, .. }) => bench::run(maps),
         Cmd::Watch {
             store,
             interval,
@@ -365,6 +398,16 @@ fn main() -> ExitCode {
         let args = std::env::args_os().skip(1);
         return match WorkerCli::try_parse_from(args) {
             Ok(w) => fail::finish(bench::worker(w.args)),
+            Err(e) => fail::clap_error(e),
+        };
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == qbench::WORKER_SUBCOMMAND)
+    {
+        let args = std::env::args_os().skip(1);
+        return match QueueWorkerCli::try_parse_from(args) {
+            Ok(w) => fail::finish(qbench::worker::worker(w.args)),
             Err(e) => fail::clap_error(e),
         };
     }
