@@ -82,7 +82,11 @@ pub(crate) fn push_chain(
         let state = qs_in_queue(qi, redelivered);
         tx.commit(I_QMOVE, &[q.hdr, first, n, state], &redo);
         crate::rt::failpoint!("queue.push.committed");
-        set_states(sh, q, first, n, state)?;
+        // The chain's elements are `elems`, in order (linked above): the same stores a
+        // recoverer's walk of the links makes, without a load that waits on the one before.
+        for &e in elems {
+            sh.w(q.link(e) + L_STATE).store(state, Release);
+        }
         crate::rt::failpoint!("queue.push.half_applied");
         tx.apply(&redo);
         crate::rt::failpoint!("queue.push.applied");
@@ -152,7 +156,10 @@ pub(crate) fn pull_chain(
         redo.push(qe + Q_PULLS, sh.w(qe + Q_PULLS).load(Relaxed) + n);
         tx.commit(I_QMOVE, &[q.hdr, first, n, held], &redo);
         crate::rt::failpoint!("queue.pull.committed");
-        set_states(sh, q, first, n, held)?;
+        // The chain's elements were read into `out` as it was walked, checked.
+        for &(e, _) in &out[..n as usize] {
+            sh.w(q.link(e) + L_STATE).store(held, Release);
+        }
         crate::rt::failpoint!("queue.pull.half_applied");
         tx.apply(&redo);
         crate::rt::failpoint!("queue.pull.applied");
