@@ -15,7 +15,8 @@
 //! - `latency`: A sends a 64-byte sample with its send time, B notes its one-way latency
 //!   and answers with a sample back; with `--busy` both poll `receive`, without it they
 //!   sleep on an event listener that the sender notifies after each sample, and A waits
-//!   `--gap-ns` after each answer so that B is asleep when the next sample comes.
+//!   `--gap-ns` after each answer so that B is asleep when the next sample comes. B also
+//!   reports the messages it received and the times it slept (`msgs=`, `sleeps=`).
 
 use iceoryx2::port::listener::Listener;
 use iceoryx2::port::notifier::Notifier;
@@ -177,6 +178,16 @@ fn ready_go() -> Res<Go> {
         std::hint::spin_loop();
     }
     Ok(Go { warm, end })
+}
+
+/// Times the calling thread gave up its cpu to wait: whether a receiver really slept
+/// before each message.
+fn voluntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a pointer to a live rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nvcsw as u64
 }
 
 fn done(count: u64, secs: f64, errors: u64) -> Res<()> {
@@ -431,13 +442,14 @@ fn latency(a: &Args, node: &Node<ipc::Service>) -> Res<()> {
         }
     }
     let mut v = Vec::with_capacity(1 << 20);
-    let mut errors = 0u64;
+    let (mut errors, mut msgs, switches) = (0u64, 0u64, voluntary_switches());
     loop {
         let t0 = inp.recv(&go)?;
         let t1 = clock_ns();
         if t0 == STOP {
             break;
         }
+        msgs += 1;
         if t0 >= go.warm {
             match t1.checked_sub(t0) {
                 Some(d) => v.push(d),
@@ -449,5 +461,13 @@ fn latency(a: &Args, node: &Node<ipc::Service>) -> Res<()> {
     let path = a.samples.as_ref().ok_or("--samples is needed")?;
     let bytes: Vec<u8> = v.iter().flat_map(|x: &u64| x.to_le_bytes()).collect();
     std::fs::write(path, bytes)?;
-    done(v.len() as u64, 0.0, errors)
+    let sleeps = voluntary_switches() - switches;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "done count={} secs=0 errors={errors} msgs={msgs} sleeps={sleeps}",
+        v.len()
+    )?;
+    out.flush()?;
+    Ok(())
 }

@@ -12,7 +12,10 @@
 //!   start at START, count from WARM and stop at END;
 //! - the child says `done count=N secs=S errors=E` and exits: N things done between WARM
 //!   and END, over S seconds as its own clock measured them. A latency receiver writes its
-//!   samples (little-endian u64 ns) to the file `--samples` names; N is their number.
+//!   samples (little-endian u64 ns) to the file `--samples` names; N is their number, and
+//!   it adds `msgs=M sleeps=S`: the messages it received (warm-up included) and the times
+//!   it gave up its cpu to wait meanwhile (its thread's voluntary context switches), which
+//!   show whether a blocking receiver really slept before each message.
 //!
 //! One-way latency is measured with a shared clock, not a round trip halved: A writes its
 //! CLOCK_MONOTONIC time in the message, B reads the clock when it has the message, and
@@ -222,6 +225,8 @@ impl Spec {
 /// Latency percentiles, ns.
 #[derive(Clone, Debug)]
 struct Lat {
+    /// Sleeps of the receiver per message received.
+    slept: Option<f64>,
     n: u64,
     p50: u64,
     p99: u64,
@@ -243,6 +248,7 @@ fn summarize(mut v: Vec<u64>) -> Option<Lat> {
     }
     v.sort_unstable();
     Some(Lat {
+        slept: None,
         n: v.len() as u64,
         p50: pct(&v, 0.50),
         p99: pct(&v, 0.99),
@@ -274,6 +280,9 @@ struct Done {
     count: u64,
     secs: f64,
     errors: u64,
+    /// A latency receiver's messages and sleeps.
+    msgs: Option<u64>,
+    sleeps: Option<u64>,
 }
 
 /// How to start one side of a measure.
@@ -403,6 +412,8 @@ fn parse_done(rest: &str) -> Option<Done> {
         count: kv.get("count")?.parse().ok()?,
         secs: kv.get("secs")?.parse().ok()?,
         errors: kv.get("errors")?.parse().ok()?,
+        msgs: kv.get("msgs").and_then(|x| x.parse().ok()),
+        sleeps: kv.get("sleeps").and_then(|x| x.parse().ok()),
     })
 }
 
@@ -490,7 +501,13 @@ impl Ctx {
             ));
         }
         match summarize(v) {
-            Some(l) => Ok((Outcome::Latency(l), b.errors)),
+            Some(mut l) => {
+                l.slept = match (b.sleeps, b.msgs) {
+                    (Some(s), Some(m)) if m > 0 => Some(s as f64 / m as f64),
+                    _ => None,
+                };
+                Ok((Outcome::Latency(l), b.errors))
+            }
             None => Err("no samples (the run was too short)".into()),
         }
     }
@@ -908,7 +925,7 @@ fn row_json(r: &Row) -> serde_json::Value {
         Outcome::Latency(l) => {
             v["latency_ns"] = serde_json::json!({
                 "samples": l.n, "p50": l.p50, "p99": l.p99, "p99_9": l.p999,
-                "max": l.max, "mean": l.mean,
+                "max": l.max, "mean": l.mean, "receiver_sleeps_per_message": l.slept,
             })
         }
         Outcome::NotRun(m) => v["not_run"] = serde_json::json!(m),
@@ -1027,6 +1044,7 @@ fn report(rows: &[Row], a: &QueueArgs) -> Report {
                             human::count(l.p99),
                             human::count(l.p999),
                             human::count(l.max),
+                            l.slept.map_or("-".into(), |s| format!("{:.0}%", 100.0 * s)),
                             fmt_ratio(ratio(Some(l.p50 as f64), ice)),
                             fmt_ratio(ratio(Some(l.p99 as f64), pipe)),
                             errors(r),
@@ -1039,7 +1057,7 @@ fn report(rows: &[Row], a: &QueueArgs) -> Report {
                             "FAILED"
                         };
                         let mut v = vec![r.spec.label(), mode, what.into()];
-                        v.extend(std::iter::repeat_n("-".to_string(), 6));
+                        v.extend(std::iter::repeat_n("-".to_string(), 7));
                         v.push(errors(r));
                         v
                     }
@@ -1056,6 +1074,7 @@ fn report(rows: &[Row], a: &QueueArgs) -> Report {
                 "P99",
                 "P99.9",
                 "MAX",
+                "B SLEPT",
                 "P50/ICEORYX2",
                 "P99/PIPE",
                 "CHECKS",

@@ -115,12 +115,29 @@ fn ready_go() -> Result<Go, Fail> {
     Ok(Go { warm, end })
 }
 
-/// Says what was measured: `done count=N secs=S errors=E`.
-fn done(count: u64, secs: f64, errors: u64) -> Result<(), Fail> {
+/// Says what was measured: `done count=N secs=S errors=E`, and `extra` (`key=value ...`).
+fn done_with(count: u64, secs: f64, errors: u64, extra: &str) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "done count={count} secs={secs:.9} errors={errors}")?;
+    writeln!(
+        out,
+        "done count={count} secs={secs:.9} errors={errors}{extra}"
+    )?;
     out.flush()?;
     Ok(())
+}
+
+fn done(count: u64, secs: f64, errors: u64) -> Result<(), Fail> {
+    done_with(count, secs, errors, "")
+}
+
+/// Times the calling thread gave up its cpu to wait (a sleep in a blocking read or a
+/// futex): whether a receiver really slept before each message.
+pub fn voluntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a pointer to a live rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nvcsw as u64
 }
 
 /// Counts work between `warm` and `end`, looking at the clock once every `every` calls.
@@ -444,11 +461,14 @@ fn shoal_latency_b(set: &QueueSet, q: Queues, busy: bool, a: &WorkerArgs) -> Res
     }
 }
 
-/// One-way latencies, kept from `warm` on.
+/// One-way latencies, kept from `warm` on, and how many of the messages (warm-up
+/// included) found the receiver asleep.
 struct Samples {
     warm: u64,
     v: Vec<u64>,
     errors: u64,
+    msgs: u64,
+    switches: u64,
 }
 
 impl Samples {
@@ -457,11 +477,14 @@ impl Samples {
             warm: go.warm,
             v: Vec::with_capacity(1 << 20),
             errors: 0,
+            msgs: 0,
+            switches: voluntary_switches(),
         }
     }
 
     #[inline]
     fn add(&mut self, sent: u64, got: u64) {
+        self.msgs += 1;
         if sent >= self.warm {
             match got.checked_sub(sent) {
                 Some(d) => self.v.push(d),
@@ -478,7 +501,9 @@ impl Samples {
             .ok_or_else(|| Fail::err("--samples is needed"))?;
         let bytes: Vec<u8> = self.v.iter().flat_map(|x| x.to_le_bytes()).collect();
         std::fs::write(path, bytes)?;
-        done(self.v.len() as u64, 0.0, self.errors)
+        let sleeps = voluntary_switches() - self.switches;
+        let extra = format!(" msgs={} sleeps={sleeps}", self.msgs);
+        done_with(self.v.len() as u64, 0.0, self.errors, &extra)
     }
 }
 
