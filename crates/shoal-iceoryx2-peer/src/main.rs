@@ -22,7 +22,9 @@ use iceoryx2::port::listener::Listener;
 use iceoryx2::port::notifier::Notifier;
 use iceoryx2::port::publisher::Publisher;
 use iceoryx2::port::subscriber::Subscriber;
+use iceoryx2::port::update_connections::UpdateConnections;
 use iceoryx2::prelude::*;
+use iceoryx2::service::port_factory::{event, publish_subscribe};
 use std::error::Error;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -237,6 +239,43 @@ fn retry<T, E: std::fmt::Display>(mut f: impl FnMut() -> Result<T, E>) -> Res<T>
     }
 }
 
+/// Waits (at most 5 s) until `both()`: the other side's port exists.
+fn wait_for(what: &str, both: impl Fn() -> bool) -> Res<()> {
+    let t0 = clock_ns();
+    while !both() {
+        if clock_ns() - t0 > 5_000_000_000 {
+            return Err(format!("the other side's {what} did not appear within 5 s").into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+type Data = publish_subscribe::PortFactory<ipc::Service, [u8], ()>;
+
+/// Connects `port` to the other side's once that exists. A publisher whose subscriber has
+/// not connected yet drops what does not fit its buffer (iceoryx2's
+/// `NoConnectedReceiverAndBufferIsFull`), so both sides connect before they say ready.
+fn connect_data(svc: &Data, port: &impl UpdateConnections) -> Res<()> {
+    let dc = svc.dynamic_config();
+    wait_for("port", || {
+        dc.number_of_publishers() >= 1 && dc.number_of_subscribers() >= 1
+    })?;
+    port.update_connections()?;
+    Ok(())
+}
+
+/// The same for an event service: a notification sent before the listener is known
+/// wakes nobody.
+fn connect_event(svc: &event::PortFactory<ipc::Service>, port: &impl UpdateConnections) -> Res<()> {
+    let dc = svc.dynamic_config();
+    wait_for("event port", || {
+        dc.number_of_notifiers() >= 1 && dc.number_of_listeners() >= 1
+    })?;
+    port.update_connections()?;
+    Ok(())
+}
+
 fn name(a: &Args, what: &str) -> Res<ServiceName> {
     Ok(ServiceName::new(&format!("{}/{what}", a.service))?)
 }
@@ -282,6 +321,7 @@ fn pubsub(a: &Args, node: &Node<ipc::Service>) -> Res<()> {
             .initial_max_slice_len(a.size)
             .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
             .create()?;
+        connect_data(&svc, &p)?;
         let mut m = Meter {
             go: ready_go()?,
             every: 16,
@@ -299,6 +339,7 @@ fn pubsub(a: &Args, node: &Node<ipc::Service>) -> Res<()> {
         }
     }
     let s = svc.subscriber_builder().create()?;
+    connect_data(&svc, &s)?;
     let go = ready_go()?;
     let end = go.end;
     let mut m = Meter {
@@ -405,21 +446,17 @@ fn latency(a: &Args, node: &Node<ipc::Service>) -> Res<()> {
         s: from.subscriber_builder().create()?,
         l: None,
     };
+    connect_data(to, &out.p)?;
+    connect_data(from, &inp.s)?;
     let (out, inp) = if a.busy {
         (out, inp)
     } else {
         let (fe, be) = (event("fwd-ev")?, event("back-ev")?);
         let (te, fe) = if a.b { (be, fe) } else { (fe, be) };
-        (
-            Out {
-                n: Some(te.notifier_builder().create()?),
-                ..out
-            },
-            In {
-                l: Some(fe.listener_builder().create()?),
-                ..inp
-            },
-        )
+        let n = te.notifier_builder().create()?;
+        let l = fe.listener_builder().create()?;
+        connect_event(&te, &n)?;
+        (Out { n: Some(n), ..out }, In { l: Some(l), ..inp })
     };
     let go = ready_go()?;
     if !a.b {
