@@ -721,6 +721,88 @@ fn bench_with_tiny_parameters_runs_every_phase() {
 }
 
 #[test]
+fn bench_queue_with_tiny_parameters_runs_every_measure() {
+    let d = tmp();
+    let dir = d.path().to_str().unwrap();
+    let args = [
+        "bench",
+        "queue",
+        "--secs",
+        "0.02",
+        "--warmup",
+        "0.005",
+        "--sizes",
+        "64",
+        "--elements",
+        "256",
+        "--gap-us",
+        "20",
+        "--no-pin",
+        "--dir",
+        dir,
+    ];
+    let out = ok(&args);
+    let row = |label: &str, mode: &str| {
+        out.lines()
+            .find(|l| l.starts_with(label) && l.contains(mode))
+            .unwrap_or_else(|| panic!("no {label:?} row in\n{out}"))
+    };
+    for label in [
+        "Shoal ping-pong, unbatched ",
+        "Shoal ping-pong, batches of 16 ",
+        "Shoal ping-pong, batches of 256 ",
+        "Shoal one-way ",
+    ] {
+        let r = row(label, "64 B");
+        assert!(r.trim_end().ends_with("ok"), "{r}");
+        assert!(!r.contains("FAILED"), "{r}");
+    }
+    for mode in ["busy", "blocking"] {
+        for label in ["Shoal pull", "pipe ", "eventfd ", "Unix socket"] {
+            let r = row(label, mode);
+            assert!(r.trim_end().ends_with("ok") && !r.contains("FAILED"), "{r}");
+        }
+        // iceoryx2 runs when its peer binary was built beside this one.
+        let r = row("iceoryx2 ", mode);
+        assert!(!r.contains("FAILED"), "{r}");
+    }
+    assert!(out.contains("Targets\n"), "{out}");
+    assert!(out.contains("ping-pong in batches of 256"), "{out}");
+
+    // JSON: one object, the blocking receivers slept.
+    let mut args = args.to_vec();
+    args.extend(["--json", "--only", "blocking"]);
+    let v: Value = serde_json::from_str(&ok(&args)).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    for r in results {
+        if r["system"] == "iceoryx2" && r.get("not_run").is_some() {
+            continue;
+        }
+        let l = &r["latency_ns"];
+        assert!(l["samples"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            l["p50"].as_u64().unwrap() <= l["p99"].as_u64().unwrap(),
+            "{r}"
+        );
+        assert!(
+            l["receiver_sleeps_per_message"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+    }
+    assert_eq!(v["targets"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "every store is removed"
+    );
+
+    let r = shoal(&["bench", "queue", "--only", "nothing"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("pingpong"), "{}", r.stderr);
+}
+
+#[test]
 fn watch_refreshes_and_stops_after_its_iterations() {
     let d = tmp();
     let s = store_in(&d, "w.shoal");
