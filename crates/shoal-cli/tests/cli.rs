@@ -769,9 +769,9 @@ fn bench_queue_with_tiny_parameters_runs_every_measure() {
     assert!(out.contains("Targets\n"), "{out}");
     assert!(out.contains("ping-pong in batches of 256"), "{out}");
 
-    // JSON: one object, the blocking receivers slept.
+    // JSON, two interleaved rounds pooled: one object, the blocking receivers slept.
     let mut args = args.to_vec();
-    args.extend(["--json", "--only", "blocking"]);
+    args.extend(["--json", "--only", "blocking", "--rounds", "2"]);
     let v: Value = serde_json::from_str(&ok(&args)).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 5);
@@ -791,6 +791,7 @@ fn bench_queue_with_tiny_parameters_runs_every_measure() {
         );
     }
     assert_eq!(v["targets"].as_array().unwrap().len(), 4);
+    assert_eq!(v["rounds"], 2);
     assert_eq!(
         std::fs::read_dir(d.path()).unwrap().count(),
         0,

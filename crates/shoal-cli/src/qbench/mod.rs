@@ -51,7 +51,8 @@ Queue benchmark: Shoal's queue sets against iceoryx2 (publish-subscribe), a pipe
 eventfd and a Unix domain socket. Every measure runs between two processes (A and B), \
 each pinned to its own cpu unless --no-pin (the same placement for every system), for \
 --secs seconds after --warmup seconds; every ratio is against a peer measured in the \
-same run.
+same run. With --rounds N every measure runs N times for --secs / N, interleaved with the \
+others, so that a drift of the machine's speed touches every system alike.
 
 Throughput, for each element (payload) size of --sizes:
   Shoal ping-pong   SharedHashFile's test: A moves free -> a2b, B moves a2b -> b2a, A \
@@ -86,9 +87,13 @@ pub struct QueueArgs {
     /// Seconds each measure counts (after --warmup)
     #[arg(long, default_value_t = 2.0, value_parser = positive_secs)]
     secs: f64,
-    /// Seconds each measure runs before it counts
+    /// Seconds each measure runs before it counts (in each round)
     #[arg(long, default_value_t = 0.25, value_parser = nonnegative_secs)]
     warmup: f64,
+    /// Run every measure this many times, interleaved (each measure once per round, for
+    /// --secs / N): rates are the mean of the rounds, latency samples are pooled
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: u32,
     /// Element (payload) sizes of the throughput measures, in bytes
     #[arg(long, value_delimiter = ',', default_value = "64,4096")]
     sizes: Vec<usize>,
@@ -256,6 +261,77 @@ fn summarize(mut v: Vec<u64>) -> Option<Lat> {
         max: v[v.len() - 1],
         mean: v.iter().sum::<u64>() as f64 / v.len() as f64,
     })
+}
+
+/// What one run of a measure gave, before the rounds are pooled.
+enum Raw {
+    /// Things per second.
+    Rate(f64),
+    /// B's one-way latencies, and its messages and sleeps when it reported them.
+    Samples {
+        v: Vec<u64>,
+        sleeps: Option<(u64, u64)>,
+    },
+}
+
+/// A measure's runs so far (one per round).
+struct Acc {
+    spec: Spec,
+    rates: Vec<f64>,
+    samples: Vec<u64>,
+    /// Messages and sleeps of B over every round that reported them.
+    sleeps: Option<(u64, u64)>,
+    errors: u64,
+    /// Why the measure stopped running: not run, or failed.
+    stop: Option<Outcome>,
+}
+
+impl Acc {
+    fn add(&mut self, r: Result<(Raw, u64), Outcome>) {
+        match r {
+            Err(o) => self.stop = Some(o),
+            Ok((raw, errors)) => {
+                self.errors += errors;
+                match raw {
+                    Raw::Rate(x) => self.rates.push(x),
+                    Raw::Samples { v, sleeps } => {
+                        self.samples.extend(v);
+                        self.sleeps = match (self.sleeps, sleeps) {
+                            (None, s) => s,
+                            (Some((m0, s0)), Some((m1, s1))) => Some((m0 + m1, s0 + s1)),
+                            (Some(_), None) => None,
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    /// The measure's figures: the mean rate over the rounds, or the pooled samples'
+    /// percentiles.
+    fn finish(self) -> Row {
+        let outcome = match self.stop {
+            Some(o) => o,
+            None if !self.rates.is_empty() => {
+                Outcome::Rate(self.rates.iter().sum::<f64>() / self.rates.len() as f64)
+            }
+            None => match summarize(self.samples) {
+                Some(mut l) => {
+                    l.slept = self
+                        .sleeps
+                        .filter(|(m, _)| *m > 0)
+                        .map(|(m, s)| s as f64 / m as f64);
+                    Outcome::Latency(l)
+                }
+                None => Outcome::Failed("no samples (the run was too short)".into()),
+            },
+        };
+        Row {
+            spec: self.spec,
+            outcome,
+            errors: self.errors,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -465,27 +541,22 @@ impl Ctx {
         std::env::temp_dir().join(format!("{tag}.lat"))
     }
 
-    /// Runs one measure, whatever its system.
-    fn measure(&mut self, spec: Spec) -> Row {
+    /// Runs one measure once, whatever its system.
+    fn measure(&mut self, spec: Spec) -> Result<(Raw, u64), Outcome> {
         let tag = self.next_tag();
         let r = match spec.sys {
             Sys::Shoal => self.shoal(spec, &tag),
             Sys::Iceoryx2 => match self.peer.clone() {
                 Ok(p) => self.iceoryx2(spec, &tag, &p),
-                Err(why) => Ok((Outcome::NotRun(why), 0)),
+                Err(why) => return Err(Outcome::NotRun(why)),
             },
             Sys::Pipe | Sys::Eventfd | Sys::Uds => self.kernel(spec, &tag),
         };
-        let (outcome, errors) = r.unwrap_or_else(|e| (Outcome::Failed(e), 0));
-        Row {
-            spec,
-            outcome,
-            errors,
-        }
+        r.map_err(Outcome::Failed)
     }
 
-    /// A latency measure's outcome from B's samples file.
-    fn latency_outcome(&self, tag: &str, b: &Done) -> Result<(Outcome, u64), String> {
+    /// A latency measure's samples from B's file.
+    fn latency_outcome(&self, tag: &str, b: &Done) -> Result<(Raw, u64), String> {
         let path = self.samples_path(tag);
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()));
         let _ = std::fs::remove_file(&path);
@@ -500,19 +571,11 @@ impl Ctx {
                 v.len()
             ));
         }
-        match summarize(v) {
-            Some(mut l) => {
-                l.slept = match (b.sleeps, b.msgs) {
-                    (Some(s), Some(m)) if m > 0 => Some(s as f64 / m as f64),
-                    _ => None,
-                };
-                Ok((Outcome::Latency(l), b.errors))
-            }
-            None => Err("no samples (the run was too short)".into()),
-        }
+        let sleeps = b.msgs.zip(b.sleeps);
+        Ok((Raw::Samples { v, sleeps }, b.errors))
     }
 
-    fn shoal(&mut self, spec: Spec, tag: &str) -> Result<(Outcome, u64), String> {
+    fn shoal(&mut self, spec: Spec, tag: &str) -> Result<(Raw, u64), String> {
         let path = self.a.dir.join(format!("{tag}.shoal"));
         let elements = match spec.what {
             What::Latency(_) => 4,
@@ -554,7 +617,7 @@ impl Ctx {
             self.shoal_side(test, 1, &extra),
             self.shoal_side(test, 0, &extra),
             self.a.warmup,
-            self.a.secs,
+            self.a.secs / self.a.rounds as f64,
         )?;
         if lat.is_some() {
             return self.latency_outcome(tag, &b);
@@ -562,8 +625,8 @@ impl Ctx {
         let rate = |d: &Done| d.count as f64 / d.secs.max(1e-9);
         let errors = a.errors + b.errors;
         Ok(match spec.what {
-            What::PingPong(_) => (Outcome::Rate(rate(&a) + rate(&b)), errors),
-            _ => (Outcome::Rate(rate(&b)), errors),
+            What::PingPong(_) => (Raw::Rate(rate(&a) + rate(&b)), errors),
+            _ => (Raw::Rate(rate(&b)), errors),
         })
     }
 
@@ -576,7 +639,7 @@ impl Ctx {
         extra.push(format!("--samples={}", self.samples_path(tag).display()));
     }
 
-    fn iceoryx2(&mut self, spec: Spec, tag: &str, peer: &Path) -> Result<(Outcome, u64), String> {
+    fn iceoryx2(&mut self, spec: Spec, tag: &str, peer: &Path) -> Result<(Raw, u64), String> {
         let mut extra = vec![
             format!("--service={tag}"),
             format!("--size={}", spec.size),
@@ -594,18 +657,18 @@ impl Ctx {
             self.peer_side(peer, test, 1, &extra),
             self.peer_side(peer, test, 0, &extra),
             self.a.warmup,
-            self.a.secs,
+            self.a.secs / self.a.rounds as f64,
         )?;
         match spec.what {
             What::PubSub => Ok((
-                Outcome::Rate(b.count as f64 / b.secs.max(1e-9)),
+                Raw::Rate(b.count as f64 / b.secs.max(1e-9)),
                 a.errors + b.errors,
             )),
             _ => self.latency_outcome(tag, &b),
         }
     }
 
-    fn kernel(&mut self, spec: Spec, tag: &str) -> Result<(Outcome, u64), String> {
+    fn kernel(&mut self, spec: Spec, tag: &str) -> Result<(Raw, u64), String> {
         let What::Latency(busy) = spec.what else {
             unreachable!("kernel channels are latency peers only")
         };
@@ -619,7 +682,7 @@ impl Ctx {
         let a = self.shoal_side("kernel-latency", 0, &extra);
         // The children inherit the descriptors when they start; the parent's copies go
         // when `fds` does, once both run (a closed write end would end B's reads).
-        let r = run_pair(b, a, self.a.warmup, self.a.secs);
+        let r = run_pair(b, a, self.a.warmup, self.a.secs / self.a.rounds as f64);
         drop(fds);
         let [b, _] = r?;
         self.latency_outcome(tag, &b)
@@ -820,8 +883,13 @@ pub fn run(a: QueueArgs) -> Result<(), Fail> {
     } else {
         format!("A pinned to cpu {}, B to cpu {}", a.cpus[0], a.cpus[1])
     };
+    let rounds = if a.rounds > 1 {
+        format!(" in {} interleaved rounds", a.rounds)
+    } else {
+        String::new()
+    };
     say(&format!(
-        "shoal bench queue: {cpus} cpus, load average {} before; each measure {} s after {} s of warm-up; {pinning}",
+        "shoal bench queue: {cpus} cpus, load average {} before; each measure counts {} s{rounds}, each time after {} s of warm-up; {pinning}",
         load0.map_or("unknown".into(), |l| format!("{l:.2}")),
         a.secs,
         a.warmup
@@ -836,15 +904,46 @@ pub fn run(a: QueueArgs) -> Result<(), Fail> {
         peer,
         seq: 0,
     };
-    let mut rows: Vec<Row> = Vec::new();
-    for spec in specs {
-        if crate::signal::interrupted() {
-            return Err(Fail::err("interrupted"));
+    let mut accs: Vec<Acc> = specs
+        .into_iter()
+        .map(|spec| Acc {
+            spec,
+            rates: Vec::new(),
+            samples: Vec::new(),
+            sleeps: None,
+            errors: 0,
+            stop: None,
+        })
+        .collect();
+    for round in 1..=a.rounds {
+        for acc in accs.iter_mut().filter(|x| x.stop.is_none()) {
+            if crate::signal::interrupted() {
+                return Err(Fail::err("interrupted"));
+            }
+            let r = ctx.measure(acc.spec);
+            let what = match &r {
+                Ok((Raw::Rate(x), _)) => format!("{}/s", human::rate(*x)),
+                Ok((Raw::Samples { v, .. }, _)) => {
+                    let mut v = v.clone();
+                    v.sort_unstable();
+                    match v.is_empty() {
+                        true => "no samples".into(),
+                        false => format!("p50 {} ns, p99 {} ns", pct(&v, 0.5), pct(&v, 0.99)),
+                    }
+                }
+                Err(Outcome::NotRun(m)) => m.clone(),
+                Err(o) => format!("FAILED: {o:?}"),
+            };
+            let round = if a.rounds > 1 {
+                format!("[{round}/{}] ", a.rounds)
+            } else {
+                String::new()
+            };
+            say(&format!("  {round}{:<44} {what}", row_name(&acc.spec)));
+            acc.add(r);
         }
-        let row = ctx.measure(spec);
-        say(&format!("  {:<40} {}", row_name(&row.spec), brief(&row)));
-        rows.push(row);
     }
+    let rows: Vec<Row> = accs.into_iter().map(Acc::finish).collect();
     let load1 = loadavg();
     let report = report(&rows, &a);
     let load_line = format!(
@@ -860,6 +959,7 @@ pub fn run(a: QueueArgs) -> Result<(), Fail> {
             "loadavg_after": load1,
             "secs": a.secs,
             "warmup": a.warmup,
+            "rounds": a.rounds,
             "elements": a.elements,
             "gap_us": a.gap_us,
             "pinned": !a.no_pin,
@@ -900,15 +1000,6 @@ fn row_name(s: &Spec) -> String {
             s.size
         ),
         _ => format!("{} ({} B)", s.label(), s.size),
-    }
-}
-
-fn brief(r: &Row) -> String {
-    match &r.outcome {
-        Outcome::Rate(x) => format!("{}/s", human::rate(*x)),
-        Outcome::Latency(l) => format!("p50 {} ns, p99 {} ns", l.p50, l.p99),
-        Outcome::NotRun(m) => m.clone(),
-        Outcome::Failed(m) => format!("FAILED: {m}"),
     }
 }
 
@@ -1126,7 +1217,7 @@ fn report(rows: &[Row], a: &QueueArgs) -> Report {
         let met = got.map(|g| if at_least { g >= bound } else { g <= bound });
         text.push_str(&format!(
             "  {name}: {}  {}\n",
-            got.map_or("-".into(), |g| format!("{g:.2}")),
+            got.map_or("-".into(), |g| format!("{g:.3}")),
             match met {
                 Some(true) => "met",
                 Some(false) => "MISSED",
