@@ -177,11 +177,8 @@ impl Gen {
 
 /// CPU time of this process so far, in ns.
 fn cpu_ns() -> u64 {
-    // SAFETY: clock_gettime writes one timespec.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// xorshift64*: a fast, good-enough generator for picking keys.

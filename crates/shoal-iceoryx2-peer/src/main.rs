@@ -18,6 +18,7 @@
 //!   `--gap-ns` after each answer so that B is asleep when the next sample comes. B also
 //!   reports the messages it received and the times it slept (`msgs=`, `sleeps=`).
 
+use host::{clock_ns, pin, ready_go, voluntary_switches, Go};
 use iceoryx2::port::listener::Listener;
 use iceoryx2::port::notifier::Notifier;
 use iceoryx2::port::publisher::Publisher;
@@ -26,10 +27,13 @@ use iceoryx2::port::update_connections::UpdateConnections;
 use iceoryx2::prelude::*;
 use iceoryx2::service::port_factory::{event, publish_subscribe};
 use std::error::Error;
-use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+// The children's side of the protocol, shared with the `shoal` tool's own children.
+#[path = "../../shoal-cli/src/qbench/host.rs"]
+mod host;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -121,82 +125,8 @@ fn run(a: &Args) -> Res<()> {
     }
 }
 
-fn clock_ns() -> u64 {
-    // SAFETY: an all-zero timespec is valid.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a pointer to a live timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn pin(cpu: i32) -> Res<()> {
-    if cpu < 0 {
-        return Ok(());
-    }
-    if cpu as usize >= libc::CPU_SETSIZE as usize {
-        return Err(format!("cpu {cpu} out of range").into());
-    }
-    // SAFETY: a zeroed cpu_set_t is an empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is within the set's size (checked above).
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-    // SAFETY: pid 0 is this process; the set is a valid cpu_set_t of the size given.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(format!(
-            "cannot pin to cpu {cpu}: {}",
-            std::io::Error::last_os_error()
-        )
-        .into());
-    }
-    Ok(())
-}
-
-/// The parent's times: count from `warm`, stop at `end`.
-struct Go {
-    warm: u64,
-    end: u64,
-}
-
-fn ready_go() -> Res<Go> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "ready")?;
-    out.flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let f: Vec<u64> = line
-        .strip_prefix("go ")
-        .ok_or_else(|| format!("expected `go`, got {line:?}"))?
-        .split_ascii_whitespace()
-        .map(|x| x.parse::<u64>())
-        .collect::<Result<_, _>>()?;
-    let [start, warm, end] = f[..] else {
-        return Err(format!("bad `go` line {line:?}").into());
-    };
-    let now = clock_ns();
-    if start > now + 2_000_000 {
-        std::thread::sleep(Duration::from_nanos(start - now - 2_000_000));
-    }
-    while clock_ns() < start {
-        std::hint::spin_loop();
-    }
-    Ok(Go { warm, end })
-}
-
-/// Times the calling thread gave up its cpu to wait: whether a receiver really slept
-/// before each message.
-fn voluntary_switches() -> u64 {
-    // SAFETY: an all-zero rusage is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid `who` and a pointer to a live rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nvcsw as u64
-}
-
 fn done(count: u64, secs: f64, errors: u64) -> Res<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "done count={count} secs={secs:.9} errors={errors}")?;
-    out.flush()?;
-    Ok(())
+    Ok(host::done(count, secs, errors, "")?)
 }
 
 /// Counts work between `warm` and `end`, looking at the clock once every `every` calls.
@@ -499,12 +429,6 @@ fn latency(a: &Args, node: &Node<ipc::Service>) -> Res<()> {
     let bytes: Vec<u8> = v.iter().flat_map(|x: &u64| x.to_le_bytes()).collect();
     std::fs::write(path, bytes)?;
     let sleeps = voluntary_switches() - switches;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "done count={} secs=0 errors={errors} msgs={msgs} sleeps={sleeps}",
-        v.len()
-    )?;
-    out.flush()?;
-    Ok(())
+    let extra = format!(" msgs={msgs} sleeps={sleeps}");
+    Ok(host::done(v.len() as u64, 0.0, errors, &extra)?)
 }

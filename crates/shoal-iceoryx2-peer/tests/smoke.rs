@@ -9,11 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const BIN: &str = env!("CARGO_BIN_EXE_shoal-iceoryx2-peer");
 
 fn clock_ns() -> u64 {
-    // SAFETY: an all-zero timespec is valid.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a pointer to a live timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 struct Side {

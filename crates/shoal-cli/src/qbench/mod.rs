@@ -24,7 +24,10 @@
 //! sleeper: A is awake when the answer comes back) and would halve a tail that one leg
 //! alone does not have.
 
+pub mod host;
 pub mod worker;
+
+pub use host::clock_ns;
 
 use crate::fail::Fail;
 use crate::human;
@@ -32,7 +35,7 @@ use clap::Args;
 use shoal::{OpenMode, Options, QueueSetOptions, Store};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -139,16 +142,6 @@ fn nonnegative_secs(s: &str) -> Result<f64, String> {
         Ok(x) if (0.0..=60.0).contains(&x) => Ok(x),
         _ => Err(format!("{s:?} is not a number of seconds in [0, 60]")),
     }
-}
-
-/// CLOCK_MONOTONIC in ns: the clock both sides of a latency measure read.
-#[inline]
-pub fn clock_ns() -> u64 {
-    // SAFETY: an all-zero timespec is valid.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a pointer to a live timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The systems measured.
@@ -674,7 +667,10 @@ impl Ctx {
         };
         let fds = Fds::new(spec.sys)?;
         let mut extra = vec![
-            format!("--fds={},{},{},{}", fds.0[0], fds.0[1], fds.0[2], fds.0[3]),
+            format!(
+                "--fds={},{},{},{}",
+                fds.nums[0], fds.nums[1], fds.nums[2], fds.nums[3]
+            ),
             format!("--msg={}", spec.size),
         ];
         self.latency_args(busy, tag, &mut extra);
@@ -689,74 +685,56 @@ impl Ctx {
     }
 }
 
-/// A kernel channel's descriptors, inherited by the children: forward read, forward
-/// write, back read, back write (an eventfd and a socket are one descriptor per side).
-struct Fds([RawFd; 4]);
+/// A kernel channel's descriptors, inherited by the children (made without close-on-exec):
+/// forward read, forward write, back read, back write (an eventfd and a socket are one
+/// descriptor per side). The parent's copies close when this drops.
+struct Fds {
+    /// Held so that they close on drop.
+    _owned: Vec<OwnedFd>,
+    nums: [RawFd; 4],
+}
 
 impl Fds {
     fn new(sys: Sys) -> Result<Fds, String> {
-        let os = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
+        let os = |what: &'static str| move |e: rustix::io::Errno| format!("{what}: {e}");
         match sys {
             Sys::Pipe => {
-                let (mut f, mut b) = ([0; 2], [0; 2]);
-                // SAFETY: pipe writes two descriptors into the arrays. No O_CLOEXEC: the
-                // children inherit them.
-                if unsafe { libc::pipe(f.as_mut_ptr()) } != 0 {
-                    return Err(os("pipe"));
-                }
-                // SAFETY: as above.
-                if unsafe { libc::pipe(b.as_mut_ptr()) } != 0 {
-                    let e = os("pipe");
-                    close_all(&f);
-                    return Err(e);
-                }
-                Ok(Fds([f[0], f[1], b[0], b[1]]))
+                let (fr, fw) = rustix::pipe::pipe().map_err(os("pipe"))?;
+                let (br, bw) = rustix::pipe::pipe().map_err(os("pipe"))?;
+                let n = [&fr, &fw, &br, &bw].map(|f| f.as_raw_fd());
+                Ok(Fds {
+                    _owned: vec![fr, fw, br, bw],
+                    nums: n,
+                })
             }
             Sys::Eventfd => {
-                // SAFETY: eventfd has no pointer arguments.
-                let f = unsafe { libc::eventfd(0, 0) };
-                if f < 0 {
-                    return Err(os("eventfd"));
-                }
-                // SAFETY: as above.
-                let b = unsafe { libc::eventfd(0, 0) };
-                if b < 0 {
-                    let e = os("eventfd");
-                    close_all(&[f]);
-                    return Err(e);
-                }
-                Ok(Fds([f, f, b, b]))
+                let flags = rustix::event::EventfdFlags::empty();
+                let f = rustix::event::eventfd(0, flags).map_err(os("eventfd"))?;
+                let b = rustix::event::eventfd(0, flags).map_err(os("eventfd"))?;
+                let (nf, nb) = (f.as_raw_fd(), b.as_raw_fd());
+                Ok(Fds {
+                    _owned: vec![f, b],
+                    nums: [nf, nf, nb, nb],
+                })
             }
             Sys::Uds => {
-                let mut s = [0; 2];
-                // SAFETY: socketpair writes two descriptors into the array.
-                if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, s.as_mut_ptr()) }
-                    != 0
-                {
-                    return Err(os("socketpair"));
-                }
-                // A writes s[0] and reads it for the answers; B the other end.
-                Ok(Fds([s[1], s[0], s[0], s[1]]))
+                use rustix::net::{AddressFamily, SocketFlags, SocketType};
+                let (s0, s1) = rustix::net::socketpair(
+                    AddressFamily::UNIX,
+                    SocketType::STREAM,
+                    SocketFlags::empty(),
+                    None,
+                )
+                .map_err(os("socketpair"))?;
+                // A writes s0 and reads it for the answers; B the other end.
+                let (n0, n1) = (s0.as_raw_fd(), s1.as_raw_fd());
+                Ok(Fds {
+                    _owned: vec![s0, s1],
+                    nums: [n1, n0, n0, n1],
+                })
             }
             _ => unreachable!("not a kernel channel"),
         }
-    }
-}
-
-fn close_all(fds: &[RawFd]) {
-    let mut done: Vec<RawFd> = Vec::new();
-    for &fd in fds {
-        if !done.contains(&fd) {
-            // SAFETY: a descriptor this process opened and nothing else uses.
-            unsafe { libc::close(fd) };
-            done.push(fd);
-        }
-    }
-}
-
-impl Drop for Fds {
-    fn drop(&mut self) {
-        close_all(&self.0);
     }
 }
 

@@ -3,12 +3,12 @@
 //! Unix domain socket). The iceoryx2 roles are the same protocol in the
 //! `shoal-iceoryx2-peer` binary (see the parent, `qbench/mod.rs`, for the protocol).
 
-use super::{clock_ns, STOP};
+use super::host::{clock_ns, pin, voluntary_switches, Go};
+use super::STOP;
 use crate::fail::Fail;
 use clap::Args;
 use shoal::{Element, Queue, QueueSet, Store};
-use std::io::{BufRead, Write};
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -49,95 +49,22 @@ pub struct WorkerArgs {
     samples: Option<PathBuf>,
 }
 
-/// The times the parent's `go` line gives (CLOCK_MONOTONIC ns) past its start: measure
-/// from, stop at.
-#[derive(Clone, Copy, Debug)]
-pub struct Go {
-    pub warm: u64,
-    pub end: u64,
-}
-
 /// How long a side waits for the other past the end before it gives up (the other died
 /// or hangs; the parent reports it).
 const STRAGGLE_NS: u64 = 10_000_000_000;
 
-/// Pins the calling process to `cpu` (a negative one: leaves it where it is).
-pub fn pin(cpu: i32) -> Result<(), Fail> {
-    if cpu < 0 {
-        return Ok(());
-    }
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid cpu_set_t and `cpu` is checked against its size.
-    unsafe {
-        if cpu as usize >= libc::CPU_SETSIZE as usize {
-            return Err(Fail::err(format!("cpu {cpu} out of range")));
-        }
-        libc::CPU_SET(cpu as usize, &mut set)
-    };
-    // SAFETY: pid 0 is this process; the set is a valid cpu_set_t of the size given.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(Fail::err(format!(
-            "cannot pin to cpu {cpu}: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
-}
-
-/// Says `ready` and waits for the parent's `go START WARM END`.
+/// Says `ready` and waits for the parent's `go` (see [`super::host::ready_go`]).
 fn ready_go() -> Result<Go, Fail> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "ready")?;
-    out.flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let f: Vec<u64> = line
-        .strip_prefix("go ")
-        .ok_or_else(|| Fail::err(format!("expected `go`, got {line:?}")))?
-        .split_ascii_whitespace()
-        .map(|x| x.parse::<u64>())
-        .collect::<Result<_, _>>()
-        .map_err(|e| Fail::err(format!("bad `go` line {line:?}: {e}")))?;
-    let [start, warm, end] = f[..] else {
-        return Err(Fail::err(format!("bad `go` line {line:?}")));
-    };
-    // Sleep through most of the wait: a spinning process would take the cpu from the
-    // other side's setup.
-    let now = clock_ns();
-    if start > now + 2_000_000 {
-        std::thread::sleep(Duration::from_nanos(start - now - 2_000_000));
-    }
-    while clock_ns() < start {
-        std::hint::spin_loop();
-    }
-    Ok(Go { warm, end })
+    Ok(super::host::ready_go()?)
 }
 
-/// Says what was measured: `done count=N secs=S errors=E`, and `extra` (`key=value ...`).
+/// Says what was measured, with `extra` (` key=value ...`).
 fn done_with(count: u64, secs: f64, errors: u64, extra: &str) -> Result<(), Fail> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "done count={count} secs={secs:.9} errors={errors}{extra}"
-    )?;
-    out.flush()?;
-    Ok(())
+    Ok(super::host::done(count, secs, errors, extra)?)
 }
 
 fn done(count: u64, secs: f64, errors: u64) -> Result<(), Fail> {
     done_with(count, secs, errors, "")
-}
-
-/// Times the calling thread gave up its cpu to wait (a sleep in a blocking read or a
-/// futex): whether a receiver really slept before each message.
-pub fn voluntary_switches() -> u64 {
-    // SAFETY: an all-zero rusage is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid `who` and a pointer to a live rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nvcsw as u64
 }
 
 /// Counts work between `warm` and `end`, looking at the clock once every `every` calls.
@@ -213,21 +140,21 @@ pub fn worker(a: WorkerArgs) -> Result<(), Fail> {
             let [fr, fw, br, bw] = a.fds[..] else {
                 return Err(Fail::err("--fds needs four descriptors"));
             };
-            // Each side keeps the two ends it uses (an eventfd is one descriptor for both).
+            // Each side keeps the two ends it uses (an eventfd is one descriptor for both);
+            // the others close as `fds` drops.
             let (rd, wr) = if b { (fr, bw) } else { (br, fw) };
-            for fd in [fr, fw, br, bw] {
-                if fd != rd && fd != wr {
-                    // SAFETY: an inherited descriptor this process does not use.
-                    unsafe { libc::close(fd) };
-                }
-            }
+            let mut fds = adopt(&[fr, fw, br, bw])?;
+            let mut take = |n| fds.remove(&n);
+            let rd = take(rd).expect("adopted");
+            let wr = take(wr);
             let ch = Chan {
                 rd,
                 wr,
                 len: a.msg.max(8),
             };
             if a.busy {
-                set_nonblocking(rd)?;
+                rustix::io::ioctl_fionbio(&ch.rd, true)
+                    .map_err(|e| Fail::err(format!("non-blocking reads: {e}")))?;
             }
             if b {
                 kernel_latency_b(&ch, &a)
@@ -507,25 +434,33 @@ impl Samples {
     }
 }
 
+/// Takes ownership of the descriptors the parent passed down (`--fds`), each once.
+fn adopt(fds: &[RawFd]) -> Result<std::collections::HashMap<RawFd, OwnedFd>, Fail> {
+    let mut owned = std::collections::HashMap::new();
+    for &fd in fds {
+        if owned.contains_key(&fd) {
+            continue;
+        }
+        if fd < 3 || !std::path::Path::new(&format!("/proc/self/fd/{fd}")).exists() {
+            return Err(Fail::err(format!(
+                "--fds: {fd} is not an inherited descriptor"
+            )));
+        }
+        // SAFETY: `fd` is open in this process (its /proc entry exists) and is not one of
+        // the standard streams; it is one the parent created without close-on-exec for
+        // this process to use, so nothing else here owns it, and it is adopted once.
+        owned.insert(fd, unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    Ok(owned)
+}
+
 /// One direction each way of a kernel channel: messages of `len` bytes (an eventfd's are
 /// its 8-byte counter), the send time in the first 8.
 struct Chan {
-    rd: RawFd,
-    wr: RawFd,
+    rd: OwnedFd,
+    /// `None`: writes go to `rd` too (an eventfd).
+    wr: Option<OwnedFd>,
     len: usize,
-}
-
-fn set_nonblocking(fd: RawFd) -> Result<(), Fail> {
-    // SAFETY: fcntl on a descriptor this process owns; no pointers.
-    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) } < 0 {
-        return Err(Fail::err(format!(
-            "fcntl on descriptor {fd}: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
 }
 
 impl Chan {
@@ -533,18 +468,14 @@ impl Chan {
         let mut buf = [0u8; 4096];
         let len = self.len.min(buf.len());
         buf[..8].copy_from_slice(&t.to_le_bytes());
+        let wr = self.wr.as_ref().unwrap_or(&self.rd);
         let mut off = 0;
         while off < len {
-            // SAFETY: writes from a live buffer of at least `len` bytes.
-            let n = unsafe { libc::write(self.wr, buf[off..].as_ptr().cast(), len - off) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(Fail::err(format!("write: {e}")));
+            match rustix::io::write(wr, &buf[off..len]) {
+                Ok(n) => off += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(Fail::err(format!("write: {e}"))),
             }
-            off += n as usize;
         }
         Ok(())
     }
@@ -555,26 +486,18 @@ impl Chan {
         let len = self.len.min(buf.len());
         let (mut off, mut polls) = (0, 0u32);
         while off < len {
-            // SAFETY: reads into a live buffer of at least `len` bytes.
-            let n = unsafe { libc::read(self.rd, buf[off..].as_mut_ptr().cast(), len - off) };
-            if n > 0 {
-                off += n as usize;
-                continue;
-            }
-            if n == 0 {
-                return Err(Fail::err("the other side closed its end"));
-            }
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::Interrupted => {}
-                std::io::ErrorKind::WouldBlock => {
+            match rustix::io::read(&self.rd, &mut buf[off..len]) {
+                Ok(0) => return Err(Fail::err("the other side closed its end")),
+                Ok(n) => off += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => {
                     polls = polls.wrapping_add(1);
                     if polls % 1024 == 0 && clock_ns() > go.end + STRAGGLE_NS {
                         return Err(Fail::err("the other side stopped answering"));
                     }
                     std::hint::spin_loop();
                 }
-                _ => return Err(Fail::err(format!("read: {e}"))),
+                Err(e) => return Err(Fail::err(format!("read: {e}"))),
             }
         }
         Ok(u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")))
