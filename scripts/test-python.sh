@@ -6,7 +6,7 @@
 #
 #   bash scripts/test-python.sh [pytest args...]
 #
-# Needs: Rust (cargo) and Python >= 3.9 with venv/pip. PYTHON picks the interpreter
+# Needs: Rust (cargo) and Python >= 3.11 with venv/pip. PYTHON picks the interpreter
 # (default python3). The Rust build goes to target/python (CARGO_TARGET_DIR overrides),
 # so reruns are incremental.
 set -euo pipefail
@@ -21,7 +21,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 step() { printf '\n=== %s\n' "$*"; }
 
 step "python"
-"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 9), sys.version; print(sys.version)'
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), sys.version; print(sys.version)'
 command -v cargo >/dev/null || { echo "cargo not found: the binding needs Rust" >&2; exit 1; }
 
 step "venv ($VENV)"

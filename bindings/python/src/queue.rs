@@ -1,33 +1,28 @@
 //! `shoal.QueueSet` and `shoal.Element`: queue sets from Python.
 //!
-//! An element's bytes are shown as a writable `memoryview` over the shared file
-//! (`PyMemoryView_FromMemory`, in the stable ABI): no copy. The element keeps that view
-//! and releases it when the element is pushed or released, so the view cannot touch the
-//! bytes once they are another process's; a push while the view is exported (a numpy
-//! array made from it, say) raises `BufferError`, and the element stays held. Slices of
-//! the view and objects made over it (ctypes) are the caller's to drop before the push:
-//! the stable ABI cannot see them.
-//! A set that has handed out a view stays mapped for the process's life, so that no
-//! slice ever points into unmapped memory.
+//! An element exports its bytes in place through the buffer protocol, and `data` is a
+//! writable `memoryview` of it: no copy. The element counts the buffers it has exported
+//! and not yet got back (a memoryview, its slices, which share its buffer, and whatever
+//! was made from them: numpy arrays, ctypes objects). A push or a `keep` first releases
+//! the memoryview `data` gave (so that a variable still naming it cannot touch bytes that
+//! are another process's), then refuses with `BufferError`, the element staying held,
+//! while any other buffer of the element is alive: no Python object can reach an element
+//! after this process has given it away. An exported buffer holds a reference to its
+//! element, and the element to its set, so the mapping outlives every buffer.
 
 use crate::errors::ResultExt;
 use pyo3::exceptions::{PyBufferError, PyStopIteration};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyMemoryView, PyWeakrefReference};
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
-
-/// `PyMemoryView_FromMemory`'s flag for a writable view (CPython's `PyBUF_WRITE`, part of
-/// the stable ABI since 3.3; pyo3 exports no constant for it).
-const PYBUF_WRITE: std::ffi::c_int = 0x200;
 
 /// A queue set (`store.queues(...)`): named queues that pass fixed-size elements between
 /// processes by reference. Safe to share between threads.
 #[pyclass(module = "shoal", name = "QueueSet", frozen)]
 pub struct QueueSet {
     pub set: shoal::QueueSet,
-    /// Whether a reference to this set was kept for the process's life (the first
-    /// time it handed out a view of an element).
-    pinned: std::sync::atomic::AtomicBool,
 }
 
 /// An element of a queue set held by this process: `data` is a writable `memoryview` of
@@ -36,12 +31,15 @@ pub struct QueueSet {
 #[pyclass(module = "shoal", name = "Element")]
 pub struct Element {
     set: Py<QueueSet>,
-    /// None once pushed, released or kept.
+    /// None once pushed, released or kept, and while a push is under way.
     held: Option<shoal::Held>,
     /// Where `release` and the end of a `with` block send it (default: where it came from).
     target: Option<shoal::Queue>,
-    /// The view handed out as `data`, released when the element goes.
-    view: Option<Py<PyAny>>,
+    /// The memoryview `data` handed out, weakly: a strong reference would be a cycle (the
+    /// view's buffer holds the element), and the element would never be given back.
+    view: Option<Py<PyWeakrefReference>>,
+    /// Buffers of the bytes exported and not yet released.
+    exports: AtomicUsize,
 }
 
 fn queue_of(set: &shoal::QueueSet, q: usize) -> PyResult<shoal::Queue> {
@@ -55,6 +53,7 @@ impl Element {
             held: Some(e.into_held()),
             target: None,
             view: None,
+            exports: AtomicUsize::new(0),
         }
     }
 
@@ -64,54 +63,70 @@ impl Element {
         })
     }
 
-    /// Releases the view of the bytes; fails (the element stays as it is) while slices of
-    /// it are alive.
-    fn drop_view(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(v) = &self.view {
-            v.bind(py).call_method0("release").map_err(|_| {
+    /// What a push or a keep needs first: the memoryview `data` gave released, and no
+    /// other buffer of the bytes alive. Holds no borrow of the element while the view is
+    /// released (its release calls back into `__releasebuffer__`).
+    fn let_go_of_bytes(slf: &Bound<'_, Element>) -> PyResult<()> {
+        let view = slf.borrow_mut().view.take();
+        if let Some(v) = view.and_then(|w| w.bind(slf.py()).upgrade()) {
+            v.call_method0("release").map_err(|_| {
                 PyBufferError::new_err(
-                    "the element's memoryview is exported (a buffer made from it is alive): \
-                     release it before pushing the element",
+                    "a buffer was made from the element's memoryview (a numpy array, say) \
+                     and is alive: drop it before the element is pushed",
                 )
             })?;
         }
-        self.view = None;
-        Ok(())
+        match slf.borrow().exports.load(Relaxed) {
+            0 => Ok(()),
+            n => Err(PyBufferError::new_err(format!(
+                "{n} buffer(s) of the element's bytes are alive (a slice of its data, or an \
+                 object made over it): drop or release them before the element is pushed"
+            ))),
+        }
     }
 
-    /// Gives the element to `to` (or back where it came from), unless already gone.
-    fn send(&mut self, py: Python<'_>, to: Option<shoal::Queue>) -> PyResult<()> {
-        let Some(h) = self.held else { return Ok(()) };
-        self.drop_view(py)?;
-        let set = self.set.get();
+    /// Gives the element to `to` (or back where it came from), unless already gone. On
+    /// failure it stays held.
+    fn send(slf: &Bound<'_, Element>, to: Option<shoal::Queue>) -> PyResult<()> {
+        let py = slf.py();
+        let Some(h) = slf.borrow().held else {
+            return Ok(());
+        };
+        Element::let_go_of_bytes(slf)?;
+        // No new view while the GIL is released below.
+        slf.borrow_mut().held = None;
+        let set = slf.borrow().set.clone_ref(py);
+        let set = &set.get().set;
         let r = py.detach(|| {
-            let e = set.set.adopt(h)?;
+            let e = set.adopt(h)?;
             match to {
-                Some(q) => set.set.try_push(q, e).map_err(|(err, back)| {
+                Some(q) => set.try_push(q, e).map_err(|(err, back)| {
                     back.into_held();
                     err
                 }),
-                None => set.set.release(e),
+                None => set.release(e),
             }
         });
-        r.py_err(py)?;
-        self.held = None;
-        Ok(())
+        if r.is_err() {
+            slf.borrow_mut().held = Some(h);
+        }
+        r.py_err(py)
     }
 }
 
 impl Drop for Element {
     fn drop(&mut self) {
-        if self.held.is_none() {
-            return;
-        }
-        Python::attach(|py| {
-            let to = self.target;
-            if self.send(py, to.or(None)).is_err() {
-                // Still held (its view has live slices, or the push failed): keep the set,
-                // and with it the mapping those slices point into, for the process's life.
-                std::mem::forget(self.set.clone_ref(py));
-            }
+        // No buffer of the bytes is alive: each would hold a reference to this element.
+        let Some(h) = self.held.take() else { return };
+        let set = self.set.get();
+        // Nothing to report an error to: an element that cannot be given back stays held
+        // by this process, and goes back when the process ends.
+        let _ = set.set.adopt(h).and_then(|e| match self.target {
+            Some(q) => set.set.try_push(q, e).map_err(|(err, back)| {
+                back.into_held();
+                err
+            }),
+            None => set.set.release(e),
         });
     }
 }
@@ -125,8 +140,8 @@ impl Element {
     }
 
     /// The index of the queue it was pulled from.
-    #[getter]
-    fn from_queue(&self) -> PyResult<usize> {
+    #[getter(from_queue)]
+    fn origin_queue(&self) -> PyResult<usize> {
         Ok(self.held()?.from.index())
     }
 
@@ -136,35 +151,63 @@ impl Element {
         Ok(self.held()?.redelivered)
     }
 
-    /// A writable memoryview of the element's bytes, in place (the same view each time).
+    /// A writable memoryview of the element's bytes, in place (the same view each time
+    /// while it is alive).
     #[getter]
-    fn data(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let h = self.held()?;
-        if let Some(v) = &self.view {
-            return Ok(v.clone_ref(py));
+    fn data<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        slf.borrow().held()?;
+        let cached = slf.borrow().view.as_ref().map(|w| w.clone_ref(py));
+        if let Some(v) = cached.and_then(|w| w.bind(py).upgrade()) {
+            // Unless its holder released it.
+            if v.getattr("readonly").is_ok() {
+                return Ok(v);
+            }
         }
-        let set = self.set.get();
-        let e = set.set.adopt(h).py_err(py)?;
-        let (ptr, len) = (e.as_ptr(), e.len());
-        e.into_held();
-        if !set.pinned.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            // Slices of the view may outlive everything else: keep the mapping.
-            std::mem::forget(self.set.clone_ref(py));
-        }
-        // SAFETY: `ptr` is the element's first byte in the store's mapping, `len` its size;
-        // the mapping lives as long as this element's queue set, which is now kept for the
-        // process's life (above).
-        let raw = unsafe {
-            pyo3::ffi::PyMemoryView_FromMemory(
+        let v = PyMemoryView::from(slf.as_any())?.into_any();
+        slf.borrow_mut().view = Some(PyWeakrefReference::new(&v)?.unbind());
+        Ok(v)
+    }
+
+    /// The buffer protocol: the element's bytes, writable, in place.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let (ptr, len) = {
+            let b = slf.borrow();
+            let set = &b.set.get().set;
+            let e = set.adopt(b.held()?).py_err(py)?;
+            let r = (e.as_ptr(), e.len());
+            e.into_held();
+            r
+        };
+        // SAFETY: `view` is the Py_buffer the caller passed to fill; `ptr` is the element's
+        // first byte in the store's mapping and `len` its size. The buffer holds a
+        // reference to this element (FillInfo sets `view.obj`), and the element to its
+        // set, which keeps the mapping: the bytes stay mapped while the buffer lives, and
+        // stay this process's (a push refuses while `exports` is not 0).
+        let rc = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
                 ptr.cast(),
                 len as pyo3::ffi::Py_ssize_t,
-                PYBUF_WRITE,
+                0,
+                flags,
             )
         };
-        // SAFETY: a new reference, or NULL with an exception set.
-        let v = unsafe { Bound::from_owned_ptr_or_err(py, raw) }?.unbind();
-        self.view = Some(v.clone_ref(py));
-        Ok(v)
+        if rc != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        slf.borrow().exports.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {
+        self.exports.fetch_sub(1, Relaxed);
     }
 
     fn __len__(&self) -> PyResult<usize> {
@@ -182,17 +225,17 @@ impl Element {
 
     /// release() -> None: gives the element to where `push_to` said, or back to the
     /// queue it came from.
-    fn release(&mut self, py: Python<'_>) -> PyResult<()> {
-        let to = self.target;
-        self.send(py, to)
+    fn release(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let to = slf.borrow().target;
+        Element::send(slf, to)
     }
 
     /// keep() -> None: leaves the element held by this process, with no Python object
     /// for it (it goes back when the process ends).
-    fn keep(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.held()?;
-        self.drop_view(py)?;
-        self.held = None;
+    fn keep(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.borrow().held()?;
+        Element::let_go_of_bytes(slf)?;
+        slf.borrow_mut().held = None;
         Ok(())
     }
 
@@ -201,13 +244,9 @@ impl Element {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _args: &Bound<'_, pyo3::types::PyTuple>,
-    ) -> PyResult<bool> {
-        let to = self.target;
-        self.send(py, to)?;
+    fn __exit__(slf: &Bound<'_, Self>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        let to = slf.borrow().target;
+        Element::send(slf, to)?;
         Ok(false)
     }
 
@@ -333,9 +372,9 @@ impl QueueSet {
     /// push(queue, element) -> None: puts the element at the tail of the queue; it is no
     /// longer this process's. At a depth limit raises shoal.QueueFull and the element
     /// stays held.
-    fn push(&self, py: Python<'_>, queue: usize, element: &Bound<'_, Element>) -> PyResult<()> {
+    fn push(&self, queue: usize, element: &Bound<'_, Element>) -> PyResult<()> {
         let q = queue_of(&self.set, queue)?;
-        element.borrow_mut().send(py, Some(q))
+        Element::send(element, Some(q))
     }
 
     /// push_many(queue, elements) -> None: puts every element at the tail of the queue, in
@@ -349,18 +388,23 @@ impl QueueSet {
         let q = queue_of(&self.set, queue)?;
         let mut held = Vec::with_capacity(elements.len());
         for e in &elements {
-            let mut e = e.borrow_mut();
-            let h = e.held()?;
+            let h = e.borrow().held()?;
             if held.iter().any(|x: &shoal::Held| x.index == h.index) {
                 return Err(crate::errors::invalid(
                     "push_many given the same element twice",
                 ));
             }
-            e.drop_view(py)?;
             held.push(h);
         }
+        for e in &elements {
+            Element::let_go_of_bytes(e)?;
+        }
+        // No new view while the GIL is released below.
+        for e in &elements {
+            e.borrow_mut().held = None;
+        }
         let s = &self.set;
-        py.detach(|| {
+        let r = py.detach(|| {
             let adopted = held
                 .iter()
                 .map(|h| s.adopt(*h))
@@ -371,11 +415,13 @@ impl QueueSet {
                 }
                 err
             })
-        })
-        .py_err(py)?;
-        for e in &elements {
-            e.borrow_mut().held = None;
+        });
+        if r.is_err() {
+            for (e, h) in elements.iter().zip(&held) {
+                e.borrow_mut().held = Some(*h);
+            }
         }
+        r.py_err(py)?;
         Ok(())
     }
 
@@ -494,8 +540,5 @@ pub fn open(
         }
     }
     .py_err(py)?;
-    Ok(QueueSet {
-        set,
-        pinned: std::sync::atomic::AtomicBool::new(false),
-    })
+    Ok(QueueSet { set })
 }

@@ -1,6 +1,8 @@
 """Queue sets from Python: elements as writable memoryviews in place, with blocks,
 blocking pulls and iteration, depth limits, and two processes passing elements."""
 
+import ctypes
+import gc
 import multiprocessing
 import time
 
@@ -46,6 +48,55 @@ def test_with_gives_an_element_back_and_push_to_sends_it_on(store):
     e = qs.pull(work)
     e.keep()  # held by this process, with no object for it
     assert qs.held() and qs.held()[0][1] == 1
+
+
+def test_no_buffer_of_an_element_outlives_its_push(store):
+    qs = make(store)
+    free, work = qs.queue("free"), qs.queue("work")
+    e = qs.pull(free)
+    head = e.data[0:4]  # a slice shares the view's buffer, and outlives its release
+    head[0:4] = b"abcd"
+    with pytest.raises(BufferError):
+        qs.push(work, e)
+    assert e.index == 0 and qs.len(work) == 0  # still held, nothing moved
+    del head
+    qs.push(work, e)
+    got = qs.pull(work)
+    assert got.index == 0 and bytes(got.data[0:4]) == b"abcd"
+    got.keep()
+
+    e = qs.pull(free)
+    arr = (ctypes.c_char * 64).from_buffer(e.data)  # an object made over the bytes
+    with pytest.raises(BufferError):
+        e.release()
+    with pytest.raises(BufferError):
+        qs.push_many(work, [e])
+    with pytest.raises(BufferError):
+        e.keep()
+    del arr
+    with memoryview(e) as m:  # the element is a buffer itself
+        m[0] = 9
+        with pytest.raises(BufferError):
+            e.release()
+    qs.push(work, e)
+    got = qs.pull(work)
+    assert got.index == 1 and got.data[0] == 9
+
+
+def test_an_element_whose_buffers_are_gone_goes_back_when_dropped(store):
+    qs = make(store)
+    free = qs.queue("free")
+    tail = qs.pull(free).data[60:64]  # keeps the element, which keeps its set
+    assert qs.len(free) == 7
+    gc.collect()
+    assert qs.len(free) == 7
+    del tail  # the last reference: the element is dropped, and given back
+    assert qs.len(free) == 8
+    e = qs.pull(free)
+    view = e.data
+    assert e.data is view
+    del e, view  # no cycle between an element and its view
+    assert qs.len(free) == 8
 
 
 def test_batches_limits_moves_and_timeouts(store):

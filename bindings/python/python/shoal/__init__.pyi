@@ -526,8 +526,9 @@ class FixedMap(MutableMapping[bytes, bytes]):
 @final
 class Element:
     """An element of a queue set held by this process; `data` is a writable memoryview
-    of its bytes in place. `with` gives it back where it came from (or to `push_to`'s
-    queue) at the end of the block."""
+    of its bytes in place, and the element is a buffer itself. `with` gives it back where
+    it came from (or to `push_to`'s queue) at the end of the block. A push raises
+    BufferError while a slice of its bytes or an object made over them is alive."""
     @property
     def index(self) -> int: ...
     @property
