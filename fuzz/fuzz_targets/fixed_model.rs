@@ -30,6 +30,7 @@ fn open(create: bool, k: usize, v: usize) -> (Store, FixedMap) {
     let geo = FixedOptions {
         segment_buckets: 2,
         stash_buckets: 1,
+        ..Default::default()
     };
     let m = s
         .fixed_map_with("f", k, v, &geo, true)

@@ -35,6 +35,7 @@ fn open(create: bool, uids: bool) -> (Store, shoal::Map) {
                 segment_buckets: 1,
                 stash_buckets: 1,
                 uids,
+                ..Default::default()
             },
             true,
         )

@@ -1295,6 +1295,7 @@ fn dump_reports_a_damaged_segment_and_dumps_everything_else() {
             segment_buckets: 4,
             stash_buckets: 1,
             uids: false,
+            ..Default::default()
         };
         let a = st.map_with("alpha", &o, true).unwrap();
         let b = st.map_with("beta", &o, true).unwrap();

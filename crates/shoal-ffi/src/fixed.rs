@@ -222,6 +222,7 @@ pub unsafe extern "C" fn shoal_fixed_open_with(
         let fo = shoal::FixedOptions {
             segment_buckets: o.segment_buckets,
             stash_buckets: o.stash_buckets,
+            ..Default::default()
         };
         let map = s.fixed_map_with(
             name,

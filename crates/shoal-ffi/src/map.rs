@@ -149,6 +149,7 @@ pub unsafe extern "C" fn shoal_map_open(
                     ))
                 }
             },
+            ..Default::default()
         };
         if o.reserved != 0 {
             return Err(Fail::new(SHOAL_INVALID, "opts->reserved must be 0"));

@@ -35,6 +35,7 @@ pub fn tiny_segments() -> MapOptions {
         segment_buckets: 2,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     }
 }
 

@@ -64,6 +64,7 @@ fn kill_run(name: &str, workload: &str, writer_args: &[&str], reader_args: &[&st
                 segment_buckets: 2,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )

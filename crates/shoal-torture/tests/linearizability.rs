@@ -178,6 +178,7 @@ fn storm(name: &str, secs: u64, kind: Kind, extra: &[&str]) -> Storm {
                         segment_buckets: 1,
                         stash_buckets: 1,
                         uids: false,
+                        ..Default::default()
                     },
                     true,
                 )
@@ -191,6 +192,7 @@ fn storm(name: &str, secs: u64, kind: Kind, extra: &[&str]) -> Storm {
                         segment_buckets: 1,
                         stash_buckets: 1,
                         uids: true,
+                        ..Default::default()
                     },
                     true,
                 )
@@ -205,6 +207,7 @@ fn storm(name: &str, secs: u64, kind: Kind, extra: &[&str]) -> Storm {
                     &FixedOptions {
                         segment_buckets: 1,
                         stash_buckets: 1,
+                        ..Default::default()
                     },
                     true,
                 )

@@ -44,6 +44,7 @@ fn writers_and_readers_in_many_processes() {
                 segment_buckets: 2,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )

@@ -58,7 +58,7 @@ pub use api::kv::KvMap;
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use error::{Error, Result};
-pub use format::MapKind;
+pub use format::{DataType, MapKind, USER_TAG_PYTHON_PICKLE};
 pub use kinds::varmap::uid::Uid;
 pub use object::ObjectStats;
 pub use store::{resolve_path, MapOptions, OpenMode, Options, Store, StoreStats};

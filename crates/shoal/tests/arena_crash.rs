@@ -12,6 +12,7 @@ fn tiny() -> MapOptions {
         segment_buckets: 2,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     }
 }
 

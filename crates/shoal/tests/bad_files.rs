@@ -133,6 +133,7 @@ fn build_store(dir: &Path, name: &str, checksums: bool) -> PathBuf {
                 segment_buckets: 1,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -143,6 +144,7 @@ fn build_store(dir: &Path, name: &str, checksums: bool) -> PathBuf {
                 segment_buckets: 3,
                 stash_buckets: 2,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -156,6 +158,7 @@ fn build_store(dir: &Path, name: &str, checksums: bool) -> PathBuf {
                 segment_buckets: 2,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -1009,6 +1012,7 @@ fn exercise(path: &Path) {
             segment_buckets: 1,
             stash_buckets: 1,
             uids: false,
+            ..Default::default()
         },
         true,
     ) {
@@ -1458,6 +1462,7 @@ fn failed_splits_over_a_corrupt_slot_never_panic() {
                 segment_buckets: 1,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -1847,11 +1852,13 @@ fn a_directory_whose_entries_all_name_one_segment_is_corrupt() {
             segment_buckets: 1,
             stash_buckets: 1,
             uids: false,
+            ..Default::default()
         };
         let m = s.map_with("v", &tiny, true).unwrap();
         let fixed = FixedOptions {
             segment_buckets: 2,
             stash_buckets: 1,
+            ..Default::default()
         };
         let f = s.fixed_map_with("f", 8, 8, &fixed, true).unwrap();
         for i in 0..2000u64 {
@@ -2047,11 +2054,13 @@ fn build_intent_store(dir: &Path) -> PathBuf {
         segment_buckets: 1,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     };
     let v = s.map_with("v", &tiny, true).unwrap();
     let fopts = shoal::FixedOptions {
         segment_buckets: 2,
         stash_buckets: 1,
+        ..Default::default()
     };
     let f = s.fixed_map_with("f", 8, 8, &fopts, true).unwrap();
     for i in 0..200u64 {
@@ -2367,6 +2376,7 @@ fn a_map_of_groups_is_checked_group_by_group() {
         let small = FixedOptions {
             segment_buckets: 2,
             stash_buckets: 1,
+            ..Default::default()
         };
         let f = s.fixed_map_with("f", 8, 8, &small, true).unwrap();
         for i in 0..2000u64 {
@@ -2482,6 +2492,7 @@ fn a_short_record_at_the_file_end_is_not_read_past_it() {
             segment_buckets: 1,
             stash_buckets: 1,
             uids: false,
+            ..Default::default()
         };
         s.map_with("m", &one, true)
             .unwrap()

@@ -105,6 +105,7 @@ fn deep_maps_take_long_index_arenas() {
         segment_buckets: 2,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     };
     let s = Store::open_with(&path, &opts, OpenMode::CreateNew).unwrap();
     let m = s.map_with("deep", &small, true).unwrap();
@@ -156,6 +157,7 @@ fn many_keys_split_and_iterate() {
                 segment_buckets: 2,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -964,6 +966,7 @@ fn stash_reads_racing_replaces_and_cleaning_are_whole() {
                 segment_buckets: 1,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -1233,6 +1236,7 @@ fn a_map_with_segments_longer_than_an_arena_grows_and_checks_clean() {
         segment_buckets: 4096,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     };
     let m = s.map_with("m", &big, true).unwrap();
     m.put(b"first", b"x").unwrap();

@@ -258,6 +258,7 @@ fn torn_copies_of_checksummed_records_are_retried_never_reported() {
         segment_buckets: 4,
         stash_buckets: 1,
         uids: true,
+        ..Default::default()
     };
     let m = s.map_with("m", &mo, true).unwrap();
     const KEYS: u32 = 400;
@@ -372,6 +373,7 @@ fn store_with_a_damaged_segment(d: &Path) -> (std::path::PathBuf, usize) {
         segment_buckets: 4,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     };
     {
         let s = Store::open(&p).unwrap();

@@ -124,6 +124,7 @@ fn durable_writer() {
                 segment_buckets: 4,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -239,6 +240,7 @@ fn killed_writer_leaves_an_unclean_store_that_is_verified_and_repaired() {
                 segment_buckets: 4,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )
@@ -302,6 +304,7 @@ fn copies_taken_at_random_moments_are_never_silently_wrong() {
                 segment_buckets: 4,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )

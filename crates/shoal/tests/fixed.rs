@@ -21,6 +21,7 @@ fn small() -> FixedOptions {
     FixedOptions {
         segment_buckets: 2,
         stash_buckets: 1,
+        ..Default::default()
     }
 }
 

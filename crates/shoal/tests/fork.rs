@@ -59,6 +59,7 @@ fn open(dir: &tempfile::TempDir) -> (Store, Map) {
                 segment_buckets: 2,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )

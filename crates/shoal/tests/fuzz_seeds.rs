@@ -50,6 +50,7 @@ fn tiny() -> MapOptions {
         segment_buckets: 1,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     }
 }
 
@@ -263,6 +264,7 @@ fn crash_workload(s: &Store, uids: bool) {
     let opts = shoal::FixedOptions {
         segment_buckets: 2,
         stash_buckets: 1,
+        ..Default::default()
     };
     let f = s.fixed_map_with("f", 8, 8, &opts, true).unwrap();
     for round in 0..8u8 {

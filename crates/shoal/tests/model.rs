@@ -31,6 +31,7 @@ fn tiny() -> MapOptions {
         segment_buckets: 1,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     }
 }
 
@@ -181,6 +182,7 @@ fn fixed_reads_of_a_stash_key_overwritten_in_place_are_whole() {
             let opts = shoal::FixedOptions {
                 segment_buckets: 1,
                 stash_buckets: 1,
+                ..Default::default()
             };
             let m = s.fixed_map_with("f", 16, 16, &opts, true).unwrap();
             // Fifteen cells at home: key 15 goes to the stash bucket.
@@ -372,6 +374,7 @@ fn fixed_lock_free_adds_race_cell_reuse_and_splits() {
         let opts = shoal::FixedOptions {
             segment_buckets: 1,
             stash_buckets: 1,
+            ..Default::default()
         };
         let m = s.fixed_map_with("f", 8, 8, &opts, true).unwrap();
         for i in 0..4 {
@@ -454,6 +457,7 @@ fn group_moves_race_readers_writers_and_iteration(ks: usize, vs: usize, per_writ
         let opts = shoal::FixedOptions {
             segment_buckets: 1,
             stash_buckets: 1,
+            ..Default::default()
         };
         let m = s.fixed_map_with("f", ks, vs, &opts, true).unwrap();
         let stable = 0..6u64;

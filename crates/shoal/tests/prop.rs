@@ -261,6 +261,7 @@ fn map_options(spec: Option<(u32, u32)>) -> MapOptions {
             segment_buckets,
             stash_buckets,
             uids: false,
+            ..Default::default()
         },
         None => MapOptions::default(),
     }
@@ -1300,6 +1301,7 @@ fn dropped_map_handle_is_not_found_after_its_chunk_is_reused() {
                 segment_buckets: 1,
                 stash_buckets: 1,
                 uids: false,
+                ..Default::default()
             },
             true,
         )

@@ -193,6 +193,7 @@ fn cleaning_behind_a_stopped_writer_frees_no_live_record() {
         segment_buckets: 1,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     };
     let m = s.map_with("m", &one_bucket, true).unwrap();
     let other = s.map("other").unwrap();
@@ -257,6 +258,7 @@ fn writes_behind_a_stopped_holder_wait_their_timeout_once_and_housekeeping_not_a
         segment_buckets: 4096,
         stash_buckets: 1,
         uids: false,
+        ..Default::default()
     };
     let m = s.map_with("m", &one_segment, true).unwrap();
     let other = s.map("other").unwrap();

@@ -41,6 +41,7 @@ fn small_store(dir: &tempfile::TempDir) -> (Store, Map) {
                 segment_buckets: 2,
                 stash_buckets: 1,
                 uids: true,
+                ..Default::default()
             },
             true,
         )
@@ -565,6 +566,7 @@ fn uid_writes_survive_a_crash_at_every_step() {
                             segment_buckets: 4,
                             stash_buckets: 1,
                             uids: true,
+                            ..Default::default()
                         },
                         true,
                     )

@@ -462,6 +462,7 @@ fn a_version_6_store_keeps_splitting_its_fixed_maps() {
         let small = shoal::FixedOptions {
             segment_buckets: 4,
             stash_buckets: 1,
+            ..Default::default()
         };
         let m = s.fixed_map_with("f", 8, 8, &small, true).unwrap();
         for i in round * 2000..(round + 1) * 2000 {

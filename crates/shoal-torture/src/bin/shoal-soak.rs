@@ -114,6 +114,7 @@ fn main() {
                 segment_buckets: 8,
                 stash_buckets: 2,
                 uids: false,
+                ..Default::default()
             },
             true,
         )

@@ -23,6 +23,12 @@ pub struct FixedOptions {
     /// Stash buckets per segment; 0 (the default) chooses a twelfth of the buckets (a
     /// sixteenth in stores of format version 6).
     pub stash_buckets: u32,
+    /// The key type to record in the map when it is created (see
+    /// [`DataType`](crate::DataType)); an existing map that recorded another is
+    /// `InvalidArgument`. The numbers (`I64`, `U64`, `F64`) need 8-byte keys.
+    pub key_type: Option<crate::DataType>,
+    /// The value type to record, as `key_type`. The numbers need 8-byte values.
+    pub value_type: Option<crate::DataType>,
 }
 
 /// A named map whose keys all have one size and whose values all have one size, stored
@@ -76,6 +82,17 @@ impl FixedMap {
     /// The map's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The key type recorded when the map was created (`None`: none recorded); see
+    /// [`DataType`](crate::DataType).
+    pub fn key_type(&self) -> Option<crate::DataType> {
+        crate::store::recorded_types(&self.sh, self.f.m.hdr).0
+    }
+
+    /// The value type recorded when the map was created (`None`: none recorded).
+    pub fn value_type(&self) -> Option<crate::DataType> {
+        crate::store::recorded_types(&self.sh, self.f.m.hdr).1
     }
 
     /// The size of every key, in bytes.

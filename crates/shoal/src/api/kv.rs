@@ -57,6 +57,10 @@ pub trait KvMap: Clone + Send + Sync + sealed::Sealed {
     fn with_timeout(&self, timeout: Duration) -> Self;
     /// The lock timeout of this handle.
     fn timeout(&self) -> Duration;
+    /// The key type recorded when the map was created ([`Map::key_type`]).
+    fn key_type(&self) -> Option<crate::DataType>;
+    /// The value type recorded when the map was created ([`Map::value_type`]).
+    fn value_type(&self) -> Option<crate::DataType>;
 
     /// The value of `key`, copied out, or `None`.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -149,6 +153,14 @@ macro_rules! forward_kv {
         #[inline]
         fn timeout(&self) -> Duration {
             Self::timeout(self)
+        }
+        #[inline]
+        fn key_type(&self) -> Option<crate::DataType> {
+            Self::key_type(self)
+        }
+        #[inline]
+        fn value_type(&self) -> Option<crate::DataType> {
+            Self::value_type(self)
         }
         #[inline]
         fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -69,6 +69,13 @@ pub const M_N_SEGS: u64 = 104;
 pub const M_KEY_SIZE: u64 = 80;
 pub const M_VALUE_SIZE: u64 = 88;
 pub const M_DIR_LOCK: u64 = 128;
+/// The key and value types recorded at creation (`DataType` codes): key in bits 0..8,
+/// value in bits 8..16, 0 = none recorded. The words from here to the counters were 0 in
+/// every map header of every version, which reads as "none recorded".
+pub const M_TYPES: u64 = 136;
+/// The tags of the key and value types that are `User` (0 otherwise).
+pub const M_KEY_TAG: u64 = 144;
+pub const M_VALUE_TAG: u64 = 152;
 pub const M_COUNTERS: u64 = 256;
 /// Per-txn counters: entries, live record bytes, splits (single writer: that txn).
 pub const MC_SIZE: u64 = 32;

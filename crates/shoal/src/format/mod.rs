@@ -43,6 +43,7 @@ mod map;
 mod queue;
 mod record;
 mod slots;
+mod types;
 
 pub use bucket::*;
 pub use catalog::*;
@@ -54,3 +55,4 @@ pub use map::*;
 pub use queue::*;
 pub use record::*;
 pub use slots::*;
+pub use types::*;

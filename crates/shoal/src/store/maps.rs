@@ -39,6 +39,7 @@ impl Store {
                     "map {name:?} exists without UIDs; UIDs are chosen when a map is created"
                 )));
             }
+            check_types(&self.sh, m.m.hdr, name, opts.key_type, opts.value_type)?;
             return Ok(m);
         }
         if !create {
@@ -55,6 +56,8 @@ impl Store {
                 "map {name:?} exists without UIDs; UIDs are chosen when a map is created"
             )));
         }
+        // Another process may have created it first, with other types.
+        check_types(&self.sh, m.m.hdr, name, opts.key_type, opts.value_type)?;
         Ok(m)
     }
 
@@ -102,6 +105,7 @@ impl Store {
         let mref = self.create_object(tx, name, KIND_MAP, k, |c, id, word| {
             let flags = if opts.uids { MF_UIDS } else { 0 };
             let mut m: MapRef = varmap::init_map(sh, c, id, n_main, n_stash, flags);
+            record_types(sh, m.hdr, opts.key_type, opts.value_type);
             m.cat_word = word;
             (m, m.hdr)
         })?;
@@ -144,7 +148,9 @@ impl Store {
                 "segment_buckets must be 0..=4096 and stash_buckets 0..=1024".into(),
             ));
         }
+        check_fixed_types(ks, vs, opts)?;
         if let Some(m) = self.find_fixed(name, ks, vs)? {
+            check_types(&self.sh, m.f.m.hdr, name, opts.key_type, opts.value_type)?;
             return Ok(m);
         }
         if !create {
@@ -154,7 +160,10 @@ impl Store {
         tx.lock(H_CATALOG_LOCK)?;
         let r = self.create_fixed_locked(&tx, name, ks, vs, opts);
         tx.unlock(H_CATALOG_LOCK);
-        r
+        let m = r?;
+        // Another process may have created it first, with other types.
+        check_types(&self.sh, m.f.m.hdr, name, opts.key_type, opts.value_type)?;
+        Ok(m)
     }
 
     /// The live catalog entry named `name`, whatever its kind (names are one namespace):
@@ -239,6 +248,7 @@ impl Store {
             .div_ceil(sh.g.chunk_size());
         let f = self.create_object(tx, name, KIND_MAP, k, |c, id, word| {
             let mut f = crate::kinds::fixed::init_map(sh, c, id, geo, n_main, n_stash);
+            record_types(sh, f.m.hdr, opts.key_type, opts.value_type);
             f.m.cat_word = word;
             (f, f.m.hdr)
         })?;
@@ -440,4 +450,54 @@ pub(crate) fn read_name(sh: &Shared, ce: u64) -> Result<String> {
     sh.r.read_bytes(ce + C_NAME, &mut b);
     String::from_utf8(b)
         .map_err(|_| sh.corrupt(format!("catalog entry at {ce:#x}: name is not UTF-8")))
+}
+
+/// The key and value types recorded in the map header at `hdr`.
+pub(crate) fn recorded_types(sh: &Shared, hdr: u64) -> (Option<DataType>, Option<DataType>) {
+    let w = |o| sh.w(hdr + o).load(Relaxed);
+    types_of(w(M_TYPES), w(M_KEY_TAG), w(M_VALUE_TAG))
+}
+
+/// Refuses types asked for (`key`, `value`) that differ from those map `name` recorded. A
+/// map that recorded none (created without, or by an older library) takes any.
+fn check_types(
+    sh: &Shared,
+    hdr: u64,
+    name: &str,
+    key: Option<DataType>,
+    value: Option<DataType>,
+) -> Result<()> {
+    let (rk, rv) = recorded_types(sh, hdr);
+    for (what, asked, rec) in [("keys", key, rk), ("values", value, rv)] {
+        if let (Some(a), Some(r)) = (asked, rec) {
+            if a != r {
+                return Err(Error::InvalidArgument(format!(
+                    "map {name:?} records its {what} as {r}, not {a}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records `key` and `value` in the map header at `hdr`, still private to its creator.
+fn record_types(sh: &Shared, hdr: u64, key: Option<DataType>, value: Option<DataType>) {
+    for (off, word) in type_words(key, value) {
+        sh.w(hdr + off).store(word, Relaxed);
+    }
+}
+
+/// Refuses a number type for a fixed map's keys or values of another size than 8 bytes.
+fn check_fixed_types(ks: u64, vs: u64, opts: &FixedOptions) -> Result<()> {
+    for (what, size, t) in [("keys", ks, opts.key_type), ("values", vs, opts.value_type)] {
+        if let Some(n) = t.and_then(|t| t.fixed_size()) {
+            if size != n as u64 {
+                return Err(Error::InvalidArgument(format!(
+                    "{} {what} have {n} bytes, not {size}",
+                    t.expect("a type")
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@ use crate::format::*;
 use crate::shared::Shared;
 use crate::txn::thread_txn;
 use crate::txn::Txn;
+pub(crate) use maps::recorded_types;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::*;
@@ -113,6 +114,13 @@ pub struct MapOptions {
     /// Keep a stable [`Uid`](crate::Uid) per key (see [`Map::uid`](crate::Map::uid)):
     /// 24 bytes per key in a UID table plus 8 per record. Default false.
     pub uids: bool,
+    /// The key type to record in the map when it is created, so that every process and
+    /// language reads its keys alike (see [`DataType`](crate::DataType)); an existing map
+    /// that recorded another is `InvalidArgument`. Default none. The engine stores bytes
+    /// whatever the type: the bindings encode and decode.
+    pub key_type: Option<crate::DataType>,
+    /// The value type to record, as `key_type`.
+    pub value_type: Option<crate::DataType>,
 }
 
 impl Default for MapOptions {
@@ -121,6 +129,8 @@ impl Default for MapOptions {
             segment_buckets: DEFAULT_MAIN_BUCKETS as u32,
             stash_buckets: DEFAULT_STASH_BUCKETS as u32,
             uids: false,
+            key_type: None,
+            value_type: None,
         }
     }
 }
@@ -280,7 +290,7 @@ impl Store {
     /// one without a closure.
     ///
     /// ```no_run
-    /// let opts = shoal::Options { sync_writes: true, ..Default::default() };
+    /// let opts = shoal::Options { sync_writes: true };
     /// let store = shoal::Store::open_with("/var/lib/app/data.shoal", &opts, shoal::OpenMode::OpenOrCreate)?;
     /// let orders = store.map("orders")?;
     /// store.batch(|| {                                 // one msync + fsync for the three puts

@@ -238,6 +238,8 @@ fn copy_map(
         ));
         return Ok(None);
     }
+    // The types go with the entries (a damaged header's that cannot fit are left out).
+    let (kt, vt) = super::recorded_types(sh, hdr);
     let n = if crate::kinds::fixed::is_fixed(sh, id) {
         let f = match crate::kinds::fixed::fixed_ref_unchecked(sh, id) {
             Ok(f) => f,
@@ -256,6 +258,10 @@ fn copy_map(
                 &crate::FixedOptions {
                     segment_buckets: if f.m.groups { f.m.n_main as u32 } else { 0 },
                     stash_buckets: if f.m.groups { f.m.n_stash as u32 } else { 0 },
+                    key_type:
+                        kt.filter(|t| t.fixed_size().is_none_or(|n| n as u64 == f.geo.key_size)),
+                    value_type:
+                        vt.filter(|t| t.fixed_size().is_none_or(|n| n as u64 == f.geo.value_size)),
                 },
                 true,
             )?),
@@ -291,6 +297,8 @@ fn copy_map(
                     segment_buckets: m.n_main as u32,
                     stash_buckets: m.n_stash as u32,
                     uids: m.vtrail != 0,
+                    key_type: kt,
+                    value_type: vt,
                 },
                 true,
             )?),

@@ -139,6 +139,17 @@ impl Map {
         &self.name
     }
 
+    /// The key type recorded when the map was created (`None`: none recorded); see
+    /// [`DataType`](crate::DataType).
+    pub fn key_type(&self) -> Option<crate::DataType> {
+        crate::store::recorded_types(&self.sh, self.m.hdr).0
+    }
+
+    /// The value type recorded when the map was created (`None`: none recorded).
+    pub fn value_type(&self) -> Option<crate::DataType> {
+        crate::store::recorded_types(&self.sh, self.m.hdr).1
+    }
+
     /// The map's number in the store's catalog, which its records carry (FORMAT.md,
     /// "Records": maps numbered below 8 get 2-byte headers for small records). Numbers
     /// of dropped maps are reused.
