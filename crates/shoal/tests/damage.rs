@@ -12,7 +12,7 @@
 //! * a truncated file is salvaged: every entry whose record and index survived is in the
 //!   new store, with its value, and nothing else.
 
-use shoal::{Error, MapOptions, OpenMode, Options, Store};
+use shoal::{DataType, Error, FixedOptions, MapOptions, OpenMode, Options, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -581,9 +581,32 @@ fn a_truncated_file_is_salvaged_with_every_intact_entry() {
             let s = Store::open_with(&p, &o, OpenMode::CreateNew).unwrap();
             // The maps' index chunks come first; their records after, in several data
             // chunks.
-            let keep = s.map("keep").unwrap();
+            // Recorded types go with the salvaged entries.
+            let keep = s
+                .map_with(
+                    "keep",
+                    &MapOptions {
+                        key_type: Some(DataType::Utf8),
+                        value_type: Some(DataType::User(7)),
+                        ..Default::default()
+                    },
+                    true,
+                )
+                .unwrap();
             let cut = s.map("cut").unwrap();
-            let fixed = s.fixed_map("fixed", 8, 8).unwrap();
+            let fixed = s
+                .fixed_map_with(
+                    "fixed",
+                    8,
+                    8,
+                    &FixedOptions {
+                        key_type: Some(DataType::U64),
+                        value_type: Some(DataType::I64),
+                        ..Default::default()
+                    },
+                    true,
+                )
+                .unwrap();
             let uids = s
                 .map_with(
                     "uids",
@@ -655,6 +678,15 @@ fn a_truncated_file_is_salvaged_with_every_intact_entry() {
         let uids = s.open_map("uids").unwrap();
         assert!(uids.has_uids());
         let fixed = s.fixed_map("fixed", 8, 8).unwrap();
+        assert_eq!(
+            (keep.key_type(), keep.value_type()),
+            (Some(DataType::Utf8), Some(DataType::User(7)))
+        );
+        assert_eq!(
+            (fixed.key_type(), fixed.value_type()),
+            (Some(DataType::U64), Some(DataType::I64))
+        );
+        assert_eq!((uids.key_type(), cut.value_type()), (None, None));
         for i in 0..50u32 {
             assert_eq!(
                 keep.get(format!("keep{i:04}").as_bytes()).unwrap(),

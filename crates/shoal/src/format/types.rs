@@ -123,3 +123,35 @@ pub(crate) fn types_of(
         DataType::from_code((types >> 8) as u8, value_tag),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_words_give_back_the_types_they_record() {
+        let all = [
+            None,
+            Some(DataType::Bytes),
+            Some(DataType::Utf8),
+            Some(DataType::I64),
+            Some(DataType::U64),
+            Some(DataType::F64),
+            Some(DataType::Json),
+            Some(DataType::User(0x1234_5678_9abc_def0)),
+            Some(DataType::Unknown(200)),
+        ];
+        for k in all {
+            for v in all {
+                let [(_, t), (_, kt), (_, vt)] = type_words(k, v);
+                assert_eq!(types_of(t, kt, vt), (k, v));
+            }
+        }
+        // A code of a newer library reads as Unknown, not as an error.
+        assert_eq!(
+            types_of(9 | 2 << 8, 0, 0),
+            (Some(DataType::Unknown(9)), Some(DataType::Utf8))
+        );
+        assert_eq!(&USER_TAG_PYTHON_PICKLE.to_le_bytes(), b"py:pickl");
+    }
+}
