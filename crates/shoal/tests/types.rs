@@ -74,6 +74,10 @@ fn another_type_than_the_recorded_one_is_refused() {
         Err(Error::InvalidArgument(why)) => assert!(why.contains("keys as utf8"), "{why}"),
         other => panic!("a conflicting key type was accepted: {:?}", other.err()),
     }
+    assert!(matches!(
+        s.map_with("u", &typed(DataType::Unknown(9), DataType::Json), true),
+        Err(Error::InvalidArgument(_))
+    ));
     // Asking for no type, or for the recorded ones, opens it.
     s.open_map("m").unwrap();
     s.map_with("m", &typed(DataType::Utf8, DataType::Json), false)

@@ -33,6 +33,7 @@ impl Store {
                 "segment_buckets must be 1..=4096 and stash_buckets 1..=1024".into(),
             ));
         }
+        check_known(opts.key_type, opts.value_type)?;
         if let Some(m) = self.find_map(name, opts.uids)? {
             if opts.uids && !m.has_uids() {
                 return Err(Error::InvalidArgument(format!(
@@ -148,6 +149,7 @@ impl Store {
                 "segment_buckets must be 0..=4096 and stash_buckets 0..=1024".into(),
             ));
         }
+        check_known(opts.key_type, opts.value_type)?;
         check_fixed_types(ks, vs, opts)?;
         if let Some(m) = self.find_fixed(name, ks, vs)? {
             check_types(&self.sh, m.f.m.hdr, name, opts.key_type, opts.value_type)?;
@@ -484,6 +486,20 @@ fn check_types(
 fn record_types(sh: &Shared, hdr: u64, key: Option<DataType>, value: Option<DataType>) {
     for (off, word) in type_words(key, value) {
         sh.w(hdr + off).store(word, Relaxed);
+    }
+}
+
+/// Refuses to record a type this library does not know (`DataType::Unknown`).
+fn check_known(key: Option<DataType>, value: Option<DataType>) -> Result<()> {
+    match [key, value]
+        .into_iter()
+        .flatten()
+        .find(|t| matches!(t, DataType::Unknown(_)))
+    {
+        Some(t) => Err(Error::InvalidArgument(format!(
+            "the type {t} is read from maps, never recorded"
+        ))),
+        None => Ok(()),
     }
 }
 
