@@ -139,6 +139,46 @@
 #define SHOAL_FIXED_MAX_VALUE_SIZE 128
 
 /**
+ * No type recorded (the default of the options; what an older map reads as).
+ */
+#define SHOAL_TYPE_NONE 0
+
+/**
+ * Opaque bytes.
+ */
+#define SHOAL_TYPE_BYTES 1
+
+/**
+ * UTF-8 text, no terminator.
+ */
+#define SHOAL_TYPE_UTF8 2
+
+/**
+ * A signed integer: 8 bytes, two's complement, little-endian.
+ */
+#define SHOAL_TYPE_I64 3
+
+/**
+ * An unsigned integer: 8 bytes, little-endian.
+ */
+#define SHOAL_TYPE_U64 4
+
+/**
+ * IEEE 754 binary64, 8 bytes, little-endian.
+ */
+#define SHOAL_TYPE_F64 5
+
+/**
+ * JSON text in UTF-8 (as keys: compact, object keys sorted).
+ */
+#define SHOAL_TYPE_JSON 6
+
+/**
+ * An encoding of the application's own, named by a 64-bit tag.
+ */
+#define SHOAL_TYPE_USER 7
+
+/**
  * The status every call returns. `SHOAL_OK` is 0; every other value is a failure or an
  * expected negative outcome (a missing key, the end of an iteration). New codes are only
  * ever appended; treat an unknown code as a failure.
@@ -606,6 +646,27 @@ typedef struct shoal_map_options {
      * Reserved; must be 0.
      */
     uint32_t reserved;
+    /**
+     * The key type to record when the map is created: a `SHOAL_TYPE_` code (default
+     * `SHOAL_TYPE_NONE`). An existing map that recorded another is `SHOAL_INVALID`. The
+     * engine stores bytes whatever the type; it tells other programs, in any language,
+     * how to decode them (`shoal_map_types`). Added after `reserved`: a caller compiled
+     * with the older 24-byte struct records none.
+     */
+    uint32_t key_type;
+    /**
+     * The value type to record, as `key_type`.
+     */
+    uint32_t value_type;
+    /**
+     * With `key_type = SHOAL_TYPE_USER`: the application's tag naming its encoding; 0
+     * otherwise.
+     */
+    uint64_t key_tag;
+    /**
+     * With `value_type = SHOAL_TYPE_USER`: as `key_tag`.
+     */
+    uint64_t value_tag;
 } shoal_map_options;
 
 /**
@@ -761,6 +822,24 @@ typedef struct shoal_fixed_options {
      * format version 6; at least 2).
      */
     uint32_t stash_buckets;
+    /**
+     * The key type to record when the map is created, as `shoal_map_options.key_type`;
+     * `SHOAL_TYPE_I64`, `_U64` and `_F64` need 8-byte keys. Added after `stash_buckets`:
+     * a caller compiled with the older struct records none.
+     */
+    uint32_t key_type;
+    /**
+     * The value type to record; the numbers need 8-byte values.
+     */
+    uint32_t value_type;
+    /**
+     * With `key_type = SHOAL_TYPE_USER`: the application's tag; 0 otherwise.
+     */
+    uint64_t key_tag;
+    /**
+     * With `value_type = SHOAL_TYPE_USER`: the application's tag; 0 otherwise.
+     */
+    uint64_t value_tag;
 } shoal_fixed_options;
 
 /**
@@ -2578,6 +2657,37 @@ shoal_status shoal_queue_len(const struct shoal_queue *set, uint32_t q, uint64_t
  * `set` is NULL or a live handle; `returned` is NULL or writable.
  */
 shoal_status shoal_queue_reclaim(const struct shoal_queue *set, uint64_t *returned);
+
+/**
+ * The key and value types the map recorded when it was created: `SHOAL_TYPE_` codes
+ * (`SHOAL_TYPE_NONE` when none was recorded; a code above 7, written by a newer library,
+ * means bytes to this one) and the tags of `SHOAL_TYPE_USER` types (0 otherwise). Each
+ * out-pointer may be NULL.
+ *
+ * Errors: `SHOAL_NULL_POINTER` (the map).
+ *
+ * # Safety
+ * `map` is NULL or a live handle; each out-pointer is NULL or writable.
+ */
+shoal_status shoal_map_types(const struct shoal_map *map,
+                             uint32_t *key_type,
+                             uint64_t *key_tag,
+                             uint32_t *value_type,
+                             uint64_t *value_tag);
+
+/**
+ * `shoal_map_types` for a fixed-size map.
+ *
+ * Errors: `SHOAL_NULL_POINTER` (the map).
+ *
+ * # Safety
+ * `map` is NULL or a live handle; each out-pointer is NULL or writable.
+ */
+shoal_status shoal_fixed_types(const struct shoal_fixed *map,
+                               uint32_t *key_type,
+                               uint64_t *key_tag,
+                               uint32_t *value_type,
+                               uint64_t *value_tag);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -173,12 +173,25 @@ struct Options {
     }
 };
 
+/// A key or value type a map records when it is created (FORMAT.md, "Key and value
+/// types"): a SHOAL_TYPE_ code, and the application's tag for SHOAL_TYPE_USER.
+struct DataType {
+    std::uint32_t code = SHOAL_TYPE_NONE;
+    std::uint64_t tag = 0;
+    bool operator==(const DataType& o) const noexcept { return code == o.code && tag == o.tag; }
+    bool operator!=(const DataType& o) const noexcept { return !(*this == o); }
+};
+
 /// Options a map is created with (see shoal_map_options; 0 means the default).
 struct MapOptions {
     std::uint32_t segment_buckets = 0;
     std::uint32_t stash_buckets = 0;
     /// Keep a stable Uid per key (Map::uid and the *_by_uid calls). Chosen at creation.
     bool uids = false;
+    /// The key and value types to record (none by default); an existing map that
+    /// recorded others throws.
+    DataType key_type{};
+    DataType value_type{};
 };
 
 /// Options a fixed-size map is created with (see shoal_fixed_options; 0 means the
@@ -188,6 +201,9 @@ struct FixedOptions {
     std::uint32_t segment_buckets = 0;
     /// Stash buckets per segment, 1..=1024 (default: a sixteenth of the buckets).
     std::uint32_t stash_buckets = 0;
+    /// The key and value types to record (the numbers need 8-byte cells).
+    DataType key_type{};
+    DataType value_type{};
 };
 
 /// A stable handle on one key of a map with UIDs (Map::uid, Map::put_uid): valid while
@@ -861,6 +877,22 @@ public:
         return std::string(buf, len);
     }
 
+    /// The key type recorded at creation (code SHOAL_TYPE_NONE: none).
+    DataType key_type() const {
+        DataType t;
+        detail::check(shoal_map_types(h_.get(), &t.code, &t.tag, nullptr, nullptr),
+                      "shoal_map_types");
+        return t;
+    }
+
+    /// The value type recorded at creation.
+    DataType value_type() const {
+        DataType t;
+        detail::check(shoal_map_types(h_.get(), nullptr, nullptr, &t.code, &t.tag),
+                      "shoal_map_types");
+        return t;
+    }
+
     /// Calls `f(std::string_view key, std::string_view value)` for each entry (views valid
     /// during the call). If f returns bool, false stops the walk.
     template <class F>
@@ -1025,6 +1057,22 @@ public:
 
     std::size_t key_size() const noexcept { return key_size_; }
     std::size_t value_size() const noexcept { return value_size_; }
+
+    /// The key type recorded at creation (code SHOAL_TYPE_NONE: none).
+    DataType key_type() const {
+        DataType t;
+        detail::check(shoal_fixed_types(h_.get(), &t.code, &t.tag, nullptr, nullptr),
+                      "shoal_fixed_types");
+        return t;
+    }
+
+    /// The value type recorded at creation.
+    DataType value_type() const {
+        DataType t;
+        detail::check(shoal_fixed_types(h_.get(), nullptr, nullptr, &t.code, &t.tag),
+                      "shoal_fixed_types");
+        return t;
+    }
 
     /// The value of `key`, or nullopt.
     std::optional<std::string> get(bytes_view key) const {
@@ -1336,6 +1384,10 @@ inline Map Store::map(std::string_view name, bool create, const MapOptions& opts
     o.segment_buckets = opts.segment_buckets;
     o.stash_buckets = opts.stash_buckets;
     o.uids = opts.uids ? 1u : 0u;
+    o.key_type = opts.key_type.code;
+    o.key_tag = opts.key_type.tag;
+    o.value_type = opts.value_type.code;
+    o.value_tag = opts.value_type.tag;
     shoal_map* m = nullptr;
     detail::check(shoal_map_open(h_.get(), n.c_str(), create ? SHOAL_MAP_CREATE : 0, &o, &m),
                   "shoal_map_open");
@@ -1365,6 +1417,10 @@ inline FixedMap Store::fixed_map(std::string_view name, std::size_t key_size,
     o.struct_size = sizeof o;
     o.segment_buckets = opts.segment_buckets;
     o.stash_buckets = opts.stash_buckets;
+    o.key_type = opts.key_type.code;
+    o.key_tag = opts.key_type.tag;
+    o.value_type = opts.value_type.code;
+    o.value_tag = opts.value_type.tag;
     shoal_fixed* f = nullptr;
     detail::check(shoal_fixed_open_with(h_.get(), n.c_str(), key_size, value_size,
                                         create ? SHOAL_MAP_CREATE : 0, &o, &f),

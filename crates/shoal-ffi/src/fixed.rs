@@ -57,13 +57,23 @@ pub struct shoal_fixed_options {
     /// 1..=1024. Default: a twelfth of the segment's buckets (a sixteenth in stores of
     /// format version 6; at least 2).
     pub stash_buckets: u32,
+    /// The key type to record when the map is created, as `shoal_map_options.key_type`;
+    /// `SHOAL_TYPE_I64`, `_U64` and `_F64` need 8-byte keys. Added after `stash_buckets`:
+    /// a caller compiled with the older struct records none.
+    pub key_type: u32,
+    /// The value type to record; the numbers need 8-byte values.
+    pub value_type: u32,
+    /// With `key_type = SHOAL_TYPE_USER`: the application's tag; 0 otherwise.
+    pub key_tag: u64,
+    /// With `value_type = SHOAL_TYPE_USER`: the application's tag; 0 otherwise.
+    pub value_tag: u64,
 }
 
-// SAFETY: repr(C), starts with struct_size: usize, then two u32 (16 bytes on 64-bit
-// targets, 12 on 32-bit: no padding either way), any bit pattern valid.
+// SAFETY: repr(C), starts with struct_size: usize, then four u32 and two u64 (40 bytes on
+// 64-bit targets: no padding), any bit pattern valid.
 unsafe impl Versioned for shoal_fixed_options {}
-const _: () =
-    assert!(std::mem::size_of::<shoal_fixed_options>() == std::mem::size_of::<usize>() + 8);
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<shoal_fixed_options>() == 40);
 
 /// Figures about one fixed-size map (`shoal_fixed_get_stats`). Set `struct_size` before
 /// the call.
@@ -117,7 +127,7 @@ pub struct shoal_fixed_iter {
 /// # Safety
 /// `p` is NULL or a live handle from `shoal_fixed_open`.
 #[inline(always)]
-unsafe fn fixed_ref<'a>(p: *const shoal_fixed) -> Res<&'a shoal::FixedMap> {
+pub(crate) unsafe fn fixed_ref<'a>(p: *const shoal_fixed) -> Res<&'a shoal::FixedMap> {
     // SAFETY: forwarded contract.
     unsafe { kv::handle(p) }
 }
@@ -222,7 +232,8 @@ pub unsafe extern "C" fn shoal_fixed_open_with(
         let fo = shoal::FixedOptions {
             segment_buckets: o.segment_buckets,
             stash_buckets: o.stash_buckets,
-            ..Default::default()
+            key_type: crate::types::from_code(o.key_type, o.key_tag, "key")?,
+            value_type: crate::types::from_code(o.value_type, o.value_tag, "value")?,
         };
         let map = s.fixed_map_with(
             name,

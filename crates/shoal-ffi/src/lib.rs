@@ -38,12 +38,15 @@ mod queue;
 // The calls both kinds of map share (no exported items of its own).
 mod kv;
 
+mod types;
+
 pub use atomic::*;
 pub use fixed::*;
 pub use iter::*;
 pub use map::*;
 pub use queue::*;
 pub use store::*;
+pub use types::*;
 pub use uid::*;
 
 use std::cell::{Cell, RefCell};

@@ -38,12 +38,25 @@ pub struct shoal_map_options {
     pub uids: u32,
     /// Reserved; must be 0.
     pub reserved: u32,
+    /// The key type to record when the map is created: a `SHOAL_TYPE_` code (default
+    /// `SHOAL_TYPE_NONE`). An existing map that recorded another is `SHOAL_INVALID`. The
+    /// engine stores bytes whatever the type; it tells other programs, in any language,
+    /// how to decode them (`shoal_map_types`). Added after `reserved`: a caller compiled
+    /// with the older 24-byte struct records none.
+    pub key_type: u32,
+    /// The value type to record, as `key_type`.
+    pub value_type: u32,
+    /// With `key_type = SHOAL_TYPE_USER`: the application's tag naming its encoding; 0
+    /// otherwise.
+    pub key_tag: u64,
+    /// With `value_type = SHOAL_TYPE_USER`: as `key_tag`.
+    pub value_tag: u64,
 }
 
-// SAFETY: repr(C), starts with struct_size: usize, then four u32 (24 bytes, no padding),
-// any bit pattern valid.
+// SAFETY: repr(C), starts with struct_size: usize, then six u32 and two u64 (48 bytes, no
+// padding), any bit pattern valid.
 unsafe impl Versioned for shoal_map_options {}
-const _: () = assert!(std::mem::size_of::<shoal_map_options>() == 24);
+const _: () = assert!(std::mem::size_of::<shoal_map_options>() == 48);
 
 /// Figures about one map (`shoal_map_get_stats`). Set `struct_size` before the call.
 #[repr(C)]
@@ -149,7 +162,8 @@ pub unsafe extern "C" fn shoal_map_open(
                     ))
                 }
             },
-            ..Default::default()
+            key_type: crate::types::from_code(o.key_type, o.key_tag, "key")?,
+            value_type: crate::types::from_code(o.value_type, o.value_tag, "value")?,
         };
         if o.reserved != 0 {
             return Err(Fail::new(SHOAL_INVALID, "opts->reserved must be 0"));

@@ -2966,6 +2966,74 @@ static void test_queue(void) {
     shoal_store_close(s);
 }
 
+/* Key and value types recorded at creation: read back by every handle, a conflicting
+ * one refused, bad codes and tags refused, a number type only for 8-byte fixed cells. */
+static void test_types(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("types", &s, &m)) { h_failures++; return; }
+    uint32_t kt = 99, vt = 99;
+    uint64_t ktag = 99, vtag = 99;
+    CHECK_RC(shoal_map_types(m, &kt, &ktag, &vt, &vtag), SHOAL_OK);
+    CHECK(kt == SHOAL_TYPE_NONE && vt == SHOAL_TYPE_NONE && ktag == 0 && vtag == 0);
+    CHECK_RC(shoal_map_types(NULL, &kt, NULL, NULL, NULL), SHOAL_NULL_POINTER);
+
+    shoal_map_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.key_type = SHOAL_TYPE_UTF8;
+    mo.value_type = SHOAL_TYPE_USER;
+    mo.value_tag = 0xfeedULL;
+    shoal_map *t = NULL;
+    REQUIRE_OK(shoal_map_open(s, "typed", SHOAL_MAP_CREATE, &mo, &t));
+    CHECK_RC(shoal_map_types(t, &kt, &ktag, &vt, &vtag), SHOAL_OK);
+    CHECK(kt == SHOAL_TYPE_UTF8 && ktag == 0 && vt == SHOAL_TYPE_USER && vtag == 0xfeedULL);
+    shoal_map *again = NULL;
+    REQUIRE_OK(shoal_map_open(s, "typed", 0, NULL, &again));
+    CHECK_RC(shoal_map_types(again, &kt, NULL, &vt, NULL), SHOAL_OK);
+    CHECK(kt == SHOAL_TYPE_UTF8 && vt == SHOAL_TYPE_USER);
+    shoal_map_close(again);
+    mo.value_type = SHOAL_TYPE_JSON;
+    mo.value_tag = 0;
+    CHECK_RC(shoal_map_open(s, "typed", SHOAL_MAP_CREATE, &mo, &again), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "values as user:0xfeed, not json") != NULL);
+    mo.value_type = 8;
+    CHECK_RC(shoal_map_open(s, "other", SHOAL_MAP_CREATE, &mo, &again), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "value_type") != NULL);
+    mo.value_type = SHOAL_TYPE_BYTES;
+    mo.value_tag = 1;
+    CHECK_RC(shoal_map_open(s, "other", SHOAL_MAP_CREATE, &mo, &again), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "value_tag") != NULL);
+
+    shoal_fixed_options fo;
+    memset(&fo, 0, sizeof fo);
+    fo.struct_size = sizeof fo;
+    fo.key_type = SHOAL_TYPE_U64;
+    fo.value_type = SHOAL_TYPE_F64;
+    shoal_fixed *f = NULL;
+    REQUIRE_OK(shoal_fixed_open_with(s, "counts", 8, 8, SHOAL_MAP_CREATE, &fo, &f));
+    CHECK_RC(shoal_fixed_types(f, &kt, NULL, &vt, NULL), SHOAL_OK);
+    CHECK(kt == SHOAL_TYPE_U64 && vt == SHOAL_TYPE_F64);
+    shoal_fixed_close(f);
+    fo.value_type = SHOAL_TYPE_I64;
+    CHECK_RC(shoal_fixed_open_with(s, "wide", 8, 16, SHOAL_MAP_CREATE, &fo, &f), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "8 bytes") != NULL);
+
+    /* An old caller's options struct (before the types) records none. */
+    struct {
+        size_t struct_size;
+        uint32_t segment_buckets, stash_buckets, uids, reserved;
+    } old = {24, 0, 0, 0, 0};
+    shoal_map *om = NULL;
+    REQUIRE_OK(shoal_map_open(s, "old", SHOAL_MAP_CREATE, (const shoal_map_options *)&old, &om));
+    CHECK_RC(shoal_map_types(om, &kt, NULL, &vt, NULL), SHOAL_OK);
+    CHECK(kt == SHOAL_TYPE_NONE && vt == SHOAL_TYPE_NONE);
+    shoal_map_close(om);
+    shoal_map_close(t);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ctest-XXXXXX", base ? base : "/tmp");
@@ -2984,6 +3052,7 @@ int main(void) {
     RUN(test_store_stats_compact);
     RUN(test_store_check);
     RUN(test_map_open_close_name);
+    RUN(test_types);
     RUN(test_map_get_put_buffers);
     RUN(test_map_get_cb_and_take);
     RUN(test_map_insert_replace_remove_contains);

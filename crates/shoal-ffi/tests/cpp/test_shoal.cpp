@@ -35,6 +35,29 @@ protected:
     std::string path_;
 };
 
+TEST_F(ShoalTest, RecordedTypes) {
+    shoal::Store store(path_, small());
+    shoal::MapOptions mo;
+    mo.key_type = {SHOAL_TYPE_UTF8, 0};
+    mo.value_type = {SHOAL_TYPE_USER, 42};
+    shoal::Map m = store.map("typed", true, mo);
+    EXPECT_EQ(m.key_type(), (shoal::DataType{SHOAL_TYPE_UTF8, 0}));
+    EXPECT_EQ(store.map("typed", false).value_type(), (shoal::DataType{SHOAL_TYPE_USER, 42}));
+    EXPECT_EQ(store.map("plain").key_type().code, SHOAL_TYPE_NONE);
+    mo.value_type = {SHOAL_TYPE_JSON, 0};
+    try {
+        store.map("typed", true, mo);
+        FAIL() << "a conflicting type was accepted";
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_INVALID);
+    }
+    shoal::FixedOptions fo;
+    fo.key_type = {SHOAL_TYPE_I64, 0};
+    shoal::FixedMap f = store.fixed_map("ids", 8, 4, true, fo);
+    EXPECT_EQ(f.key_type().code, SHOAL_TYPE_I64);
+    EXPECT_EQ(f.value_type().code, SHOAL_TYPE_NONE);
+}
+
 TEST_F(ShoalTest, PutGetAndOptionalResults) {
     shoal::Store store(path_, small());
     shoal::Map m = store.map("users");
