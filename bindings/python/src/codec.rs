@@ -8,6 +8,7 @@
 //! | `float`  | float (int accepted on input)     | 8 bytes, IEEE 754 binary64, little-endian   |
 //! | `json`   | JSON-serializable objects         | compact UTF-8 JSON, keys sorted, no NaN     |
 //! | `pickle` | any picklable object (opt-in)     | pickle protocol 5                           |
+//! | `uint`   | int in [0, 2^64)                  | 8 bytes, little-endian                      |
 //!
 //! The fixed layouts of `int` and `float` let programs in other languages read the values.
 
@@ -27,10 +28,11 @@ pub enum Codec {
     Float,
     Json,
     Pickle,
+    Uint,
 }
 
-/// The codec names, in documentation order.
-pub const NAMES: [&str; 6] = ["bytes", "str", "int", "float", "json", "pickle"];
+/// The codec names, in the order of `Codec`.
+pub const NAMES: [&str; 7] = ["bytes", "str", "int", "float", "json", "pickle", "uint"];
 
 /// Encoded bytes: borrowed from a Python `bytes` object, owned, or an 8-byte word.
 pub enum Enc<'a> {
@@ -114,6 +116,7 @@ impl Codec {
             "float" => Codec::Float,
             "json" => Codec::Json,
             "pickle" => Codec::Pickle,
+            "uint" => Codec::Uint,
             _ => {
                 return Err(PyValueError::new_err(format!(
                     "unknown codec {s:?}; the codecs are {}",
@@ -126,6 +129,41 @@ impl Codec {
     /// The codec's name.
     pub fn name(self) -> &'static str {
         NAMES[self as usize]
+    }
+
+    /// The type a map records for this codec (FORMAT.md, "Key and value types").
+    pub fn data_type(self) -> shoal::DataType {
+        match self {
+            Codec::Bytes => shoal::DataType::Bytes,
+            Codec::Str => shoal::DataType::Utf8,
+            Codec::Int => shoal::DataType::I64,
+            Codec::Uint => shoal::DataType::U64,
+            Codec::Float => shoal::DataType::F64,
+            Codec::Json => shoal::DataType::Json,
+            Codec::Pickle => shoal::DataType::User(shoal::USER_TAG_PYTHON_PICKLE),
+        }
+    }
+
+    /// The codec of a recorded type, for a map opened without one: bytes when none is
+    /// recorded, or the type is another program's own. Never pickle, which runs code when
+    /// it decodes: its caller must ask for it.
+    pub fn for_type(t: Option<shoal::DataType>, map: &str, what: &str) -> PyResult<Codec> {
+        use shoal::DataType as T;
+        Ok(match t {
+            Some(T::Utf8) => Codec::Str,
+            Some(T::I64) => Codec::Int,
+            Some(T::U64) => Codec::Uint,
+            Some(T::F64) => Codec::Float,
+            Some(T::Json) => Codec::Json,
+            Some(T::User(shoal::USER_TAG_PYTHON_PICKLE)) => {
+                return Err(crate::errors::invalid(&format!(
+                    "map {map:?} records its {what}s as Python pickles: pass {what}=\"pickle\" \
+                     to decode them (only in a store that no untrusted process writes: \
+                     unpickling runs code)"
+                )))
+            }
+            _ => Codec::Bytes,
+        })
     }
 
     /// Encodes `obj`; `TypeError` if it is not of the codec's type, `OverflowError` for an
@@ -202,6 +240,25 @@ impl Codec {
                 })?;
                 Ok(Enc::Word(v.to_le_bytes()))
             }
+            Codec::Uint => {
+                if !obj.is_instance_of::<PyInt>() && !obj.hasattr("__index__")? {
+                    return Err(PyTypeError::new_err(format!(
+                        "{what} must be int for codec 'uint', not {}",
+                        type_name(obj)
+                    )));
+                }
+                let v: u64 = obj.extract().map_err(|e: PyErr| {
+                    if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
+                        pyo3::exceptions::PyOverflowError::new_err(format!(
+                            "{what} out of range for codec 'uint' (64-bit unsigned): {}",
+                            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+                        ))
+                    } else {
+                        e
+                    }
+                })?;
+                Ok(Enc::Word(v.to_le_bytes()))
+            }
             Codec::Float => {
                 if !(obj.is_instance_of::<PyFloat>()
                     || obj.is_instance_of::<PyInt>()
@@ -255,6 +312,17 @@ impl Codec {
                     "DecodeError",
                     format!(
                         "stored value has {} bytes; codec 'int' needs exactly 8",
+                        data.len()
+                    ),
+                )),
+            },
+            Codec::Uint => match <[u8; 8]>::try_from(data) {
+                Ok(w) => Ok(u64::from_le_bytes(w).into_pyobject(py)?.into_any()),
+                Err(_) => Err(exc(
+                    py,
+                    "DecodeError",
+                    format!(
+                        "stored value has {} bytes; codec 'uint' needs exactly 8",
                         data.len()
                     ),
                 )),

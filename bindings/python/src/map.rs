@@ -254,6 +254,19 @@ impl Map {
         self.vc.name()
     }
 
+    /// The key type the map recorded when it was created (FORMAT.md, "Key and value
+    /// types": "utf8", "i64", "user:0x..."), or None.
+    #[getter]
+    fn key_type(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.m(py)?.map.key_type().map(|t| t.name()))
+    }
+
+    /// The value type the map recorded when it was created, or None.
+    #[getter]
+    fn value_type(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.m(py)?.map.value_type().map(|t| t.name()))
+    }
+
     /// The Store this map was opened from.
     #[getter]
     fn store(&self, py: Python<'_>) -> Py<Store> {

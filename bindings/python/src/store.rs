@@ -73,50 +73,56 @@ impl Store {
         self.core.lock_timeout
     }
 
-    /// map(name, *, key="bytes", value="bytes", create=True, uids=False) -> Map
+    /// map(name, *, key=None, value=None, create=True, uids=False) -> Map
     ///
     /// Opens the named map, creating it if it does not exist (unless `create=False`, which
     /// raises `shoal.NotFound`). `key` and `value` name the codecs that turn Python objects
-    /// into the stored bytes: "bytes" (default), "str" (UTF-8), "int" (8-byte little-endian
-    /// signed), "float" (8-byte IEEE 754 little-endian), "json" (canonical compact JSON)
-    /// or "pickle" (opt-in; never use it on a store that untrusted processes can write:
-    /// unpickling runs arbitrary code). Codecs are not recorded in the file: every process
-    /// must open a map with the same codecs.
+    /// into the stored bytes: "bytes", "str" (UTF-8), "int" (8-byte little-endian signed),
+    /// "uint" (8-byte little-endian unsigned), "float" (8-byte IEEE 754 little-endian),
+    /// "json" (canonical compact JSON) or "pickle" (opt-in; never use it on a store that
+    /// untrusted processes can write: unpickling runs arbitrary code). A map created with
+    /// codecs records them in the file, and every language then decodes it alike: opened
+    /// with none, a map takes the codecs it recorded ("bytes" if none, and never "pickle"
+    /// unless asked for); opened with others, it raises `shoal.InvalidArgument`.
     ///
     /// `uids=True` creates the map with a stable UID per key (`Map.uid`, `Map.put_uid`
     /// and the `*_by_uid` methods). UIDs are chosen when a map is created: asking for them
     /// on an existing map without UIDs raises `shoal.InvalidArgument`; `uids=False` opens
     /// an existing map with UIDs all the same.
-    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true, uids = false))]
+    #[pyo3(signature = (name, *, key = None, value = None, create = true, uids = false))]
     fn map(
         slf: &Bound<'_, Self>,
         name: &str,
-        key: &str,
-        value: &str,
+        key: Option<&str>,
+        value: Option<&str>,
         create: bool,
         uids: bool,
     ) -> PyResult<Map> {
         let py = slf.py();
-        let kc = Codec::parse(key)?;
-        let vc = Codec::parse(value)?;
+        let kc = key.map(Codec::parse).transpose()?;
+        let vc = value.map(Codec::parse).transpose()?;
         let this = slf.get();
         let st = this.get(py)?;
         let name_owned = name.to_owned();
+        // The codecs asked for are recorded in a map created now, and must match those an
+        // existing map recorded (the engine refuses others).
+        let o = shoal::MapOptions {
+            uids,
+            key_type: kc.map(Codec::data_type),
+            value_type: vc.map(Codec::data_type),
+            ..Default::default()
+        };
         let m = py
-            .detach(|| {
-                if uids {
-                    let o = shoal::MapOptions {
-                        uids: true,
-                        ..Default::default()
-                    };
-                    st.map_with(&name_owned, &o, create)
-                } else if create {
-                    st.map(&name_owned)
-                } else {
-                    st.open_map(&name_owned)
-                }
-            })
+            .detach(|| st.map_with(&name_owned, &o, create))
             .py_err(py)?;
+        let kc = match kc {
+            Some(c) => c,
+            None => Codec::for_type(m.key_type(), name, "key")?,
+        };
+        let vc = match vc {
+            Some(c) => c,
+            None => Codec::for_type(m.value_type(), name, "value")?,
+        };
         let core = Arc::new(MapCore::new(m));
         {
             let mut maps = this.core.maps.lock().unwrap_or_else(|e| e.into_inner());

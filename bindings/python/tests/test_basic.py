@@ -188,7 +188,7 @@ def test_errors_hierarchy(path):
     with shoal.open(path) as s:
         with pytest.raises(shoal.NotFound):
             s.map("nope", create=False)
-        m = s.map("m", key="bytes", value="bytes")
+        m = s.map("m")  # no codecs recorded: others may read it their way
         with pytest.raises(shoal.InvalidArgument):
             m[b"k" * (shoal.MAX_KEY_LEN + 1)] = b"v"
         with pytest.raises(ValueError):

@@ -32,7 +32,7 @@ def test_str_any_unicode(store, k, v):
     m = store.map("s", key="str", value="str")
     m[k] = v
     assert m[k] == v and k in m
-    raw = store.map("s")  # the same map seen as bytes: plain UTF-8
+    raw = store.map("s", key="bytes", value="bytes")  # the same map as bytes: UTF-8
     assert raw[k.encode()] == v.encode()
 
 
@@ -51,7 +51,7 @@ def test_int_round_trip_and_layout(store, k, v):
     m = store.map("i", key="int", value="int")
     m[k] = v
     assert m[k] == v
-    raw = store.map("i")
+    raw = store.map("i", key="bytes", value="bytes")
     assert raw[struct.pack("<q", k)] == struct.pack("<q", v)
 
 
@@ -80,7 +80,7 @@ def test_float_round_trip_and_layout(store, k, v):
     m[k] = v
     got = m[k]
     assert (math.isnan(v) and math.isnan(got)) or got == v
-    assert store.map("f")[struct.pack("<d", k)] == struct.pack("<d", v)
+    assert store.map("f", key="bytes", value="bytes")[struct.pack("<d", k)] == struct.pack("<d", v)
 
 
 def test_float_types(store):
@@ -108,7 +108,7 @@ def test_json(store, k, v):
 def test_json_canonical_and_strict(store):
     m = store.map("j", key="json", value="json")
     m[{"b": 1, "a": 2}] = "x"  # object keys are sorted: equal objects, equal keys
-    raw = store.map("j")
+    raw = store.map("j", key="bytes", value="bytes")
     assert raw[b'{"a":2,"b":1}'] == b'"x"'
     m["é"] = ["ü"]
     assert raw['"é"'.encode()] == '["ü"]'.encode()  # UTF-8, not \\u escapes
@@ -127,7 +127,38 @@ def test_pickle_opt_in(store, v):
 
 
 def test_codec_names(store):
-    assert shoal.CODECS == ["bytes", "str", "int", "float", "json", "pickle"]
+    assert shoal.CODECS == ["bytes", "str", "int", "float", "json", "pickle", "uint"]
     for c in shoal.CODECS:
         m = store.map("n-" + c, key=c, value=c)
         assert (m.key_codec, m.value_codec) == (c, c)
+
+
+def test_codecs_are_recorded_and_taken_by_a_map_opened_without_them(store):
+    m = store.map("people", key="str", value="json")
+    m["ann"] = {"age": 7}
+    assert (m.key_type, m.value_type) == ("utf8", "json")
+    again = store.map("people")  # no codecs: the recorded ones
+    assert (again.key_codec, again.value_codec) == ("str", "json")
+    assert again["ann"] == {"age": 7}
+    with pytest.raises(shoal.InvalidArgument, match="values as json, not i64"):
+        store.map("people", key="str", value="int")
+    assert store.map("people", value="bytes")["ann"] == b'{"age":7}'  # any map as bytes
+    plain = store.map("plain")
+    assert (plain.key_type, plain.value_type, plain.key_codec) == (None, None, "bytes")
+    # A map that recorded nothing takes any codecs (one made by an older library).
+    assert store.map("plain", value="int").value_type is None
+    n = store.map("n", key="uint", value="float")
+    n[2**64 - 1] = 0.5
+    assert store.map("n")[2**64 - 1] == 0.5
+    assert (n.key_type, n.value_type) == ("u64", "f64")
+    with pytest.raises(OverflowError):
+        n[-1] = 1.0
+
+
+def test_a_pickled_map_is_decoded_only_when_asked_for(store):
+    p = store.map("jobs", value="pickle")
+    p[b"a"] = {1, 2}
+    assert p.value_type == "user:0x6c6b6369703a7970"
+    with pytest.raises(shoal.InvalidArgument, match='value="pickle"'):
+        store.map("jobs")
+    assert store.map("jobs", value="pickle")[b"a"] == {1, 2}

@@ -56,9 +56,9 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 _T = TypeVar("_T")
 
-_Codec = Literal["bytes", "str", "int", "float", "json", "pickle"]
+_Codec = Literal["bytes", "str", "int", "float", "json", "pickle", "uint"]
 
-#: The codec names: "bytes", "str", "int", "float", "json", "pickle".
+#: The codec names: "bytes", "str", "int", "float", "json", "pickle", "uint".
 CODECS: Final[list[str]]
 #: The file format version this library writes.
 FORMAT_VERSION: Final[int]
@@ -222,23 +222,23 @@ class Store:
         """Seconds a call waits for a lock held by a live process."""
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["bytes"] = ..., create: bool = True, uids: bool = False
+        self, name: str, *, key: Literal["bytes"], value: Literal["bytes"], create: bool = True, uids: bool = False
     ) -> Map[bytes, bytes]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["str"], create: bool = True, uids: bool = False
+        self, name: str, *, key: Literal["bytes"], value: Literal["str"], create: bool = True, uids: bool = False
     ) -> Map[bytes, str]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["int"], create: bool = True, uids: bool = False
+        self, name: str, *, key: Literal["bytes"], value: Literal["int"], create: bool = True, uids: bool = False
     ) -> Map[bytes, int]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["bytes"] = ..., value: Literal["float"], create: bool = True, uids: bool = False
+        self, name: str, *, key: Literal["bytes"], value: Literal["float"], create: bool = True, uids: bool = False
     ) -> Map[bytes, float]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["str"], value: Literal["bytes"] = ..., create: bool = True, uids: bool = False
+        self, name: str, *, key: Literal["str"], value: Literal["bytes"], create: bool = True, uids: bool = False
     ) -> Map[str, bytes]: ...
     @overload
     def map(self, name: str, *, key: Literal["str"], value: Literal["str"], create: bool = True, uids: bool = False) -> Map[str, str]: ...
@@ -250,7 +250,7 @@ class Store:
     ) -> Map[str, float]: ...
     @overload
     def map(
-        self, name: str, *, key: Literal["int"], value: Literal["bytes"] = ..., create: bool = True, uids: bool = False
+        self, name: str, *, key: Literal["int"], value: Literal["bytes"], create: bool = True, uids: bool = False
     ) -> Map[int, bytes]: ...
     @overload
     def map(self, name: str, *, key: Literal["int"], value: Literal["str"], create: bool = True, uids: bool = False) -> Map[int, str]: ...
@@ -261,7 +261,9 @@ class Store:
         self, name: str, *, key: Literal["int"], value: Literal["float"], create: bool = True, uids: bool = False
     ) -> Map[int, float]: ...
     @overload
-    def map(self, name: str, *, key: _Codec = ..., value: _Codec = ..., create: bool = True, uids: bool = False) -> Map[Any, Any]: ...
+    def map(
+        self, name: str, *, key: _Codec | None = None, value: _Codec | None = None, create: bool = True, uids: bool = False
+    ) -> Map[Any, Any]: ...
     def queues(
         self,
         name: str,
@@ -340,6 +342,12 @@ class Map(MutableMapping[_K, _V], Generic[_K, _V]):
     @property
     def value_codec(self) -> str:
         """The value codec's name."""
+    @property
+    def key_type(self) -> str | None:
+        """The key type the map recorded when created ("utf8", "i64", ...), or None."""
+    @property
+    def value_type(self) -> str | None:
+        """The value type the map recorded when created, or None."""
     @property
     def store(self) -> Store:
         """The Store this map was opened from."""

@@ -461,7 +461,8 @@ pub(crate) fn recorded_types(sh: &Shared, hdr: u64) -> (Option<DataType>, Option
 }
 
 /// Refuses types asked for (`key`, `value`) that differ from those map `name` recorded. A
-/// map that recorded none (created without, or by an older library) takes any.
+/// map that recorded none (created without, or by an older library) takes any, and any
+/// map takes `Bytes`: its raw bytes are a view of every type.
 fn check_types(
     sh: &Shared,
     hdr: u64,
@@ -472,7 +473,7 @@ fn check_types(
     let (rk, rv) = recorded_types(sh, hdr);
     for (what, asked, rec) in [("keys", key, rk), ("values", value, rv)] {
         if let (Some(a), Some(r)) = (asked, rec) {
-            if a != r {
+            if a != r && a != DataType::Bytes {
                 return Err(Error::InvalidArgument(format!(
                     "map {name:?} records its {what} as {r}, not {a}"
                 )));

@@ -116,8 +116,9 @@ pub struct MapOptions {
     pub uids: bool,
     /// The key type to record in the map when it is created, so that every process and
     /// language reads its keys alike (see [`DataType`](crate::DataType)); an existing map
-    /// that recorded another is `InvalidArgument`. Default none. The engine stores bytes
-    /// whatever the type: the bindings encode and decode.
+    /// that recorded another is `InvalidArgument`, except that any map opens as `Bytes`
+    /// (its raw bytes). Default none. The engine stores bytes whatever the type: the
+    /// bindings encode and decode.
     pub key_type: Option<crate::DataType>,
     /// The value type to record, as `key_type`.
     pub value_type: Option<crate::DataType>,
