@@ -115,6 +115,7 @@ pub fn read_header(path: &Path) -> Result<Header, Fail> {
 /// One map's line in `shoal stat`, whatever its kind.
 struct MapRow {
     kind: String,
+    types: (Option<shoal::DataType>, Option<shoal::DataType>),
     kind_json: serde_json::Value,
     entries: u64,
     live_bytes: u64,
@@ -147,6 +148,7 @@ fn map_row(s: &shoal::Store, name: &str) -> shoal::Result<Option<MapRow>> {
         ),
     };
     Ok(Some(MapRow {
+        types: crate::typed::of(s, name).unwrap_or((None, None)),
         kind,
         kind_json,
         entries: st.entries,
@@ -182,6 +184,8 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
                 serde_json::json!({
                     "name": name,
                     "kind": m.kind_json,
+                    "key_type": m.types.0.map(|t| t.name()),
+                    "value_type": m.types.1.map(|t| t.name()),
                     "entries": m.entries,
                     "live_bytes": m.live_bytes,
                     "segments": m.segments,
@@ -269,6 +273,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
                 vec![
                     name.clone(),
                     m.kind.clone(),
+                    crate::typed::label(m.types.0, m.types.1),
                     human::count(m.entries),
                     human::size(m.live_bytes),
                     human::count(m.segments),
@@ -280,10 +285,10 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
         out.write_all(
             human::table(
                 &[
-                    "MAP", "KIND", "ENTRIES", "LIVE", "SEGMENTS", "SPLITS", "DEPTH",
+                    "MAP", "KIND", "TYPES", "ENTRIES", "LIVE", "SEGMENTS", "SPLITS", "DEPTH",
                 ],
                 &rows,
-                &[0, 1],
+                &[0, 1, 2],
             )
             .as_bytes(),
         )?;
@@ -327,20 +332,39 @@ pub fn ls(
         }
         Some(name) => {
             let m = open_map(&s, name)?;
+            let kt = m.key_type();
+            let line = |k: &[u8]| match enc {
+                Encoding::Text => {
+                    crate::typed::show(k, kt).unwrap_or_else(|| codec::encode_line(k, enc))
+                }
+                e => codec::encode_line(k, e),
+            };
             if long {
                 for item in m.iter().take(limit as usize) {
                     let (k, v) = item?;
-                    writeln!(out, "{:>10}  {}", v.len(), codec::encode_line(&k, enc))?;
+                    writeln!(out, "{:>10}  {}", v.len(), line(&k))?;
                 }
             } else {
                 for k in m.keys().take(limit as usize) {
-                    writeln!(out, "{}", codec::encode_line(&k?, enc))?;
+                    writeln!(out, "{}", line(&k?))?;
                 }
             }
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// A key or value from the command line: in `enc`, or as the map's type `t` says when
+/// it is plain text.
+fn arg(a: &OsStr, enc: Encoding, t: Option<shoal::DataType>, what: &str) -> Result<Vec<u8>, Fail> {
+    match enc {
+        Encoding::Text => {
+            use std::os::unix::ffi::OsStrExt;
+            crate::typed::parse(a.as_bytes(), t, what)
+        }
+        e => codec::decode_arg(a, e, what),
+    }
 }
 
 fn not_found(key: &[u8], map: &str) -> Fail {
@@ -359,9 +383,9 @@ pub fn get(
     raw: bool,
     no_newline: bool,
 ) -> Result<(), Fail> {
-    let key = codec::decode_arg(key, enc, "key")?;
     let s = open_for_reading(store)?;
     let m = open_map(&s, map)?;
+    let key = arg(key, enc, m.key_type(), "key")?;
     let Some(v) = m.get(&key)? else {
         return Err(not_found(&key, map));
     };
@@ -369,7 +393,13 @@ pub fn get(
     if raw {
         out.write_all(&v)?;
     } else {
+        let typed = (enc == Encoding::Text)
+            .then(|| crate::typed::show(&v, m.value_type()))
+            .flatten();
         match enc {
+            Encoding::Text if typed.is_some() => {
+                out.write_all(typed.unwrap_or_default().as_bytes())?
+            }
             Encoding::Text => match std::str::from_utf8(&v) {
                 Ok(t) => out.write_all(t.as_bytes())?,
                 Err(_) => {
@@ -397,16 +427,24 @@ pub fn put(
     value: Option<&OsStr>,
     enc: Encoding,
 ) -> Result<(), Fail> {
-    let key = codec::decode_arg(key, enc, "key")?;
+    // A map that exists may record its types: its key and value are written as them.
+    let (kt, vt) = match open_existing(store) {
+        Ok(s) => crate::typed::of(&s, map).unwrap_or((None, None)),
+        Err(_) => (None, None),
+    };
+    let key = arg(key, enc, kt, "key")?;
     let value = match value {
-        Some(v) => codec::decode_arg(v, enc, "value")?,
+        Some(v) => arg(v, enc, vt, "value")?,
         None => {
             let mut b = Vec::new();
             std::io::stdin()
                 .lock()
                 .read_to_end(&mut b)
                 .map_err(|e| Fail::err(format!("reading the value from stdin: {e}")))?;
-            codec::decode(&b, enc, "value")?
+            match enc {
+                Encoding::Text => crate::typed::parse(&b, vt, "value")?,
+                e => codec::decode(&b, e, "value")?,
+            }
         }
     };
     // Checked here too, not only by the engine, so that a refused put creates nothing.
@@ -431,9 +469,9 @@ pub fn put(
 
 /// `shoal del`.
 pub fn del(store: &Path, map: &str, key: &OsStr, enc: Encoding) -> Result<(), Fail> {
-    let key = codec::decode_arg(key, enc, "key")?;
     let s = open_existing(store)?;
     let m = open_map(&s, map)?;
+    let key = arg(key, enc, m.key_type(), "key")?;
     if m.remove(&key)? {
         Ok(())
     } else {

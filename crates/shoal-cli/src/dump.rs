@@ -28,9 +28,13 @@ re-creates it:
   {\"map\": \"empty\"}
 A map created with options has such a line first, carrying them, so that loading creates it \
 the same way: \"uids\": true for a map with stable UIDs (the UIDs themselves are not kept: a \
-load hands out new ones), and \"kind\": \"fixed\" with \"key_size\" and \"value_size\" for a \
-fixed-size map:
-  {\"map\": \"counters\", \"kind\": \"fixed\", \"key_size\": 8, \"value_size\": 8}
+load hands out new ones), \"kind\": \"fixed\" with \"key_size\" and \"value_size\" for a \
+fixed-size map, and \"key_type\" and \"value_type\" for a map that records its types \
+(bytes, utf8, i64, u64, f64, json, user:0xTAG):
+  {\"map\": \"counters\", \"kind\": \"fixed\", \"key_size\": 8, \"value_size\": 8, \"key_type\": \"u64\"}
+In a map that records a number type, a key or value of that type is written as an object \
+naming it, so that it reads as a number and loads back to the same 8 bytes:
+  {\"map\": \"counters\", \"key\": {\"u64\": 17}, \"value\": {\"i64\": -3}}
 
 Maps come one after the other; entries within a map are in no particular order. Readers \
 must ignore blank lines and must reject unknown fields. The dump is streamed: the store \
@@ -45,6 +49,24 @@ segment, and skipped: the dump goes on with the rest, and exits with status 1 at
 A progress bar is drawn on stderr when stderr is a terminal.
 
 Example:  shoal dump mystore > mystore.jsonl && shoal load copy < mystore.jsonl";
+
+/// Writes `b`, of type `t`: a number type's 8 bytes as `{"i64": n}` (`u64`, `f64`: a
+/// finite one), else as [`write_bytes`] does.
+fn write_typed(w: &mut impl Write, b: &[u8], t: Option<shoal::DataType>) -> std::io::Result<()> {
+    use shoal::DataType as T;
+    if let (Some(t), Ok(word)) = (t, <[u8; 8]>::try_from(b)) {
+        match t {
+            T::I64 => return write!(w, "{{\"i64\":{}}}", i64::from_le_bytes(word)),
+            T::U64 => return write!(w, "{{\"u64\":{}}}", u64::from_le_bytes(word)),
+            T::F64 if f64::from_le_bytes(word).is_finite() => {
+                let n = serde_json::Number::from_f64(f64::from_le_bytes(word));
+                return write!(w, "{{\"f64\":{}}}", n.expect("finite"));
+            }
+            _ => {}
+        }
+    }
+    write_bytes(w, b)
+}
 
 /// Writes `b` as a JSON string when it is UTF-8, else as `{"b64": "..."}`.
 fn write_bytes(w: &mut impl Write, b: &[u8]) -> std::io::Result<()> {
@@ -129,13 +151,29 @@ impl AnyMap {
         }
     }
 
+    /// The key and value types the map records.
+    fn types(&self) -> (Option<shoal::DataType>, Option<shoal::DataType>) {
+        match self {
+            AnyMap::Var(m) => (m.key_type(), m.value_type()),
+            AnyMap::Fixed(m) => (m.key_type(), m.value_type()),
+        }
+    }
+
     /// The option fields of the map's first line, if it was created with options.
     fn options(&self) -> Option<String> {
+        let (kt, vt) = self.types();
+        let mut types = String::new();
+        for (f, t) in [("key_type", kt), ("value_type", vt)] {
+            if let Some(t) = t {
+                types.push_str(&format!(",\"{f}\":\"{}\"", t.name()));
+            }
+        }
         match self {
-            AnyMap::Var(m) if m.has_uids() => Some(",\"uids\":true".into()),
-            AnyMap::Var(_) => None,
+            AnyMap::Var(m) if m.has_uids() => Some(format!(",\"uids\":true{types}")),
+            AnyMap::Var(_) if types.is_empty() => None,
+            AnyMap::Var(_) => Some(format!(",\"uids\":false{types}")),
             AnyMap::Fixed(m) => Some(format!(
-                ",\"kind\":\"fixed\",\"key_size\":{},\"value_size\":{}",
+                ",\"kind\":\"fixed\",\"key_size\":{},\"value_size\":{}{types}",
                 m.key_size(),
                 m.value_size()
             )),
@@ -199,6 +237,7 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
         let mut name = Vec::new();
         serde_json::to_writer(&mut name, m.name()).map_err(std::io::Error::from)?;
         let opts = m.options();
+        let (kt, vt) = m.types();
         if let Some(o) = &opts {
             out.write_all(b"{\"map\":")?;
             out.write_all(&name)?;
@@ -222,9 +261,9 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
             out.write_all(b"{\"map\":")?;
             out.write_all(&name)?;
             out.write_all(b",\"key\":")?;
-            write_bytes(&mut out, &k)?;
+            write_typed(&mut out, &k, kt)?;
             out.write_all(b",\"value\":")?;
-            write_bytes(&mut out, &v)?;
+            write_typed(&mut out, &v, vt)?;
             out.write_all(b"}\n")?;
             n += 1;
             if n % 1024 == 0 {
@@ -260,25 +299,45 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
 
 /// The bytes of a "key" or "value" field.
 fn field_bytes(v: &Value, what: &str) -> Result<Vec<u8>, String> {
-    match v {
-        Value::String(s) => Ok(s.clone().into_bytes()),
-        Value::Object(o) if o.len() == 1 => match o.get("b64") {
-            Some(Value::String(b)) => B64
-                .decode(b)
-                .map_err(|e| format!("bad base64 in the {what}: {e}")),
-            _ => Err(format!(
-                "the {what} must be a string or {{\"b64\": \"...\"}}"
-            )),
-        },
-        _ => Err(format!(
-            "the {what} must be a string or {{\"b64\": \"...\"}}"
-        )),
+    let bad = || {
+        format!(
+            "the {what} must be a string, or {{\"b64\": \"...\"}}, or a number as \
+             {{\"i64\": n}}, {{\"u64\": n}} or {{\"f64\": x}}"
+        )
+    };
+    let Value::Object(o) = v else {
+        return match v {
+            Value::String(s) => Ok(s.clone().into_bytes()),
+            _ => Err(bad()),
+        };
+    };
+    if o.len() != 1 {
+        return Err(bad());
     }
+    let word = match o.iter().next() {
+        Some((k, Value::String(b))) if k == "b64" => {
+            return B64
+                .decode(b)
+                .map_err(|e| format!("bad base64 in the {what}: {e}"))
+        }
+        Some((k, n)) if k == "i64" => n.as_i64().map(i64::to_le_bytes),
+        Some((k, n)) if k == "u64" => n.as_u64().map(u64::to_le_bytes),
+        Some((k, n)) if k == "f64" => n.as_f64().map(f64::to_le_bytes),
+        _ => None,
+    };
+    word.map(|w| w.to_vec()).ok_or_else(bad)
+}
+
+/// A map's creation options on its first line: its kind, and the types it records.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+struct MapOpts {
+    kind: MapKind,
+    types: (Option<shoal::DataType>, Option<shoal::DataType>),
 }
 
 /// One parsed line: the map, its creation options (a map line may carry them), and the
 /// entry unless it is a map-only line.
-type Line = (String, Option<MapKind>, Option<(Vec<u8>, Vec<u8>)>);
+type Line = (String, Option<MapOpts>, Option<(Vec<u8>, Vec<u8>)>);
 
 fn parse_line(line: &str) -> Result<Line, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
@@ -288,7 +347,15 @@ fn parse_line(line: &str) -> Result<Line, String> {
     if let Some(extra) = o.keys().find(|k| {
         !matches!(
             k.as_str(),
-            "map" | "key" | "value" | "uids" | "kind" | "key_size" | "value_size"
+            "map"
+                | "key"
+                | "value"
+                | "uids"
+                | "kind"
+                | "key_size"
+                | "value_size"
+                | "key_type"
+                | "value_type"
         )
     }) {
         return Err(format!("unknown field {extra:?}"));
@@ -323,6 +390,22 @@ fn parse_line(line: &str) -> Result<Line, String> {
             )
         }
     };
+    let ty = |f: &str| -> Result<Option<shoal::DataType>, String> {
+        match o.get(f) {
+            None => Ok(None),
+            Some(Value::String(n)) => crate::typed::from_name(n)
+                .map(Some)
+                .ok_or_else(|| format!("unknown \"{f}\" {n:?}")),
+            Some(_) => Err(format!("\"{f}\" must be a string")),
+        }
+    };
+    let types = (ty("key_type")?, ty("value_type")?);
+    let kind = match kind {
+        None if types != (None, None) => {
+            return Err("\"key_type\" and \"value_type\" need \"uids\" or \"kind\"".into())
+        }
+        k => k.map(|kind| MapOpts { kind, types }),
+    };
     match (o.get("key"), o.get("value")) {
         (None, None) => Ok((map, kind, None)),
         (Some(_), Some(_)) if kind.is_some() => {
@@ -337,17 +420,30 @@ fn parse_line(line: &str) -> Result<Line, String> {
     }
 }
 
-/// Opens (creating it as `kind` says, default a plain map) the map a load writes into.
-fn load_target(s: &Store, name: &str, kind: Option<MapKind>) -> shoal::Result<AnyMap> {
-    Ok(match kind {
+/// Opens (creating it as `opts` says, default a plain map) the map a load writes into.
+fn load_target(s: &Store, name: &str, opts: Option<MapOpts>) -> shoal::Result<AnyMap> {
+    let (key_type, value_type) = opts.map_or((None, None), |o| o.types);
+    Ok(match opts.map(|o| o.kind) {
         Some(MapKind::Fixed {
             key_size,
             value_size,
-        }) => AnyMap::Fixed(s.fixed_map(name, key_size, value_size)?),
+        }) => AnyMap::Fixed(s.fixed_map_with(
+            name,
+            key_size,
+            value_size,
+            &shoal::FixedOptions {
+                key_type,
+                value_type,
+                ..Default::default()
+            },
+            true,
+        )?),
         Some(MapKind::Variable { uids }) => AnyMap::Var(s.map_with(
             name,
             &shoal::MapOptions {
                 uids,
+                key_type,
+                value_type,
                 ..Default::default()
             },
             true,
@@ -466,16 +562,39 @@ mod tests {
             parse_line(r#"{"map":"f","kind":"fixed","key_size":8,"value_size":4}"#).unwrap(),
             (
                 "f".into(),
-                Some(MapKind::Fixed {
-                    key_size: 8,
-                    value_size: 4
+                Some(MapOpts {
+                    kind: MapKind::Fixed {
+                        key_size: 8,
+                        value_size: 4
+                    },
+                    types: (None, None)
                 }),
                 None
             )
         );
         assert_eq!(
             parse_line(r#"{"map":"u","uids":true}"#).unwrap().1,
-            Some(MapKind::Variable { uids: true })
+            Some(MapOpts {
+                kind: MapKind::Variable { uids: true },
+                types: (None, None)
+            })
+        );
+        assert_eq!(
+            parse_line(r#"{"map":"t","uids":false,"key_type":"utf8","value_type":"user:0x2a"}"#)
+                .unwrap()
+                .1,
+            Some(MapOpts {
+                kind: MapKind::Variable { uids: false },
+                types: (Some(shoal::DataType::Utf8), Some(shoal::DataType::User(42)))
+            })
+        );
+        let (_, _, e) = parse_line(r#"{"map":"n","key":{"u64":7},"value":{"f64":-0.5}}"#).unwrap();
+        assert_eq!(
+            e,
+            Some((
+                7u64.to_le_bytes().to_vec(),
+                (-0.5f64).to_le_bytes().to_vec()
+            ))
         );
         for bad in [
             "nope",
@@ -489,6 +608,10 @@ mod tests {
             r#"{"map":"a","kind":"tree"}"#,
             r#"{"map":"a","uids":true,"key":"k","value":"v"}"#,
             r#"{"map":"a","key_size":8,"value_size":8}"#,
+            r#"{"map":"a","key_type":"utf8"}"#,
+            r#"{"map":"a","uids":false,"key_type":"text"}"#,
+            r#"{"map":"a","key":{"i64":1.5},"value":"v"}"#,
+            r#"{"map":"a","key":{"u64":-1},"value":"v"}"#,
         ] {
             assert!(parse_line(bad).is_err(), "{bad}");
         }

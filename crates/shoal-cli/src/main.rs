@@ -14,6 +14,7 @@ mod human;
 mod qbench;
 mod queues;
 mod signal;
+mod typed;
 mod watch;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};

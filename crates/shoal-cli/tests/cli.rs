@@ -1453,3 +1453,81 @@ fn stat_and_watch_show_queue_depths_and_what_each_process_holds() {
     );
     fails(&["get", &s, "jobs", "k"], 2, "is a queue set");
 }
+
+#[test]
+fn typed_maps_are_written_and_printed_as_their_types() {
+    let d = tmp();
+    let path = store_in(&d, "t.shoal");
+    {
+        let s = shoal::Store::open(&path).unwrap();
+        let opts = |k, v| shoal::MapOptions {
+            key_type: Some(k),
+            value_type: Some(v),
+            ..Default::default()
+        };
+        s.map_with(
+            "scores",
+            &opts(shoal::DataType::Utf8, shoal::DataType::F64),
+            true,
+        )
+        .unwrap();
+        s.map_with(
+            "docs",
+            &opts(shoal::DataType::I64, shoal::DataType::Json),
+            true,
+        )
+        .unwrap();
+    }
+    ok(&["put", &path, "scores", "ann", "2.5"]);
+    // A negative number after `--`, which ends the options.
+    ok(&[
+        "put",
+        &path,
+        "docs",
+        "--",
+        "-7",
+        r#"{ "b": [1], "a": "é" }"#,
+    ]);
+    assert_eq!(ok(&["get", &path, "scores", "ann"]), "2.5\n");
+    assert_eq!(
+        ok(&["get", &path, "docs", "--", "-7"]),
+        "{\"a\":\"é\",\"b\":[1]}\n"
+    );
+    assert_eq!(ok(&["ls", &path, "docs"]), "-7\n");
+    // The bytes themselves with --hex.
+    assert_eq!(
+        ok(&["get", "--hex", &path, "scores", "616e6e"]),
+        format!("{}\n", hex(&2.5f64.to_le_bytes()))
+    );
+    let r = shoal(&["put", &path, "scores", "bob", "fast"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("the map records f64"), "{}", r.stderr);
+    let st = ok(&["stat", &path]);
+    assert!(
+        st.contains("utf8 → f64") && st.contains("i64 → json"),
+        "{st}"
+    );
+
+    // dump writes the types and the numbers as numbers; load recreates both.
+    let dump = ok(&["dump", &path]);
+    assert!(
+        dump.contains(r#""key_type":"utf8","value_type":"f64""#),
+        "{dump}"
+    );
+    assert!(dump.contains(r#""key":{"i64":-7}"#), "{dump}");
+    assert!(dump.contains(r#""value":{"f64":2.5}"#), "{dump}");
+    let copy = store_in(&d, "copy.shoal");
+    let r = shoal_with(&["load", &copy], dump.as_bytes());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(contents(&copy), contents(&path));
+    let s = shoal::Store::open_existing(&copy).unwrap();
+    let m = s.open_map("docs").unwrap();
+    assert_eq!(
+        (m.key_type(), m.value_type()),
+        (Some(shoal::DataType::I64), Some(shoal::DataType::Json))
+    );
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
