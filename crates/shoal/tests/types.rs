@@ -139,3 +139,46 @@ fn fixed_maps_record_types_that_fit_their_sizes() {
         other => panic!("a conflicting key type was accepted: {:?}", other.err()),
     }
 }
+
+/// The offset of the header of the map in catalog entry `id` (FORMAT.md: the header's
+/// `catalog_off` at byte 88; an entry's header offset at byte 16 of its 256).
+fn map_header(file: &[u8], id: u64) -> usize {
+    let word = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap());
+    word((word(88) + 256 * id + 16) as usize) as usize
+}
+
+#[test]
+fn check_reports_type_words_that_are_not_types() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.shoal");
+    {
+        let s = store(&d);
+        s.map_with("m", &typed(DataType::Utf8, DataType::I64), true)
+            .unwrap();
+        assert!(s.check().unwrap().is_ok());
+    }
+    let good = std::fs::read(&path).unwrap();
+    let hdr = map_header(&good, 0);
+    assert_eq!(
+        &good[hdr + 136..hdr + 138],
+        &[2, 3],
+        "utf8 and i64 at byte 136"
+    );
+    for (at, byte) in [(138, 1u8), (144, 5), (152, 9)] {
+        let mut bad = good.clone();
+        bad[hdr + at] = byte;
+        std::fs::write(&path, &bad).unwrap();
+        let s = Store::open_existing(&path).unwrap();
+        let r = s.check().unwrap();
+        assert!(
+            r.problems.iter().any(|p| p.contains("type words")),
+            "byte {at}: {r:?}"
+        );
+        drop(s);
+        let (s, rep) = Store::repair(&path).unwrap();
+        assert!(
+            s.check().unwrap().is_ok(),
+            "byte {at}: after repair {rep:?}"
+        );
+    }
+}

@@ -320,8 +320,7 @@ impl Acc {
                 // Not a failure of the system measured: on a loaded machine a short run
                 // may end before both sides were ever on a cpu together.
                 None => Outcome::NotRun(
-                    "no samples: the run was too short for the machine's load (more --secs)"
-                        .into(),
+                    "no samples: the run was too short for the machine's load (more --secs)".into(),
                 ),
             },
         };

@@ -19,6 +19,19 @@ pub(crate) fn check_index_space(ck: &mut CheckCtx<'_>, m: &MapRef) {
     let cs = g.chunk_size();
     let word = |o: u64| sh.w(m.hdr + o).load(Acquire);
     let mut used: Vec<(u64, u64, &str)> = vec![(m.hdr, map_header_size(g.n_txn), "header")];
+    // The recorded types: two codes and nothing else in their word, a tag only for a
+    // `user` type (code 7).
+    let types = word(M_TYPES);
+    let (kc, vc) = (types & 0xff, (types >> 8) & 0xff);
+    if types >> 16 != 0 || (kc != 7 && word(M_KEY_TAG) != 0) || (vc != 7 && word(M_VALUE_TAG) != 0)
+    {
+        ck.bad(format!(
+            "map {id}: its type words ({types:#x}, tags {:#x} and {:#x}) are not a key and a \
+             value type",
+            word(M_KEY_TAG),
+            word(M_VALUE_TAG)
+        ));
+    }
     let root = word(M_ROOT);
     let (rg, dir) = (root >> 48, root & OFF_MASK);
     // A directory out of the file or misaligned is reported by the caller; only a sound
@@ -76,6 +89,21 @@ pub(crate) fn check_index_space(ck: &mut CheckCtx<'_>, m: &MapRef) {
             ck.bad(format!(
                 "map {id}: its {what} at {off:#x} lies past its arena's bump {bump:#x} (the next segment would be carved over it)"
             ));
+        }
+    }
+}
+
+/// Repair's half of the type words' check: keeps the two codes, clears the bits above
+/// them and a tag whose type is not `user`.
+pub(crate) fn repair_type_words(sh: &crate::shared::Shared, hdr: u64) {
+    let types = sh.w(hdr + M_TYPES).load(Acquire);
+    sh.w(hdr + M_TYPES).store(types & 0xffff, Release);
+    for (code, tag) in [
+        (types & 0xff, M_KEY_TAG),
+        ((types >> 8) & 0xff, M_VALUE_TAG),
+    ] {
+        if code != 7 {
+            sh.w(hdr + tag).store(0, Release);
         }
     }
 }

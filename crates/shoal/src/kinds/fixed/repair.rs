@@ -95,6 +95,7 @@ pub(crate) fn salvage_cells(
 pub(crate) fn rebuild(sh: &Shared, id: u64) -> Result<()> {
     let f = fixed_ref_unchecked(sh, id)?;
     sh.w(f.m.hdr + M_DIR_LOCK).store(0, Release);
+    hashmap::repair_type_words(sh, f.m.hdr);
     let mut count = 0u64;
     let root = sh.w(f.m.hdr + M_ROOT).load(Acquire);
     for (seg, _) in hashmap::segments(sh, &f.m)? {

@@ -286,6 +286,7 @@ impl Kind for VarMap {
         let (g, end) = (sh.g, sh.file_end());
         sh.w(m.hdr + M_DIR_LOCK).store(0, Release);
         sh.w(m.hdr + M_UID_LOCK).store(0, Release);
+        crate::hashmap::repair_type_words(sh, m.hdr);
         let (mut count, mut bytes) = (0u64, 0u64);
         let mut uids: Vec<(u64, u64)> = Vec::new();
         for (seg, _) in segments(sh, m)? {
