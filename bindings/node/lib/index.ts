@@ -1,0 +1,669 @@
+/**
+ * Shoal for Node.js: named hash maps in one memory-mapped file (by default in
+ * `/dev/shm`), read and written directly by every process and worker thread that opens
+ * it, with no server.
+ *
+ * ```js
+ * const shoal = require('shoal');
+ * const store = shoal.open('demo');                 // /dev/shm/demo.shoal
+ * const hits = store.map('hits', { key: 'string', value: 'int' });
+ * hits.add('/index.html');                          // atomic across processes
+ * for (const [page, n] of hits) console.log(page, n);
+ * store.close();
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+import { codec, describe, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
+import { ClosedError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
+import type { NativeMap, NativeStore } from '../native';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const native: typeof import('../native') = require('../native');
+
+export * from './errors';
+export { canonicalJson } from './codecs';
+export type { CodecName, Decoded, Encodable, JsonValue } from './codecs';
+
+/** Options of {@link open}. Size and table options apply when the store is created. */
+export interface OpenOptions {
+  /** Create the store if it does not exist (default true); false: NotFoundError if absent. */
+  create?: boolean;
+  /** Create a new store; AlreadyExistsError if the file exists (default false). */
+  exclusive?: boolean;
+  /**
+   * Open an existing store for reading only; needs no write access to the file. Every
+   * write throws ReadOnlyError.
+   */
+  readOnly?: boolean;
+  /** Largest size the file may grow to, in bytes (default 1 TiB of address space, not memory). */
+  maxSize?: number;
+  /** Bytes allocated when the store is created. */
+  initialSize?: number;
+  /**
+   * How long a call waits for a lock held by a live but stuck process, in milliseconds
+   * (default 5000). Locks of dead processes are recovered within milliseconds anyway.
+   */
+  lockTimeout?: number;
+  /** Processes that may have the store open at once (default 1024). */
+  maxProcesses?: number;
+  /** Threads, over all processes, that may use the store at once (default 1024). */
+  maxThreads?: number;
+  /** Named maps the store can hold (default 1024). */
+  maxMaps?: number;
+  /** Size of a chunk, the unit of file growth: a power of two, 64 KiB to 64 MiB (default 256 KiB). */
+  chunkSize?: number;
+  /** Permission bits of a new file (default 0o600). */
+  mode?: number;
+  /** Fault in new space from a background thread before writers reach it (default true). */
+  pretouch?: boolean;
+}
+
+/** Options of {@link Store.map}. */
+export interface MapOptions<KC extends CodecName, VC extends CodecName> {
+  /** The key codec (default `'bytes'`). Every process must use the same one for a map. */
+  key?: KC;
+  /** The value codec (default `'bytes'`). Every process must use the same one for a map. */
+  value?: VC;
+  /** Create the map if it does not exist (default true); false: NotFoundError if absent. */
+  create?: boolean;
+}
+
+/** What {@link Store.check} found. */
+export interface CheckReport {
+  /** True when no problem was found. */
+  ok: boolean;
+  /** Every violation found, each saying what and where. */
+  problems: string[];
+  /** Maps checked. */
+  maps: number;
+  /** Entries checked, over all maps. */
+  entries: number;
+}
+
+const OPTION_KEYS = new Set([
+  'create', 'exclusive', 'readOnly', 'maxSize', 'initialSize', 'lockTimeout', 'maxProcesses',
+  'maxThreads', 'maxMaps', 'chunkSize', 'mode', 'pretouch',
+]);
+
+function checkPath(path: unknown): string {
+  if (typeof path !== 'string') throw typeError(`path must be a string, not ${describe(path)}`);
+  if (path === '' || path.includes('\0')) throw valueError(`path must be a non-empty string without NUL, not ${JSON.stringify(path)}`);
+  return path;
+}
+
+/**
+ * Opens the store at `path`, creating it unless `create: false`. A bare name (no `/`)
+ * means `/dev/shm/NAME.shoal`. Every process and worker thread opens the store itself;
+ * a Store cannot be passed to a worker (pass the path).
+ */
+export function open(path: string, options: OpenOptions = {}): Store {
+  checkPath(path);
+  if (options === null || typeof options !== 'object') throw typeError(`options must be an object, not ${describe(options)}`);
+  for (const k of Object.keys(options)) {
+    if (!OPTION_KEYS.has(k)) throw valueError(`unknown option ${JSON.stringify(k)}`);
+  }
+  const o = options;
+  const num = (k: keyof OpenOptions): number | undefined => {
+    const v = o[k];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number') throw typeError(`option ${k} must be a number, not ${describe(v)}`);
+    return v;
+  };
+  const bool = (k: keyof OpenOptions): boolean | undefined => {
+    const v = o[k];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'boolean') throw typeError(`option ${k} must be a boolean, not ${describe(v)}`);
+    return v;
+  };
+  const u32 = (k: keyof OpenOptions): number | undefined => {
+    const v = num(k);
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= 0xffffffff)) {
+      throw valueError(`option ${k} must be an integer in [0, 2^32), not ${v}`);
+    }
+    return v;
+  };
+  try {
+    const s = native.openStore(path, {
+      create: bool('create'),
+      exclusive: bool('exclusive'),
+      readOnly: bool('readOnly'),
+      maxSize: num('maxSize'),
+      initialSize: num('initialSize'),
+      lockTimeoutMs: num('lockTimeout'),
+      maxProcesses: u32('maxProcesses'),
+      maxThreads: u32('maxThreads'),
+      maxMaps: u32('maxMaps'),
+      chunkSize: num('chunkSize'),
+      mode: u32('mode'),
+      pretouch: bool('pretouch'),
+    });
+    return new Store(s, o.lockTimeout ?? 5000);
+  } catch (e) {
+    throw convert(e);
+  }
+}
+
+/**
+ * Deletes the store file at `path` (a bare name means `/dev/shm/NAME.shoal`). Processes
+ * that have it open keep working on their mapping; a later open creates a new store.
+ * With `missingOk`, a missing file is not an error.
+ */
+export function remove(path: string, options: { missingOk?: boolean } = {}): void {
+  checkPath(path);
+  try {
+    native.removeStore(path);
+  } catch (e) {
+    const c = convert(e);
+    if (options.missingOk && c instanceof ShoalError && c.code === 'ERR_SHOAL_NOT_FOUND') return;
+    throw c;
+  }
+}
+
+/** The file a store path names: a bare name means `/dev/shm/NAME.shoal`. */
+export function resolvePath(path: string): string {
+  return native.resolveStorePath(checkPath(path));
+}
+
+/**
+ * An open store: one file holding named maps, shared by every process that opens it.
+ * `close()` closes it and every map opened from it; it never deletes the file.
+ */
+export class Store {
+  #native: NativeStore | null;
+  /** The native map handle of each map name opened (codecs are per wrapper). */
+  #maps = new Map<string, NativeMap>();
+  readonly #path: string;
+  readonly #lockTimeout: number;
+
+  /** @internal Use {@link open}. */
+  constructor(s: NativeStore, lockTimeout: number) {
+    this.#native = s;
+    this.#path = s.path();
+    this.#lockTimeout = lockTimeout;
+  }
+
+  #s(): NativeStore {
+    if (this.#native === null) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+    return this.#native;
+  }
+
+  /** The store file's path. */
+  get path(): string {
+    return this.#path;
+  }
+
+  /** Whether {@link close} was called. */
+  get closed(): boolean {
+    return this.#native === null;
+  }
+
+  /**
+   * Opens (or creates) the map `name`, with the codecs its keys and values are stored
+   * with (`'bytes'` by default for both). Codecs are not recorded in the file: every
+   * process must use the same ones for a map.
+   */
+  map<KC extends CodecName = 'bytes', VC extends CodecName = 'bytes'>(
+    name: string,
+    options: MapOptions<KC, VC> = {},
+  ): ShoalMap<Decoded[KC], Decoded[VC], Encodable[KC], Encodable[VC]> {
+    if (typeof name !== 'string') throw typeError(`map name must be a string, not ${describe(name)}`);
+    if (options === null || typeof options !== 'object') throw typeError(`options must be an object, not ${describe(options)}`);
+    for (const k of Object.keys(options)) {
+      if (k !== 'key' && k !== 'value' && k !== 'create') throw valueError(`unknown option ${JSON.stringify(k)}`);
+    }
+    const kc = codec(options.key ?? 'bytes', 'key');
+    const vc = codec(options.value ?? 'bytes', 'value');
+    const create = options.create ?? true;
+    if (typeof create !== 'boolean') throw typeError(`option create must be a boolean, not ${describe(create)}`);
+    const s = this.#s();
+    let m = this.#maps.get(name);
+    if (m === undefined) {
+      try {
+        m = s.map(name, create);
+      } catch (e) {
+        throw convert(e);
+      }
+      this.#maps.set(name, m);
+    }
+    return new ShoalMap(m, this, name, kc, vc, this.#lockTimeout);
+  }
+
+  /** The names of the store's maps. */
+  maps(): string[] {
+    try {
+      return this.#s().maps();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Deletes the map `name` and its entries, for every process; false if there was none. */
+  dropMap(name: string): boolean {
+    if (typeof name !== 'string') throw typeError(`map name must be a string, not ${describe(name)}`);
+    try {
+      const m = this.#maps.get(name);
+      const r = this.#s().dropMap(name);
+      if (m !== undefined) {
+        m.close();
+        this.#maps.delete(name);
+      }
+      return r;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Verifies every invariant of the file (run it on a quiet store). */
+  check(): CheckReport {
+    try {
+      return this.#s().check();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Flushes the store to its file (for stores on disk; nothing to do on tmpfs). */
+  flush(): void {
+    try {
+      this.#s().flush();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Closes the store and every map opened from it: later calls on them throw
+   * ClosedError. Never deletes the file. Closing twice is allowed.
+   */
+  close(): void {
+    if (this.#native === null) return;
+    for (const m of this.#maps.values()) m.close();
+    this.#maps.clear();
+    this.#native.close();
+    this.#native = null;
+  }
+
+  /** `using store = shoal.open(...)` closes the store at the end of the block. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Entries fetched from the engine per call while iterating. */
+const ITER_BATCH = 256;
+/** Bytes of a map's scratch Buffers: values up to this size come back without a native Buffer. */
+const SCRATCH = 4096;
+
+/** @internal Sleeps `ms` milliseconds without spinning (an update's back-off). */
+function sleep(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * A named map of a store, shared by every process and thread that opens it, with the
+ * interface of a JavaScript `Map`: `get`, `set`, `has`, `delete`, `size`, `clear`,
+ * iteration (`entries()`, `keys()`, `values()`, `for...of`, `forEach`). Keys are
+ * compared by their encoded bytes, so two `'json'` keys are the same key when their
+ * canonical JSON is the same.
+ *
+ * Each single-key call is atomic across processes. `add`, `compareAndSwap`,
+ * `setIfAbsent`, `take` and `update` are atomic read-modify-writes. Iteration is weakly
+ * consistent: every key present for the whole iteration is seen exactly once; keys added
+ * or removed meanwhile may or may not be; changing the map while iterating never throws.
+ *
+ * Values are copies: changing an object that `get` returned changes nothing stored.
+ *
+ * @typeParam K - the type of keys returned (by iteration)
+ * @typeParam V - the type of values returned
+ * @typeParam KIn - the type of keys accepted
+ * @typeParam VIn - the type of values accepted
+ */
+export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Iterable<[K, V]> {
+  readonly #m: NativeMap;
+  readonly #store: Store;
+  readonly #name: string;
+  readonly #kc: Codec;
+  readonly #vc: Codec;
+  readonly #lockTimeout: number;
+  /** Where keys are encoded. */
+  readonly #kbuf = Buffer.allocUnsafe(SCRATCH);
+  /** Where values are encoded. */
+  readonly #vbuf = Buffer.allocUnsafe(SCRATCH);
+  /** Where the addon copies values read (never the Buffer a key is in). */
+  readonly #out = Buffer.allocUnsafe(SCRATCH);
+
+  /** @internal Use {@link Store.map}. */
+  constructor(m: NativeMap, store: Store, name: string, kc: Codec, vc: Codec, lockTimeout: number) {
+    this.#m = m;
+    this.#store = store;
+    this.#name = name;
+    this.#kc = kc;
+    this.#vc = vc;
+    this.#lockTimeout = lockTimeout;
+  }
+
+  /** The map's name. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** The key codec's name. */
+  get keyCodec(): CodecName {
+    return this.#kc.name;
+  }
+
+  /** The value codec's name. */
+  get valueCodec(): CodecName {
+    return this.#vc.name;
+  }
+
+  /** The store this map was opened from. */
+  get store(): Store {
+    return this.#store;
+  }
+
+  /** `'ShoalMap'`, for `Object.prototype.toString`. */
+  get [Symbol.toStringTag](): string {
+    return 'ShoalMap';
+  }
+
+  #key(k: unknown): Uint8Array {
+    return this.#kc.encode(k, this.#kbuf, 'key');
+  }
+
+  #val(v: unknown): Uint8Array {
+    return this.#vc.encode(v, this.#vbuf, 'value');
+  }
+
+  /** The value of encoded key `k` decoded, or undefined. */
+  #read(k: Uint8Array): V | undefined {
+    const out = this.#out;
+    const n = this.#m.get(k, out);
+    if (n < 0) return undefined;
+    if (n <= out.length) return this.#vc.decode(out, 0, n) as V;
+    // Longer than the scratch Buffer (or replaced by a longer value since): copy it whole.
+    const b = this.#m.getBuffer(k);
+    return b === null ? undefined : (this.#vc.decode(b, 0, b.length) as V);
+  }
+
+  /** The raw bytes of encoded key `k`, or null. */
+  #raw(k: Uint8Array): Buffer | null {
+    return this.#m.getBuffer(k);
+  }
+
+  /** The value of `key`, or undefined if it is absent. */
+  get(key: KIn): V | undefined {
+    try {
+      return this.#read(this.#key(key));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Sets `key` to `value`. Returns the map, like `Map.prototype.set`. */
+  set(key: KIn, value: VIn): this {
+    try {
+      this.#m.set(this.#key(key), this.#val(value));
+      return this;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Whether `key` is present. */
+  has(key: KIn): boolean {
+    try {
+      return this.#m.has(this.#key(key));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Removes `key`; true if it was present. */
+  delete(key: KIn): boolean {
+    try {
+      return this.#m.delete(this.#key(key));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** The number of entries (counted by the engine: exact when no write is in flight). */
+  get size(): number {
+    try {
+      return this.#m.size();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Removes every entry (other processes' operations go on meanwhile). */
+  clear(): void {
+    try {
+      this.#m.clear();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Sets `key` to `value` only if `key` is absent, atomically; true if it did. */
+  setIfAbsent(key: KIn, value: VIn): boolean {
+    try {
+      return this.#m.setIfAbsent(this.#key(key), this.#val(value));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Removes `key` and returns its value (undefined if absent), atomically: of several
+   * processes taking the same key, exactly one gets the value.
+   */
+  take(key: KIn): V | undefined {
+    try {
+      const b = this.#m.take(this.#key(key));
+      return b === null ? undefined : (this.#vc.decode(b, 0, b.length) as V);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Adds `delta` (default 1) to the value of `key` atomically, across processes, and
+   * returns the new value. An absent key counts as 0. The value codec must be `'int'`
+   * (number in and out) or `'bigint'`; the sum wraps at 64 bits like C's int64.
+   * With `'int'`, a result beyond Number.MAX_SAFE_INTEGER throws a RangeError after the
+   * add was done (read such counters with the `'bigint'` codec).
+   */
+  add(key: KIn, delta: number | bigint = 1): V {
+    const vc = this.#vc;
+    if (vc.name !== 'int' && vc.name !== 'bigint') {
+      throw typeError(`add needs a map with value codec 'int' or 'bigint', not '${vc.name}'`);
+    }
+    try {
+      const d = vc.encode(delta, this.#vbuf, 'delta');
+      const out = this.#out;
+      this.#m.add(this.#key(key), d, out);
+      return vc.decode(out, 0, 8) as V;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Atomically: if the value of `key` is `expected` (undefined: absent), sets it to
+   * `replacement` (undefined: removes the key) and returns true; otherwise changes
+   * nothing and returns false. Values are compared by their encoded bytes.
+   */
+  compareAndSwap(key: KIn, expected: VIn | undefined, replacement: VIn | undefined): boolean {
+    try {
+      const k = this.#key(key);
+      // Copies: both may be encoded into the same scratch Buffer.
+      const e = expected === undefined ? null : Buffer.from(this.#val(expected));
+      const r = replacement === undefined ? null : this.#val(replacement);
+      return this.#m.compareAndSwap(k, e, r);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Atomic read-modify-write: stores `fn(current)` (`current` is undefined if the key is
+   * absent; returning undefined removes the key) and returns what `fn` returned. `fn`
+   * runs with no lock held: its result is installed only if the value is still the one
+   * it saw (compare-and-swap), otherwise it runs again on the new value, so it may run
+   * several times and must not have side effects. If `fn` throws, nothing is written and
+   * the error propagates. Throws TimeoutError if the key kept changing for longer than
+   * the store's lock timeout.
+   */
+  update(key: KIn, fn: (current: V | undefined) => VIn | undefined): VIn | undefined {
+    if (typeof fn !== 'function') throw typeError(`update needs a function, not ${describe(fn)}`);
+    let k: Uint8Array;
+    try {
+      // A copy: fn may use this map, which reuses the key scratch Buffer.
+      k = Buffer.from(this.#key(key));
+    } catch (e) {
+      throw convert(e);
+    }
+    const start = Date.now();
+    for (let tries = 1; ; tries++) {
+      let cur: Buffer | null;
+      try {
+        cur = this.#raw(k);
+      } catch (e) {
+        throw convert(e);
+      }
+      const decoded = cur === null ? undefined : (this.#vc.decode(cur, 0, cur.length) as V);
+      const next = fn(decoded);
+      let done: boolean;
+      try {
+        const nb = next === undefined ? null : this.#val(next);
+        done = cur === null && nb === null ? !this.#m.has(k) : this.#m.compareAndSwap(k, cur, nb);
+      } catch (e) {
+        throw convert(e);
+      }
+      if (done) return next;
+      const waited = Date.now() - start;
+      if (waited > this.#lockTimeout) {
+        throw new TimeoutError(`update of a key of map ${JSON.stringify(this.#name)} gave up after ${tries} tries in ${waited} ms: the key kept changing`, 'ERR_SHOAL_TIMEOUT');
+      }
+      // Back off once the race repeats: 1, 2, 4... up to 16 ms, so that the winner finishes.
+      if (tries > 4) sleep(Math.min(16, 1 << Math.min(tries - 5, 4)));
+    }
+  }
+
+  /**
+   * The values of many keys, in order (undefined for an absent key), in one call to the
+   * engine. Each key is read atomically; the batch is not a snapshot.
+   */
+  getMany(keys: Iterable<KIn>): (V | undefined)[] {
+    try {
+      const parts: Uint8Array[] = [];
+      for (const k of keys) parts.push(Buffer.from(this.#key(k)));
+      const lens = new Uint32Array(parts.length);
+      for (let i = 0; i < parts.length; i++) lens[i] = parts[i].length;
+      const r = this.#m.getMany(Buffer.concat(parts), lens);
+      const out: (V | undefined)[] = new Array(parts.length);
+      let at = 0;
+      for (let i = 0; i < parts.length; i++) {
+        const n = r.lens[i];
+        if (n < 0) {
+          out[i] = undefined;
+        } else {
+          out[i] = this.#vc.decode(r.data, at, at + n) as V;
+          at += n;
+        }
+      }
+      return out;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Sets many entries in one call to the engine: each key on its own (the batch is not
+   * atomic; everything is encoded before anything is written).
+   */
+  setMany(entries: Iterable<readonly [KIn, VIn]>): void {
+    try {
+      const ks: Uint8Array[] = [];
+      const vs: Uint8Array[] = [];
+      for (const [k, v] of entries) {
+        ks.push(Buffer.from(this.#key(k)));
+        vs.push(Buffer.from(this.#val(v)));
+      }
+      const kl = Uint32Array.from(ks, (b) => b.length);
+      const vl = Uint32Array.from(vs, (b) => b.length);
+      this.#m.setMany(Buffer.concat(ks), kl, Buffer.concat(vs), vl);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Iterates over batches of decoded items; `values`: entries, else keys. */
+  *#walk<T>(values: boolean, make: (k: K, v: V) => T): Generator<T, undefined, undefined> {
+    let it;
+    try {
+      it = this.#m.iter(values);
+    } catch (e) {
+      throw convert(e);
+    }
+    for (;;) {
+      if (this.#store.closed) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+      let b;
+      try {
+        b = it.nextBatch(ITER_BATCH);
+      } catch (e) {
+        throw convert(e);
+      }
+      if (b === null) return undefined;
+      const items: T[] = [];
+      let at = 0;
+      for (let i = 0; i < b.lens.length; ) {
+        const kl = b.lens[i++];
+        const k = this.#kc.decode(b.data, at, at + kl) as K;
+        at += kl;
+        let v = undefined as V;
+        if (values) {
+          const vl = b.lens[i++];
+          v = this.#vc.decode(b.data, at, at + vl) as V;
+          at += vl;
+        }
+        items.push(make(k, v));
+      }
+      yield* items;
+    }
+  }
+
+  /** The `[key, value]` pairs (see the class for the consistency of iteration). */
+  entries(): IterableIterator<[K, V]> {
+    return this.#walk(true, (k, v) => [k, v] as [K, V]);
+  }
+
+  /** The keys. */
+  keys(): IterableIterator<K> {
+    return this.#walk(false, (k) => k);
+  }
+
+  /** The values. */
+  values(): IterableIterator<V> {
+    return this.#walk(true, (_k, v) => v);
+  }
+
+  /** `for (const [k, v] of map)`: the entries. */
+  [Symbol.iterator](): IterableIterator<[K, V]> {
+    return this.entries();
+  }
+
+  /** Calls `fn(value, key, map)` for each entry, like `Map.prototype.forEach`. */
+  forEach(fn: (value: V, key: K, map: this) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+
+  /** The entries in a plain JavaScript `Map` (a copy). */
+  toMap(): Map<K, V> {
+    return new Map(this.entries());
+  }
+}

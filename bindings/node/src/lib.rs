@@ -1,0 +1,528 @@
+//! The native half of the Node binding: a Node-API addon (napi-rs) over the engine's Rust
+//! API. It deals in bytes only; `lib/index.ts` (compiled to `dist/index.js`) is the public
+//! API, with the codecs, the `Map`-like methods and the error classes.
+//!
+//! Every call is synchronous and runs on the calling JavaScript thread: a single-key call
+//! takes about a microsecond, far less than handing work to the libuv thread pool would
+//! cost. A call that meets a lock held by a stopped process waits, blocking that thread,
+//! up to the store's lock timeout (5 s by default), then throws `ERR_SHOAL_TIMEOUT`.
+//!
+//! Values come back through a caller-supplied buffer (`get` writes into `out` and returns
+//! the length) rather than as a new `Buffer` per call: creating a Buffer from native code
+//! costs several times what the lookup itself does, and a string or number value is
+//! decoded by JavaScript straight from the scratch buffer without any Buffer object.
+
+#![deny(missing_docs)]
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::time::Duration;
+
+/// The `code` of a thrown error: a string such as `ERR_SHOAL_NOT_FOUND`, which the
+/// JavaScript layer maps to its error class.
+pub struct Code(&'static str);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+/// A result whose error carries an `ERR_SHOAL_*` code.
+type Result<T> = std::result::Result<T, Error<Code>>;
+
+fn err(code: &'static str, msg: impl ToString) -> Error<Code> {
+    Error::new(Code(code), msg)
+}
+
+/// The error for any use of a closed store or map.
+fn closed() -> Error<Code> {
+    err("ERR_SHOAL_CLOSED", "operation on a closed shoal store")
+}
+
+/// The message of an engine error in Node's words: where the engine's text names a Rust
+/// call, the JavaScript call that does it instead.
+fn message(e: &shoal::Error) -> String {
+    use shoal::{Error as E, MapKind};
+    match e {
+        E::WrongMapKind { name, found, .. } => match found {
+            MapKind::Variable { .. } => {
+                format!("map {name:?} is a {found}: open it with store.map({name:?})")
+            }
+            _ => format!(
+                "{name:?} is a {found}: the Node API opens variable-size maps only \
+                 (store.map)"
+            ),
+        },
+        E::NoUids { name } => format!("map {name:?} has no UIDs"),
+        e => e.to_string(),
+    }
+}
+
+/// Converts an engine error into a JavaScript error with an `ERR_SHOAL_*` code.
+fn js(e: shoal::Error) -> Error<Code> {
+    use shoal::Error as E;
+    let code = match e {
+        E::NotFound(_) => "ERR_SHOAL_NOT_FOUND",
+        E::AlreadyExists(_) => "ERR_SHOAL_ALREADY_EXISTS",
+        E::StoreFull(_) => "ERR_SHOAL_STORE_FULL",
+        E::NoSpace { .. } => "ERR_SHOAL_NO_SPACE",
+        E::Corrupt { .. } | E::NeedsRepair { .. } => "ERR_SHOAL_CORRUPT",
+        E::NotAStore { .. } => "ERR_SHOAL_NOT_A_STORE",
+        E::VersionMismatch { .. } | E::UpgradeBlocked { .. } => "ERR_SHOAL_VERSION_MISMATCH",
+        E::Permission { .. } => "ERR_SHOAL_PERMISSION_DENIED",
+        E::InvalidArgument(_) | E::WrongMapKind { .. } | E::NoUids { .. } => {
+            "ERR_SHOAL_INVALID_ARGUMENT"
+        }
+        E::Timeout(_) => "ERR_SHOAL_TIMEOUT",
+        E::TooManyUsers(_) => "ERR_SHOAL_TOO_MANY_USERS",
+        E::ReadOnly { .. } => "ERR_SHOAL_READ_ONLY",
+        E::Io { .. } => "ERR_SHOAL_IO",
+        _ => "ERR_SHOAL",
+    };
+    err(code, message(&e))
+}
+
+trait ResultExt<T> {
+    fn js(self) -> Result<T>;
+}
+
+impl<T> ResultExt<T> for shoal::Result<T> {
+    #[inline]
+    fn js(self) -> Result<T> {
+        self.map_err(js)
+    }
+}
+
+/// Options of `openStore`; sizes apply when the store is created.
+#[napi(object)]
+pub struct NativeOpenOptions {
+    /// Create the store if it does not exist (default true).
+    pub create: Option<bool>,
+    /// Fail with ERR_SHOAL_ALREADY_EXISTS if the store exists (default false).
+    pub exclusive: Option<bool>,
+    /// Open an existing store for reading only.
+    pub read_only: Option<bool>,
+    /// Largest size the file may grow to, in bytes.
+    pub max_size: Option<f64>,
+    /// Bytes allocated when the store is created.
+    pub initial_size: Option<f64>,
+    /// How long a call waits for a lock held by a live process, in milliseconds.
+    pub lock_timeout_ms: Option<f64>,
+    /// Processes that may have the store open at once.
+    pub max_processes: Option<u32>,
+    /// Threads (over all processes) that may use the store at once.
+    pub max_threads: Option<u32>,
+    /// Named maps the store can hold.
+    pub max_maps: Option<u32>,
+    /// Size of a chunk, the unit of file growth (a power of two, 64 KiB to 64 MiB).
+    pub chunk_size: Option<f64>,
+    /// Permission bits of a new file.
+    pub mode: Option<u32>,
+    /// Fault in new space from a background thread (default true).
+    pub pretouch: Option<bool>,
+}
+
+/// A size option: a whole, non-negative number of bytes.
+fn size_opt(name: &str, v: Option<f64>, default: u64) -> Result<u64> {
+    match v {
+        None => Ok(default),
+        Some(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(63) => {
+            Ok(x as u64)
+        }
+        Some(x) => Err(err(
+            "ERR_SHOAL_INVALID_ARGUMENT",
+            format!("{name} must be a whole number of bytes >= 0, not {x}"),
+        )),
+    }
+}
+
+/// Opens (or creates) the store at `path`; a bare name means `/dev/shm/NAME.shoal`.
+#[napi]
+pub fn open_store(path: String, opts: NativeOpenOptions) -> Result<NativeStore> {
+    let d = shoal::Options::default();
+    let lock_timeout = match opts.lock_timeout_ms {
+        None => d.lock_timeout,
+        Some(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_secs_f64(ms / 1000.0),
+        Some(ms) => {
+            return Err(err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                format!("lockTimeout must be a number of milliseconds >= 0, not {ms}"),
+            ))
+        }
+    };
+    let o = shoal::Options {
+        max_size: size_opt("maxSize", opts.max_size, d.max_size)?,
+        initial_size: size_opt("initialSize", opts.initial_size, d.initial_size)?,
+        mode: opts.mode.unwrap_or(d.mode),
+        lock_timeout,
+        max_processes: opts.max_processes.unwrap_or(d.max_processes),
+        max_threads: opts.max_threads.unwrap_or(d.max_threads),
+        max_maps: opts.max_maps.unwrap_or(d.max_maps),
+        chunk_size: size_opt("chunkSize", opts.chunk_size, d.chunk_size)?,
+        pretouch: opts.pretouch.unwrap_or(d.pretouch),
+        ..d
+    };
+    let mode = if opts.read_only.unwrap_or(false) {
+        shoal::OpenMode::ReadOnly
+    } else if opts.exclusive.unwrap_or(false) {
+        shoal::OpenMode::CreateNew
+    } else if opts.create.unwrap_or(true) {
+        shoal::OpenMode::OpenOrCreate
+    } else {
+        shoal::OpenMode::Open
+    };
+    let store = shoal::Store::open_with(&path, &o, mode).js()?;
+    Ok(NativeStore { store: Some(store) })
+}
+
+/// Deletes a store file (processes that have it open keep working on their mapping).
+#[napi]
+pub fn remove_store(path: String) -> Result<()> {
+    shoal::Store::destroy(path).js()
+}
+
+/// The path a store name resolves to (a bare name means `/dev/shm/NAME.shoal`).
+#[napi]
+pub fn resolve_store_path(path: String) -> String {
+    shoal::resolve_path(path).to_string_lossy().into_owned()
+}
+
+/// What `check` found.
+#[napi(object)]
+pub struct NativeCheckReport {
+    /// True when no problem was found.
+    pub ok: bool,
+    /// Every violation found, each saying what and where.
+    pub problems: Vec<String>,
+    /// Maps checked.
+    pub maps: f64,
+    /// Entries checked.
+    pub entries: f64,
+}
+
+/// An open store (one per `open()` in JavaScript).
+#[napi]
+pub struct NativeStore {
+    store: Option<shoal::Store>,
+}
+
+impl NativeStore {
+    fn s(&self) -> Result<&shoal::Store> {
+        self.store.as_ref().ok_or_else(closed)
+    }
+}
+
+#[napi]
+impl NativeStore {
+    /// The store file's path.
+    #[napi]
+    pub fn path(&self) -> Result<String> {
+        Ok(self.s()?.path().to_string_lossy().into_owned())
+    }
+
+    /// Opens (or, with `create`, creates) the variable-size map `name`.
+    #[napi]
+    pub fn map(&self, name: String, create: bool) -> Result<NativeMap> {
+        let s = self.s()?;
+        let m = if create {
+            s.map(&name)
+        } else {
+            s.open_map(&name)
+        }
+        .js()?;
+        Ok(NativeMap { map: Some(m) })
+    }
+
+    /// The names of the store's maps.
+    #[napi]
+    pub fn maps(&self) -> Result<Vec<String>> {
+        self.s()?.maps().js()
+    }
+
+    /// Deletes a map and its entries; false if there was none.
+    #[napi]
+    pub fn drop_map(&self, name: String) -> Result<bool> {
+        self.s()?.drop_map(&name).js()
+    }
+
+    /// Verifies every invariant of the file.
+    #[napi]
+    pub fn check(&self) -> Result<NativeCheckReport> {
+        let r = self.s()?.check().js()?;
+        Ok(NativeCheckReport {
+            ok: r.is_ok(),
+            problems: r.problems,
+            maps: r.maps as f64,
+            entries: r.entries as f64,
+        })
+    }
+
+    /// Flushes the store to its file (meaningful for stores on disk).
+    #[napi]
+    pub fn flush(&self) -> Result<()> {
+        self.s()?.flush().js()
+    }
+
+    /// Closes this handle; later calls throw ERR_SHOAL_CLOSED. The mapping goes when the
+    /// last map opened from it is closed too.
+    #[napi]
+    pub fn close(&mut self) {
+        self.store = None;
+    }
+}
+
+/// A named variable-size map. Keys and values are bytes.
+#[napi]
+pub struct NativeMap {
+    map: Option<shoal::Map>,
+}
+
+/// A batch of entries from an iterator: every key and value one after the other in
+/// `data`, and their lengths in `lens` (key, value, key, value... or keys only).
+#[napi(object)]
+pub struct NativeBatch {
+    /// The bytes of the batch's keys (and values).
+    pub data: Buffer,
+    /// Their lengths, in order.
+    pub lens: Vec<u32>,
+}
+
+/// The values of a `getMany`: their bytes one after the other, and per key its length
+/// (-1: absent).
+#[napi(object)]
+pub struct NativeValues {
+    /// The bytes of the values found.
+    pub data: Buffer,
+    /// Per key, the length of its value in `data`, or -1 if absent.
+    pub lens: Vec<f64>,
+}
+
+/// Splits `data` into consecutive slices of `lens` bytes.
+fn split<'a>(data: &'a [u8], lens: &[u32], what: &str) -> Result<Vec<&'a [u8]>> {
+    let mut out = Vec::with_capacity(lens.len());
+    let mut at = 0usize;
+    for &n in lens {
+        let end = at + n as usize;
+        if end > data.len() {
+            return Err(err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                format!("{what}: lengths add up past the data"),
+            ));
+        }
+        out.push(&data[at..end]);
+        at = end;
+    }
+    Ok(out)
+}
+
+impl NativeMap {
+    #[inline]
+    fn m(&self) -> Result<&shoal::Map> {
+        self.map.as_ref().ok_or_else(closed)
+    }
+}
+
+#[napi]
+impl NativeMap {
+    /// Copies the value of `key` into `out` and returns its length, or -1 if the key is
+    /// absent. A length larger than `out` means nothing was copied: use `getBuffer`.
+    /// `out` must not be the Buffer `key` lies in (the JavaScript layer passes a scratch
+    /// Buffer of its own).
+    #[napi]
+    pub fn get(&self, key: &[u8], mut out: BufferSlice) -> Result<i64> {
+        match self.m()?.get_to_slice(key, &mut out).js()? {
+            None => Ok(-1),
+            Some(n) => Ok(n as i64),
+        }
+    }
+
+    /// The value of `key` in a new Buffer, or null.
+    #[napi]
+    pub fn get_buffer(&self, key: &[u8]) -> Result<Option<Buffer>> {
+        Ok(self.m()?.get(key).js()?.map(Buffer::from))
+    }
+
+    /// Sets `key` to `value`; true if it replaced a value.
+    #[napi]
+    pub fn set(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        Ok(self.m()?.put(key, value).js()? == shoal::PutOutcome::Replaced)
+    }
+
+    /// Sets `key` to `value` if it is absent; true if it did.
+    #[napi]
+    pub fn set_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.m()?.put_if_absent(key, value).js()
+    }
+
+    /// Whether `key` is present.
+    #[napi]
+    pub fn has(&self, key: &[u8]) -> Result<bool> {
+        self.m()?.contains(key).js()
+    }
+
+    /// Removes `key`; true if it was present.
+    #[napi]
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.m()?.remove(key).js()
+    }
+
+    /// Removes `key` and returns its value (null if absent), atomically.
+    #[napi]
+    pub fn take(&self, key: &[u8]) -> Result<Option<Buffer>> {
+        Ok(self.m()?.take(key).js()?.map(Buffer::from))
+    }
+
+    /// The number of entries.
+    #[napi]
+    pub fn size(&self) -> Result<f64> {
+        Ok(self.m()?.len().js()? as f64)
+    }
+
+    /// Removes every entry.
+    #[napi]
+    pub fn clear(&self) -> Result<()> {
+        self.m()?.clear().js()
+    }
+
+    /// Atomically adds the 8-byte little-endian signed `delta` to the 8-byte value of
+    /// `key` (absent counts as 0, wrapping at 64 bits) and writes the result into
+    /// `out[0..8]`. Bytes, not numbers, so that no 64-bit integer passes through a double.
+    #[napi]
+    pub fn add(&self, key: &[u8], delta: &[u8], mut out: BufferSlice) -> Result<()> {
+        let (Ok(d), true) = (<[u8; 8]>::try_from(delta), out.len() >= 8) else {
+            return Err(err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                "add: delta must be 8 bytes and out at least 8",
+            ));
+        };
+        let r = self.m()?.add(key, i64::from_le_bytes(d)).js()?;
+        out[..8].copy_from_slice(&r.to_le_bytes());
+        Ok(())
+    }
+
+    /// Atomically: if the value of `key` is `expected` (null: absent), sets it to
+    /// `replacement` (null: remove) and returns true; else changes nothing and returns false.
+    #[napi]
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        replacement: Option<&[u8]>,
+    ) -> Result<bool> {
+        self.m()?.compare_and_swap(key, expected, replacement).js()
+    }
+
+    /// The values of many keys in one call: `keys` holds the keys one after the other,
+    /// `lens` their lengths.
+    #[napi]
+    pub fn get_many(&self, keys: &[u8], lens: &[u32]) -> Result<NativeValues> {
+        let m = self.m()?;
+        let ks = split(keys, lens, "getMany")?;
+        let mut data = Vec::new();
+        let mut out = vec![-1f64; ks.len()];
+        m.get_many_with(&ks, |i, v| {
+            if let Some(v) = v {
+                out[i] = v.len() as f64;
+                data.extend_from_slice(v);
+            }
+        })
+        .js()?;
+        Ok(NativeValues {
+            data: data.into(),
+            lens: out,
+        })
+    }
+
+    /// Sets many keys in one call (each on its own: the batch is not atomic).
+    #[napi]
+    pub fn set_many(&self, keys: &[u8], klens: &[u32], vals: &[u8], vlens: &[u32]) -> Result<()> {
+        let m = self.m()?;
+        let ks = split(keys, klens, "setMany keys")?;
+        let vs = split(vals, vlens, "setMany values")?;
+        if ks.len() != vs.len() {
+            return Err(err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                "setMany: as many keys as values",
+            ));
+        }
+        let items: Vec<(&[u8], &[u8])> = ks.into_iter().zip(vs).collect();
+        m.put_many(&items).js()
+    }
+
+    /// An iterator over the entries (`values` true) or the keys.
+    #[napi]
+    pub fn iter(&self, values: bool) -> Result<NativeIter> {
+        let m = self.m()?;
+        let it = if values {
+            Walk::Items(m.iter())
+        } else {
+            Walk::Keys(m.keys())
+        };
+        Ok(NativeIter { it: Some(it) })
+    }
+
+    /// Closes this map handle; later calls throw ERR_SHOAL_CLOSED.
+    #[napi]
+    pub fn close(&mut self) {
+        self.map = None;
+    }
+}
+
+enum Walk {
+    Items(shoal::Iter),
+    Keys(shoal::Keys),
+}
+
+/// A weakly consistent iteration over a map (see the engine's `Map::iter`): every key
+/// present for the whole iteration is seen exactly once.
+#[napi]
+pub struct NativeIter {
+    it: Option<Walk>,
+}
+
+#[napi]
+impl NativeIter {
+    /// Up to `max` more entries (or keys), or null at the end.
+    #[napi]
+    pub fn next_batch(&mut self, max: u32) -> Result<Option<NativeBatch>> {
+        let Some(it) = self.it.as_mut() else {
+            return Ok(None);
+        };
+        let mut data = Vec::new();
+        let mut lens = Vec::new();
+        let mut n = 0;
+        while n < max {
+            let item = match it {
+                Walk::Items(i) => i.next().map(|r| r.map(|(k, v)| (k, Some(v)))),
+                Walk::Keys(i) => i.next().map(|r| r.map(|k| (k, None))),
+            };
+            match item {
+                None => {
+                    self.it = None;
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.it = None;
+                    return Err(js(e));
+                }
+                Some(Ok((k, v))) => {
+                    lens.push(k.len() as u32);
+                    data.extend_from_slice(&k);
+                    if let Some(v) = v {
+                        lens.push(v.len() as u32);
+                        data.extend_from_slice(&v);
+                    }
+                    n += 1;
+                }
+            }
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(NativeBatch {
+            data: data.into(),
+            lens,
+        }))
+    }
+}
