@@ -50,13 +50,21 @@ const TWO32 = 4294967296;
 const SAFE_HI = 2097152;
 
 /**
- * @internal A codec. `encode` may write into `scratch` and return a view of it (valid
- * until the next use of that scratch Buffer), or return another Uint8Array.
+ * @internal A codec. `prep` checks a key or value and does everything that can run user
+ * code (a JSON value's `toJSON` and getters) before anything is written to the scratch
+ * Buffer, since user code may itself use a map, and so the scratch Buffer. What it
+ * returns goes to `write` (into a Buffer at `off`, at most `cap` bytes: the length, or -1
+ * if it does not fit) or `bytes` (bytes of their own).
  */
 export interface Codec {
   readonly name: CodecName;
-  encode(v: unknown, scratch: Buffer, what: string): Uint8Array;
-  decode(buf: Buffer, start: number, end: number): unknown;
+  /** Stored values must be UTF-8 (the addon checks values it copies to the scratch Buffer). */
+  readonly utf8: boolean;
+  prep(v: unknown, what: string): unknown;
+  write(p: unknown, buf: Buffer, off: number, cap: number): number;
+  bytes(p: unknown): Uint8Array;
+  /** Decodes `buf[start, end)`; `checked`: the addon verified it is UTF-8 already. */
+  decode(buf: Buffer, start: number, end: number, checked?: boolean): unknown;
 }
 
 /** Code units rearranged so that `<` on them is code point order (as Python sorts). */
@@ -131,22 +139,37 @@ export function canonicalJson(v: unknown): string {
   return s;
 }
 
-/** Writes `s` as UTF-8 into `scratch` if it surely fits, else into a new Buffer. */
-function utf8(s: string, scratch: Buffer): Uint8Array {
-  if (s.length * 3 <= scratch.length) {
-    const n = scratch.write(s, 0, 'utf8');
-    return scratch.subarray(0, n);
+/** Writes string `s` as UTF-8 at `buf[off]`: its length, or -1 past `cap` bytes. */
+function writeUtf8(s: string, buf: Buffer, off: number, cap: number): number {
+  const n = s.length;
+  if (n <= 64 && n <= cap) {
+    // Short ASCII strings byte by byte: cheaper than Buffer.write's call into C++.
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[off + i] = c;
+    }
+    if (i === n) return n;
   }
-  return Buffer.from(s, 'utf8');
+  if (n * 3 <= cap) return buf.write(s, off, 'utf8');
+  const len = Buffer.byteLength(s, 'utf8');
+  if (len > cap) return -1;
+  return buf.write(s, off, len, 'utf8');
 }
 
-function decodeUtf8(buf: Buffer, start: number, end: number, codec: string): string {
+const slice = (Buffer.prototype as unknown as { utf8Slice?: (start: number, end: number) => string }).utf8Slice;
+
+function decodeUtf8(buf: Buffer, start: number, end: number, checked: boolean | undefined, codec: string): string {
   // Node's toString would replace invalid sequences with U+FFFD without a word: a value
   // that is not UTF-8 was written with another codec, which must not pass silently.
-  if (!isUtf8(buf.subarray(start, end))) {
-    throw new DecodeError(`stored bytes are not UTF-8: the map was not written with the '${codec}' codec`, 'ERR_SHOAL_DECODE');
-  }
-  return buf.toString('utf8', start, end);
+  if (!checked && !isUtf8(buf.subarray(start, end))) throw notUtf8(codec);
+  return slice !== undefined ? slice.call(buf, start, end) : buf.toString('utf8', start, end);
+}
+
+/** @internal The DecodeError of stored bytes that are not UTF-8. */
+export function notUtf8(codec: string): DecodeError {
+  return new DecodeError(`stored bytes are not UTF-8: the map was not written with the '${codec}' codec`, 'ERR_SHOAL_DECODE');
 }
 
 function eightBytes(start: number, end: number, codec: string): void {
@@ -158,19 +181,27 @@ function eightBytes(start: number, end: number, codec: string): void {
   }
 }
 
-/** Writes a 64-bit integer given as a safe-integer number. */
-function writeSafeInt(v: number, scratch: Buffer): Uint8Array {
-  // ToUint32 is the value modulo 2^32; floor division gives the two's complement high word.
-  scratch.writeUInt32LE(v >>> 0, 0);
-  scratch.writeInt32LE(Math.floor(v / TWO32), 4);
-  return scratch.subarray(0, 8);
+/** Bytes of their own for a codec that writes into Buffers. */
+function ownBytes(c: Codec, p: unknown, size: number): Uint8Array {
+  const b = Buffer.allocUnsafe(size);
+  return b.subarray(0, c.write(p, b, 0, size));
 }
 
 const bytes: Codec = {
   name: 'bytes',
-  encode(v, _scratch, what) {
+  utf8: false,
+  prep(v, what) {
     if (v instanceof Uint8Array) return v;
     throw typeError(`${what} must be a Buffer or Uint8Array (codec 'bytes'), not ${describe(v)}`);
+  },
+  write(p, buf, off, cap) {
+    const u = p as Uint8Array;
+    if (u.length > cap) return -1;
+    buf.set(u, off);
+    return u.length;
+  },
+  bytes(p) {
+    return p as Uint8Array;
   },
   decode(buf, start, end) {
     const out = Buffer.allocUnsafe(end - start);
@@ -181,27 +212,57 @@ const bytes: Codec = {
 
 const string: Codec = {
   name: 'string',
-  encode(v, scratch, what) {
+  utf8: true,
+  prep(v, what) {
     if (typeof v !== 'string') throw typeError(`${what} must be a string (codec 'string'), not ${describe(v)}`);
     if (!v.isWellFormed()) throw valueError(`${what} has a lone surrogate: it has no UTF-8 form`);
-    return utf8(v, scratch);
+    return v;
   },
-  decode(buf, start, end) {
-    return decodeUtf8(buf, start, end, 'string');
+  write(p, buf, off, cap) {
+    return writeUtf8(p as string, buf, off, cap);
+  },
+  bytes(p) {
+    return Buffer.from(p as string, 'utf8');
+  },
+  decode(buf, start, end, checked) {
+    return decodeUtf8(buf, start, end, checked, 'string');
   },
 };
 
+/** Writes a 64-bit integer given as a safe-integer number. */
+function writeSafeInt(v: number, buf: Buffer, off: number): void {
+  // ToUint32 is the value modulo 2^32; floor division gives the two's complement high word.
+  buf.writeUInt32LE(v >>> 0, off);
+  buf.writeInt32LE(Math.floor(v / TWO32), off + 4);
+}
+
+function prepBigint(v: unknown, what: string): bigint {
+  if (typeof v !== 'bigint') throw typeError(`${what} must be a bigint (codec 'bigint'), not ${describe(v)}`);
+  if (v < -(1n << 63n) || v >= 1n << 63n) throw rangeError(`${what} ${v} is outside the signed 64-bit range`);
+  return v;
+}
+
 const int: Codec = {
   name: 'int',
-  encode(v, scratch, what) {
+  utf8: false,
+  prep(v, what) {
     if (typeof v === 'number') {
       if (!Number.isSafeInteger(v)) {
         throw rangeError(`${what} ${v} is not a safe integer (codec 'int'; use 'bigint' for the full 64-bit range)`);
       }
-      return writeSafeInt(v, scratch);
+      return v;
     }
-    if (typeof v === 'bigint') return bigint.encode(v, scratch, what);
+    if (typeof v === 'bigint') return prepBigint(v, what);
     throw typeError(`${what} must be an integer number (codec 'int'), not ${describe(v)}`);
+  },
+  write(p, buf, off, cap) {
+    if (cap < 8) return -1;
+    if (typeof p === 'bigint') buf.writeBigInt64LE(p, off);
+    else writeSafeInt(p as number, buf, off);
+    return 8;
+  },
+  bytes(p) {
+    return ownBytes(int, p, 8);
   },
   decode(buf, start, end) {
     eightBytes(start, end, 'int');
@@ -215,11 +276,15 @@ const int: Codec = {
 
 const bigint: Codec = {
   name: 'bigint',
-  encode(v, scratch, what) {
-    if (typeof v !== 'bigint') throw typeError(`${what} must be a bigint (codec 'bigint'), not ${describe(v)}`);
-    if (v < -(1n << 63n) || v >= 1n << 63n) throw rangeError(`${what} ${v} is outside the signed 64-bit range`);
-    scratch.writeBigInt64LE(v, 0);
-    return scratch.subarray(0, 8);
+  utf8: false,
+  prep: prepBigint,
+  write(p, buf, off, cap) {
+    if (cap < 8) return -1;
+    buf.writeBigInt64LE(p as bigint, off);
+    return 8;
+  },
+  bytes(p) {
+    return ownBytes(bigint, p, 8);
   },
   decode(buf, start, end) {
     eightBytes(start, end, 'bigint');
@@ -229,10 +294,18 @@ const bigint: Codec = {
 
 const float: Codec = {
   name: 'float',
-  encode(v, scratch, what) {
+  utf8: false,
+  prep(v, what) {
     if (typeof v !== 'number') throw typeError(`${what} must be a number (codec 'float'), not ${describe(v)}`);
-    scratch.writeDoubleLE(v, 0);
-    return scratch.subarray(0, 8);
+    return v;
+  },
+  write(p, buf, off, cap) {
+    if (cap < 8) return -1;
+    buf.writeDoubleLE(p as number, off);
+    return 8;
+  },
+  bytes(p) {
+    return ownBytes(float, p, 8);
   },
   decode(buf, start, end) {
     eightBytes(start, end, 'float');
@@ -242,11 +315,18 @@ const float: Codec = {
 
 const json: Codec = {
   name: 'json',
-  encode(v, scratch) {
-    return utf8(canonicalJson(v), scratch);
+  utf8: true,
+  prep(v) {
+    return canonicalJson(v);
   },
-  decode(buf, start, end) {
-    const s = decodeUtf8(buf, start, end, 'json');
+  write(p, buf, off, cap) {
+    return writeUtf8(p as string, buf, off, cap);
+  },
+  bytes(p) {
+    return Buffer.from(p as string, 'utf8');
+  },
+  decode(buf, start, end, checked) {
+    const s = decodeUtf8(buf, start, end, checked, 'json');
     try {
       return JSON.parse(s);
     } catch (e) {

@@ -15,9 +15,9 @@
  * @packageDocumentation
  */
 
-import { codec, describe, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
+import { codec, describe, notUtf8, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
 import { ClosedError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
-import type { NativeMap, NativeStore } from '../native';
+import type { NativeStore } from '../native';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const native: typeof import('../native') = require('../native');
@@ -173,7 +173,7 @@ export function resolvePath(path: string): string {
 export class Store {
   #native: NativeStore | null;
   /** The native map handle of each map name opened (codecs are per wrapper). */
-  #maps = new Map<string, NativeMap>();
+  #maps = new Map<string, number>();
   readonly #path: string;
   readonly #lockTimeout: number;
 
@@ -246,7 +246,7 @@ export class Store {
       const m = this.#maps.get(name);
       const r = this.#s().dropMap(name);
       if (m !== undefined) {
-        m.close();
+        native.mapClose(m);
         this.#maps.delete(name);
       }
       return r;
@@ -279,7 +279,7 @@ export class Store {
    */
   close(): void {
     if (this.#native === null) return;
-    for (const m of this.#maps.values()) m.close();
+    for (const m of this.#maps.values()) native.mapClose(m);
     this.#maps.clear();
     this.#native.close();
     this.#native = null;
@@ -293,12 +293,24 @@ export class Store {
 
 /** Entries fetched from the engine per call while iterating. */
 const ITER_BATCH = 256;
-/** Bytes of a map's scratch Buffers: values up to this size come back without a native Buffer. */
-const SCRATCH = 4096;
+
+const [KEY_CAP, VALUE_CAP] = native.scratchLayout();
+/**
+ * This thread's scratch Buffer, shared by all maps: keys at its start, values after
+ * KEY_CAP. Single-key calls pass their key and value through it, so that the addon's
+ * calls take numbers (a Buffer argument costs more than the engine's lookup). Off the V8
+ * heap (allocUnsafeSlow), so its memory never moves; kept for the module's life.
+ */
+const S = Buffer.allocUnsafeSlow(KEY_CAP + VALUE_CAP);
+native.setScratch(S);
 
 /** @internal Sleeps `ms` milliseconds without spinning (an update's back-off). */
 function sleep(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function keyTooLarge(): ShoalError {
+  return convert(Object.assign(new Error(`invalid argument: key larger than ${KEY_CAP} bytes`), { code: 'ERR_SHOAL_INVALID_ARGUMENT' })) as ShoalError;
 }
 
 /**
@@ -321,22 +333,17 @@ function sleep(ms: number): void {
  * @typeParam VIn - the type of values accepted
  */
 export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Iterable<[K, V]> {
-  readonly #m: NativeMap;
+  /** The addon's handle of the map (this thread's). */
+  readonly #h: number;
   readonly #store: Store;
   readonly #name: string;
   readonly #kc: Codec;
   readonly #vc: Codec;
   readonly #lockTimeout: number;
-  /** Where keys are encoded. */
-  readonly #kbuf = Buffer.allocUnsafe(SCRATCH);
-  /** Where values are encoded. */
-  readonly #vbuf = Buffer.allocUnsafe(SCRATCH);
-  /** Where the addon copies values read (never the Buffer a key is in). */
-  readonly #out = Buffer.allocUnsafe(SCRATCH);
 
   /** @internal Use {@link Store.map}. */
-  constructor(m: NativeMap, store: Store, name: string, kc: Codec, vc: Codec, lockTimeout: number) {
-    this.#m = m;
+  constructor(h: number, store: Store, name: string, kc: Codec, vc: Codec, lockTimeout: number) {
+    this.#h = h;
     this.#store = store;
     this.#name = name;
     this.#kc = kc;
@@ -369,28 +376,40 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
     return 'ShoalMap';
   }
 
-  #key(k: unknown): Uint8Array {
-    return this.#kc.encode(k, this.#kbuf, 'key');
+  /** Writes the prepared key `p` to the scratch Buffer: its length. */
+  #putKey(p: unknown): number {
+    const n = this.#kc.write(p, S, 0, KEY_CAP);
+    if (n < 0) throw keyTooLarge();
+    return n;
   }
 
-  #val(v: unknown): Uint8Array {
-    return this.#vc.encode(v, this.#vbuf, 'value');
+  /** `key` encoded into the scratch Buffer: its length. */
+  #key(key: unknown): number {
+    return this.#putKey(this.#kc.prep(key, 'key'));
   }
 
-  /** The value of encoded key `k` decoded, or undefined. */
-  #read(k: Uint8Array): V | undefined {
-    const out = this.#out;
-    const n = this.#m.get(k, out);
-    if (n < 0) return undefined;
-    if (n <= out.length) return this.#vc.decode(out, 0, n) as V;
+  /** `key` encoded into bytes of its own. */
+  #keyBytes(key: unknown): Uint8Array {
+    const b = this.#kc.bytes(this.#kc.prep(key, 'key'));
+    if (b.length > KEY_CAP) throw keyTooLarge();
+    return b;
+  }
+
+  /** `v`, a value as stored, decoded (checking UTF-8 for a codec that needs it). */
+  #decode(b: Buffer, start: number, end: number): V {
+    return this.#vc.decode(b, start, end, false) as V;
+  }
+
+  /** The value of the key of `klen` bytes in the scratch Buffer, decoded, or undefined. */
+  #read(klen: number): V | undefined {
+    const vc = this.#vc;
+    const n = native.mapGet(this.#h, klen, vc.utf8);
+    if (n === -1) return undefined;
+    if (n === -2) throw notUtf8(vc.name);
+    if (n <= VALUE_CAP) return vc.decode(S, KEY_CAP, KEY_CAP + n, true) as V;
     // Longer than the scratch Buffer (or replaced by a longer value since): copy it whole.
-    const b = this.#m.getBuffer(k);
-    return b === null ? undefined : (this.#vc.decode(b, 0, b.length) as V);
-  }
-
-  /** The raw bytes of encoded key `k`, or null. */
-  #raw(k: Uint8Array): Buffer | null {
-    return this.#m.getBuffer(k);
+    const b = native.mapGetBuffer(this.#h, S.subarray(0, klen));
+    return b === null ? undefined : this.#decode(b, 0, b.length);
   }
 
   /** The value of `key`, or undefined if it is absent. */
@@ -405,7 +424,12 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Sets `key` to `value`. Returns the map, like `Map.prototype.set`. */
   set(key: KIn, value: VIn): this {
     try {
-      this.#m.set(this.#key(key), this.#val(value));
+      const kp = this.#kc.prep(key, 'key');
+      const vp = this.#vc.prep(value, 'value');
+      const klen = this.#putKey(kp);
+      const vlen = this.#vc.write(vp, S, KEY_CAP, VALUE_CAP);
+      if (vlen >= 0) native.mapSet(this.#h, klen, vlen);
+      else native.mapSetBuffer(this.#h, S.subarray(0, klen), this.#vc.bytes(vp));
       return this;
     } catch (e) {
       throw convert(e);
@@ -415,7 +439,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Whether `key` is present. */
   has(key: KIn): boolean {
     try {
-      return this.#m.has(this.#key(key));
+      return native.mapHas(this.#h, this.#key(key));
     } catch (e) {
       throw convert(e);
     }
@@ -424,7 +448,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Removes `key`; true if it was present. */
   delete(key: KIn): boolean {
     try {
-      return this.#m.delete(this.#key(key));
+      return native.mapDelete(this.#h, this.#key(key));
     } catch (e) {
       throw convert(e);
     }
@@ -433,7 +457,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** The number of entries (counted by the engine: exact when no write is in flight). */
   get size(): number {
     try {
-      return this.#m.size();
+      return native.mapSize(this.#h);
     } catch (e) {
       throw convert(e);
     }
@@ -442,7 +466,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Removes every entry (other processes' operations go on meanwhile). */
   clear(): void {
     try {
-      this.#m.clear();
+      native.mapClear(this.#h);
     } catch (e) {
       throw convert(e);
     }
@@ -451,7 +475,8 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Sets `key` to `value` only if `key` is absent, atomically; true if it did. */
   setIfAbsent(key: KIn, value: VIn): boolean {
     try {
-      return this.#m.setIfAbsent(this.#key(key), this.#val(value));
+      const k = this.#keyBytes(key);
+      return native.mapSetIfAbsent(this.#h, k, this.#vc.bytes(this.#vc.prep(value, 'value')));
     } catch (e) {
       throw convert(e);
     }
@@ -463,8 +488,8 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
    */
   take(key: KIn): V | undefined {
     try {
-      const b = this.#m.take(this.#key(key));
-      return b === null ? undefined : (this.#vc.decode(b, 0, b.length) as V);
+      const b = native.mapTake(this.#h, this.#keyBytes(key));
+      return b === null ? undefined : this.#decode(b, 0, b.length);
     } catch (e) {
       throw convert(e);
     }
@@ -483,10 +508,12 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
       throw typeError(`add needs a map with value codec 'int' or 'bigint', not '${vc.name}'`);
     }
     try {
-      const d = vc.encode(delta, this.#vbuf, 'delta');
-      const out = this.#out;
-      this.#m.add(this.#key(key), d, out);
-      return vc.decode(out, 0, 8) as V;
+      const kp = this.#kc.prep(key, 'key');
+      const dp = vc.prep(delta, 'delta');
+      const klen = this.#putKey(kp);
+      vc.write(dp, S, KEY_CAP, 8);
+      native.mapAdd(this.#h, klen);
+      return vc.decode(S, KEY_CAP, KEY_CAP + 8) as V;
     } catch (e) {
       throw convert(e);
     }
@@ -499,11 +526,10 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
    */
   compareAndSwap(key: KIn, expected: VIn | undefined, replacement: VIn | undefined): boolean {
     try {
-      const k = this.#key(key);
-      // Copies: both may be encoded into the same scratch Buffer.
-      const e = expected === undefined ? null : Buffer.from(this.#val(expected));
-      const r = replacement === undefined ? null : this.#val(replacement);
-      return this.#m.compareAndSwap(k, e, r);
+      const k = this.#keyBytes(key);
+      const e = expected === undefined ? null : this.#vc.bytes(this.#vc.prep(expected, 'expected'));
+      const r = replacement === undefined ? null : this.#vc.bytes(this.#vc.prep(replacement, 'replacement'));
+      return native.mapCompareAndSwap(this.#h, k, e, r);
     } catch (e) {
       throw convert(e);
     }
@@ -522,25 +548,24 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
     if (typeof fn !== 'function') throw typeError(`update needs a function, not ${describe(fn)}`);
     let k: Uint8Array;
     try {
-      // A copy: fn may use this map, which reuses the key scratch Buffer.
-      k = Buffer.from(this.#key(key));
+      k = this.#keyBytes(key);
     } catch (e) {
       throw convert(e);
     }
+    const h = this.#h;
     const start = Date.now();
     for (let tries = 1; ; tries++) {
       let cur: Buffer | null;
       try {
-        cur = this.#raw(k);
+        cur = native.mapGetBuffer(h, k);
       } catch (e) {
         throw convert(e);
       }
-      const decoded = cur === null ? undefined : (this.#vc.decode(cur, 0, cur.length) as V);
-      const next = fn(decoded);
+      const next = fn(cur === null ? undefined : this.#decode(cur, 0, cur.length));
       let done: boolean;
       try {
-        const nb = next === undefined ? null : this.#val(next);
-        done = cur === null && nb === null ? !this.#m.has(k) : this.#m.compareAndSwap(k, cur, nb);
+        const nb = next === undefined ? null : this.#vc.bytes(this.#vc.prep(next, 'value'));
+        done = cur === null && nb === null ? !native.mapHas(h, this.#putKey(this.#kc.prep(key, 'key'))) : native.mapCompareAndSwap(h, k, cur, nb);
       } catch (e) {
         throw convert(e);
       }
@@ -561,10 +586,9 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   getMany(keys: Iterable<KIn>): (V | undefined)[] {
     try {
       const parts: Uint8Array[] = [];
-      for (const k of keys) parts.push(Buffer.from(this.#key(k)));
-      const lens = new Uint32Array(parts.length);
-      for (let i = 0; i < parts.length; i++) lens[i] = parts[i].length;
-      const r = this.#m.getMany(Buffer.concat(parts), lens);
+      for (const k of keys) parts.push(this.#keyBytes(k));
+      const lens = Uint32Array.from(parts, (b) => b.length);
+      const r = native.mapGetMany(this.#h, Buffer.concat(parts), lens);
       const out: (V | undefined)[] = new Array(parts.length);
       let at = 0;
       for (let i = 0; i < parts.length; i++) {
@@ -572,7 +596,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
         if (n < 0) {
           out[i] = undefined;
         } else {
-          out[i] = this.#vc.decode(r.data, at, at + n) as V;
+          out[i] = this.#decode(r.data, at, at + n);
           at += n;
         }
       }
@@ -591,12 +615,12 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
       const ks: Uint8Array[] = [];
       const vs: Uint8Array[] = [];
       for (const [k, v] of entries) {
-        ks.push(Buffer.from(this.#key(k)));
-        vs.push(Buffer.from(this.#val(v)));
+        ks.push(this.#keyBytes(k));
+        vs.push(this.#vc.bytes(this.#vc.prep(v, 'value')));
       }
       const kl = Uint32Array.from(ks, (b) => b.length);
       const vl = Uint32Array.from(vs, (b) => b.length);
-      this.#m.setMany(Buffer.concat(ks), kl, Buffer.concat(vs), vl);
+      native.mapSetMany(this.#h, Buffer.concat(ks), kl, Buffer.concat(vs), vl);
     } catch (e) {
       throw convert(e);
     }
@@ -606,7 +630,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   *#walk<T>(values: boolean, make: (k: K, v: V) => T): Generator<T, undefined, undefined> {
     let it;
     try {
-      it = this.#m.iter(values);
+      it = native.mapIter(this.#h, values);
     } catch (e) {
       throw convert(e);
     }
@@ -623,12 +647,12 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
       let at = 0;
       for (let i = 0; i < b.lens.length; ) {
         const kl = b.lens[i++];
-        const k = this.#kc.decode(b.data, at, at + kl) as K;
+        const k = this.#kc.decode(b.data, at, at + kl, false) as K;
         at += kl;
         let v = undefined as V;
         if (values) {
           const vl = b.lens[i++];
-          v = this.#vc.decode(b.data, at, at + vl) as V;
+          v = this.#decode(b.data, at, at + vl);
           at += vl;
         }
         items.push(make(k, v));

@@ -221,9 +221,10 @@ impl NativeStore {
         Ok(self.s()?.path().to_string_lossy().into_owned())
     }
 
-    /// Opens (or, with `create`, creates) the variable-size map `name`.
+    /// Opens (or, with `create`, creates) the variable-size map `name`; returns a handle
+    /// for the `map*` functions, valid on this thread only.
     #[napi]
-    pub fn map(&self, name: String, create: bool) -> Result<NativeMap> {
+    pub fn map(&self, name: String, create: bool) -> Result<f64> {
         let s = self.s()?;
         let m = if create {
             s.map(&name)
@@ -231,7 +232,7 @@ impl NativeStore {
             s.open_map(&name)
         }
         .js()?;
-        Ok(NativeMap { map: Some(m) })
+        new_handle(m)
     }
 
     /// The names of the store's maps.
@@ -272,10 +273,278 @@ impl NativeStore {
     }
 }
 
-/// A named variable-size map. Keys and values are bytes.
-#[napi]
-pub struct NativeMap {
+/// Bytes of the key area at the start of the scratch Buffer: the largest key.
+pub const KEY_CAP: u32 = shoal::MAX_KEY_LEN as u32;
+/// Bytes of the value area after it: values up to this size pass through the scratch
+/// Buffer; larger ones through Buffers of their own.
+pub const VALUE_CAP: u32 = 64 * 1024;
+
+/// The scratch Buffer of this thread, and the maps it opened.
+struct Local {
+    /// Start of the scratch Buffer (`KEY_CAP + VALUE_CAP` bytes), null until `setScratch`.
+    scratch: *mut u8,
+    /// The maps opened on this thread, by handle index.
+    maps: Vec<Slot>,
+    /// Indexes of closed slots, for reuse.
+    free: Vec<u32>,
+}
+
+struct Slot {
+    /// Bumped when the slot is reused, so that a closed map's handle stays closed.
+    generation: u32,
     map: Option<shoal::Map>,
+}
+
+thread_local! {
+    // Per thread, not global: every JavaScript thread (the main one, each worker) has
+    // its own instance of the module and calls only its own maps, so no lock is needed,
+    // and a handle of one thread means nothing on another.
+    static LOCAL: std::cell::RefCell<Local> = const {
+        std::cell::RefCell::new(Local { scratch: std::ptr::null_mut(), maps: Vec::new(), free: Vec::new() })
+    };
+}
+
+/// Handle bits for the slot index; the generation is above them (a handle is a double:
+/// 53 bits pass through a JavaScript number exactly).
+const INDEX_BITS: u32 = 20;
+
+fn new_handle(map: shoal::Map) -> Result<f64> {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        let i = match l.free.pop() {
+            Some(i) => {
+                let s = &mut l.maps[i as usize];
+                s.generation = s.generation.wrapping_add(1);
+                s.map = Some(map);
+                i
+            }
+            None => {
+                let i = l.maps.len() as u32;
+                if i >= 1 << INDEX_BITS {
+                    return Err(err(
+                        "ERR_SHOAL_INVALID_ARGUMENT",
+                        "too many maps open on this thread",
+                    ));
+                }
+                l.maps.push(Slot {
+                    generation: 0,
+                    map: Some(map),
+                });
+                i
+            }
+        };
+        let g = l.maps[i as usize].generation;
+        Ok(g as f64 * (1u64 << INDEX_BITS) as f64 + i as f64)
+    })
+}
+
+/// Runs `f` on the map of handle `h` and the scratch Buffer: `key` is its first `klen`
+/// bytes, `vals` the value area.
+#[inline(always)]
+fn with_map<T>(
+    h: f64,
+    klen: u32,
+    f: impl FnOnce(&shoal::Map, &[u8], &mut [u8]) -> Result<T>,
+) -> Result<T> {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        let hi = h as u64;
+        let (i, g) = (
+            (hi & ((1 << INDEX_BITS) - 1)) as usize,
+            (hi >> INDEX_BITS) as u32,
+        );
+        let m = match l.maps.get(i) {
+            Some(Slot {
+                generation,
+                map: Some(m),
+            }) if *generation == g => m,
+            _ => return Err(closed()),
+        };
+        if l.scratch.is_null() || klen > KEY_CAP {
+            return Err(err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                "scratch Buffer not set, or key length past it",
+            ));
+        }
+        // SAFETY: `scratch` is the start of a Buffer of KEY_CAP + VALUE_CAP bytes that the
+        // JavaScript layer of this thread allocated off the V8 heap (allocUnsafeSlow: its
+        // memory never moves), keeps for the thread's life and never transfers; no
+        // JavaScript runs during this synchronous call, so nothing else touches it. The
+        // key and value areas do not overlap.
+        let (key, vals) = unsafe {
+            (
+                std::slice::from_raw_parts(l.scratch, klen as usize),
+                std::slice::from_raw_parts_mut(l.scratch.add(KEY_CAP as usize), VALUE_CAP as usize),
+            )
+        };
+        f(m, key, vals)
+    })
+}
+
+/// Runs `f` on the map of handle `h` (for calls whose keys and values come as Buffers).
+fn map_of<T>(h: f64, f: impl FnOnce(&shoal::Map) -> Result<T>) -> Result<T> {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        let hi = h as u64;
+        let (i, g) = (
+            (hi & ((1 << INDEX_BITS) - 1)) as usize,
+            (hi >> INDEX_BITS) as u32,
+        );
+        match l.maps.get(i) {
+            Some(Slot {
+                generation,
+                map: Some(m),
+            }) if *generation == g => f(m),
+            _ => Err(closed()),
+        }
+    })
+}
+
+/// Gives this thread's scratch Buffer (`KEY_CAP + VALUE_CAP` bytes, off the V8 heap,
+/// kept by the caller for as long as the module is loaded): keys and values of the
+/// single-key calls pass through it, so that those calls take numbers, not Buffers
+/// (a Buffer argument costs more than the engine's lookup).
+#[napi]
+pub fn set_scratch(buf: BufferSlice) -> Result<()> {
+    if buf.len() != (KEY_CAP + VALUE_CAP) as usize {
+        return Err(err(
+            "ERR_SHOAL_INVALID_ARGUMENT",
+            "the scratch Buffer must be KEY_CAP + VALUE_CAP bytes",
+        ));
+    }
+    let p = buf.as_ptr() as *mut u8;
+    LOCAL.with(|l| l.borrow_mut().scratch = p);
+    Ok(())
+}
+
+/// The sizes of the scratch Buffer's areas: `[KEY_CAP, VALUE_CAP]`.
+#[napi]
+pub fn scratch_layout() -> Vec<u32> {
+    vec![KEY_CAP, VALUE_CAP]
+}
+
+/// Closes a map handle; later calls with it throw ERR_SHOAL_CLOSED.
+#[napi]
+pub fn map_close(h: f64) {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        let hi = h as u64;
+        let (i, g) = (
+            (hi & ((1 << INDEX_BITS) - 1)) as u32,
+            (hi >> INDEX_BITS) as u32,
+        );
+        if let Some(s) = l.maps.get_mut(i as usize) {
+            if s.generation == g && s.map.is_some() {
+                s.map = None;
+                l.free.push(i);
+            }
+        }
+    });
+}
+
+/// The value of the key in the scratch Buffer (its first `klen` bytes), copied into the
+/// value area: returns its length, -1 if the key is absent, or -2 if `utf8` is set and
+/// the value is not UTF-8 (checked here, where it is cheaper than in JavaScript). A
+/// length above VALUE_CAP means nothing was copied: use `mapGetBuffer`.
+#[napi]
+pub fn map_get(h: f64, klen: u32, utf8: bool) -> Result<i64> {
+    with_map(h, klen, |m, k, out| match m.get_to_slice(k, out).js()? {
+        None => Ok(-1),
+        Some(n) if utf8 && n <= out.len() && std::str::from_utf8(&out[..n]).is_err() => Ok(-2),
+        Some(n) => Ok(n as i64),
+    })
+}
+
+/// The value of `key` in a new Buffer, or null.
+#[napi]
+pub fn map_get_buffer(h: f64, key: &[u8]) -> Result<Option<Buffer>> {
+    map_of(h, |m| Ok(m.get(key).js()?.map(Buffer::from)))
+}
+
+/// Sets the key in the scratch Buffer to the `vlen` bytes of its value area; true if it
+/// replaced a value.
+#[napi]
+pub fn map_set(h: f64, klen: u32, vlen: u32) -> Result<bool> {
+    with_map(h, klen, |m, k, vals| {
+        let v = vals.get(..vlen as usize).ok_or_else(|| {
+            err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                "value length past the scratch Buffer",
+            )
+        })?;
+        Ok(m.put(k, v).js()? == shoal::PutOutcome::Replaced)
+    })
+}
+
+/// Sets `key` to `value` (values too large for the scratch Buffer); true if it replaced.
+#[napi]
+pub fn map_set_buffer(h: f64, key: &[u8], value: &[u8]) -> Result<bool> {
+    map_of(h, |m| {
+        Ok(m.put(key, value).js()? == shoal::PutOutcome::Replaced)
+    })
+}
+
+/// Whether the key in the scratch Buffer is present.
+#[napi]
+pub fn map_has(h: f64, klen: u32) -> Result<bool> {
+    with_map(h, klen, |m, k, _| m.contains(k).js())
+}
+
+/// Removes the key in the scratch Buffer; true if it was present.
+#[napi]
+pub fn map_delete(h: f64, klen: u32) -> Result<bool> {
+    with_map(h, klen, |m, k, _| m.remove(k).js())
+}
+
+/// Atomically adds the 8-byte little-endian signed integer at the start of the value
+/// area to the 8-byte value of the key in the scratch Buffer (absent counts as 0,
+/// wrapping at 64 bits) and writes the result there. Bytes, not numbers, so that no
+/// 64-bit integer passes through a double.
+#[napi]
+pub fn map_add(h: f64, klen: u32) -> Result<()> {
+    with_map(h, klen, |m, k, vals| {
+        let mut d = [0u8; 8];
+        d.copy_from_slice(&vals[..8]);
+        let r = m.add(k, i64::from_le_bytes(d)).js()?;
+        vals[..8].copy_from_slice(&r.to_le_bytes());
+        Ok(())
+    })
+}
+
+/// Sets `key` to `value` if it is absent; true if it did.
+#[napi]
+pub fn map_set_if_absent(h: f64, key: &[u8], value: &[u8]) -> Result<bool> {
+    map_of(h, |m| m.put_if_absent(key, value).js())
+}
+
+/// Removes `key` and returns its value (null if absent), atomically.
+#[napi]
+pub fn map_take(h: f64, key: &[u8]) -> Result<Option<Buffer>> {
+    map_of(h, |m| Ok(m.take(key).js()?.map(Buffer::from)))
+}
+
+/// The number of entries.
+#[napi]
+pub fn map_size(h: f64) -> Result<f64> {
+    map_of(h, |m| Ok(m.len().js()? as f64))
+}
+
+/// Removes every entry.
+#[napi]
+pub fn map_clear(h: f64) -> Result<()> {
+    map_of(h, |m| m.clear().js())
+}
+
+/// Atomically: if the value of `key` is `expected` (null: absent), sets it to
+/// `replacement` (null: remove) and returns true; else changes nothing and returns false.
+#[napi]
+pub fn map_compare_and_swap(
+    h: f64,
+    key: &[u8],
+    expected: Option<&[u8]>,
+    replacement: Option<&[u8]>,
+) -> Result<bool> {
+    map_of(h, |m| m.compare_and_swap(key, expected, replacement).js())
 }
 
 /// A batch of entries from an iterator: every key and value one after the other in
@@ -316,108 +585,11 @@ fn split<'a>(data: &'a [u8], lens: &[u32], what: &str) -> Result<Vec<&'a [u8]>> 
     Ok(out)
 }
 
-impl NativeMap {
-    #[inline]
-    fn m(&self) -> Result<&shoal::Map> {
-        self.map.as_ref().ok_or_else(closed)
-    }
-}
-
+/// The values of many keys in one call: `keys` holds the keys one after the other,
+/// `lens` their lengths.
 #[napi]
-impl NativeMap {
-    /// Copies the value of `key` into `out` and returns its length, or -1 if the key is
-    /// absent. A length larger than `out` means nothing was copied: use `getBuffer`.
-    /// `out` must not be the Buffer `key` lies in (the JavaScript layer passes a scratch
-    /// Buffer of its own).
-    #[napi]
-    pub fn get(&self, key: &[u8], mut out: BufferSlice) -> Result<i64> {
-        match self.m()?.get_to_slice(key, &mut out).js()? {
-            None => Ok(-1),
-            Some(n) => Ok(n as i64),
-        }
-    }
-
-    /// The value of `key` in a new Buffer, or null.
-    #[napi]
-    pub fn get_buffer(&self, key: &[u8]) -> Result<Option<Buffer>> {
-        Ok(self.m()?.get(key).js()?.map(Buffer::from))
-    }
-
-    /// Sets `key` to `value`; true if it replaced a value.
-    #[napi]
-    pub fn set(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        Ok(self.m()?.put(key, value).js()? == shoal::PutOutcome::Replaced)
-    }
-
-    /// Sets `key` to `value` if it is absent; true if it did.
-    #[napi]
-    pub fn set_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.m()?.put_if_absent(key, value).js()
-    }
-
-    /// Whether `key` is present.
-    #[napi]
-    pub fn has(&self, key: &[u8]) -> Result<bool> {
-        self.m()?.contains(key).js()
-    }
-
-    /// Removes `key`; true if it was present.
-    #[napi]
-    pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        self.m()?.remove(key).js()
-    }
-
-    /// Removes `key` and returns its value (null if absent), atomically.
-    #[napi]
-    pub fn take(&self, key: &[u8]) -> Result<Option<Buffer>> {
-        Ok(self.m()?.take(key).js()?.map(Buffer::from))
-    }
-
-    /// The number of entries.
-    #[napi]
-    pub fn size(&self) -> Result<f64> {
-        Ok(self.m()?.len().js()? as f64)
-    }
-
-    /// Removes every entry.
-    #[napi]
-    pub fn clear(&self) -> Result<()> {
-        self.m()?.clear().js()
-    }
-
-    /// Atomically adds the 8-byte little-endian signed `delta` to the 8-byte value of
-    /// `key` (absent counts as 0, wrapping at 64 bits) and writes the result into
-    /// `out[0..8]`. Bytes, not numbers, so that no 64-bit integer passes through a double.
-    #[napi]
-    pub fn add(&self, key: &[u8], delta: &[u8], mut out: BufferSlice) -> Result<()> {
-        let (Ok(d), true) = (<[u8; 8]>::try_from(delta), out.len() >= 8) else {
-            return Err(err(
-                "ERR_SHOAL_INVALID_ARGUMENT",
-                "add: delta must be 8 bytes and out at least 8",
-            ));
-        };
-        let r = self.m()?.add(key, i64::from_le_bytes(d)).js()?;
-        out[..8].copy_from_slice(&r.to_le_bytes());
-        Ok(())
-    }
-
-    /// Atomically: if the value of `key` is `expected` (null: absent), sets it to
-    /// `replacement` (null: remove) and returns true; else changes nothing and returns false.
-    #[napi]
-    pub fn compare_and_swap(
-        &self,
-        key: &[u8],
-        expected: Option<&[u8]>,
-        replacement: Option<&[u8]>,
-    ) -> Result<bool> {
-        self.m()?.compare_and_swap(key, expected, replacement).js()
-    }
-
-    /// The values of many keys in one call: `keys` holds the keys one after the other,
-    /// `lens` their lengths.
-    #[napi]
-    pub fn get_many(&self, keys: &[u8], lens: &[u32]) -> Result<NativeValues> {
-        let m = self.m()?;
+pub fn map_get_many(h: f64, keys: &[u8], lens: &[u32]) -> Result<NativeValues> {
+    map_of(h, |m| {
         let ks = split(keys, lens, "getMany")?;
         let mut data = Vec::new();
         let mut out = vec![-1f64; ks.len()];
@@ -432,12 +604,13 @@ impl NativeMap {
             data: data.into(),
             lens: out,
         })
-    }
+    })
+}
 
-    /// Sets many keys in one call (each on its own: the batch is not atomic).
-    #[napi]
-    pub fn set_many(&self, keys: &[u8], klens: &[u32], vals: &[u8], vlens: &[u32]) -> Result<()> {
-        let m = self.m()?;
+/// Sets many keys in one call (each on its own: the batch is not atomic).
+#[napi]
+pub fn map_set_many(h: f64, keys: &[u8], klens: &[u32], vals: &[u8], vlens: &[u32]) -> Result<()> {
+    map_of(h, |m| {
         let ks = split(keys, klens, "setMany keys")?;
         let vs = split(vals, vlens, "setMany values")?;
         if ks.len() != vs.len() {
@@ -448,25 +621,20 @@ impl NativeMap {
         }
         let items: Vec<(&[u8], &[u8])> = ks.into_iter().zip(vs).collect();
         m.put_many(&items).js()
-    }
+    })
+}
 
-    /// An iterator over the entries (`values` true) or the keys.
-    #[napi]
-    pub fn iter(&self, values: bool) -> Result<NativeIter> {
-        let m = self.m()?;
+/// An iterator over the entries (`values` true) or the keys of a map.
+#[napi]
+pub fn map_iter(h: f64, values: bool) -> Result<NativeIter> {
+    map_of(h, |m| {
         let it = if values {
             Walk::Items(m.iter())
         } else {
             Walk::Keys(m.keys())
         };
         Ok(NativeIter { it: Some(it) })
-    }
-
-    /// Closes this map handle; later calls throw ERR_SHOAL_CLOSED.
-    #[napi]
-    pub fn close(&mut self) {
-        self.map = None;
-    }
+    })
 }
 
 enum Walk {
