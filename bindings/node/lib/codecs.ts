@@ -337,6 +337,9 @@ const json: Codec = {
 
 const codecs: Record<CodecName, Codec> = { bytes, string, int, bigint, float, json };
 
+/** @internal The `'string'` codec (whose values the addon can return as strings). */
+export const STRING: Codec = string;
+
 /** @internal The codec named `name`, or a TypeError naming the choices. */
 export function codec(name: unknown, what: string): Codec {
   if (typeof name === 'string' && Object.prototype.hasOwnProperty.call(codecs, name)) {

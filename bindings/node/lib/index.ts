@@ -15,7 +15,7 @@
  * @packageDocumentation
  */
 
-import { codec, describe, notUtf8, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
+import { codec, describe, notUtf8, STRING, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
 import { ClosedError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
 import type { NativeStore } from '../native';
 
@@ -403,11 +403,25 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** The value of the key of `klen` bytes in the scratch Buffer, decoded, or undefined. */
   #read(klen: number): V | undefined {
     const vc = this.#vc;
+    if (vc === STRING) {
+      // The addon makes the string itself: one call, no decode in JavaScript.
+      const r = native.mapGetString(this.#h, klen);
+      if (typeof r === 'string') return r as V;
+      return this.#readOdd(r, klen);
+    }
     const n = native.mapGet(this.#h, klen, vc.utf8);
     if (n === -1) return undefined;
     if (n === -2) throw notUtf8(vc.name);
     if (n <= VALUE_CAP) return vc.decode(S, KEY_CAP, KEY_CAP + n, true) as V;
     // Longer than the scratch Buffer (or replaced by a longer value since): copy it whole.
+    const b = native.mapGetBuffer(this.#h, S.subarray(0, klen));
+    return b === null ? undefined : this.#decode(b, 0, b.length);
+  }
+
+  /** `mapGetString`'s answers other than a string: absent, not UTF-8, too long. */
+  #readOdd(r: number, klen: number): V | undefined {
+    if (r === -1) return undefined;
+    if (r === -2) throw notUtf8(this.#vc.name);
     const b = native.mapGetBuffer(this.#h, S.subarray(0, klen));
     return b === null ? undefined : this.#decode(b, 0, b.length);
   }
@@ -544,7 +558,7 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
    * the error propagates. Throws TimeoutError if the key kept changing for longer than
    * the store's lock timeout.
    */
-  update(key: KIn, fn: (current: V | undefined) => VIn | undefined): VIn | undefined {
+  update<R extends VIn | undefined>(key: KIn, fn: (current: V | undefined) => R): R {
     if (typeof fn !== 'function') throw typeError(`update needs a function, not ${describe(fn)}`);
     let k: Uint8Array;
     try {
@@ -657,7 +671,10 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
         }
         items.push(make(k, v));
       }
-      yield* items;
+      for (const item of items) {
+        if (this.#store.closed) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+        yield item;
+      }
     }
   }
 

@@ -455,6 +455,30 @@ pub fn map_get(h: f64, klen: u32, utf8: bool) -> Result<i64> {
     })
 }
 
+/// The value of the key in the scratch Buffer (its first `klen` bytes) as a string, for
+/// the UTF-8 codecs: one call that makes the JavaScript string from the bytes, instead of
+/// a copy to the scratch Buffer and a second call to decode it there. Returns -1 if the
+/// key is absent, -2 if the value is not UTF-8, and the value's length if it is longer
+/// than VALUE_CAP (nothing was read: use `mapGetBuffer`).
+#[napi]
+pub fn map_get_string<'env>(
+    env: &'env Env,
+    h: f64,
+    klen: u32,
+) -> Result<Either<napi::JsString<'env>, i64>> {
+    with_map(h, klen, |m, k, out| match m.get_to_slice(k, out).js()? {
+        None => Ok(Either::B(-1)),
+        Some(n) if n > out.len() => Ok(Either::B(n as i64)),
+        Some(n) => match std::str::from_utf8(&out[..n]) {
+            Ok(s) => Ok(Either::A(
+                env.create_string(s)
+                    .map_err(|e| err("ERR_SHOAL", e.reason.clone()))?,
+            )),
+            Err(_) => Ok(Either::B(-2)),
+        },
+    })
+}
+
 /// The value of `key` in a new Buffer, or null.
 #[napi]
 pub fn map_get_buffer(h: f64, key: &[u8]) -> Result<Option<Buffer>> {
