@@ -37,7 +37,8 @@ function args() {
 }
 
 const key = (i) => 'key' + String(i).padStart(12, '0'); // 15 bytes
-const val = (i, round) => 'v' + String(round % 10) + String(i).padStart(14, '0'); // 16 bytes
+/** Values of 16 bytes, made before the timed runs: two sets, so that each pass changes every value. */
+const VALS = [0, 1].map((r) => (n) => Array.from({ length: n }, (_, i) => 'v' + r + String(i).padStart(14, '0')));
 
 /** A random permutation of 0..n-1 (fixed seed: the same order in every process). */
 function order(n) {
@@ -57,6 +58,7 @@ function order(n) {
  */
 async function timed(seconds, per, pass) {
   const end = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+  const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   let ops = 0;
   let round = 0;
@@ -66,7 +68,9 @@ async function timed(seconds, per, pass) {
     ops += per;
     now = process.hrtime.bigint();
   } while (now < end);
-  return { ops, secs: Number(now - t0) / 1e9 };
+  const c = process.cpuUsage(c0);
+  // CPU time of the whole process (every thread: lmdb-js commits on a thread of its own).
+  return { ops, secs: Number(now - t0) / 1e9, cpu: (c.user + c.system) / 1e6 };
 }
 
 /** The primary's pid names the files, so that its workers open the same ones. */
@@ -83,8 +87,10 @@ function peers(n, create) {
 
 /** The phases one process runs; `keys` is which key indexes it writes. */
 function phases(p, keys, all) {
-  const { m, db } = p;
-  const ks = all.map(key);
+  const { m, db, n } = p;
+  const ks = Array.from({ length: n }, (_, i) => key(i));
+  const vs = VALS.map((f) => f(n));
+  const val = (i, round) => vs[round & 1][i];
   return {
     'shoal set': (round) => {
       for (const i of keys) m.set(ks[i], val(i, round));
@@ -127,6 +133,10 @@ async function worker() {
   process.send({ ready: true });
 }
 
+function ns(x) {
+  return `${x.toFixed(0)} ns`;
+}
+
 function fmt(x) {
   if (x >= 1e6) return `${(x / 1e6).toFixed(2)} M/s`;
   return `${(x / 1e3).toFixed(0)} k/s`;
@@ -141,12 +151,15 @@ async function primary() {
   const all = order(n);
   const p = peers(n, true);
   const single = {};
+  const cpu1 = {};
   // Fill both stores first, so that every set below replaces and every get finds.
   const ph = phases(p, all, all);
   ph['shoal set'](0);
   ph['lmdb-js putSync'](0);
   const js = new Map();
-  const ks = all.map(key);
+  const ks = Array.from({ length: n }, (_, i) => key(i));
+  const vs = VALS.map((f) => f(n));
+  const val = (i, round) => vs[round & 1][i];
   const local = {
     'Map set': (round) => {
       for (const i of all) js.set(ks[i], val(i, round));
@@ -164,8 +177,11 @@ async function primary() {
       const f = local[name] ?? ph[name];
       const r = await timed(a.seconds, n, f);
       const rate = r.ops / r.secs;
-      single[name] = Math.max(single[name] ?? 0, rate);
-      console.log(`1 process  ${name.padEnd(30)} ${fmt(rate)}`);
+      if (rate > (single[name] ?? 0)) {
+        single[name] = rate;
+        cpu1[name] = (r.cpu / r.ops) * 1e9;
+      }
+      console.log(`1 process  ${name.padEnd(30)} ${fmt(rate)}, ${((r.cpu / r.ops) * 1e9).toFixed(0)} ns CPU per op`);
     }
   }
   p.store.close();
@@ -177,6 +193,7 @@ async function primary() {
   const workers = [0, 1].map((half) => cluster.fork({ ...env, BENCH_HALF: String(half) }));
   await Promise.all(workers.map((w) => new Promise((res) => w.once('message', res))));
   const multi = {};
+  const cpu2 = {};
   const order2 = ['shoal set', 'shoal get', 'lmdb-js putSync', 'lmdb-js put (async, batched)', 'lmdb-js get'];
   for (let rep = 0; rep < 2; rep++) {
     for (const phase of order2) {
@@ -190,8 +207,12 @@ async function primary() {
         ),
       );
       const rate = rs.reduce((s, r) => s + r.ops / r.secs, 0);
-      multi[phase] = Math.max(multi[phase] ?? 0, rate);
-      console.log(`2 workers  ${phase.padEnd(30)} ${fmt(rate)} (sum of both)`);
+      const perOp = (rs.reduce((s, r) => s + r.cpu, 0) / rs.reduce((s, r) => s + r.ops, 0)) * 1e9;
+      if (rate > (multi[phase] ?? 0)) {
+        multi[phase] = rate;
+        cpu2[phase] = perOp;
+      }
+      console.log(`2 workers  ${phase.padEnd(30)} ${fmt(rate)} (sum of both), ${perOp.toFixed(0)} ns CPU per op`);
     }
   }
   workers.forEach((w) => w.send({}));
@@ -199,10 +220,10 @@ async function primary() {
   const load1 = os.loadavg();
   shoal.remove(STORE, { missingOk: true });
   fs.rmSync(LMDB_DIR, { recursive: true, force: true });
-  write(a, single, multi, load0, load1);
+  write(a, single, multi, cpu1, cpu2, load0, load1);
 }
 
-function write(a, single, multi, load0, load1) {
+function write(a, single, multi, cpu1, cpu2, load0, load1) {
   const root = path.resolve(__dirname, '../../..');
   let commit = 'unknown';
   try {
@@ -242,6 +263,13 @@ lmdb-js writes are measured two ways: \`putSync\` commits each put before it ret
 |---|---|---|---|---|---|
 ${rows.join('\n')}
 
+CPU time per operation (the process's user + system time, all its threads, over the operations done; lmdb-js \`put\` commits on a thread of its own, whose time counts here):
+
+| operation | shoal | lmdb-js putSync / get | lmdb-js put (async, batched) | JS Map |
+|---|---|---|---|---|
+| get | ${ns(cpu1['shoal get'])} | ${ns(cpu1['lmdb-js get'])} | – | ${ns(cpu1['Map get'])} |
+| set | ${ns(cpu1['shoal set'])} | ${ns(cpu1['lmdb-js putSync'])} | ${ns(cpu1['lmdb-js put (async, batched)'])} | ${ns(cpu1['Map set'])} |
+
 ## 2 cluster workers at once, one store
 
 Each worker sets its own half of the keys, and gets all of them; the figure is the sum of both workers' rates. A JS Map cannot be shared between processes, so it has no column here.
@@ -249,6 +277,13 @@ Each worker sets its own half of the keys, and gets all of them; the figure is t
 | operation | shoal | lmdb-js (putSync / get) | lmdb-js put (async, batched) | shoal ÷ lmdb-js |
 |---|---|---|---|---|
 ${rows2.join('\n')}
+
+CPU time per operation, both workers together:
+
+| operation | shoal | lmdb-js putSync / get | lmdb-js put (async, batched) |
+|---|---|---|---|
+| get | ${ns(cpu2['shoal get'])} | ${ns(cpu2['lmdb-js get'])} | – |
+| set | ${ns(cpu2['shoal set'])} | ${ns(cpu2['lmdb-js putSync'])} | ${ns(cpu2['lmdb-js put (async, batched)'])} |
 `;
   fs.mkdirSync(path.dirname(a.out), { recursive: true });
   fs.writeFileSync(a.out, md + (process.env.BENCH_NOTES ? `\n${fs.readFileSync(process.env.BENCH_NOTES, 'utf8')}` : ''));

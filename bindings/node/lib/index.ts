@@ -167,6 +167,15 @@ export function resolvePath(path: string): string {
 }
 
 /**
+ * Closes the map handles of a Store that was garbage-collected without `close()`. A
+ * ShoalMap keeps its Store alive, so once a Store is collected no map of it is left to
+ * use the handles.
+ */
+const unclosed = new FinalizationRegistry((maps: Map<string, number>) => {
+  for (const h of maps.values()) native.mapClose(h);
+});
+
+/**
  * An open store: one file holding named maps, shared by every process that opens it.
  * `close()` closes it and every map opened from it; it never deletes the file.
  */
@@ -181,7 +190,7 @@ export class Store {
   constructor(s: NativeStore, lockTimeout: number) {
     this.#native = s;
     this.#path = s.path();
-    this.#lockTimeout = lockTimeout;
+    this.#lockTimeout = lockTimeout;    unclosed.register(this, this.#maps, this);
   }
 
   #s(): NativeStore {
@@ -283,6 +292,7 @@ export class Store {
     this.#maps.clear();
     this.#native.close();
     this.#native = null;
+    unclosed.unregister(this);
   }
 
   /** `using store = shoal.open(...)` closes the store at the end of the block. */

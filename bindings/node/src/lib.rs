@@ -3,14 +3,18 @@
 //! API, with the codecs, the `Map`-like methods and the error classes.
 //!
 //! Every call is synchronous and runs on the calling JavaScript thread: a single-key call
-//! takes about a microsecond, far less than handing work to the libuv thread pool would
-//! cost. A call that meets a lock held by a stopped process waits, blocking that thread,
-//! up to the store's lock timeout (5 s by default), then throws `ERR_SHOAL_TIMEOUT`.
+//! takes well under a microsecond, far less than handing work to the libuv thread pool
+//! would cost. A call that meets a lock held by a stopped process waits, blocking that
+//! thread, up to the store's lock timeout (5 s by default), then throws
+//! `ERR_SHOAL_TIMEOUT`.
 //!
-//! Values come back through a caller-supplied buffer (`get` writes into `out` and returns
-//! the length) rather than as a new `Buffer` per call: creating a Buffer from native code
-//! costs several times what the lookup itself does, and a string or number value is
-//! decoded by JavaScript straight from the scratch buffer without any Buffer object.
+//! The single-key calls (`mapGet`, `mapSet`, `mapHas`, `mapDelete`, `mapAdd`) take only
+//! numbers: a map handle and lengths. Their key and value pass through a scratch Buffer
+//! that the JavaScript layer of each thread allocates once and hands over with
+//! `setScratch`. Measured on this addon, a call with one Buffer argument cost ~115 ns
+//! more than one with a number, and a class method ~300 ns more than a plain function,
+//! against ~20-150 ns for the engine's lookup itself. Map handles index a table per
+//! thread, so no lock is taken.
 
 #![deny(missing_docs)]
 
