@@ -304,15 +304,20 @@ export class Store {
 /** Entries fetched from the engine per call while iterating. */
 const ITER_BATCH = 256;
 
-const [KEY_CAP, VALUE_CAP] = native.scratchLayout();
+const [HEADER, KEY_CAP, VALUE_CAP] = native.scratchLayout();
 /**
- * This thread's scratch Buffer, shared by all maps: keys at its start, values after
- * KEY_CAP. Single-key calls pass their key and value through it, so that the addon's
- * calls take numbers (a Buffer argument costs more than the engine's lookup). Off the V8
+ * This thread's scratch Buffer, shared by all maps: a header with a call's arguments
+ * (map handle, key length, value length or flag), then the key area (KOFF), then the
+ * value area (VOFF). The single-key calls pass everything through it and take no
+ * arguments: a Node-API call with arguments costs several times one without. Off the V8
  * heap (allocUnsafeSlow), so its memory never moves; kept for the module's life.
  */
-const S = Buffer.allocUnsafeSlow(KEY_CAP + VALUE_CAP);
+const S = Buffer.allocUnsafeSlow(HEADER + KEY_CAP + VALUE_CAP);
 native.setScratch(S);
+/** The header, as the doubles the addon reads. */
+const ARGS = new Float64Array(S.buffer, S.byteOffset, HEADER / 8);
+const KOFF = HEADER;
+const VOFF = HEADER + KEY_CAP;
 
 /** @internal Sleeps `ms` milliseconds without spinning (an update's back-off). */
 function sleep(ms: number): void {
@@ -388,9 +393,21 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
 
   /** Writes the prepared key `p` to the scratch Buffer: its length. */
   #putKey(p: unknown): number {
-    const n = this.#kc.write(p, S, 0, KEY_CAP);
+    const n = this.#kc.write(p, S, KOFF, KEY_CAP);
     if (n < 0) throw keyTooLarge();
     return n;
+  }
+
+  /** Sets the header for a single-key call on this map. */
+  #args(klen: number, extra: number): void {
+    ARGS[0] = this.#h;
+    ARGS[1] = klen;
+    ARGS[2] = extra;
+  }
+
+  /** The key of `klen` bytes in the scratch Buffer, for the calls that take a Buffer. */
+  #scratchKey(klen: number): Buffer {
+    return S.subarray(KOFF, KOFF + klen);
   }
 
   /** `key` encoded into the scratch Buffer: its length. */
@@ -415,24 +432,23 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
     const vc = this.#vc;
     if (vc === STRING) {
       // The addon makes the string itself: one call, no decode in JavaScript.
-      const r = native.mapGetString(this.#h, klen);
+      this.#args(klen, 0);
+      const r = native.opGetString();
       if (typeof r === 'string') return r as V;
       return this.#readOdd(r, klen);
     }
-    const n = native.mapGet(this.#h, klen, vc.utf8);
-    if (n === -1) return undefined;
-    if (n === -2) throw notUtf8(vc.name);
-    if (n <= VALUE_CAP) return vc.decode(S, KEY_CAP, KEY_CAP + n, true) as V;
-    // Longer than the scratch Buffer (or replaced by a longer value since): copy it whole.
-    const b = native.mapGetBuffer(this.#h, S.subarray(0, klen));
-    return b === null ? undefined : this.#decode(b, 0, b.length);
+    this.#args(klen, vc.utf8 ? 1 : 0);
+    const n = native.opGet();
+    if (n >= 0 && n <= VALUE_CAP) return vc.decode(S, VOFF, VOFF + n, true) as V;
+    return this.#readOdd(n, klen);
   }
 
-  /** `mapGetString`'s answers other than a string: absent, not UTF-8, too long. */
+  /** A read's answers other than a value in the scratch Buffer: absent, not UTF-8, too long. */
   #readOdd(r: number, klen: number): V | undefined {
     if (r === -1) return undefined;
     if (r === -2) throw notUtf8(this.#vc.name);
-    const b = native.mapGetBuffer(this.#h, S.subarray(0, klen));
+    // Longer than the scratch Buffer (or replaced by a longer value since): copy it whole.
+    const b = native.mapGetBuffer(this.#h, this.#scratchKey(klen));
     return b === null ? undefined : this.#decode(b, 0, b.length);
   }
 
@@ -451,9 +467,13 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
       const kp = this.#kc.prep(key, 'key');
       const vp = this.#vc.prep(value, 'value');
       const klen = this.#putKey(kp);
-      const vlen = this.#vc.write(vp, S, KEY_CAP, VALUE_CAP);
-      if (vlen >= 0) native.mapSet(this.#h, klen, vlen);
-      else native.mapSetBuffer(this.#h, S.subarray(0, klen), this.#vc.bytes(vp));
+      const vlen = this.#vc.write(vp, S, VOFF, VALUE_CAP);
+      if (vlen >= 0) {
+        this.#args(klen, vlen);
+        native.opSet();
+      } else {
+        native.mapSetBuffer(this.#h, this.#scratchKey(klen), this.#vc.bytes(vp));
+      }
       return this;
     } catch (e) {
       throw convert(e);
@@ -463,7 +483,8 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Whether `key` is present. */
   has(key: KIn): boolean {
     try {
-      return native.mapHas(this.#h, this.#key(key));
+      this.#args(this.#key(key), 0);
+      return native.opHas();
     } catch (e) {
       throw convert(e);
     }
@@ -472,7 +493,8 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** Removes `key`; true if it was present. */
   delete(key: KIn): boolean {
     try {
-      return native.mapDelete(this.#h, this.#key(key));
+      this.#args(this.#key(key), 0);
+      return native.opDelete();
     } catch (e) {
       throw convert(e);
     }
@@ -535,9 +557,10 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
       const kp = this.#kc.prep(key, 'key');
       const dp = vc.prep(delta, 'delta');
       const klen = this.#putKey(kp);
-      vc.write(dp, S, KEY_CAP, 8);
-      native.mapAdd(this.#h, klen);
-      return vc.decode(S, KEY_CAP, KEY_CAP + 8) as V;
+      vc.write(dp, S, VOFF, 8);
+      this.#args(klen, 0);
+      native.opAdd();
+      return vc.decode(S, VOFF, VOFF + 8) as V;
     } catch (e) {
       throw convert(e);
     }
@@ -589,7 +612,13 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
       let done: boolean;
       try {
         const nb = next === undefined ? null : this.#vc.bytes(this.#vc.prep(next, 'value'));
-        done = cur === null && nb === null ? !native.mapHas(h, this.#putKey(this.#kc.prep(key, 'key'))) : native.mapCompareAndSwap(h, k, cur, nb);
+        if (cur === null && nb === null) {
+          // Absent stays absent: nothing to write, but the key must still be absent.
+          this.#args(this.#putKey(this.#kc.prep(key, 'key')), 0);
+          done = !native.opHas();
+        } else {
+          done = native.mapCompareAndSwap(h, k, cur, nb);
+        }
       } catch (e) {
         throw convert(e);
       }
