@@ -309,11 +309,11 @@ const [HEADER, KEY_CAP, VALUE_CAP] = native.scratchLayout();
  * This thread's scratch Buffer, shared by all maps: a header with a call's arguments
  * (map handle, key length, value length or flag), then the key area (KOFF), then the
  * value area (VOFF). The single-key calls pass everything through it and take no
- * arguments: a Node-API call with arguments costs several times one without. Off the V8
- * heap (allocUnsafeSlow), so its memory never moves; kept for the module's life.
+ * arguments: a Node-API call with arguments costs several times one without. Made by
+ * the addon, off the V8 heap (its memory never moves), once per thread: a second instance
+ * of this module in the thread gets the same Buffer.
  */
-const S = Buffer.allocUnsafeSlow(HEADER + KEY_CAP + VALUE_CAP);
-native.setScratch(S);
+const S = native.scratch() as Buffer;
 /** The header, as the doubles the addon reads. */
 const ARGS = new Float64Array(S.buffer, S.byteOffset, HEADER / 8);
 const KOFF = HEADER;

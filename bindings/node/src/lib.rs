@@ -9,12 +9,13 @@
 //! `ERR_SHOAL_TIMEOUT`.
 //!
 //! The single-key calls (`opGet`, `opGetString`, `opSet`, `opHas`, `opDelete`, `opAdd`)
-//! take no arguments: the JavaScript layer of each thread writes their arguments (map
-//! handle, key length, value length) into the header of a scratch Buffer it handed over
-//! once with `setScratch`, and their key and value after it. Measured on this addon, a
-//! call without arguments cost ~30 ns, with one number ~130 ns, with a Buffer ~115 ns
-//! more, and as a method of a class ~300 ns more, against ~20-150 ns for the engine's
-//! lookup itself. Map handles index a table per thread, so no lock is taken.
+//! take no arguments: the JavaScript layer writes their arguments (map handle, key
+//! length, value length) into the header of the scratch Buffer that `scratch()` gives
+//! each environment (one per thread that loads the addon), and their key and value after
+//! it. Measured on this addon, a call without arguments cost ~30 ns, with one number
+//! ~130 ns, with a Buffer ~115 ns more, and as a method of a class ~300 ns more, against
+//! ~20-150 ns for the engine's lookup itself. Map handles index a table per thread, so no
+//! lock is taken.
 
 #![deny(missing_docs)]
 
@@ -286,11 +287,11 @@ pub const KEY_CAP: u32 = shoal::MAX_KEY_LEN as u32;
 /// Buffer; larger ones through Buffers of their own.
 pub const VALUE_CAP: u32 = 64 * 1024;
 
-/// The scratch Buffer of this thread, and the maps it opened.
+/// The scratch Buffers of this thread, and the maps it opened.
 struct Local {
-    /// Start of the scratch Buffer (`HEADER + KEY_CAP + VALUE_CAP` bytes), null until
-    /// `setScratch`.
-    scratch: *mut u8,
+    /// Per Node-API environment on this thread (one per instance of the addon: usually
+    /// one), its scratch Buffer: `(env, start of the Buffer, a strong reference to it)`.
+    scratch: Vec<(napi::sys::napi_env, *mut u8, napi::sys::napi_ref)>,
     /// The maps opened on this thread, by handle index.
     maps: Vec<Slot>,
     /// Indexes of closed slots, for reuse.
@@ -308,7 +309,7 @@ thread_local! {
     // its own instance of the module and calls only its own maps, so no lock is needed,
     // and a handle of one thread means nothing on another.
     static LOCAL: std::cell::RefCell<Local> = const {
-        std::cell::RefCell::new(Local { scratch: std::ptr::null_mut(), maps: Vec::new(), free: Vec::new() })
+        std::cell::RefCell::new(Local { scratch: Vec::new(), maps: Vec::new(), free: Vec::new() })
     };
 }
 
@@ -363,31 +364,41 @@ fn slot(l: &Local, h: f64) -> Result<&shoal::Map> {
     }
 }
 
-/// Runs a single-key call: reads its arguments from the scratch Buffer's header (handle,
-/// key length, and `extra`: a value length or a flag), and gives `f` the map, the key
-/// (in the key area) and the value area.
+/// The scratch Buffer of environment `env` on this thread, if it has one.
 #[inline(always)]
-fn with_call<T>(f: impl FnOnce(&shoal::Map, &[u8], &mut [u8], f64) -> Result<T>) -> Result<T> {
+fn scratch_of(l: &Local, env: napi::sys::napi_env) -> Option<*mut u8> {
+    l.scratch.iter().find(|s| s.0 == env).map(|s| s.1)
+}
+
+/// Runs a single-key call: reads its arguments from the header of the calling
+/// environment's scratch Buffer (handle, key length, and `extra`: a value length or a
+/// flag), and gives `f` the map, the key (in the key area) and the value area.
+#[inline(always)]
+fn with_call<T>(
+    env: &Env,
+    f: impl FnOnce(&shoal::Map, &[u8], &mut [u8], f64) -> Result<T>,
+) -> Result<T> {
     LOCAL.with(|l| {
         let l = l.borrow();
-        if l.scratch.is_null() {
-            return Err(err("ERR_SHOAL", "scratch Buffer not set"));
-        }
-        // SAFETY: `scratch` is the start of a Buffer of HEADER + KEY_CAP + VALUE_CAP bytes
-        // that the JavaScript layer of this thread allocated off the V8 heap
-        // (allocUnsafeSlow: its memory never moves), keeps for the thread's life and never
-        // transfers; no JavaScript runs during this synchronous call, so nothing else
-        // touches it. The header, key and value areas do not overlap; the header's three
-        // doubles lie within its 32 bytes (read unaligned, whatever the Buffer's address).
+        let Some(p) = scratch_of(&l, env.raw()) else {
+            return Err(err("ERR_SHOAL", "no scratch Buffer: call scratch() first"));
+        };
+        // SAFETY: `p` is the start of a Buffer of HEADER + KEY_CAP + VALUE_CAP bytes made
+        // by `scratch` for this environment and kept alive by a strong reference that is
+        // never released (so until the environment ends, and with it every call from it);
+        // its memory is outside the V8 heap and never moves; no JavaScript runs during
+        // this synchronous call, so nothing else touches it. The header, key and value
+        // areas do not overlap; the header's three doubles lie within its 32 bytes (read
+        // unaligned, whatever the Buffer's address).
         let (h, klen, extra, key_area, vals) = unsafe {
-            let hd = l.scratch as *const f64;
+            let hd = p as *const f64;
             (
                 hd.read_unaligned(),
                 hd.add(1).read_unaligned(),
                 hd.add(2).read_unaligned(),
-                l.scratch.add(HEADER as usize),
+                p.add(HEADER as usize),
                 std::slice::from_raw_parts_mut(
-                    l.scratch.add((HEADER + KEY_CAP) as usize),
+                    p.add((HEADER + KEY_CAP) as usize),
                     VALUE_CAP as usize,
                 ),
             )
@@ -410,22 +421,69 @@ fn map_of<T>(h: f64, f: impl FnOnce(&shoal::Map) -> Result<T>) -> Result<T> {
     LOCAL.with(|l| f(slot(&l.borrow(), h)?))
 }
 
-/// Gives this thread's scratch Buffer (`HEADER + KEY_CAP + VALUE_CAP` bytes, off the V8
-/// heap, kept by the caller for as long as the module is loaded): the arguments, keys and
-/// values of the single-key calls pass through it, so that those calls take no
-/// arguments at all (napi-rs gives a call without arguments a path that skips reading
-/// them: ~30 ns a call against ~130 ns with one number, and more with a Buffer).
+/// Forgets the scratch Buffer of an environment that ends, so that a later environment
+/// at the same address does not take it for its own.
+unsafe extern "C" fn forget_scratch(arg: *mut std::ffi::c_void) {
+    let env = arg as napi::sys::napi_env;
+    // try_with: the thread's locals may be gone already when the process exits.
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            l.scratch.retain(|s| s.0 != env);
+        }
+    });
+}
+
+/// This environment's scratch Buffer (`HEADER + KEY_CAP + VALUE_CAP` bytes), made on the
+/// first call and the same Buffer on every later one, so that two instances of the
+/// JavaScript module in one thread (a module registry reset, for example) share it
+/// instead of each pointing the addon at its own. The arguments, keys and values of the
+/// single-key calls pass through it, so that those calls take no arguments at all
+/// (napi-rs gives a call without arguments a path that skips reading them: ~30 ns a call
+/// against ~130 ns with one number, and more with a Buffer).
 #[napi]
-pub fn set_scratch(buf: BufferSlice) -> Result<()> {
-    if buf.len() != (HEADER + KEY_CAP + VALUE_CAP) as usize {
-        return Err(err(
-            "ERR_SHOAL_INVALID_ARGUMENT",
-            "the scratch Buffer must be HEADER + KEY_CAP + VALUE_CAP bytes",
-        ));
+pub fn scratch(env: &Env) -> Result<Unknown<'_>> {
+    use napi::sys;
+    let raw = env.raw();
+    let failed = |what: &str| err("ERR_SHOAL", format!("scratch Buffer: {what} failed"));
+    let known = LOCAL.with(|l| l.borrow().scratch.iter().find(|s| s.0 == raw).map(|s| s.2));
+    let mut value = std::ptr::null_mut();
+    if let Some(r) = known {
+        // SAFETY: `r` is a strong reference made below in this same environment and
+        // never released, so it still holds the Buffer.
+        if unsafe { sys::napi_get_reference_value(raw, r, &mut value) } != sys::Status::napi_ok
+            || value.is_null()
+        {
+            return Err(failed("napi_get_reference_value"));
+        }
+    } else {
+        let mut data = std::ptr::null_mut();
+        let size = (HEADER + KEY_CAP + VALUE_CAP) as usize;
+        // SAFETY: plain Node-API calls on this environment, on its own thread, with valid
+        // out-pointers. napi_create_buffer allocates the memory outside the V8 heap (it
+        // never moves); the strong reference, never released, keeps it alive as long as
+        // the environment, which outlives every call that can read it.
+        let mut r = std::ptr::null_mut();
+        unsafe {
+            if sys::napi_create_buffer(raw, size, &mut data, &mut value) != sys::Status::napi_ok
+                || data.is_null()
+            {
+                return Err(failed("napi_create_buffer"));
+            }
+            if sys::napi_create_reference(raw, value, 1, &mut r) != sys::Status::napi_ok {
+                return Err(failed("napi_create_reference"));
+            }
+        }
+        // SAFETY: registers `forget_scratch` with this environment's address as its
+        // argument; Node runs it on this thread when the environment ends.
+        if unsafe { sys::napi_add_env_cleanup_hook(raw, Some(forget_scratch), raw.cast()) }
+            != sys::Status::napi_ok
+        {
+            return Err(failed("napi_add_env_cleanup_hook"));
+        }
+        LOCAL.with(|l| l.borrow_mut().scratch.push((raw, data as *mut u8, r)));
     }
-    let p = buf.as_ptr() as *mut u8;
-    LOCAL.with(|l| l.borrow_mut().scratch = p);
-    Ok(())
+    // SAFETY: `value` is a live value of this environment, returned in this call's scope.
+    Ok(unsafe { Unknown::from_raw_unchecked(raw, value) })
 }
 
 /// The sizes of the scratch Buffer's areas: `[HEADER, KEY_CAP, VALUE_CAP]`.
@@ -459,13 +517,15 @@ pub fn map_close(h: f64) {
 /// cheaper than in JavaScript). A length above VALUE_CAP means nothing was copied: use
 /// `mapGetBuffer`.
 #[napi]
-pub fn op_get() -> Result<i64> {
-    with_call(|m, k, out, utf8| match m.get_to_slice(k, out).js()? {
-        None => Ok(-1),
-        Some(n) if utf8 != 0.0 && n <= out.len() && std::str::from_utf8(&out[..n]).is_err() => {
-            Ok(-2)
+pub fn op_get(env: &Env) -> Result<i64> {
+    with_call(env, |m, k, out, utf8| {
+        match m.get_to_slice(k, out).js()? {
+            None => Ok(-1),
+            Some(n) if utf8 != 0.0 && n <= out.len() && std::str::from_utf8(&out[..n]).is_err() => {
+                Ok(-2)
+            }
+            Some(n) => Ok(n as i64),
         }
-        Some(n) => Ok(n as i64),
     })
 }
 
@@ -476,7 +536,7 @@ pub fn op_get() -> Result<i64> {
 /// (nothing was read: use `mapGetBuffer`).
 #[napi]
 pub fn op_get_string(env: &Env) -> Result<Either<napi::JsString<'_>, i64>> {
-    with_call(|m, k, out, _| match m.get_to_slice(k, out).js()? {
+    with_call(env, |m, k, out, _| match m.get_to_slice(k, out).js()? {
         None => Ok(Either::B(-1)),
         Some(n) if n > out.len() => Ok(Either::B(n as i64)),
         Some(n) => match std::str::from_utf8(&out[..n]) {
@@ -498,8 +558,8 @@ pub fn map_get_buffer(h: f64, key: &[u8]) -> Result<Option<Buffer>> {
 /// Sets the call's key (header: handle, key length, value length) to the bytes at the
 /// start of the value area; true if it replaced a value.
 #[napi]
-pub fn op_set() -> Result<bool> {
-    with_call(|m, k, vals, vlen| {
+pub fn op_set(env: &Env) -> Result<bool> {
+    with_call(env, |m, k, vals, vlen| {
         if !(vlen >= 0.0 && vlen <= VALUE_CAP as f64) {
             return Err(err(
                 "ERR_SHOAL_INVALID_ARGUMENT",
@@ -520,14 +580,14 @@ pub fn map_set_buffer(h: f64, key: &[u8], value: &[u8]) -> Result<bool> {
 
 /// Whether the call's key (header: handle, key length) is present.
 #[napi]
-pub fn op_has() -> Result<bool> {
-    with_call(|m, k, _, _| m.contains(k).js())
+pub fn op_has(env: &Env) -> Result<bool> {
+    with_call(env, |m, k, _, _| m.contains(k).js())
 }
 
 /// Removes the call's key (header: handle, key length); true if it was present.
 #[napi]
-pub fn op_delete() -> Result<bool> {
-    with_call(|m, k, _, _| m.remove(k).js())
+pub fn op_delete(env: &Env) -> Result<bool> {
+    with_call(env, |m, k, _, _| m.remove(k).js())
 }
 
 /// Atomically adds the 8-byte little-endian signed integer at the start of the value
@@ -535,8 +595,8 @@ pub fn op_delete() -> Result<bool> {
 /// as 0, wrapping at 64 bits) and writes the result there. Bytes, not numbers, so that
 /// no 64-bit integer passes through a double.
 #[napi]
-pub fn op_add() -> Result<()> {
-    with_call(|m, k, vals, _| {
+pub fn op_add(env: &Env) -> Result<()> {
+    with_call(env, |m, k, vals, _| {
         let mut d = [0u8; 8];
         d.copy_from_slice(&vals[..8]);
         let r = m.add(k, i64::from_le_bytes(d)).js()?;

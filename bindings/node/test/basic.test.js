@@ -305,3 +305,37 @@ test('store: maps, dropMap, check, path, resolvePath, two handles on one file', 
   }
   assert.equal(store.map('b', { key: 'string', value: 'string' }).get('x'), 'y', 'closing one handle leaves the other working');
 });
+
+test('two instances of the module in one thread (a module registry reset) share the scratch Buffer', () => {
+  const dist = require.resolve('..');
+  const distDir = require('node:path').dirname(dist);
+  const saved = {};
+  for (const k of Object.keys(require.cache)) {
+    if (k.startsWith(distDir)) {
+      saved[k] = require.cache[k];
+      delete require.cache[k];
+    }
+  }
+  let again;
+  try {
+    again = require('..');
+  } finally {
+    Object.assign(require.cache, saved);
+  }
+  assert.notEqual(again, shoal, 'a second instance');
+  const s2 = again.open(p);
+  try {
+    const a = store.map('a', { key: 'string', value: 'string' });
+    const b = s2.map('b', { key: 'string', value: 'string' });
+    for (let i = 0; i < 100; i++) {
+      a.set(`k${i}`, `a${i}`);
+      b.set(`k${i}`, `b${i}`);
+      assert.equal(a.get(`k${i}`), `a${i}`);
+      assert.equal(b.get(`k${i}`), `b${i}`);
+    }
+    assert.equal(store.map('b', { key: 'string', value: 'string' }).get('k7'), 'b7');
+    assert.equal(s2.map('a', { key: 'string', value: 'string' }).get('k7'), 'a7');
+  } finally {
+    s2.close();
+  }
+});
