@@ -458,11 +458,11 @@ pub fn scratch(env: &Env) -> Result<Unknown<'_>> {
     } else {
         let mut data = std::ptr::null_mut();
         let size = (HEADER + KEY_CAP + VALUE_CAP) as usize;
+        let mut r = std::ptr::null_mut();
         // SAFETY: plain Node-API calls on this environment, on its own thread, with valid
         // out-pointers. napi_create_buffer allocates the memory outside the V8 heap (it
         // never moves); the strong reference, never released, keeps it alive as long as
         // the environment, which outlives every call that can read it.
-        let mut r = std::ptr::null_mut();
         unsafe {
             if sys::napi_create_buffer(raw, size, &mut data, &mut value) != sys::Status::napi_ok
                 || data.is_null()
