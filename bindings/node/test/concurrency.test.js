@@ -106,6 +106,9 @@ test('cluster workers and a child process killed with SIGKILL mid-run: exact tot
     });
     const victimExit = exited(victim);
     await waitFor(victim, (m) => m.running, 'victim under way');
+    // A little later, at a moment that differs from run to run: the victim is then
+    // somewhere in an add or an update, maybe holding a lock.
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 30)));
     victim.kill('SIGKILL');
     const { signal } = await victimExit;
     assert.equal(signal, 'SIGKILL');
