@@ -57,5 +57,8 @@ bash scripts/test-c.sh
 step "Python binding (bindings/python)"
 bash scripts/test-python.sh
 
+step "Node binding (bindings/node)"
+bash scripts/test-node.sh
+
 echo
 echo "all test steps passed"

@@ -1,0 +1,749 @@
+/**
+ * Shoal for Node.js: named hash maps in one memory-mapped file (by default in
+ * `/dev/shm`), read and written directly by every process and worker thread that opens
+ * it, with no server.
+ *
+ * ```js
+ * const shoal = require('shoal');
+ * const store = shoal.open('demo');                 // /dev/shm/demo.shoal
+ * const hits = store.map('hits', { key: 'string', value: 'int' });
+ * hits.add('/index.html');                          // atomic across processes
+ * for (const [page, n] of hits) console.log(page, n);
+ * store.close();
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+import { codec, describe, notUtf8, STRING, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
+import { ClosedError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
+import type { NativeStore } from '../native';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const native: typeof import('../native') = require('../native');
+
+export * from './errors';
+export { canonicalJson } from './codecs';
+export type { CodecName, Decoded, Encodable, JsonValue } from './codecs';
+
+/** Options of {@link open}. Size and table options apply when the store is created. */
+export interface OpenOptions {
+  /** Create the store if it does not exist (default true); false: NotFoundError if absent. */
+  create?: boolean;
+  /** Create a new store; AlreadyExistsError if the file exists (default false). */
+  exclusive?: boolean;
+  /**
+   * Open an existing store for reading only; needs no write access to the file. Every
+   * write throws ReadOnlyError.
+   */
+  readOnly?: boolean;
+  /** Largest size the file may grow to, in bytes (default 1 TiB of address space, not memory). */
+  maxSize?: number;
+  /** Bytes allocated when the store is created. */
+  initialSize?: number;
+  /**
+   * How long a call waits for a lock held by a live but stuck process, in milliseconds
+   * (default 5000). Locks of dead processes are recovered within milliseconds anyway.
+   */
+  lockTimeout?: number;
+  /** Processes that may have the store open at once (default 1024). */
+  maxProcesses?: number;
+  /** Threads, over all processes, that may use the store at once (default 1024). */
+  maxThreads?: number;
+  /** Named maps the store can hold (default 1024). */
+  maxMaps?: number;
+  /** Size of a chunk, the unit of file growth: a power of two, 64 KiB to 64 MiB (default 256 KiB). */
+  chunkSize?: number;
+  /** Permission bits of a new file (default 0o600). */
+  mode?: number;
+  /** Fault in new space from a background thread before writers reach it (default true). */
+  pretouch?: boolean;
+}
+
+/** Options of {@link Store.map}. */
+export interface MapOptions<KC extends CodecName, VC extends CodecName> {
+  /** The key codec (default `'bytes'`). Every process must use the same one for a map. */
+  key?: KC;
+  /** The value codec (default `'bytes'`). Every process must use the same one for a map. */
+  value?: VC;
+  /** Create the map if it does not exist (default true); false: NotFoundError if absent. */
+  create?: boolean;
+}
+
+/** What {@link Store.check} found. */
+export interface CheckReport {
+  /** True when no problem was found. */
+  ok: boolean;
+  /** Every violation found, each saying what and where. */
+  problems: string[];
+  /** Maps checked. */
+  maps: number;
+  /** Entries checked, over all maps. */
+  entries: number;
+}
+
+const OPTION_KEYS = new Set([
+  'create', 'exclusive', 'readOnly', 'maxSize', 'initialSize', 'lockTimeout', 'maxProcesses',
+  'maxThreads', 'maxMaps', 'chunkSize', 'mode', 'pretouch',
+]);
+
+function checkPath(path: unknown): string {
+  if (typeof path !== 'string') throw typeError(`path must be a string, not ${describe(path)}`);
+  if (path === '' || path.includes('\0')) throw valueError(`path must be a non-empty string without NUL, not ${JSON.stringify(path)}`);
+  return path;
+}
+
+/**
+ * Opens the store at `path`, creating it unless `create: false`. A bare name (no `/`)
+ * means `/dev/shm/NAME.shoal`. Every process and worker thread opens the store itself;
+ * a Store cannot be passed to a worker (pass the path).
+ */
+export function open(path: string, options: OpenOptions = {}): Store {
+  checkPath(path);
+  if (options === null || typeof options !== 'object') throw typeError(`options must be an object, not ${describe(options)}`);
+  for (const k of Object.keys(options)) {
+    if (!OPTION_KEYS.has(k)) throw valueError(`unknown option ${JSON.stringify(k)}`);
+  }
+  const o = options;
+  const num = (k: keyof OpenOptions): number | undefined => {
+    const v = o[k];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number') throw typeError(`option ${k} must be a number, not ${describe(v)}`);
+    return v;
+  };
+  const bool = (k: keyof OpenOptions): boolean | undefined => {
+    const v = o[k];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'boolean') throw typeError(`option ${k} must be a boolean, not ${describe(v)}`);
+    return v;
+  };
+  const u32 = (k: keyof OpenOptions): number | undefined => {
+    const v = num(k);
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= 0xffffffff)) {
+      throw valueError(`option ${k} must be an integer in [0, 2^32), not ${v}`);
+    }
+    return v;
+  };
+  try {
+    const s = native.openStore(path, {
+      create: bool('create'),
+      exclusive: bool('exclusive'),
+      readOnly: bool('readOnly'),
+      maxSize: num('maxSize'),
+      initialSize: num('initialSize'),
+      lockTimeoutMs: num('lockTimeout'),
+      maxProcesses: u32('maxProcesses'),
+      maxThreads: u32('maxThreads'),
+      maxMaps: u32('maxMaps'),
+      chunkSize: num('chunkSize'),
+      mode: u32('mode'),
+      pretouch: bool('pretouch'),
+    });
+    return new Store(s, o.lockTimeout ?? 5000);
+  } catch (e) {
+    throw convert(e);
+  }
+}
+
+/**
+ * Deletes the store file at `path` (a bare name means `/dev/shm/NAME.shoal`). Processes
+ * that have it open keep working on their mapping; a later open creates a new store.
+ * With `missingOk`, a missing file is not an error.
+ */
+export function remove(path: string, options: { missingOk?: boolean } = {}): void {
+  checkPath(path);
+  try {
+    native.removeStore(path);
+  } catch (e) {
+    const c = convert(e);
+    if (options.missingOk && c instanceof ShoalError && c.code === 'ERR_SHOAL_NOT_FOUND') return;
+    throw c;
+  }
+}
+
+/** The file a store path names: a bare name means `/dev/shm/NAME.shoal`. */
+export function resolvePath(path: string): string {
+  return native.resolveStorePath(checkPath(path));
+}
+
+/**
+ * Closes the map handles of a Store that was garbage-collected without `close()`. A
+ * ShoalMap keeps its Store alive, so once a Store is collected no map of it is left to
+ * use the handles.
+ */
+const unclosed = new FinalizationRegistry((maps: Map<string, number>) => {
+  for (const h of maps.values()) native.mapClose(h);
+});
+
+/**
+ * An open store: one file holding named maps, shared by every process that opens it.
+ * `close()` closes it and every map opened from it; it never deletes the file.
+ */
+export class Store {
+  #native: NativeStore | null;
+  /** The native map handle of each map name opened (codecs are per wrapper). */
+  #maps = new Map<string, number>();
+  readonly #path: string;
+  readonly #lockTimeout: number;
+
+  /** @internal Use {@link open}. */
+  constructor(s: NativeStore, lockTimeout: number) {
+    this.#native = s;
+    this.#path = s.path();
+    this.#lockTimeout = lockTimeout;    unclosed.register(this, this.#maps, this);
+  }
+
+  #s(): NativeStore {
+    if (this.#native === null) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+    return this.#native;
+  }
+
+  /** The store file's path. */
+  get path(): string {
+    return this.#path;
+  }
+
+  /** Whether {@link close} was called. */
+  get closed(): boolean {
+    return this.#native === null;
+  }
+
+  /**
+   * Opens (or creates) the map `name`, with the codecs its keys and values are stored
+   * with (`'bytes'` by default for both). Codecs are not recorded in the file: every
+   * process must use the same ones for a map.
+   */
+  map<KC extends CodecName = 'bytes', VC extends CodecName = 'bytes'>(
+    name: string,
+    options: MapOptions<KC, VC> = {},
+  ): ShoalMap<Decoded[KC], Decoded[VC], Encodable[KC], Encodable[VC]> {
+    if (typeof name !== 'string') throw typeError(`map name must be a string, not ${describe(name)}`);
+    if (options === null || typeof options !== 'object') throw typeError(`options must be an object, not ${describe(options)}`);
+    for (const k of Object.keys(options)) {
+      if (k !== 'key' && k !== 'value' && k !== 'create') throw valueError(`unknown option ${JSON.stringify(k)}`);
+    }
+    const kc = codec(options.key ?? 'bytes', 'key');
+    const vc = codec(options.value ?? 'bytes', 'value');
+    const create = options.create ?? true;
+    if (typeof create !== 'boolean') throw typeError(`option create must be a boolean, not ${describe(create)}`);
+    const s = this.#s();
+    let m = this.#maps.get(name);
+    if (m === undefined) {
+      try {
+        m = s.map(name, create);
+      } catch (e) {
+        throw convert(e);
+      }
+      this.#maps.set(name, m);
+    }
+    return new ShoalMap(m, this, name, kc, vc, this.#lockTimeout);
+  }
+
+  /** The names of the store's maps. */
+  maps(): string[] {
+    try {
+      return this.#s().maps();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Deletes the map `name` and its entries, for every process; false if there was none. */
+  dropMap(name: string): boolean {
+    if (typeof name !== 'string') throw typeError(`map name must be a string, not ${describe(name)}`);
+    try {
+      const m = this.#maps.get(name);
+      const r = this.#s().dropMap(name);
+      if (m !== undefined) {
+        native.mapClose(m);
+        this.#maps.delete(name);
+      }
+      return r;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Verifies every invariant of the file (run it on a quiet store). */
+  check(): CheckReport {
+    try {
+      return this.#s().check();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Flushes the store to its file (for stores on disk; nothing to do on tmpfs). */
+  flush(): void {
+    try {
+      this.#s().flush();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Closes the store and every map opened from it: later calls on them throw
+   * ClosedError. Never deletes the file. Closing twice is allowed.
+   */
+  close(): void {
+    if (this.#native === null) return;
+    for (const m of this.#maps.values()) native.mapClose(m);
+    this.#maps.clear();
+    this.#native.close();
+    this.#native = null;
+    unclosed.unregister(this);
+  }
+
+  /** `using store = shoal.open(...)` closes the store at the end of the block. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Entries fetched from the engine per call while iterating. */
+const ITER_BATCH = 256;
+
+const [HEADER, KEY_CAP, VALUE_CAP] = native.scratchLayout();
+/**
+ * This thread's scratch Buffer, shared by all maps: a header with a call's arguments
+ * (map handle, key length, value length or flag), then the key area (KOFF), then the
+ * value area (VOFF). The single-key calls pass everything through it and take no
+ * arguments: a Node-API call with arguments costs several times one without. Made by
+ * the addon, off the V8 heap (its memory never moves), once per thread: a second instance
+ * of this module in the thread gets the same Buffer.
+ */
+const S = native.scratch() as Buffer;
+/** The header, as the doubles the addon reads. */
+const ARGS = new Float64Array(S.buffer, S.byteOffset, HEADER / 8);
+const KOFF = HEADER;
+const VOFF = HEADER + KEY_CAP;
+
+/** @internal Sleeps `ms` milliseconds without spinning (an update's back-off). */
+function sleep(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function keyTooLarge(): ShoalError {
+  return convert(Object.assign(new Error(`invalid argument: key larger than ${KEY_CAP} bytes`), { code: 'ERR_SHOAL_INVALID_ARGUMENT' })) as ShoalError;
+}
+
+/**
+ * A named map of a store, shared by every process and thread that opens it, with the
+ * interface of a JavaScript `Map`: `get`, `set`, `has`, `delete`, `size`, `clear`,
+ * iteration (`entries()`, `keys()`, `values()`, `for...of`, `forEach`). Keys are
+ * compared by their encoded bytes, so two `'json'` keys are the same key when their
+ * canonical JSON is the same.
+ *
+ * Each single-key call is atomic across processes. `add`, `compareAndSwap`,
+ * `setIfAbsent`, `take` and `update` are atomic read-modify-writes. Iteration is weakly
+ * consistent: every key present for the whole iteration is seen exactly once; keys added
+ * or removed meanwhile may or may not be; changing the map while iterating never throws.
+ *
+ * Values are copies: changing an object that `get` returned changes nothing stored.
+ *
+ * @typeParam K - the type of keys returned (by iteration)
+ * @typeParam V - the type of values returned
+ * @typeParam KIn - the type of keys accepted
+ * @typeParam VIn - the type of values accepted
+ */
+export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Iterable<[K, V]> {
+  /** The addon's handle of the map (this thread's). */
+  readonly #h: number;
+  readonly #store: Store;
+  readonly #name: string;
+  readonly #kc: Codec;
+  readonly #vc: Codec;
+  readonly #lockTimeout: number;
+
+  /** @internal Use {@link Store.map}. */
+  constructor(h: number, store: Store, name: string, kc: Codec, vc: Codec, lockTimeout: number) {
+    this.#h = h;
+    this.#store = store;
+    this.#name = name;
+    this.#kc = kc;
+    this.#vc = vc;
+    this.#lockTimeout = lockTimeout;
+  }
+
+  /** The map's name. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** The key codec's name. */
+  get keyCodec(): CodecName {
+    return this.#kc.name;
+  }
+
+  /** The value codec's name. */
+  get valueCodec(): CodecName {
+    return this.#vc.name;
+  }
+
+  /** The store this map was opened from. */
+  get store(): Store {
+    return this.#store;
+  }
+
+  /** `'ShoalMap'`, for `Object.prototype.toString`. */
+  get [Symbol.toStringTag](): string {
+    return 'ShoalMap';
+  }
+
+  /** Writes the prepared key `p` to the scratch Buffer: its length. */
+  #putKey(p: unknown): number {
+    const n = this.#kc.write(p, S, KOFF, KEY_CAP);
+    if (n < 0) throw keyTooLarge();
+    return n;
+  }
+
+  /** Sets the header for a single-key call on this map. */
+  #args(klen: number, extra: number): void {
+    ARGS[0] = this.#h;
+    ARGS[1] = klen;
+    ARGS[2] = extra;
+  }
+
+  /** The key of `klen` bytes in the scratch Buffer, for the calls that take a Buffer. */
+  #scratchKey(klen: number): Buffer {
+    return S.subarray(KOFF, KOFF + klen);
+  }
+
+  /** `key` encoded into the scratch Buffer: its length. */
+  #key(key: unknown): number {
+    return this.#putKey(this.#kc.prep(key, 'key'));
+  }
+
+  /** `key` encoded into bytes of its own. */
+  #keyBytes(key: unknown): Uint8Array {
+    const b = this.#kc.bytes(this.#kc.prep(key, 'key'));
+    if (b.length > KEY_CAP) throw keyTooLarge();
+    return b;
+  }
+
+  /** `v`, a value as stored, decoded (checking UTF-8 for a codec that needs it). */
+  #decode(b: Buffer, start: number, end: number): V {
+    return this.#vc.decode(b, start, end, false) as V;
+  }
+
+  /** The value of the key of `klen` bytes in the scratch Buffer, decoded, or undefined. */
+  #read(klen: number): V | undefined {
+    const vc = this.#vc;
+    if (vc === STRING) {
+      // The addon makes the string itself: one call, no decode in JavaScript.
+      this.#args(klen, 0);
+      const r = native.opGetString();
+      if (typeof r === 'string') return r as V;
+      return this.#readOdd(r, klen);
+    }
+    this.#args(klen, vc.utf8 ? 1 : 0);
+    const n = native.opGet();
+    if (n >= 0 && n <= VALUE_CAP) return vc.decode(S, VOFF, VOFF + n, true) as V;
+    return this.#readOdd(n, klen);
+  }
+
+  /** A read's answers other than a value in the scratch Buffer: absent, not UTF-8, too long. */
+  #readOdd(r: number, klen: number): V | undefined {
+    if (r === -1) return undefined;
+    if (r === -2) throw notUtf8(this.#vc.name);
+    // Longer than the scratch Buffer (or replaced by a longer value since): copy it whole.
+    const b = native.mapGetBuffer(this.#h, this.#scratchKey(klen));
+    return b === null ? undefined : this.#decode(b, 0, b.length);
+  }
+
+  /** The value of `key`, or undefined if it is absent. */
+  get(key: KIn): V | undefined {
+    try {
+      return this.#read(this.#key(key));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Sets `key` to `value`. Returns the map, like `Map.prototype.set`. */
+  set(key: KIn, value: VIn): this {
+    try {
+      const kp = this.#kc.prep(key, 'key');
+      const vp = this.#vc.prep(value, 'value');
+      const klen = this.#putKey(kp);
+      const vlen = this.#vc.write(vp, S, VOFF, VALUE_CAP);
+      if (vlen >= 0) {
+        this.#args(klen, vlen);
+        native.opSet();
+      } else {
+        native.mapSetBuffer(this.#h, this.#scratchKey(klen), this.#vc.bytes(vp));
+      }
+      return this;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Whether `key` is present. */
+  has(key: KIn): boolean {
+    try {
+      this.#args(this.#key(key), 0);
+      return native.opHas();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Removes `key`; true if it was present. */
+  delete(key: KIn): boolean {
+    try {
+      this.#args(this.#key(key), 0);
+      return native.opDelete();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** The number of entries (counted by the engine: exact when no write is in flight). */
+  get size(): number {
+    try {
+      return native.mapSize(this.#h);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Removes every entry (other processes' operations go on meanwhile). */
+  clear(): void {
+    try {
+      native.mapClear(this.#h);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Sets `key` to `value` only if `key` is absent, atomically; true if it did. */
+  setIfAbsent(key: KIn, value: VIn): boolean {
+    try {
+      const k = this.#keyBytes(key);
+      return native.mapSetIfAbsent(this.#h, k, this.#vc.bytes(this.#vc.prep(value, 'value')));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Removes `key` and returns its value (undefined if absent), atomically: of several
+   * processes taking the same key, exactly one gets the value.
+   */
+  take(key: KIn): V | undefined {
+    try {
+      const b = native.mapTake(this.#h, this.#keyBytes(key));
+      return b === null ? undefined : this.#decode(b, 0, b.length);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Adds `delta` (default 1) to the value of `key` atomically, across processes, and
+   * returns the new value. An absent key counts as 0. The value codec must be `'int'`
+   * (number in and out) or `'bigint'`; the sum wraps at 64 bits like C's int64.
+   * With `'int'`, a result beyond Number.MAX_SAFE_INTEGER throws a RangeError after the
+   * add was done (read such counters with the `'bigint'` codec).
+   */
+  add(key: KIn, delta: number | bigint = 1): V {
+    const vc = this.#vc;
+    if (vc.name !== 'int' && vc.name !== 'bigint') {
+      throw typeError(`add needs a map with value codec 'int' or 'bigint', not '${vc.name}'`);
+    }
+    try {
+      const kp = this.#kc.prep(key, 'key');
+      const dp = vc.prep(delta, 'delta');
+      const klen = this.#putKey(kp);
+      vc.write(dp, S, VOFF, 8);
+      this.#args(klen, 0);
+      native.opAdd();
+      return vc.decode(S, VOFF, VOFF + 8) as V;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Atomically: if the value of `key` is `expected` (undefined: absent), sets it to
+   * `replacement` (undefined: removes the key) and returns true; otherwise changes
+   * nothing and returns false. Values are compared by their encoded bytes.
+   */
+  compareAndSwap(key: KIn, expected: VIn | undefined, replacement: VIn | undefined): boolean {
+    try {
+      const k = this.#keyBytes(key);
+      const e = expected === undefined ? null : this.#vc.bytes(this.#vc.prep(expected, 'expected'));
+      const r = replacement === undefined ? null : this.#vc.bytes(this.#vc.prep(replacement, 'replacement'));
+      return native.mapCompareAndSwap(this.#h, k, e, r);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Atomic read-modify-write: stores `fn(current)` (`current` is undefined if the key is
+   * absent; returning undefined removes the key) and returns what `fn` returned. `fn`
+   * runs with no lock held: its result is installed only if the value is still the one
+   * it saw (compare-and-swap), otherwise it runs again on the new value, so it may run
+   * several times and must not have side effects. If `fn` throws, nothing is written and
+   * the error propagates. Throws TimeoutError if the key kept changing for longer than
+   * the store's lock timeout.
+   */
+  update<R extends VIn | undefined>(key: KIn, fn: (current: V | undefined) => R): R {
+    if (typeof fn !== 'function') throw typeError(`update needs a function, not ${describe(fn)}`);
+    let k: Uint8Array;
+    try {
+      k = this.#keyBytes(key);
+    } catch (e) {
+      throw convert(e);
+    }
+    const h = this.#h;
+    const start = Date.now();
+    for (let tries = 1; ; tries++) {
+      let cur: Buffer | null;
+      try {
+        cur = native.mapGetBuffer(h, k);
+      } catch (e) {
+        throw convert(e);
+      }
+      const next = fn(cur === null ? undefined : this.#decode(cur, 0, cur.length));
+      let done: boolean;
+      try {
+        const nb = next === undefined ? null : this.#vc.bytes(this.#vc.prep(next, 'value'));
+        if (cur === null && nb === null) {
+          // Absent stays absent: nothing to write, but the key must still be absent.
+          this.#args(this.#putKey(this.#kc.prep(key, 'key')), 0);
+          done = !native.opHas();
+        } else {
+          done = native.mapCompareAndSwap(h, k, cur, nb);
+        }
+      } catch (e) {
+        throw convert(e);
+      }
+      if (done) return next;
+      const waited = Date.now() - start;
+      if (waited > this.#lockTimeout) {
+        throw new TimeoutError(`update of a key of map ${JSON.stringify(this.#name)} gave up after ${tries} tries in ${waited} ms: the key kept changing`, 'ERR_SHOAL_TIMEOUT');
+      }
+      // Back off once the race repeats: 1, 2, 4... up to 16 ms, so that the winner finishes.
+      if (tries > 4) sleep(Math.min(16, 1 << Math.min(tries - 5, 4)));
+    }
+  }
+
+  /**
+   * The values of many keys, in order (undefined for an absent key), in one call to the
+   * engine. Each key is read atomically; the batch is not a snapshot.
+   */
+  getMany(keys: Iterable<KIn>): (V | undefined)[] {
+    try {
+      const parts: Uint8Array[] = [];
+      for (const k of keys) parts.push(this.#keyBytes(k));
+      const lens = Uint32Array.from(parts, (b) => b.length);
+      const r = native.mapGetMany(this.#h, Buffer.concat(parts), lens);
+      const out: (V | undefined)[] = new Array(parts.length);
+      let at = 0;
+      for (let i = 0; i < parts.length; i++) {
+        const n = r.lens[i];
+        if (n < 0) {
+          out[i] = undefined;
+        } else {
+          out[i] = this.#decode(r.data, at, at + n);
+          at += n;
+        }
+      }
+      return out;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Sets many entries in one call to the engine: each key on its own (the batch is not
+   * atomic; everything is encoded before anything is written).
+   */
+  setMany(entries: Iterable<readonly [KIn, VIn]>): void {
+    try {
+      const ks: Uint8Array[] = [];
+      const vs: Uint8Array[] = [];
+      for (const [k, v] of entries) {
+        ks.push(this.#keyBytes(k));
+        vs.push(this.#vc.bytes(this.#vc.prep(v, 'value')));
+      }
+      const kl = Uint32Array.from(ks, (b) => b.length);
+      const vl = Uint32Array.from(vs, (b) => b.length);
+      native.mapSetMany(this.#h, Buffer.concat(ks), kl, Buffer.concat(vs), vl);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Iterates over batches of decoded items; `values`: entries, else keys. */
+  *#walk<T>(values: boolean, make: (k: K, v: V) => T): Generator<T, undefined, undefined> {
+    let it;
+    try {
+      it = native.mapIter(this.#h, values);
+    } catch (e) {
+      throw convert(e);
+    }
+    for (;;) {
+      if (this.#store.closed) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+      let b;
+      try {
+        b = it.nextBatch(ITER_BATCH);
+      } catch (e) {
+        throw convert(e);
+      }
+      if (b === null) return undefined;
+      const items: T[] = [];
+      let at = 0;
+      for (let i = 0; i < b.lens.length; ) {
+        const kl = b.lens[i++];
+        const k = this.#kc.decode(b.data, at, at + kl, false) as K;
+        at += kl;
+        let v = undefined as V;
+        if (values) {
+          const vl = b.lens[i++];
+          v = this.#decode(b.data, at, at + vl);
+          at += vl;
+        }
+        items.push(make(k, v));
+      }
+      for (const item of items) {
+        if (this.#store.closed) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+        yield item;
+      }
+    }
+  }
+
+  /** The `[key, value]` pairs (see the class for the consistency of iteration). */
+  entries(): IterableIterator<[K, V]> {
+    return this.#walk(true, (k, v) => [k, v] as [K, V]);
+  }
+
+  /** The keys. */
+  keys(): IterableIterator<K> {
+    return this.#walk(false, (k) => k);
+  }
+
+  /** The values. */
+  values(): IterableIterator<V> {
+    return this.#walk(true, (_k, v) => v);
+  }
+
+  /** `for (const [k, v] of map)`: the entries. */
+  [Symbol.iterator](): IterableIterator<[K, V]> {
+    return this.entries();
+  }
+
+  /** Calls `fn(value, key, map)` for each entry, like `Map.prototype.forEach`. */
+  forEach(fn: (value: V, key: K, map: this) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+
+  /** The entries in a plain JavaScript `Map` (a copy). */
+  toMap(): Map<K, V> {
+    return new Map(this.entries());
+  }
+}
