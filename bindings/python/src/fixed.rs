@@ -59,6 +59,16 @@ impl FixedMapNative {
     }
 
     #[getter]
+    fn key_type(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.m(py)?.map.key_type().map(|t| t.name()))
+    }
+
+    #[getter]
+    fn value_type(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.m(py)?.map.value_type().map(|t| t.name()))
+    }
+
+    #[getter]
     fn closed(&self) -> bool {
         self.core.is_closed()
     }

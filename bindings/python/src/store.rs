@@ -180,35 +180,40 @@ impl Store {
         )
     }
 
-    /// fixed_map(name, key_size, value_size, create=True) -> FixedMap
+    /// fixed_map(name, key_size, value_size, create=True, *, key_type=None,
+    /// value_type=None) -> FixedMap
     ///
     /// Opens the named fixed-size map (bytes keys of exactly `key_size` bytes, bytes values
     /// of exactly `value_size` bytes, stored as cells in the index itself), creating it if
     /// it does not exist (unless `create=False`, which raises `shoal.NotFound`). Sizes out
     /// of range, other sizes than an existing map's, or a variable-size map of that name
-    /// raise `shoal.InvalidArgument` (a `ValueError`).
-    #[pyo3(signature = (name, key_size, value_size, create = true))]
+    /// raise `shoal.InvalidArgument` (a `ValueError`). `key_type` and `value_type` name the
+    /// types a new map records for other languages ("bytes", "utf8", "i64", "u64", "f64",
+    /// "json", "user:0xTAG"; the numbers need 8 bytes); an existing map that recorded
+    /// others raises `shoal.InvalidArgument`. Keys and values stay bytes here.
+    #[pyo3(signature = (name, key_size, value_size, create = true, *, key_type = None,
+                        value_type = None))]
+    #[allow(clippy::too_many_arguments)]
     fn fixed_map<'py>(
         slf: &Bound<'py, Self>,
         name: &str,
         key_size: usize,
         value_size: usize,
         create: bool,
+        key_type: Option<&str>,
+        value_type: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        let opts = shoal::FixedOptions {
+            key_type: key_type.map(crate::codec::data_type_named).transpose()?,
+            value_type: value_type.map(crate::codec::data_type_named).transpose()?,
+            ..Default::default()
+        };
         let this = slf.get();
         let st = this.get(py)?;
         let name_owned = name.to_owned();
         let m = py
-            .detach(|| {
-                st.fixed_map_with(
-                    &name_owned,
-                    key_size,
-                    value_size,
-                    &shoal::FixedOptions::default(),
-                    create,
-                )
-            })
+            .detach(|| st.fixed_map_with(&name_owned, key_size, value_size, &opts, create))
             .py_err(py)?;
         let core = Arc::new(FixedCore::new(m));
         {

@@ -393,3 +393,16 @@ class FixedVsDict(RuleBasedStateMachine):
 
 FixedVsDict.TestCase.settings = settings(max_examples=30, stateful_step_count=30, deadline=None)
 test_fixed_vs_dict = FixedVsDict.TestCase
+
+
+def test_fixed_maps_record_types_for_other_languages(store):
+    f = store.fixed_map("ids", 8, 8, key_type="u64", value_type="user:0x2a")
+    assert (f.key_type, f.value_type) == ("u64", "user:0x2a")
+    assert store.fixed_map("ids", 8, 8).key_type == "u64"
+    assert store.fixed_map("raw", 4, 4).key_type is None
+    with pytest.raises(shoal.InvalidArgument, match="keys as u64, not i64"):
+        store.fixed_map("ids", 8, 8, key_type="i64")
+    with pytest.raises(shoal.InvalidArgument, match="8 bytes"):
+        store.fixed_map("wide", 16, 8, key_type="f64")
+    with pytest.raises(ValueError, match="unknown type"):
+        store.fixed_map("x", 8, 8, value_type="text")

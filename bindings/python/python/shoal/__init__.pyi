@@ -278,9 +278,19 @@ class Store:
         """Opens the queue set `name`, creating it when element_size and elements are
         given (queues besides `free`, their depth limits, the initial queue, and whether a
         dead holder's elements go back to the queue they came from)."""
-    def fixed_map(self, name: str, key_size: int, value_size: int, create: bool = True) -> FixedMap:
+    def fixed_map(
+        self,
+        name: str,
+        key_size: int,
+        value_size: int,
+        create: bool = True,
+        *,
+        key_type: str | None = None,
+        value_type: str | None = None,
+    ) -> FixedMap:
         """Opens (or creates) a fixed-size map of bytes keys and values of exactly
-        key_size and value_size bytes; other sizes raise InvalidArgument (a ValueError)."""
+        key_size and value_size bytes; other sizes raise InvalidArgument (a ValueError).
+        key_type and value_type name the types a new map records for other languages."""
     def map_kind(self, name: str) -> tuple[str, int | None, int | None] | None:
         """("variable", None, None), ("uids", None, None), ("fixed", key_size,
         value_size), or None if there is no such map."""
@@ -459,6 +469,12 @@ class FixedMap(MutableMapping[bytes, bytes]):
     @property
     def value_size(self) -> int:
         """Bytes per value."""
+    @property
+    def key_type(self) -> str | None:
+        """The key type the map recorded when created, or None."""
+    @property
+    def value_type(self) -> str | None:
+        """The value type the map recorded when created, or None."""
     @property
     def store(self) -> Store:
         """The Store this map was opened from."""

@@ -52,6 +52,16 @@ class FixedMap(_MutableMapping):
         return self._m.value_size
 
     @property
+    def key_type(self):
+        """The key type the map recorded when created ("u64", ...), or None."""
+        return self._m.key_type
+
+    @property
+    def value_type(self):
+        """The value type the map recorded when created, or None."""
+        return self._m.value_type
+
+    @property
     def store(self):
         """The Store this map was opened from."""
         return self._store
