@@ -16,7 +16,7 @@
  */
 
 import { codec, describe, notUtf8, STRING, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
-import { ClosedError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
+import { ClosedError, InvalidArgumentError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
 import type { NativeStore } from '../native';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -62,9 +62,12 @@ export interface OpenOptions {
 
 /** Options of {@link Store.map}. */
 export interface MapOptions<KC extends CodecName, VC extends CodecName> {
-  /** The key codec (default `'bytes'`). Every process must use the same one for a map. */
+  /**
+   * The key codec. Default: the one the map's recorded key type names, else `'bytes'`
+   * (the static type assumes `'bytes'`: name the codec to type a typed map's keys).
+   */
   key?: KC;
-  /** The value codec (default `'bytes'`). Every process must use the same one for a map. */
+  /** The value codec; its default as for `key`. */
   value?: VC;
   /** Create the map if it does not exist (default true); false: NotFoundError if absent. */
   create?: boolean;
@@ -179,6 +182,19 @@ const unclosed = new FinalizationRegistry((maps: Map<string, number>) => {
  * An open store: one file holding named maps, shared by every process that opens it.
  * `close()` closes it and every map opened from it; it never deletes the file.
  */
+/** The type (FORMAT.md, "Key and value types") a map created with each codec records. */
+const TYPE_OF: Record<CodecName, string> = {
+  bytes: 'bytes',
+  string: 'utf8',
+  int: 'i64',
+  bigint: 'i64',
+  float: 'f64',
+  json: 'json',
+};
+
+/** The codec a map opened without one takes for each recorded type. */
+const CODEC_OF_TYPE: Record<string, CodecName> = { utf8: 'string', i64: 'int', f64: 'float', json: 'json' };
+
 export class Store {
   #native: NativeStore | null;
   /** The native map handle of each map name opened (codecs are per wrapper). */
@@ -210,8 +226,11 @@ export class Store {
 
   /**
    * Opens (or creates) the map `name`, with the codecs its keys and values are stored
-   * with (`'bytes'` by default for both). Codecs are not recorded in the file: every
-   * process must use the same ones for a map.
+   * with. A map created with codecs records their types in the file (FORMAT.md, "Key and
+   * value types"), so that every process and language decodes it alike: opened without
+   * codecs, a map takes the ones its types name (`'bytes'` when it recorded none, or a
+   * type no codec here reads), and opened with a codec of another type it throws
+   * `InvalidArgumentError` (`'bytes'` reads any map).
    */
   map<KC extends CodecName = 'bytes', VC extends CodecName = 'bytes'>(
     name: string,
@@ -222,20 +241,39 @@ export class Store {
     for (const k of Object.keys(options)) {
       if (k !== 'key' && k !== 'value' && k !== 'create') throw valueError(`unknown option ${JSON.stringify(k)}`);
     }
-    const kc = codec(options.key ?? 'bytes', 'key');
-    const vc = codec(options.value ?? 'bytes', 'value');
+    const ka = options.key === undefined ? undefined : codec(options.key, 'key');
+    const va = options.value === undefined ? undefined : codec(options.value, 'value');
     const create = options.create ?? true;
     if (typeof create !== 'boolean') throw typeError(`option create must be a boolean, not ${describe(create)}`);
     const s = this.#s();
     let m = this.#maps.get(name);
     if (m === undefined) {
       try {
-        m = s.map(name, create);
+        m = s.map(name, create, ka && TYPE_OF[ka.name], va && TYPE_OF[va.name]);
       } catch (e) {
         throw convert(e);
       }
       this.#maps.set(name, m);
     }
+    let recorded: (string | null | undefined)[];
+    try {
+      recorded = native.mapTypes(m);
+    } catch (e) {
+      throw convert(e);
+    }
+    const pick = (asked: Codec | undefined, rec: string | null, what: string): Codec => {
+      if (asked === undefined) return codec(rec === null ? 'bytes' : CODEC_OF_TYPE[rec] ?? 'bytes', what);
+      const t = TYPE_OF[asked.name];
+      if (rec !== null && t !== rec && t !== 'bytes') {
+        throw new InvalidArgumentError(
+          `map ${JSON.stringify(name)} records its ${what}s as ${rec}, not ${t} (codec '${asked.name}')`,
+          'ERR_SHOAL_INVALID_ARGUMENT',
+        );
+      }
+      return asked;
+    };
+    const kc = pick(ka, recorded[0] ?? null, 'key');
+    const vc = pick(va, recorded[1] ?? null, 'value');
     return new ShoalMap(m, this, name, kc, vc, this.#lockTimeout);
   }
 

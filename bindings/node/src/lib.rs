@@ -227,16 +227,24 @@ impl NativeStore {
     }
 
     /// Opens (or, with `create`, creates) the variable-size map `name`; returns a handle
-    /// for the `map*` functions, valid on this thread only.
+    /// for the `map*` functions, valid on this thread only. `key_type` and `value_type`
+    /// (FORMAT.md's type names: `bytes`, `utf8`, `i64`, `f64`, `json`) are recorded in a
+    /// map created now; an existing map that recorded others is `ERR_SHOAL_INVALID_ARGUMENT`.
     #[napi]
-    pub fn map(&self, name: String, create: bool) -> Result<f64> {
+    pub fn map(
+        &self,
+        name: String,
+        create: bool,
+        key_type: Option<String>,
+        value_type: Option<String>,
+    ) -> Result<f64> {
         let s = self.s()?;
-        let m = if create {
-            s.map(&name)
-        } else {
-            s.open_map(&name)
-        }
-        .js()?;
+        let opts = shoal::MapOptions {
+            key_type: key_type.as_deref().map(data_type).transpose()?,
+            value_type: value_type.as_deref().map(data_type).transpose()?,
+            ..Default::default()
+        };
+        let m = s.map_with(&name, &opts, create).js()?;
         new_handle(m)
     }
 
@@ -615,6 +623,35 @@ pub fn map_set_if_absent(h: f64, key: &[u8], value: &[u8]) -> Result<bool> {
 #[napi]
 pub fn map_take(h: f64, key: &[u8]) -> Result<Option<Buffer>> {
     map_of(h, |m| Ok(m.take(key).js()?.map(Buffer::from)))
+}
+
+/// A type of FORMAT.md's "Key and value types" by the name the codecs give it.
+fn data_type(name: &str) -> Result<shoal::DataType> {
+    Ok(match name {
+        "bytes" => shoal::DataType::Bytes,
+        "utf8" => shoal::DataType::Utf8,
+        "i64" => shoal::DataType::I64,
+        "f64" => shoal::DataType::F64,
+        "json" => shoal::DataType::Json,
+        n => {
+            return Err(err(
+                "ERR_SHOAL_INVALID_ARGUMENT",
+                format!("unknown type {n:?}"),
+            ))
+        }
+    })
+}
+
+/// The key and value types the map of handle `h` recorded when it was created
+/// (`DataType::name`: `utf8`, `i64`, `user:0x2a`...; null for none).
+#[napi]
+pub fn map_types(h: f64) -> Result<Vec<Option<String>>> {
+    map_of(h, |m| {
+        Ok(vec![
+            m.key_type().map(|t| t.name()),
+            m.value_type().map(|t| t.name()),
+        ])
+    })
 }
 
 /// The number of entries.

@@ -21,7 +21,7 @@ afterEach(() => {
   shoal.remove(p, { missingOk: true });
 });
 
-const raw = () => store.map('m');
+const raw = () => store.map('m', { key: 'bytes', value: 'bytes' }); // any map, as its bytes
 const hex = (b) => Buffer.from(b).toString('hex');
 
 test('Map-like API: get, set, has, delete, size, clear, iteration', () => {
@@ -83,6 +83,9 @@ test('codec bytes: the layouts of FORMAT.md conventions and the Python binding',
     ['json', { b: [1, 'x'], a: null, 'é': true }, Buffer.from('{"a":null,"b":[1,"x"],"é":true}').toString('hex')],
     ['bytes', Buffer.from([0, 255]), '00ff'],
   ];
+  // Created without codecs, the maps record no types: every codec below may open them.
+  store.map('m');
+  store.map('keys');
   for (const [codec, v, bytes] of cases) {
     const m = store.map('m', { key: 'string', value: codec });
     m.set('k', v);
@@ -147,6 +150,8 @@ test('sizes: large values round-trip, a key over 64 KiB is InvalidArgumentError'
 });
 
 test('values written with another codec: DecodeError, never a silent wrong value', () => {
+  // Created without codecs, the maps record no types: every codec below may open them.
+  store.map('m');
   raw().set(Buffer.from('k'), Buffer.from([0xff, 0xfe]));
   raw().set(Buffer.from('j'), Buffer.from('{nope'));
   assert.throws(() => store.map('m', { key: 'string', value: 'string' }).get('k'), { name: 'DecodeError', code: 'ERR_SHOAL_DECODE' });
@@ -159,6 +164,8 @@ test('values written with another codec: DecodeError, never a silent wrong value
 });
 
 test('add: atomic counters, int and bigint, wrapping at 64 bits', () => {
+  // Created without codecs, the maps record no types: every codec below may open them.
+  store.map('m');
   const m = store.map('m', { key: 'string', value: 'int' });
   assert.equal(m.add('c'), 1);
   assert.equal(m.add('c', 41), 42);
@@ -338,4 +345,21 @@ test('two instances of the module in one thread (a module registry reset) share 
   } finally {
     s2.close();
   }
+});
+
+test('a map records the types of its codecs, and a map opened without codecs takes them', () => {
+  const m = store.map('people', { key: 'string', value: 'json' });
+  m.set('ann', { age: 7 });
+  const again = store.map('people');
+  assert.equal(again.keyCodec, 'string');
+  assert.equal(again.valueCodec, 'json');
+  assert.deepEqual(again.get('ann'), { age: 7 });
+  assert.throws(() => store.map('people', { value: 'float' }), (e) => e instanceof shoal.InvalidArgumentError && /values as json, not f64/.test(e.message));
+  assert.deepEqual(store.map('people', { value: 'bytes' }).get('ann'), Buffer.from('{"age":7}'));
+  assert.equal(store.map('plain').keyCodec, 'bytes');
+  assert.equal(store.map('plain', { value: 'int' }).valueCodec, 'int');
+  const n = store.map('n', { key: 'bigint', value: 'float' });
+  n.set(5n, 0.5);
+  assert.equal(store.map('n').keyCodec, 'int');
+  assert.equal(store.map('n').get(5), 0.5);
 });
