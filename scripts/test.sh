@@ -57,5 +57,8 @@ bash scripts/test-c.sh
 step "Python binding (bindings/python)"
 bash scripts/test-python.sh
 
+step "Java binding (bindings/java)"
+bash scripts/test-java.sh
+
 echo
 echo "all test steps passed"
