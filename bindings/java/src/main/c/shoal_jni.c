@@ -16,7 +16,7 @@
 #define FN(name) JNICALL Java_io_shoal_internal_JniNative_##name##0
 
 static jclass g_status;        /* io.shoal.internal.Status */
-static jmethodID g_exception;  /* Status.exception(int, String) */
+static jmethodID g_exception;  /* Status.exceptionUtf8(int, byte[]) */
 static jclass g_bytes;         /* byte[] */
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
@@ -26,8 +26,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     jclass c = (*env)->FindClass(env, "io/shoal/internal/Status");
     if (!c) return JNI_ERR;
     g_status = (*env)->NewGlobalRef(env, c);
-    g_exception = (*env)->GetStaticMethodID(env, c, "exception",
-                                            "(ILjava/lang/String;)Lio/shoal/ShoalException;");
+    g_exception = (*env)->GetStaticMethodID(env, c, "exceptionUtf8", "(I[B)Lio/shoal/ShoalException;");
     jclass b = (*env)->FindClass(env, "[B");
     if (!g_exception || !b) return JNI_ERR;
     g_bytes = (*env)->NewGlobalRef(env, b);
@@ -37,10 +36,12 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 /* Throws the exception of a failed call (status st) on this thread. */
 static void fail(JNIEnv *env, shoal_status st) {
     if ((*env)->ExceptionCheck(env)) return;
-    /* The message is UTF-8; NewStringUTF wants modified UTF-8, which differs only for NUL
-     * and characters outside the BMP: the message is made of paths and names, rarely so. */
-    jstring msg = (*env)->NewStringUTF(env, shoal_last_error_message());
+    /* The message is UTF-8, which JNI's NewStringUTF does not take (it wants modified
+     * UTF-8): Java decodes the bytes. */
+    const char *m = shoal_last_error_message();
+    jbyteArray msg = (*env)->NewByteArray(env, (jsize)strlen(m));
     if (!msg) return;
+    (*env)->SetByteArrayRegion(env, msg, 0, (jsize)strlen(m), (const jbyte *)m);
     jobject ex = (*env)->CallStaticObjectMethod(env, g_status, g_exception, (jint)st, msg);
     if (ex && !(*env)->ExceptionCheck(env)) (*env)->Throw(env, (jthrowable)ex);
 }

@@ -67,8 +67,19 @@ public final class Status {
     public static final int READ_ONLY = 20;
 
     /**
-     * The exception for a failed call. Called by both backends (the JNI shim calls it
-     * from C to build the exception it throws).
+     * {@link #exception} with the message as UTF-8 bytes: what the JNI shim calls from C
+     * (JNI's own string functions take modified UTF-8, not UTF-8).
+     *
+     * @param status the status the call returned
+     * @param message the message's UTF-8 bytes
+     * @return the exception to throw
+     */
+    public static ShoalException exceptionUtf8(int status, byte[] message) {
+        return exception(status, new String(message, java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The exception for a failed call, from both backends.
      *
      * @param status the status the call returned
      * @param message {@code shoal_last_error_message()} of the failing thread

@@ -37,84 +37,193 @@ final class FfmNative implements NativeApi {
     private static final MemoryLayout I = JAVA_INT;
     private static final MemoryLayout A = ADDRESS;
 
+    // Each handle sits in a holder class of its own, linked on first use: linking all of
+    // them up front took about half a second of a JVM's first open. A static final field
+    // of a holder is still a constant to the JIT.
     private static MethodHandle mh(String name, MemoryLayout ret, MemoryLayout... args) {
         MemorySegment sym = LIB.find(name).orElseThrow(() -> new UnsatisfiedLinkError(name + " not in libshoal_ffi.so"));
         FunctionDescriptor fd = ret == null ? FunctionDescriptor.ofVoid(args) : FunctionDescriptor.of(ret, args);
         return LINKER.downcallHandle(sym, fd);
     }
 
-    private static final MethodHandle VERSION = mh("shoal_version", A);
-    private static final MethodHandle LAST_ERROR = mh("shoal_last_error_message", A);
-    private static final MethodHandle STORE_OPEN = mh("shoal_store_open", I, A, A, A);
-    private static final MethodHandle STORE_CLOSE = mh("shoal_store_close", I, J);
-    private static final MethodHandle STORE_PATH = mh("shoal_store_path", I, J, A, J, A);
-    private static final MethodHandle STORE_MAPS = mh("shoal_store_maps", I, J, A, A);
-    private static final MethodHandle STORE_DROP_MAP = mh("shoal_store_drop_map", I, J, A);
-    private static final MethodHandle STORE_FLUSH = mh("shoal_store_flush", I, J);
-    private static final MethodHandle STORE_DESTROY = mh("shoal_store_destroy", I, A);
-    private static final MethodHandle MAP_KIND = mh("shoal_map_kind", I, J, A, A, A, A);
-    private static final MethodHandle MAP_OPEN = mh("shoal_map_open", I, J, A, I, A, A);
-    private static final MethodHandle MAP_WITH_TIMEOUT = mh("shoal_map_with_timeout", I, J, I, A);
-    private static final MethodHandle MAP_CLOSE = mh("shoal_map_close", I, J);
-    private static final MethodHandle MAP_GET = mh("shoal_map_get", I, J, A, J, A, J, A);
-    private static final MethodHandle MAP_PUT = mh("shoal_map_put", I, J, A, J, A, J, A);
-    private static final MethodHandle MAP_PUT_IF_ABSENT = mh("shoal_map_put_if_absent", I, J, A, J, A, J);
-    private static final MethodHandle MAP_PUT_IF_PRESENT = mh("shoal_map_put_if_present", I, J, A, J, A, J);
-    private static final MethodHandle MAP_CAS = mh("shoal_map_compare_and_swap", I, J, A, J, A, J, A, J, I);
-    private static final MethodHandle MAP_REMOVE = mh("shoal_map_remove", I, J, A, J, A, J, A);
-    private static final MethodHandle MAP_CONTAINS = mh("shoal_map_contains", I, J, A, J, A);
-    private static final MethodHandle MAP_ADD = mh("shoal_map_add", I, J, A, J, J, A);
-    private static final MethodHandle MAP_LEN = mh("shoal_map_len", I, J, A);
-    private static final MethodHandle MAP_CLEAR = mh("shoal_map_clear", I, J);
-    private static final MethodHandle MAP_GET_MANY = mh("shoal_map_get_many", I, J, A, J, A, A);
-    private static final MethodHandle MAP_PUT_MANY = mh("shoal_map_put_many", I, J, A, J);
-    private static final MethodHandle MAP_REMOVE_MANY = mh("shoal_map_remove_many", I, J, A, J, A);
-    private static final MethodHandle MAP_UID = mh("shoal_map_uid", I, J, A, J, A);
-    private static final MethodHandle MAP_PUT_UID = mh("shoal_map_put_uid", I, J, A, J, A, J, A, A);
-    private static final MethodHandle MAP_GET_BY_UID = mh("shoal_map_get_by_uid", I, J, J, A, J, A);
-    private static final MethodHandle MAP_KEY_BY_UID = mh("shoal_map_key_by_uid", I, J, J, A, J, A);
-    private static final MethodHandle ITER_OPEN = mh("shoal_iter_open", I, J, I, A);
-    private static final MethodHandle ITER_NEXT = mh("shoal_iter_next", I, J, A, J, A, A, J, A);
-    private static final MethodHandle ITER_CLOSE = mh("shoal_iter_close", I, J);
-    private static final MethodHandle FIXED_OPEN = mh("shoal_fixed_open", I, J, A, J, J, I, A);
-    private static final MethodHandle FIXED_WITH_TIMEOUT = mh("shoal_fixed_with_timeout", I, J, I, A);
-    private static final MethodHandle FIXED_CLOSE = mh("shoal_fixed_close", I, J);
-    private static final MethodHandle FIXED_GET = mh("shoal_fixed_get", I, J, A, J, A, J);
-    private static final MethodHandle FIXED_PUT = mh("shoal_fixed_put", I, J, A, J, A, J, A);
-    private static final MethodHandle FIXED_PUT_IF_ABSENT = mh("shoal_fixed_put_if_absent", I, J, A, J, A, J);
-    private static final MethodHandle FIXED_PUT_IF_PRESENT = mh("shoal_fixed_put_if_present", I, J, A, J, A, J);
-    private static final MethodHandle FIXED_CAS = mh("shoal_fixed_compare_and_swap", I, J, A, J, A, J, A, J, I);
-    private static final MethodHandle FIXED_REMOVE = mh("shoal_fixed_remove", I, J, A, J);
-    private static final MethodHandle FIXED_CONTAINS = mh("shoal_fixed_contains", I, J, A, J, A);
-    private static final MethodHandle FIXED_ADD = mh("shoal_fixed_add", I, J, A, J, J, A);
-    private static final MethodHandle FIXED_LEN = mh("shoal_fixed_len", I, J, A);
-    private static final MethodHandle FIXED_CLEAR = mh("shoal_fixed_clear", I, J);
-    private static final MethodHandle FIXED_GET_MANY = mh("shoal_fixed_get_many", I, J, A, J, A, A);
-    private static final MethodHandle FIXED_PUT_MANY = mh("shoal_fixed_put_many", I, J, A, J);
-    private static final MethodHandle FIXED_REMOVE_MANY = mh("shoal_fixed_remove_many", I, J, A, J, A);
-    private static final MethodHandle FIXED_ITER_OPEN = mh("shoal_fixed_iter_open", I, J, A);
-    private static final MethodHandle FIXED_ITER_NEXT = mh("shoal_fixed_iter_next", I, J, A, J, A, J);
-    private static final MethodHandle FIXED_ITER_CLOSE = mh("shoal_fixed_iter_close", I, J);
+    private static final class VERSION {
+        static final MethodHandle H = mh("shoal_version", A);
+    }
+    private static final class LAST_ERROR {
+        static final MethodHandle H = mh("shoal_last_error_message", A);
+    }
+    private static final class STORE_OPEN {
+        static final MethodHandle H = mh("shoal_store_open", I, A, A, A);
+    }
+    private static final class STORE_CLOSE {
+        static final MethodHandle H = mh("shoal_store_close", I, J);
+    }
+    private static final class STORE_PATH {
+        static final MethodHandle H = mh("shoal_store_path", I, J, A, J, A);
+    }
+    private static final class STORE_MAPS {
+        static final MethodHandle H = mh("shoal_store_maps", I, J, A, A);
+    }
+    private static final class STORE_DROP_MAP {
+        static final MethodHandle H = mh("shoal_store_drop_map", I, J, A);
+    }
+    private static final class STORE_FLUSH {
+        static final MethodHandle H = mh("shoal_store_flush", I, J);
+    }
+    private static final class STORE_DESTROY {
+        static final MethodHandle H = mh("shoal_store_destroy", I, A);
+    }
+    private static final class MAP_KIND {
+        static final MethodHandle H = mh("shoal_map_kind", I, J, A, A, A, A);
+    }
+    private static final class MAP_OPEN {
+        static final MethodHandle H = mh("shoal_map_open", I, J, A, I, A, A);
+    }
+    private static final class MAP_WITH_TIMEOUT {
+        static final MethodHandle H = mh("shoal_map_with_timeout", I, J, I, A);
+    }
+    private static final class MAP_CLOSE {
+        static final MethodHandle H = mh("shoal_map_close", I, J);
+    }
+    private static final class MAP_GET {
+        static final MethodHandle H = mh("shoal_map_get", I, J, A, J, A, J, A);
+    }
+    private static final class MAP_PUT {
+        static final MethodHandle H = mh("shoal_map_put", I, J, A, J, A, J, A);
+    }
+    private static final class MAP_PUT_IF_ABSENT {
+        static final MethodHandle H = mh("shoal_map_put_if_absent", I, J, A, J, A, J);
+    }
+    private static final class MAP_PUT_IF_PRESENT {
+        static final MethodHandle H = mh("shoal_map_put_if_present", I, J, A, J, A, J);
+    }
+    private static final class MAP_CAS {
+        static final MethodHandle H = mh("shoal_map_compare_and_swap", I, J, A, J, A, J, A, J, I);
+    }
+    private static final class MAP_REMOVE {
+        static final MethodHandle H = mh("shoal_map_remove", I, J, A, J, A, J, A);
+    }
+    private static final class MAP_CONTAINS {
+        static final MethodHandle H = mh("shoal_map_contains", I, J, A, J, A);
+    }
+    private static final class MAP_ADD {
+        static final MethodHandle H = mh("shoal_map_add", I, J, A, J, J, A);
+    }
+    private static final class MAP_LEN {
+        static final MethodHandle H = mh("shoal_map_len", I, J, A);
+    }
+    private static final class MAP_CLEAR {
+        static final MethodHandle H = mh("shoal_map_clear", I, J);
+    }
+    private static final class MAP_GET_MANY {
+        static final MethodHandle H = mh("shoal_map_get_many", I, J, A, J, A, A);
+    }
+    private static final class MAP_PUT_MANY {
+        static final MethodHandle H = mh("shoal_map_put_many", I, J, A, J);
+    }
+    private static final class MAP_REMOVE_MANY {
+        static final MethodHandle H = mh("shoal_map_remove_many", I, J, A, J, A);
+    }
+    private static final class MAP_UID {
+        static final MethodHandle H = mh("shoal_map_uid", I, J, A, J, A);
+    }
+    private static final class MAP_PUT_UID {
+        static final MethodHandle H = mh("shoal_map_put_uid", I, J, A, J, A, J, A, A);
+    }
+    private static final class MAP_GET_BY_UID {
+        static final MethodHandle H = mh("shoal_map_get_by_uid", I, J, J, A, J, A);
+    }
+    private static final class MAP_KEY_BY_UID {
+        static final MethodHandle H = mh("shoal_map_key_by_uid", I, J, J, A, J, A);
+    }
+    private static final class ITER_OPEN {
+        static final MethodHandle H = mh("shoal_iter_open", I, J, I, A);
+    }
+    private static final class ITER_NEXT {
+        static final MethodHandle H = mh("shoal_iter_next", I, J, A, J, A, A, J, A);
+    }
+    private static final class ITER_CLOSE {
+        static final MethodHandle H = mh("shoal_iter_close", I, J);
+    }
+    private static final class FIXED_OPEN {
+        static final MethodHandle H = mh("shoal_fixed_open", I, J, A, J, J, I, A);
+    }
+    private static final class FIXED_WITH_TIMEOUT {
+        static final MethodHandle H = mh("shoal_fixed_with_timeout", I, J, I, A);
+    }
+    private static final class FIXED_CLOSE {
+        static final MethodHandle H = mh("shoal_fixed_close", I, J);
+    }
+    private static final class FIXED_GET {
+        static final MethodHandle H = mh("shoal_fixed_get", I, J, A, J, A, J);
+    }
+    private static final class FIXED_PUT {
+        static final MethodHandle H = mh("shoal_fixed_put", I, J, A, J, A, J, A);
+    }
+    private static final class FIXED_PUT_IF_ABSENT {
+        static final MethodHandle H = mh("shoal_fixed_put_if_absent", I, J, A, J, A, J);
+    }
+    private static final class FIXED_PUT_IF_PRESENT {
+        static final MethodHandle H = mh("shoal_fixed_put_if_present", I, J, A, J, A, J);
+    }
+    private static final class FIXED_CAS {
+        static final MethodHandle H = mh("shoal_fixed_compare_and_swap", I, J, A, J, A, J, A, J, I);
+    }
+    private static final class FIXED_REMOVE {
+        static final MethodHandle H = mh("shoal_fixed_remove", I, J, A, J);
+    }
+    private static final class FIXED_CONTAINS {
+        static final MethodHandle H = mh("shoal_fixed_contains", I, J, A, J, A);
+    }
+    private static final class FIXED_ADD {
+        static final MethodHandle H = mh("shoal_fixed_add", I, J, A, J, J, A);
+    }
+    private static final class FIXED_LEN {
+        static final MethodHandle H = mh("shoal_fixed_len", I, J, A);
+    }
+    private static final class FIXED_CLEAR {
+        static final MethodHandle H = mh("shoal_fixed_clear", I, J);
+    }
+    private static final class FIXED_GET_MANY {
+        static final MethodHandle H = mh("shoal_fixed_get_many", I, J, A, J, A, A);
+    }
+    private static final class FIXED_PUT_MANY {
+        static final MethodHandle H = mh("shoal_fixed_put_many", I, J, A, J);
+    }
+    private static final class FIXED_REMOVE_MANY {
+        static final MethodHandle H = mh("shoal_fixed_remove_many", I, J, A, J, A);
+    }
+    private static final class FIXED_ITER_OPEN {
+        static final MethodHandle H = mh("shoal_fixed_iter_open", I, J, A);
+    }
+    private static final class FIXED_ITER_NEXT {
+        static final MethodHandle H = mh("shoal_fixed_iter_next", I, J, A, J, A, J);
+    }
+    private static final class FIXED_ITER_CLOSE {
+        static final MethodHandle H = mh("shoal_fixed_iter_close", I, J);
+    }
 
     // Callbacks: one upcall stub each for the life of the process. They run on the calling
     // thread, synchronously, so they hand their results over through a thread-local.
-    private static final MemorySegment MANY_CB;
-    private static final MemorySegment TEXT_CB;
+    private static final class Upcalls {
+        static final MemorySegment MANY_CB;
+        static final MemorySegment TEXT_CB;
 
-    static {
-        try {
-            MethodHandles.Lookup l = MethodHandles.lookup();
-            MANY_CB = LINKER.upcallStub(
-                    l.findStatic(FfmNative.class, "manyCb",
-                            MethodType.methodType(void.class, MemorySegment.class, long.class, MemorySegment.class,
-                                    long.class, boolean.class)),
-                    FunctionDescriptor.ofVoid(A, J, A, J, JAVA_BOOLEAN), Arena.global());
-            TEXT_CB = LINKER.upcallStub(
-                    l.findStatic(FfmNative.class, "textCb",
-                            MethodType.methodType(int.class, MemorySegment.class, MemorySegment.class, long.class)),
-                    FunctionDescriptor.of(I, A, A, J), Arena.global());
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
+        static {
+            try {
+                MethodHandles.Lookup l = MethodHandles.lookup();
+                MANY_CB = LINKER.upcallStub(
+                        l.findStatic(FfmNative.class, "manyCb",
+                                MethodType.methodType(void.class, MemorySegment.class, long.class,
+                                        MemorySegment.class, long.class, boolean.class)),
+                        FunctionDescriptor.ofVoid(A, J, A, J, JAVA_BOOLEAN), Arena.global());
+                TEXT_CB = LINKER.upcallStub(
+                        l.findStatic(FfmNative.class, "textCb",
+                                MethodType.methodType(int.class, MemorySegment.class, MemorySegment.class, long.class)),
+                        FunctionDescriptor.of(I, A, A, J), Arena.global());
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
         }
     }
 
@@ -172,7 +281,7 @@ final class FfmNative implements NativeApi {
     private static RuntimeException fail(int st) {
         String msg;
         try {
-            MemorySegment m = (MemorySegment) LAST_ERROR.invokeExact();
+            MemorySegment m = (MemorySegment) LAST_ERROR.H.invokeExact();
             msg = m.reinterpret(Long.MAX_VALUE).getString(0, StandardCharsets.UTF_8);
         } catch (Throwable t) {
             msg = "";
@@ -215,7 +324,7 @@ final class FfmNative implements NativeApi {
     @Override
     public String version() {
         try {
-            MemorySegment m = (MemorySegment) VERSION.invokeExact();
+            MemorySegment m = (MemorySegment) VERSION.H.invokeExact();
             return m.reinterpret(Long.MAX_VALUE).getString(0, StandardCharsets.UTF_8);
         } catch (Throwable t) {
             throw wrap(t);
@@ -245,7 +354,7 @@ final class FfmNative implements NativeApi {
             opts.set(JAVA_INT, 60, (int) o[OPT_SYNC_WRITES]);
             opts.set(JAVA_INT, 64, (int) o[OPT_PRETOUCH]);
             MemorySegment out = arena.allocate(J);
-            int st = (int) STORE_OPEN.invokeExact(cstr(arena, path), opts, out);
+            int st = (int) STORE_OPEN.H.invokeExact(cstr(arena, path), opts, out);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -258,7 +367,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeClose(long store) {
         try {
-            int st = (int) STORE_CLOSE.invokeExact(store);
+            int st = (int) STORE_CLOSE.H.invokeExact(store);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -268,13 +377,13 @@ final class FfmNative implements NativeApi {
     public String storePath(long store) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment len = arena.allocate(J);
-            int st = (int) STORE_PATH.invokeExact(store, MemorySegment.NULL, 0L, len);
+            int st = (int) STORE_PATH.H.invokeExact(store, MemorySegment.NULL, 0L, len);
             if (st != Status.BUFFER_TOO_SMALL && st != Status.OK) {
                 throw fail(st);
             }
             long n = len.get(JAVA_LONG, 0);
             MemorySegment buf = arena.allocate(n + 1);
-            st = (int) STORE_PATH.invokeExact(store, buf, n + 1, len);
+            st = (int) STORE_PATH.H.invokeExact(store, buf, n + 1, len);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -299,7 +408,7 @@ final class FfmNative implements NativeApi {
         Scratch s = SCRATCH.get();
         s.texts = new ArrayList<>();
         try {
-            int st = (int) STORE_MAPS.invokeExact(store, TEXT_CB, MemorySegment.NULL);
+            int st = (int) STORE_MAPS.H.invokeExact(store, Upcalls.TEXT_CB, MemorySegment.NULL);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -314,7 +423,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeDropMap(long store, String name) {
         try (Arena arena = Arena.ofConfined()) {
-            int st = (int) STORE_DROP_MAP.invokeExact(store, cstr(arena, name));
+            int st = (int) STORE_DROP_MAP.H.invokeExact(store, cstr(arena, name));
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -326,7 +435,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeFlush(long store) {
         try {
-            int st = (int) STORE_FLUSH.invokeExact(store);
+            int st = (int) STORE_FLUSH.H.invokeExact(store);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -338,7 +447,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeDestroy(String path) {
         try (Arena arena = Arena.ofConfined()) {
-            int st = (int) STORE_DESTROY.invokeExact(cstr(arena, path));
+            int st = (int) STORE_DESTROY.H.invokeExact(cstr(arena, path));
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -351,7 +460,7 @@ final class FfmNative implements NativeApi {
     public long[] mapKind(long store, String name) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment w = arena.allocate(24, 8);
-            int st = (int) MAP_KIND.invokeExact(store, cstr(arena, name), w, w.asSlice(8), w.asSlice(16));
+            int st = (int) MAP_KIND.H.invokeExact(store, cstr(arena, name), w, w.asSlice(8), w.asSlice(16));
             if (st == Status.NOT_FOUND) {
                 return null;
             }
@@ -374,7 +483,7 @@ final class FfmNative implements NativeApi {
             o.set(JAVA_LONG, 0, 24);
             o.set(JAVA_INT, 16, uids ? 1 : 0);
             MemorySegment out = arena.allocate(J);
-            int st = (int) MAP_OPEN.invokeExact(store, cstr(arena, name), create ? 1 : 0, o, out);
+            int st = (int) MAP_OPEN.H.invokeExact(store, cstr(arena, name), create ? 1 : 0, o, out);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -388,7 +497,7 @@ final class FfmNative implements NativeApi {
     public long mapWithTimeout(long map, int timeoutMs) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) MAP_WITH_TIMEOUT.invokeExact(map, timeoutMs, w);
+            int st = (int) MAP_WITH_TIMEOUT.H.invokeExact(map, timeoutMs, w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -401,7 +510,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void mapClose(long map) {
         try {
-            int st = (int) MAP_CLOSE.invokeExact(map);
+            int st = (int) MAP_CLOSE.H.invokeExact(map);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -414,7 +523,7 @@ final class FfmNative implements NativeApi {
             MemorySegment k = s.put(0, key);
             MemorySegment out = s.out;
             for (;;) {
-                int st = (int) MAP_GET.invokeExact(map, k, (long) key.length, out, out.byteSize(), s.w);
+                int st = (int) MAP_GET.H.invokeExact(map, k, (long) key.length, out, out.byteSize(), s.w);
                 if (st == Status.OK) {
                     return bytes(out, s.w.get(JAVA_LONG, 0));
                 }
@@ -436,7 +545,7 @@ final class FfmNative implements NativeApi {
     public boolean mapPut(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+            int st = (int) MAP_PUT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
                     (long) value.length, s.w);
             if (st != Status.OK) {
                 throw fail(st);
@@ -451,7 +560,7 @@ final class FfmNative implements NativeApi {
     public boolean mapPutIfAbsent(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT_IF_ABSENT.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+            int st = (int) MAP_PUT_IF_ABSENT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
                     (long) value.length);
             if (st == Status.OK) {
                 return true;
@@ -469,7 +578,7 @@ final class FfmNative implements NativeApi {
     public boolean mapPutIfPresent(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT_IF_PRESENT.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+            int st = (int) MAP_PUT_IF_PRESENT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
                     (long) value.length);
             if (st == Status.OK) {
                 return true;
@@ -509,14 +618,14 @@ final class FfmNative implements NativeApi {
 
     @Override
     public boolean mapCas(long map, byte[] key, byte[] expected, byte[] update) {
-        return cas(MAP_CAS, map, key, expected, update);
+        return cas(MAP_CAS.H, map, key, expected, update);
     }
 
     @Override
     public boolean mapRemove(long map, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_REMOVE.invokeExact(map, s.put(0, key), (long) key.length, MemorySegment.NULL, 0L,
+            int st = (int) MAP_REMOVE.H.invokeExact(map, s.put(0, key), (long) key.length, MemorySegment.NULL, 0L,
                     MemorySegment.NULL);
             if (st == Status.OK) {
                 return true;
@@ -534,7 +643,7 @@ final class FfmNative implements NativeApi {
     public boolean mapContains(long map, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_CONTAINS.invokeExact(map, s.put(0, key), (long) key.length, s.w);
+            int st = (int) MAP_CONTAINS.H.invokeExact(map, s.put(0, key), (long) key.length, s.w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -548,7 +657,7 @@ final class FfmNative implements NativeApi {
     public long mapAdd(long map, byte[] key, long delta) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_ADD.invokeExact(map, s.put(0, key), (long) key.length, delta, s.w);
+            int st = (int) MAP_ADD.H.invokeExact(map, s.put(0, key), (long) key.length, delta, s.w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -562,7 +671,7 @@ final class FfmNative implements NativeApi {
     public long mapLen(long map) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_LEN.invokeExact(map, s.w);
+            int st = (int) MAP_LEN.H.invokeExact(map, s.w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -575,7 +684,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void mapClear(long map) {
         try {
-            int st = (int) MAP_CLEAR.invokeExact(map);
+            int st = (int) MAP_CLEAR.H.invokeExact(map);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -617,7 +726,7 @@ final class FfmNative implements NativeApi {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment arr = byteStructs(arena, keys);
             s.many = out;
-            int st = (int) mh.invokeExact(h, arr, (long) keys.length, MANY_CB, MemorySegment.NULL);
+            int st = (int) mh.invokeExact(h, arr, (long) keys.length, Upcalls.MANY_CB, MemorySegment.NULL);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -631,7 +740,7 @@ final class FfmNative implements NativeApi {
 
     @Override
     public byte[][] mapGetMany(long map, byte[][] keys) {
-        return getMany(MAP_GET_MANY, map, keys);
+        return getMany(MAP_GET_MANY.H, map, keys);
     }
 
     private static void putMany(MethodHandle mh, long h, byte[][] keys, byte[][] values) {
@@ -659,7 +768,7 @@ final class FfmNative implements NativeApi {
 
     @Override
     public void mapPutMany(long map, byte[][] keys, byte[][] values) {
-        putMany(MAP_PUT_MANY, map, keys, values);
+        putMany(MAP_PUT_MANY.H, map, keys, values);
     }
 
     private static long removeMany(MethodHandle mh, long h, byte[][] keys) {
@@ -678,7 +787,7 @@ final class FfmNative implements NativeApi {
 
     @Override
     public long mapRemoveMany(long map, byte[][] keys) {
-        return removeMany(MAP_REMOVE_MANY, map, keys);
+        return removeMany(MAP_REMOVE_MANY.H, map, keys);
     }
 
     // ---- UIDs --------------------------------------------------------------------------
@@ -687,7 +796,7 @@ final class FfmNative implements NativeApi {
     public long mapUid(long map, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_UID.invokeExact(map, s.put(0, key), (long) key.length, s.w);
+            int st = (int) MAP_UID.H.invokeExact(map, s.put(0, key), (long) key.length, s.w);
             if (st == Status.NOT_FOUND) {
                 return 0;
             }
@@ -704,7 +813,7 @@ final class FfmNative implements NativeApi {
     public long mapPutUid(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT_UID.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+            int st = (int) MAP_PUT_UID.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
                     (long) value.length, s.w, MemorySegment.NULL);
             if (st != Status.OK) {
                 throw fail(st);
@@ -736,12 +845,12 @@ final class FfmNative implements NativeApi {
 
     @Override
     public byte[] mapGetByUid(long map, long uid) {
-        return byUid(MAP_GET_BY_UID, map, uid);
+        return byUid(MAP_GET_BY_UID.H, map, uid);
     }
 
     @Override
     public byte[] mapKeyByUid(long map, long uid) {
-        return byUid(MAP_KEY_BY_UID, map, uid);
+        return byUid(MAP_KEY_BY_UID.H, map, uid);
     }
 
     // ---- iteration ---------------------------------------------------------------------
@@ -750,7 +859,7 @@ final class FfmNative implements NativeApi {
     public long iterOpen(long map) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) ITER_OPEN.invokeExact(map, 0, w);
+            int st = (int) ITER_OPEN.H.invokeExact(map, 0, w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -769,7 +878,7 @@ final class FfmNative implements NativeApi {
             MemorySegment kl = s.w;
             MemorySegment vl = s.w.asSlice(8);
             for (;;) {
-                int st = (int) ITER_NEXT.invokeExact(iter, kb, kb.byteSize(), kl, vb, vb.byteSize(), vl);
+                int st = (int) ITER_NEXT.H.invokeExact(iter, kb, kb.byteSize(), kl, vb, vb.byteSize(), vl);
                 if (st == Status.OK) {
                     return new byte[][] {bytes(kb, kl.get(JAVA_LONG, 0)), bytes(vb, vl.get(JAVA_LONG, 0))};
                 }
@@ -790,7 +899,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void iterClose(long iter) {
         try {
-            int st = (int) ITER_CLOSE.invokeExact(iter);
+            int st = (int) ITER_CLOSE.H.invokeExact(iter);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -802,7 +911,7 @@ final class FfmNative implements NativeApi {
     public long fixedOpen(long store, String name, int keySize, int valueSize, boolean create) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(J);
-            int st = (int) FIXED_OPEN.invokeExact(store, cstr(arena, name), (long) keySize, (long) valueSize,
+            int st = (int) FIXED_OPEN.H.invokeExact(store, cstr(arena, name), (long) keySize, (long) valueSize,
                     create ? 1 : 0, out);
             if (st != Status.OK) {
                 throw fail(st);
@@ -817,7 +926,7 @@ final class FfmNative implements NativeApi {
     public long fixedWithTimeout(long fixed, int timeoutMs) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) FIXED_WITH_TIMEOUT.invokeExact(fixed, timeoutMs, w);
+            int st = (int) FIXED_WITH_TIMEOUT.H.invokeExact(fixed, timeoutMs, w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -830,7 +939,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void fixedClose(long fixed) {
         try {
-            int st = (int) FIXED_CLOSE.invokeExact(fixed);
+            int st = (int) FIXED_CLOSE.H.invokeExact(fixed);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -840,7 +949,7 @@ final class FfmNative implements NativeApi {
     public byte[] fixedGet(long fixed, byte[] key, int valueSize) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_GET.invokeExact(fixed, s.put(0, key), (long) key.length, s.out, (long) valueSize);
+            int st = (int) FIXED_GET.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.out, (long) valueSize);
             if (st == Status.OK) {
                 return bytes(s.out, valueSize);
             }
@@ -857,7 +966,7 @@ final class FfmNative implements NativeApi {
     public boolean fixedPut(long fixed, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_PUT.invokeExact(fixed, s.put(0, key), (long) key.length, s.put(1, value),
+            int st = (int) FIXED_PUT.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.put(1, value),
                     (long) value.length, s.w);
             if (st != Status.OK) {
                 throw fail(st);
@@ -872,7 +981,7 @@ final class FfmNative implements NativeApi {
     public boolean fixedPutIfAbsent(long fixed, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_PUT_IF_ABSENT.invokeExact(fixed, s.put(0, key), (long) key.length, s.put(1, value),
+            int st = (int) FIXED_PUT_IF_ABSENT.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.put(1, value),
                     (long) value.length);
             if (st == Status.OK) {
                 return true;
@@ -890,7 +999,7 @@ final class FfmNative implements NativeApi {
     public boolean fixedPutIfPresent(long fixed, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_PUT_IF_PRESENT.invokeExact(fixed, s.put(0, key), (long) key.length,
+            int st = (int) FIXED_PUT_IF_PRESENT.H.invokeExact(fixed, s.put(0, key), (long) key.length,
                     s.put(1, value), (long) value.length);
             if (st == Status.OK) {
                 return true;
@@ -906,14 +1015,14 @@ final class FfmNative implements NativeApi {
 
     @Override
     public boolean fixedCas(long fixed, byte[] key, byte[] expected, byte[] update) {
-        return cas(FIXED_CAS, fixed, key, expected, update);
+        return cas(FIXED_CAS.H, fixed, key, expected, update);
     }
 
     @Override
     public boolean fixedRemove(long fixed, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_REMOVE.invokeExact(fixed, s.put(0, key), (long) key.length);
+            int st = (int) FIXED_REMOVE.H.invokeExact(fixed, s.put(0, key), (long) key.length);
             if (st == Status.OK) {
                 return true;
             }
@@ -930,7 +1039,7 @@ final class FfmNative implements NativeApi {
     public boolean fixedContains(long fixed, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_CONTAINS.invokeExact(fixed, s.put(0, key), (long) key.length, s.w);
+            int st = (int) FIXED_CONTAINS.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -944,7 +1053,7 @@ final class FfmNative implements NativeApi {
     public long fixedAdd(long fixed, byte[] key, long delta) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_ADD.invokeExact(fixed, s.put(0, key), (long) key.length, delta, s.w);
+            int st = (int) FIXED_ADD.H.invokeExact(fixed, s.put(0, key), (long) key.length, delta, s.w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -958,7 +1067,7 @@ final class FfmNative implements NativeApi {
     public long fixedLen(long fixed) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_LEN.invokeExact(fixed, s.w);
+            int st = (int) FIXED_LEN.H.invokeExact(fixed, s.w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -971,7 +1080,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void fixedClear(long fixed) {
         try {
-            int st = (int) FIXED_CLEAR.invokeExact(fixed);
+            int st = (int) FIXED_CLEAR.H.invokeExact(fixed);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -982,24 +1091,24 @@ final class FfmNative implements NativeApi {
 
     @Override
     public byte[][] fixedGetMany(long fixed, byte[][] keys, int valueSize) {
-        return getMany(FIXED_GET_MANY, fixed, keys);
+        return getMany(FIXED_GET_MANY.H, fixed, keys);
     }
 
     @Override
     public void fixedPutMany(long fixed, byte[][] keys, byte[][] values) {
-        putMany(FIXED_PUT_MANY, fixed, keys, values);
+        putMany(FIXED_PUT_MANY.H, fixed, keys, values);
     }
 
     @Override
     public long fixedRemoveMany(long fixed, byte[][] keys) {
-        return removeMany(FIXED_REMOVE_MANY, fixed, keys);
+        return removeMany(FIXED_REMOVE_MANY.H, fixed, keys);
     }
 
     @Override
     public long fixedIterOpen(long fixed) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) FIXED_ITER_OPEN.invokeExact(fixed, w);
+            int st = (int) FIXED_ITER_OPEN.H.invokeExact(fixed, w);
             if (st != Status.OK) {
                 throw fail(st);
             }
@@ -1015,7 +1124,7 @@ final class FfmNative implements NativeApi {
         try {
             MemorySegment kb = s.out2;
             MemorySegment vb = s.out;
-            int st = (int) FIXED_ITER_NEXT.invokeExact(iter, kb, (long) keySize, vb, (long) valueSize);
+            int st = (int) FIXED_ITER_NEXT.H.invokeExact(iter, kb, (long) keySize, vb, (long) valueSize);
             if (st == Status.OK) {
                 return new byte[][] {bytes(kb, keySize), bytes(vb, valueSize)};
             }
@@ -1031,7 +1140,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void fixedIterClose(long iter) {
         try {
-            int st = (int) FIXED_ITER_CLOSE.invokeExact(iter);
+            int st = (int) FIXED_ITER_CLOSE.H.invokeExact(iter);
         } catch (Throwable t) {
             throw wrap(t);
         }
