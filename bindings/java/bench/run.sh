@@ -38,7 +38,7 @@ jmh() { # jdk label extra-args...
     "$jdk/bin/java" -Djmh.ignoreLock=true -cp "$CP" org.openjdk.jmh.Main -rf json -rff "$RAW/java-$label.json" "$@" \
         > "$RAW/java-$label.log" 2>&1 || { tail -30 "$RAW/java-$label.log" >&2; exit 1; }
 }
-THR="-wi 1 -w 2 -i 3 -r 1"
+THR="-wi 1 -w 2 -i 5 -r 2"
 stage thrpt && for jdk in 17 25; do
     J=$JDK17; [ $jdk = 25 ] && J=$JDK25
     jmh "$J" "thrpt-jdk$jdk" "MapBench" -p keys="$P_KEYS" -p impl=shoal,shoal-fixed,chm $THR
