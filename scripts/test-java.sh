@@ -99,6 +99,30 @@ for jdk in "$JDK17" "$JDK25"; do
     case "$out" in ok\ *) ;; *) cat "$SCRATCH/err" >&2; exit 1 ;; esac
 done
 ls -l "$SCRATCH/cache/shoal-java"/*
+# The Java 22+ part of the API (SegmentCodec, in META-INF/versions/22) from javac --release 22.
+cat > "$SCRATCH/Seg.java" <<'JAVA'
+import io.shoal.*;
+import java.lang.foreign.MemorySegment;
+
+public class Seg {
+    public static void main(String[] args) {
+        String name = "java-seg-" + ProcessHandle.current().pid();
+        try (ShoalStore store = Shoal.open(name)) {
+            ShoalMap<MemorySegment, MemorySegment> m = store.map("m", SegmentCodec.INSTANCE, SegmentCodec.INSTANCE);
+            m.put(MemorySegment.ofArray(new byte[] {1, 2}), MemorySegment.ofArray(new byte[] {3}));
+            byte[] v = m.get(MemorySegment.ofArray(new byte[] {1, 2})).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            if (v.length != 1 || v[0] != 3) throw new AssertionError();
+            System.out.println("ok segments");
+        } finally {
+            Shoal.remove(name);
+        }
+    }
+}
+JAVA
+"$JDK25/bin/javac" --release 22 -cp "$JAR" -d "$SCRATCH/seg" "$SCRATCH/Seg.java"
+out=$(XDG_CACHE_HOME="$SCRATCH/cache" "$JDK25/bin/java" -cp "$JAR:$SCRATCH/seg" Seg 2>"$SCRATCH/err")
+echo "$out"
+[ "$out" = "ok segments" ] || { cat "$SCRATCH/err" >&2; exit 1; }
 # An application jar that declares Enable-Native-Access (as Java 24+ asks of code calling
 # native libraries) runs on the newer JDK without even the native-access warning.
 printf 'Main-Class: Main\nClass-Path: %s\nEnable-Native-Access: ALL-UNNAMED\n' "$JAR" > "$SCRATCH/manifest"

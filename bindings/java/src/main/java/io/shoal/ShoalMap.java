@@ -88,6 +88,23 @@ public final class ShoalMap<K, V> extends AbstractMap<K, V> implements Concurren
         return b == null ? null : vc.decode(b);
     }
 
+    /**
+     * A view of the same map whose calls wait at most {@code timeout} for a lock held by
+     * a live process before raising {@link ShoalTimeoutException} (the store's
+     * {@link Options#lockTimeout} applies to other views).
+     *
+     * @param timeout the wait, at least a millisecond
+     * @return the view
+     */
+    public ShoalMap<K, V> withLockTimeout(java.time.Duration timeout) {
+        long ms = timeout.toMillis();
+        if (ms < 1 || ms > 0xffff_ffffL) {
+            throw new IllegalArgumentException("lock timeout out of range: " + timeout);
+        }
+        t.live();
+        return new ShoalMap<>(t.withTimeout((int) Math.min(ms, Integer.MAX_VALUE)), kc, vc);
+    }
+
     // ---- reads -----------------------------------------------------------------------
 
     @Override

@@ -61,6 +61,9 @@ abstract class Table {
 
     abstract Cursor cursor();
 
+    /** A second handle on the same map whose calls wait at most timeoutMs for a lock. */
+    abstract Table withTimeout(int timeoutMs);
+
     /** A native iteration; freed when exhausted or when unreachable. */
     abstract static class Cursor {
         final long it;
@@ -217,6 +220,15 @@ abstract class Table {
         long removeMany(byte[][] keys) {
             try {
                 return api.mapRemoveMany(h, keys);
+            } finally {
+                Reference.reachabilityFence(this);
+            }
+        }
+
+        @Override
+        Table withTimeout(int timeoutMs) {
+            try {
+                return new Var(api, api.mapWithTimeout(h, timeoutMs), store, name, uids);
             } finally {
                 Reference.reachabilityFence(this);
             }
@@ -395,6 +407,15 @@ abstract class Table {
         long removeMany(byte[][] keys) {
             try {
                 return api.fixedRemoveMany(h, keys);
+            } finally {
+                Reference.reachabilityFence(this);
+            }
+        }
+
+        @Override
+        Table withTimeout(int timeoutMs) {
+            try {
+                return new Fixed(api, api.fixedWithTimeout(h, timeoutMs), store, name, keySize, valueSize);
             } finally {
                 Reference.reachabilityFence(this);
             }

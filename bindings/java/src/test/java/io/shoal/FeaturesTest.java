@@ -246,6 +246,18 @@ class FeaturesTest {
     }
 
     @Test
+    void aViewWithItsOwnLockTimeoutSharesTheMap() {
+        ShoalMap<String, String> m = store.map("timeouts", Codecs.STRING, Codecs.STRING);
+        ShoalMap<String, String> quick = m.withLockTimeout(java.time.Duration.ofMillis(50));
+        quick.put("a", "1");
+        assertEquals("1", m.get("a"));
+        ShoalMap<byte[], Long> f = store.fixedMap("ftimeouts", Codecs.bytes(4), Codecs.LONG);
+        assertEquals(2, f.withLockTimeout(java.time.Duration.ofSeconds(1)).addAndGet(new byte[4], 2));
+        assertEquals(2L, f.get(new byte[4]));
+        assertThrows(IllegalArgumentException.class, () -> m.withLockTimeout(java.time.Duration.ZERO));
+    }
+
+    @Test
     void optionsAreChecked() {
         assertThrows(IllegalArgumentException.class, () -> Options.defaults().maxProcesses(0));
         assertThrows(IllegalArgumentException.class, () -> Options.defaults().fileMode(010000));
