@@ -19,8 +19,21 @@ STAGES=${STAGES:-"thrpt sample open twojvm"}
 stage() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 RAW=$ROOT/docs/benchmarks/raw
 mkdir -p "$RAW"
-JDK17=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
-JDK25=${JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+# The JDKs, found as scripts/test-java.sh finds them: a 17 and the newest 22+ in /usr/lib/jvm.
+jdk_feature() { "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'; }
+JDK17=${JDK17_HOME:-}
+JDK25=${JDK25_HOME:-}
+for d in /usr/lib/jvm/*/; do
+    d=${d%/}
+    [ -x "$d/bin/javac" ] || continue
+    f=$(jdk_feature "$d")
+    if [ "$f" = 17 ]; then
+        [ -n "$JDK17" ] || JDK17=$d
+    elif [ "${f%%.*}" -ge 22 ] 2>/dev/null && { [ -z "$JDK25" ] || [ "$f" -gt "$(jdk_feature "$JDK25")" ]; }; then
+        JDK25=$d
+    fi
+done
+[ -n "$JDK17" ] && [ -n "$JDK25" ] || { echo "need a JDK 17 and a JDK 22+ (JDK17_HOME, JDK25_HOME)" >&2; exit 1; }
 CHRONICLE_FLAGS="--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED --add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED --add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED --add-opens=jdk.compiler/com.sun.tools.javac=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED -Dchronicle.analytics.disable=true"
 
 export JAVA_HOME=$JDK25

@@ -10,7 +10,7 @@ import java.time.Duration;
  * pre-touching apply to this process only.
  *
  * <pre>{@code
- * Shoal.open("sessions", Options.defaults().maxSize(1L << 30).lockTimeout(Duration.ofSeconds(2)))
+ * Shoal.open("cache", Options.defaults().maxSize(1L << 30).lockTimeout(Duration.ofSeconds(2)))
  * }</pre>
  */
 public final class Options {
