@@ -66,8 +66,8 @@ step "mvn verify: build the jar, JUnit on JDK 17 (JNI) and JDK $(jdk_feature "$J
 (cd "$JDIR" && mvn -B -ntp -Dstyle.color=never verify \
     -Dshoal.cargo.target="$TARGET" \
     -Dshoal.test.jvm17="$JDK17/bin/java" -Dshoal.test.jvm25="$JDK25/bin/java" \
-    -Dshoal.test.python="$VENV/bin/python" -Dshoal.test.cprog="$JDIR/target/interop" \
-    -Dshoal.test.requireInterop=true "$@")
+    -Dshoal.python="$VENV/bin/python" -Dshoal.cprog="$JDIR/target/interop" \
+    -Dshoal.requireInterop=true "$@")
 JAR=$JDIR/target/shoal-0.1.0.jar
 
 step "the jar from a clean project, no JVM flags, on JDK 17 and JDK $(jdk_feature "$JDK25")"
