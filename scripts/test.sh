@@ -60,5 +60,8 @@ bash scripts/test-python.sh
 step "Node binding (bindings/node)"
 bash scripts/test-node.sh
 
+step "Java binding (bindings/java)"
+bash scripts/test-java.sh
+
 echo
 echo "all test steps passed"

@@ -1,0 +1,212 @@
+package io.shoal;
+
+import io.shoal.internal.NativeApi;
+import java.util.List;
+
+/**
+ * An open store: one file of named maps shared by every process that opens it. Thread-safe.
+ * Close it when done ({@code try}-with-resources); maps and cells opened from it then
+ * refuse further calls with {@link ClosedException}. Their native handles are freed when
+ * they are garbage-collected (they keep the file mapped until then), so a map in use by
+ * another thread while the store closes is never freed under it.
+ */
+public final class ShoalStore implements AutoCloseable {
+    private static final int KIND_VARIABLE = 1;
+    private static final int KIND_UIDS = 2;
+    private static final int KIND_FIXED = 3;
+
+    final NativeApi api;
+    private final long h;
+    private final String path;
+    volatile boolean closed;
+
+    ShoalStore(NativeApi api, String name, long[] opts) {
+        this.api = api;
+        this.h = api.storeOpen(name, opts);
+        String p;
+        try {
+            p = api.storePath(h);
+        } catch (RuntimeException e) {
+            api.storeClose(h);
+            throw e;
+        }
+        this.path = p;
+    }
+
+    /** @return the store file's path (a bare name resolved to /dev/shm/NAME.shoal) */
+    public String path() {
+        return path;
+    }
+
+    /** @return whether {@link #close()} was called */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void live() {
+        if (closed) {
+            throw new ClosedException(0, "the store " + path + " is closed");
+        }
+    }
+
+    static void checkText(String s, String what) {
+        if (s == null) {
+            throw new NullPointerException(what);
+        }
+        if (s.isEmpty() || s.indexOf('\0') >= 0) {
+            throw new InvalidArgumentException(8, what + " must be non-empty and without NUL: " + s);
+        }
+    }
+
+    /**
+     * Opens (creating it if needed) the variable-size map {@code name}.
+     *
+     * @param <K> the key type
+     * @param <V> the value type
+     * @param name the map's name: 1 to 224 bytes of UTF-8
+     * @param keys the key codec
+     * @param values the value codec
+     * @return the map
+     * @throws InvalidArgumentException if {@code name} is a fixed-size map, or a bad name
+     * @throws StoreFullException if the store holds its maximum of maps
+     */
+    public <K, V> ShoalMap<K, V> map(String name, Codec<K> keys, Codec<V> values) {
+        return map(name, keys, values, MapOptions.defaults());
+    }
+
+    /**
+     * Opens the variable-size map {@code name} with options: whether to create it, and
+     * whether a map it creates keeps a stable UID per key.
+     *
+     * @param <K> the key type
+     * @param <V> the value type
+     * @param name the map's name: 1 to 224 bytes of UTF-8
+     * @param keys the key codec
+     * @param values the value codec
+     * @param options creation and UIDs
+     * @return the map
+     * @throws NotFoundException if the map does not exist and {@code options.create(false)}
+     */
+    public <K, V> ShoalMap<K, V> map(String name, Codec<K> keys, Codec<V> values, MapOptions options) {
+        checkText(name, "map name");
+        synchronized (this) {
+            live();
+            long m = api.mapOpen(h, name, options.create, options.uids);
+            boolean uids = options.uids;
+            if (!uids) {
+                long[] kind = api.mapKind(h, name);
+                uids = kind != null && kind[0] == KIND_UIDS;
+            }
+            return new ShoalMap<>(new Table.Var(api, m, this, name, uids), keys, values);
+        }
+    }
+
+    /**
+     * Opens (creating it if needed) the fixed-size map {@code name}, whose keys and values
+     * all have the codecs' fixed sizes ({@link Codec#fixedSize()}): stored in the index
+     * itself, updated in place, {@link ShoalMap#addAndGet} lock-free on a present key.
+     *
+     * @param <K> the key type
+     * @param <V> the value type
+     * @param name the map's name
+     * @param keys a key codec of fixed size 1 to 512 ({@link Codecs#LONG}, {@link Codecs#bytes(int)}, ...)
+     * @param values a value codec of fixed size 0 to 128
+     * @return the map
+     * @throws InvalidArgumentException if a codec has no fixed size, or the map exists with
+     *     other sizes or is a variable-size map
+     */
+    public <K, V> ShoalMap<K, V> fixedMap(String name, Codec<K> keys, Codec<V> values) {
+        checkText(name, "map name");
+        int ks = keys.fixedSize();
+        int vs = values.fixedSize();
+        if (ks < 1 || vs < 0) {
+            throw new InvalidArgumentException(8, "a fixed-size map needs codecs of fixed size ("
+                    + keys + ": " + ks + ", " + values + ": " + vs + "); see Codecs.bytes(int)");
+        }
+        synchronized (this) {
+            live();
+            long f = api.fixedOpen(h, name, ks, vs, true);
+            return new ShoalMap<>(new Table.Fixed(api, f, this, name, ks, vs), keys, values);
+        }
+    }
+
+    /**
+     * A persisted single value, shared by every process: the map {@code name} holding
+     * one entry under the empty key. Created with {@code initial} if absent.
+     *
+     * @param <T> the value type
+     * @param name the cell's map name
+     * @param codec the value codec
+     * @param initial the value a new cell starts with
+     * @return the cell
+     */
+    public <T> ShoalCell<T> cell(String name, Codec<T> codec, T initial) {
+        ShoalMap<byte[], T> m = map(name, Codecs.BYTES, codec);
+        return new ShoalCell<>(m, codec, initial);
+    }
+
+    /**
+     * The kind of map {@code name} is: "variable", "uids" (variable with UIDs) or
+     * "fixed", or null when there is no such map.
+     *
+     * @param name a map name
+     * @return its kind, or null
+     */
+    public synchronized String mapKind(String name) {
+        checkText(name, "map name");
+        live();
+        long[] k = api.mapKind(h, name);
+        if (k == null) {
+            return null;
+        }
+        switch ((int) k[0]) {
+            case KIND_VARIABLE: return "variable";
+            case KIND_UIDS: return "uids";
+            case KIND_FIXED: return "fixed";
+            default: return "unknown(" + k[0] + ")";
+        }
+    }
+
+    /** @return the names of the store's maps */
+    public synchronized List<String> maps() {
+        live();
+        return api.storeMaps(h);
+    }
+
+    /**
+     * Drops a map and its entries (handles on it then raise {@link NotFoundException}).
+     *
+     * @param name the map
+     * @return false if there was no such map
+     */
+    public synchronized boolean dropMap(String name) {
+        checkText(name, "map name");
+        live();
+        try {
+            api.storeDropMap(h, name);
+            return true;
+        } catch (NotFoundException e) {
+            return false;
+        }
+    }
+
+    /** Flushes the file to disk (msync + fsync); a no-op cost on tmpfs. */
+    public synchronized void flush() {
+        live();
+        api.storeFlush(h);
+    }
+
+    /** Closes the store handle; idempotent. Entries stay in the file. */
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            api.storeClose(h);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ShoalStore(" + path + (closed ? ", closed)" : ")");
+    }
+}

@@ -1,0 +1,106 @@
+package io.shoal;
+
+import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Java reads what Python and C wrote, and they read what Java wrote, through the shared
+ * codec conventions. The Python interpreter (with the shoal package) and the compiled C
+ * program come from scripts/test-java.sh (shoal.test.python, shoal.test.cprog); there
+ * shoal.test.requireInterop is set, so that a missing one fails instead of skipping.
+ */
+class InteropTest {
+    private static String tool(String prop) {
+        String p = System.getProperty(prop, "");
+        if (Boolean.getBoolean("shoal.test.requireInterop")) {
+            assertFalse(p.isEmpty(), prop + " is required");
+        }
+        assumeTrue(!p.isEmpty(), prop + " not set (scripts/test-java.sh sets it)");
+        return p;
+    }
+
+    private static String run(List<String> cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "timed out: " + cmd);
+        String text = new String(out, StandardCharsets.UTF_8);
+        assertEquals(0, p.exitValue(), cmd + " failed:\n" + text);
+        return text;
+    }
+
+    private static void writeJava(Path file) {
+        try (ShoalStore s = Shoal.open(file)) {
+            ShoalMap<String, Long> si = s.map("j_str_int", Codecs.STRING, Codecs.LONG);
+            si.put("a", 1L);
+            si.put("é", -2L);
+            s.map("j_str_str", Codecs.STRING, Codecs.STRING).put("k", "v€");
+            s.map("j_bytes", Codecs.BYTES, Codecs.BYTES).put(new byte[] {0, 1}, new byte[] {(byte) 0xff});
+            s.map("j_double", Codecs.STRING, Codecs.DOUBLE).put("pi", 3.25);
+            s.map("j_int", Codecs.INTEGER, Codecs.INTEGER).put(-3, 2_000_000_000);
+            s.fixedMap("j_fixed", Codecs.bytes(8), Codecs.LONG).addAndGet("counter1".getBytes(StandardCharsets.US_ASCII), 5);
+            s.cell("j_cell", Codecs.LONG, 42L);
+        }
+    }
+
+    @Test
+    void pythonReadsJavaAndJavaReadsPython(@TempDir Path dir) throws Exception {
+        String python = tool("shoal.test.python");
+        Path file = dir.resolve("py.shoal");
+        writeJava(file);
+        String script = String.join("\n",
+                "import shoal, sys",
+                "s = shoal.open(sys.argv[1], create=False)",
+                "assert dict(s.map('j_str_int', key='str', value='int')) == {'a': 1, 'é': -2}",
+                "assert dict(s.map('j_str_str', key='str', value='str')) == {'k': 'v€'}",
+                "assert dict(s.map('j_bytes')) == {b'\\x00\\x01': b'\\xff'}",
+                "assert dict(s.map('j_double', key='str', value='float')) == {'pi': 3.25}",
+                "assert dict(s.map('j_int', key='int', value='int')) == {-3: 2000000000}",
+                "f = s.fixed_map('j_fixed', 8, 8)",
+                "assert int.from_bytes(f[b'counter1'], 'little', signed=True) == 5",
+                "assert s.map('j_cell', value='int')[b''] == 42",
+                "p = s.map('p_str_int', key='str', value='int')",
+                "p['x'] = 7",
+                "p['ü'] = -9",
+                "s.map('p_str_str', key='str', value='str')['hello'] = 'wörld'",
+                "s.map('p_cell', value='int')[b''] = 5",
+                "s.fixed_map('p_fixed', 8, 8).add(b'counter2', 3)",
+                "s.close()",
+                "print('ok')");
+        List<String> cmd = new ArrayList<>(List.of(python, "-c", script, file.toString()));
+        assertTrue(run(cmd).contains("ok"));
+        try (ShoalStore s = Shoal.open(file)) {
+            assertEquals(Map.of("x", 7L, "ü", -9L), s.map("p_str_int", Codecs.STRING, Codecs.LONG));
+            assertEquals(Map.of("hello", "wörld"), s.map("p_str_str", Codecs.STRING, Codecs.STRING));
+            assertEquals(5L, s.cell("p_cell", Codecs.LONG, 0L).get());
+            assertEquals(3L, s.fixedMap("p_fixed", Codecs.bytes(8), Codecs.LONG)
+                    .get("counter2".getBytes(StandardCharsets.US_ASCII)));
+        }
+    }
+
+    @Test
+    void cReadsJavaAndJavaReadsC(@TempDir Path dir) throws Exception {
+        String prog = tool("shoal.test.cprog");
+        Path file = dir.resolve("c.shoal");
+        writeJava(file);
+        assertTrue(run(List.of(prog, "read", file.toString())).contains("ok"));
+        run(List.of(prog, "write", file.toString()));
+        try (ShoalStore s = Shoal.open(file)) {
+            ShoalMap<String, Long> m = s.map("c_map", Codecs.STRING, Codecs.LONG);
+            assertEquals(10, m.size());
+            for (int i = 0; i < 10; i++) {
+                assertEquals((long) i * i - 5, m.get("c" + i));
+            }
+            assertEquals(77L, s.fixedMap("c_fixed", Codecs.bytes(8), Codecs.LONG)
+                    .get("counter1".getBytes(StandardCharsets.US_ASCII)));
+        }
+    }
+}
