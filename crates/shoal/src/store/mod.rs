@@ -291,7 +291,7 @@ impl Store {
     /// one without a closure.
     ///
     /// ```no_run
-    /// let opts = shoal::Options { sync_writes: true };
+    /// let opts = shoal::Options { sync_writes: true, ..Default::default() };
     /// let store = shoal::Store::open_with("/var/lib/app/data.shoal", &opts, shoal::OpenMode::OpenOrCreate)?;
     /// let orders = store.map("orders")?;
     /// store.batch(|| {                                 // one msync + fsync for the three puts
