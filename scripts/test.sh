@@ -57,5 +57,8 @@ bash scripts/test-c.sh
 step "Python binding (bindings/python)"
 bash scripts/test-python.sh
 
+step "Go binding (bindings/go)"
+bash scripts/test-go.sh
+
 echo
 echo "all test steps passed"

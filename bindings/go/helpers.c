@@ -108,3 +108,13 @@ static int name_tramp(void *ctx, const char *text, size_t len) {
 shoal_status goshoal_map_names(const shoal_store *store, uintptr_t handle) {
     return shoal_store_maps(store, name_tramp, (void *)handle);
 }
+
+shoal_status goshoal_store_check(const shoal_store *store, uint64_t *problems,
+                                 uintptr_t handle) {
+    shoal_check_report report;
+    memset(&report, 0, sizeof report);
+    report.struct_size = sizeof report;
+    shoal_status st = shoal_store_check(store, &report, name_tramp, (void *)handle);
+    *problems = report.problems;
+    return st;
+}

@@ -20,5 +20,7 @@ shoal_status goshoal_map_update(const shoal_map *map, const void *key, size_t ke
 shoal_status goshoal_fixed_update(const shoal_fixed *fixed, const void *key, size_t key_len,
                                   uintptr_t handle);
 shoal_status goshoal_map_names(const shoal_store *store, uintptr_t handle);
+shoal_status goshoal_store_check(const shoal_store *store, uint64_t *problems,
+                                 uintptr_t handle);
 
 #endif

@@ -449,6 +449,32 @@ func (s *Store) DropMap(name string) (bool, error) {
 	}
 }
 
+// Check verifies every invariant of the store file and returns the problems found
+// (none for a sound store). Run it on a quiet store: writes in flight can look like
+// problems. A store too damaged to walk is an error matching ErrCorrupt.
+func (s *Store) Check() ([]string, error) {
+	const op = "Store.Check"
+	if !s.g.acquire() {
+		return nil, closedError(op)
+	}
+	defer s.g.release()
+	var problems []string
+	h := newHandle(&problems)
+	defer h.Delete()
+	var n C.uint64_t
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	st := C.goshoal_store_check(s.p, &n, C.uintptr_t(h))
+	switch {
+	case st == C.SHOAL_OK:
+		return nil, nil
+	case st == C.SHOAL_CORRUPT && len(problems) > 0:
+		return problems, nil
+	default:
+		return problems, statusError(op, st)
+	}
+}
+
 // Flush writes everything in the store through to stable storage (msync + fsync), so
 // that an OS crash loses nothing written before it. Useful only for files on disk.
 func (s *Store) Flush() error {
