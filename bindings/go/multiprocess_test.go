@@ -14,8 +14,12 @@ import (
 // The multi-process test re-executes this test binary as its workers: TestMain runs
 // the worker instead of the tests when SHOAL_GO_WORKER is set.
 func TestMain(m *testing.M) {
-	if os.Getenv("SHOAL_GO_WORKER") != "" {
-		if err := worker(); err != nil {
+	if kind := os.Getenv("SHOAL_GO_WORKER"); kind != "" {
+		run := worker
+		if kind == "queue-holder" {
+			run = queueHolder
+		}
+		if err := run(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
