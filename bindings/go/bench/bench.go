@@ -44,6 +44,9 @@ type Data struct {
 	fixed  *shoal.FixedMap
 	gomap  map[string][]byte
 	mu     sync.RWMutex
+	flat   []byte // the keys of keys, end to end
+	small  *shoal.Map
+	c      *cShoal
 	bolt   *bolt.DB
 	lmdb   *lmdb.Env
 	bucket []byte
@@ -80,6 +83,17 @@ func Setup(n int) (*Data, error) {
 	if d.fixed, err = d.store.FixedMap("fixed", 16, 16, nil); err != nil {
 		return nil, err
 	}
+	if d.small, err = d.store.Map("small", nil); err != nil {
+		return nil, err
+	}
+	for i := 0; i < min(n, 1000); i++ {
+		if err := d.small.Put(sorted[i], val(i)); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range d.keys {
+		d.flat = append(d.flat, k...)
+	}
 	for i, k := range sorted {
 		if err := d.m.Put(k, val(i)); err != nil {
 			return nil, err
@@ -88,6 +102,10 @@ func Setup(n int) (*Data, error) {
 			return nil, err
 		}
 		d.gomap[string(k)] = val(i)
+	}
+
+	if d.c, err = openCShoal(filepath.Join(dir, "shoal.shoal"), "bench"); err != nil {
+		return nil, err
 	}
 
 	if d.bolt, err = bolt.Open(filepath.Join(dir, "bolt.db"), 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true}); err != nil {
@@ -150,6 +168,12 @@ func (d *Data) Close() {
 	}
 	if d.fixed != nil {
 		d.fixed.Close()
+	}
+	if d.small != nil {
+		d.small.Close()
+	}
+	if d.c != nil {
+		d.c.close()
 	}
 	if d.store != nil {
 		d.store.Close()
@@ -299,6 +323,46 @@ func (d *Data) Cases() []Case {
 				}
 				d.mu.RUnlock()
 			})
+		}},
+
+		{"why (per get)", "cgo: one call of a C function that does nothing", false, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cgoFloor()
+			}
+		}},
+		{"why (per get)", "Shoal Map.GetInto on a 1,000-entry map (in cache)", true, func(b *testing.B) {
+			buf := make([]byte, 64)
+			keys := make([][]byte, min(n, 1000))
+			for i := range keys {
+				keys[i] = []byte(fmt.Sprintf("key:%012d", i))
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, err := d.small.GetInto(keys[i%len(keys)], buf)
+				fail(b, err)
+			}
+		}},
+		{"why (per get)", "Shoal Map.GetInto, keys read from one flat array (as the C loop)", true, func(b *testing.B) {
+			buf := make([]byte, 64)
+			for i := 0; i < b.N; i++ {
+				j := i % n
+				_, err := d.m.GetInto(d.flat[j*16:j*16+16], buf)
+				fail(b, err)
+			}
+		}},
+		{"why (per get)", "Shoal: shoal_map_get in a loop in C (no cgo call per get)", true, func(b *testing.B) {
+			fail(b, d.c.loopGet(d.flat, b.N))
+		}},
+		{"why (per get)", "Shoal: the same loop in C as a dependent chain (no overlap between gets)", true, func(b *testing.B) {
+			fail(b, d.c.loopGetChain(d.flat, b.N))
+		}},
+		{"why (per get)", "LMDB: mdb_get in a loop in C, one txn (no cgo call per get)", false, func(b *testing.B) {
+			runtimeLock()
+			defer runtimeUnlock()
+			t, err := d.lmdb.Begin(true)
+			fail(b, err)
+			defer t.Abort()
+			fail(b, t.LoopGet(d.flat, b.N))
 		}},
 
 		{"put (replace)", "Shoal Map.Put", true, func(b *testing.B) {
