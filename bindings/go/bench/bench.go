@@ -26,15 +26,18 @@ const Batch = 256
 // Case is one measurement: Group names what is measured (the ratios compare cases of
 // one group), Name the contender.
 type Case struct {
+	// Group is what is measured; Name is the contender.
 	Group, Name string
 	// Shoal marks the Shoal cases; the others are the peers.
 	Shoal bool
-	F     func(b *testing.B)
+	// F is the measurement.
+	F func(b *testing.B)
 }
 
 // Data holds every contender loaded with the same n entries: 16-byte keys
 // "key:%012d" and 16-byte values, all in /dev/shm.
 type Data struct {
+	// N is the number of entries.
 	N      int
 	keys   [][]byte // in a random order, so that lookups miss the caches as in use
 	value  []byte
