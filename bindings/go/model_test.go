@@ -61,7 +61,7 @@ func TestModel(t *testing.T) {
 		}
 	}
 	buf := make([]byte, 64)
-	const ops = 6000
+	const ops = 20000
 	for i := 0; i < ops; i++ {
 		k := keyOf()
 		cur, present := model[string(k)]
@@ -209,3 +209,136 @@ func TestModel(t *testing.T) {
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, ErrNotFound) }
 func isInvalid(err error) bool  { return err != nil && errors.Is(err, ErrInvalid) }
+
+// Random operations on a FixedMap (8-byte keys and values) checked against a Go map.
+func TestFixedModel(t *testing.T) {
+	sd := seed(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replay with SHOAL_GO_SEED=%d", sd)
+		}
+	})
+	rng := rand.New(rand.NewPCG(sd, sd^0x5851f42d4c957f2d))
+	s := openStore(t, nil)
+	f, err := s.FixedMap("fmodel", 8, 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	model := map[string][]byte{}
+	keyOf := func() []byte { return PutInt64(int64(rng.IntN(80))) }
+	valOf := func() []byte { return PutInt64(int64(rng.IntN(5)) - 2) } // few values: CAS matches often
+	buf := make([]byte, 8)
+	for i := 0; i < 8000; i++ {
+		k := keyOf()
+		cur, present := model[string(k)]
+		fail := func(what string, args ...any) {
+			t.Helper()
+			t.Fatalf("op %d %s key %x (model %x, present %v): %v", i, what, k, cur, present, args)
+		}
+		switch rng.IntN(10) {
+		case 0, 1:
+			v := valOf()
+			if err := f.Put(k, v); err != nil {
+				fail("Put", err)
+			}
+			model[string(k)] = v
+		case 2:
+			v, err := f.GetInto(k, buf)
+			if present != (err == nil) || (present && !bytes.Equal(v, cur)) || (!present && !errors.Is(err, ErrNotFound)) {
+				fail("GetInto", v, err)
+			}
+		case 3:
+			v := valOf()
+			ok, err := f.PutIfAbsent(k, v)
+			if err != nil || ok == present {
+				fail("PutIfAbsent", ok, err)
+			}
+			if ok {
+				model[string(k)] = v
+			}
+		case 4:
+			v := valOf()
+			ok, err := f.PutIfPresent(k, v)
+			if err != nil || ok != present {
+				fail("PutIfPresent", ok, err)
+			}
+			if ok {
+				model[string(k)] = v
+			}
+		case 5:
+			ok, err := f.Delete(k)
+			if err != nil || ok != present {
+				fail("Delete", ok, err)
+			}
+			delete(model, string(k))
+		case 6:
+			old, v := valOf(), valOf()
+			ok, err := f.CompareAndSwap(k, old, v)
+			if err != nil || ok != (present && bytes.Equal(old, cur)) {
+				fail("CompareAndSwap", ok, err)
+			}
+			if ok {
+				model[string(k)] = v
+			}
+		case 7:
+			d := int64(rng.IntN(7)) - 3
+			n, err := f.Add(k, d)
+			var base int64
+			if present {
+				base, _ = Int64(cur)
+			}
+			if err != nil || n != base+d {
+				fail("Add", n, err)
+			}
+			model[string(k)] = PutInt64(n)
+		case 8:
+			del := rng.IntN(3) == 0
+			err := f.Update(k, func(v []byte, p bool) ([]byte, bool) {
+				if p != present || !bytes.Equal(v, cur) {
+					t.Errorf("op %d Update saw %x %v", i, v, p)
+				}
+				n, _ := Int64(v)
+				return PutInt64(n*2 + 1), !del
+			})
+			if err != nil {
+				fail("Update", err)
+			}
+			if del {
+				delete(model, string(k))
+			} else {
+				n, _ := Int64(cur)
+				model[string(k)] = PutInt64(n*2 + 1)
+			}
+		case 9:
+			keys := make([][]byte, rng.IntN(600))
+			for j := range keys {
+				keys[j] = keyOf()
+			}
+			vals, err := f.GetMany(keys)
+			if err != nil {
+				fail("GetMany", err)
+			}
+			for j, kk := range keys {
+				w, ok := model[string(kk)]
+				if ok != (vals[j] != nil) || !bytes.Equal(vals[j], w) {
+					fail("GetMany", j, vals[j], w)
+				}
+			}
+			if n, err := f.Len(); err != nil || n != len(model) {
+				fail("Len", n, err)
+			}
+		}
+	}
+	it := f.Iter()
+	seen := 0
+	for k, v := range it.All() {
+		if !bytes.Equal(model[string(k)], v) {
+			t.Fatalf("iteration: %x = %x, model %x", k, v, model[string(k)])
+		}
+		seen++
+	}
+	if it.Err() != nil || seen != len(model) {
+		t.Fatalf("iteration saw %d of %d: %v", seen, len(model), it.Err())
+	}
+}
