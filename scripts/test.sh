@@ -63,5 +63,8 @@ bash scripts/test-node.sh
 step "Java binding (bindings/java)"
 bash scripts/test-java.sh
 
+step "Go binding (bindings/go)"
+bash scripts/test-go.sh
+
 echo
 echo "all test steps passed"

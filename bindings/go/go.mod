@@ -1,0 +1,3 @@
+module example.invalid/shoal/bindings/go
+
+go 1.24
