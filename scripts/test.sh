@@ -5,7 +5,7 @@
 # tests (multi-process, kill and per-fail-point crash tests included, and kill storms
 # whose histories that checker verifies: 30 s on a variable-size map, 15 s each on a
 # fixed-size map and a map with UIDs), the model checks under shuttle, a short fuzzing
-# run, and the bindings' suites.
+# run, and the bindings' suites (C and C++, Python, Node, Java on JDK 17 and 25, Go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
