@@ -317,6 +317,10 @@ type MapOptions struct {
 	// UIDs gives a new map a stable 64-bit handle per key (see the C ABI's by-UID
 	// calls). Opening an existing map without UIDs with UIDs set fails with ErrInvalid.
 	UIDs bool
+	// KeyType and ValueType are recorded in a new map for programs in every language
+	// (see [DataType]); an existing map that recorded other types fails with ErrInvalid
+	// (TypeBytes opens any map). Zero: none.
+	KeyType, ValueType DataType
 }
 
 // Map opens the map name (1 to 224 bytes of UTF-8), creating it unless
@@ -339,6 +343,8 @@ func (s *Store) Map(name string, opts *MapOptions) (*Map, error) {
 		if opts.UIDs {
 			co.uids = 1
 		}
+		co.key_type, co.key_tag = C.uint32_t(opts.KeyType.Code), C.uint64_t(opts.KeyType.Tag)
+		co.value_type, co.value_tag = C.uint32_t(opts.ValueType.Code), C.uint64_t(opts.ValueType.Tag)
 	}
 	cname, err := cString(op, name)
 	if err != nil {
@@ -364,6 +370,9 @@ type FixedOptions struct {
 	SegmentBuckets uint32
 	// StashBuckets is the number of stash buckets per segment (1..1024) of a new map.
 	StashBuckets uint32
+	// KeyType and ValueType are recorded in a new map, as in [MapOptions]; TypeI64,
+	// TypeU64 and TypeF64 need 8-byte keys or values.
+	KeyType, ValueType DataType
 }
 
 // FixedMap opens the fixed-size map name, whose keys are exactly keySize bytes (1 to
@@ -391,6 +400,8 @@ func (s *Store) FixedMap(name string, keySize, valueSize int, opts *FixedOptions
 		}
 		co.segment_buckets = C.uint32_t(opts.SegmentBuckets)
 		co.stash_buckets = C.uint32_t(opts.StashBuckets)
+		co.key_type, co.key_tag = C.uint32_t(opts.KeyType.Code), C.uint64_t(opts.KeyType.Tag)
+		co.value_type, co.value_tag = C.uint32_t(opts.ValueType.Code), C.uint64_t(opts.ValueType.Tag)
 	}
 	cname, err := cString(op, name)
 	if err != nil {
