@@ -356,25 +356,5 @@ impl Codec {
 /// A type by its name ("bytes", "utf8", "i64", "u64", "f64", "json", "user:0xTAG"), as
 /// `Map.key_type` gives it; `ValueError` for another.
 pub fn data_type_named(s: &str) -> PyResult<shoal::DataType> {
-    use shoal::DataType as T;
-    Ok(match s {
-        "bytes" => T::Bytes,
-        "utf8" => T::Utf8,
-        "i64" => T::I64,
-        "u64" => T::U64,
-        "f64" => T::F64,
-        "json" => T::Json,
-        _ => match s
-            .strip_prefix("user:0x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-        {
-            Some(tag) => T::User(tag),
-            None => {
-                return Err(PyValueError::new_err(format!(
-                    "unknown type {s:?}; the types are bytes, utf8, i64, u64, f64, json and \
-                     user:0xTAG"
-                )))
-            }
-        },
-    })
+    s.parse().map_err(PyValueError::new_err)
 }

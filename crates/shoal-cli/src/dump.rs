@@ -393,9 +393,10 @@ fn parse_line(line: &str) -> Result<Line, String> {
     let ty = |f: &str| -> Result<Option<shoal::DataType>, String> {
         match o.get(f) {
             None => Ok(None),
-            Some(Value::String(n)) => crate::typed::from_name(n)
+            Some(Value::String(n)) => n
+                .parse::<shoal::DataType>()
                 .map(Some)
-                .ok_or_else(|| format!("unknown \"{f}\" {n:?}")),
+                .map_err(|e| format!("\"{f}\": {e}")),
             Some(_) => Err(format!("\"{f}\" must be a string")),
         }
     };

@@ -92,22 +92,6 @@ pub fn of(store: &shoal::Store, name: &str) -> shoal::Result<(Option<DataType>, 
     })
 }
 
-/// A type by the name [`DataType::name`] gives it (`user:0x...` with the tag in hex).
-pub fn from_name(s: &str) -> Option<DataType> {
-    Some(match s {
-        "bytes" => DataType::Bytes,
-        "utf8" => DataType::Utf8,
-        "i64" => DataType::I64,
-        "u64" => DataType::U64,
-        "f64" => DataType::F64,
-        "json" => DataType::Json,
-        _ => {
-            let hex = s.strip_prefix("user:0x")?;
-            DataType::User(u64::from_str_radix(hex, 16).ok()?)
-        }
-    })
-}
-
 /// The two types as `shoal stat` shows them: `utf8 → json`, `- → i64`; empty when none.
 pub fn label(k: Option<DataType>, v: Option<DataType>) -> String {
     if k.is_none() && v.is_none() {
@@ -152,9 +136,5 @@ mod tests {
         assert_eq!(show(b"short", Some(DataType::I64)), None);
         assert_eq!(show(b"\xff", Some(DataType::Bytes)), None);
         assert_eq!(label(Some(DataType::Utf8), None), "utf8 → -");
-        for t in [DataType::Json, DataType::U64, DataType::User(0xabc)] {
-            assert_eq!(from_name(&t.name()), Some(t));
-        }
-        assert_eq!(from_name("user:zz"), None);
     }
 }

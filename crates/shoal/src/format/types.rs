@@ -95,6 +95,36 @@ impl DataType {
     }
 }
 
+/// A type by the name [`DataType::name`] gives it (`user:0x...` with the tag in hex); the
+/// error says which names there are. `unknown:CODE` is not parsed: such a type is only
+/// ever read from a map.
+impl std::str::FromStr for DataType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DataType, String> {
+        Ok(match s {
+            "bytes" => DataType::Bytes,
+            "utf8" => DataType::Utf8,
+            "i64" => DataType::I64,
+            "u64" => DataType::U64,
+            "f64" => DataType::F64,
+            "json" => DataType::Json,
+            _ => match s
+                .strip_prefix("user:0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            {
+                Some(tag) => DataType::User(tag),
+                None => {
+                    return Err(format!(
+                        "unknown type {s:?}; the types are bytes, utf8, i64, u64, f64, json \
+                         and user:0xTAG"
+                    ))
+                }
+            },
+        })
+    }
+}
+
 impl std::fmt::Display for DataType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name())
@@ -153,5 +183,14 @@ mod tests {
             (Some(DataType::Unknown(9)), Some(DataType::Utf8))
         );
         assert_eq!(&USER_TAG_PYTHON_PICKLE.to_le_bytes(), b"py:pickl");
+        for t in all
+            .into_iter()
+            .flatten()
+            .filter(|t| !matches!(t, DataType::Unknown(_)))
+        {
+            assert_eq!(t.name().parse::<DataType>(), Ok(t));
+        }
+        assert!("user:zz".parse::<DataType>().is_err());
+        assert!("unknown:200".parse::<DataType>().is_err());
     }
 }
