@@ -267,14 +267,38 @@ JNIEXPORT jlongArray FN(mapKind)(JNIEnv *env, jclass c, jlong s, jbyteArray name
 #define MAP(h) ((shoal_map *)(intptr_t)(h))
 #define FIX(h) ((shoal_fixed *)(intptr_t)(h))
 
+/* Reads {key code, key tag, value code, value tag} (NULL: none) into the four fields. */
+static int types_in(JNIEnv *env, jlongArray types_a, uint32_t *kt, uint64_t *ktag, uint32_t *vt,
+                    uint64_t *vtag) {
+    jlong t[4] = {0, 0, 0, 0};
+    if (types_a) {
+        if ((*env)->GetArrayLength(env, types_a) != 4) {
+            fail(env, SHOAL_INVALID);
+            return 0;
+        }
+        (*env)->GetLongArrayRegion(env, types_a, 0, 4, t);
+    }
+    *kt = (uint32_t)t[0], *ktag = (uint64_t)t[1], *vt = (uint32_t)t[2], *vtag = (uint64_t)t[3];
+    return 1;
+}
+
+/* {key code, key tag, value code, value tag} as a new long[4]. */
+static jlongArray types_out(JNIEnv *env, uint32_t kt, uint64_t ktag, uint32_t vt, uint64_t vtag) {
+    jlong v[4] = {(jlong)kt, (jlong)ktag, (jlong)vt, (jlong)vtag};
+    jlongArray r = (*env)->NewLongArray(env, 4);
+    if (r) (*env)->SetLongArrayRegion(env, r, 0, 4, v);
+    return r;
+}
+
 JNIEXPORT jlong FN(mapOpen)(JNIEnv *env, jclass c, jlong s, jbyteArray name_a, jboolean create,
-                            jboolean uids) {
+                            jboolean uids, jlongArray types_a) {
     (void)c;
-    IN_STR(name, name_a);
     shoal_map_options o;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
     o.uids = uids ? 1 : 0;
+    if (!types_in(env, types_a, &o.key_type, &o.key_tag, &o.value_type, &o.value_tag)) return 0;
+    IN_STR(name, name_a);
     shoal_map *m = NULL;
     shoal_status st = shoal_map_open((shoal_store *)(intptr_t)s, name, create ? SHOAL_MAP_CREATE : 0, &o, &m);
     in_free(&name_b);
@@ -283,6 +307,18 @@ JNIEXPORT jlong FN(mapOpen)(JNIEnv *env, jclass c, jlong s, jbyteArray name_a, j
         return 0;
     }
     return (jlong)(intptr_t)m;
+}
+
+JNIEXPORT jlongArray FN(mapTypes)(JNIEnv *env, jclass c, jlong m) {
+    (void)c;
+    uint32_t kt = 0, vt = 0;
+    uint64_t ktag = 0, vtag = 0;
+    shoal_status st = shoal_map_types(MAP(m), &kt, &ktag, &vt, &vtag);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return NULL;
+    }
+    return types_out(env, kt, ktag, vt, vtag);
 }
 
 JNIEXPORT jlong FN(mapWithTimeout)(JNIEnv *env, jclass c, jlong m, jint ms) {
@@ -745,18 +781,34 @@ JNIEXPORT void FN(iterClose)(JNIEnv *env, jclass c, jlong h) {
 /* ---- fixed-size maps --------------------------------------------------------------- */
 
 JNIEXPORT jlong FN(fixedOpen)(JNIEnv *env, jclass c, jlong s, jbyteArray name_a, jint ks, jint vs,
-                              jboolean create) {
+                              jboolean create, jlongArray types_a) {
     (void)c;
+    shoal_fixed_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    if (!types_in(env, types_a, &o.key_type, &o.key_tag, &o.value_type, &o.value_tag)) return 0;
     IN_STR(name, name_a);
     shoal_fixed *f = NULL;
-    shoal_status st = shoal_fixed_open((shoal_store *)(intptr_t)s, name, (size_t)ks, (size_t)vs,
-                                       create ? SHOAL_MAP_CREATE : 0, &f);
+    shoal_status st = shoal_fixed_open_with((shoal_store *)(intptr_t)s, name, (size_t)ks, (size_t)vs,
+                                            create ? SHOAL_MAP_CREATE : 0, &o, &f);
     in_free(&name_b);
     if (st != SHOAL_OK) {
         fail(env, st);
         return 0;
     }
     return (jlong)(intptr_t)f;
+}
+
+JNIEXPORT jlongArray FN(fixedTypes)(JNIEnv *env, jclass c, jlong h) {
+    (void)c;
+    uint32_t kt = 0, vt = 0;
+    uint64_t ktag = 0, vtag = 0;
+    shoal_status st = shoal_fixed_types(FIX(h), &kt, &ktag, &vt, &vtag);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return NULL;
+    }
+    return types_out(env, kt, ktag, vt, vtag);
 }
 
 JNIEXPORT jlong FN(fixedWithTimeout)(JNIEnv *env, jclass c, jlong h, jint ms) {

@@ -1,7 +1,9 @@
 /*
  * The C side of the Java binding's interop test (InteropTest):
  *   interop write PATH  writes map "c_map" (keys "c0".."c9" as bytes, values i*i-5 as
- *                       8-byte little-endian integers) and fixed map "c_fixed" (8/8);
+ *                       8-byte little-endian integers), fixed map "c_fixed" (8/8), and
+ *                       map "c_typed", which records utf8 keys and i64 values ("t0".."t4":
+ *                       i * 1000 - 1);
  *   interop read PATH   checks what Java wrote: map "j_str_int" {"a": 1, "é": -2} and the
  *                       cell "j_cell" (the empty key) holding 42.
  * Exits 0 when all is as expected, 1 with a message otherwise.
@@ -56,6 +58,20 @@ int main(int argc, char **argv) {
             unsigned char v[8];
             snprintf(k, sizeof k, "c%d", i);
             le((int64_t)i * i - 5, v);
+            if ((st = shoal_map_put(m, k, strlen(k), v, 8, NULL)) != SHOAL_OK) return fail("put", st);
+        }
+        shoal_map_close(m);
+        shoal_map_options o;
+        memset(&o, 0, sizeof o);
+        o.struct_size = sizeof o;
+        o.key_type = SHOAL_TYPE_UTF8;
+        o.value_type = SHOAL_TYPE_I64;
+        if ((st = shoal_map_open(s, "c_typed", SHOAL_MAP_CREATE, &o, &m)) != SHOAL_OK) return fail("c_typed", st);
+        for (int i = 0; i < 5; i++) {
+            char k[8];
+            unsigned char v[8];
+            snprintf(k, sizeof k, "t%d", i);
+            le((int64_t)i * 1000 - 1, v);
             if ((st = shoal_map_put(m, k, strlen(k), v, 8, NULL)) != SHOAL_OK) return fail("put", st);
         }
         shoal_map_close(m);

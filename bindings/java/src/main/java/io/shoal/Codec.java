@@ -42,6 +42,18 @@ public interface Codec<T> {
     }
 
     /**
+     * The type a map created with this codec records for other programs (FORMAT.md, "Key
+     * and value types"), and that a map opened with it must have recorded (or none, or
+     * the codec's type is {@link DataType#BYTES}, which opens any map). Null, the default
+     * for a codec of the application's own: nothing recorded, nothing checked.
+     *
+     * @return the recorded type, or null
+     */
+    default DataType dataType() {
+        return null;
+    }
+
+    /**
      * A codec from two functions.
      *
      * @param <T> the Java type
@@ -60,6 +72,37 @@ public interface Codec<T> {
             @Override
             public T decode(byte[] bytes) {
                 return decode.apply(bytes);
+            }
+        };
+    }
+
+    /**
+     * A codec from two functions that records {@code type} in the maps it creates (for
+     * example {@code DataType.user(tag)} for an encoding of the application's own).
+     *
+     * @param <T> the Java type
+     * @param type the type to record and to expect
+     * @param encode value to bytes
+     * @param decode bytes to value
+     * @return the codec
+     */
+    static <T> Codec<T> of(DataType type, java.util.function.Function<? super T, byte[]> encode,
+            java.util.function.Function<byte[], ? extends T> decode) {
+        java.util.Objects.requireNonNull(type, "type");
+        return new Codec<T>() {
+            @Override
+            public byte[] encode(T value) {
+                return encode.apply(value);
+            }
+
+            @Override
+            public T decode(byte[] bytes) {
+                return decode.apply(bytes);
+            }
+
+            @Override
+            public DataType dataType() {
+                return type;
             }
         };
     }

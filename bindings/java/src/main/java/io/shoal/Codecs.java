@@ -13,14 +13,20 @@ import java.nio.charset.StandardCharsets;
  *
  * <table>
  * <caption>Encodings</caption>
- * <tr><th>codec</th><th>Java type</th><th>bytes</th><th>Python codec</th></tr>
- * <tr><td>{@link #BYTES}</td><td>byte[]</td><td>as is</td><td>"bytes"</td></tr>
- * <tr><td>{@link #STRING}</td><td>String</td><td>UTF-8 (strict both ways: unpaired surrogates are refused)</td><td>"str"</td></tr>
- * <tr><td>{@link #LONG}</td><td>Long</td><td>8 bytes, two's complement, little-endian</td><td>"int"</td></tr>
- * <tr><td>{@link #INTEGER}</td><td>Integer</td><td>the same 8 bytes (decoding refuses a value outside int's range)</td><td>"int"</td></tr>
- * <tr><td>{@link #DOUBLE}</td><td>Double</td><td>8 bytes IEEE 754 binary64, little-endian</td><td>"float"</td></tr>
- * <tr><td>{@link #BYTE_BUFFER}</td><td>ByteBuffer</td><td>its remaining bytes, as is</td><td>"bytes"</td></tr>
+ * <tr><th>codec</th><th>Java type</th><th>bytes</th><th>recorded type</th><th>Python codec</th></tr>
+ * <tr><td>{@link #BYTES}</td><td>byte[]</td><td>as is</td><td>bytes</td><td>"bytes"</td></tr>
+ * <tr><td>{@link #STRING}</td><td>String</td><td>UTF-8 (strict both ways: unpaired surrogates are refused)</td><td>utf8</td><td>"str"</td></tr>
+ * <tr><td>{@link #LONG}</td><td>Long</td><td>8 bytes, two's complement, little-endian</td><td>i64</td><td>"int"</td></tr>
+ * <tr><td>{@link #UNSIGNED_LONG}</td><td>Long (read as unsigned: {@link Long#toUnsignedString(long)})</td><td>8 bytes, little-endian</td><td>u64</td><td>"uint"</td></tr>
+ * <tr><td>{@link #INTEGER}</td><td>Integer</td><td>the same 8 bytes (decoding refuses a value outside int's range)</td><td>i64</td><td>"int"</td></tr>
+ * <tr><td>{@link #DOUBLE}</td><td>Double</td><td>8 bytes IEEE 754 binary64, little-endian</td><td>f64</td><td>"float"</td></tr>
+ * <tr><td>{@link #JSON_TEXT}</td><td>String (the JSON text itself)</td><td>UTF-8 JSON text</td><td>json</td><td>"json"</td></tr>
+ * <tr><td>{@link #BYTE_BUFFER}</td><td>ByteBuffer</td><td>its remaining bytes, as is</td><td>bytes</td><td>"bytes"</td></tr>
  * </table>
+ *
+ * <p>A map created with these codecs records their types in the file, so that programs in
+ * every language decode it alike; {@link #forType} gives the codec a recorded type names
+ * (what {@link ShoalStore#map(String)} opens a map with).
  *
  * <p>{@link ShoalMap#addAndGet} and {@link ShoalCell#addAndGet} work on values in the
  * {@link #LONG} layout, which is the engine's own counter format.
@@ -43,6 +49,11 @@ public final class Codecs {
         @Override
         public String toString() {
             return "Codecs.BYTES";
+        }
+
+        @Override
+        public DataType dataType() {
+            return DataType.BYTES;
         }
     };
 
@@ -81,6 +92,11 @@ public final class Codecs {
         public String toString() {
             return "Codecs.STRING";
         }
+
+        @Override
+        public DataType dataType() {
+            return DataType.UTF8;
+        }
     };
 
     /** Longs as 8 bytes little-endian: the engine's counter format. */
@@ -103,6 +119,11 @@ public final class Codecs {
         @Override
         public String toString() {
             return "Codecs.LONG";
+        }
+
+        @Override
+        public DataType dataType() {
+            return DataType.I64;
         }
     };
 
@@ -131,6 +152,11 @@ public final class Codecs {
         public String toString() {
             return "Codecs.INTEGER";
         }
+
+        @Override
+        public DataType dataType() {
+            return DataType.I64;
+        }
     };
 
     /** Doubles as 8 bytes IEEE 754 little-endian (keys compare by bit pattern: 0.0 and -0.0 differ). */
@@ -154,7 +180,97 @@ public final class Codecs {
         public String toString() {
             return "Codecs.DOUBLE";
         }
+
+        @Override
+        public DataType dataType() {
+            return DataType.F64;
+        }
     };
+
+    /**
+     * Longs as the same 8 bytes as {@link #LONG}, recorded as unsigned ({@link DataType#U64}):
+     * a stored value of 2^63 or more reads as a negative Long, whose unsigned value
+     * {@link Long#toUnsignedString(long)} and {@link Long#compareUnsigned} give.
+     */
+    public static final Codec<Long> UNSIGNED_LONG = new Codec<Long>() {
+        @Override
+        public byte[] encode(Long value) {
+            return le(value);
+        }
+
+        @Override
+        public Long decode(byte[] bytes) {
+            return unle(bytes, "unsigned long");
+        }
+
+        @Override
+        public int fixedSize() {
+            return 8;
+        }
+
+        @Override
+        public String toString() {
+            return "Codecs.UNSIGNED_LONG";
+        }
+
+        @Override
+        public DataType dataType() {
+            return DataType.U64;
+        }
+    };
+
+    /**
+     * JSON documents as their UTF-8 text ({@link DataType#JSON}), neither parsed nor
+     * rewritten (Java has no JSON library of its own): a value is stored as given and read
+     * back as the text another language wrote. Keys compare by their bytes, and other
+     * languages write JSON keys in the canonical form (compact, object keys sorted): a key
+     * written from Java must be in that form too to be the same key.
+     */
+    public static final Codec<String> JSON_TEXT = new Codec<String>() {
+        @Override
+        public byte[] encode(String value) {
+            return STRING.encode(value);
+        }
+
+        @Override
+        public String decode(byte[] bytes) {
+            return STRING.decode(bytes);
+        }
+
+        @Override
+        public String toString() {
+            return "Codecs.JSON_TEXT";
+        }
+
+        @Override
+        public DataType dataType() {
+            return DataType.JSON;
+        }
+    };
+
+    /**
+     * The codec a recorded type names, for a map opened without codecs: {@link #STRING}
+     * for utf8, {@link #LONG} for i64, {@link #UNSIGNED_LONG} for u64, {@link #DOUBLE} for
+     * f64, {@link #JSON_TEXT} for json, and {@link #BYTES} for bytes, for none recorded
+     * (null), for a {@link DataType#user} type (the application's own encoding, which only
+     * the application decodes) and for a code this library does not know.
+     *
+     * @param type a recorded type, or null
+     * @return the codec
+     */
+    public static Codec<?> forType(DataType type) {
+        if (type == null) {
+            return BYTES;
+        }
+        switch (type.code()) {
+            case 2: return STRING;
+            case 3: return LONG;
+            case 4: return UNSIGNED_LONG;
+            case 5: return DOUBLE;
+            case 6: return JSON_TEXT;
+            default: return BYTES;
+        }
+    }
 
     /**
      * A ByteBuffer's remaining bytes (its position is left alone); decoding gives a
@@ -177,6 +293,11 @@ public final class Codecs {
         @Override
         public String toString() {
             return "Codecs.BYTE_BUFFER";
+        }
+
+        @Override
+        public DataType dataType() {
+            return DataType.BYTES;
         }
     };
 
@@ -213,6 +334,11 @@ public final class Codecs {
             @Override
             public String toString() {
                 return "Codecs.bytes(" + size + ")";
+            }
+
+            @Override
+            public DataType dataType() {
+                return DataType.BYTES;
             }
         };
     }

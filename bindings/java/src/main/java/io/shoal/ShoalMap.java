@@ -59,6 +59,39 @@ public final class ShoalMap<K, V> extends AbstractMap<K, V> implements Concurren
         return t.store;
     }
 
+    /**
+     * The key type the map recorded when it was created (FORMAT.md, "Key and value
+     * types"), which tells every language how its keys are encoded.
+     *
+     * @return the type, or null when none was recorded
+     */
+    public DataType keyType() {
+        t.live();
+        long[] w = t.types();
+        return DataType.of(w[0], w[1]);
+    }
+
+    /**
+     * The value type the map recorded when it was created.
+     *
+     * @return the type, or null when none was recorded
+     */
+    public DataType valueType() {
+        t.live();
+        long[] w = t.types();
+        return DataType.of(w[2], w[3]);
+    }
+
+    /** @return the codec of the keys (for a map opened without codecs: the one its key type names) */
+    public Codec<K> keyCodec() {
+        return kc;
+    }
+
+    /** @return the codec of the values */
+    public Codec<V> valueCodec() {
+        return vc;
+    }
+
     /** @return whether this is a fixed-size map */
     public boolean isFixed() {
         return t instanceof Table.Fixed;

@@ -2,6 +2,7 @@ package io.shoal;
 
 import io.shoal.internal.NativeApi;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * An open store: one file of named maps shared by every process that opens it. Thread-safe.
@@ -59,7 +60,11 @@ public final class ShoalStore implements AutoCloseable {
     }
 
     /**
-     * Opens (creating it if needed) the variable-size map {@code name}.
+     * Opens (creating it if needed) the variable-size map {@code name}. A map created here
+     * records the codecs' types ({@link Codec#dataType()}), so that other programs, in any
+     * language, decode it without being told; an existing map that recorded other types is
+     * refused ({@link InvalidArgumentException} naming both), except by
+     * {@link Codecs#BYTES}, which reads any map's raw bytes.
      *
      * @param <K> the key type
      * @param <V> the value type
@@ -67,11 +72,63 @@ public final class ShoalStore implements AutoCloseable {
      * @param keys the key codec
      * @param values the value codec
      * @return the map
-     * @throws InvalidArgumentException if {@code name} is a fixed-size map, or a bad name
+     * @throws InvalidArgumentException if {@code name} is a fixed-size map, recorded types
+     *     other than the codecs', or a bad name
      * @throws StoreFullException if the store holds its maximum of maps
      */
     public <K, V> ShoalMap<K, V> map(String name, Codec<K> keys, Codec<V> values) {
         return map(name, keys, values, MapOptions.defaults());
+    }
+
+    /**
+     * Opens (creating it if needed) the variable-size map {@code name} with the codecs its
+     * recorded key and value types name ({@link Codecs#forType}): a map another program
+     * created with types reads without being told how it is encoded. A map with no types
+     * recorded (and one this call creates) has {@link Codecs#BYTES} keys and values.
+     * {@link ShoalMap#keyCodec()} says which codec was picked.
+     *
+     * @param name the map's name
+     * @return the map, of the Java types of the picked codecs
+     */
+    public ShoalMap<Object, Object> map(String name) {
+        return map(name, MapOptions.defaults());
+    }
+
+    /**
+     * {@link #map(String)} with options: whether to create the map, and with UIDs.
+     *
+     * @param name the map's name
+     * @param options creation and UIDs
+     * @return the map
+     * @throws NotFoundException if the map does not exist and {@code options.create(false)}
+     */
+    @SuppressWarnings("unchecked")
+    public ShoalMap<Object, Object> map(String name, MapOptions options) {
+        checkText(name, "map name");
+        synchronized (this) {
+            live();
+            long m = api.mapOpen(h, name, options.create, options.uids, null);
+            boolean uids = options.uids;
+            if (!uids) {
+                long[] kind = api.mapKind(h, name);
+                uids = kind != null && kind[0] == KIND_UIDS;
+            }
+            Table.Var t = new Table.Var(api, m, this, name, uids);
+            long[] w = t.types();
+            return new ShoalMap<>(t, (Codec<Object>) Codecs.forType(DataType.of(w[0], w[1])),
+                    (Codec<Object>) Codecs.forType(DataType.of(w[2], w[3])));
+        }
+    }
+
+    /** The words that record the codecs' types (a map created) or check them (one opened). */
+    private static long[] types(Codec<?> keys, Codec<?> values) {
+        DataType k = keys.dataType();
+        DataType v = values.dataType();
+        if (k == null && v == null) {
+            return null;
+        }
+        return new long[] {k == null ? 0 : k.code(), k == null ? 0 : k.tag(),
+                v == null ? 0 : v.code(), v == null ? 0 : v.tag()};
     }
 
     /**
@@ -89,9 +146,11 @@ public final class ShoalStore implements AutoCloseable {
      */
     public <K, V> ShoalMap<K, V> map(String name, Codec<K> keys, Codec<V> values, MapOptions options) {
         checkText(name, "map name");
+        Objects.requireNonNull(keys, "key codec");
+        Objects.requireNonNull(values, "value codec");
         synchronized (this) {
             live();
-            long m = api.mapOpen(h, name, options.create, options.uids);
+            long m = api.mapOpen(h, name, options.create, options.uids, types(keys, values));
             boolean uids = options.uids;
             if (!uids) {
                 long[] kind = api.mapKind(h, name);
@@ -113,7 +172,8 @@ public final class ShoalStore implements AutoCloseable {
      * @param values a value codec of fixed size 0 to 128
      * @return the map
      * @throws InvalidArgumentException if a codec has no fixed size, or the map exists with
-     *     other sizes or is a variable-size map
+     *     other sizes, recorded other types (see {@link #map(String, Codec, Codec)}) or is a
+     *     variable-size map
      */
     public <K, V> ShoalMap<K, V> fixedMap(String name, Codec<K> keys, Codec<V> values) {
         checkText(name, "map name");
@@ -125,9 +185,47 @@ public final class ShoalStore implements AutoCloseable {
         }
         synchronized (this) {
             live();
-            long f = api.fixedOpen(h, name, ks, vs, true);
+            long f = api.fixedOpen(h, name, ks, vs, true, types(keys, values));
             return new ShoalMap<>(new Table.Fixed(api, f, this, name, ks, vs), keys, values);
         }
+    }
+
+    /**
+     * Opens the existing fixed-size map {@code name} with its sizes and the codecs its
+     * recorded types name: {@link Codecs#LONG}, {@link Codecs#UNSIGNED_LONG} or
+     * {@link Codecs#DOUBLE} for 8-byte numbers, {@link Codecs#bytes(int)} of the map's size
+     * for anything else.
+     *
+     * @param name the map's name
+     * @return the map
+     * @throws NotFoundException if there is no such map
+     * @throws InvalidArgumentException if it is a variable-size map
+     */
+    @SuppressWarnings("unchecked")
+    public ShoalMap<Object, Object> fixedMap(String name) {
+        checkText(name, "map name");
+        synchronized (this) {
+            live();
+            long[] kind = api.mapKind(h, name);
+            if (kind == null) {
+                throw new NotFoundException(1, "no map " + name + " in " + path);
+            }
+            if (kind[0] != KIND_FIXED) {
+                throw new InvalidArgumentException(8, "map " + name + " is not a fixed-size map");
+            }
+            int ks = (int) kind[1];
+            int vs = (int) kind[2];
+            long f = api.fixedOpen(h, name, ks, vs, false, null);
+            Table.Fixed t = new Table.Fixed(api, f, this, name, ks, vs);
+            long[] w = t.types();
+            return new ShoalMap<>(t, (Codec<Object>) fixedCodec(DataType.of(w[0], w[1]), ks),
+                    (Codec<Object>) fixedCodec(DataType.of(w[2], w[3]), vs));
+        }
+    }
+
+    private static Codec<?> fixedCodec(DataType type, int size) {
+        Codec<?> c = Codecs.forType(type);
+        return c.fixedSize() == size ? c : Codecs.bytes(size);
     }
 
     /**

@@ -64,6 +64,9 @@ abstract class Table {
     /** A second handle on the same map whose calls wait at most timeoutMs for a lock. */
     abstract Table withTimeout(int timeoutMs);
 
+    /** @return {key code, key tag, value code, value tag} the map recorded when created */
+    abstract long[] types();
+
     /** A native iteration; freed when exhausted or when unreachable. */
     abstract static class Cursor {
         final long it;
@@ -220,6 +223,15 @@ abstract class Table {
         long removeMany(byte[][] keys) {
             try {
                 return api.mapRemoveMany(h, keys);
+            } finally {
+                Reference.reachabilityFence(this);
+            }
+        }
+
+        @Override
+        long[] types() {
+            try {
+                return api.mapTypes(h);
             } finally {
                 Reference.reachabilityFence(this);
             }
@@ -407,6 +419,15 @@ abstract class Table {
         long removeMany(byte[][] keys) {
             try {
                 return api.fixedRemoveMany(h, keys);
+            } finally {
+                Reference.reachabilityFence(this);
+            }
+        }
+
+        @Override
+        long[] types() {
+            try {
+                return api.fixedTypes(h);
             } finally {
                 Reference.reachabilityFence(this);
             }

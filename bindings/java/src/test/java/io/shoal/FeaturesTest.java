@@ -192,8 +192,13 @@ class FeaturesTest {
         assertThrows(InvalidArgumentException.class, () -> m.put("k".repeat(70_000), "v"), "key too large");
         assertThrows(InvalidArgumentException.class, () -> store.map("n".repeat(300), Codecs.BYTES, Codecs.BYTES));
         assertThrows(InvalidArgumentException.class, () -> store.map("a\0b", Codecs.BYTES, Codecs.BYTES));
-        m.put("text", "not a number");
-        ShoalMap<String, Long> wrong = store.map("errs", Codecs.STRING, Codecs.LONG);
+        // The map recorded utf8 values: a Long codec is refused when the map is opened.
+        assertThrows(InvalidArgumentException.class, () -> store.map("errs", Codecs.STRING, Codecs.LONG));
+        // A map whose values recorded no type opens with any codec; bytes it cannot decode
+        // are then a CodecException.
+        Codec<String> untyped = Codec.of(Codecs.STRING::encode, Codecs.STRING::decode);
+        store.map("errs_untyped", Codecs.STRING, untyped).put("text", "not a number");
+        ShoalMap<String, Long> wrong = store.map("errs_untyped", Codecs.STRING, Codecs.LONG);
         assertThrows(CodecException.class, () -> wrong.get("text"));
         assertThrows(InvalidArgumentException.class, () -> wrong.addAndGet("text", 1),
                 "adding to a value that is not 8 bytes");

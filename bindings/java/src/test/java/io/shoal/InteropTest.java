@@ -67,6 +67,14 @@ class InteropTest {
                 "f = s.fixed_map('j_fixed', 8, 8)",
                 "assert int.from_bytes(f[b'counter1'], 'little', signed=True) == 5",
                 "assert s.map('j_cell', value='int')[b''] == 42",
+                // Java recorded its codecs' types: Python needs no codec names.
+                "assert dict(s.map('j_str_int')) == {'a': 1, 'é': -2}",
+                "assert dict(s.map('j_double')) == {'pi': 3.25}",
+                "t = s.map('p_typed', key='str', value='float')",
+                "t['half'] = 0.5",
+                "t['neg'] = -1e300",
+                "tf = s.fixed_map('p_typed_fixed', 8, 8, key_type='u64', value_type='i64')",
+                "tf[(2**64 - 1).to_bytes(8, 'little')] = (-7).to_bytes(8, 'little', signed=True)",
                 "p = s.map('p_str_int', key='str', value='int')",
                 "p['x'] = 7",
                 "p['ü'] = -9",
@@ -83,6 +91,18 @@ class InteropTest {
             assertEquals(5L, s.cell("p_cell", Codecs.LONG, 0L).get());
             assertEquals(3L, s.fixedMap("p_fixed", Codecs.bytes(8), Codecs.LONG)
                     .get("counter2".getBytes(StandardCharsets.US_ASCII)));
+            // Maps Python created with types open without codecs, decoded as recorded.
+            ShoalMap<Object, Object> t = s.map("p_typed");
+            assertSame(Codecs.STRING, t.keyCodec());
+            assertSame(Codecs.DOUBLE, t.valueCodec());
+            assertEquals(Map.of("half", 0.5, "neg", -1e300), new java.util.HashMap<>(t));
+            ShoalMap<Object, Object> tf = s.fixedMap("p_typed_fixed");
+            assertEquals(DataType.U64, tf.keyType());
+            assertEquals(DataType.I64, tf.valueType());
+            assertEquals(Map.of(-1L, -7L), new java.util.HashMap<>(tf));
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> s.map("p_typed", Codecs.STRING, Codecs.LONG));
+            assertTrue(e.getMessage().contains("f64") && e.getMessage().contains("i64"), e.getMessage());
         }
     }
 
@@ -101,6 +121,13 @@ class InteropTest {
             }
             assertEquals(77L, s.fixedMap("c_fixed", Codecs.bytes(8), Codecs.LONG)
                     .get("counter1".getBytes(StandardCharsets.US_ASCII)));
+            // C recorded utf8 keys and i64 values: no codecs needed.
+            ShoalMap<Object, Object> t = s.map("c_typed");
+            assertEquals(DataType.UTF8, t.keyType());
+            assertEquals(DataType.I64, t.valueType());
+            assertEquals(Map.of("t0", -1L, "t1", 999L, "t2", 1999L, "t3", 2999L, "t4", 3999L),
+                    new java.util.HashMap<>(t));
+            assertThrows(InvalidArgumentException.class, () -> s.map("c_typed", Codecs.STRING, Codecs.STRING));
         }
     }
 }

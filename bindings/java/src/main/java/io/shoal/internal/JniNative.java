@@ -107,11 +107,18 @@ final class JniNative implements NativeApi {
         return mapKind0(store, z(name));
     }
 
-    private static native long mapOpen0(long store, byte[] name, boolean create, boolean uids);
+    private static native long mapOpen0(long store, byte[] name, boolean create, boolean uids, long[] types);
 
     @Override
-    public long mapOpen(long store, String name, boolean create, boolean uids) {
-        return mapOpen0(store, z(name), create, uids);
+    public long mapOpen(long store, String name, boolean create, boolean uids, long[] types) {
+        return mapOpen0(store, z(name), create, uids, types);
+    }
+
+    private static native long[] mapTypes0(long map);
+
+    @Override
+    public long[] mapTypes(long map) {
+        return mapTypes0(map);
     }
 
     private static native long mapWithTimeout0(long map, int timeoutMs);
@@ -268,11 +275,19 @@ final class JniNative implements NativeApi {
         iterClose0(iter);
     }
 
-    private static native long fixedOpen0(long store, byte[] name, int keySize, int valueSize, boolean create);
+    private static native long fixedOpen0(long store, byte[] name, int keySize, int valueSize, boolean create,
+            long[] types);
 
     @Override
-    public long fixedOpen(long store, String name, int keySize, int valueSize, boolean create) {
-        return fixedOpen0(store, z(name), keySize, valueSize, create);
+    public long fixedOpen(long store, String name, int keySize, int valueSize, boolean create, long[] types) {
+        return fixedOpen0(store, z(name), keySize, valueSize, create, types);
+    }
+
+    private static native long[] fixedTypes0(long fixed);
+
+    @Override
+    public long[] fixedTypes(long fixed) {
+        return fixedTypes0(fixed);
     }
 
     private static native long fixedWithTimeout0(long fixed, int timeoutMs);

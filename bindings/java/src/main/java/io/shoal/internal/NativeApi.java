@@ -57,8 +57,26 @@ public interface NativeApi {
      */
     long[] mapKind(long store, String name);
 
-    /** @param store a store handle @param name the map @param create create it if missing @param uids with UIDs @return a map handle */
-    long mapOpen(long store, String name, boolean create, boolean uids);
+    /**
+     * {@code shoal_map_open}.
+     *
+     * @param store a store handle
+     * @param name the map
+     * @param create create it if missing
+     * @param uids with UIDs
+     * @param types {key code, key tag, value code, value tag} to record in a map created
+     *     (and that an existing map must have recorded): see {@link #mapTypes}; 0 codes for none
+     * @return a map handle
+     */
+    long mapOpen(long store, String name, boolean create, boolean uids, long[] types);
+
+    /**
+     * {@code shoal_map_types}.
+     *
+     * @param map a map handle
+     * @return {key code, key tag, value code, value tag} the map recorded (codes 0: none)
+     */
+    long[] mapTypes(long map);
 
     /** @param map a map handle @param timeoutMs its lock timeout @return a second handle */
     long mapWithTimeout(long map, int timeoutMs);
@@ -134,8 +152,21 @@ public interface NativeApi {
     /** @param iter an iterator handle to free */
     void iterClose(long iter);
 
-    /** @param store a store @param name the map @param keySize key bytes @param valueSize value bytes @param create create it if missing @return a fixed map handle */
-    long fixedOpen(long store, String name, int keySize, int valueSize, boolean create);
+    /**
+     * {@code shoal_fixed_open_with}.
+     *
+     * @param store a store
+     * @param name the map
+     * @param keySize key bytes
+     * @param valueSize value bytes
+     * @param create create it if missing
+     * @param types as in {@link #mapOpen}
+     * @return a fixed map handle
+     */
+    long fixedOpen(long store, String name, int keySize, int valueSize, boolean create, long[] types);
+
+    /** @param fixed a fixed map handle @return as {@link #mapTypes} */
+    long[] fixedTypes(long fixed);
 
     /** @param fixed a fixed map handle @param timeoutMs its lock timeout @return a second handle */
     long fixedWithTimeout(long fixed, int timeoutMs);

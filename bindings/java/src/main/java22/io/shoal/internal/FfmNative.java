@@ -146,7 +146,13 @@ final class FfmNative implements NativeApi {
         static final MethodHandle H = mh("shoal_iter_close", I, J);
     }
     private static final class FIXED_OPEN {
-        static final MethodHandle H = mh("shoal_fixed_open", I, J, A, J, J, I, A);
+        static final MethodHandle H = mh("shoal_fixed_open_with", I, J, A, J, J, I, A, A);
+    }
+    private static final class MAP_TYPES {
+        static final MethodHandle H = mh("shoal_map_types", I, J, A, A, A, A);
+    }
+    private static final class FIXED_TYPES {
+        static final MethodHandle H = mh("shoal_fixed_types", I, J, A, A, A, A);
     }
     private static final class FIXED_WITH_TIMEOUT {
         static final MethodHandle H = mh("shoal_fixed_with_timeout", I, J, I, A);
@@ -473,15 +479,47 @@ final class FfmNative implements NativeApi {
         }
     }
 
+    /** shoal_map_types or shoal_fixed_types through {@code h}, into {kcode, ktag, vcode, vtag}. */
+    private static long[] types(MethodHandle h, long map) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment w = arena.allocate(32, 8);
+            int st = (int) h.invokeExact(map, w, w.asSlice(8), w.asSlice(16), w.asSlice(24));
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return new long[] {w.get(JAVA_INT, 0) & 0xffffffffL, w.get(JAVA_LONG, 8),
+                    w.get(JAVA_INT, 16) & 0xffffffffL, w.get(JAVA_LONG, 24)};
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public long[] mapTypes(long map) {
+        return types(MAP_TYPES.H, map);
+    }
+
+    @Override
+    public long[] fixedTypes(long fixed) {
+        return types(FIXED_TYPES.H, fixed);
+    }
+
     // ---- variable-size maps -----------------------------------------------------------
 
     @Override
-    public long mapOpen(long store, String name, boolean create, boolean uids) {
+    public long mapOpen(long store, String name, boolean create, boolean uids, long[] types) {
         try (Arena arena = Arena.ofConfined()) {
-            // shoal_map_options: size_t struct_size; u32 segment_buckets, stash_buckets, uids, reserved.
-            MemorySegment o = arena.allocate(24, 8);
-            o.set(JAVA_LONG, 0, 24);
+            // shoal_map_options: size_t struct_size; u32 segment_buckets, stash_buckets, uids,
+            // reserved, key_type, value_type; u64 key_tag, value_tag.
+            MemorySegment o = arena.allocate(48, 8);
+            o.set(JAVA_LONG, 0, 48);
             o.set(JAVA_INT, 16, uids ? 1 : 0);
+            if (types != null) {
+                o.set(JAVA_INT, 24, (int) types[0]);
+                o.set(JAVA_INT, 28, (int) types[2]);
+                o.set(JAVA_LONG, 32, types[1]);
+                o.set(JAVA_LONG, 40, types[3]);
+            }
             MemorySegment out = arena.allocate(J);
             int st = (int) MAP_OPEN.H.invokeExact(store, cstr(arena, name), create ? 1 : 0, o, out);
             if (st != Status.OK) {
@@ -908,11 +946,21 @@ final class FfmNative implements NativeApi {
     // ---- fixed-size maps ---------------------------------------------------------------
 
     @Override
-    public long fixedOpen(long store, String name, int keySize, int valueSize, boolean create) {
+    public long fixedOpen(long store, String name, int keySize, int valueSize, boolean create, long[] types) {
         try (Arena arena = Arena.ofConfined()) {
+            // shoal_fixed_options: size_t struct_size; u32 segment_buckets, stash_buckets,
+            // key_type, value_type; u64 key_tag, value_tag.
+            MemorySegment o = arena.allocate(40, 8);
+            o.set(JAVA_LONG, 0, 40);
+            if (types != null) {
+                o.set(JAVA_INT, 16, (int) types[0]);
+                o.set(JAVA_INT, 20, (int) types[2]);
+                o.set(JAVA_LONG, 24, types[1]);
+                o.set(JAVA_LONG, 32, types[3]);
+            }
             MemorySegment out = arena.allocate(J);
             int st = (int) FIXED_OPEN.H.invokeExact(store, cstr(arena, name), (long) keySize, (long) valueSize,
-                    create ? 1 : 0, out);
+                    create ? 1 : 0, o, out);
             if (st != Status.OK) {
                 throw fail(st);
             }
