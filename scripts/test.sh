@@ -5,7 +5,8 @@
 # tests (multi-process, kill and per-fail-point crash tests included, and kill storms
 # whose histories that checker verifies: 30 s on a variable-size map, 15 s each on a
 # fixed-size map and a map with UIDs), the model checks under shuttle, a short fuzzing
-# run, and the bindings' suites (C and C++, Python, Node, Java on JDK 17 and 25, Go).
+# run, the bindings' suites (C and C++, Python, Node, Java on JDK 17 and 25, Go), and the
+# cross-language matrix (every language on one store at once, scripts/test-matrix.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -65,6 +66,9 @@ bash scripts/test-java.sh
 
 step "Go binding (bindings/go)"
 bash scripts/test-go.sh
+
+step "cross-language matrix: Rust, C, C++, Python, Java, Go and Node on one store"
+bash scripts/test-matrix.sh
 
 echo
 echo "all test steps passed"

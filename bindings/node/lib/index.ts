@@ -17,7 +17,7 @@
 
 import { codec, describe, notUtf8, STRING, type Codec, type CodecName, type Decoded, type Encodable } from './codecs';
 import { ClosedError, InvalidArgumentError, ShoalError, TimeoutError, convert, typeError, valueError } from './errors';
-import type { NativeStore } from '../native';
+import type { NativeFixedMap, NativeStore } from '../native';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const native: typeof import('../native') = require('../native');
@@ -71,6 +71,18 @@ export interface MapOptions<KC extends CodecName, VC extends CodecName> {
   value?: VC;
   /** Create the map if it does not exist (default true); false: NotFoundError if absent. */
   create?: boolean;
+}
+
+/** Options of {@link Store.fixedMap}. */
+export interface FixedMapOptions<KC extends CodecName, VC extends CodecName> extends MapOptions<KC, VC> {
+  /**
+   * The key type to record in a map created now when the key codec is `'bytes'` (raw
+   * bytes of a typed map): a type name of FORMAT.md, `'bytes'`, `'utf8'`, `'i64'`,
+   * `'u64'`, `'f64'` or `'json'`. A map that recorded another throws InvalidArgumentError.
+   */
+  keyType?: string;
+  /** The value type to record, as `keyType`. */
+  valueType?: string;
 }
 
 /** What {@link Store.check} found. */
@@ -199,6 +211,8 @@ export class Store {
   #native: NativeStore | null;
   /** The native map handle of each map name opened (codecs are per wrapper). */
   #maps = new Map<string, number>();
+  /** The fixed-size maps opened, closed with the store. */
+  #fixed = new Set<NativeFixedMap>();
   readonly #path: string;
   readonly #lockTimeout: number;
 
@@ -277,6 +291,56 @@ export class Store {
     return new ShoalMap(m, this, name, kc, vc, this.#lockTimeout);
   }
 
+  /**
+   * Opens (or creates) the fixed-size map `name`: every key `keySize` bytes encoded (1 to
+   * 512), every value `valueSize` (0 to 128), stored in the index itself (an *inline* map
+   * when they add up to 16 or less). Codecs and recorded types as in {@link map}; a codec
+   * must encode to exactly the map's size (`'int'`, `'bigint'` and `'float'` for 8 bytes,
+   * `'bytes'` and `'string'` of that length), else the call throws InvalidArgumentError.
+   * `keyType`/`valueType` record a type for a `'bytes'` codec.
+   */
+  fixedMap<KC extends CodecName = 'bytes', VC extends CodecName = 'bytes'>(
+    name: string,
+    keySize: number,
+    valueSize: number,
+    options: FixedMapOptions<KC, VC> = {},
+  ): ShoalFixedMap<Decoded[KC], Decoded[VC], Encodable[KC], Encodable[VC]> {
+    if (typeof name !== 'string') throw typeError(`map name must be a string, not ${describe(name)}`);
+    for (const [what, n] of [['keySize', keySize], ['valueSize', valueSize]] as const) {
+      if (!Number.isInteger(n) || n < 0 || n > 0xffff_ffff) throw valueError(`${what} must be a size in bytes, not ${describe(n)}`);
+    }
+    if (options === null || typeof options !== 'object') throw typeError(`options must be an object, not ${describe(options)}`);
+    for (const k of Object.keys(options)) {
+      if (!['key', 'value', 'create', 'keyType', 'valueType'].includes(k)) throw valueError(`unknown option ${JSON.stringify(k)}`);
+    }
+    const ka = options.key === undefined ? undefined : codec(options.key, 'key');
+    const va = options.value === undefined ? undefined : codec(options.value, 'value');
+    const create = options.create ?? true;
+    if (typeof create !== 'boolean') throw typeError(`option create must be a boolean, not ${describe(create)}`);
+    const typeFor = (asked: Codec | undefined, raw: unknown, what: string): string | undefined => {
+      if (raw === undefined) return asked && TYPE_OF[asked.name];
+      if (typeof raw !== 'string') throw typeError(`option ${what}Type must be a string, not ${describe(raw)}`);
+      if (asked !== undefined && asked.name !== 'bytes') {
+        throw valueError(`option ${what}Type goes with the '${what}' codec 'bytes', not '${asked.name}'`);
+      }
+      return raw;
+    };
+    const kt = typeFor(ka, options.keyType, 'key');
+    const vt = typeFor(va, options.valueType, 'value');
+    let f: NativeFixedMap;
+    let recorded: (string | null | undefined)[];
+    try {
+      f = this.#s().fixedMap(name, keySize, valueSize, create, kt, vt);
+      recorded = f.types();
+    } catch (e) {
+      throw convert(e);
+    }
+    this.#fixed.add(f);
+    const pick = (asked: Codec | undefined, rec: string | null): Codec =>
+      asked ?? codec(rec === null ? 'bytes' : CODEC_OF_TYPE[rec] ?? 'bytes', 'key');
+    return new ShoalFixedMap(f, this, name, pick(ka, recorded[0] ?? null), pick(va, recorded[1] ?? null));
+  }
+
   /** The names of the store's maps. */
   maps(): string[] {
     try {
@@ -328,6 +392,8 @@ export class Store {
     if (this.#native === null) return;
     for (const m of this.#maps.values()) native.mapClose(m);
     this.#maps.clear();
+    for (const f of this.#fixed) f.close();
+    this.#fixed.clear();
     this.#native.close();
     this.#native = null;
     unclosed.unregister(this);
@@ -783,5 +849,178 @@ export class ShoalMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Itera
   /** The entries in a plain JavaScript `Map` (a copy). */
   toMap(): Map<K, V> {
     return new Map(this.entries());
+  }
+}
+
+/**
+ * A fixed-size map of a store ({@link Store.fixedMap}): keys and values of one encoded
+ * size each, stored in the index itself. Each call is atomic across processes; `add` on
+ * a present key takes no lock. Iteration is weakly consistent, as for {@link ShoalMap}.
+ */
+export class ShoalFixedMap<K = Buffer, V = Buffer, KIn = K, VIn = V> implements Iterable<[K, V]> {
+  readonly #f: NativeFixedMap;
+  readonly #store: Store;
+  readonly #kc: Codec;
+  readonly #vc: Codec;
+  readonly #ks: number;
+  readonly #vs: number;
+  /** The map's name in its store. */
+  readonly name: string;
+
+  /** @internal Use {@link Store.fixedMap}. */
+  constructor(f: NativeFixedMap, store: Store, name: string, kc: Codec, vc: Codec) {
+    this.#f = f;
+    this.#store = store;
+    this.name = name;
+    this.#kc = kc;
+    this.#vc = vc;
+    [this.#ks, this.#vs] = f.sizes();
+  }
+
+  #live(): void {
+    if (this.#store.closed) throw new ClosedError('operation on a closed shoal store', 'ERR_SHOAL_CLOSED');
+  }
+
+  #bytes(c: Codec, v: unknown, what: string): Buffer {
+    const b = c.bytes(c.prep(v, what));
+    return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  }
+
+  #decode(c: Codec, b: Buffer): unknown {
+    return c.decode(b, 0, b.length, false);
+  }
+
+  /** The key codec's name (for a map opened without codecs: the one its key type names). */
+  get keyCodec(): CodecName {
+    return this.#kc.name;
+  }
+
+  /** The value codec's name. */
+  get valueCodec(): CodecName {
+    return this.#vc.name;
+  }
+
+  /** The key size in bytes. */
+  get keySize(): number {
+    return this.#ks;
+  }
+
+  /** The value size in bytes. */
+  get valueSize(): number {
+    return this.#vs;
+  }
+
+  /** The key type the map recorded when it was created (`'u64'`, ...), or null. */
+  get keyType(): string | null {
+    this.#live();
+    return this.#f.types()[0] ?? null;
+  }
+
+  /** The value type the map recorded when it was created, or null. */
+  get valueType(): string | null {
+    this.#live();
+    return this.#f.types()[1] ?? null;
+  }
+
+  /** The value of `key`, or undefined. */
+  get(key: KIn): V | undefined {
+    this.#live();
+    try {
+      const b = this.#f.get(this.#bytes(this.#kc, key, 'key'));
+      return b === null || b === undefined ? undefined : (this.#decode(this.#vc, b) as V);
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Sets `key` to `value`. */
+  set(key: KIn, value: VIn): this {
+    this.#live();
+    try {
+      this.#f.set(this.#bytes(this.#kc, key, 'key'), this.#bytes(this.#vc, value, 'value'));
+    } catch (e) {
+      throw convert(e);
+    }
+    return this;
+  }
+
+  /** Sets `key` to `value` if it is absent; true if it did (atomic across processes). */
+  setIfAbsent(key: KIn, value: VIn): boolean {
+    this.#live();
+    try {
+      return this.#f.setIfAbsent(this.#bytes(this.#kc, key, 'key'), this.#bytes(this.#vc, value, 'value'));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Whether `key` is present. */
+  has(key: KIn): boolean {
+    this.#live();
+    try {
+      return this.#f.has(this.#bytes(this.#kc, key, 'key'));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** Removes `key`; true if it was present. */
+  delete(key: KIn): boolean {
+    this.#live();
+    try {
+      return this.#f.delete(this.#bytes(this.#kc, key, 'key'));
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /**
+   * Atomically adds `delta` to the value of `key` (absent counts as 0) and returns the
+   * new value; the value codec must be `'int'` or `'bigint'` (8 bytes, wrapping at 64 bits).
+   */
+  add(key: KIn, delta: number | bigint = 1): V {
+    const vc = this.#vc;
+    if (vc.name !== 'int' && vc.name !== 'bigint') {
+      throw typeError(`add needs a map with value codec 'int' or 'bigint', not '${vc.name}'`);
+    }
+    this.#live();
+    try {
+      const r = this.#f.add(this.#bytes(this.#kc, key, 'key'), this.#bytes(vc, delta, 'delta'));
+      return this.#decode(vc, r) as V;
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** The number of entries. */
+  get size(): number {
+    this.#live();
+    try {
+      return this.#f.size();
+    } catch (e) {
+      throw convert(e);
+    }
+  }
+
+  /** The `[key, value]` pairs, read in one call (weakly consistent). */
+  *entries(): IterableIterator<[K, V]> {
+    this.#live();
+    let all: Buffer;
+    try {
+      all = this.#f.entries();
+    } catch (e) {
+      throw convert(e);
+    }
+    const step = this.#ks + this.#vs;
+    for (let off = 0; off + step <= all.length; off += step) {
+      yield [
+        this.#kc.decode(all, off, off + this.#ks, false) as K,
+        this.#vc.decode(all, off + this.#ks, off + step, false) as V,
+      ];
+    }
+  }
+
+  [Symbol.iterator](): IterableIterator<[K, V]> {
+    return this.entries();
   }
 }

@@ -228,7 +228,7 @@ impl NativeStore {
 
     /// Opens (or, with `create`, creates) the variable-size map `name`; returns a handle
     /// for the `map*` functions, valid on this thread only. `key_type` and `value_type`
-    /// (FORMAT.md's type names: `bytes`, `utf8`, `i64`, `f64`, `json`) are recorded in a
+    /// (FORMAT.md's type names: `bytes`, `utf8`, `i64`, `u64`, `f64`, `json`) are recorded in a
     /// map created now; an existing map that recorded others is `ERR_SHOAL_INVALID_ARGUMENT`.
     #[napi]
     pub fn map(
@@ -246,6 +246,32 @@ impl NativeStore {
         };
         let m = s.map_with(&name, &opts, create).js()?;
         new_handle(m)
+    }
+
+    /// Opens (or, with `create`, creates) the fixed-size map `name`: keys of `key_size`
+    /// bytes, values of `value_size` bytes, stored in the index itself. `key_type` and
+    /// `value_type` are recorded in a map created now, as in [`NativeStore::map`] (`i64`,
+    /// `u64` and `f64` need 8 bytes).
+    #[napi]
+    pub fn fixed_map(
+        &self,
+        name: String,
+        key_size: u32,
+        value_size: u32,
+        create: bool,
+        key_type: Option<String>,
+        value_type: Option<String>,
+    ) -> Result<NativeFixedMap> {
+        let s = self.s()?;
+        let opts = shoal::FixedOptions {
+            key_type: key_type.as_deref().map(data_type).transpose()?,
+            value_type: value_type.as_deref().map(data_type).transpose()?,
+            ..Default::default()
+        };
+        let m = s
+            .fixed_map_with(&name, key_size as usize, value_size as usize, &opts, create)
+            .js()?;
+        Ok(NativeFixedMap { map: Some(m) })
     }
 
     /// The names of the store's maps.
@@ -631,6 +657,7 @@ fn data_type(name: &str) -> Result<shoal::DataType> {
         "bytes" => shoal::DataType::Bytes,
         "utf8" => shoal::DataType::Utf8,
         "i64" => shoal::DataType::I64,
+        "u64" => shoal::DataType::U64,
         "f64" => shoal::DataType::F64,
         "json" => shoal::DataType::Json,
         n => {
@@ -823,5 +850,109 @@ impl NativeIter {
             data: data.into(),
             lens,
         }))
+    }
+}
+
+/// A fixed-size map (`Store.fixedMap` in JavaScript): its calls take and give Buffers of
+/// exactly the map's sizes (others are `ERR_SHOAL_INVALID_ARGUMENT`). Its calls are
+/// methods with Buffer arguments, not the scratch-Buffer path of variable-size maps: a
+/// fixed map's keys and values are a few bytes, and it is not the hot path this addon
+/// was measured on.
+#[napi]
+pub struct NativeFixedMap {
+    map: Option<shoal::FixedMap>,
+}
+
+impl NativeFixedMap {
+    fn m(&self) -> Result<&shoal::FixedMap> {
+        self.map.as_ref().ok_or_else(closed)
+    }
+}
+
+#[napi]
+impl NativeFixedMap {
+    /// The value of `key` in a new Buffer, or null.
+    #[napi]
+    pub fn get(&self, key: &[u8]) -> Result<Option<Buffer>> {
+        Ok(self.m()?.get(key).js()?.map(Buffer::from))
+    }
+
+    /// Sets `key` to `value`; true if it replaced a value.
+    #[napi]
+    pub fn set(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        Ok(self.m()?.put(key, value).js()? == shoal::PutOutcome::Replaced)
+    }
+
+    /// Sets `key` to `value` if it is absent; true if it did.
+    #[napi]
+    pub fn set_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.m()?.put_if_absent(key, value).js()
+    }
+
+    /// Whether `key` is present.
+    #[napi]
+    pub fn has(&self, key: &[u8]) -> Result<bool> {
+        self.m()?.contains(key).js()
+    }
+
+    /// Removes `key`; true if it was present.
+    #[napi]
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.m()?.remove(key).js()
+    }
+
+    /// Atomically adds `delta` (8 bytes, little-endian, signed) to the 8-byte value of
+    /// `key` (absent counts as 0; wraps at 64 bits) and returns the new value's 8 bytes.
+    /// Bytes, not numbers, so that no 64-bit integer passes through a double.
+    #[napi]
+    pub fn add(&self, key: &[u8], delta: &[u8]) -> Result<Buffer> {
+        let d: [u8; 8] = delta
+            .try_into()
+            .map_err(|_| err("ERR_SHOAL_INVALID_ARGUMENT", "delta must be 8 bytes"))?;
+        let r = self.m()?.add(key, i64::from_le_bytes(d)).js()?;
+        Ok(Buffer::from(r.to_le_bytes().to_vec()))
+    }
+
+    /// The number of entries.
+    #[napi]
+    pub fn size(&self) -> Result<f64> {
+        Ok(self.m()?.len().js()? as f64)
+    }
+
+    /// The key and value sizes.
+    #[napi]
+    pub fn sizes(&self) -> Result<Vec<u32>> {
+        let m = self.m()?;
+        Ok(vec![m.key_size() as u32, m.value_size() as u32])
+    }
+
+    /// The key and value types the map recorded when it was created (null: none).
+    #[napi]
+    pub fn types(&self) -> Result<Vec<Option<String>>> {
+        let m = self.m()?;
+        Ok(vec![
+            m.key_type().map(|t| t.name()),
+            m.value_type().map(|t| t.name()),
+        ])
+    }
+
+    /// Every entry: keys and values one after the other in a Buffer (the map's sizes tell
+    /// where each starts). Weakly consistent, as the engine's iteration.
+    #[napi]
+    pub fn entries(&self) -> Result<Buffer> {
+        let m = self.m()?;
+        let mut out = Vec::new();
+        for e in m.iter() {
+            let (k, v) = e.js()?;
+            out.extend_from_slice(&k);
+            out.extend_from_slice(&v);
+        }
+        Ok(Buffer::from(out))
+    }
+
+    /// Releases the handle; later calls throw ERR_SHOAL_CLOSED.
+    #[napi]
+    pub fn close(&mut self) {
+        self.map = None;
     }
 }
