@@ -62,9 +62,12 @@ int golden(const std::string& path) {
                                 h & 15};
         const char* names[6] = {"hash", "tag", "cell tag", "home", "stash", "dir"};
         for (int i = 0; i < 6; i++)
-            if (got[i] != std::stoull(want[i], nullptr, 0))
-                throw Failure("golden vector " + std::to_string(n) + " (key " + key_hex + "): " + names[i] + " " +
-                              std::to_string(got[i]) + ", want " + want[i]);
+            if (got[i] != std::stoull(want[i], nullptr, 0)) {
+                std::ostringstream m;
+                m << "golden vector " << n << " (key " << key_hex << "): " << names[i] << " 0x" << std::hex << got[i]
+                  << ", want " << want[i];
+                throw Failure(m.str());
+            }
         n++;
     }
     if (n == 0) throw Failure(path + ": no vectors");

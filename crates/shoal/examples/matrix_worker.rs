@@ -59,7 +59,7 @@ fn golden(path: &str) -> Result<usize, String> {
             h,
             h >> 48,
             h >> 56,
-            ((h >> 32) & 0xffff) * 59 >> 16,
+            (((h >> 32) & 0xffff) * 59) >> 16,
             ((h >> 16) & 0xffff) % 4,
             h & 15,
         ];
