@@ -63,6 +63,9 @@ gcc -O1 -Wall -Werror -I"$ROOT/crates/shoal-ffi/include" -o "$JDIR/target/intero
     "$JDIR/src/test/c/interop.c" -L"$TARGET/release" -l:libshoal_ffi.so -Wl,-rpath,"$TARGET/release"
 
 step "mvn verify: build the jar, JUnit on JDK 17 (JNI) and JDK $(jdk_feature "$JDK25") (FFM)"
+# Failsafe adds each run's results to the summary a failed run left behind, so a later
+# run would fail on the old failure: start from none.
+rm -rf "$JDIR"/target/failsafe-*
 (cd "$JDIR" && mvn -B -ntp -Dstyle.color=never verify \
     -Dshoal.cargo.target="$TARGET" \
     -Dshoal.test.jvm17="$JDK17/bin/java" -Dshoal.test.jvm25="$JDK25/bin/java" \
