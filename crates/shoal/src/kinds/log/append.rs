@@ -124,7 +124,11 @@ fn reserve_and_write(
 fn reserve(sh: &Shared, lg: &LogRef, timeout: Duration) -> Result<Option<u64>> {
     let tail = sh.w(lg.hdr + LH_TAIL);
     if lg.policy == LP_OVERWRITE {
-        return Ok(Some(tail.fetch_add(1, SeqCst)));
+        let s = tail.fetch_add(1, SeqCst);
+        if s >= W_SEQ_MASK {
+            return Err(sh.corrupt(format!("log {}: tail {s:#x} out of range", lg.id)));
+        }
+        return Ok(Some(s));
     }
     let floor = sh.w(lg.hdr + LH_FLOOR);
     let mut wait: Option<crate::deadline::Wait> = None;

@@ -17,6 +17,10 @@ pub(crate) struct RawRecord {
     pub level: u8,
     pub fields: u64,
     pub msg_len: u64,
+    /// The payload length and level word as the slot gave them (checked by
+    /// [`parse_fields`]).
+    pub payload_len: u64,
+    pub level_word: u64,
     /// The message, then the fields (each: key length and value length as u32, key,
     /// value), checked to parse.
     pub payload: Vec<u8>,
@@ -76,6 +80,9 @@ fn next(sh: &Shared, lg: &LogRef, re: u64, out: &mut RawRecord) -> Result<Next> 
     loop {
         let c = cursor.load(SeqCst);
         let tl = tail.load(SeqCst);
+        if tl >= W_SEQ_MASK {
+            return Err(sh.corrupt(format!("log {}: tail {tl:#x} out of range", lg.id)));
+        }
         if c >= tl {
             return Ok(Next::Empty);
         }
@@ -103,7 +110,9 @@ fn next(sh: &Shared, lg: &LogRef, re: u64, out: &mut RawRecord) -> Result<Next> 
             if sh.w(so + S_STATE).load(SeqCst) != st {
                 continue; // overwritten during the copy: the next look counts it missed
             }
-            validate(sh, lg, c, out)?;
+            if let Err(why) = parse_fields(out, out.payload_len, out.level_word, lg.max_record) {
+                return Err(sh.corrupt(format!("log {}: record {c} at {so:#x}: {why}", lg.id)));
+            }
             if advance(sh, lg, re, c, c + 1) {
                 return Ok(Next::Record);
             }
@@ -169,22 +178,12 @@ fn copy(sh: &Shared, lg: &LogRef, so: u64, seq: u64, out: &mut RawRecord) -> Res
     out.level = lv as u8;
     out.fields = (lv >> 8) & 0xffff;
     out.msg_len = ml;
+    out.payload_len = pl;
+    out.level_word = lv;
     let n = pl.min(lg.max_record) as usize;
     out.payload.clear();
     sh.r.read_to_vec(so + SLOT_HDR, n, &mut out.payload);
     Ok(())
-}
-
-/// Checks a record copied and validated (its slot did not change): its lengths and its
-/// fields must parse, else the slot is damaged.
-fn validate(sh: &Shared, lg: &LogRef, seq: u64, r: &RawRecord) -> Result<()> {
-    let so = lg.slot(seq);
-    let pl = sh.w(so + S_PAYLOAD_LEN).load(Relaxed);
-    let lv = sh.w(so + S_LEVEL).load(Relaxed);
-    match parse_fields(r, pl, lv, lg.max_record) {
-        Ok(()) => Ok(()),
-        Err(why) => Err(sh.corrupt(format!("log {}: record {seq} at {so:#x}: {why}", lg.id))),
-    }
 }
 
 /// Whether a record's words and payload agree: payload length `pl` within the slot,
