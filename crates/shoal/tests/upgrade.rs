@@ -756,3 +756,27 @@ fn a_version_9_store_keeps_its_version_and_holds_no_queue_sets() {
     let f = std::fs::File::open(&path).unwrap();
     assert_eq!(read_u64(&f, H_FLAGS) & FLAG_QUEUES, 0);
 }
+
+#[test]
+fn a_version_10_store_keeps_its_version_and_holds_no_logs() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v10.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 10);
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        s.map("m").unwrap().put(b"k", b"v").unwrap();
+        s.queue_set("q", &shoal::QueueSetOptions::new(8, 8))
+            .unwrap();
+        let e = s.log("l", &shoal::LogOptions::new(8, 8)).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("predates logs")),
+            "{e}"
+        );
+        assert!(s.check().unwrap().is_ok());
+    }
+    assert_eq!(version(&path), 10);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_LOGS, 0);
+}
