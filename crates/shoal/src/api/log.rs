@@ -518,7 +518,7 @@ impl LogReader {
         let until = Instant::now().checked_add(timeout);
         let (sh, lg) = (&*self.log.inner.sh.clone(), self.log.inner.lg);
         loop {
-            let seen = sh.r.futex_word(lg.hdr + LH_WAKE).load(Acquire);
+            let seen = kl::futex_seen(sh, lg.hdr + LH_WAKE);
             if let Next::Record = self.read_raw()? {
                 return Ok(Some(Record::from_raw(&self.buf)));
             }

@@ -161,7 +161,7 @@ fn reserve(sh: &Shared, lg: &LogRef, timeout: Duration) -> Result<Option<u64>> {
             continue;
         }
         let rw = sh.w(lg.hdr + LH_ROOM_WAITERS);
-        let seen = sh.r.futex_word(lg.hdr + LH_ROOM).load(Acquire);
+        let seen = super::futex_seen(sh, lg.hdr + LH_ROOM);
         rw.fetch_add(1, SeqCst);
         if !room(sh, lg, tail.load(SeqCst)) {
             super::sleep_on(sh, lg.hdr + LH_ROOM, seen, ROOM_NAP);

@@ -350,6 +350,18 @@ fn wake_all(sh: &Shared, word: u64) {
 #[cfg(shuttle)]
 fn wake_all(_: &Shared, _: u64) {}
 
+/// The value of the futex word at `word`, to sleep on with [`sleep_on`] (0 under the
+/// model checker, whose sleepers only yield).
+pub(crate) fn futex_seen(sh: &Shared, word: u64) -> u32 {
+    #[cfg(not(shuttle))]
+    return sh.r.futex_word(word).load(Acquire);
+    #[cfg(shuttle)]
+    {
+        let _ = (sh, word);
+        0
+    }
+}
+
 /// Sleeps on the futex word at `word` while it holds `seen`, at most `timeout`.
 pub(crate) fn sleep_on(sh: &Shared, word: u64, seen: u32, timeout: Duration) {
     #[cfg(not(shuttle))]
