@@ -97,6 +97,20 @@ fn exercise(s: &Store, write: bool) {
             let _ = set.reclaim();
         }
     }
+    for name in s.logs().unwrap_or_default().iter().take(8) {
+        let Ok(log) = s.open_log(name) else { continue };
+        let _ = log.stats();
+        if write {
+            if let Ok(mut r) = log.reader("fuzz") {
+                for _ in 0..16 {
+                    if !matches!(r.read(), Ok(Some(_))) {
+                        break;
+                    }
+                }
+            }
+            let _ = log.append_timeout(1, b"fuzz", &[(b"k", b"v")], std::time::Duration::ZERO);
+        }
+    }
     if write {
         let _ = s.map("fuzz-new").and_then(|m| m.put(b"k", b"v"));
         let _ = s.compact();

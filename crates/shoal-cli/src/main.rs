@@ -11,6 +11,7 @@ mod codec;
 mod dump;
 mod fail;
 mod human;
+mod logs;
 mod qbench;
 mod queues;
 mod signal;
@@ -235,6 +236,9 @@ enum Cmd {
         #[arg(long, value_name = "N")]
         iterations: Option<u64>,
     },
+    /// Read the logs of a store
+    #[command(subcommand)]
+    Log(LogCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
         long_about = "Print a shell completion script on stdout. For example:\n  \
@@ -245,6 +249,29 @@ enum Cmd {
     Completions {
         /// The shell
         shell: clap_complete::Shell,
+    },
+}
+
+/// `shoal log`'s subcommands.
+#[derive(Subcommand, Debug)]
+enum LogCmd {
+    /// Print a log's records, and with --follow the new ones as they come
+    #[command(long_about = logs::TAIL_HELP)]
+    Tail {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The log
+        #[arg(value_parser = map_name)]
+        log: String,
+        /// Keep printing records as they are published, until Ctrl-C
+        #[arg(short, long)]
+        follow: bool,
+        /// How records are printed
+        #[arg(long, value_enum, default_value_t = logs::Format::Text)]
+        format: logs::Format,
+        /// Read as this named reader, from its cursor, moving it
+        #[arg(long, value_name = "NAME")]
+        reader: Option<String>,
     },
 }
 
@@ -368,6 +395,13 @@ fn run(cli: Cli) -> Result<(), Fail> {
             interval,
             iterations,
         } => watch::watch(&store, interval, iterations),
+        Cmd::Log(LogCmd::Tail {
+            store,
+            log,
+            follow,
+            format,
+            reader,
+        }) => logs::tail(&store, &log, follow, format, reader.as_deref()),
         Cmd::Completions { shell } => {
             let mut out = std::io::stdout().lock();
             clap_complete::generate(shell, &mut Cli::command(), "shoal", &mut out);

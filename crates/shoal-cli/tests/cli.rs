@@ -1535,3 +1535,68 @@ fn typed_maps_are_written_and_printed_as_their_types() {
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+#[test]
+fn log_tail_prints_records_as_text_or_json_and_follows_new_ones() {
+    let d = tmp();
+    let s = store_in(&d, "l.shoal");
+    let st = shoal::Store::open(&s).unwrap();
+    let log = st.log("app", &shoal::LogOptions::new(16, 64)).unwrap();
+    log.append(3, b"started").unwrap();
+    log.append_fields(4, b"req\ttab", &[(b"path", b"/a"), (b"ms", b"12")])
+        .unwrap();
+    let text = ok(&["log", "tail", &s, "app"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let pid = std::process::id().to_string();
+    let f: Vec<&str> = lines[0].split(' ').collect();
+    assert_eq!(
+        (f[0], f[3], f[5], f[6]),
+        ("0", pid.as_str(), "3", "started"),
+        "{text}"
+    );
+    assert!(lines[1].ends_with(" 4 req\\ttab path=/a ms=12"), "{text}");
+    let json = ok(&["log", "tail", &s, "app", "--format", "json"]);
+    let v: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v[1]["seq"], 1);
+    assert_eq!(v[1]["message"], "req\ttab");
+    assert_eq!(v[1]["fields"]["path"], "/a");
+    assert_eq!(v[0]["pid"], std::process::id());
+    // Its own reader is gone when it exits; a named one keeps its cursor.
+    assert!(log.stats().unwrap().readers.is_empty());
+    assert_eq!(
+        ok(&["log", "tail", &s, "app", "--reader", "d"])
+            .lines()
+            .count(),
+        2
+    );
+    log.append(1, b"third").unwrap();
+    let again = ok(&["log", "tail", &s, "app", "--reader", "d"]);
+    assert!(
+        again.starts_with("2 ") && again.lines().count() == 1,
+        "{again}"
+    );
+    // --follow prints what comes later, until interrupted.
+    let mut child = Command::new(BIN)
+        .args(["log", "tail", &s, "app", "--follow", "--format", "json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(lines.next().unwrap().unwrap());
+    }
+    log.append(2, b"later").unwrap();
+    seen.push(lines.next().unwrap().unwrap());
+    assert!(seen[3].contains("\"later\""), "{seen:?}");
+    // SAFETY: signalling our own child, which catches SIGINT (it printed already).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert!(child.wait().unwrap().success());
+    assert!(lines.next().is_none());
+    fails(&["log", "tail", &s, "nolog"], 2, "no log \"nolog\"");
+    fails(&["get", &s, "app", "k"], 2, "log");
+}

@@ -35,6 +35,8 @@ mod fixed;
 
 mod queue;
 
+mod log;
+
 // The calls both kinds of map share (no exported items of its own).
 mod kv;
 
@@ -43,6 +45,7 @@ mod types;
 pub use atomic::*;
 pub use fixed::*;
 pub use iter::*;
+pub use log::*;
 pub use map::*;
 pub use queue::*;
 pub use store::*;
@@ -113,7 +116,8 @@ pub enum shoal_status {
     /// The store was opened read-only (`SHOAL_OPEN_READ_ONLY`) and the call needs to write
     /// (the message says what), or to recover what a writer that died left half done.
     SHOAL_READ_ONLY = 20,
-    /// `shoal_queue_pull`: the queue is empty (and stayed empty for the timeout).
+    /// `shoal_queue_pull`: the queue is empty (and stayed empty for the timeout);
+    /// `shoal_log_read`: no record came.
     SHOAL_EMPTY = 21,
     /// `shoal_queue_push`, `shoal_queue_push_many`: the queue is at its depth limit; the
     /// elements stay held.
@@ -143,9 +147,13 @@ pub struct shoal_queue {
     pub(crate) set: shoal::QueueSet,
 }
 
-/// Reserved: a handle on an append-only log (a later version).
+/// A log of a store (`shoal_log_open`): a ring of records that any thread of any
+/// process appends to without a lock, drained in order by named readers.
+///
+/// Thread safety: any number of threads may use one handle at once, except
+/// `shoal_log_close`. The handle keeps its store mapped.
 pub struct shoal_log {
-    _private: [u8; 0],
+    pub(crate) log: shoal::Log,
 }
 
 /// Receives a string: a map name (`shoal_store_maps`) or a problem found by
@@ -320,7 +328,10 @@ pub(crate) fn message_of(e: &shoal::Error) -> String {
                 format!("map {name:?} is a {found}: open it with shoal_map_open")
             }
             MapKind::QueueSet { .. } => {
-                format!("{name:?} is a {found}, not a map: the C API opens maps only")
+                format!("{name:?} is a {found}: open it with shoal_queue_open")
+            }
+            MapKind::Log { .. } => {
+                format!("{name:?} is a {found}: open it with shoal_log_open")
             }
             _ => e.to_string(),
         },

@@ -96,6 +96,7 @@ pub enum Error {
         match found {
             MapKind::Fixed { .. } => "Store::fixed_map",
             MapKind::QueueSet { .. } => "Store::queue_set",
+            MapKind::Log { .. } => "Store::log",
             _ => "Store::map",
         }
     )]

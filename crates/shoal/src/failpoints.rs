@@ -81,6 +81,20 @@ pub const QUEUE_NAMES: &[&str] = &[
     "queue.sweep.returned",
 ];
 
+/// The fail points of logs, in the order an append reaches them: every step between
+/// announcing itself and leaving the writer table, and a reader's turning a dead
+/// writer's slot into a hole. Their own crash driver, `crates/shoal/tests/log_crash.rs`,
+/// reaches them all.
+pub const LOG_NAMES: &[&str] = &[
+    "log.reserving",
+    "log.reserved",
+    "log.claimed",
+    "log.half_written",
+    "log.written",
+    "log.published",
+    "log.hole",
+];
+
 /// Reads `FAILPOINTS` from the environment. Call once, early, in the test process.
 pub fn setup() {
     std::mem::forget(fail::FailScenario::setup());

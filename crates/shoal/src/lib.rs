@@ -55,6 +55,7 @@ mod txn;
 pub use api::batch::Batch;
 pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::kv::KvMap;
+pub use api::log::{FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats, Record};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use error::{Error, Result};

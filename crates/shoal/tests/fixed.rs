@@ -36,7 +36,7 @@ fn store(dir: &tempfile::TempDir) -> Store {
 
 /// A store of format version 6, whose fixed maps split segments in halves (version 7
 /// moves directory groups instead): the new store's header with version 6 and without
-/// flags FIXED_GROUPS (16), FIXED_TAGS (32), CLEAN_LANES (64) and QUEUES (128), as a
+/// flags FIXED_GROUPS (16), FIXED_TAGS (32), CLEAN_LANES (64), QUEUES (128) and LOGS (256), as a
 /// version-6 library would have written it.
 #[cfg(feature = "failpoints")]
 fn store_v6(dir: &tempfile::TempDir) -> Store {
@@ -54,13 +54,13 @@ fn store_v6(dir: &tempfile::TempDir) -> Store {
     };
     let (version, flags) = (word(8), word(16));
     assert_eq!(
-        flags & 240,
-        240,
-        "a new store has FIXED_GROUPS, FIXED_TAGS, CLEAN_LANES and QUEUES"
+        flags & 496,
+        496,
+        "a new store has FIXED_GROUPS, FIXED_TAGS, CLEAN_LANES, QUEUES and LOGS"
     );
     f.write_all_at(&((version & !0xffff_ffff) | 6).to_le_bytes(), 8)
         .unwrap();
-    f.write_all_at(&(flags & !240).to_le_bytes(), 16).unwrap();
+    f.write_all_at(&(flags & !496).to_le_bytes(), 16).unwrap();
     store(dir)
 }
 

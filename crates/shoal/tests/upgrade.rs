@@ -26,6 +26,7 @@ const FLAG_FIXED_GROUPS: u64 = 16;
 const FLAG_FIXED_TAGS: u64 = 32;
 const FLAG_CLEAN_LANES: u64 = 64;
 const FLAG_QUEUES: u64 = 128;
+const FLAG_LOGS: u64 = 256;
 /// Cleaning lanes 1 to 7 (version 9), 64 bytes each.
 const H_LANES: u64 = 1024;
 const H_CHUNKS_OFF: u64 = 96;
@@ -106,15 +107,21 @@ fn downgrade(path: &Path, to: u64) {
         | FLAG_FIXED_GROUPS
         | FLAG_FIXED_TAGS
         | FLAG_CLEAN_LANES
-        | FLAG_QUEUES;
+        | FLAG_QUEUES
+        | FLAG_LOGS;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
-        "a version-10 store (without checksums) has short records, in-place values, \
-         fixed maps of groups with tags, cleaning lanes and queue sets"
+        "a version-11 store (without checksums) has short records, in-place values, \
+         fixed maps of groups with tags, cleaning lanes, queue sets and logs"
     );
     set_version(path, to);
+    let flags = flags & !FLAG_LOGS;
+    write_u64(&f, H_FLAGS, flags);
+    if to >= 10 {
+        return;
+    }
     let flags = flags & !FLAG_QUEUES;
     write_u64(&f, H_FLAGS, flags);
     if to >= 9 {
@@ -178,7 +185,7 @@ fn big(tag: u8) -> Vec<u8> {
 #[test]
 fn a_version_1_store_opened_alone_is_upgraded_and_its_large_runs_are_freed_again() {
     let _serial = serial();
-    assert_eq!(FORMAT_VERSION, 10);
+    assert_eq!(FORMAT_VERSION, 11);
     let d = tempfile::tempdir_in("/dev/shm").unwrap();
     let path = d.path().join("v1.shoal");
     {
@@ -381,7 +388,7 @@ fn short_records_in_a_version_3_file_are_refused() {
 /// library sharing it would not replay a masked redo entry), and so is a file with
 /// checksums that has it (those stores never overwrite in place). Likewise IN_PLACE_UIDS
 /// before version 6, FIXED_GROUPS before version 7, FIXED_TAGS before version 8,
-/// CLEAN_LANES before version 9 and QUEUES before version 10.
+/// CLEAN_LANES before version 9, QUEUES before version 10 and LOGS before version 11.
 #[test]
 fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     let _serial = serial();
@@ -442,7 +449,14 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         Err(e) => panic!("QUEUES in version 9: not a corruption error: {e}"),
         Ok(_) => panic!("QUEUES in version 9: opened"),
     }
+    // LOGS came with version 11: a version-10 library would take a log for a map.
     set_version(&path, 10);
+    match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("LOGS"), "{what}"),
+        Err(e) => panic!("LOGS in version 10: not a corruption error: {e}"),
+        Ok(_) => panic!("LOGS in version 10: opened"),
+    }
+    set_version(&path, 11);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
 }
 
@@ -741,4 +755,28 @@ fn a_version_9_store_keeps_its_version_and_holds_no_queue_sets() {
     assert_eq!(version(&path), 9);
     let f = std::fs::File::open(&path).unwrap();
     assert_eq!(read_u64(&f, H_FLAGS) & FLAG_QUEUES, 0);
+}
+
+#[test]
+fn a_version_10_store_keeps_its_version_and_holds_no_logs() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v10.shoal");
+    drop(Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap());
+    downgrade(&path, 10);
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        s.map("m").unwrap().put(b"k", b"v").unwrap();
+        s.queue_set("q", &shoal::QueueSetOptions::new(8, 8))
+            .unwrap();
+        let e = s.log("l", &shoal::LogOptions::new(8, 8)).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("predates logs")),
+            "{e}"
+        );
+        assert!(s.check().unwrap().is_ok());
+    }
+    assert_eq!(version(&path), 10);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_LOGS, 0);
 }

@@ -2966,6 +2966,107 @@ static void test_queue(void) {
     shoal_store_close(s);
 }
 
+/* ---- logs ------------------------------------------------------------------------- */
+
+struct log_seen {
+    int n;
+    uint64_t seq;
+    uint8_t level;
+    char msg[64];
+    size_t n_fields;
+    char field[32];
+};
+
+static void log_cb(void *ctx, const shoal_log_record *r) {
+    struct log_seen *s = (struct log_seen *)ctx;
+    s->n++;
+    s->seq = r->seq;
+    s->level = r->level;
+    size_t n = r->message_len < sizeof s->msg - 1 ? r->message_len : sizeof s->msg - 1;
+    memcpy(s->msg, r->message, n);
+    s->msg[n] = 0;
+    s->n_fields = r->n_fields;
+    s->field[0] = 0;
+    if (r->n_fields > 0 && r->fields[0].key_len + r->fields[0].value_len + 2 < sizeof s->field) {
+        snprintf(s->field, sizeof s->field, "%.*s=%.*s", (int)r->fields[0].key_len,
+                 (const char *)r->fields[0].key, (int)r->fields[0].value_len,
+                 (const char *)r->fields[0].value);
+    }
+}
+
+static void test_log(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("log", &s, &m)) { h_failures++; return; }
+    shoal_log *lg = NULL;
+    CHECK_RC(shoal_log_open(s, "app", NULL, &lg), SHOAL_NOT_FOUND);
+    shoal_log_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.slots = 4;
+    o.max_record = 40;
+    o.policy = 7;
+    CHECK_RC(shoal_log_open(s, "app", &o, &lg), SHOAL_INVALID);
+    o.policy = SHOAL_LOG_DROP;
+    REQUIRE_OK(shoal_log_open(s, "app", &o, &lg));
+    shoal_log_reader *r = NULL;
+    REQUIRE_OK(shoal_log_reader_open(lg, "drain", &r));
+    uint64_t seq = 99;
+    REQUIRE_OK(shoal_log_append(lg, 3, "hello", 5, NULL, 0, 0, &seq));
+    CHECK(seq == 0);
+    shoal_log_field f = {"path", 4, "/a", 2};
+    REQUIRE_OK(shoal_log_append(lg, 4, "req", 3, &f, 1, 0, &seq));
+    CHECK(seq == 1);
+    REQUIRE_OK(shoal_log_printf(lg, 5, "n=%d %s", 42, "ok"));
+    /* A record too large changes nothing. */
+    char big[41];
+    memset(big, 'x', sizeof big);
+    CHECK_RC(shoal_log_append(lg, 1, big, sizeof big, NULL, 0, 0, &seq), SHOAL_INVALID);
+    CHECK_RC(shoal_log_printf(lg, 1, "%0600d", 1), SHOAL_INVALID);
+    /* The ring holds 4: the fifth is dropped while the reader lags. */
+    REQUIRE_OK(shoal_log_append(lg, 6, "four", 4, NULL, 0, 0, &seq));
+    CHECK(seq == 3);
+    REQUIRE_OK(shoal_log_append(lg, 6, "five", 4, NULL, 0, 0, &seq));
+    CHECK(seq == SHOAL_LOG_DROPPED);
+
+    struct log_seen seen;
+    memset(&seen, 0, sizeof seen);
+    REQUIRE_OK(shoal_log_read(r, 0, log_cb, &seen));
+    CHECK(seen.n == 1 && seen.seq == 0 && seen.level == 3 && strcmp(seen.msg, "hello") == 0);
+    REQUIRE_OK(shoal_log_read(r, 0, log_cb, &seen));
+    CHECK(seen.seq == 1 && seen.n_fields == 1 && strcmp(seen.field, "path=/a") == 0);
+    REQUIRE_OK(shoal_log_read(r, 0, log_cb, &seen));
+    CHECK(seen.seq == 2 && seen.level == 5 && strcmp(seen.msg, "n=42 ok") == 0);
+    REQUIRE_OK(shoal_log_read(r, 0, log_cb, &seen));
+    CHECK(seen.seq == 3);
+    CHECK_RC(shoal_log_read(r, 0, log_cb, &seen), SHOAL_EMPTY);
+    CHECK_RC(shoal_log_read(r, 20, log_cb, &seen), SHOAL_EMPTY);
+    CHECK(seen.n == 4);
+    CHECK_RC(shoal_log_read(r, 0, NULL, &seen), SHOAL_NULL_POINTER);
+    uint64_t pos = 0, missed = 9, skipped = 9;
+    REQUIRE_OK(shoal_log_reader_stats(r, &pos, &missed, &skipped));
+    CHECK(pos == 4 && missed == 0 && skipped == 0);
+
+    /* A reader opened again resumes at its cursor. */
+    shoal_log_reader_close(r);
+    REQUIRE_OK(shoal_log_append(lg, 1, "again", 5, NULL, 0, 0, &seq));
+    REQUIRE_OK(shoal_log_reader_open(lg, "drain", &r));
+    REQUIRE_OK(shoal_log_read(r, 0, log_cb, &seen));
+    CHECK(seen.seq == 4 && strcmp(seen.msg, "again") == 0);
+    uint32_t removed = 9;
+    REQUIRE_OK(shoal_log_remove_reader(lg, "drain", &removed));
+    CHECK(removed == 1);
+    CHECK_RC(shoal_log_read(r, 0, log_cb, &seen), SHOAL_NOT_FOUND);
+    shoal_log_reader_close(r);
+
+    /* A map's name is refused in C's words. */
+    shoal_log *bad = NULL;
+    CHECK_RC(shoal_log_open(s, "m", &o, &bad), SHOAL_INVALID);
+    shoal_log_close(lg);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
 /* Key and value types recorded at creation: read back by every handle, a conflicting
  * one refused, bad codes and tags refused, a number type only for 8-byte fixed cells. */
 static void test_types(void) {
@@ -3083,6 +3184,7 @@ int main(void) {
     RUN(test_threads_share_handles);
     RUN(test_fork_child_uses_handles);
     RUN(test_queue);
+    RUN(test_log);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);

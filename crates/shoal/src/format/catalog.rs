@@ -13,9 +13,10 @@ pub const CAT_FREE: u64 = 0;
 pub const CAT_LIVE: u64 = 1;
 pub const CAT_DROPPING: u64 = 2;
 /// Object kinds: a hash map (variable or fixed-size, as its header says), a queue set
-/// (stores with `FLAG_QUEUES`). 3 is reserved for logs.
+/// (stores with `FLAG_QUEUES`), a log (stores with `FLAG_LOGS`).
 pub const KIND_MAP: u64 = 1;
 pub const KIND_QUEUES: u64 = 2;
+pub const KIND_LOG: u64 = 3;
 
 /// The kind of a named object (a map or a queue set), as
 /// [`Store::map_kind`](crate::Store::map_kind) reports it.
@@ -43,6 +44,13 @@ pub enum MapKind {
         /// Queues in the set.
         queues: usize,
     },
+    /// A log ([`Store::log`](crate::Store::log)).
+    Log {
+        /// Record slots in its ring.
+        slots: u64,
+        /// The largest record payload, in bytes.
+        max_record: usize,
+    },
 }
 
 /// "variable-size map", "variable-size map with UIDs", or "fixed-size map of 8-byte keys
@@ -67,6 +75,9 @@ impl std::fmt::Display for MapKind {
                 f,
                 "queue set of {elements} {element_size}-byte elements in {queues} queues"
             ),
+            MapKind::Log { slots, max_record } => {
+                write!(f, "log of {slots} records of up to {max_record} bytes")
+            }
         }
     }
 }

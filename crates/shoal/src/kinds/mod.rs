@@ -2,6 +2,7 @@
 //! (recovery, and in time the cleaner, the checker and repair) reach them through.
 
 pub(crate) mod fixed;
+pub(crate) mod log;
 pub(crate) mod queue;
 pub(crate) mod varmap;
 
@@ -25,6 +26,8 @@ pub(crate) enum AnyKind {
     Fixed(fixed::FixedRef),
     /// A queue set.
     Queues(queue::QueueRef),
+    /// A log.
+    Log(log::LogRef),
 }
 
 /// Calls the same expression on whichever kind `$x` is: one `match`, each arm a static
@@ -35,6 +38,7 @@ macro_rules! each_kind {
             AnyKind::Var($k) => $e,
             AnyKind::Fixed($k) => $e,
             AnyKind::Queues($k) => $e,
+            AnyKind::Log($k) => $e,
         }
     };
 }
@@ -54,7 +58,9 @@ impl AnyKind {
     /// The object of catalog entry `id` whatever its state (a drop in progress finishes
     /// with it).
     pub fn open_any(sh: &Shared, id: u64) -> Result<AnyKind> {
-        Ok(if queue::is_queue_set(sh, id) {
+        Ok(if log::is_log(sh, id) {
+            AnyKind::Log(log::log_ref_unchecked(sh, id)?)
+        } else if queue::is_queue_set(sh, id) {
             AnyKind::Queues(queue::queue_ref_unchecked(sh, id)?)
         } else if fixed::is_fixed(sh, id) {
             AnyKind::Fixed(fixed::fixed_ref_unchecked(sh, id)?)
@@ -69,6 +75,7 @@ impl AnyKind {
             AnyKind::Var(v) => v.0.hdr,
             AnyKind::Fixed(f) => f.m.hdr,
             AnyKind::Queues(q) => q.hdr,
+            AnyKind::Log(l) => l.hdr,
         }
     }
 
@@ -86,6 +93,10 @@ impl AnyKind {
                 element_size: q.elem_size as usize,
                 elements: q.elems,
                 queues: q.nq as usize,
+            },
+            AnyKind::Log(l) => MapKind::Log {
+                slots: l.slots,
+                max_record: l.max_record as usize,
             },
         }
     }
@@ -150,7 +161,11 @@ fn record_unreferenced(sh: &Shared, off: u64) -> bool {
     };
     let map_live = mid < sh.g.n_catalog
         && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
-    if !map_live || crate::kinds::fixed::is_fixed(sh, mid) || queue::is_queue_set(sh, mid) {
+    if !map_live
+        || crate::kinds::fixed::is_fixed(sh, mid)
+        || queue::is_queue_set(sh, mid)
+        || log::is_log(sh, mid)
+    {
         return true; // its map is gone (its id may now name an object without records)
     }
     let Ok(m) = crate::kinds::varmap::map_ref_unchecked(sh, mid) else {
@@ -188,6 +203,7 @@ fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
         if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE
             || crate::kinds::fixed::is_fixed(sh, id)
             || queue::is_queue_set(sh, id)
+            || log::is_log(sh, id)
         {
             continue;
         }

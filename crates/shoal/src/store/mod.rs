@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 mod create;
+mod logs;
 mod maps;
 mod open;
 mod queues;

@@ -222,6 +222,13 @@ fn copy_map(
     if crate::kinds::queue::is_queue_set(sh, id) {
         return copy_queue_set(sh, id, name, size, target, &mut lost);
     }
+    if crate::kinds::log::is_log(sh, id) {
+        // A log holds a ring of recent records and its readers' cursors; salvage keeps
+        // the data of maps and queue sets, and reports a log as lost rather than
+        // recreate it with cursors that no longer match its records.
+        lost("the whole log: logs are not salvaged".into());
+        return Ok(None);
+    }
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     if !g.map_header_fits(hdr, size) {
         lost(format!(

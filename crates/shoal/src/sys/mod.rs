@@ -509,3 +509,28 @@ pub fn forget_liveness_fd(fd: RawFd) -> bool {
     }
     false
 }
+
+thread_local! {
+    /// This thread's (fork generation, pid, tid), for [`pid_tid`].
+    static PID_TID: std::cell::Cell<(u64, u32, u32)> = const { std::cell::Cell::new((u64::MAX, 0, 0)) };
+}
+
+/// The calling process's and thread's ids, without a system call after the first in each
+/// thread (a log record carries both, and an append makes no system call): cached per
+/// thread, and taken again in a child after `fork()`.
+#[inline]
+pub fn pid_tid() -> (u32, u32) {
+    let fg = FORK_GENERATION.load(Ordering::Relaxed);
+    PID_TID.with(|c| {
+        let (g, p, t) = c.get();
+        if g == fg {
+            return (p, t);
+        }
+        let v = (
+            std::process::id(),
+            rustix::thread::gettid().as_raw_nonzero().get() as u32,
+        );
+        c.set((fg, v.0, v.1));
+        v
+    })
+}
