@@ -2,6 +2,7 @@
 //! (recovery, and in time the cleaner, the checker and repair) reach them through.
 
 pub(crate) mod fixed;
+pub(crate) mod ordered;
 pub(crate) mod queue;
 pub(crate) mod varmap;
 
