@@ -2,5 +2,6 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod cursor;
 pub(crate) mod page;
 pub(crate) mod tree;

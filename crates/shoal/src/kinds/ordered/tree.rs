@@ -25,14 +25,18 @@ pub struct Root {
     pub count: u64,
 }
 
-/// Where committed pages are read and new ones allocated.
-pub trait Pages {
+/// Where committed pages are read.
+pub trait PageSource {
     /// A committed page.
     type Page<'a>: PageRead
     where
         Self: 'a;
     /// Reads page `off`.
     fn page(&self, off: u64) -> Self::Page<'_>;
+}
+
+/// Where a write transaction also allocates new pages.
+pub trait Pages: PageSource {
     /// A fresh page offset for the transaction.
     fn alloc(&mut self) -> u64;
 }
@@ -348,17 +352,17 @@ fn put_in_leaf(p: &mut PageBuf, key: &[u8], value: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
     /// Pages in a hash map: committed ones shared, as the file would be.
-    struct Mem<'a> {
-        pages: &'a HashMap<u64, PageBuf>,
-        next: &'a mut u64,
+    pub(crate) struct Mem<'a> {
+        pub pages: &'a HashMap<u64, PageBuf>,
+        pub next: &'a mut u64,
     }
 
-    impl Pages for Mem<'_> {
+    impl PageSource for Mem<'_> {
         type Page<'b>
             = &'b PageBuf
         where
@@ -366,6 +370,9 @@ mod tests {
         fn page(&self, off: u64) -> &PageBuf {
             &self.pages[&off]
         }
+    }
+
+    impl Pages for Mem<'_> {
         fn alloc(&mut self) -> u64 {
             *self.next += 1;
             *self.next
@@ -390,7 +397,7 @@ mod tests {
         }
     }
 
-    fn rng(seed: &mut u64) -> u64 {
+    pub(crate) fn rng(seed: &mut u64) -> u64 {
         *seed ^= *seed << 13;
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;
