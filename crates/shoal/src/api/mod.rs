@@ -5,4 +5,5 @@ pub(crate) mod batch;
 pub(crate) mod fixed;
 pub(crate) mod kv;
 pub(crate) mod map;
+pub(crate) mod ordered;
 pub(crate) mod queue;

@@ -43,6 +43,13 @@ pub enum MapKind {
         /// Queues in the set.
         queues: usize,
     },
+    /// An ordered map ([`Store::ordered_map`](crate::Store::ordered_map)).
+    Ordered {
+        /// Keys are unsigned 64-bit integers.
+        u64_keys: bool,
+        /// Several values per key.
+        duplicates: bool,
+    },
 }
 
 /// "variable-size map", "variable-size map with UIDs", or "fixed-size map of 8-byte keys
@@ -66,6 +73,15 @@ impl std::fmt::Display for MapKind {
             } => write!(
                 f,
                 "queue set of {elements} {element_size}-byte elements in {queues} queues"
+            ),
+            MapKind::Ordered {
+                u64_keys,
+                duplicates,
+            } => write!(
+                f,
+                "ordered map{}{}",
+                if u64_keys { " of integer keys" } else { "" },
+                if duplicates { " with duplicates" } else { "" }
             ),
         }
     }

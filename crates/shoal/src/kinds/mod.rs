@@ -26,6 +26,8 @@ pub(crate) enum AnyKind {
     Fixed(fixed::FixedRef),
     /// A queue set.
     Queues(queue::QueueRef),
+    /// An ordered map.
+    Ordered(ordered::OrderedRef),
 }
 
 /// Calls the same expression on whichever kind `$x` is: one `match`, each arm a static
@@ -36,6 +38,7 @@ macro_rules! each_kind {
             AnyKind::Var($k) => $e,
             AnyKind::Fixed($k) => $e,
             AnyKind::Queues($k) => $e,
+            AnyKind::Ordered($k) => $e,
         }
     };
 }
@@ -57,6 +60,8 @@ impl AnyKind {
     pub fn open_any(sh: &Shared, id: u64) -> Result<AnyKind> {
         Ok(if queue::is_queue_set(sh, id) {
             AnyKind::Queues(queue::queue_ref_unchecked(sh, id)?)
+        } else if ordered::is_ordered(sh, id) {
+            AnyKind::Ordered(ordered::ordered_ref(sh, id)?)
         } else if fixed::is_fixed(sh, id) {
             AnyKind::Fixed(fixed::fixed_ref_unchecked(sh, id)?)
         } else {
@@ -70,6 +75,7 @@ impl AnyKind {
             AnyKind::Var(v) => v.0.hdr,
             AnyKind::Fixed(f) => f.m.hdr,
             AnyKind::Queues(q) => q.hdr,
+            AnyKind::Ordered(o) => o.hdr,
         }
     }
 
@@ -87,6 +93,10 @@ impl AnyKind {
                 element_size: q.elem_size as usize,
                 elements: q.elems,
                 queues: q.nq as usize,
+            },
+            AnyKind::Ordered(o) => MapKind::Ordered {
+                u64_keys: o.flags & OF_U64_KEYS != 0,
+                duplicates: o.flags & OF_DUPS != 0,
             },
         }
     }
@@ -151,7 +161,11 @@ fn record_unreferenced(sh: &Shared, off: u64) -> bool {
     };
     let map_live = mid < sh.g.n_catalog
         && sh.w(sh.g.cat_entry(mid) + C_STATE).load(Acquire) & 0xff == CAT_LIVE;
-    if !map_live || crate::kinds::fixed::is_fixed(sh, mid) || queue::is_queue_set(sh, mid) {
+    if !map_live
+        || crate::kinds::fixed::is_fixed(sh, mid)
+        || queue::is_queue_set(sh, mid)
+        || ordered::is_ordered(sh, mid)
+    {
         return true; // its map is gone (its id may now name an object without records)
     }
     let Ok(m) = crate::kinds::varmap::map_ref_unchecked(sh, mid) else {
@@ -189,6 +203,7 @@ fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
         if sh.w(ce + C_STATE).load(Acquire) & 0xff != CAT_LIVE
             || crate::kinds::fixed::is_fixed(sh, id)
             || queue::is_queue_set(sh, id)
+            || ordered::is_ordered(sh, id)
         {
             continue;
         }

@@ -15,6 +15,7 @@ use std::time::Duration;
 mod create;
 mod maps;
 mod open;
+mod ordered;
 mod queues;
 pub(crate) mod salvage;
 

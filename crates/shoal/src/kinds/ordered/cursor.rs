@@ -25,11 +25,6 @@ impl Cursor {
         }
     }
 
-    /// Whether the cursor is on an entry.
-    pub fn is_on(&self) -> bool {
-        self.on
-    }
-
     /// The leaf page and index of the entry the cursor is on.
     pub fn at(&self) -> Option<(u64, usize)> {
         self.on.then(|| *self.path.last().expect("on an entry"))
@@ -74,6 +69,7 @@ impl Cursor {
     }
 
     /// Moves to `key` exactly.
+    #[cfg(test)]
     pub fn seek_exact<S: PageSource>(&mut self, s: &S, root: Root, key: &[u8]) -> bool {
         if !self.seek_ge(s, root, key) {
             return false;
@@ -271,14 +267,14 @@ mod tests {
                 let key = format!("{:x}", r % 5000).repeat(1 + (r >> 40) as usize % 30);
                 let key = key.into_bytes();
                 if (r >> 60) % 5 == 0 {
-                    t.remove(&key);
+                    t.remove(&key).unwrap();
                     model.remove(&key);
                 } else {
-                    t.put(&key, b"v", PutMode::Upsert);
+                    t.put(&key, b"v", PutMode::Upsert).unwrap();
                     model.insert(key, ());
                 }
             }
-            let f = t.finish();
+            let (_, f) = t.finish();
             pages.extend(f.written);
             let root = f.root;
             assert!(root.depth >= 1, "seed {seed0}");

@@ -7,7 +7,7 @@
 //!  2  u16 n           entries
 //!  4  u16 heap_lo     the entries' bytes occupy [heap_lo, PAGE)
 //!  6  u16 dead        bytes of the heap no entry uses (reclaimed by compaction)
-//!  8  u64 seq         the commit that wrote the page
+//!  8  u64 reserved    0
 //! 16  u64 child0      branch: the leftmost child (keys below the first separator)
 //! 24  u64 count0      branch: the number of entries under child0
 //! 32  slots           n x 8 bytes, sorted by key: u16 off, u16 klen, u32 head
@@ -32,10 +32,6 @@ pub const PAGE: usize = 4096;
 pub const HDR: usize = 32;
 /// Bytes of one slot.
 pub const SLOT: usize = 8;
-/// The longest key kept in a page (longer keys go out of line).
-pub const MAX_INLINE_KEY: usize = 1024;
-/// The longest value kept in a leaf (longer values go out of line).
-pub const MAX_INLINE_VALUE: usize = 1024;
 
 /// Page kinds (header word 0).
 pub const LEAF: u16 = 1;
@@ -213,14 +209,6 @@ impl PageBuf {
     }
     fn set_dead(&mut self, d: usize) {
         self.put16(6, d as u16);
-    }
-    /// The commit that wrote the page.
-    pub fn seq(&self) -> u64 {
-        self.u64_at(8)
-    }
-    /// Sets the commit that writes the page.
-    pub fn set_seq(&mut self, s: u64) {
-        self.put64(8, s)
     }
     /// Branch: sets child0 and its entry count.
     pub fn set_child0(&mut self, child: u64, count: u64) {

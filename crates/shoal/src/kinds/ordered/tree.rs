@@ -9,6 +9,7 @@
 //! in the tests.
 
 use super::page::{PageBuf, PageRead, BRANCH, LEAF};
+use crate::error::Result;
 use std::collections::HashMap;
 
 /// The offset of no page (an empty tree's root).
@@ -38,7 +39,7 @@ pub trait PageSource {
 /// Where a write transaction also allocates new pages.
 pub trait Pages: PageSource {
     /// A fresh page offset for the transaction.
-    fn alloc(&mut self) -> u64;
+    fn alloc(&mut self) -> Result<u64>;
 }
 
 /// A page as a write transaction sees it: its own copy, or a committed page.
@@ -111,20 +112,21 @@ impl<S: Pages> WriteTxn<S> {
         }
     }
 
-    /// The tree as this transaction has made it.
-    pub fn root(&self) -> Root {
-        self.root
+    /// The pages' owner.
+    pub fn store_ref(&self) -> &S {
+        &self.store
     }
 
     /// The outcome: the new tree, the pages to write into the file, the committed pages
     /// it replaced and the pages it allocated but dropped.
-    pub fn finish(self) -> Finished {
-        Finished {
+    pub fn finish(self) -> (S, Finished) {
+        let f = Finished {
             root: self.root,
             written: self.own,
             replaced: self.replaced,
             dropped: self.dropped,
-        }
+        };
+        (self.store, f)
     }
 
     fn drop_own(&mut self, off: u64) {
@@ -140,9 +142,9 @@ impl<S: Pages> WriteTxn<S> {
     }
 
     /// Page `off` made this transaction's own: its new offset.
-    fn own(&mut self, off: u64) -> u64 {
+    fn own(&mut self, off: u64) -> Result<u64> {
         if self.own.contains_key(&off) {
-            return off;
+            return Ok(off);
         }
         let copy = {
             let v = self.store.page(off);
@@ -150,16 +152,16 @@ impl<S: Pages> WriteTxn<S> {
             v.copy_out(0, &mut b);
             PageBuf::from_bytes(&b)
         };
-        let new = self.store.alloc();
+        let new = self.store.alloc()?;
         self.own.insert(new, copy);
         self.replaced.push(off);
-        new
+        Ok(new)
     }
 
-    fn fresh(&mut self, p: PageBuf) -> u64 {
-        let off = self.store.alloc();
+    fn fresh(&mut self, p: PageBuf) -> Result<u64> {
+        let off = self.store.alloc()?;
         self.own.insert(off, p);
-        off
+        Ok(off)
     }
 
     /// The value of `key`, copied.
@@ -181,24 +183,25 @@ impl<S: Pages> WriteTxn<S> {
         })
     }
 
-    /// Puts `key` → `value` as `mode` says; returns whether it wrote.
-    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> bool {
+    /// Puts `key` → `value` as `mode` says; returns whether it wrote. An error (no page
+    /// to allocate) leaves the transaction in no defined state: it must be dropped.
+    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
         if self.root.page == NO_PAGE {
             if mode == PutMode::Replace {
-                return false;
+                return Ok(false);
             }
             let mut leaf = PageBuf::new(LEAF);
             leaf.leaf_insert(0, key, value)
                 .expect("an empty page takes an entry");
             self.root = Root {
-                page: self.fresh(leaf),
+                page: self.fresh(leaf)?,
                 depth: 0,
                 count: 1,
             };
-            return true;
+            return Ok(true);
         }
-        let root = self.own(self.root.page);
-        let (wrote, added, split) = self.put_at(root, self.root.depth, key, value, mode);
+        let root = self.own(self.root.page)?;
+        let (wrote, added, split) = self.put_at(root, self.root.depth, key, value, mode)?;
         self.root.page = root;
         if added {
             self.root.count += 1;
@@ -209,10 +212,10 @@ impl<S: Pages> WriteTxn<S> {
             b.set_child0(root, left_count);
             b.branch_insert(0, &s.sep, s.page, s.count)
                 .expect("an empty page takes an entry");
-            self.root.page = self.fresh(b);
+            self.root.page = self.fresh(b)?;
             self.root.depth += 1;
         }
-        wrote
+        Ok(wrote)
     }
 
     /// Puts under the owned page `off` at `level` (0 = leaf): (wrote, added, split).
@@ -223,20 +226,20 @@ impl<S: Pages> WriteTxn<S> {
         key: &[u8],
         value: &[u8],
         mode: PutMode,
-    ) -> (bool, bool, Option<Split>) {
+    ) -> Result<(bool, bool, Option<Split>)> {
         if level == 0 {
             let page = self.own.get_mut(&off).expect("owned");
             let found = page.search(key);
             let ok = match (found, mode) {
                 (Ok(_), PutMode::Insert) | (Err(_), PutMode::Replace) => {
-                    return (false, false, None)
+                    return Ok((false, false, None))
                 }
                 (Ok(i), _) => page.leaf_set_value(i, value),
                 (Err(i), _) => page.leaf_insert(i, key, value),
             };
             let added = found.is_err();
             if ok.is_ok() {
-                return (true, added, None);
+                return Ok((true, added, None));
             }
             let (mut right, sep) = page.split();
             if key >= sep.as_slice() {
@@ -245,13 +248,13 @@ impl<S: Pages> WriteTxn<S> {
                 put_in_leaf(page, key, value);
             }
             let count = right.n() as u64;
-            let page = self.fresh(right);
-            return (true, added, Some(Split { sep, page, count }));
+            let page = self.fresh(right)?;
+            return Ok((true, added, Some(Split { sep, page, count })));
         }
         let c = view!(self.view(off), p => p.child_index(key));
         let (child, child_count) = view!(self.view(off), p => p.child(c));
-        let child = self.own(child);
-        let (wrote, added, split) = self.put_at(child, level - 1, key, value, mode);
+        let child = self.own(child)?;
+        let (wrote, added, split) = self.put_at(child, level - 1, key, value, mode)?;
         let page = self.own.get_mut(&off).expect("owned");
         let mut child_count = child_count + added as u64;
         if let Some(s) = &split {
@@ -259,10 +262,10 @@ impl<S: Pages> WriteTxn<S> {
         }
         page.set_child(c, child, child_count);
         let Some(s) = split else {
-            return (wrote, added, None);
+            return Ok((wrote, added, None));
         };
         if page.branch_insert(c, &s.sep, s.page, s.count).is_ok() {
-            return (wrote, added, None);
+            return Ok((wrote, added, None));
         }
         let (mut right, sep) = page.split();
         if s.sep >= sep {
@@ -275,22 +278,24 @@ impl<S: Pages> WriteTxn<S> {
                 .expect("half a page has room");
         }
         let count = right.total_count();
-        let page = self.fresh(right);
-        (wrote, added, Some(Split { sep, page, count }))
+        let page = self.fresh(right)?;
+        Ok((wrote, added, Some(Split { sep, page, count })))
     }
 
-    /// Removes `key`; returns whether it was there.
-    pub fn remove(&mut self, key: &[u8]) -> bool {
+    /// Removes `key`; returns whether it was there. An error leaves the transaction in
+    /// no defined state, as for [`WriteTxn::put`].
+    pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
         if self.root.page == NO_PAGE || self.get(key).is_none() {
-            return false;
+            return Ok(false);
         }
-        let root = self.own(self.root.page);
-        let empty = self.remove_at(root, self.root.depth, key);
+        let root = self.own(self.root.page)?;
+        let empty = self.remove_at(root, self.root.depth, key)?;
         self.root.count -= 1;
         self.root.page = root;
         if empty {
+            self.drop_own(root);
             self.root = Root::default();
-            return true;
+            return Ok(true);
         }
         // A root branch left with one child gives way to it.
         while self.root.depth > 0 {
@@ -304,32 +309,32 @@ impl<S: Pages> WriteTxn<S> {
             self.root.page = child;
             self.root.depth -= 1;
         }
-        true
+        Ok(true)
     }
 
     /// Removes `key` (present) under the owned page `off`; returns whether the page is
     /// now empty (and should leave its parent).
-    fn remove_at(&mut self, off: u64, level: u32, key: &[u8]) -> bool {
+    fn remove_at(&mut self, off: u64, level: u32, key: &[u8]) -> Result<bool> {
         if level == 0 {
             let page = self.own.get_mut(&off).expect("owned");
             let i = page.search(key).expect("present");
             page.remove(i);
-            return page.n() == 0;
+            return Ok(page.n() == 0);
         }
         let c = view!(self.view(off), p => p.child_index(key));
         let (child, count) = view!(self.view(off), p => p.child(c));
-        let child = self.own(child);
-        let child_empty = self.remove_at(child, level - 1, key);
+        let child = self.own(child)?;
+        let child_empty = self.remove_at(child, level - 1, key)?;
         let page = self.own.get_mut(&off).expect("owned");
         if !child_empty {
             page.set_child(c, child, count - 1);
-            return false;
+            return Ok(false);
         }
         // The child is gone: drop its page and its entry (for child0, entry 0's child
         // takes its place, and entry 0's separator goes).
         if page.n() == 0 {
             self.drop_own(child);
-            return true;
+            return Ok(true);
         }
         if c == 0 {
             let (c1, n1) = page.child(1);
@@ -339,7 +344,7 @@ impl<S: Pages> WriteTxn<S> {
             page.remove(c - 1);
         }
         self.drop_own(child);
-        false
+        Ok(false)
     }
 }
 
@@ -373,9 +378,9 @@ pub(crate) mod tests {
     }
 
     impl Pages for Mem<'_> {
-        fn alloc(&mut self) -> u64 {
+        fn alloc(&mut self) -> Result<u64> {
             *self.next += 1;
-            *self.next
+            Ok(*self.next)
         }
     }
 
@@ -405,6 +410,7 @@ pub(crate) mod tests {
     }
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+    type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
     /// Walks the tree: every key in order, counts and separators consistent; returns the
     /// entries and the pages reached.
@@ -481,7 +487,7 @@ pub(crate) mod tests {
             let mut next = 0u64;
             let mut root = Root::default();
             let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-            let mut snapshots: Vec<(Root, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+            let mut snapshots: Vec<(Root, Model)> = Vec::new();
             let mut deepest = 0;
             for _txn in 0..60 {
                 let mut t = WriteTxn::new(
@@ -505,26 +511,26 @@ pub(crate) mod tests {
                     let val = vec![(r >> 30) as u8; ((r >> 40) % 200) as usize];
                     match (r >> 60) % 8 {
                         0..=3 => {
-                            assert!(t.put(&key, &val, PutMode::Upsert));
+                            assert!(t.put(&key, &val, PutMode::Upsert).unwrap());
                             m.insert(key, val);
                         }
                         4 => {
                             let had = m.contains_key(&key);
-                            assert_eq!(t.put(&key, &val, PutMode::Insert), !had);
+                            assert_eq!(t.put(&key, &val, PutMode::Insert).unwrap(), !had);
                             m.entry(key).or_insert(val);
                         }
                         5 => {
                             let had = m.contains_key(&key);
-                            assert_eq!(t.put(&key, &val, PutMode::Replace), had);
+                            assert_eq!(t.put(&key, &val, PutMode::Replace).unwrap(), had);
                             if had {
                                 m.insert(key, val);
                             }
                         }
-                        _ => assert_eq!(t.remove(&key), m.remove(&key).is_some()),
+                        _ => assert_eq!(t.remove(&key).unwrap(), m.remove(&key).is_some()),
                     }
                     assert_eq!(t.get(b"k1"), m.get(b"k1".as_slice()).cloned());
                 }
-                let f = t.finish();
+                let (_, f) = t.finish();
                 // Nothing a committed snapshot reads was written over, and every page
                 // replaced or dropped is accounted for once.
                 for off in f.written.keys() {
