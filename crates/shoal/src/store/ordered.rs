@@ -55,14 +55,14 @@ impl Store {
             });
         }
         let m = ko::ordered_ref(sh, id)?;
-        let en = area::current_entry(sh, m.area, m.e);
+        let en = area::current_entry(sh, m.area, m.e)?;
         if en.owner != ko::map::owner_word(id, m.cat_word) {
             // Created, but killed before its first commit: finish it (under the catalog
             // lock, so that only one process does).
             let tx = self.txn()?;
             tx.lock(H_CATALOG_LOCK)?;
             let r = (|| {
-                let en = area::current_entry(sh, m.area, m.e);
+                let en = area::current_entry(sh, m.area, m.e)?;
                 let ce = sh.g.cat_entry(id);
                 if sh.w(ce + C_STATE).load(Acquire) != m.cat_word {
                     return Ok(false);
@@ -88,7 +88,7 @@ impl Store {
         }
         let a = area::ensure_area(tx)?;
         // An entry is free if no table and no live map's header names it.
-        let taken = area::used_entries(sh, a) | ko::map::named_entries(sh);
+        let taken = area::used_entries(sh, a)? | ko::map::named_entries(sh);
         let e = (1..=MAX_ORDERED)
             .find(|i| taken & (1 << i) == 0)
             .ok_or_else(|| {
@@ -119,7 +119,7 @@ impl Store {
 /// Makes the map's entry in the root table (empty tree, pool at its first page).
 fn first_commit(tx: &Txn, m: &ko::OrderedRef) -> Result<()> {
     let sh = tx.sh;
-    let used = area::used_entries(sh, m.area) | 1 << m.e;
+    let used = area::used_entries(sh, m.area)? | 1 << m.e;
     let en = area::Entry {
         owner: ko::map::owner_word(m.id, m.cat_word),
         ..Default::default()

@@ -156,13 +156,26 @@ pub(crate) fn read_entry(sh: &Shared, a: u64, seq: u64, e: u64) -> Option<Entry>
 
 /// The current entry `e`, for the map's writer (who alone changes it, so it is stable
 /// while the writer lock is held).
-pub(crate) fn current_entry(sh: &Shared, a: u64, e: u64) -> Entry {
+pub(crate) fn current_entry(sh: &Shared, a: u64, e: u64) -> Result<Entry> {
     loop {
         let s = sh.w(a + OA_SEQ).load(Acquire);
         if let Some(en) = read_entry(sh, a, s, e) {
-            return en;
+            return Ok(en);
         }
+        stable_or_corrupt(sh, a, s)?;
     }
+}
+
+/// After a table of commit `s` was found rewritten: fine if a commit has happened since
+/// (retry), corrupt if not (the current table is never being written).
+pub(crate) fn stable_or_corrupt(sh: &Shared, a: u64, s: u64) -> Result<()> {
+    if sh.w(a + OA_SEQ).load(Acquire) == s {
+        return Err(sh.corrupt(format!(
+            "ordered area at {a:#x}: the root table of commit {s} says it is of commit {}",
+            sh.w(table(sh, a, s) + RT_SEQ).load(Acquire)
+        )));
+    }
+    Ok(())
 }
 
 /// Pins the current snapshot in txn slot `t`'s pin and returns its sequence number. With
@@ -255,14 +268,16 @@ pub(crate) fn commit(
 }
 
 /// The table-use word of the current table.
-pub(crate) fn used_entries(sh: &Shared, a: u64) -> u64 {
+pub(crate) fn used_entries(sh: &Shared, a: u64) -> Result<u64> {
     loop {
         let s = sh.w(a + OA_SEQ).load(Acquire);
         let t = table(sh, a, s);
+        let ok = sh.w(t + RT_SEQ).load(Acquire) == s;
         let u = sh.w(t + RT_USED).load(Acquire);
         fence(Acquire);
-        if sh.w(t + RT_SEQ).load(Relaxed) == s {
-            return u;
+        if ok && sh.w(t + RT_SEQ).load(Relaxed) == s {
+            return Ok(u);
         }
+        stable_or_corrupt(sh, a, s)?;
     }
 }

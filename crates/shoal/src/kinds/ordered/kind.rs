@@ -35,7 +35,10 @@ impl Kind for OrderedRef {
         let name = format!("ordered map {}: ", self.id);
         ck.lock_ok(self.hdr + MO_WLOCK, &name, "writer");
         ck.lock_ok(self.area + OA_LOCK, &name, "commit");
-        let en = area::current_entry(sh, self.area, self.e);
+        let en = match area::current_entry(sh, self.area, self.e) {
+            Ok(en) => en,
+            Err(e) => return ck.bad(format!("{name}{e}")),
+        };
         if en.owner != owner_word(self.id, self.cat_word) {
             // A crash between the map's creation and its first commit: its next opener
             // finishes it. Nothing is lost (it held nothing).
@@ -115,9 +118,9 @@ impl Kind for OrderedRef {
         let sh = tx.sh;
         tx.lock(self.hdr + MO_WLOCK)?;
         let r = (|| {
-            let en = area::current_entry(sh, self.area, self.e);
+            let en = area::current_entry(sh, self.area, self.e)?;
             let seq = if en.owner == owner_word(self.id, self.cat_word) {
-                let used = area::used_entries(sh, self.area) & !(1 << self.e);
+                let used = area::used_entries(sh, self.area)? & !(1 << self.e);
                 area::commit(tx, self.area, &[], Some(used), |_| {})?
             } else {
                 sh.w(self.area + OA_SEQ)
@@ -140,7 +143,7 @@ impl Kind for OrderedRef {
     }
 
     fn stats(&self, sh: &Shared) -> Result<ObjectStats> {
-        let en = area::current_entry(sh, self.area, self.e);
+        let en = area::current_entry(sh, self.area, self.e)?;
         Ok(ObjectStats {
             entries: en.count,
             index_bytes: super::pool::pages_taken(sh, en.pool) * PAGE_BYTES,

@@ -133,6 +133,7 @@ impl OrderedRef {
                 if !held {
                     area::set_pin(sh, self.area, t, None);
                 }
+                area::stable_or_corrupt(sh, self.area, seq)?;
                 continue;
             };
             if en.owner != owner_word(self.id, self.cat_word) {
@@ -338,6 +339,9 @@ impl Pages for PoolPages<'_> {
     fn alloc(&mut self) -> Result<u64> {
         self.pool.alloc()
     }
+    fn corrupt(&self, what: String) -> Error {
+        self.pool.tx.sh.corrupt(format!("ordered map: {what}"))
+    }
 }
 
 /// A write transaction on one ordered map: its writer lock is held from `begin` to
@@ -354,7 +358,13 @@ impl OrderedRef {
     pub fn begin<'a>(&self, tx: Txn<'a>) -> Result<Write<'a>> {
         let sh = tx.sh;
         tx.lock(self.hdr + MO_WLOCK)?;
-        let en = area::current_entry(sh, self.area, self.e);
+        let en = match area::current_entry(sh, self.area, self.e) {
+            Ok(en) => en,
+            Err(e) => {
+                tx.unlock(self.hdr + MO_WLOCK);
+                return Err(e);
+            }
+        };
         if en.owner != owner_word(self.id, self.cat_word) {
             tx.unlock(self.hdr + MO_WLOCK);
             return Err(Error::NotFound("the ordered map was dropped".into()));

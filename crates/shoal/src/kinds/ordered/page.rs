@@ -412,6 +412,36 @@ impl PageBuf {
         (right, sep)
     }
 
+    /// Checks that every offset and length the page holds stays inside it, so that the
+    /// edits above cannot go out of bounds on a page from a corrupt file; says what is
+    /// wrong otherwise. `kind` is what the page must be.
+    pub fn validate(&self, kind: u16) -> std::result::Result<(), String> {
+        if self.kind() != kind {
+            return Err(format!("kind {} where {kind} belongs", self.kind()));
+        }
+        let (n, lo) = (self.n(), self.heap_lo());
+        if HDR + SLOT * n > lo || lo > PAGE || self.dead() > PAGE - lo {
+            return Err(format!("{n} entries and a heap from {lo} do not fit"));
+        }
+        for i in 0..n {
+            let s = HDR + SLOT * i;
+            let off = self.u16_at(s) as usize;
+            let klen = self.u16_at(s + 2) as usize;
+            let len = if kind == LEAF {
+                if off < lo || off + 4 > PAGE {
+                    return Err(format!("entry {i} at {off} is outside the heap"));
+                }
+                4 + klen + self.u32_at(off) as usize
+            } else {
+                klen + 16
+            };
+            if off < lo || off + len > PAGE {
+                return Err(format!("entry {i} ({len} bytes at {off}) leaves the page"));
+            }
+        }
+        Ok(())
+    }
+
     /// Branch: the sum of every child's entry count.
     pub fn total_count(&self) -> u64 {
         (0..=self.n()).map(|c| self.child(c).1).sum()

@@ -40,6 +40,8 @@ pub trait PageSource {
 pub trait Pages: PageSource {
     /// A fresh page offset for the transaction.
     fn alloc(&mut self) -> Result<u64>;
+    /// The error for a committed page that is not what the tree needs there.
+    fn corrupt(&self, what: String) -> crate::error::Error;
 }
 
 /// A page as a write transaction sees it: its own copy, or a committed page.
@@ -141,8 +143,8 @@ impl<S: Pages> WriteTxn<S> {
         }
     }
 
-    /// Page `off` made this transaction's own: its new offset.
-    fn own(&mut self, off: u64) -> Result<u64> {
+    /// Page `off`, at `level` (0: a leaf), made this transaction's own: its new offset.
+    fn own(&mut self, off: u64, level: u32) -> Result<u64> {
         if self.own.contains_key(&off) {
             return Ok(off);
         }
@@ -152,6 +154,10 @@ impl<S: Pages> WriteTxn<S> {
             v.copy_out(0, &mut b);
             PageBuf::from_bytes(&b)
         };
+        let kind = if level == 0 { LEAF } else { BRANCH };
+        if let Err(what) = copy.validate(kind) {
+            return Err(self.store.corrupt(format!("page {off:#x}: {what}")));
+        }
         let new = self.store.alloc()?;
         self.own.insert(new, copy);
         self.replaced.push(off);
@@ -200,7 +206,7 @@ impl<S: Pages> WriteTxn<S> {
             };
             return Ok(true);
         }
-        let root = self.own(self.root.page)?;
+        let root = self.own(self.root.page, self.root.depth)?;
         let (wrote, added, split) = self.put_at(root, self.root.depth, key, value, mode)?;
         self.root.page = root;
         if added {
@@ -253,7 +259,7 @@ impl<S: Pages> WriteTxn<S> {
         }
         let c = view!(self.view(off), p => p.child_index(key));
         let (child, child_count) = view!(self.view(off), p => p.child(c));
-        let child = self.own(child)?;
+        let child = self.own(child, level - 1)?;
         let (wrote, added, split) = self.put_at(child, level - 1, key, value, mode)?;
         let page = self.own.get_mut(&off).expect("owned");
         let mut child_count = child_count + added as u64;
@@ -288,7 +294,7 @@ impl<S: Pages> WriteTxn<S> {
         if self.root.page == NO_PAGE || self.get(key).is_none() {
             return Ok(false);
         }
-        let root = self.own(self.root.page)?;
+        let root = self.own(self.root.page, self.root.depth)?;
         let empty = self.remove_at(root, self.root.depth, key)?;
         self.root.count -= 1;
         self.root.page = root;
@@ -323,7 +329,7 @@ impl<S: Pages> WriteTxn<S> {
         }
         let c = view!(self.view(off), p => p.child_index(key));
         let (child, count) = view!(self.view(off), p => p.child(c));
-        let child = self.own(child)?;
+        let child = self.own(child, level - 1)?;
         let child_empty = self.remove_at(child, level - 1, key)?;
         let page = self.own.get_mut(&off).expect("owned");
         if !child_empty {
@@ -381,6 +387,9 @@ pub(crate) mod tests {
         fn alloc(&mut self) -> Result<u64> {
             *self.next += 1;
             Ok(*self.next)
+        }
+        fn corrupt(&self, what: String) -> crate::error::Error {
+            crate::error::Error::InvalidArgument(what)
         }
     }
 
