@@ -329,3 +329,94 @@ fn a_snapshot_leaked_by_a_finished_thread_does_not_pin_pages_for_the_next() {
         "pages grew from {filled} to {after} bytes"
     );
 }
+
+#[test]
+fn transactions_over_two_maps_are_seen_whole_by_snapshots_of_both() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let (a, b) = (s.ordered_map("a").unwrap(), s.ordered_map("b").unwrap());
+    let n = 20u64;
+    {
+        let mut t = a.write_with(&[&b]).unwrap();
+        for i in 0..n {
+            t.put(&a, &i.to_be_bytes(), &100u64.to_le_bytes()).unwrap();
+            t.put(&b, &i.to_be_bytes(), &100u64.to_le_bytes()).unwrap();
+        }
+        // Nothing is seen before the commit.
+        assert_eq!(a.len().unwrap(), 0);
+        t.commit().unwrap();
+    }
+    let sum = |snap: &shoal::Snapshot| {
+        let mut sum = 0u64;
+        snap.for_each(None, None, false, |_, v| {
+            sum += u64::from_le_bytes(v.try_into().unwrap());
+            true
+        })
+        .unwrap();
+        sum
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (a, b, stop) = (a.clone(), b.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut checks = 0;
+            while !stop.load(Ordering::Relaxed) || checks < 10 {
+                let snaps = a.snapshot_with(&[&b]).unwrap();
+                assert_eq!(snaps[0].sequence(), snaps[1].sequence());
+                assert_eq!(
+                    sum(&snaps[0]) + sum(&snaps[1]),
+                    200 * n,
+                    "half a transfer seen"
+                );
+                checks += 1;
+            }
+            checks
+        })
+    };
+    let writers: Vec<_> = (0..2u64)
+        .map(|wi| {
+            let (a, b) = (a.clone(), b.clone());
+            std::thread::spawn(move || {
+                let mut seed = 77 + wi;
+                for _ in 0..800 {
+                    let r = rng(&mut seed);
+                    let (i, j) = ((r % n).to_be_bytes(), ((r >> 20) % n).to_be_bytes());
+                    // Alternate which map is named first: the lock order must not depend
+                    // on it (else these two writers deadlock).
+                    let mut t = if r >> 63 == 0 {
+                        a.write_with(&[&b]).unwrap()
+                    } else {
+                        b.write_with(&[&a]).unwrap()
+                    };
+                    let va =
+                        u64::from_le_bytes(t.get(&a, &i).unwrap().unwrap().try_into().unwrap());
+                    let vb =
+                        u64::from_le_bytes(t.get(&b, &j).unwrap().unwrap().try_into().unwrap());
+                    if va == 0 || (r >> 40) % 5 == 0 {
+                        t.abort();
+                        continue;
+                    }
+                    t.put(&a, &i, &(va - 1).to_le_bytes()).unwrap();
+                    t.put(&b, &j, &(vb + 1).to_le_bytes()).unwrap();
+                    t.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() >= 10);
+    let snaps = a.snapshot_with(&[&b]).unwrap();
+    assert_eq!(sum(&snaps[0]) + sum(&snaps[1]), 200 * n);
+    drop(snaps);
+    let c = s.ordered_map("c").unwrap();
+    let mut t = a.write_with(&[]).unwrap();
+    assert!(matches!(
+        t.put(&c, b"k", b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    t.abort();
+    assert!(s.check().unwrap().is_ok());
+}

@@ -22,12 +22,20 @@ const ACCOUNTS: u64 = 20;
 
 fn prepare(path: &Path) {
     let s = Store::open(path).unwrap();
-    let m = s.ordered_map("bank").unwrap();
-    let mut w = m.write().unwrap();
+    let (m, m2) = (
+        s.ordered_map("bank").unwrap(),
+        s.ordered_map("bank2").unwrap(),
+    );
+    let mut w = m.write_with(&[&m2]).unwrap();
     for a in 0..ACCOUNTS {
-        w.put(&account(a), &100u64.to_le_bytes()).unwrap();
+        w.put(&m, &account(a), &100u64.to_le_bytes()).unwrap();
+        w.put(&m2, &account(a), &100u64.to_le_bytes()).unwrap();
     }
     w.commit().unwrap();
+}
+
+fn value(v: Option<Vec<u8>>) -> u64 {
+    u64::from_le_bytes(v.unwrap().try_into().unwrap())
 }
 
 fn account(a: u64) -> Vec<u8> {
@@ -49,6 +57,7 @@ fn ordered_worker() {
     let fresh = s.ordered_map("fresh").unwrap();
     fresh.put(b"made", b"yes").unwrap();
     let m = s.ordered_map("bank").unwrap();
+    let m2 = s.ordered_map("bank2").unwrap();
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -57,6 +66,21 @@ fn ordered_worker() {
     for i in 0..60u64 {
         // A reader's snapshot held across the commit: a dead reader pins nothing.
         let snap = m.snapshot().unwrap();
+        if i % 3 == 1 {
+            // A transfer from one map to the other.
+            let mut t = m.write_with(&[&m2]).unwrap();
+            let a = account(i % ACCOUNTS);
+            let va = value(t.get(&m, &a).unwrap());
+            let vb = value(t.get(&m2, &a).unwrap());
+            t.put(&m, &a, &(va - 1).to_le_bytes()).unwrap();
+            t.put(&m2, &a, &(vb + 1).to_le_bytes()).unwrap();
+            t.put(&m2, format!("txn:{i:04}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+            t.commit().unwrap();
+            drop(snap);
+            writeln!(log, "{i}").unwrap();
+            continue;
+        }
         let mut w = m.write().unwrap();
         let (a, b) = (i % ACCOUNTS, (i * 7 + 3) % ACCOUNTS);
         if a != b {
@@ -94,20 +118,23 @@ fn verify(path: &Path) -> Vec<String> {
         problems.push(format!("check: {r}"));
     }
     let m = s.ordered_map("bank").unwrap();
-    let snap = m.snapshot().unwrap();
+    let m2 = s.ordered_map("bank2").unwrap();
+    let snaps = m.snapshot_with(&[&m2]).unwrap();
     let mut sum = 0u64;
     let mut txns = BTreeSet::new();
-    snap.for_each(None, None, false, |k, v| {
-        if k.starts_with(b"acct:") {
-            sum += u64::from_le_bytes(v.try_into().unwrap());
-        } else if let Some(i) = k.strip_prefix(b"txn:") {
-            txns.insert(std::str::from_utf8(i).unwrap().parse::<u64>().unwrap());
-        }
-        true
-    })
-    .unwrap();
-    drop(snap);
-    if sum != 100 * ACCOUNTS {
+    for snap in &snaps {
+        snap.for_each(None, None, false, |k, v| {
+            if k.starts_with(b"acct:") {
+                sum += u64::from_le_bytes(v.try_into().unwrap());
+            } else if let Some(i) = k.strip_prefix(b"txn:") {
+                txns.insert(std::str::from_utf8(i).unwrap().parse::<u64>().unwrap());
+            }
+            true
+        })
+        .unwrap();
+    }
+    drop(snaps);
+    if sum != 200 * ACCOUNTS {
         problems.push(format!("the accounts sum to {sum}: half a transaction"));
     }
     if !acked.is_subset(&txns) {

@@ -1,7 +1,7 @@
 //! Handles on ordered maps: reads of snapshots, and write transactions.
 
 use crate::error::{Error, Result};
-use crate::kinds::ordered::map::{Snap, Write};
+use crate::kinds::ordered::map::{begin_many, commit_all, snapshot_many, Snap, Write};
 use crate::kinds::ordered::tree::PutMode;
 use crate::kinds::ordered::OrderedRef;
 use crate::shared::Shared;
@@ -310,5 +310,121 @@ impl Drop for WriteTxn<'_> {
         if let Some(w) = self.w.take() {
             w.abort();
         }
+    }
+}
+
+/// A write transaction over several ordered maps of one store
+/// ([`OrderedMap::write_with`]): its writes to all of them are seen together, by every
+/// reader, or (aborted, or its writer killed) not at all.
+pub struct MultiWriteTxn<'m> {
+    tx: Txn<'m>,
+    parts: Vec<Write<'m>>,
+}
+
+impl<'m> MultiWriteTxn<'m> {
+    fn part(&mut self, map: &OrderedMap) -> Result<&mut Write<'m>> {
+        self.parts
+            .iter_mut()
+            .find(|w| w.m.id == map.m.id && w.m.cat_word == map.m.cat_word)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "ordered map {:?} is not in this transaction",
+                    map.name
+                ))
+            })
+    }
+
+    /// Sets `key` to `value` in `map`; returns whether the key was new.
+    pub fn put(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
+        check_sizes(key, value)?;
+        let w = self.part(map)?;
+        let had = w.get(key).is_some();
+        w.put(key, value, PutMode::Upsert)?;
+        Ok(!had)
+    }
+
+    /// Sets `key` to `value` in `map` if `key` is absent; returns whether it did.
+    pub fn insert(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
+        check_sizes(key, value)?;
+        self.part(map)?.put(key, value, PutMode::Insert)
+    }
+
+    /// Sets `key` to `value` in `map` if `key` is present; returns whether it did.
+    pub fn replace(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
+        check_sizes(key, value)?;
+        self.part(map)?.put(key, value, PutMode::Replace)
+    }
+
+    /// Removes `key` from `map`; returns whether it was there.
+    pub fn remove(&mut self, map: &OrderedMap, key: &[u8]) -> Result<bool> {
+        self.part(map)?.remove(key)
+    }
+
+    /// The value of `key` in `map` as this transaction has it.
+    pub fn get(&mut self, map: &OrderedMap, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.part(map)?.get(key))
+    }
+
+    /// Commits every write, to every map, at once; returns the commit's sequence number.
+    pub fn commit(mut self) -> Result<u64> {
+        let parts = std::mem::take(&mut self.parts);
+        commit_all(&self.tx, parts)
+    }
+
+    /// Drops every write of the transaction.
+    pub fn abort(self) {}
+}
+
+impl Drop for MultiWriteTxn<'_> {
+    fn drop(&mut self) {
+        for w in self.parts.drain(..) {
+            w.abort();
+        }
+    }
+}
+
+impl OrderedMap {
+    /// Starts a write transaction over this map and `others` (ordered maps of the same
+    /// store): see [`MultiWriteTxn`]. The maps' writer locks are taken in one global
+    /// order, so transactions over overlapping sets of maps never deadlock.
+    pub fn write_with<'m>(&'m self, others: &[&'m OrderedMap]) -> Result<MultiWriteTxn<'m>> {
+        let _call = crate::deadline::call();
+        self.same_store(others)?;
+        let tx = self.txn()?;
+        let mut refs = vec![self.m];
+        refs.extend(others.iter().map(|o| o.m));
+        let parts = begin_many(tx, &refs)?;
+        Ok(MultiWriteTxn { tx, parts })
+    }
+
+    fn same_store(&self, others: &[&OrderedMap]) -> Result<()> {
+        match others.iter().find(|o| o.sh.id != self.sh.id) {
+            Some(o) => Err(Error::InvalidArgument(format!(
+                "ordered map {:?} belongs to another store handle",
+                o.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Snapshots of this map and of `others` (ordered maps of the same store), all as of
+    /// one commit: a transaction over several of them is in all of these snapshots or in
+    /// none. The first is this map's.
+    pub fn snapshot_with<'m>(&'m self, others: &[&'m OrderedMap]) -> Result<Vec<Snapshot<'m>>> {
+        self.same_store(others)?;
+        let t = crate::txn::thread_txn(&self.sh)?;
+        let mut maps = vec![self];
+        maps.extend_from_slice(others);
+        let refs: Vec<OrderedRef> = maps.iter().map(|m| m.m).collect();
+        let snaps = snapshot_many(&self.sh, t, &refs)?;
+        Ok(maps
+            .into_iter()
+            .zip(snaps)
+            .map(|(map, snap)| Snapshot {
+                map,
+                snap,
+                _thread: PhantomData,
+            })
+            .collect())
     }
 }

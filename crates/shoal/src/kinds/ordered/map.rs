@@ -122,34 +122,39 @@ pub(crate) struct Snap {
 impl OrderedRef {
     /// Takes a snapshot of the map (pinning it for this thread's txn slot `t`).
     pub fn snapshot(&self, sh: &Shared, t: u64) -> Result<Snap> {
-        loop {
-            let held = PINS.with(|p| {
-                p.borrow()
-                    .iter()
-                    .any(|(s, tt, v)| *s == sh.id && *tt == t && !v.is_empty())
-            });
-            let seq = area::pin(sh, self.area, t, held);
-            let Some(en) = area::read_entry(sh, self.area, seq, self.e) else {
+        Ok(snapshot_many(sh, t, std::slice::from_ref(self))?.remove(0))
+    }
+}
+
+/// Snapshots of `maps` (of one store) all as of one commit, pinned for this thread's txn
+/// slot `t`.
+pub(crate) fn snapshot_many(sh: &Shared, t: u64, maps: &[OrderedRef]) -> Result<Vec<Snap>> {
+    let Some(a) = maps.first().map(|m| m.area) else {
+        return Ok(Vec::new());
+    };
+    'retry: loop {
+        let held = PINS.with(|p| {
+            p.borrow()
+                .iter()
+                .any(|(s, tt, v)| *s == sh.id && *tt == t && !v.is_empty())
+        });
+        let seq = area::pin(sh, a, t, held);
+        let mut snaps = Vec::with_capacity(maps.len());
+        for m in maps {
+            let Some(en) = area::read_entry(sh, a, seq, m.e) else {
                 if !held {
-                    area::set_pin(sh, self.area, t, None);
+                    area::set_pin(sh, a, t, None);
                 }
-                area::stable_or_corrupt(sh, self.area, seq)?;
-                continue;
+                area::stable_or_corrupt(sh, a, seq)?;
+                continue 'retry;
             };
-            if en.owner != owner_word(self.id, self.cat_word) {
+            if en.owner != owner_word(m.id, m.cat_word) {
                 if !held {
-                    area::set_pin(sh, self.area, t, None);
+                    area::set_pin(sh, a, t, None);
                 }
                 return Err(Error::NotFound("the ordered map was dropped".into()));
             }
-            PINS.with(|p| {
-                let mut p = p.borrow_mut();
-                match p.iter_mut().find(|(s, tt, _)| *s == sh.id && *tt == t) {
-                    Some((_, _, v)) => v.push(seq),
-                    None => p.push((sh.id, t, vec![seq])),
-                }
-            });
-            return Ok(Snap {
+            snaps.push(Snap {
                 seq,
                 root: Root {
                     page: en.root,
@@ -158,9 +163,21 @@ impl OrderedRef {
                 },
                 store_id: sh.id,
                 txn: t,
-                area: self.area,
+                area: a,
             });
         }
+        PINS.with(|p| {
+            let mut p = p.borrow_mut();
+            let i = match p.iter().position(|(s, tt, _)| *s == sh.id && *tt == t) {
+                Some(i) => i,
+                None => {
+                    p.push((sh.id, t, Vec::new()));
+                    p.len() - 1
+                }
+            };
+            p[i].2.extend(std::iter::repeat_n(seq, snaps.len()));
+        });
+        return Ok(snaps);
     }
 }
 
@@ -356,8 +373,14 @@ pub(crate) struct Write<'a> {
 impl OrderedRef {
     /// Starts a write transaction (takes the map's writer lock).
     pub fn begin<'a>(&self, tx: Txn<'a>) -> Result<Write<'a>> {
-        let sh = tx.sh;
         tx.lock(self.hdr + MO_WLOCK)?;
+        self.begin_locked(tx)
+    }
+
+    /// Starts a write transaction whose writer lock the caller took (it is released on
+    /// error).
+    fn begin_locked<'a>(&self, tx: Txn<'a>) -> Result<Write<'a>> {
+        let sh = tx.sh;
         let en = match area::current_entry(sh, self.area, self.e) {
             Ok(en) => en,
             Err(e) => {
@@ -411,6 +434,13 @@ impl<'a> Write<'a> {
 
     /// Commits: writes the new pages, queues the replaced ones, publishes the new root.
     pub fn commit(self) -> Result<u64> {
+        let tx = self.tree.store_ref().pool.tx;
+        commit_all(&tx, vec![self])
+    }
+
+    /// Writes the transaction's pages and queues the pages it freed, ahead of the commit
+    /// that publishes its new root: (the pool, the map's new entry).
+    fn prepare(self) -> Result<(OrderedRef, Pool<'a>, area::Entry)> {
         self.usable()?;
         let m = self.m;
         let (pages, f) = self.tree.finish();
@@ -421,28 +451,22 @@ impl<'a> Write<'a> {
             dropped,
         } = f;
         let mut pool = pages.pool;
-        let tx = pool.tx;
-        let sh = tx.sh;
-        let r = (|| {
-            for (off, buf) in &written {
-                write_page(sh, *off, buf);
-            }
-            for p in replaced {
-                pool.free(p);
-            }
-            for p in dropped {
-                pool.recycle(p);
-            }
-            pool.queue_freed()?;
-            crate::rt::failpoint!("ordered.commit.pages_written");
-            let mut en = pool.entry;
-            en.root = root.page;
-            en.depth = root.depth as u64;
-            en.count = root.count;
-            area::commit(&tx, m.area, &[(m.e, en)], None, |seq| pool.stamp(seq))
-        })();
-        tx.unlock(m.hdr + MO_WLOCK);
-        r
+        let sh = pool.tx.sh;
+        for (off, buf) in &written {
+            write_page(sh, *off, buf);
+        }
+        for p in replaced {
+            pool.free(p);
+        }
+        for p in dropped {
+            pool.recycle(p);
+        }
+        pool.queue_freed()?;
+        let mut en = pool.entry;
+        en.root = root.page;
+        en.depth = root.depth as u64;
+        en.count = root.count;
+        Ok((m, pool, en))
     }
 
     /// Drops the transaction: nothing it did is seen, and its pages stay free (they were
@@ -460,4 +484,55 @@ impl<'a> Write<'a> {
 
 fn write_page(sh: &Shared, off: u64, p: &PageBuf) {
     sh.r.write_bytes(off, p.bytes());
+}
+
+/// Starts one write transaction on each map of `maps` (of one store), taking their writer
+/// locks in the order of their headers' offsets, the one order every transaction takes
+/// them in, so that two transactions never wait for each other.
+pub(crate) fn begin_many<'a>(tx: Txn<'a>, maps: &[OrderedRef]) -> Result<Vec<Write<'a>>> {
+    let mut sorted: Vec<OrderedRef> = maps.to_vec();
+    sorted.sort_by_key(|m| m.hdr);
+    sorted.dedup_by_key(|m| m.hdr);
+    let mut out: Vec<Write<'a>> = Vec::with_capacity(sorted.len());
+    for m in &sorted {
+        let w = tx.lock(m.hdr + MO_WLOCK).and_then(|()| m.begin_locked(tx));
+        match w {
+            Ok(w) => out.push(w),
+            Err(e) => {
+                for w in out {
+                    w.abort();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Commits the write transactions `writes` (of one store) as one step: all of them or,
+/// after a crash at any instant, none; releases their writer locks either way.
+pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>) -> Result<u64> {
+    let locks: Vec<u64> = writes.iter().map(|w| w.m.hdr + MO_WLOCK).collect();
+    let area = writes.first().map(|w| w.m.area);
+    let r = (|| {
+        let mut prepared = Vec::with_capacity(writes.len());
+        for w in writes {
+            prepared.push(w.prepare()?);
+        }
+        crate::rt::failpoint!("ordered.commit.pages_written");
+        let entries: Vec<(u64, area::Entry)> =
+            prepared.iter().map(|(m, _, en)| (m.e, *en)).collect();
+        let Some(a) = area else {
+            return Ok(0); // no map: nothing to commit
+        };
+        area::commit(tx, a, &entries, None, |seq| {
+            for (_, pool, _) in &prepared {
+                pool.stamp(seq);
+            }
+        })
+    })();
+    for l in locks.iter().rev() {
+        tx.unlock(*l);
+    }
+    r
 }
