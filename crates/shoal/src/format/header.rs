@@ -52,6 +52,10 @@ pub const FLAG_CLEAN_LANES: u64 = 64;
 /// [`KIND_QUEUES`], intent kind [`I_QMOVE`]). Set in every new store; never on an older
 /// file, whose libraries would take a queue set for a map.
 pub const FLAG_QUEUES: u64 = 128;
+/// Header flag (version 11): the store may hold ordered maps (catalog kind
+/// [`KIND_ORDERED`], the ordered area [`H_ORDERED`]). Set in every new store; never on
+/// an older file, whose libraries would take an ordered map for a hash map.
+pub const FLAG_ORDERED: u64 = 1024;
 pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_SHORT_RECORDS
     | FLAG_IN_PLACE
@@ -59,7 +63,8 @@ pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_FIXED_GROUPS
     | FLAG_FIXED_TAGS
     | FLAG_CLEAN_LANES
-    | FLAG_QUEUES;
+    | FLAG_QUEUES
+    | FLAG_ORDERED;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -177,6 +182,9 @@ pub struct Geometry {
     /// The store may hold queue sets (`FLAG_QUEUES`): true for a new store, as the
     /// header's flag says for an existing one.
     pub queues: bool,
+    /// The store may hold ordered maps (`FLAG_ORDERED`): true for a new store, as the
+    /// header's flag says for an existing one.
+    pub ordered: bool,
 }
 
 impl Geometry {
@@ -241,6 +249,7 @@ impl Geometry {
             fixed_tags: true,
             clean_lanes: CLEAN_LANES,
             queues: true,
+            ordered: true,
         }
     }
 }
@@ -302,6 +311,9 @@ pub fn initial_image(g: &Geometry, size: u64) -> Vec<(u64, Vec<u8>)> {
     }
     if g.queues {
         flags |= FLAG_QUEUES;
+    }
+    if g.ordered {
+        flags |= FLAG_ORDERED;
     }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
@@ -441,6 +453,12 @@ pub fn parse_header(
     if g.queues && version < 10 {
         return bad(format!(
             "header: flag QUEUES in a version-{version} file (it came with version 10)"
+        ));
+    }
+    g.ordered = read_u64(h, H_FLAGS) & FLAG_ORDERED != 0;
+    if g.ordered && version < 11 {
+        return bad(format!(
+            "header: flag ORDERED in a version-{version} file (it came with version 11)"
         ));
     }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)

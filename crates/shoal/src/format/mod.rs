@@ -17,11 +17,12 @@ pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// hash tag per cell in fixed-size maps whose buckets have room (`FLAG_FIXED_TAGS`, map
 /// flag [`MF_TAGS`]); version 9 cleaning lanes, several threads cleaning at once
 /// (`FLAG_CLEAN_LANES`, [`H_LANES`]); version 10 queue sets (`FLAG_QUEUES`,
-/// [`KIND_QUEUES`], [`I_QMOVE`]). A file of
+/// [`KIND_QUEUES`], [`I_QMOVE`]); version 11 ordered maps (`FLAG_ORDERED`,
+/// [`KIND_ORDERED`], [`H_ORDERED`]). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
 /// (`alloc::upgrade`); files of versions 3 to 5 are opened as they are, without the
 /// features that came later.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 /// The version older files are upgraded to, and the oldest opened as it is. A version-3
 /// file is a version-4 file without `FLAG_SHORT_RECORDS`: its records cannot be recoded
 /// in place, so it keeps version 3 (and with it, libraries of version 3 can still share

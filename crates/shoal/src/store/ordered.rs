@@ -18,6 +18,13 @@ impl Store {
         if let Some(m) = self.find_ordered(name)? {
             return Ok(m);
         }
+        if !self.sh.g.ordered {
+            return Err(Error::InvalidArgument(format!(
+                "the store at {} predates ordered maps (its format has no ORDERED flag); \
+                 create them in a store made by this version",
+                self.sh.path.display()
+            )));
+        }
         let tx = self.txn()?;
         tx.lock(H_CATALOG_LOCK)?;
         let r = self.create_ordered_locked(&tx, name);
