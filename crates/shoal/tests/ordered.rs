@@ -46,12 +46,12 @@ fn an_ordered_map_follows_a_btreemap_through_every_operation_and_a_reopen() {
                     }
                     3 => {
                         let had = model.contains_key(&key);
-                        assert_eq!(m.insert(&key, &val).unwrap(), !had);
+                        assert_eq!(m.put_if_absent(&key, &val).unwrap(), !had);
                         model.entry(key).or_insert(val);
                     }
                     4 => {
                         let had = model.contains_key(&key);
-                        assert_eq!(m.replace(&key, &val).unwrap(), had);
+                        assert_eq!(m.put_if_present(&key, &val).unwrap(), had);
                         if had {
                             model.insert(key, val);
                         }

@@ -115,13 +115,13 @@ impl OrderedMap {
     }
 
     /// Sets `key` to `value` only if `key` is absent; returns whether it did.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.write_one(|w| w.insert(key, value))
+    pub fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.write_one(|w| w.put_if_absent(key, value))
     }
 
     /// Sets `key` to `value` only if `key` is present; returns whether it did.
-    pub fn replace(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.write_one(|w| w.replace(key, value))
+    pub fn put_if_present(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.write_one(|w| w.put_if_present(key, value))
     }
 
     /// Removes `key`; returns whether it was there.
@@ -270,13 +270,13 @@ impl<'m> WriteTxn<'m> {
     }
 
     /// Sets `key` to `value` if `key` is absent; returns whether it did.
-    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_absent(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
         check_sizes(key, value)?;
         self.w().put(key, value, PutMode::Insert)
     }
 
     /// Sets `key` to `value` if `key` is present; returns whether it did.
-    pub fn replace(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_present(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
         check_sizes(key, value)?;
         self.w().put(key, value, PutMode::Replace)
     }
@@ -344,13 +344,13 @@ impl<'m> MultiWriteTxn<'m> {
     }
 
     /// Sets `key` to `value` in `map` if `key` is absent; returns whether it did.
-    pub fn insert(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_absent(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
         check_sizes(key, value)?;
         self.part(map)?.put(key, value, PutMode::Insert)
     }
 
     /// Sets `key` to `value` in `map` if `key` is present; returns whether it did.
-    pub fn replace(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn put_if_present(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
         check_sizes(key, value)?;
         self.part(map)?.put(key, value, PutMode::Replace)
     }
