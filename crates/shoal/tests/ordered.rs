@@ -420,3 +420,38 @@ fn transactions_over_two_maps_are_seen_whole_by_snapshots_of_both() {
     t.abort();
     assert!(s.check().unwrap().is_ok());
 }
+
+#[test]
+fn emptied_pages_are_free_again_and_check_accounts_for_every_page() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("empty").unwrap();
+    let mut one_fill = 0;
+    for round in 0..3u8 {
+        let mut w = m.write().unwrap();
+        for i in 0..4000u32 {
+            w.put(&i.to_be_bytes(), &[round; 40]).unwrap();
+        }
+        w.commit().unwrap();
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "round {round} filled: {report}");
+        if round == 0 {
+            one_fill = s.object_stats("empty").unwrap().unwrap().index_bytes / 4096;
+        }
+        // Removed in one transaction: the pages it emptied are dropped within it.
+        let mut w = m.write().unwrap();
+        for i in 0..4000u32 {
+            assert!(w.remove(&i.to_be_bytes()).unwrap());
+        }
+        w.commit().unwrap();
+        assert!(m.is_empty().unwrap());
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "round {round} emptied: {report}");
+    }
+    // Three fills took hardly more pages than one (the freed ones came back).
+    let pages = s.object_stats("empty").unwrap().unwrap().index_bytes / 4096;
+    assert!(
+        pages <= one_fill * 5 / 4,
+        "{pages} pages for fills of {one_fill}"
+    );
+}

@@ -259,6 +259,7 @@ mod tests {
                 Mem {
                     pages: &pages,
                     next: &mut next,
+                    free: Vec::new(),
                 },
                 Root::default(),
             );
@@ -281,6 +282,7 @@ mod tests {
             let s = Mem {
                 pages: &pages,
                 next: &mut next,
+                free: Vec::new(),
             };
             let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
             // Forward and backward walks.

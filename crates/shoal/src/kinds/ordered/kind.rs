@@ -101,6 +101,9 @@ impl Kind for OrderedRef {
                 en.count
             ));
         }
+        if problems.is_empty() {
+            self.check_pages(ck, &en, &seen, &mut problems);
+        }
         ck.entries += total;
         for p in problems {
             ck.bad(p);
@@ -108,6 +111,8 @@ impl Kind for OrderedRef {
     }
 
     fn drop_untrusted(&self, _: &Shared, _: &mut RepairCtx) -> Result<()> {
+        // Nothing in an ordered map is untrusted on its own: its pages are checked as
+        // they are read, and a page is never half written in a committed state.
         Ok(())
     }
     fn rebuild(&self, _: &Shared, _: &mut RepairCtx) -> Result<()> {
@@ -149,5 +154,108 @@ impl Kind for OrderedRef {
             index_bytes: super::pool::pages_taken(sh, en.pool) * PAGE_BYTES,
             ..Default::default()
         })
+    }
+}
+
+impl OrderedRef {
+    /// Every page of the map is in exactly one place: the tree (`tree`), the free-page
+    /// queue (as a queue page or an entry), or past the pool's cursor; and the runs are
+    /// the map's.
+    fn check_pages(
+        &self,
+        ck: &CheckCtx<'_>,
+        en: &area::Entry,
+        tree: &std::collections::HashSet<u64>,
+        problems: &mut Vec<String>,
+    ) {
+        let sh = ck.sh;
+        let name = format!("ordered map {}: ", self.id);
+        let nruns = sh
+            .w(self.hdr + MO_NRUNS)
+            .load(std::sync::atomic::Ordering::Acquire);
+        if nruns == 0 || nruns > MAX_RUNS {
+            problems.push(format!("{name}{nruns} runs"));
+            return;
+        }
+        let mut runs = Vec::new();
+        for r in 0..nruns {
+            let run = sh
+                .w(self.hdr + MO_RUNS + 8 * r)
+                .load(std::sync::atomic::Ordering::Acquire);
+            let k = super::pool::run_chunks(r);
+            match ck.runs.get(&run) {
+                Some(&(CK_INDEX, len)) if len == k => runs.push(run),
+                other => {
+                    problems.push(format!(
+                        "{name}run {r} at {run:#x} is not an index run of {k} chunks ({other:?})"
+                    ));
+                    return;
+                }
+            }
+        }
+        // Page -> (run, index), for pages the pool has handed out.
+        let (pr, pi) = (en.pool >> 32, en.pool & 0xffff_ffff);
+        let taken = |p: u64| -> bool {
+            runs.iter().enumerate().any(|(r, &run)| {
+                let r = r as u64;
+                p > run
+                    && (p - run) % PAGE_BYTES == 0
+                    && (p - run) / PAGE_BYTES - 1 < super::pool::run_pages(sh, r)
+                    && (r < pr || (r == pr && (p - run) / PAGE_BYTES - 1 < pi))
+            })
+        };
+        for &p in tree {
+            if !taken(p) {
+                problems.push(format!(
+                    "{name}tree page {p:#x} is not a page the pool handed out"
+                ));
+            }
+        }
+        let mut free = std::collections::HashSet::new();
+        let limit = super::pool::pages_taken(sh, en.pool) + 1;
+        let mut q = en.fq_head;
+        let mut pos = en.fq_pos;
+        let mut steps = 0;
+        while q != 0 {
+            steps += 1;
+            if steps > limit || !taken(q) || tree.contains(&q) || !free.insert(q) {
+                problems.push(format!(
+                    "{name}free-page queue page {q:#x} is not a free page"
+                ));
+                return;
+            }
+            let n = if q == en.fq_tail { en.fq_tail_n } else { FQ_N };
+            if pos > n || n > FQ_N {
+                problems.push(format!(
+                    "{name}free-page queue page {q:#x}: entries {pos}..{n}"
+                ));
+                return;
+            }
+            for i in pos..n {
+                let p = sh
+                    .w(q + FQ_HDR + 16 * i)
+                    .load(std::sync::atomic::Ordering::Acquire);
+                if !taken(p) || tree.contains(&p) || !free.insert(p) {
+                    problems.push(format!(
+                        "{name}free-page queue entry {i} of page {q:#x}: {p:#x} is not a free page"
+                    ));
+                }
+            }
+            if q == en.fq_tail {
+                break;
+            }
+            q = sh.w(q).load(std::sync::atomic::Ordering::Acquire);
+            pos = 0;
+        }
+        let handed = limit - 1;
+        let accounted = tree.len() as u64 + free.len() as u64;
+        if accounted != handed {
+            problems.push(format!(
+                "{name}{handed} pages handed out, {} in the tree and {} free: {} lost",
+                tree.len(),
+                free.len(),
+                handed as i64 - accounted as i64
+            ));
+        }
     }
 }

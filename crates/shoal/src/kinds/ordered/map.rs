@@ -356,6 +356,9 @@ impl Pages for PoolPages<'_> {
     fn alloc(&mut self) -> Result<u64> {
         self.pool.alloc()
     }
+    fn recycle(&mut self, off: u64) {
+        self.pool.recycle(off);
+    }
     fn corrupt(&self, what: String) -> Error {
         self.pool.tx.sh.corrupt(format!("ordered map: {what}"))
     }
@@ -448,7 +451,6 @@ impl<'a> Write<'a> {
             root,
             written,
             replaced,
-            dropped,
         } = f;
         let mut pool = pages.pool;
         let sh = pool.tx.sh;
@@ -457,9 +459,6 @@ impl<'a> Write<'a> {
         }
         for p in replaced {
             pool.free(p);
-        }
-        for p in dropped {
-            pool.recycle(p);
         }
         pool.queue_freed()?;
         let mut en = pool.entry;

@@ -20,12 +20,12 @@ use crate::txn::Txn;
 use std::sync::atomic::Ordering::*;
 
 /// Pages of run `r`: all of its chunks' pages but the first (the run header's).
-fn run_pages(sh: &Shared, r: u64) -> u64 {
+pub(crate) fn run_pages(sh: &Shared, r: u64) -> u64 {
     run_chunks(r) * sh.g.chunk_size() / PAGE_BYTES - 1
 }
 
 /// Chunks of run `r` (doubling up to [`MAX_RUN_CHUNKS`]).
-fn run_chunks(r: u64) -> u64 {
+pub(crate) fn run_chunks(r: u64) -> u64 {
     (1u64 << r.min(6)).min(MAX_RUN_CHUNKS)
 }
 

@@ -40,6 +40,9 @@ pub trait PageSource {
 pub trait Pages: PageSource {
     /// A fresh page offset for the transaction.
     fn alloc(&mut self) -> Result<u64>;
+    /// A page [`Pages::alloc`] gave this transaction, no longer used: free at once (the
+    /// next `alloc` may return it).
+    fn recycle(&mut self, off: u64);
     /// The error for a committed page that is not what the tree needs there.
     fn corrupt(&self, what: String) -> crate::error::Error;
 }
@@ -79,8 +82,6 @@ pub struct WriteTxn<S: Pages> {
     own: HashMap<u64, PageBuf>,
     /// Committed pages this transaction replaced (free once no older snapshot is read).
     replaced: Vec<u64>,
-    /// Pages this transaction allocated and no longer uses (free at once).
-    dropped: Vec<u64>,
 }
 
 /// What a write transaction leaves to commit.
@@ -91,8 +92,6 @@ pub struct Finished {
     pub written: HashMap<u64, PageBuf>,
     /// Committed pages replaced: free once no snapshot older than the commit is read.
     pub replaced: Vec<u64>,
-    /// Pages allocated and then dropped: free at once.
-    pub dropped: Vec<u64>,
 }
 
 /// A split travelling up: the new right page's first key, offset and entry count.
@@ -110,7 +109,6 @@ impl<S: Pages> WriteTxn<S> {
             root,
             own: HashMap::new(),
             replaced: Vec::new(),
-            dropped: Vec::new(),
         }
     }
 
@@ -119,21 +117,22 @@ impl<S: Pages> WriteTxn<S> {
         &self.store
     }
 
-    /// The outcome: the new tree, the pages to write into the file, the committed pages
-    /// it replaced and the pages it allocated but dropped.
+    /// The outcome: the new tree, the pages to write into the file and the committed
+    /// pages it replaced.
     pub fn finish(self) -> (S, Finished) {
         let f = Finished {
             root: self.root,
             written: self.own,
             replaced: self.replaced,
-            dropped: self.dropped,
         };
         (self.store, f)
     }
 
+    /// An own page the tree no longer uses goes straight back to the pages' owner, so a
+    /// transaction that empties pages reuses them for the next ones it copies.
     fn drop_own(&mut self, off: u64) {
         self.own.remove(&off);
-        self.dropped.push(off);
+        self.store.recycle(off);
     }
 
     fn view(&self, off: u64) -> View<'_, S::Page<'_>> {
@@ -371,6 +370,8 @@ pub(crate) mod tests {
     pub(crate) struct Mem<'a> {
         pub pages: &'a HashMap<u64, PageBuf>,
         pub next: &'a mut u64,
+        /// Pages recycled by the transaction, handed out again first.
+        pub free: Vec<u64>,
     }
 
     impl PageSource for Mem<'_> {
@@ -385,8 +386,14 @@ pub(crate) mod tests {
 
     impl Pages for Mem<'_> {
         fn alloc(&mut self) -> Result<u64> {
+            if let Some(p) = self.free.pop() {
+                return Ok(p);
+            }
             *self.next += 1;
             Ok(*self.next)
+        }
+        fn recycle(&mut self, off: u64) {
+            self.free.push(off);
         }
         fn corrupt(&self, what: String) -> crate::error::Error {
             crate::error::Error::InvalidArgument(what)
@@ -503,6 +510,7 @@ pub(crate) mod tests {
                     Mem {
                         pages: &pages,
                         next: &mut next,
+                        free: Vec::new(),
                     },
                     root,
                 );
@@ -544,7 +552,6 @@ pub(crate) mod tests {
                 // replaced or dropped is accounted for once.
                 for off in f.written.keys() {
                     assert!(!pages.contains_key(off), "seed {seed0}: page {off} reused");
-                    assert!(!f.dropped.contains(off), "seed {seed0}: page {off} dropped");
                 }
                 for off in &f.replaced {
                     assert!(pages.contains_key(off), "seed {seed0}: {off} not committed");
@@ -554,7 +561,7 @@ pub(crate) mod tests {
                 model = m;
                 let (entries, reached) = walk(&pages, root);
                 assert_eq!(entries, model.clone().into_iter().collect::<Vec<_>>());
-                for off in f.replaced.iter().chain(&f.dropped) {
+                for off in &f.replaced {
                     assert!(
                         !reached.contains(off),
                         "seed {seed0}: freed page {off} in use"
