@@ -111,8 +111,39 @@ fn exercise(s: &Store, write: bool) {
             let _ = log.append_timeout(1, b"fuzz", &[(b"k", b"v")], std::time::Duration::ZERO);
         }
     }
+    for name in s.ordered_maps().unwrap_or_default().iter().take(8) {
+        let Ok(m) = s.ordered_map(name) else { continue };
+        let _ = m.len();
+        let Ok(snap) = m.snapshot() else { continue };
+        let mut keys = Vec::new();
+        let _ = snap.for_each(None, None, false, |k, _| {
+            keys.push(k.to_vec());
+            keys.len() < 10_000
+        });
+        let _ = snap.for_each(None, None, true, |_, _| true);
+        for k in keys.iter().take(64) {
+            let _ = snap.get(k);
+            let _ = snap.count_range(Some(k), None);
+        }
+        let _ = snap.range(keys.first().map(|k| &k[..]), keys.last().map(|k| &k[..]));
+        drop(snap);
+        if write {
+            let _ = m.put(b"fuzz", &[7u8; 300]);
+            if let Some(k) = keys.first() {
+                let _ = m.put(k, b"overwritten");
+                let _ = m.remove(k);
+            }
+            if let Ok(mut w) = m.write() {
+                for i in 0..50u32 {
+                    let _ = w.put(&i.to_be_bytes(), &[1u8; 100]);
+                }
+                let _ = w.commit();
+            }
+        }
+    }
     if write {
         let _ = s.map("fuzz-new").and_then(|m| m.put(b"k", b"v"));
+        let _ = s.ordered_map("fuzz-ordered").and_then(|m| m.put(b"k", b"v"));
         let _ = s.compact();
     }
 }

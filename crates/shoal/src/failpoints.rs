@@ -95,6 +95,17 @@ pub const LOG_NAMES: &[&str] = &[
     "log.hole",
 ];
 
+/// The fail points of ordered maps, in the order a write transaction reaches them: the
+/// creation of a map, then every step of a commit. Their crash driver,
+/// `crates/shoal/tests/ordered_crash.rs`, reaches them all.
+pub const ORDERED_NAMES: &[&str] = &[
+    "ordered.create.cataloged",
+    "ordered.commit.pages_written",
+    "ordered.commit.table_cleared",
+    "ordered.commit.table_written",
+    "ordered.commit.published",
+];
+
 /// Reads `FAILPOINTS` from the environment. Call once, early, in the test process.
 pub fn setup() {
     std::mem::forget(fail::FailScenario::setup());

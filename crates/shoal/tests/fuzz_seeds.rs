@@ -107,6 +107,19 @@ fn fuzz_seeds() {
         c.put(b"k", b"v").unwrap();
         s.drop_map("dropped").unwrap();
     });
+    make(open_dir, "ordered", false, |s| {
+        let m = s.ordered_map("o").unwrap();
+        let mut w = m.write().unwrap();
+        for i in 0..600u32 {
+            w.put(format!("key{i:05}").as_bytes(), &[i as u8; 20])
+                .unwrap();
+        }
+        w.commit().unwrap();
+        for i in (0..600u32).step_by(3) {
+            m.remove(format!("key{i:05}").as_bytes()).unwrap();
+        }
+        m.put(b"", b"empty key").unwrap();
+    });
     make(open_dir, "queue-set", false, |s| {
         let set = s
             .queue_set(

@@ -27,6 +27,7 @@ const FLAG_FIXED_TAGS: u64 = 32;
 const FLAG_CLEAN_LANES: u64 = 64;
 const FLAG_QUEUES: u64 = 128;
 const FLAG_LOGS: u64 = 256;
+const FLAG_ORDERED: u64 = 1024;
 /// Cleaning lanes 1 to 7 (version 9), 64 bytes each.
 const H_LANES: u64 = 1024;
 const H_CHUNKS_OFF: u64 = 96;
@@ -108,16 +109,17 @@ fn downgrade(path: &Path, to: u64) {
         | FLAG_FIXED_TAGS
         | FLAG_CLEAN_LANES
         | FLAG_QUEUES
-        | FLAG_LOGS;
+        | FLAG_LOGS
+        | FLAG_ORDERED;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
         "a version-11 store (without checksums) has short records, in-place values, \
-         fixed maps of groups with tags, cleaning lanes, queue sets and logs"
+         fixed maps of groups with tags, cleaning lanes, queue sets, logs and ordered maps"
     );
     set_version(path, to);
-    let flags = flags & !FLAG_LOGS;
+    let flags = flags & !FLAG_LOGS & !FLAG_ORDERED;
     write_u64(&f, H_FLAGS, flags);
     if to >= 10 {
         return;
@@ -456,6 +458,17 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         Err(e) => panic!("LOGS in version 10: not a corruption error: {e}"),
         Ok(_) => panic!("LOGS in version 10: opened"),
     }
+    // ORDERED came with version 11 too: a version-10 library would take an ordered map
+    // for a hash map.
+    let f2 = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    write_u64(&f2, H_FLAGS, read_u64(&f2, H_FLAGS) & !FLAG_LOGS);
+    match Store::open_with(&path, &opts(), OpenMode::Open) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("ORDERED"), "{what}"),
+        Err(e) => panic!("ORDERED in version 10: not a corruption error: {e}"),
+        Ok(_) => panic!("ORDERED in version 10: opened"),
+    }
+    write_u64(&f2, H_FLAGS, read_u64(&f2, H_FLAGS) | FLAG_LOGS);
+    }
     set_version(&path, 11);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
 }
@@ -731,6 +744,32 @@ fn a_version_8_store_is_cleaned_through_one_lane() {
             "lane word {w} written in a version-8 file"
         );
     }
+}
+
+#[test]
+fn a_version_10_store_keeps_its_version_and_holds_no_ordered_maps() {
+    let _serial = serial();
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("v10.shoal");
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::CreateNew).unwrap();
+        s.map("m").unwrap().put(b"k", b"v").unwrap();
+    }
+    downgrade(&path, 10);
+    {
+        let s = Store::open_with(&path, &opts(), OpenMode::Open).unwrap();
+        let e = s.ordered_map("o").unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("predates ordered maps")),
+            "{e}"
+        );
+        s.queue_set("q", &shoal::QueueSetOptions::new(8, 8))
+            .unwrap();
+        assert!(s.check().unwrap().is_ok());
+    }
+    assert_eq!(version(&path), 10);
+    let f = std::fs::File::open(&path).unwrap();
+    assert_eq!(read_u64(&f, H_FLAGS) & FLAG_ORDERED, 0);
 }
 
 #[test]

@@ -6,4 +6,5 @@ pub(crate) mod fixed;
 pub(crate) mod kv;
 pub(crate) mod log;
 pub(crate) mod map;
+pub(crate) mod ordered;
 pub(crate) mod queue;

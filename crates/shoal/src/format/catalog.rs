@@ -51,6 +51,13 @@ pub enum MapKind {
         /// The largest record payload, in bytes.
         max_record: usize,
     },
+    /// An ordered map ([`Store::ordered_map`](crate::Store::ordered_map)).
+    Ordered {
+        /// Keys are unsigned 64-bit integers.
+        u64_keys: bool,
+        /// Several values per key.
+        duplicates: bool,
+    },
 }
 
 /// "variable-size map", "variable-size map with UIDs", or "fixed-size map of 8-byte keys
@@ -78,6 +85,15 @@ impl std::fmt::Display for MapKind {
             MapKind::Log { slots, max_record } => {
                 write!(f, "log of {slots} records of up to {max_record} bytes")
             }
+            MapKind::Ordered {
+                u64_keys,
+                duplicates,
+            } => write!(
+                f,
+                "ordered map{}{}",
+                if u64_keys { " of integer keys" } else { "" },
+                if duplicates { " with duplicates" } else { "" }
+            ),
         }
     }
 }

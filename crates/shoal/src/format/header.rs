@@ -55,6 +55,10 @@ pub const FLAG_QUEUES: u64 = 128;
 /// Header flag (version 11): the store may hold logs (catalog kind [`KIND_LOG`]). Set in
 /// every new store; never on an older file, whose libraries would take a log for a map.
 pub const FLAG_LOGS: u64 = 256;
+/// Header flag (version 11): the store may hold ordered maps (catalog kind
+/// [`KIND_ORDERED`], the ordered area [`H_ORDERED`]). Set in every new store; never on
+/// an older file, whose libraries would take an ordered map for a hash map.
+pub const FLAG_ORDERED: u64 = 1024;
 pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_SHORT_RECORDS
     | FLAG_IN_PLACE
@@ -63,7 +67,8 @@ pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_FIXED_TAGS
     | FLAG_CLEAN_LANES
     | FLAG_QUEUES
-    | FLAG_LOGS;
+    | FLAG_LOGS
+    | FLAG_ORDERED;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -184,6 +189,9 @@ pub struct Geometry {
     /// The store may hold logs (`FLAG_LOGS`): true for a new store, as the header's flag
     /// says for an existing one.
     pub logs: bool,
+    /// The store may hold ordered maps (`FLAG_ORDERED`): true for a new store, as the
+    /// header's flag says for an existing one.
+    pub ordered: bool,
 }
 
 impl Geometry {
@@ -249,6 +257,7 @@ impl Geometry {
             clean_lanes: CLEAN_LANES,
             queues: true,
             logs: true,
+            ordered: true,
         }
     }
 }
@@ -313,6 +322,9 @@ pub fn initial_image(g: &Geometry, size: u64) -> Vec<(u64, Vec<u8>)> {
     }
     if g.logs {
         flags |= FLAG_LOGS;
+    }
+    if g.ordered {
+        flags |= FLAG_ORDERED;
     }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
@@ -458,6 +470,12 @@ pub fn parse_header(
     if g.logs && version < 11 {
         return bad(format!(
             "header: flag LOGS in a version-{version} file (it came with version 11)"
+        ));
+    }
+    g.ordered = read_u64(h, H_FLAGS) & FLAG_ORDERED != 0;
+    if g.ordered && version < 11 {
+        return bad(format!(
+            "header: flag ORDERED in a version-{version} file (it came with version 11)"
         ));
     }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)

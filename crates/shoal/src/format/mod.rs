@@ -17,7 +17,8 @@ pub const MAGIC: [u8; 8] = *b"SHOAL\0\r\n";
 /// hash tag per cell in fixed-size maps whose buckets have room (`FLAG_FIXED_TAGS`, map
 /// flag [`MF_TAGS`]); version 9 cleaning lanes, several threads cleaning at once
 /// (`FLAG_CLEAN_LANES`, [`H_LANES`]); version 10 queue sets (`FLAG_QUEUES`,
-/// [`KIND_QUEUES`], [`I_QMOVE`]); version 11 logs (`FLAG_LOGS`, [`KIND_LOG`]). A file of
+/// [`KIND_QUEUES`], [`I_QMOVE`]); version 11 logs (`FLAG_LOGS`, [`KIND_LOG`]) and ordered
+/// maps (`FLAG_ORDERED`, [`KIND_ORDERED`], [`H_ORDERED`]). A file of
 /// version 1 or 2 is upgraded to [`UPGRADED_VERSION`] when a process opens it alone
 /// (`alloc::upgrade`); files of versions 3 to 5 are opened as they are, without the
 /// features that came later.
@@ -41,6 +42,7 @@ mod hash;
 mod header;
 mod log;
 mod map;
+mod ordered;
 mod queue;
 mod record;
 mod slots;
@@ -54,6 +56,7 @@ pub use hash::*;
 pub use header::*;
 pub use log::*;
 pub use map::*;
+pub use ordered::*;
 pub use queue::*;
 pub use record::*;
 pub use slots::*;

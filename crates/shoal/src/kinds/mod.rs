@@ -3,6 +3,7 @@
 
 pub(crate) mod fixed;
 pub(crate) mod log;
+pub(crate) mod ordered;
 pub(crate) mod queue;
 pub(crate) mod varmap;
 
@@ -28,6 +29,8 @@ pub(crate) enum AnyKind {
     Queues(queue::QueueRef),
     /// A log.
     Log(log::LogRef),
+    /// An ordered map.
+    Ordered(ordered::OrderedRef),
 }
 
 /// Calls the same expression on whichever kind `$x` is: one `match`, each arm a static
@@ -39,6 +42,7 @@ macro_rules! each_kind {
             AnyKind::Fixed($k) => $e,
             AnyKind::Queues($k) => $e,
             AnyKind::Log($k) => $e,
+            AnyKind::Ordered($k) => $e,
         }
     };
 }
@@ -62,6 +66,8 @@ impl AnyKind {
             AnyKind::Log(log::log_ref_unchecked(sh, id)?)
         } else if queue::is_queue_set(sh, id) {
             AnyKind::Queues(queue::queue_ref_unchecked(sh, id)?)
+        } else if ordered::is_ordered(sh, id) {
+            AnyKind::Ordered(ordered::ordered_ref(sh, id)?)
         } else if fixed::is_fixed(sh, id) {
             AnyKind::Fixed(fixed::fixed_ref_unchecked(sh, id)?)
         } else {
@@ -76,6 +82,7 @@ impl AnyKind {
             AnyKind::Fixed(f) => f.m.hdr,
             AnyKind::Queues(q) => q.hdr,
             AnyKind::Log(l) => l.hdr,
+            AnyKind::Ordered(o) => o.hdr,
         }
     }
 
@@ -97,6 +104,10 @@ impl AnyKind {
             AnyKind::Log(l) => MapKind::Log {
                 slots: l.slots,
                 max_record: l.max_record as usize,
+            },
+            AnyKind::Ordered(o) => MapKind::Ordered {
+                u64_keys: o.flags & OF_U64_KEYS != 0,
+                duplicates: o.flags & OF_DUPS != 0,
             },
         }
     }
@@ -165,6 +176,7 @@ fn record_unreferenced(sh: &Shared, off: u64) -> bool {
         || crate::kinds::fixed::is_fixed(sh, mid)
         || queue::is_queue_set(sh, mid)
         || log::is_log(sh, mid)
+        || ordered::is_ordered(sh, mid)
     {
         return true; // its map is gone (its id may now name an object without records)
     }
@@ -204,6 +216,7 @@ fn refs_into(sh: &Shared, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
             || crate::kinds::fixed::is_fixed(sh, id)
             || queue::is_queue_set(sh, id)
             || log::is_log(sh, id)
+            || ordered::is_ordered(sh, id)
         {
             continue;
         }

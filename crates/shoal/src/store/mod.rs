@@ -16,6 +16,7 @@ mod create;
 mod logs;
 mod maps;
 mod open;
+mod ordered;
 mod queues;
 pub(crate) mod salvage;
 

@@ -1,0 +1,98 @@
+//! Pages in the store file, read in place.
+//!
+//! A committed page does not change while a pinned snapshot can reach it, so a reader
+//! searches it where it lies. The file may still be corrupt (or written by a buggy
+//! process): every offset read from it is checked before it is followed (a child page
+//! must be a page inside the file), and every read inside a page is clamped to the page,
+//! so a bad page gives wrong answers that `check` reports, never a read outside the file.
+
+use super::page::{PageRead, PAGE};
+use super::tree::PageSource;
+use crate::format::*;
+use crate::shared::Shared;
+use std::cmp::Ordering;
+
+/// A committed page of the file.
+#[derive(Clone, Copy)]
+pub(crate) struct FilePage<'a> {
+    pub sh: &'a Shared,
+    pub off: u64,
+}
+
+impl FilePage<'_> {
+    /// Clamps `[at, at + n)` into the page: the offset to read.
+    #[inline]
+    fn at(&self, at: usize, n: usize) -> u64 {
+        self.off + at.min(PAGE - n) as u64
+    }
+}
+
+impl PageRead for FilePage<'_> {
+    #[inline]
+    fn u16_at(&self, at: usize) -> u16 {
+        self.sh.r.window(self.at(at, 2), 2) as u16
+    }
+    #[inline]
+    fn u32_at(&self, at: usize) -> u32 {
+        self.sh.r.window(self.at(at, 4), 4) as u32
+    }
+    #[inline]
+    fn u64_at(&self, at: usize) -> u64 {
+        self.sh.r.window(self.at(at, 8), 8)
+    }
+    fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> Ordering {
+        let len = len.min(PAGE.saturating_sub(at));
+        let base = self.off + at.min(PAGE) as u64;
+        let n = len.min(key.len());
+        let mut i = 0;
+        while i < n {
+            let take = (n - i).min(8);
+            // The window's bytes, in file order, are its little-endian bytes.
+            let w = self.sh.r.window(base + i as u64, take).to_le_bytes();
+            match w[..take].cmp(&key[i..i + take]) {
+                Ordering::Equal => i += take,
+                o => return o,
+            }
+        }
+        len.cmp(&key.len())
+    }
+    fn copy_out(&self, at: usize, dst: &mut [u8]) {
+        let n = dst.len().min(PAGE.saturating_sub(at));
+        self.sh
+            .r
+            .read_bytes(self.off + at.min(PAGE) as u64, &mut dst[..n]);
+        dst[n..].fill(0);
+    }
+}
+
+/// Whether `off` may be a page of this store (a page boundary inside the file's chunks).
+pub(crate) fn is_page(sh: &Shared, off: u64) -> bool {
+    off % PAGE_BYTES == 0
+        && off >= sh.g.chunks_off
+        && off.saturating_add(PAGE_BYTES) <= sh.file_end()
+}
+
+/// The committed pages of a store.
+#[derive(Clone, Copy)]
+pub(crate) struct FilePages<'a> {
+    pub sh: &'a Shared,
+}
+
+impl PageSource for FilePages<'_> {
+    type Page<'b>
+        = FilePage<'b>
+    where
+        Self: 'b;
+    fn page(&self, off: u64) -> FilePage<'_> {
+        // An offset that is no page of the file reads as the store's first chunk
+        // header's page, which holds no entries a search can follow far (its kind is
+        // not a page kind): callers check kinds, so the answer is "corrupt", never a read
+        // past the file.
+        let off = if is_page(self.sh, off) {
+            off
+        } else {
+            self.sh.g.chunks_off
+        };
+        FilePage { sh: self.sh, off }
+    }
+}

@@ -1,0 +1,537 @@
+//! One ordered map in the file: its header, its snapshots and its write transactions.
+
+use super::area;
+use super::cursor::{self, Cursor};
+use super::file::{is_page, FilePage, FilePages};
+use super::page::{PageBuf, PageRead, BRANCH, LEAF};
+use super::pool::Pool;
+use super::tree::{Finished, PageSource, Pages, PutMode, Root, WriteTxn};
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::shared::Shared;
+use crate::txn::Txn;
+use std::cell::RefCell;
+use std::sync::atomic::Ordering::*;
+
+/// An ordered map, as its catalog entry and header say.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OrderedRef {
+    /// Catalog id.
+    pub id: u64,
+    /// The catalog word it was opened with (`state | incarnation << 8`).
+    pub cat_word: u64,
+    /// Its header.
+    pub hdr: u64,
+    /// Its entry in the root tables.
+    pub e: u64,
+    /// Its flags ([`OF_U64_KEYS`], [`OF_DUPS`]).
+    pub flags: u64,
+    /// The store's ordered area.
+    pub area: u64,
+}
+
+/// Whether catalog entry `id` is an ordered map.
+pub(crate) fn is_ordered(sh: &Shared, id: u64) -> bool {
+    sh.w(sh.g.cat_entry(id) + C_KIND).load(Acquire) == KIND_ORDERED
+}
+
+/// The owner word of a table entry: the map's id and incarnation.
+pub(crate) fn owner_word(id: u64, cat_word: u64) -> u64 {
+    id << 32 | (cat_word >> 8) & 0xffff_ffff
+}
+
+/// The ordered map of catalog entry `id`, its header checked.
+pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
+    let ce = sh.g.cat_entry(id);
+    let cat_word = sh.w(ce + C_STATE).load(Acquire);
+    let hdr = sh.w(ce + C_HDR).load(Acquire);
+    let bad = |what: String| sh.corrupt(format!("ordered map {id}: {what}"));
+    if hdr < sh.g.chunks_off
+        || hdr % 8 != 0
+        || hdr.saturating_add(MO_RUNS + 8 * MAX_RUNS) > sh.file_end()
+    {
+        return Err(bad(format!("header offset {hdr:#x} is outside the file")));
+    }
+    if sh.w(hdr + MO_MAGIC).load(Acquire) != ORDERED_MAGIC {
+        return Err(bad("header has no ordered-map magic".into()));
+    }
+    let e = sh.w(hdr + MO_ENTRY).load(Acquire);
+    if !(1..=MAX_ORDERED).contains(&e) {
+        return Err(bad(format!("root-table entry {e} is out of range")));
+    }
+    let Some(area) = area::area(sh) else {
+        return Err(bad("the store has no ordered area".into()));
+    };
+    if area < sh.g.chunks_off || area.saturating_add(area::area_bytes(sh.g.n_txn)) > sh.file_end() {
+        return Err(bad(format!(
+            "the ordered area at {area:#x} is outside the file"
+        )));
+    }
+    Ok(OrderedRef {
+        id,
+        cat_word,
+        hdr,
+        e,
+        flags: sh.w(hdr + MO_FLAGS).load(Acquire),
+        area,
+    })
+}
+
+/// Writes a new map's header into its first run `c` (nothing references it yet).
+pub(crate) fn init_header(sh: &Shared, c: u64, e: u64, flags: u64) -> u64 {
+    let hdr = c + CHUNK_HDR;
+    sh.r.write_bytes(hdr, &[0u8; (PAGE_BYTES - CHUNK_HDR) as usize]);
+    sh.w(hdr + MO_MAGIC).store(ORDERED_MAGIC, Release);
+    sh.w(hdr + MO_CHAIN).store(c, Release);
+    sh.w(hdr + MO_FLAGS).store(flags, Release);
+    sh.w(hdr + MO_ENTRY).store(e, Release);
+    sh.w(hdr + MO_NRUNS).store(1, Release);
+    sh.w(hdr + MO_RUNS).store(c, Release);
+    hdr
+}
+
+/// Entry indexes that live ordered maps' headers name (a crash between a map's creation
+/// and its first commit leaves its entry unmarked in the table).
+pub(crate) fn named_entries(sh: &Shared) -> u64 {
+    let mut used = 0u64;
+    for id in 0..sh.g.n_catalog {
+        let st = sh.w(sh.g.cat_entry(id) + C_STATE).load(Acquire) & 0xff;
+        if st != CAT_FREE && is_ordered(sh, id) {
+            if let Ok(m) = ordered_ref(sh, id) {
+                used |= 1 << m.e;
+            }
+        }
+    }
+    used
+}
+
+thread_local! {
+    /// Snapshots this thread holds, per (store id, txn slot): their sequence numbers.
+    static PINS: RefCell<Vec<(u64, u64, Vec<u64>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A pinned snapshot of one map (on the thread that took it).
+pub(crate) struct Snap {
+    pub seq: u64,
+    pub root: Root,
+    store_id: u64,
+    txn: u64,
+    area: u64,
+}
+
+impl OrderedRef {
+    /// Takes a snapshot of the map (pinning it for this thread's txn slot `t`).
+    pub fn snapshot(&self, sh: &Shared, t: u64) -> Result<Snap> {
+        Ok(snapshot_many(sh, t, std::slice::from_ref(self))?.remove(0))
+    }
+}
+
+/// Snapshots of `maps` (of one store) all as of one commit, pinned for this thread's txn
+/// slot `t`.
+pub(crate) fn snapshot_many(sh: &Shared, t: u64, maps: &[OrderedRef]) -> Result<Vec<Snap>> {
+    let Some(a) = maps.first().map(|m| m.area) else {
+        return Ok(Vec::new());
+    };
+    'retry: loop {
+        let held = PINS.with(|p| {
+            p.borrow()
+                .iter()
+                .any(|(s, tt, v)| *s == sh.id && *tt == t && !v.is_empty())
+        });
+        let seq = area::pin(sh, a, t, held);
+        let mut snaps = Vec::with_capacity(maps.len());
+        for m in maps {
+            let Some(en) = area::read_entry(sh, a, seq, m.e) else {
+                if !held {
+                    area::set_pin(sh, a, t, None);
+                }
+                area::stable_or_corrupt(sh, a, seq)?;
+                continue 'retry;
+            };
+            if en.owner != owner_word(m.id, m.cat_word) {
+                if !held {
+                    area::set_pin(sh, a, t, None);
+                }
+                return Err(Error::NotFound("the ordered map was dropped".into()));
+            }
+            snaps.push(Snap {
+                seq,
+                root: Root {
+                    page: en.root,
+                    depth: en.depth as u32,
+                    count: en.count,
+                },
+                store_id: sh.id,
+                txn: t,
+                area: a,
+            });
+        }
+        PINS.with(|p| {
+            let mut p = p.borrow_mut();
+            let i = match p.iter().position(|(s, tt, _)| *s == sh.id && *tt == t) {
+                Some(i) => i,
+                None => {
+                    p.push((sh.id, t, Vec::new()));
+                    p.len() - 1
+                }
+            };
+            p[i].2.extend(std::iter::repeat_n(seq, snaps.len()));
+        });
+        return Ok(snaps);
+    }
+}
+
+impl Snap {
+    /// Releases the pin (keeping the thread's oldest other snapshot pinned).
+    pub fn release(&self, sh: &Shared) {
+        let oldest = PINS.with(|p| {
+            let mut p = p.borrow_mut();
+            let i = p
+                .iter()
+                .position(|(s, t, _)| *s == self.store_id && *t == self.txn)?;
+            let v = &mut p[i].2;
+            if let Some(j) = v.iter().position(|s| *s == self.seq) {
+                v.swap_remove(j);
+            }
+            let oldest = v.iter().min().copied();
+            if v.is_empty() {
+                p.swap_remove(i);
+            }
+            oldest
+        });
+        area::set_pin(sh, self.area, self.txn, oldest);
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, sh: &Shared, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some((leaf, i)) = self.find(sh, key)? else {
+            return Ok(None);
+        };
+        let p = FilePage { sh, off: leaf };
+        let (at, len) = p.value_at(i);
+        let mut v = vec![0u8; len];
+        p.copy_out(at, &mut v);
+        Ok(Some(v))
+    }
+
+    /// The leaf and index of `key`.
+    fn find(&self, sh: &Shared, key: &[u8]) -> Result<Option<(u64, usize)>> {
+        if self.root.page == 0 {
+            return Ok(None);
+        }
+        let mut off = self.root.page;
+        for level in (0..=self.root.depth).rev() {
+            let p = page_of(sh, off, level)?;
+            if level == 0 {
+                return Ok(p.search(key).ok().map(|i| (off, i)));
+            }
+            off = p.child(p.child_index(key)).0;
+        }
+        unreachable!("the loop returns at level 0")
+    }
+
+    /// A cursor's walk: calls `f` with each (key, value) from `lo` (inclusive) up to `hi`
+    /// (exclusive), or down when `rev`; stops when `f` returns false.
+    pub fn walk(
+        &self,
+        sh: &Shared,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        rev: bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        self.check_tree_top(sh)?;
+        let src = FilePages { sh };
+        let mut c = Cursor::new();
+        let mut on = if rev {
+            match hi {
+                // The last key below `hi`: the one at or before it, stepping off `hi`.
+                Some(h) => {
+                    let at = c.seek_le(&src, self.root, h);
+                    if at && entry_key(sh, &c) == h {
+                        c.prev(&src)
+                    } else {
+                        at
+                    }
+                }
+                None => c.last(&src, self.root),
+            }
+        } else {
+            match lo {
+                Some(l) => c.seek_ge(&src, self.root, l),
+                None => c.first(&src, self.root),
+            }
+        };
+        let mut steps = 0u64;
+        while on {
+            steps += 1;
+            if steps > self.root.count.saturating_add(1) {
+                return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
+            }
+            let (leaf, i) = c.at().expect("on an entry");
+            let p = page_of(sh, leaf, 0)?;
+            let (ka, kl) = p.key_at(i);
+            let mut k = vec![0u8; kl];
+            p.copy_out(ka, &mut k);
+            if rev && lo.is_some_and(|l| k.as_slice() < l) {
+                break;
+            }
+            if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
+                break;
+            }
+            let (va, vl) = p.value_at(i);
+            let mut v = vec![0u8; vl];
+            p.copy_out(va, &mut v);
+            if !f(&k, &v) {
+                break;
+            }
+            on = if rev { c.prev(&src) } else { c.next(&src) };
+        }
+        Ok(())
+    }
+
+    /// Entries with `lo <= key < hi`.
+    pub fn count_range(&self, sh: &Shared, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        self.check_tree_top(sh)?;
+        Ok(cursor::count_range(&FilePages { sh }, self.root, lo, hi))
+    }
+
+    fn check_tree_top(&self, sh: &Shared) -> Result<()> {
+        if self.root.page != 0 {
+            page_of(sh, self.root.page, self.root.depth)?;
+        }
+        Ok(())
+    }
+}
+
+fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {
+    let (leaf, i) = c.at().expect("on an entry");
+    let p = FilePage { sh, off: leaf };
+    let (ka, kl) = p.key_at(i);
+    let mut k = vec![0u8; kl];
+    p.copy_out(ka, &mut k);
+    k
+}
+
+/// Page `off` of the file, checked to be a page of the kind `level` needs.
+fn page_of(sh: &Shared, off: u64, level: u32) -> Result<FilePage<'_>> {
+    if !is_page(sh, off) {
+        return Err(sh.corrupt(format!("ordered map: page offset {off:#x} is not a page")));
+    }
+    let p = FilePage { sh, off };
+    let want = if level == 0 { LEAF } else { BRANCH };
+    if p.kind() != want || 32 + 8 * p.n() > 4096 {
+        return Err(sh.corrupt(format!(
+            "ordered map: page {off:#x} is not a {} page (kind {}, {} entries)",
+            if level == 0 { "leaf" } else { "branch" },
+            p.kind(),
+            p.n()
+        )));
+    }
+    Ok(p)
+}
+
+/// A write transaction's pages: the file for reads, the pool for new pages.
+pub(crate) struct PoolPages<'a> {
+    pub pool: Pool<'a>,
+}
+
+impl PageSource for PoolPages<'_> {
+    type Page<'b>
+        = FilePage<'b>
+    where
+        Self: 'b;
+    fn page(&self, off: u64) -> FilePage<'_> {
+        let sh: &Shared = self.pool.tx.sh;
+        let off = if is_page(sh, off) {
+            off
+        } else {
+            sh.g.chunks_off
+        };
+        FilePage { sh, off }
+    }
+}
+
+impl Pages for PoolPages<'_> {
+    fn alloc(&mut self) -> Result<u64> {
+        self.pool.alloc()
+    }
+    fn recycle(&mut self, off: u64) {
+        self.pool.recycle(off);
+    }
+    fn corrupt(&self, what: String) -> Error {
+        self.pool.tx.sh.corrupt(format!("ordered map: {what}"))
+    }
+}
+
+/// A write transaction on one ordered map: its writer lock is held from `begin` to
+/// `commit` or `abort`.
+pub(crate) struct Write<'a> {
+    pub m: OrderedRef,
+    pub tree: WriteTxn<PoolPages<'a>>,
+    /// An operation failed midway: the transaction can only be aborted.
+    pub poisoned: bool,
+}
+
+impl OrderedRef {
+    /// Starts a write transaction (takes the map's writer lock).
+    pub fn begin<'a>(&self, tx: Txn<'a>) -> Result<Write<'a>> {
+        tx.lock(self.hdr + MO_WLOCK)?;
+        self.begin_locked(tx)
+    }
+
+    /// Starts a write transaction whose writer lock the caller took (it is released on
+    /// error).
+    fn begin_locked<'a>(&self, tx: Txn<'a>) -> Result<Write<'a>> {
+        let sh = tx.sh;
+        let en = match area::current_entry(sh, self.area, self.e) {
+            Ok(en) => en,
+            Err(e) => {
+                tx.unlock(self.hdr + MO_WLOCK);
+                return Err(e);
+            }
+        };
+        if en.owner != owner_word(self.id, self.cat_word) {
+            tx.unlock(self.hdr + MO_WLOCK);
+            return Err(Error::NotFound("the ordered map was dropped".into()));
+        }
+        let root = Root {
+            page: en.root,
+            depth: en.depth as u32,
+            count: en.count,
+        };
+        let pool = Pool::new(tx, self.id, self.hdr, self.area, en);
+        Ok(Write {
+            m: *self,
+            tree: WriteTxn::new(PoolPages { pool }, root),
+            poisoned: false,
+        })
+    }
+}
+
+impl<'a> Write<'a> {
+    /// Puts as `mode` says.
+    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
+        self.usable()?;
+        let r = self.tree.put(key, value, mode);
+        self.poisoned |= r.is_err();
+        r
+    }
+
+    /// Removes `key`.
+    pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
+        self.usable()?;
+        let r = self.tree.remove(key);
+        self.poisoned |= r.is_err();
+        r
+    }
+
+    fn usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(Error::InvalidArgument(
+                "an operation of this transaction failed: it can only be aborted".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Commits: writes the new pages, queues the replaced ones, publishes the new root.
+    pub fn commit(self) -> Result<u64> {
+        let tx = self.tree.store_ref().pool.tx;
+        commit_all(&tx, vec![self])
+    }
+
+    /// Writes the transaction's pages and queues the pages it freed, ahead of the commit
+    /// that publishes its new root: (the pool, the map's new entry).
+    fn prepare(self) -> Result<(OrderedRef, Pool<'a>, area::Entry)> {
+        self.usable()?;
+        let m = self.m;
+        let (pages, f) = self.tree.finish();
+        let Finished {
+            root,
+            written,
+            replaced,
+        } = f;
+        let mut pool = pages.pool;
+        let sh = pool.tx.sh;
+        for (off, buf) in &written {
+            write_page(sh, *off, buf);
+        }
+        for p in replaced {
+            pool.free(p);
+        }
+        pool.queue_freed()?;
+        let mut en = pool.entry;
+        en.root = root.page;
+        en.depth = root.depth as u64;
+        en.count = root.count;
+        Ok((m, pool, en))
+    }
+
+    /// Drops the transaction: nothing it did is seen, and its pages stay free (they were
+    /// never taken in any committed state).
+    pub fn abort(self) {
+        let tx = self.tree.store_ref().pool.tx;
+        tx.unlock(self.m.hdr + MO_WLOCK);
+    }
+
+    /// The value of `key` as this transaction sees it.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.tree.get(key)
+    }
+}
+
+fn write_page(sh: &Shared, off: u64, p: &PageBuf) {
+    sh.r.write_bytes(off, p.bytes());
+}
+
+/// Starts one write transaction on each map of `maps` (of one store), taking their writer
+/// locks in the order of their headers' offsets, the one order every transaction takes
+/// them in, so that two transactions never wait for each other.
+pub(crate) fn begin_many<'a>(tx: Txn<'a>, maps: &[OrderedRef]) -> Result<Vec<Write<'a>>> {
+    let mut sorted: Vec<OrderedRef> = maps.to_vec();
+    sorted.sort_by_key(|m| m.hdr);
+    sorted.dedup_by_key(|m| m.hdr);
+    let mut out: Vec<Write<'a>> = Vec::with_capacity(sorted.len());
+    for m in &sorted {
+        let w = tx.lock(m.hdr + MO_WLOCK).and_then(|()| m.begin_locked(tx));
+        match w {
+            Ok(w) => out.push(w),
+            Err(e) => {
+                for w in out {
+                    w.abort();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Commits the write transactions `writes` (of one store) as one step: all of them or,
+/// after a crash at any instant, none; releases their writer locks either way.
+pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>) -> Result<u64> {
+    let locks: Vec<u64> = writes.iter().map(|w| w.m.hdr + MO_WLOCK).collect();
+    let area = writes.first().map(|w| w.m.area);
+    let r = (|| {
+        let mut prepared = Vec::with_capacity(writes.len());
+        for w in writes {
+            prepared.push(w.prepare()?);
+        }
+        crate::rt::failpoint!("ordered.commit.pages_written");
+        let entries: Vec<(u64, area::Entry)> =
+            prepared.iter().map(|(m, _, en)| (m.e, *en)).collect();
+        let Some(a) = area else {
+            return Ok(0); // no map: nothing to commit
+        };
+        area::commit(tx, a, &entries, None, |seq| {
+            for (_, pool, _) in &prepared {
+                pool.stamp(seq);
+            }
+        })
+    })();
+    for l in locks.iter().rev() {
+        tx.unlock(*l);
+    }
+    r
+}

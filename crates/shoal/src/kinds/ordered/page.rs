@@ -1,0 +1,569 @@
+//! The page of an ordered map's B+tree: a slotted page of 4 KiB, leaf or branch.
+//!
+//! Layout (all integers little-endian):
+//!
+//! ```text
+//!  0  u16 kind        1 = leaf, 2 = branch
+//!  2  u16 n           entries
+//!  4  u16 heap_lo     the entries' bytes occupy [heap_lo, PAGE)
+//!  6  u16 dead        bytes of the heap no entry uses (reclaimed by compaction)
+//!  8  u64 reserved    0
+//! 16  u64 child0      branch: the leftmost child (keys below the first separator)
+//! 24  u64 count0      branch: the number of entries under child0
+//! 32  slots           n x 8 bytes, sorted by key: u16 off, u16 klen, u32 head
+//! ```
+//!
+//! `head` is the key's first four bytes read big-endian (zero-padded), so a binary search
+//! compares integers in the slot array, which is contiguous, and reads a key's bytes only
+//! when heads tie: most of a search's compares touch one or two cache lines. A leaf entry
+//! at `off` is `u32 vlen, key, value`; a branch entry is `key, u64 child, u64 count`, the
+//! child holding the keys from its separator up to the next one, and `count` the entries
+//! under it (a counted B+tree: `count_range` is exact in O(log n)).
+//!
+//! The writer edits pages in its own buffers ([`PageBuf`]) and copies them into the file
+//! at commit; readers search pages in the file through [`PageRead`], since a committed page
+//! never changes until no snapshot can reach it.
+
+use std::cmp::Ordering;
+
+/// The size of a page.
+pub const PAGE: usize = 4096;
+/// Bytes before the slot array.
+pub const HDR: usize = 32;
+/// Bytes of one slot.
+pub const SLOT: usize = 8;
+
+/// Page kinds (header word 0).
+pub const LEAF: u16 = 1;
+/// See [`LEAF`].
+pub const BRANCH: u16 = 2;
+
+/// The head of a key: its first four bytes, big-endian, zero-padded.
+#[inline]
+pub fn head(key: &[u8]) -> u32 {
+    let mut b = [0u8; 4];
+    let n = key.len().min(4);
+    b[..n].copy_from_slice(&key[..n]);
+    u32::from_be_bytes(b)
+}
+
+/// Read access to a page, wherever it is.
+pub trait PageRead {
+    /// The `u16` at byte `at` of the page.
+    fn u16_at(&self, at: usize) -> u16;
+    /// The `u32` at byte `at`.
+    fn u32_at(&self, at: usize) -> u32;
+    /// The `u64` at byte `at`.
+    fn u64_at(&self, at: usize) -> u64;
+    /// Compares the `len` bytes at `at` with `key`.
+    fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> Ordering;
+    /// Copies the `dst.len()` bytes at `at` into `dst`.
+    fn copy_out(&self, at: usize, dst: &mut [u8]);
+
+    /// The page's kind.
+    fn kind(&self) -> u16 {
+        self.u16_at(0)
+    }
+    /// The number of entries.
+    fn n(&self) -> usize {
+        self.u16_at(2) as usize
+    }
+    /// Entry `i`'s key: (offset, length).
+    fn key_at(&self, i: usize) -> (usize, usize) {
+        let s = HDR + SLOT * i;
+        let off = self.u16_at(s) as usize;
+        let klen = self.u16_at(s + 2) as usize;
+        let data = if self.kind() == LEAF { off + 4 } else { off };
+        (data, klen)
+    }
+    /// Compares entry `i`'s key with `key` (whose head is `h`).
+    fn cmp_entry(&self, i: usize, key: &[u8], h: u32) -> Ordering {
+        let s = HDR + SLOT * i;
+        let eh = self.u32_at(s + 4);
+        if eh != h {
+            return eh.cmp(&h);
+        }
+        let (at, len) = self.key_at(i);
+        // Equal heads: both keys' first min(4, len) bytes are equal (zero padding can
+        // only tie a shorter key with one that has zero bytes there, so compare fully).
+        self.cmp_bytes(at, len, key)
+    }
+    /// Binary search: `Ok(i)` where entry `i` has `key`, else `Err(i)` where it would go.
+    fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let h = head(key);
+        let (mut lo, mut hi) = (0usize, self.n());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.cmp_entry(mid, key, h) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+    /// Leaf entry `i`'s value: (offset, length).
+    fn value_at(&self, i: usize) -> (usize, usize) {
+        let s = HDR + SLOT * i;
+        let off = self.u16_at(s) as usize;
+        let klen = self.u16_at(s + 2) as usize;
+        (off + 4 + klen, self.u32_at(off) as usize)
+    }
+    /// Branch: the child index that holds `key` (0 = child0, i + 1 = entry i's child).
+    fn child_index(&self, key: &[u8]) -> usize {
+        match self.search(key) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+    /// Branch: child `c` (0 = child0) and the entries under it.
+    fn child(&self, c: usize) -> (u64, u64) {
+        if c == 0 {
+            return (self.u64_at(16), self.u64_at(24));
+        }
+        let (at, len) = self.key_at(c - 1);
+        (self.u64_at(at + len), self.u64_at(at + len + 8))
+    }
+}
+
+/// A page in the writer's own memory.
+#[derive(Clone)]
+pub struct PageBuf {
+    b: Box<[u8; PAGE]>,
+}
+
+impl std::fmt::Debug for PageBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageBuf")
+            .field("kind", &self.kind())
+            .field("n", &self.n())
+            .finish()
+    }
+}
+
+impl PageRead for PageBuf {
+    fn u16_at(&self, at: usize) -> u16 {
+        u16::from_le_bytes([self.b[at], self.b[at + 1]])
+    }
+    fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.b[at..at + 4].try_into().unwrap())
+    }
+    fn u64_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.b[at..at + 8].try_into().unwrap())
+    }
+    fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> Ordering {
+        self.b[at..at + len].cmp(key)
+    }
+    fn copy_out(&self, at: usize, dst: &mut [u8]) {
+        dst.copy_from_slice(&self.b[at..at + dst.len()]);
+    }
+}
+
+/// Why an edit did not fit.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Full;
+
+impl PageBuf {
+    /// An empty page of `kind`.
+    pub fn new(kind: u16) -> PageBuf {
+        let mut p = PageBuf {
+            b: Box::new([0u8; PAGE]),
+        };
+        p.put16(0, kind);
+        p.set_heap_lo(PAGE);
+        p
+    }
+
+    /// A page copied from `bytes` (which must be a page).
+    pub fn from_bytes(bytes: &[u8]) -> PageBuf {
+        let mut b = Box::new([0u8; PAGE]);
+        b.copy_from_slice(bytes);
+        PageBuf { b }
+    }
+
+    /// The page's bytes.
+    pub fn bytes(&self) -> &[u8; PAGE] {
+        &self.b
+    }
+
+    fn put16(&mut self, at: usize, v: u16) {
+        self.b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    fn put32(&mut self, at: usize, v: u32) {
+        self.b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn put64(&mut self, at: usize, v: u64) {
+        self.b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    fn heap_lo(&self) -> usize {
+        self.u16_at(4) as usize
+    }
+    fn set_heap_lo(&mut self, v: usize) {
+        self.put16(4, v as u16);
+    }
+    fn set_n(&mut self, n: usize) {
+        self.put16(2, n as u16);
+    }
+    fn dead(&self) -> usize {
+        self.u16_at(6) as usize
+    }
+    fn set_dead(&mut self, d: usize) {
+        self.put16(6, d as u16);
+    }
+    /// Branch: sets child0 and its entry count.
+    pub fn set_child0(&mut self, child: u64, count: u64) {
+        self.put64(16, child);
+        self.put64(24, count);
+    }
+
+    /// Free bytes between the slot array and the heap.
+    fn gap(&self) -> usize {
+        self.heap_lo() - (HDR + SLOT * self.n())
+    }
+    /// Bytes an entry would take, its slot included.
+    pub fn entry_size(kind: u16, klen: usize, vlen: usize) -> usize {
+        SLOT + klen + if kind == LEAF { 4 + vlen } else { 16 }
+    }
+    /// Bytes used by entries and slots.
+    pub fn used(&self) -> usize {
+        (PAGE - self.heap_lo() - self.dead()) + SLOT * self.n()
+    }
+    /// Bytes an entry may take at most in a page of its kind.
+    pub fn room(&self) -> usize {
+        PAGE - HDR - self.used()
+    }
+
+    /// Makes `need` contiguous bytes free, compacting the heap if that is enough.
+    fn make_room(&mut self, need: usize) -> Result<(), Full> {
+        if self.gap() >= need {
+            return Ok(());
+        }
+        if self.gap() + self.dead() < need {
+            return Err(Full);
+        }
+        self.compact();
+        Ok(())
+    }
+
+    /// Rewrites the heap with no dead bytes, entries in slot order.
+    pub fn compact(&mut self) {
+        let old = self.b.clone();
+        let oldp = PageBuf { b: old };
+        let n = self.n();
+        let mut lo = PAGE;
+        for i in 0..n {
+            let s = HDR + SLOT * i;
+            let off = oldp.u16_at(s) as usize;
+            let len = oldp.entry_len(i);
+            lo -= len;
+            self.b[lo..lo + len].copy_from_slice(&oldp.b[off..off + len]);
+            self.put16(s, lo as u16);
+        }
+        self.set_heap_lo(lo);
+        self.set_dead(0);
+    }
+
+    /// The heap bytes of entry `i`.
+    fn entry_len(&self, i: usize) -> usize {
+        let s = HDR + SLOT * i;
+        let off = self.u16_at(s) as usize;
+        let klen = self.u16_at(s + 2) as usize;
+        if self.kind() == LEAF {
+            4 + klen + self.u32_at(off) as usize
+        } else {
+            klen + 16
+        }
+    }
+
+    /// Inserts a slot at `i` for an entry of `len` heap bytes and key `key`; returns the
+    /// entry's offset.
+    fn insert_slot(&mut self, i: usize, key: &[u8], len: usize) -> Result<usize, Full> {
+        self.make_room(len + SLOT)?;
+        let n = self.n();
+        let s = HDR + SLOT * i;
+        self.b.copy_within(s..HDR + SLOT * n, s + SLOT);
+        let off = self.heap_lo() - len;
+        self.set_heap_lo(off);
+        self.put16(s, off as u16);
+        self.put16(s + 2, key.len() as u16);
+        self.put32(s + 4, head(key));
+        self.set_n(n + 1);
+        Ok(off)
+    }
+
+    /// Leaf: inserts (key, value) at slot `i` (from a search's `Err(i)`).
+    pub fn leaf_insert(&mut self, i: usize, key: &[u8], value: &[u8]) -> Result<(), Full> {
+        debug_assert_eq!(self.kind(), LEAF);
+        let off = self.insert_slot(i, key, 4 + key.len() + value.len())?;
+        self.put32(off, value.len() as u32);
+        self.b[off + 4..off + 4 + key.len()].copy_from_slice(key);
+        self.b[off + 4 + key.len()..off + 4 + key.len() + value.len()].copy_from_slice(value);
+        Ok(())
+    }
+
+    /// Removes entry `i` (its heap bytes become dead).
+    pub fn remove(&mut self, i: usize) {
+        let n = self.n();
+        let len = self.entry_len(i);
+        let s = HDR + SLOT * i;
+        let off = self.u16_at(s) as usize;
+        self.b.copy_within(s + SLOT..HDR + SLOT * n, s);
+        self.set_n(n - 1);
+        if off == self.heap_lo() {
+            self.set_heap_lo(off + len);
+        } else {
+            self.set_dead(self.dead() + len);
+        }
+    }
+
+    /// Leaf: replaces entry `i`'s value.
+    pub fn leaf_set_value(&mut self, i: usize, value: &[u8]) -> Result<(), Full> {
+        let (vat, vlen) = self.value_at(i);
+        if vlen == value.len() {
+            self.b[vat..vat + vlen].copy_from_slice(value);
+            return Ok(());
+        }
+        let (kat, klen) = self.key_at(i);
+        let key = self.b[kat..kat + klen].to_vec();
+        // The room check counts the old entry's bytes as reclaimable.
+        let old = self.entry_len(i) + SLOT;
+        if self.room() + old < Self::entry_size(LEAF, klen, value.len()) {
+            return Err(Full);
+        }
+        self.remove(i);
+        self.leaf_insert(i, &key, value)
+    }
+
+    /// Branch: inserts separator `key` with `child` (holding `count` entries) at slot `i`.
+    pub fn branch_insert(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        child: u64,
+        count: u64,
+    ) -> Result<(), Full> {
+        debug_assert_eq!(self.kind(), BRANCH);
+        let off = self.insert_slot(i, key, key.len() + 16)?;
+        self.b[off..off + key.len()].copy_from_slice(key);
+        self.put64(off + key.len(), child);
+        self.put64(off + key.len() + 8, count);
+        Ok(())
+    }
+
+    /// Branch: sets child `c` (0 = child0) and its entry count.
+    pub fn set_child(&mut self, c: usize, child: u64, count: u64) {
+        if c == 0 {
+            return self.set_child0(child, count);
+        }
+        let (at, len) = self.key_at(c - 1);
+        self.put64(at + len, child);
+        self.put64(at + len + 8, count);
+    }
+
+    /// Splits the page at its middle by bytes: keeps the lower half, returns the upper
+    /// half and the separator (the upper half's first key; a branch moves that entry's
+    /// child to the new page's child0 and drops the entry).
+    pub fn split(&mut self) -> (PageBuf, Vec<u8>) {
+        let n = self.n();
+        debug_assert!(n >= 2);
+        let kind = self.kind();
+        let total = self.used();
+        // The first entry whose bytes cross half the page's use: the upper page starts
+        // there (at least one entry on each side).
+        let mut acc = 0;
+        let mut at = n - 1;
+        for i in 0..n {
+            acc += self.entry_len(i) + SLOT;
+            if acc * 2 >= total {
+                at = (i + 1).min(n - 1).max(1);
+                break;
+            }
+        }
+        let mut right = PageBuf::new(kind);
+        let (kat, klen) = self.key_at(at);
+        let sep = self.b[kat..kat + klen].to_vec();
+        let mut j = 0;
+        for i in at..n {
+            let (ka, kl) = self.key_at(i);
+            let key = self.b[ka..ka + kl].to_vec();
+            if kind == LEAF {
+                let (va, vl) = self.value_at(i);
+                let v = self.b[va..va + vl].to_vec();
+                right
+                    .leaf_insert(j, &key, &v)
+                    .expect("half a page fits a page");
+                j += 1;
+            } else {
+                let (c, cnt) = self.child(i + 1);
+                if i == at {
+                    right.set_child0(c, cnt);
+                } else {
+                    right
+                        .branch_insert(j, &key, c, cnt)
+                        .expect("half a page fits a page");
+                    j += 1;
+                }
+            }
+        }
+        for i in (at..n).rev() {
+            self.remove(i);
+        }
+        self.compact();
+        (right, sep)
+    }
+
+    /// Checks that every offset and length the page holds stays inside it, so that the
+    /// edits above cannot go out of bounds on a page from a corrupt file; says what is
+    /// wrong otherwise. `kind` is what the page must be.
+    pub fn validate(&self, kind: u16) -> std::result::Result<(), String> {
+        if self.kind() != kind {
+            return Err(format!("kind {} where {kind} belongs", self.kind()));
+        }
+        let (n, lo) = (self.n(), self.heap_lo());
+        if HDR + SLOT * n > lo || lo > PAGE || self.dead() > PAGE - lo {
+            return Err(format!("{n} entries and a heap from {lo} do not fit"));
+        }
+        for i in 0..n {
+            let s = HDR + SLOT * i;
+            let off = self.u16_at(s) as usize;
+            let klen = self.u16_at(s + 2) as usize;
+            let len = if kind == LEAF {
+                if off < lo || off + 4 > PAGE {
+                    return Err(format!("entry {i} at {off} is outside the heap"));
+                }
+                4 + klen + self.u32_at(off) as usize
+            } else {
+                klen + 16
+            };
+            if off < lo || off + len > PAGE {
+                return Err(format!("entry {i} ({len} bytes at {off}) leaves the page"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Branch: the sum of every child's entry count.
+    pub fn total_count(&self) -> u64 {
+        (0..=self.n()).map(|c| self.child(c).1).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn rng(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    fn leaf_contents(p: &PageBuf) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..p.n())
+            .map(|i| {
+                let (ka, kl) = p.key_at(i);
+                let (va, vl) = p.value_at(i);
+                (
+                    p.bytes()[ka..ka + kl].to_vec(),
+                    p.bytes()[va..va + vl].to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn leaf_follows_a_btreemap_through_inserts_replaces_removes_and_splits() {
+        for seed0 in 1..40u64 {
+            let mut seed = seed0 * 0x9e37_79b9_7f4a_7c15;
+            let mut model = BTreeMap::new();
+            let mut p = PageBuf::new(LEAF);
+            for _ in 0..2000 {
+                let r = rng(&mut seed);
+                // Short keys with shared heads and zero bytes, to exercise head ties.
+                let klen = (r % 9) as usize;
+                let key: Vec<u8> = (0..klen).map(|j| ((r >> (8 + j * 3)) & 3) as u8).collect();
+                let vlen = ((r >> 40) % 40) as usize;
+                let val = vec![(r >> 50) as u8; vlen];
+                match (r >> 60) % 4 {
+                    0 | 1 => match p.search(&key) {
+                        Ok(i) => {
+                            if p.leaf_set_value(i, &val).is_ok() {
+                                model.insert(key, val);
+                            }
+                        }
+                        Err(i) => {
+                            if p.leaf_insert(i, &key, &val).is_ok() {
+                                model.insert(key, val);
+                            }
+                        }
+                    },
+                    2 => {
+                        if let Ok(i) = p.search(&key) {
+                            p.remove(i);
+                            model.remove(&key);
+                        }
+                    }
+                    _ => {
+                        if p.n() >= 2 && p.room() < 600 {
+                            let (right, sep) = p.split();
+                            assert_eq!(leaf_contents(&right)[0].0, sep, "seed {seed0}");
+                            let upper: BTreeMap<_, _> = model.split_off(&sep);
+                            assert_eq!(
+                                leaf_contents(&right),
+                                upper.into_iter().collect::<Vec<_>>(),
+                                "seed {seed0}"
+                            );
+                        }
+                    }
+                }
+                assert_eq!(
+                    leaf_contents(&p),
+                    model.clone().into_iter().collect::<Vec<_>>(),
+                    "seed {seed0}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn branch_routes_keys_to_the_child_that_holds_them() {
+        let mut p = PageBuf::new(BRANCH);
+        p.set_child0(100, 5);
+        for (i, k) in [b"b".as_slice(), b"d", b"f"].iter().enumerate() {
+            p.branch_insert(i, k, 101 + i as u64, 6 + i as u64).unwrap();
+        }
+        let child_of = |k: &[u8]| p.child(p.child_index(k)).0;
+        assert_eq!(child_of(b"a"), 100);
+        assert_eq!(child_of(b""), 100);
+        assert_eq!(child_of(b"b"), 101);
+        assert_eq!(child_of(b"c"), 101);
+        assert_eq!(child_of(b"d"), 102);
+        assert_eq!(child_of(b"zz"), 103);
+        assert_eq!(p.total_count(), 5 + 6 + 7 + 8);
+        let (right, sep) = p.split();
+        assert!(!sep.is_empty());
+        assert_eq!(p.total_count() + right.total_count(), 26);
+        assert_eq!(p.n() + right.n() + 1, 3);
+    }
+
+    #[test]
+    fn a_full_page_refuses_an_entry_and_is_unchanged() {
+        let mut p = PageBuf::new(LEAF);
+        let mut i = 0u32;
+        while p
+            .leaf_insert(i as usize, &i.to_be_bytes(), &[7; 100])
+            .is_ok()
+        {
+            i += 1;
+        }
+        let before = leaf_contents(&p);
+        assert_eq!(
+            p.leaf_insert(i as usize, &i.to_be_bytes(), &[7; 100]),
+            Err(Full)
+        );
+        assert_eq!(leaf_contents(&p), before);
+        assert!(p.room() < 100 + 4 + 4 + SLOT);
+    }
+}

@@ -1,0 +1,248 @@
+//! A map's pages: runs it owns, and a queue of pages freed by its commits.
+//!
+//! Everything that says which pages are in use is part of the map's entry in the root
+//! table (the pool cursor and the free-page queue's ends), so it changes only with a
+//! commit: a writer that dies before committing has taken nothing, and nothing leaks.
+//! Runs are the exception, since they come from the store's allocator: each is recorded
+//! in the map header, in the same redo list that takes it, before any page of it is used.
+//!
+//! The free-page queue is a FIFO of (page, commit) pairs in queue pages. A writer takes
+//! from its head by moving the head position (no write: the committed queue stays
+//! whole), and appends past the committed tail count (bytes no committed state reads).
+//! A page freed by commit `c` is reused once every live reader reads a snapshot at or
+//! after `c`.
+
+use super::area::{self, Entry};
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::shared::Shared;
+use crate::txn::Txn;
+use std::sync::atomic::Ordering::*;
+
+/// Pages of run `r`: all of its chunks' pages but the first (the run header's).
+pub(crate) fn run_pages(sh: &Shared, r: u64) -> u64 {
+    run_chunks(r) * sh.g.chunk_size() / PAGE_BYTES - 1
+}
+
+/// Chunks of run `r` (doubling up to [`MAX_RUN_CHUNKS`]).
+pub(crate) fn run_chunks(r: u64) -> u64 {
+    (1u64 << r.min(6)).min(MAX_RUN_CHUNKS)
+}
+
+/// Pages the map has ever taken from its runs, as the pool cursor `pool` says.
+pub(crate) fn pages_taken(sh: &Shared, pool: u64) -> u64 {
+    let (r, i) = (pool >> 32, pool & 0xffff_ffff);
+    (0..r).map(|q| run_pages(sh, q)).sum::<u64>() + i
+}
+
+/// A write transaction's view of its map's pages.
+pub(crate) struct Pool<'a> {
+    pub tx: Txn<'a>,
+    /// The map header.
+    pub hdr: u64,
+    /// The map's catalog id (its runs' owner).
+    pub id: u64,
+    /// The ordered area.
+    pub area: u64,
+    /// The entry as this transaction has changed it.
+    pub entry: Entry,
+    /// Pages taken and then dropped by this transaction: reusable at once.
+    recycled: Vec<u64>,
+    /// Pages this transaction frees for readers of older snapshots: queued at commit.
+    freed: Vec<u64>,
+    /// Queue entries written past the committed tail, whose commit number is stamped at
+    /// commit: (page offset of the entry).
+    unstamped: Vec<u64>,
+    /// The oldest snapshot read, as last computed (pages freed at or below it are free).
+    safe: u64,
+}
+
+impl<'a> Pool<'a> {
+    /// The pool of the map at `hdr`, from its committed entry.
+    pub fn new(tx: Txn<'a>, id: u64, hdr: u64, area: u64, entry: Entry) -> Pool<'a> {
+        Pool {
+            tx,
+            hdr,
+            id,
+            area,
+            entry,
+            recycled: Vec::new(),
+            freed: Vec::new(),
+            unstamped: Vec::new(),
+            safe: 0,
+        }
+    }
+
+    fn sh(&self) -> &'a Shared {
+        self.tx.sh
+    }
+
+    /// A page for the transaction.
+    pub fn alloc(&mut self) -> Result<u64> {
+        if let Some(p) = self.recycled.pop() {
+            return Ok(p);
+        }
+        if let Some(p) = self.take_queued()? {
+            return Ok(p);
+        }
+        self.take_new()
+    }
+
+    /// A page the transaction took and no longer uses.
+    pub fn recycle(&mut self, page: u64) {
+        self.recycled.push(page);
+    }
+
+    /// A committed page the transaction replaced: free for snapshots after this commit.
+    pub fn free(&mut self, page: u64) {
+        self.freed.push(page);
+    }
+
+    /// The head of the free-page queue, if a reader no longer needs it.
+    fn take_queued(&mut self) -> Result<Option<u64>> {
+        let sh = self.sh();
+        let e = self.entry;
+        if e.fq_head == 0 || (e.fq_head == e.fq_tail && e.fq_pos >= e.fq_tail_n) {
+            return Ok(None);
+        }
+        if e.fq_pos == FQ_N {
+            // The head page is used up: its successor is the head (the old head page
+            // is free once this commit is older than every snapshot).
+            let next = sh.w(e.fq_head).load(Acquire);
+            if next == 0 || !self.page_ok(next) {
+                return Err(sh.corrupt(format!(
+                    "ordered map at {:#x}: free-page queue page {:#x} links to {next:#x}",
+                    self.hdr, e.fq_head
+                )));
+            }
+            let old = e.fq_head;
+            let e = &mut self.entry;
+            e.fq_head = next;
+            e.fq_pos = 0;
+            self.freed.push(old);
+            return self.take_queued();
+        }
+        let at = e.fq_head + FQ_HDR + 16 * e.fq_pos;
+        let (page, freed_at) = (sh.w(at).load(Acquire), sh.w(at + 8).load(Acquire));
+        if freed_at > self.safe {
+            self.safe = area::oldest_read(sh, self.area);
+            if freed_at > self.safe {
+                return Ok(None);
+            }
+        }
+        if !self.page_ok(page) {
+            return Err(sh.corrupt(format!(
+                "ordered map at {:#x}: free-page queue holds {page:#x}, not a page",
+                self.hdr
+            )));
+        }
+        self.entry.fq_pos += 1;
+        Ok(Some(page))
+    }
+
+    /// Whether `page` is a page of a run (a check on what the queue holds).
+    fn page_ok(&self, page: u64) -> bool {
+        let sh = self.sh();
+        page % PAGE_BYTES == 0 && page >= sh.g.chunks_off && page + PAGE_BYTES <= sh.file_end()
+    }
+
+    /// A page never used before, from the pool cursor (growing the pool by a run).
+    fn take_new(&mut self) -> Result<u64> {
+        let sh = self.sh();
+        let (r, i) = (self.entry.pool >> 32, self.entry.pool & 0xffff_ffff);
+        let nruns = sh.w(self.hdr + MO_NRUNS).load(Acquire);
+        if r < nruns && i < run_pages(sh, r) {
+            let run = sh.w(self.hdr + MO_RUNS + 8 * r).load(Acquire);
+            self.entry.pool = r << 32 | (i + 1);
+            return Ok(run + PAGE_BYTES * (1 + i));
+        }
+        let next = if r < nruns { r + 1 } else { r };
+        if next >= MAX_RUNS {
+            return Err(Error::StoreFull(format!(
+                "ordered map at {:#x} holds its maximum of {MAX_RUNS} runs of pages",
+                self.hdr
+            )));
+        }
+        if next >= nruns {
+            self.grow(next)?;
+        }
+        self.entry.pool = next << 32;
+        self.take_new()
+    }
+
+    /// Takes run `r` from the store and records it in the map header.
+    fn grow(&self, r: u64) -> Result<()> {
+        let (tx, hdr, id) = (&self.tx, self.hdr, self.id);
+        let k = run_chunks(r);
+        crate::alloc::with_alloc_lock(tx, |redo| {
+            let c = crate::alloc::take_run(tx, k, redo, crate::alloc::Purpose::Normal)?;
+            redo.push(c + K_KIND, CK_INDEX);
+            redo.push(c + K_RUN, k);
+            redo.push(c + K_NEXT, tx.sh.w(hdr + MO_CHAIN).load(Acquire));
+            redo.push(c + K_OWNER, id);
+            redo.push(hdr + MO_CHAIN, c);
+            redo.push(hdr + MO_RUNS + 8 * r, c);
+            redo.push(hdr + MO_NRUNS, r + 1);
+            Ok(())
+        })
+    }
+
+    /// Writes the pages freed by this transaction into the queue (past the committed
+    /// tail), ahead of the commit; their commit number is stamped by [`Pool::stamp`].
+    pub fn queue_freed(&mut self) -> Result<()> {
+        // Taking a queue page may free more (a used-up head): loop until settled.
+        while let Some(page) = self.freed.pop() {
+            self.append(page)?;
+        }
+        // Pages dropped unused go back as free at once (commit 0: always reusable).
+        while let Some(page) = self.recycled.pop() {
+            self.append_at(page, Some(0))?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, page: u64) -> Result<()> {
+        self.append_at(page, None)
+    }
+
+    fn append_at(&mut self, page: u64, seq: Option<u64>) -> Result<()> {
+        let sh = self.sh();
+        if self.entry.fq_tail == 0 || self.entry.fq_tail_n == FQ_N {
+            // A queue page is any free page: from the queue itself if its head is free,
+            // so that the queue's own pages circulate instead of growing the pool.
+            let q = match self.recycled.pop() {
+                Some(q) => q,
+                None => match self.take_queued()? {
+                    Some(q) => q,
+                    None => self.take_new()?,
+                },
+            };
+            sh.w(q).store(0, Release);
+            if self.entry.fq_tail == 0 {
+                self.entry.fq_head = q;
+                self.entry.fq_pos = 0;
+            } else {
+                // The old tail's link: no committed state follows it (the committed tail
+                // is that page, and a head stops at the tail).
+                sh.w(self.entry.fq_tail).store(q, Release);
+            }
+            self.entry.fq_tail = q;
+            self.entry.fq_tail_n = 0;
+        }
+        let at = self.entry.fq_tail + FQ_HDR + 16 * self.entry.fq_tail_n;
+        sh.w(at).store(page, Release);
+        match seq {
+            Some(s) => sh.w(at + 8).store(s, Release),
+            None => self.unstamped.push(at + 8),
+        }
+        self.entry.fq_tail_n += 1;
+        Ok(())
+    }
+
+    /// Stamps the queue entries of this transaction with its commit number.
+    pub fn stamp(&self, seq: u64) {
+        for at in &self.unstamped {
+            self.sh().w(*at).store(seq, Release);
+        }
+    }
+}

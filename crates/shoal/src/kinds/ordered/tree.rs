@@ -1,0 +1,583 @@
+//! The copy-on-write B+tree over pages: reads of a snapshot and a writer's transaction.
+//!
+//! A snapshot is a root page and the tree's entry count. A write transaction copies every
+//! page it changes (once: a page it allocated itself it edits in place, as LMDB does), so
+//! every snapshot stays whole for its readers; at commit the new pages are written and the
+//! pages it replaced become free once no snapshot older than the commit is read.
+//!
+//! Where pages live is the [`Pages`] trait's business: the file in the engine, a hash map
+//! in the tests.
+
+use super::page::{PageBuf, PageRead, BRANCH, LEAF};
+use crate::error::Result;
+use std::collections::HashMap;
+
+/// The offset of no page (an empty tree's root).
+pub const NO_PAGE: u64 = 0;
+
+/// A committed tree: what one snapshot of one map reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Root {
+    /// The root page, or [`NO_PAGE`].
+    pub page: u64,
+    /// Levels of branches above the leaves (0: the root is a leaf).
+    pub depth: u32,
+    /// Entries in the tree.
+    pub count: u64,
+}
+
+/// Where committed pages are read.
+pub trait PageSource {
+    /// A committed page.
+    type Page<'a>: PageRead
+    where
+        Self: 'a;
+    /// Reads page `off`.
+    fn page(&self, off: u64) -> Self::Page<'_>;
+}
+
+/// Where a write transaction also allocates new pages.
+pub trait Pages: PageSource {
+    /// A fresh page offset for the transaction.
+    fn alloc(&mut self) -> Result<u64>;
+    /// A page [`Pages::alloc`] gave this transaction, no longer used: free at once (the
+    /// next `alloc` may return it).
+    fn recycle(&mut self, off: u64);
+    /// The error for a committed page that is not what the tree needs there.
+    fn corrupt(&self, what: String) -> crate::error::Error;
+}
+
+/// A page as a write transaction sees it: its own copy, or a committed page.
+enum View<'a, P: PageRead> {
+    Own(&'a PageBuf),
+    Committed(P),
+}
+
+macro_rules! view {
+    ($v:expr, $p:ident => $e:expr) => {
+        match $v {
+            View::Own($p) => $e,
+            View::Committed(ref $p) => $e,
+        }
+    };
+}
+
+/// What a put does when the key is there, or is not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutMode {
+    /// Insert or replace.
+    Upsert,
+    /// Only if the key is absent.
+    Insert,
+    /// Only if the key is present.
+    Replace,
+}
+
+/// A write transaction on one tree.
+pub struct WriteTxn<S: Pages> {
+    /// The pages.
+    pub store: S,
+    root: Root,
+    /// Pages this transaction wrote, by offset.
+    own: HashMap<u64, PageBuf>,
+    /// Committed pages this transaction replaced (free once no older snapshot is read).
+    replaced: Vec<u64>,
+}
+
+/// What a write transaction leaves to commit.
+pub struct Finished {
+    /// The new tree.
+    pub root: Root,
+    /// The pages to copy into the file, by offset.
+    pub written: HashMap<u64, PageBuf>,
+    /// Committed pages replaced: free once no snapshot older than the commit is read.
+    pub replaced: Vec<u64>,
+}
+
+/// A split travelling up: the new right page's first key, offset and entry count.
+struct Split {
+    sep: Vec<u8>,
+    page: u64,
+    count: u64,
+}
+
+impl<S: Pages> WriteTxn<S> {
+    /// A transaction over the committed tree `root`.
+    pub fn new(store: S, root: Root) -> WriteTxn<S> {
+        WriteTxn {
+            store,
+            root,
+            own: HashMap::new(),
+            replaced: Vec::new(),
+        }
+    }
+
+    /// The pages' owner.
+    pub fn store_ref(&self) -> &S {
+        &self.store
+    }
+
+    /// The outcome: the new tree, the pages to write into the file and the committed
+    /// pages it replaced.
+    pub fn finish(self) -> (S, Finished) {
+        let f = Finished {
+            root: self.root,
+            written: self.own,
+            replaced: self.replaced,
+        };
+        (self.store, f)
+    }
+
+    /// An own page the tree no longer uses goes straight back to the pages' owner, so a
+    /// transaction that empties pages reuses them for the next ones it copies.
+    fn drop_own(&mut self, off: u64) {
+        self.own.remove(&off);
+        self.store.recycle(off);
+    }
+
+    fn view(&self, off: u64) -> View<'_, S::Page<'_>> {
+        match self.own.get(&off) {
+            Some(p) => View::Own(p),
+            None => View::Committed(self.store.page(off)),
+        }
+    }
+
+    /// Page `off`, at `level` (0: a leaf), made this transaction's own: its new offset.
+    fn own(&mut self, off: u64, level: u32) -> Result<u64> {
+        if self.own.contains_key(&off) {
+            return Ok(off);
+        }
+        let copy = {
+            let v = self.store.page(off);
+            let mut b = vec![0u8; super::page::PAGE];
+            v.copy_out(0, &mut b);
+            PageBuf::from_bytes(&b)
+        };
+        let kind = if level == 0 { LEAF } else { BRANCH };
+        if let Err(what) = copy.validate(kind) {
+            return Err(self.store.corrupt(format!("page {off:#x}: {what}")));
+        }
+        let new = self.store.alloc()?;
+        self.own.insert(new, copy);
+        self.replaced.push(off);
+        Ok(new)
+    }
+
+    fn fresh(&mut self, p: PageBuf) -> Result<u64> {
+        let off = self.store.alloc()?;
+        self.own.insert(off, p);
+        Ok(off)
+    }
+
+    /// The value of `key`, copied.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        if self.root.page == NO_PAGE {
+            return None;
+        }
+        let mut off = self.root.page;
+        for _ in 0..self.root.depth {
+            off = view!(self.view(off), p => p.child(p.child_index(key)).0);
+        }
+        view!(self.view(off), p => {
+            p.search(key).ok().map(|i| {
+                let (at, len) = p.value_at(i);
+                let mut v = vec![0u8; len];
+                p.copy_out(at, &mut v);
+                v
+            })
+        })
+    }
+
+    /// Puts `key` → `value` as `mode` says; returns whether it wrote. An error (no page
+    /// to allocate) leaves the transaction in no defined state: it must be dropped.
+    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
+        if self.root.page == NO_PAGE {
+            if mode == PutMode::Replace {
+                return Ok(false);
+            }
+            let mut leaf = PageBuf::new(LEAF);
+            leaf.leaf_insert(0, key, value)
+                .expect("an empty page takes an entry");
+            self.root = Root {
+                page: self.fresh(leaf)?,
+                depth: 0,
+                count: 1,
+            };
+            return Ok(true);
+        }
+        let root = self.own(self.root.page, self.root.depth)?;
+        let (wrote, added, split) = self.put_at(root, self.root.depth, key, value, mode)?;
+        self.root.page = root;
+        if added {
+            self.root.count += 1;
+        }
+        if let Some(s) = split {
+            let left_count = self.root.count - s.count;
+            let mut b = PageBuf::new(BRANCH);
+            b.set_child0(root, left_count);
+            b.branch_insert(0, &s.sep, s.page, s.count)
+                .expect("an empty page takes an entry");
+            self.root.page = self.fresh(b)?;
+            self.root.depth += 1;
+        }
+        Ok(wrote)
+    }
+
+    /// Puts under the owned page `off` at `level` (0 = leaf): (wrote, added, split).
+    fn put_at(
+        &mut self,
+        off: u64,
+        level: u32,
+        key: &[u8],
+        value: &[u8],
+        mode: PutMode,
+    ) -> Result<(bool, bool, Option<Split>)> {
+        if level == 0 {
+            let page = self.own.get_mut(&off).expect("owned");
+            let found = page.search(key);
+            let ok = match (found, mode) {
+                (Ok(_), PutMode::Insert) | (Err(_), PutMode::Replace) => {
+                    return Ok((false, false, None))
+                }
+                (Ok(i), _) => page.leaf_set_value(i, value),
+                (Err(i), _) => page.leaf_insert(i, key, value),
+            };
+            let added = found.is_err();
+            if ok.is_ok() {
+                return Ok((true, added, None));
+            }
+            let (mut right, sep) = page.split();
+            if key >= sep.as_slice() {
+                put_in_leaf(&mut right, key, value);
+            } else {
+                put_in_leaf(page, key, value);
+            }
+            let count = right.n() as u64;
+            let page = self.fresh(right)?;
+            return Ok((true, added, Some(Split { sep, page, count })));
+        }
+        let c = view!(self.view(off), p => p.child_index(key));
+        let (child, child_count) = view!(self.view(off), p => p.child(c));
+        let child = self.own(child, level - 1)?;
+        let (wrote, added, split) = self.put_at(child, level - 1, key, value, mode)?;
+        let page = self.own.get_mut(&off).expect("owned");
+        let mut child_count = child_count + added as u64;
+        if let Some(s) = &split {
+            child_count -= s.count;
+        }
+        page.set_child(c, child, child_count);
+        let Some(s) = split else {
+            return Ok((wrote, added, None));
+        };
+        if page.branch_insert(c, &s.sep, s.page, s.count).is_ok() {
+            return Ok((wrote, added, None));
+        }
+        let (mut right, sep) = page.split();
+        if s.sep >= sep {
+            let i = right.search(&s.sep).unwrap_err();
+            right
+                .branch_insert(i, &s.sep, s.page, s.count)
+                .expect("half a page has room");
+        } else {
+            page.branch_insert(c, &s.sep, s.page, s.count)
+                .expect("half a page has room");
+        }
+        let count = right.total_count();
+        let page = self.fresh(right)?;
+        Ok((wrote, added, Some(Split { sep, page, count })))
+    }
+
+    /// Removes `key`; returns whether it was there. An error leaves the transaction in
+    /// no defined state, as for [`WriteTxn::put`].
+    pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
+        if self.root.page == NO_PAGE || self.get(key).is_none() {
+            return Ok(false);
+        }
+        let root = self.own(self.root.page, self.root.depth)?;
+        let empty = self.remove_at(root, self.root.depth, key)?;
+        self.root.count -= 1;
+        self.root.page = root;
+        if empty {
+            self.drop_own(root);
+            self.root = Root::default();
+            return Ok(true);
+        }
+        // A root branch left with one child gives way to it.
+        while self.root.depth > 0 {
+            let p = &self.own[&self.root.page];
+            if p.n() > 0 {
+                break;
+            }
+            let (child, _) = p.child(0);
+            let old = self.root.page;
+            self.drop_own(old);
+            self.root.page = child;
+            self.root.depth -= 1;
+        }
+        Ok(true)
+    }
+
+    /// Removes `key` (present) under the owned page `off`; returns whether the page is
+    /// now empty (and should leave its parent).
+    fn remove_at(&mut self, off: u64, level: u32, key: &[u8]) -> Result<bool> {
+        if level == 0 {
+            let page = self.own.get_mut(&off).expect("owned");
+            let i = page.search(key).expect("present");
+            page.remove(i);
+            return Ok(page.n() == 0);
+        }
+        let c = view!(self.view(off), p => p.child_index(key));
+        let (child, count) = view!(self.view(off), p => p.child(c));
+        let child = self.own(child, level - 1)?;
+        let child_empty = self.remove_at(child, level - 1, key)?;
+        let page = self.own.get_mut(&off).expect("owned");
+        if !child_empty {
+            page.set_child(c, child, count - 1);
+            return Ok(false);
+        }
+        // The child is gone: drop its page and its entry (for child0, entry 0's child
+        // takes its place, and entry 0's separator goes).
+        if page.n() == 0 {
+            self.drop_own(child);
+            return Ok(true);
+        }
+        if c == 0 {
+            let (c1, n1) = page.child(1);
+            page.set_child0(c1, n1);
+            page.remove(0);
+        } else {
+            page.remove(c - 1);
+        }
+        self.drop_own(child);
+        Ok(false)
+    }
+}
+
+fn put_in_leaf(p: &mut PageBuf, key: &[u8], value: &[u8]) {
+    match p.search(key) {
+        Ok(i) => p.leaf_set_value(i, value),
+        Err(i) => p.leaf_insert(i, key, value),
+    }
+    .expect("half a page has room for an entry of at most a quarter page")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Pages in a hash map: committed ones shared, as the file would be.
+    pub(crate) struct Mem<'a> {
+        pub pages: &'a HashMap<u64, PageBuf>,
+        pub next: &'a mut u64,
+        /// Pages recycled by the transaction, handed out again first.
+        pub free: Vec<u64>,
+    }
+
+    impl PageSource for Mem<'_> {
+        type Page<'b>
+            = &'b PageBuf
+        where
+            Self: 'b;
+        fn page(&self, off: u64) -> &PageBuf {
+            &self.pages[&off]
+        }
+    }
+
+    impl Pages for Mem<'_> {
+        fn alloc(&mut self) -> Result<u64> {
+            if let Some(p) = self.free.pop() {
+                return Ok(p);
+            }
+            *self.next += 1;
+            Ok(*self.next)
+        }
+        fn recycle(&mut self, off: u64) {
+            self.free.push(off);
+        }
+        fn corrupt(&self, what: String) -> crate::error::Error {
+            crate::error::Error::InvalidArgument(what)
+        }
+    }
+
+    impl PageRead for &PageBuf {
+        fn u16_at(&self, at: usize) -> u16 {
+            (**self).u16_at(at)
+        }
+        fn u32_at(&self, at: usize) -> u32 {
+            (**self).u32_at(at)
+        }
+        fn u64_at(&self, at: usize) -> u64 {
+            (**self).u64_at(at)
+        }
+        fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> std::cmp::Ordering {
+            (**self).cmp_bytes(at, len, key)
+        }
+        fn copy_out(&self, at: usize, dst: &mut [u8]) {
+            (**self).copy_out(at, dst)
+        }
+    }
+
+    pub(crate) fn rng(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+    type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+    /// Walks the tree: every key in order, counts and separators consistent; returns the
+    /// entries and the pages reached.
+    fn walk(pages: &HashMap<u64, PageBuf>, root: Root) -> (Entries, Vec<u64>) {
+        fn rec(
+            pages: &HashMap<u64, PageBuf>,
+            off: u64,
+            level: u32,
+            lo: Option<&[u8]>,
+            hi: Option<&[u8]>,
+            out: &mut (Entries, Vec<u64>),
+        ) -> u64 {
+            out.1.push(off);
+            let p = &pages[&off];
+            let key = |i| {
+                let (a, l) = p.key_at(i);
+                p.bytes()[a..a + l].to_vec()
+            };
+            for i in 0..p.n() {
+                let k = key(i);
+                assert!(
+                    lo.is_none_or(|lo| k.as_slice() >= lo),
+                    "key below its separator"
+                );
+                assert!(
+                    hi.is_none_or(|hi| k.as_slice() < hi),
+                    "key at or above the next one"
+                );
+            }
+            if level == 0 {
+                assert_eq!(p.kind(), LEAF);
+                for i in 0..p.n() {
+                    let (a, l) = p.value_at(i);
+                    out.0.push((key(i), p.bytes()[a..a + l].to_vec()));
+                }
+                assert!(p.n() > 0, "empty leaf left in the tree");
+                return p.n() as u64;
+            }
+            assert_eq!(p.kind(), BRANCH);
+            let mut total = 0;
+            for c in 0..=p.n() {
+                let clo = if c == 0 {
+                    lo.map(|l| l.to_vec())
+                } else {
+                    Some(key(c - 1))
+                };
+                let chi = if c == p.n() {
+                    hi.map(|h| h.to_vec())
+                } else {
+                    Some(key(c))
+                };
+                let (child, count) = p.child(c);
+                let got = rec(pages, child, level - 1, clo.as_deref(), chi.as_deref(), out);
+                assert_eq!(got, count, "a branch's count of a child is wrong");
+                total += got;
+            }
+            total
+        }
+        let mut out = (Vec::new(), Vec::new());
+        if root.page != NO_PAGE {
+            let n = rec(pages, root.page, root.depth, None, None, &mut out);
+            assert_eq!(n, root.count);
+        } else {
+            assert_eq!(root.count, 0);
+        }
+        out
+    }
+
+    #[test]
+    fn transactions_follow_a_btreemap_and_leave_older_snapshots_whole() {
+        for seed0 in 1..12u64 {
+            let mut seed = seed0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut pages: HashMap<u64, PageBuf> = HashMap::new();
+            let mut next = 0u64;
+            let mut root = Root::default();
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut snapshots: Vec<(Root, Model)> = Vec::new();
+            let mut deepest = 0;
+            for _txn in 0..60 {
+                let mut t = WriteTxn::new(
+                    Mem {
+                        pages: &pages,
+                        next: &mut next,
+                        free: Vec::new(),
+                    },
+                    root,
+                );
+                let mut m = model.clone();
+                let ops = rng(&mut seed) % 400;
+                for _ in 0..ops {
+                    let r = rng(&mut seed);
+                    let kn = r % 3000;
+                    // Some keys are long, so branches hold few and the tree grows deep.
+                    let w = match (r >> 20) % 8 {
+                        0 => 300 + (r >> 24) as usize % 500,
+                        _ => (r >> 24) as usize % 12,
+                    };
+                    let key = format!("k{kn:0w$}").into_bytes();
+                    let val = vec![(r >> 30) as u8; ((r >> 40) % 200) as usize];
+                    match (r >> 60) % 8 {
+                        0..=3 => {
+                            assert!(t.put(&key, &val, PutMode::Upsert).unwrap());
+                            m.insert(key, val);
+                        }
+                        4 => {
+                            let had = m.contains_key(&key);
+                            assert_eq!(t.put(&key, &val, PutMode::Insert).unwrap(), !had);
+                            m.entry(key).or_insert(val);
+                        }
+                        5 => {
+                            let had = m.contains_key(&key);
+                            assert_eq!(t.put(&key, &val, PutMode::Replace).unwrap(), had);
+                            if had {
+                                m.insert(key, val);
+                            }
+                        }
+                        _ => assert_eq!(t.remove(&key).unwrap(), m.remove(&key).is_some()),
+                    }
+                    assert_eq!(t.get(b"k1"), m.get(b"k1".as_slice()).cloned());
+                }
+                let (_, f) = t.finish();
+                // Nothing a committed snapshot reads was written over, and every page
+                // replaced or dropped is accounted for once.
+                for off in f.written.keys() {
+                    assert!(!pages.contains_key(off), "seed {seed0}: page {off} reused");
+                }
+                for off in &f.replaced {
+                    assert!(pages.contains_key(off), "seed {seed0}: {off} not committed");
+                }
+                pages.extend(f.written);
+                root = f.root;
+                model = m;
+                let (entries, reached) = walk(&pages, root);
+                assert_eq!(entries, model.clone().into_iter().collect::<Vec<_>>());
+                for off in &f.replaced {
+                    assert!(
+                        !reached.contains(off),
+                        "seed {seed0}: freed page {off} in use"
+                    );
+                }
+                deepest = deepest.max(root.depth);
+                snapshots.push((root, model.clone()));
+            }
+            for (r, m) in snapshots {
+                let entries = walk(&pages, r).0;
+                assert_eq!(entries, m.into_iter().collect::<Vec<_>>(), "seed {seed0}");
+            }
+            assert!(
+                deepest >= 2,
+                "seed {seed0}: the tree never grew two branch levels"
+            );
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! Ordered maps: a model, snapshots that stay whole while writers run, transactions,
+//! space that is reused, and the checker.
+
+use shoal::{Error, MapKind, Store};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn shm_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm").unwrap()
+}
+
+fn rng(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn all(m: &shoal::OrderedMap) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.range(None, None).unwrap()
+}
+
+#[test]
+fn an_ordered_map_follows_a_btreemap_through_every_operation_and_a_reopen() {
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    for seed0 in [1u64, 7, 99] {
+        let name = format!("m{seed0}");
+        let mut seed = seed0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut model = Model::new();
+        {
+            let s = Store::open(&path).unwrap();
+            let m = s.ordered_map(&name).unwrap();
+            for i in 0..4000 {
+                let r = rng(&mut seed);
+                let key = format!("k{:05}", r % 3000).repeat(1 + (r >> 20) as usize % 4);
+                let key = key.into_bytes();
+                let val = vec![(r >> 30) as u8; ((r >> 40) % 120) as usize];
+                match (r >> 60) % 8 {
+                    0..=2 => {
+                        m.put(&key, &val).unwrap();
+                        model.insert(key, val);
+                    }
+                    3 => {
+                        let had = model.contains_key(&key);
+                        assert_eq!(m.put_if_absent(&key, &val).unwrap(), !had);
+                        model.entry(key).or_insert(val);
+                    }
+                    4 => {
+                        let had = model.contains_key(&key);
+                        assert_eq!(m.put_if_present(&key, &val).unwrap(), had);
+                        if had {
+                            model.insert(key, val);
+                        }
+                    }
+                    5 | 6 => assert_eq!(m.remove(&key).unwrap(), model.remove(&key).is_some()),
+                    _ => {
+                        // A transaction of several writes, committed or aborted.
+                        let mut w = m.write().unwrap();
+                        let mut next = model.clone();
+                        for j in 0..(r % 20) {
+                            let k = format!("t{:04}", (r >> 8) % 500 + j).into_bytes();
+                            if j % 3 == 2 {
+                                w.remove(&k).unwrap();
+                                next.remove(&k);
+                            } else {
+                                w.put(&k, &val).unwrap();
+                                next.insert(k, val.clone());
+                            }
+                        }
+                        if (r >> 50) % 3 == 0 {
+                            w.abort();
+                        } else {
+                            w.commit().unwrap();
+                            model = next;
+                        }
+                    }
+                }
+                if i % 500 == 0 {
+                    assert_eq!(
+                        all(&m),
+                        model.clone().into_iter().collect::<Vec<_>>(),
+                        "seed {seed0}"
+                    );
+                }
+                assert_eq!(
+                    m.get(b"k00001").unwrap(),
+                    model.get(b"k00001".as_slice()).cloned()
+                );
+            }
+            assert_eq!(m.len().unwrap(), model.len() as u64);
+            // Ranges and counts at random bounds, both directions.
+            let snap = m.snapshot().unwrap();
+            for _ in 0..200 {
+                let r = rng(&mut seed);
+                let lo = format!("k{:05}", r % 3100).into_bytes();
+                let hi = format!("k{:05}", (r >> 20) % 3100).into_bytes();
+                let want: Vec<_> = if lo < hi {
+                    model
+                        .range(lo.clone()..hi.clone())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                assert_eq!(snap.range(Some(&lo), Some(&hi)).unwrap(), want);
+                let mut rev = snap.range_rev(Some(&lo), Some(&hi)).unwrap();
+                rev.reverse();
+                assert_eq!(rev, want);
+                assert_eq!(
+                    snap.count_range(Some(&lo), Some(&hi)).unwrap(),
+                    want.len() as u64
+                );
+            }
+            assert_eq!(
+                snap.first().unwrap(),
+                model.first_key_value().map(|(k, v)| (k.clone(), v.clone()))
+            );
+            assert_eq!(
+                snap.last().unwrap(),
+                model.last_key_value().map(|(k, v)| (k.clone(), v.clone()))
+            );
+            drop(snap);
+            let report = s.check().unwrap();
+            assert!(report.is_ok(), "seed {seed0}: {report:?}");
+        }
+        let s = Store::open(&path).unwrap();
+        let m = s.ordered_map(&name).unwrap();
+        assert_eq!(
+            all(&m),
+            model.into_iter().collect::<Vec<_>>(),
+            "seed {seed0}: after reopen"
+        );
+    }
+    let s = Store::open(&path).unwrap();
+    let mut names = s.ordered_maps().unwrap();
+    names.sort();
+    assert_eq!(names, ["m1", "m7", "m99"]);
+}
+
+#[test]
+fn a_snapshot_keeps_its_view_while_writers_commit() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("snap").unwrap();
+    for i in 0..2000u32 {
+        m.put(&i.to_be_bytes(), b"old").unwrap();
+    }
+    let snap = m.snapshot().unwrap();
+    for i in 0..2000u32 {
+        if i % 2 == 0 {
+            m.remove(&i.to_be_bytes()).unwrap();
+        } else {
+            m.put(&i.to_be_bytes(), b"new").unwrap();
+        }
+    }
+    for i in 3000..4000u32 {
+        m.put(&i.to_be_bytes(), b"new").unwrap();
+    }
+    let seen = snap.range(None, None).unwrap();
+    assert_eq!(seen.len(), 2000);
+    assert!(seen.iter().all(|(_, v)| v == b"old"));
+    assert_eq!(snap.len(), 2000);
+    drop(snap);
+    let now = m.snapshot().unwrap();
+    assert_eq!(now.len(), 2000);
+    assert_eq!(
+        now.count_range(None, Some(&3000u32.to_be_bytes())).unwrap(),
+        1000
+    );
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn readers_on_other_threads_always_see_whole_transactions() {
+    // Every transaction moves one unit between two of 50 accounts: any snapshot sums to
+    // the same total, whatever the writers are doing.
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("bank").unwrap();
+    let n = 50u64;
+    {
+        let mut w = m.write().unwrap();
+        for a in 0..n {
+            w.put(&a.to_be_bytes(), &100u64.to_le_bytes()).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (m, stop) = (m.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut checks = 0u64;
+                while !stop.load(Ordering::Relaxed) || checks < 10 {
+                    let snap = m.snapshot().unwrap();
+                    let mut sum = 0u64;
+                    snap.for_each(None, None, false, |_, v| {
+                        sum += u64::from_le_bytes(v.try_into().unwrap());
+                        true
+                    })
+                    .unwrap();
+                    assert_eq!(sum, 100 * n, "a snapshot saw half a transfer");
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..2u64)
+        .map(|wi| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                let mut seed = 0x1234_5678 + wi;
+                for _ in 0..1500 {
+                    let r = rng(&mut seed);
+                    let (a, b) = (r % n, (r >> 20) % n);
+                    if a == b {
+                        continue;
+                    }
+                    let mut w = m.write().unwrap();
+                    let va =
+                        u64::from_le_bytes(w.get(&a.to_be_bytes()).unwrap().try_into().unwrap());
+                    let vb =
+                        u64::from_le_bytes(w.get(&b.to_be_bytes()).unwrap().try_into().unwrap());
+                    if va == 0 {
+                        continue;
+                    }
+                    w.put(&a.to_be_bytes(), &(va - 1).to_le_bytes()).unwrap();
+                    w.put(&b.to_be_bytes(), &(vb + 1).to_le_bytes()).unwrap();
+                    w.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() >= 10);
+    }
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn overwrites_reuse_the_pages_they_free() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("reuse").unwrap();
+    for i in 0..5000u32 {
+        m.put(&i.to_be_bytes(), &[1; 50]).unwrap();
+    }
+    let pages_after_fill = s.object_stats("reuse").unwrap().unwrap().index_bytes;
+    for round in 0..20u8 {
+        for i in (0..5000u32).step_by(7) {
+            m.put(&i.to_be_bytes(), &[round; 50]).unwrap();
+        }
+    }
+    let pages_after = s.object_stats("reuse").unwrap().unwrap().index_bytes;
+    eprintln!("pages: {pages_after_fill} after the fill, {pages_after} after the overwrites");
+    // 20 rounds of ~700 single-key commits each copy a path of pages: without reuse that
+    // is tens of thousands of pages.
+    assert!(
+        pages_after <= pages_after_fill * 5 / 4,
+        "pages grew from {pages_after_fill} to {pages_after} bytes"
+    );
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn bad_input_and_other_kinds_get_clear_errors() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    s.map("plain").unwrap();
+    match s.ordered_map("plain") {
+        Err(Error::WrongMapKind { found, .. }) => {
+            assert!(matches!(found, MapKind::Variable { .. }))
+        }
+        other => panic!("expected WrongMapKind, got {other:?}"),
+    }
+    let m = s.ordered_map("o").unwrap();
+    assert!(matches!(
+        m.put(&[0; 600], &[0; 600]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(s.map("o"), Err(Error::WrongMapKind { .. })));
+    m.put(b"", b"").unwrap();
+    assert_eq!(m.get(b"").unwrap(), Some(Vec::new()));
+    assert!(s.drop_map("o").unwrap());
+    assert!(s.ordered_maps().unwrap().is_empty());
+    let m2 = s.ordered_map("o").unwrap();
+    assert_eq!(m2.len().unwrap(), 0);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn a_snapshot_leaked_by_a_finished_thread_does_not_pin_pages_for_the_next() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("leak").unwrap();
+    for i in 0..3000u32 {
+        m.put(&i.to_be_bytes(), &[1; 50]).unwrap();
+    }
+    // A thread leaks its snapshot and ends: its txn slot is free again, pin and all.
+    let m2 = m.clone();
+    std::thread::spawn(move || std::mem::forget(m2.snapshot().unwrap()))
+        .join()
+        .unwrap();
+    let filled = s.object_stats("leak").unwrap().unwrap().index_bytes;
+    // The next thread takes the same slot and overwrites: pages freed by its commits must
+    // be reused, which the leaked pin would prevent.
+    let m3 = m.clone();
+    std::thread::spawn(move || {
+        for round in 0..10u8 {
+            for i in (0..3000u32).step_by(5) {
+                m3.put(&i.to_be_bytes(), &[round; 50]).unwrap();
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    let after = s.object_stats("leak").unwrap().unwrap().index_bytes;
+    assert!(
+        after <= filled * 5 / 4,
+        "pages grew from {filled} to {after} bytes"
+    );
+}
+
+#[test]
+fn transactions_over_two_maps_are_seen_whole_by_snapshots_of_both() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let (a, b) = (s.ordered_map("a").unwrap(), s.ordered_map("b").unwrap());
+    let n = 20u64;
+    {
+        let mut t = a.write_with(&[&b]).unwrap();
+        for i in 0..n {
+            t.put(&a, &i.to_be_bytes(), &100u64.to_le_bytes()).unwrap();
+            t.put(&b, &i.to_be_bytes(), &100u64.to_le_bytes()).unwrap();
+        }
+        // Nothing is seen before the commit.
+        assert_eq!(a.len().unwrap(), 0);
+        t.commit().unwrap();
+    }
+    let sum = |snap: &shoal::Snapshot| {
+        let mut sum = 0u64;
+        snap.for_each(None, None, false, |_, v| {
+            sum += u64::from_le_bytes(v.try_into().unwrap());
+            true
+        })
+        .unwrap();
+        sum
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (a, b, stop) = (a.clone(), b.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut checks = 0;
+            while !stop.load(Ordering::Relaxed) || checks < 10 {
+                let snaps = a.snapshot_with(&[&b]).unwrap();
+                assert_eq!(snaps[0].sequence(), snaps[1].sequence());
+                assert_eq!(
+                    sum(&snaps[0]) + sum(&snaps[1]),
+                    200 * n,
+                    "half a transfer seen"
+                );
+                checks += 1;
+            }
+            checks
+        })
+    };
+    let writers: Vec<_> = (0..2u64)
+        .map(|wi| {
+            let (a, b) = (a.clone(), b.clone());
+            std::thread::spawn(move || {
+                let mut seed = 77 + wi;
+                for _ in 0..800 {
+                    let r = rng(&mut seed);
+                    let (i, j) = ((r % n).to_be_bytes(), ((r >> 20) % n).to_be_bytes());
+                    // Alternate which map is named first: the lock order must not depend
+                    // on it (else these two writers deadlock).
+                    let mut t = if r >> 63 == 0 {
+                        a.write_with(&[&b]).unwrap()
+                    } else {
+                        b.write_with(&[&a]).unwrap()
+                    };
+                    let va =
+                        u64::from_le_bytes(t.get(&a, &i).unwrap().unwrap().try_into().unwrap());
+                    let vb =
+                        u64::from_le_bytes(t.get(&b, &j).unwrap().unwrap().try_into().unwrap());
+                    if va == 0 || (r >> 40) % 5 == 0 {
+                        t.abort();
+                        continue;
+                    }
+                    t.put(&a, &i, &(va - 1).to_le_bytes()).unwrap();
+                    t.put(&b, &j, &(vb + 1).to_le_bytes()).unwrap();
+                    t.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() >= 10);
+    let snaps = a.snapshot_with(&[&b]).unwrap();
+    assert_eq!(sum(&snaps[0]) + sum(&snaps[1]), 200 * n);
+    drop(snaps);
+    let c = s.ordered_map("c").unwrap();
+    let mut t = a.write_with(&[]).unwrap();
+    assert!(matches!(
+        t.put(&c, b"k", b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    t.abort();
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn emptied_pages_are_free_again_and_check_accounts_for_every_page() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("empty").unwrap();
+    let mut one_fill = 0;
+    for round in 0..3u8 {
+        let mut w = m.write().unwrap();
+        for i in 0..4000u32 {
+            w.put(&i.to_be_bytes(), &[round; 40]).unwrap();
+        }
+        w.commit().unwrap();
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "round {round} filled: {report}");
+        if round == 0 {
+            one_fill = s.object_stats("empty").unwrap().unwrap().index_bytes / 4096;
+        }
+        // Removed in one transaction: the pages it emptied are dropped within it.
+        let mut w = m.write().unwrap();
+        for i in 0..4000u32 {
+            assert!(w.remove(&i.to_be_bytes()).unwrap());
+        }
+        w.commit().unwrap();
+        assert!(m.is_empty().unwrap());
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "round {round} emptied: {report}");
+    }
+    // Three fills took hardly more pages than one (the freed ones came back).
+    let pages = s.object_stats("empty").unwrap().unwrap().index_bytes / 4096;
+    assert!(
+        pages <= one_fill * 5 / 4,
+        "{pages} pages for fills of {one_fill}"
+    );
+}

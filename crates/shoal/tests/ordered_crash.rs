@@ -1,0 +1,221 @@
+//! The crash driver of ordered maps: a child killed at every step of a commit.
+//!
+//! For every fail point in `shoal::failpoints::ORDERED_NAMES` (and the allocator's, which
+//! a commit that grows its pages reaches), a census run of the worker counts how often it
+//! passes there, H; then a child is killed (abort: no destructor, locks and intents left
+//! as they are) at passes 1, 2, H/2 and H. After each kill this process checks that every
+//! transaction the child saw committed is there and none is there in part (the accounts'
+//! sum, the transaction markers), that `check` passes, and that the map takes writes again
+//! (its locks recovered from the dead child).
+#![cfg(feature = "failpoints")]
+
+mod common;
+
+use common::crash_child;
+use shoal::Store;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+
+const ACCOUNTS: u64 = 20;
+
+fn prepare(path: &Path) {
+    let s = Store::open(path).unwrap();
+    let (m, m2) = (
+        s.ordered_map("bank").unwrap(),
+        s.ordered_map("bank2").unwrap(),
+    );
+    let mut w = m.write_with(&[&m2]).unwrap();
+    for a in 0..ACCOUNTS {
+        w.put(&m, &account(a), &100u64.to_le_bytes()).unwrap();
+        w.put(&m2, &account(a), &100u64.to_le_bytes()).unwrap();
+    }
+    w.commit().unwrap();
+}
+
+fn value(v: Option<Vec<u8>>) -> u64 {
+    u64::from_le_bytes(v.unwrap().try_into().unwrap())
+}
+
+fn account(a: u64) -> Vec<u8> {
+    format!("acct:{a:02}").into_bytes()
+}
+
+fn acks(path: &Path) -> std::path::PathBuf {
+    path.with_extension("acks")
+}
+
+#[test]
+#[ignore = "run as a child by the crash driver"]
+fn ordered_worker() {
+    let Some((path, counter)) = crash_child::arm() else {
+        return;
+    };
+    let path = Path::new(&path);
+    let s = Store::open_existing(path).unwrap();
+    let fresh = s.ordered_map("fresh").unwrap();
+    fresh.put(b"made", b"yes").unwrap();
+    let m = s.ordered_map("bank").unwrap();
+    let m2 = s.ordered_map("bank2").unwrap();
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(acks(path))
+        .unwrap();
+    for i in 0..60u64 {
+        // A reader's snapshot held across the commit: a dead reader pins nothing.
+        let snap = m.snapshot().unwrap();
+        if i % 3 == 1 {
+            // A transfer from one map to the other.
+            let mut t = m.write_with(&[&m2]).unwrap();
+            let a = account(i % ACCOUNTS);
+            let va = value(t.get(&m, &a).unwrap());
+            let vb = value(t.get(&m2, &a).unwrap());
+            t.put(&m, &a, &(va - 1).to_le_bytes()).unwrap();
+            t.put(&m2, &a, &(vb + 1).to_le_bytes()).unwrap();
+            t.put(&m2, format!("txn:{i:04}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+            t.commit().unwrap();
+            drop(snap);
+            writeln!(log, "{i}").unwrap();
+            continue;
+        }
+        let mut w = m.write().unwrap();
+        let (a, b) = (i % ACCOUNTS, (i * 7 + 3) % ACCOUNTS);
+        if a != b {
+            let va = u64::from_le_bytes(w.get(&account(a)).unwrap().try_into().unwrap());
+            let vb = u64::from_le_bytes(w.get(&account(b)).unwrap().try_into().unwrap());
+            w.put(&account(a), &(va - 1).to_le_bytes()).unwrap();
+            w.put(&account(b), &(vb + 1).to_le_bytes()).unwrap();
+        }
+        w.put(format!("txn:{i:04}").as_bytes(), &i.to_le_bytes())
+            .unwrap();
+        if i % 10 == 9 {
+            // Enough pages for splits and for the pool to take a run.
+            for j in 0..120u64 {
+                w.put(format!("fill:{i:04}:{j:04}").as_bytes(), &[i as u8; 400])
+                    .unwrap();
+            }
+        }
+        w.commit().unwrap();
+        drop(snap);
+        writeln!(log, "{i}").unwrap();
+    }
+    crash_child::census_done(counter);
+}
+
+fn verify(path: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let acked: BTreeSet<u64> = std::fs::read_to_string(acks(path))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let s = Store::open_existing(path).unwrap();
+    let r = s.check().unwrap();
+    if !r.is_ok() {
+        problems.push(format!("check: {r}"));
+    }
+    let m = s.ordered_map("bank").unwrap();
+    let m2 = s.ordered_map("bank2").unwrap();
+    let snaps = m.snapshot_with(&[&m2]).unwrap();
+    let mut sum = 0u64;
+    let mut txns = BTreeSet::new();
+    for snap in &snaps {
+        snap.for_each(None, None, false, |k, v| {
+            if k.starts_with(b"acct:") {
+                sum += u64::from_le_bytes(v.try_into().unwrap());
+            } else if let Some(i) = k.strip_prefix(b"txn:") {
+                txns.insert(std::str::from_utf8(i).unwrap().parse::<u64>().unwrap());
+            }
+            true
+        })
+        .unwrap();
+    }
+    drop(snaps);
+    if sum != 200 * ACCOUNTS {
+        problems.push(format!("the accounts sum to {sum}: half a transaction"));
+    }
+    if !acked.is_subset(&txns) {
+        problems.push(format!(
+            "committed transactions lost: {:?}",
+            acked.difference(&txns)
+        ));
+    }
+    let extra: Vec<_> = txns.difference(&acked).collect();
+    if extra.len() > 1 {
+        problems.push(format!("transactions never committed are there: {extra:?}"));
+    }
+    // Locks the child held are recovered: both maps take writes again.
+    if let Err(e) = m.put(b"after", b"crash") {
+        problems.push(format!("the map takes no write after the crash: {e}"));
+    }
+    match s.ordered_map("fresh") {
+        Ok(f) => {
+            if let Err(e) = f.put(b"after", b"crash") {
+                problems.push(format!("the fresh map takes no write: {e}"));
+            }
+        }
+        Err(e) => problems.push(format!("the fresh map does not open: {e}")),
+    }
+    let r = s.check().unwrap();
+    if !r.is_ok() {
+        problems.push(format!("check after writes: {r}"));
+    }
+    problems
+}
+
+#[test]
+fn a_crash_at_every_step_of_a_commit_leaves_whole_transactions() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    let points: Vec<&str> = shoal::failpoints::ORDERED_NAMES
+        .iter()
+        .chain(&["alloc.committed", "alloc.applied"])
+        .copied()
+        .collect();
+    for point in &points {
+        let census_path = dir.path().join(format!("census-{point}.shoal"));
+        prepare(&census_path);
+        let h = crash_child::census("ordered_worker", &census_path, point);
+        if h == 0 {
+            failures.push(format!("{point}: never reached by the worker"));
+            continue;
+        }
+        let hits: BTreeSet<u64> = [1, 2, h.div_ceil(2), h]
+            .into_iter()
+            .filter(|x| *x <= h)
+            .collect();
+        for hit in hits {
+            let path = dir.path().join(format!("{point}-{hit}.shoal"));
+            prepare(&path);
+            let out = crash_child::run("ordered_worker", &path, point, hit);
+            if out.status.signal() != Some(6) {
+                failures.push(format!(
+                    "{point}:{hit}: the worker was not killed there ({:?})",
+                    out.status
+                ));
+                continue;
+            }
+            cases += 1;
+            for p in verify(&path) {
+                failures.push(format!("{point}:{hit}: {p}"));
+            }
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(acks(&path));
+        }
+        let _ = std::fs::remove_file(&census_path);
+    }
+    assert!(
+        failures.is_empty(),
+        "{cases} cases; failures:\n{}",
+        failures.join("\n")
+    );
+    assert!(cases >= points.len() * 2, "{cases} cases");
+    eprintln!(
+        "{cases} crashes at {} fail points, each verified",
+        points.len()
+    );
+}
