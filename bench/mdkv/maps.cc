@@ -273,8 +273,10 @@ int Run(const Opts &o, bool shared, const char *system) {
   fprintf(stderr, "Each thread put, get, delete %lu elements, total %lu ops\n",
           (unsigned long)ShareLen(0, n, o.keys), (unsigned long)o.keys);
   for (uint64_t p = 0; p < phases; p++) {
-    pthread_barrier_wait(&start);
+    // The clock starts before the barrier: on a busy machine this thread may be scheduled
+    // out after it, while the workers run.
     double t0 = Now();
+    pthread_barrier_wait(&start);
     pthread_barrier_wait(&end);
     double secs = Now() - t0;
     const char *name = kPhases[p % 4];

@@ -131,9 +131,9 @@ pub struct BenchArgs {
     /// Worker processes (default 2, or 1 when --threads is given)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     processes: Option<u32>,
-    /// Worker threads in each worker process (workers = processes × threads)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    threads: u32,
+    /// Worker threads in each worker process (workers = processes × threads; default 1)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
     /// Pin worker k to CPU core START+k; -1: no pinning
     #[arg(long, value_name = "START", default_value_t = -1, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1..=1_000_000))]
@@ -619,8 +619,10 @@ impl Drop for Run {
 
 /// `shoal bench`.
 pub fn run(a: BenchArgs) -> Result<(), Fail> {
-    let procs = a.processes.unwrap_or(if a.threads > 1 { 1 } else { 2 }) as u64;
-    let threads = a.threads as u64;
+    let procs = a
+        .processes
+        .unwrap_or(if a.threads.is_some() { 1 } else { 2 }) as u64;
+    let threads = a.threads.unwrap_or(1) as u64;
     let n = procs * threads;
     if a.keys < n {
         return Err(Fail::err(format!(
@@ -634,7 +636,9 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
             shoal::MAX_KEY_LEN
         )));
     }
-    let vtype = a.value_type.unwrap_or(ValueType::Bytes(a.value_size as usize));
+    let vtype = a
+        .value_type
+        .unwrap_or(ValueType::Bytes(a.value_size as usize));
     Gen::new(a.keys_pattern, a.keys, a.key_size as usize, vtype).map_err(Fail::Error)?;
     let phases: Vec<&'static str> = match &a.phases {
         Some(p) => p.clone(),
@@ -729,8 +733,7 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
         ))
     })?;
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
-    let progress: Arc<Vec<AtomicU64>> =
-        Arc::new((0..procs).map(|_| AtomicU64::new(0)).collect());
+    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..procs).map(|_| AtomicU64::new(0)).collect());
     for w in 0..procs as usize {
         let mut cmd = Command::new(&exe);
         cmd.arg(WORKER_SUBCOMMAND)
@@ -740,7 +743,10 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
             .args(["--processes", &procs.to_string()])
             .args(["--threads", &threads.to_string()])
             .args(["--keys", &a.keys.to_string()])
-            .args(["--keys-pattern", &format!("{:?}", a.keys_pattern).to_lowercase()])
+            .args([
+                "--keys-pattern",
+                &format!("{:?}", a.keys_pattern).to_lowercase(),
+            ])
             .args(["--key-size", &a.key_size.to_string()])
             .args([
                 "--value-type",
@@ -849,8 +855,7 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
                 let now = Instant::now();
                 if now >= next_tick {
                     let total: u64 = progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
-                    let rate =
-                        (total - last_ops.min(total)) as f64 / (now - last_t).as_secs_f64();
+                    let rate = (total - last_ops.min(total)) as f64 / (now - last_t).as_secs_f64();
                     let file = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
                     say(&format!(
                         "[{:6.1}s] {:<8} {:>12} ops/s  {:>11} per worker  file {}",
@@ -1070,7 +1075,11 @@ fn mdtest_report(
     resident_before: u64,
 ) -> String {
     let n = procs * threads;
-    let per = if procs == 1 { "per-thread" } else { "per-worker" };
+    let per = if procs == 1 {
+        "per-thread"
+    } else {
+        "per-worker"
+    };
     let mut out = format!(
         "shoal bench ({}), pid {}\n{} thread(s) in {} process(es), start_core {}\n\
          Each thread put, get, delete {} elements, total {} ops\n",

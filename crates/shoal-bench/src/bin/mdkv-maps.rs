@@ -191,7 +191,8 @@ fn run(o: &Opts) -> Result<bool, String> {
         keys: o.keys,
         perm: Perm::new(o.keys, KEY_SEED),
     };
-    let shared_map: Option<Dm> = (o.map == "dashmap").then(|| Dm::with_hasher(RandomState::default()));
+    let shared_map: Option<Dm> =
+        (o.map == "dashmap").then(|| Dm::with_hasher(RandomState::default()));
     let system = if shared_map.is_some() {
         "dashmap (shared)"
     } else {
@@ -244,8 +245,10 @@ fn run(o: &Opts) -> Result<bool, String> {
             })
             .collect();
         for p in 0..phases {
-            start.wait();
+            // The clock starts before the barrier: on a busy machine this thread may be
+            // scheduled out after it, while the workers run.
             let t0 = Instant::now();
+            start.wait();
             end.wait();
             let secs = t0.elapsed().as_secs_f64();
             let mops = o.keys as f64 / secs / 1e6;
