@@ -128,6 +128,11 @@ PY
         esac
     done
 done
+got=$(wc -l <"$RESULTS")
+if [ "$got" -ne $((7 * ${#wlist[@]})) ]; then
+    echo "run.sh: $got results in $RESULTS, expected $((7 * ${#wlist[@]}))" >&2
+    exit 1
+fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 secs=$(($(date +%s) - t0))
 
