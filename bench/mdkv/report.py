@@ -60,10 +60,7 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--chart", action="store_true")
-    ap.add_argument("--command", default="")
-    ap.add_argument("--load-before", default="?")
-    ap.add_argument("--load-after", default="?")
-    ap.add_argument("--seconds", default="?")
+    ap.add_argument("--runs", required=True, help="per run: command, load before, after, seconds (tab-separated)")
     a = ap.parse_args()
 
     rows = [json.loads(l) for l in open(a.results) if l.strip()]
@@ -75,8 +72,11 @@ def main():
     workers = sorted({r["workers"] for r in rows})
     first = rows[0]
     per = first["keys"] // first["workers"]
+    if len({r["keys"] // r["workers"] for r in rows}) > 1:
+        per = "varying"
     ncpu = os.cpu_count() or 1
-    loads = [float(x) for x in (a.load_before + " " + a.load_after).split() if x != "?"]
+    runs = [l.rstrip("\n").split("\t") for l in open(a.runs) if l.strip()]
+    loads = [float(x) for r in runs for x in (r[1] + " " + r[2]).split()]
     busy = any(l > ncpu for l in loads)
 
     md = ["# mem_meta_kv_benchmark reproduced: Shoal beside the maps it measured", ""]
@@ -89,21 +89,24 @@ def main():
         f"- commit: {sh('git', 'rev-parse', '--short', 'HEAD')}"
         + (" (with uncommitted changes)" if sh("git", "status", "--porcelain", "--untracked-files=no") else ""),
         f"- machine: {machine()}",
-        f"- load average (1, 5, 15 min): {a.load_before} before, {a.load_after} after; the run took {a.seconds} s",
     ]
+    for cmd, lb, la, secs in runs:
+        md += [
+            f"- command: `{cmd}`",
+            f"  - load average (1, 5, 15 min): {lb} before, {la} after; it took {secs} s",
+        ]
     if busy:
         md.append(
             "- **the machine was busy** (load average above its cores): other processes shared "
             "the CPUs, so absolute figures are low and noisy; compare the ratios"
         )
     md += [
-        f"- command: `{a.command}`",
-        f"- keys: {per:,} per worker, pattern `{first['keys_pattern']}` "
+        f"- keys: {per if isinstance(per, str) else f'{per:,}'} per worker, pattern `{first['keys_pattern']}` "
         + ("(`file.mdtest.%d.%d` with (i / 10000, i))" if first["keys_pattern"] == "seq"
            else "(`file.mdtest.%d.%d` with two pseudo-random integers below the key count)")
         + "; values `int32_t`; pinning "
         + ("off" if first["pin"] < 0 else f"from core {first['pin']}")
-        + f"; {first['rounds']} round(s) of PUT, GET, GET_RAND, DEL",
+        + "; rounds of PUT, GET, GET_RAND, DEL (how many: in each table's heading)",
         "- order: worker w owns keys w, w+N, w+2N, ... and PUTs and DELs them in that order; "
         "GET reads in the order of insertion (records written one after another), GET_RAND "
         "the same keys in a random order; in a shared map a worker reads the next worker's "
@@ -113,27 +116,33 @@ def main():
         "entry = memory / entries",
         "",
     ]
-    lens = [s[3] for r in rows for s in summarize(r).values()]
-    md.append(
-        f"Phase lengths (median round): {min(lens):.2f} s to {max(lens):.2f} s."
-        + (" Phases under 2 s are noisy on a shared machine." if min(lens) < 2 else "")
-    )
-    md.append("")
 
     summaries = {}
     for w in workers:
-        md += [f"## {w} worker{'s' if w > 1 else ''} ({per * w:,} keys)", ""]
+        these = [r for r in rows if r["workers"] == w]
+        rounds = sorted({r["rounds"] for r in these})
+        pw = sorted({r["keys"] // w for r in these})
+        lens = [s[3] for r in these for s in summarize(r).values()]
+        md += [
+            f"## {w} worker{'s' if w > 1 else ''} ({', '.join(f'{k:,}' for k in pw)} keys each, "
+            f"{'/'.join(map(str, rounds))} round{'s' if rounds != [1] else ''})",
+            "",
+            f"Phase lengths (median round): {min(lens):.2f} s to {max(lens):.2f} s"
+            + ("; phases under 2 s are noisy on a shared machine." if min(lens) < 2 else ".")
+            + ("" if rounds != [1] else " One round: no spread."),
+            "",
+        ]
         md += [
             "| system | PUT Mops | GET Mops | GET_RAND Mops | DEL Mops | PUT MB/s | memory MB | bytes/entry |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for r in [r for r in rows if r["workers"] == w]:
+        for r in these:
             s = summarize(r)
             summaries[(r["system"], w)] = (s, r)
             cells = []
             for ph in PHASES:
                 med, lo, hi, _ = s[ph]
-                cells.append(f"{med:.2f} ({lo:.2f}-{hi:.2f})")
+                cells.append(f"{med:.2f} ({lo:.2f}-{hi:.2f})" if r["rounds"] > 1 else f"{med:.2f}")
             mem = r["memory_bytes"]
             mbs = mem / s["PUT"][3] / 1e6
             md.append(
@@ -195,7 +204,7 @@ def main():
             ax.set_xticks(range(len(PHASES)))
             ax.set_xticklabels(PHASES)
             ax.set_ylabel("Mops (all workers)")
-            ax.set_title(f"{w} worker{'s' if w > 1 else ''}, {per:,} keys each ({first['keys_pattern']})")
+            ax.set_title(f"{w} worker{'s' if w > 1 else ''}, {summaries[(systems[0], w)][1]['keys'] // w:,} keys each ({first['keys_pattern']})")
         axes[0][0].legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(png, dpi=100)

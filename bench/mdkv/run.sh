@@ -9,12 +9,14 @@
 #
 #   bash bench/mdkv/run.sh [--keys-per-worker 10M] [--workers 1,2] [--keys-pattern seq|rand]
 #                          [--rounds 3] [--pin -1|START] [--out docs/benchmarks/mem-meta-kv.md]
-#                          [--no-chart]
+#                          [--no-chart] [--append]
 #
 # Installs what it lacks (g++ and Debian's libabsl-dev with apt-get; matplotlib from PyPI in
 # a venv, target/compare-venv, for the chart), builds, runs every system for every worker
 # count, and writes the report (tables, target ratios, chart next to it as .png). The raw
-# results (one JSON object per system and worker count) are kept in target/mdkv/.
+# results (one JSON object per system and worker count) are kept in target/mdkv/; with
+# --append a run adds to the last one's (e.g. another worker count with other settings)
+# and the report covers both.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -25,6 +27,7 @@ ROUNDS=3
 PIN=-1
 OUT=docs/benchmarks/mem-meta-kv.md
 CHART=1
+APPEND=
 while [ $# -gt 0 ]; do
     case "$1" in
         --keys-per-worker) PER=$2; shift 2 ;;
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
         --pin) PIN=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --no-chart) CHART=; shift ;;
+        --append) APPEND=1; shift ;;
         -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -94,7 +98,12 @@ if [ "$("$CMAPS" --selftest)" != "$want" ]; then
 fi
 
 RESULTS=$WORK/results.jsonl
-: >"$RESULTS"
+RUNS=$WORK/runs.txt
+if [ -z "$APPEND" ] || [ ! -f "$RESULTS" ]; then
+    : >"$RESULTS"
+    : >"$RUNS"
+fi
+before=$(wc -l <"$RESULTS")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s)
 for w in "${wlist[@]}"; do
@@ -129,8 +138,8 @@ PY
     done
 done
 got=$(wc -l <"$RESULTS")
-if [ "$got" -ne $((7 * ${#wlist[@]})) ]; then
-    echo "run.sh: $got results in $RESULTS, expected $((7 * ${#wlist[@]}))" >&2
+if [ "$got" -ne $((before + 7 * ${#wlist[@]})) ]; then
+    echo "run.sh: $((got - before)) results from this run, expected $((7 * ${#wlist[@]}))" >&2
     exit 1
 fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -147,7 +156,7 @@ if [ -n "$CHART" ]; then
         CHART=
     fi
 fi
-cmd="bash bench/mdkv/run.sh --keys-per-worker $PER --workers $WORKERS --keys-pattern $PATTERN --rounds $ROUNDS --pin $PIN"
-"$PY" bench/mdkv/report.py --results "$RESULTS" --out "$OUT" ${CHART:+--chart} \
-    --command "$cmd" --load-before "$load_before" --load-after "$load_after" --seconds "$secs"
+cmd="bash bench/mdkv/run.sh --keys-per-worker $PER --workers $WORKERS --keys-pattern $PATTERN --rounds $ROUNDS --pin $PIN${APPEND:+ --append}"
+printf '%s\t%s\t%s\t%s\n' "$cmd" "$load_before" "$load_after" "$secs" >>"$RUNS"
+"$PY" bench/mdkv/report.py --results "$RESULTS" --runs "$RUNS" --out "$OUT" ${CHART:+--chart}
 echo "wrote $OUT" >&2
