@@ -44,6 +44,9 @@ go version
 step "cargo test (release: the multi-process and kill tests need real speed; fail points on)"
 cargo test --workspace --release --locked --features shoal/failpoints,shoal-torture/failpoints
 
+step "mem_meta_kv_benchmark harness, smoke (bench/mdkv/run.sh: every system, tiny key counts)"
+bash bench/mdkv/run.sh --keys-per-worker 2000 --workers 1,2 --rounds 2 --no-chart --out target/mdkv/smoke.md
+
 step "the soak's online allocator checks (feature paranoid): the index scan they rest on"
 cargo test -p shoal --release --locked --features paranoid --lib paranoid
 

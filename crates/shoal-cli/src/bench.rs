@@ -19,41 +19,73 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::benchkeys::{parse_value_type, Gen, KeysPattern, Perm, ValueType, ORDER_SEED};
+
 /// `shoal bench --help`.
 pub const BENCH_HELP: &str = "\
-Multi-process benchmark. Creates a store (in /dev/shm unless --path), starts --processes \
-worker processes and runs these phases, all workers starting each phase together:
+Multi-process, multi-thread benchmark. Creates a store (in /dev/shm unless --path), starts \
+--processes worker processes of --threads worker threads each (workers = processes × \
+threads) and runs these phases, all workers starting each phase together:
 
   PUT       each worker inserts its share of the keys (key i goes to worker i mod N)
   UPD       each worker overwrites its keys with new values of the same size
   MIX       for each of its keys a worker either (--mix percent of the time) removes it and
             puts it back (2 ops), or gets a random key of the whole set (1 op)
   GET       each worker gets the keys of the next worker's share (written by another
-            process), checking each is present with the right size
-  GET_MANY  the same in batches of 32 with Map::get_many_with (software prefetch)
-  REMOVE    each worker removes its keys
+            worker), checking each is present with the right value, IN THE ORDER THEY
+            WERE INSERTED: their records were written one after another, so they sit next
+            to each other in memory and a get often finds its record in a cache line or
+            page the previous one brought in
+  GET_RAND  the same keys in a random order (a permutation computed on the fly): every get
+            a cold record, as MIX's gets; compare the two to see what insertion order buys
+  GET_MANY  the same as GET in batches of 32 with Map::get_many_with (software prefetch)
+  REMOVE    each worker removes its keys (DEL is another name for it)
 
-Keys are 'key:%0Nd' (the decimal index zero-padded to --key-size bytes; without the 'key:' \
-prefix when it does not fit), values --value-size bytes. While it runs it prints one line \
-a second (phase, ops/s in total and per process, file size); at the end a table per phase: \
-ops/s, ns/op (wall time per operation of one process = processes / total ops/s), CPU \
-ns/op (CPU time of the workers per operation: what an op costs when processes outnumber \
-cores), chunks the cleaner reclaimed, file size and bytes per entry (file size / entries). With --json the per-second \
-lines and the table go to stderr and stdout gets one JSON object.
+--phases picks and orders them (default: all; with --format mdtest PUT,GET,GET_RAND,DEL). \
+--rounds R runs the whole list R times (REMOVE empties the map for the next PUT) and the \
+report gives each phase's median rate and its spread (slowest-fastest round). A phase \
+shorter than about 2 s is noisy on a shared machine: use more keys or more rounds.
+
+Keys (--keys-pattern): padded 'key:%0Nd' (the index zero-padded to --key-size bytes; \
+without the 'key:' prefix when it does not fit), seq 'file.mdtest.%d.%d' with (i / 10000, \
+i), or rand 'file.mdtest.%d.%d' with two pseudo-random integers below --keys (the first a \
+permutation of the indexes, so keys stay distinct): the two patterns of \
+mem_meta_kv_benchmark. Keys and values are computed from their index inside the timed \
+loops, so no array of keys is read out of order. Values: --value-size bytes, or \
+--value-type i32 (4 bytes) or bytes:N.
+
+With --private-maps every worker has a map of its own in the store (and its GETs read its \
+own keys), for comparison with maps private to one thread. --pin START pins worker k to \
+core START+k (-1, the default: no pinning).
+
+While it runs it prints one line a second (phase, ops/s in total and per worker, file \
+size); at the end a table per phase: ops/s (median over the rounds) and its spread, ns/op \
+(wall time per operation of one worker = workers / total ops/s), CPU ns/op (CPU time of \
+the workers per operation: what an op costs when workers outnumber cores), chunks the \
+cleaner reclaimed, file size, resident size (the blocks the store holds in memory) and \
+bytes per entry (resident size / entries). --format mdtest prints mem_meta_kv_benchmark's \
+layout instead: per phase total and per-worker Mops, and for PUT MB/s and the memory cost \
+in MB (resident size growth). With --json the per-second lines and the table go to stderr \
+and stdout gets one JSON object.
 
 Each worker checks every result (a PUT inserted, an UPD replaced, a GET found a value of \
-the right size, a REMOVE removed); any failure makes the exit status non-zero. The store \
-is removed at the end unless --keep.
+the right size, and for i32 values the right value, a REMOVE removed); any failure makes \
+the exit status non-zero. The store is removed at the end unless --keep.
 
-The default (2 processes, 1M keys of 16 bytes, 16-byte values) takes a few seconds.
+The default (2 processes, 1M keys of 16 bytes, 16-byte values) takes a few seconds. \
+mem_meta_kv_benchmark's run with 2 threads pinned from core 0, 10 M sequential keys per \
+thread: --threads 2 --pin 0 --keys 20M --keys-pattern seq --value-type i32 --format mdtest.
 
 `shoal bench queue` benchmarks queue sets instead (see `shoal bench queue --help`).";
 
 /// The hidden subcommand that runs one worker (see `WorkerCli` in main.rs).
 pub const WORKER_SUBCOMMAND: &str = "bench-worker";
 
-/// The phases, in order.
-const PHASES: [&str; 6] = ["PUT", "UPD", "MIX", "GET", "GET_MANY", "REMOVE"];
+/// The phases, in their default order.
+const PHASES: [&str; 7] = ["PUT", "UPD", "MIX", "GET", "GET_RAND", "GET_MANY", "REMOVE"];
+
+/// The phases of mem_meta_kv_benchmark (with the random-order GET beside its GET).
+const MDTEST_PHASES: [&str; 4] = ["PUT", "GET", "GET_RAND", "REMOVE"];
 
 /// Keys looked up per `get_many_with` call in GET_MANY.
 const BATCH: usize = 32;
@@ -73,24 +105,69 @@ fn parse_count(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a count (examples: 20000, 1_000_000, 10M)"))
 }
 
+/// A phase name (`DEL` is `REMOVE`).
+fn parse_phase(s: &str) -> Result<&'static str, String> {
+    let u = s.trim().to_ascii_uppercase();
+    let u = if u == "DEL" { "REMOVE".to_string() } else { u };
+    PHASES
+        .iter()
+        .find(|p| **p == u)
+        .copied()
+        .ok_or_else(|| format!("{s:?} is not a phase (one of {}, DEL)", PHASES.join(", ")))
+}
+
+/// The layout of the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table per phase
+    Table,
+    /// mem_meta_kv_benchmark's text layout
+    Mdtest,
+}
+
 /// Options of `shoal bench`.
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// Worker processes
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    processes: u32,
+    /// Worker processes (default 2, or 1 when --threads is given)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    processes: Option<u32>,
+    /// Worker threads in each worker process (workers = processes × threads; default 1)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+    /// Pin worker k to CPU core START+k; -1: no pinning
+    #[arg(long, value_name = "START", default_value_t = -1, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-1..=1_000_000))]
+    pin: i64,
     /// Keys in all (shared out among the workers); accepts 1_000_000, 10M, 500k
     #[arg(long, default_value = "1M", value_parser = parse_count)]
     keys: u64,
-    /// Bytes per key
+    /// How keys are made from their index (see above)
+    #[arg(long, value_enum, default_value_t = KeysPattern::Padded)]
+    keys_pattern: KeysPattern,
+    /// Bytes per key (padded keys)
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
     key_size: u32,
     /// Bytes per value
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(0..=(1 << 30)))]
     value_size: u32,
+    /// Values: i32 (4 bytes, the index) or bytes:N (as --value-size N)
+    #[arg(long, value_parser = parse_value_type, conflicts_with = "value_size")]
+    value_type: Option<ValueType>,
+    /// Phases to run, in order, comma-separated (PUT,UPD,MIX,GET,GET_RAND,GET_MANY,REMOVE|DEL)
+    #[arg(long, value_delimiter = ',', value_parser = parse_phase)]
+    phases: Option<Vec<&'static str>>,
+    /// Runs of the whole phase list; the report gives each phase's median and spread
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: u32,
+    /// One map per worker instead of one shared by all (a worker's GETs read its own keys)
+    #[arg(long)]
+    private_maps: bool,
     /// Percentage of MIX steps that remove a key and put it back (the rest are gets)
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=100))]
     mix: u8,
+    /// The layout of the report
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
     /// Keep the store file at the end
     #[arg(long)]
     keep: bool,
@@ -115,64 +192,21 @@ pub struct WorkerArgs {
     #[arg(long)]
     processes: u64,
     #[arg(long)]
+    threads: u64,
+    #[arg(long)]
     keys: u64,
+    #[arg(long, value_enum)]
+    keys_pattern: KeysPattern,
     #[arg(long)]
     key_size: usize,
-    #[arg(long)]
-    value_size: usize,
+    #[arg(long, value_parser = parse_value_type)]
+    value_type: ValueType,
     #[arg(long)]
     mix: u64,
-}
-
-/// Makes keys and values.
-#[derive(Clone, Copy)]
-struct Gen {
-    ksize: usize,
-    prefix: bool,
-    vsize: usize,
-}
-
-fn digits(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
-}
-
-/// Writes `n` in decimal, zero-padded (or cut to its low digits) to fill `buf`.
-fn fill_dec(buf: &mut [u8], mut n: u64) {
-    for b in buf.iter_mut().rev() {
-        *b = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-}
-
-impl Gen {
-    fn new(keys: u64, ksize: usize, vsize: usize) -> Result<Gen, String> {
-        let need = digits(keys.saturating_sub(1));
-        if ksize < need {
-            return Err(format!(
-                "--key-size {ksize} is too small for {keys} distinct keys (at least {need})"
-            ));
-        }
-        Ok(Gen {
-            ksize,
-            prefix: ksize >= need + 4,
-            vsize,
-        })
-    }
-
-    fn key(&self, i: u64, buf: &mut [u8]) {
-        if self.prefix {
-            buf[..4].copy_from_slice(b"key:");
-            fill_dec(&mut buf[4..self.ksize], i);
-        } else {
-            fill_dec(&mut buf[..self.ksize], i);
-        }
-    }
-
-    fn value(&self, tag: &[u8; 4], i: u64, buf: &mut [u8]) {
-        let t = self.vsize.min(4);
-        buf[..t].copy_from_slice(&tag[..t]);
-        fill_dec(&mut buf[t..self.vsize], i);
-    }
+    #[arg(long, allow_negative_numbers = true)]
+    pin: i64,
+    #[arg(long)]
+    private_maps: bool,
 }
 
 /// CPU time of this process so far, in ns.
@@ -193,21 +227,18 @@ impl Rng {
     }
 }
 
-/// Progress lines from a worker, at most one every 100 ms.
-struct Reporter {
-    out: std::io::Stdout,
-    last: Instant,
+/// A worker thread's progress, published every 256 operations for the progress lines.
+struct Tick<'a> {
+    done: &'a AtomicU64,
     calls: u32,
 }
 
-impl Reporter {
+impl Tick<'_> {
     #[inline]
-    fn tick(&mut self, done: u64) {
+    fn tick(&mut self, ops: u64) {
         self.calls += 1;
-        if self.calls & 255 == 0 && self.last.elapsed() >= Duration::from_millis(100) {
-            let _ = writeln!(self.out, "p {done}");
-            let _ = self.out.flush();
-            self.last = Instant::now();
+        if self.calls & 255 == 0 {
+            self.done.store(ops, Ordering::Relaxed);
         }
     }
 }
@@ -215,6 +246,15 @@ impl Reporter {
 /// The keys of worker `w`: `w, w + n, w + 2n, …` below `keys`.
 fn share(w: u64, n: u64, keys: u64) -> impl Iterator<Item = u64> {
     (w..keys).step_by(n as usize)
+}
+
+/// How many keys [`share`] gives.
+fn share_len(w: u64, n: u64, keys: u64) -> u64 {
+    if w >= keys {
+        0
+    } else {
+        (keys - w - 1) / n + 1
+    }
 }
 
 /// The 1-minute load average (Linux), for the record: a busy machine slows every phase.
@@ -227,18 +267,59 @@ fn loadavg() -> Option<f64> {
         .ok()
 }
 
-/// Runs one phase in a worker: (ops, errors).
-fn worker_phase(
-    a: &WorkerArgs,
+/// The bytes of memory a file holds (its allocated blocks: on tmpfs, its resident size).
+fn resident(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
+}
+
+/// The map worker `w` uses.
+fn map_name(private: bool, w: u64) -> String {
+    if private {
+        format!("bench.{w}")
+    } else {
+        "bench".into()
+    }
+}
+
+/// What every worker thread of a run shares.
+struct Ctx {
+    /// Workers in all.
+    n: u64,
+    keys: u64,
     g: Gen,
+    mix: u64,
+    private: bool,
+}
+
+/// Runs one phase in worker `w`: (ops, errors).
+fn worker_phase(
+    c: &Ctx,
+    w: u64,
     map: &Map,
     phase: &str,
-    rep: &mut Reporter,
+    rep: &mut Tick,
 ) -> shoal::Result<(u64, u64)> {
-    let (n, w) = (a.processes, a.id);
-    let mut kb = vec![0u8; g.ksize];
-    let mut vb = vec![0u8; g.vsize];
+    let (n, g) = (c.n, c.g);
+    let mut kb = vec![0u8; g.key_buf_len()];
+    let vsize = g.value_size();
+    let mut vb = vec![0u8; vsize];
     let (mut ops, mut errors) = (0u64, 0u64);
+    // Whose keys this worker reads: another worker's in a shared map, so that reads cross
+    // workers; its own in a private map.
+    let src = if c.private { w } else { (w + 1) % n };
+    // i32 values are the same in every phase, so a read can check the value itself.
+    let exact = g.value_type() == ValueType::I32;
+    let check = |found: bool, buf: &[u8], i: u64, vb: &mut [u8]| -> bool {
+        if !found || buf.len() != vsize {
+            return false;
+        }
+        if exact {
+            g.value(b"val:", i, vb);
+            return buf == &vb[..];
+        }
+        true
+    };
     match phase {
         "PUT" | "UPD" => {
             let (tag, want) = if phase == "PUT" {
@@ -246,10 +327,10 @@ fn worker_phase(
             } else {
                 (b"upd:", PutOutcome::Replaced)
             };
-            for i in share(w, n, a.keys) {
-                g.key(i, &mut kb);
+            for i in share(w, n, c.keys) {
+                let kl = g.key(i, &mut kb);
                 g.value(tag, i, &mut vb);
-                errors += (map.put(&kb, &vb)? != want) as u64;
+                errors += (map.put(&kb[..kl], &vb)? != want) as u64;
                 ops += 1;
                 rep.tick(ops);
             }
@@ -257,17 +338,23 @@ fn worker_phase(
         "MIX" => {
             let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (w + 1).wrapping_mul(0xff51_afd7_ed55_8ccd));
             let mut buf = Vec::new();
-            for i in share(w, n, a.keys) {
-                if rng.next() % 100 < a.mix {
-                    g.key(i, &mut kb);
+            let own = share_len(w, n, c.keys);
+            for i in share(w, n, c.keys) {
+                if rng.next() % 100 < c.mix {
+                    let kl = g.key(i, &mut kb);
                     g.value(b"mix:", i, &mut vb);
-                    errors += !map.remove(&kb)? as u64;
-                    errors += (map.put(&kb, &vb)? != PutOutcome::Inserted) as u64;
+                    errors += !map.remove(&kb[..kl])? as u64;
+                    errors += (map.put(&kb[..kl], &vb)? != PutOutcome::Inserted) as u64;
                     ops += 2;
                 } else {
                     // Another worker may have this key removed for a moment: no check.
-                    g.key(rng.next() % a.keys, &mut kb);
-                    map.get_into(&kb, &mut buf)?;
+                    let j = if c.private {
+                        w + n * (rng.next() % own)
+                    } else {
+                        rng.next() % c.keys
+                    };
+                    let kl = g.key(j, &mut kb);
+                    map.get_into(&kb[..kl], &mut buf)?;
                     ops += 1;
                 }
                 rep.tick(ops);
@@ -275,35 +362,52 @@ fn worker_phase(
         }
         "GET" => {
             let mut buf = Vec::new();
-            for i in share((w + 1) % n, n, a.keys) {
-                g.key(i, &mut kb);
-                let found = map.get_into(&kb, &mut buf)?;
-                errors += (!found || buf.len() != g.vsize) as u64;
+            for i in share(src, n, c.keys) {
+                let kl = g.key(i, &mut kb);
+                let found = map.get_into(&kb[..kl], &mut buf)?;
+                errors += !check(found, &buf, i, &mut vb) as u64;
+                ops += 1;
+                rep.tick(ops);
+            }
+        }
+        "GET_RAND" => {
+            let mut buf = Vec::new();
+            let len = share_len(src, n, c.keys);
+            let order = Perm::new(len, ORDER_SEED);
+            for j in 0..len {
+                let i = src + n * order.get(j);
+                let kl = g.key(i, &mut kb);
+                let found = map.get_into(&kb[..kl], &mut buf)?;
+                errors += !check(found, &buf, i, &mut vb) as u64;
                 ops += 1;
                 rep.tick(ops);
             }
         }
         "GET_MANY" => {
-            let mut flat = vec![0u8; BATCH * g.ksize];
-            let mut it = share((w + 1) % n, n, a.keys).peekable();
+            let kmax = g.key_buf_len();
+            let mut flat = vec![0u8; BATCH * kmax];
+            let mut lens = [0usize; BATCH];
+            let mut it = share(src, n, c.keys).peekable();
             while it.peek().is_some() {
                 let mut k = 0;
                 for (j, i) in it.by_ref().take(BATCH).enumerate() {
-                    g.key(i, &mut flat[j * g.ksize..(j + 1) * g.ksize]);
+                    lens[j] = g.key(i, &mut flat[j * kmax..(j + 1) * kmax]);
                     k = j + 1;
                 }
-                let refs: Vec<&[u8]> = flat[..k * g.ksize].chunks(g.ksize).collect();
+                let refs: Vec<&[u8]> = (0..k)
+                    .map(|j| &flat[j * kmax..j * kmax + lens[j]])
+                    .collect();
                 map.get_many_with(&refs, |_, v| {
-                    errors += (v.map(|v| v.len()) != Some(g.vsize)) as u64;
+                    errors += (v.map(|v| v.len()) != Some(vsize)) as u64;
                 })?;
                 ops += k as u64;
                 rep.tick(ops);
             }
         }
         "REMOVE" => {
-            for i in share(w, n, a.keys) {
-                g.key(i, &mut kb);
-                errors += !map.remove(&kb)? as u64;
+            for i in share(w, n, c.keys) {
+                let kl = g.key(i, &mut kb);
+                errors += !map.remove(&kb[..kl])? as u64;
                 ops += 1;
                 rep.tick(ops);
             }
@@ -314,40 +418,105 @@ fn worker_phase(
             )))
         }
     }
+    rep.done.store(ops, Ordering::Relaxed);
     Ok((ops, errors))
 }
 
-/// The hidden `bench-worker` subcommand: one worker process.
+/// Pins the calling thread to `core`.
+fn pin_to(core: u64) -> Result<(), String> {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(core as usize);
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| format!("cannot pin a worker to core {core}: {e}"))
+}
+
+/// The hidden `bench-worker` subcommand: one worker process, of `--threads` threads.
 pub fn worker(a: WorkerArgs) -> Result<(), Fail> {
-    let g = Gen::new(a.keys, a.key_size, a.value_size).map_err(Fail::Error)?;
-    if a.processes == 0 || a.id >= a.processes {
+    let g = Gen::new(a.keys_pattern, a.keys, a.key_size, a.value_type).map_err(Fail::Error)?;
+    if a.processes == 0 || a.threads == 0 || a.id >= a.processes {
         return Err(Fail::err("bad worker id"));
     }
-    let store = Store::open_existing(&a.path)?;
-    let map = store.open_map("bench")?;
-    let mut rep = Reporter {
-        out: std::io::stdout(),
-        last: Instant::now(),
-        calls: 0,
+    let ctx = Ctx {
+        n: a.processes * a.threads,
+        keys: a.keys,
+        g,
+        mix: a.mix,
+        private: a.private_maps,
     };
-    writeln!(rep.out, "ready")?;
-    rep.out.flush()?;
+    let store = Store::open_existing(&a.path)?;
+    let first = a.id * a.threads;
+    let maps = (first..first + a.threads)
+        .map(|w| store.open_map(&map_name(a.private_maps, w)))
+        .collect::<shoal::Result<Vec<Map>>>()?;
+    let mut out = std::io::stdout();
+    writeln!(out, "ready")?;
+    out.flush()?;
     for line in std::io::stdin().lock().lines() {
         let line = line?;
         let Some(phase) = line.strip_prefix("go ") else {
             break; // "exit", or anything else
         };
         let c0 = cpu_ns();
-        rep.last = Instant::now();
-        match worker_phase(&a, g, &map, phase, &mut rep) {
-            Ok((ops, errors)) => writeln!(rep.out, "done {ops} {errors} {}", cpu_ns() - c0)?,
-            Err(e) => {
-                writeln!(rep.out, "fail {e}")?;
-                rep.out.flush()?;
-                return Err(e.into());
+        let done: Vec<AtomicU64> = maps.iter().map(|_| AtomicU64::new(0)).collect();
+        let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let handles: Vec<_> = maps
+                .iter()
+                .zip(&done)
+                .enumerate()
+                .map(|(t, (map, done))| {
+                    let (ctx, tx) = (&ctx, tx.clone());
+                    let w = first + t as u64;
+                    s.spawn(move || {
+                        let r = (|| {
+                            if a.pin >= 0 {
+                                pin_to(a.pin as u64 + w)?;
+                            }
+                            let mut rep = Tick { done, calls: 0 };
+                            worker_phase(ctx, w, map, phase, &mut rep).map_err(|e| e.to_string())
+                        })();
+                        let _ = tx.send(());
+                        r
+                    })
+                })
+                .collect();
+            drop(tx);
+            // Progress every 100 ms; the end of the last thread is seen at once.
+            let mut finished = 0;
+            while finished < handles.len() {
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(()) => finished += 1,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        let sum: u64 = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
+                        let _ = writeln!(out, "p {sum}").and_then(|_| out.flush());
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a worker thread panicked".into()))
+                })
+                .collect()
+        });
+        let (mut ops, mut errors) = (0, 0);
+        for r in results {
+            match r {
+                Ok((o, e)) => {
+                    ops += o;
+                    errors += e;
+                }
+                Err(e) => {
+                    writeln!(out, "fail {e}")?;
+                    out.flush()?;
+                    return Err(Fail::err(e));
+                }
             }
         }
-        rep.out.flush()?;
+        writeln!(out, "done {ops} {errors} {}", cpu_ns() - c0)?;
+        out.flush()?;
     }
     Ok(())
 }
@@ -362,11 +531,15 @@ enum Msg {
 /// Results of one phase.
 struct PhaseResult {
     name: &'static str,
+    /// The round it belongs to, from 0.
+    round: u32,
     ops: u64,
     secs: f64,
     cpu_ns: u64,
     errors: u64,
     file_size: u64,
+    /// Bytes the store held in memory at the end of the phase.
+    resident: u64,
     entries: u64,
     live_bytes: u64,
     /// Chunks the cleaner reclaimed during the phase.
@@ -377,6 +550,45 @@ impl PhaseResult {
     fn ops_per_sec(&self) -> f64 {
         self.ops as f64 / self.secs.max(1e-9)
     }
+}
+
+/// One phase over all its rounds: the median round (by rate) and the spread.
+struct Summary<'a> {
+    name: &'static str,
+    /// The round with the median rate (the lower middle one of an even count).
+    median: &'a PhaseResult,
+    min: f64,
+    max: f64,
+    rounds: usize,
+    errors: u64,
+    cleaned: u64,
+}
+
+fn summarize<'a>(results: &'a [PhaseResult], phases: &[&'static str]) -> Vec<Summary<'a>> {
+    let mut out: Vec<Summary> = Vec::new();
+    for (k, &name) in phases.iter().enumerate() {
+        // The same phase may be listed twice: the k-th entry of every round.
+        let mut rs: Vec<&PhaseResult> = results
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % phases.len() == k)
+            .map(|(_, r)| r)
+            .collect();
+        if rs.is_empty() {
+            continue;
+        }
+        rs.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
+        out.push(Summary {
+            name,
+            median: rs[(rs.len() - 1) / 2],
+            min: rs[0].ops_per_sec(),
+            max: rs[rs.len() - 1].ops_per_sec(),
+            rounds: rs.len(),
+            errors: rs.iter().map(|r| r.errors).sum(),
+            cleaned: rs.iter().map(|r| r.cleaned).sum(),
+        });
+    }
+    out
 }
 
 /// Kills the workers still running and removes the store (unless kept) on the way out,
@@ -407,10 +619,14 @@ impl Drop for Run {
 
 /// `shoal bench`.
 pub fn run(a: BenchArgs) -> Result<(), Fail> {
-    let n = a.processes as u64;
+    let procs = a
+        .processes
+        .unwrap_or(if a.threads.is_some() { 1 } else { 2 }) as u64;
+    let threads = a.threads.unwrap_or(1) as u64;
+    let n = procs * threads;
     if a.keys < n {
         return Err(Fail::err(format!(
-            "--keys {} is fewer than --processes {n}",
+            "--keys {} is fewer than the {n} workers",
             a.keys
         )));
     }
@@ -420,7 +636,36 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
             shoal::MAX_KEY_LEN
         )));
     }
-    Gen::new(a.keys, a.key_size as usize, a.value_size as usize).map_err(Fail::Error)?;
+    let vtype = a
+        .value_type
+        .unwrap_or(ValueType::Bytes(a.value_size as usize));
+    Gen::new(a.keys_pattern, a.keys, a.key_size as usize, vtype).map_err(Fail::Error)?;
+    let phases: Vec<&'static str> = match &a.phases {
+        Some(p) => p.clone(),
+        None if a.format == Format::Mdtest => MDTEST_PHASES.to_vec(),
+        None => PHASES.to_vec(),
+    };
+    if phases.is_empty() {
+        return Err(Fail::err("--phases lists no phase"));
+    }
+    if a.rounds > 1 && !(phases.contains(&"PUT") && phases.contains(&"REMOVE")) {
+        return Err(Fail::err(
+            "--rounds above 1 needs PUT and REMOVE (or DEL) among the phases: each round \
+             starts from an empty map",
+        ));
+    }
+    let cpus = std::thread::available_parallelism()
+        .map(|c| c.get())
+        .unwrap_or(0);
+    if a.pin >= 0 && a.pin as u64 + n > cpus as u64 {
+        return Err(Fail::err(format!(
+            "--pin {} with {n} workers needs cores {} to {}; this machine has {cpus} (0 to {})",
+            a.pin,
+            a.pin,
+            a.pin as u64 + n - 1,
+            cpus.saturating_sub(1)
+        )));
+    }
     let path = match &a.path {
         Some(p) => shoal::resolve_path(p),
         None => PathBuf::from(format!("/dev/shm/shoal-bench-{}.shoal", std::process::id())),
@@ -434,7 +679,9 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
             )),
             e => Fail::err(format!("cannot create {}: {e}", path.display())),
         })?;
-    let map = store.map("bench")?;
+    let maps = (0..if a.private_maps { n } else { 1 })
+        .map(|w| store.map(&map_name(a.private_maps, w)))
+        .collect::<shoal::Result<Vec<Map>>>()?;
     let mut run = Run {
         path: path.clone(),
         keep: a.keep,
@@ -450,17 +697,28 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
             println!("{s}");
         }
     };
-    let cpus = std::thread::available_parallelism()
-        .map(|c| c.get())
-        .unwrap_or(0);
     let load_start = loadavg();
+    let keys_desc = match a.keys_pattern {
+        KeysPattern::Padded => format!("padded keys of {} B", a.key_size),
+        KeysPattern::Seq => "sequential keys file.mdtest.%d.%d".into(),
+        KeysPattern::Rand => "random keys file.mdtest.%d.%d".into(),
+    };
+    let value_desc = match vtype {
+        ValueType::I32 => "i32 values".to_string(),
+        ValueType::Bytes(b) => format!("values of {b} B"),
+    };
     say(&format!(
-        "shoal bench: {} processes, {} keys of {} B, values of {} B, MIX {}% remove+put, store {}",
-        n,
+        "shoal bench: {procs} processes × {threads} threads = {n} workers, {} {keys_desc}, \
+         {value_desc}, {}, pin {}, {} round(s) of {}, store {}",
         human::count(a.keys),
-        a.key_size,
-        a.value_size,
-        a.mix,
+        if a.private_maps {
+            "one map per worker"
+        } else {
+            "one shared map"
+        },
+        a.pin,
+        a.rounds,
+        phases.join(","),
         path.display()
     ));
     say(&format!(
@@ -475,18 +733,34 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
         ))
     })?;
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
-    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
-    for w in 0..n as usize {
-        let mut child = Command::new(&exe)
-            .arg(WORKER_SUBCOMMAND)
+    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..procs).map(|_| AtomicU64::new(0)).collect());
+    for w in 0..procs as usize {
+        let mut cmd = Command::new(&exe);
+        cmd.arg(WORKER_SUBCOMMAND)
             .arg("--path")
             .arg(&path)
             .args(["--id", &w.to_string()])
-            .args(["--processes", &n.to_string()])
+            .args(["--processes", &procs.to_string()])
+            .args(["--threads", &threads.to_string()])
             .args(["--keys", &a.keys.to_string()])
+            .args([
+                "--keys-pattern",
+                &format!("{:?}", a.keys_pattern).to_lowercase(),
+            ])
             .args(["--key-size", &a.key_size.to_string()])
-            .args(["--value-size", &a.value_size.to_string()])
+            .args([
+                "--value-type",
+                &match vtype {
+                    ValueType::I32 => "i32".to_string(),
+                    ValueType::Bytes(b) => format!("bytes:{b}"),
+                },
+            ])
             .args(["--mix", &a.mix.to_string()])
+            .args(["--pin", &a.pin.to_string()]);
+        if a.private_maps {
+            cmd.arg("--private-maps");
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -529,7 +803,7 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
         });
     }
     drop(tx);
-    let died = |w: usize, why: &str| Fail::err(format!("worker {w} {why}"));
+    let died = |w: usize, why: &str| Fail::err(format!("worker process {w} {why}"));
     let recv = |timeout: Duration| -> Result<Option<(usize, Msg)>, Fail> {
         match rx.recv_timeout(timeout) {
             Ok(m) => Ok(Some(m)),
@@ -539,7 +813,7 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
     };
     let mut ready = 0;
     let start = Instant::now();
-    while ready < n {
+    while ready < procs {
         if signal::interrupted() {
             return Err(Fail::err("interrupted"));
         }
@@ -559,88 +833,104 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
     let t_run = Instant::now();
     let mut results: Vec<PhaseResult> = Vec::new();
     let mut cleaned_before = store.stats()?.chunks_cleaned;
-    for phase in PHASES {
-        for p in progress.iter() {
-            p.store(0, Ordering::Relaxed);
-        }
-        let t0 = Instant::now();
-        for (w, s) in run.stdins.iter_mut().enumerate() {
-            writeln!(s, "go {phase}")
-                .and_then(|_| s.flush())
-                .map_err(|e| died(w, &format!("cannot be reached: {e}")))?;
-        }
-        let (mut done, mut ops, mut errors, mut cpu) = (0u64, 0u64, 0u64, 0u64);
-        let mut next_tick = t0 + Duration::from_secs(1);
-        let (mut last_t, mut last_ops) = (t0, 0u64);
-        while done < n {
-            if signal::interrupted() {
-                return Err(Fail::err("interrupted"));
+    let resident_before = resident(&path);
+    for round in 0..a.rounds {
+        for &phase in &phases {
+            for p in progress.iter() {
+                p.store(0, Ordering::Relaxed);
             }
-            let now = Instant::now();
-            if now >= next_tick {
-                let total: u64 = progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
-                let rate = (total - last_ops.min(total)) as f64 / (now - last_t).as_secs_f64();
-                let file = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                say(&format!(
-                    "[{:6.1}s] {:<8} {:>12} ops/s  {:>11} per process  file {}",
-                    t_run.elapsed().as_secs_f64(),
-                    phase,
-                    human::rate(rate),
-                    human::rate(rate / n as f64),
-                    human::size(file)
-                ));
-                (last_t, last_ops) = (now, total);
-                next_tick += Duration::from_secs(1);
-                continue;
+            let t0 = Instant::now();
+            for (w, s) in run.stdins.iter_mut().enumerate() {
+                writeln!(s, "go {phase}")
+                    .and_then(|_| s.flush())
+                    .map_err(|e| died(w, &format!("cannot be reached: {e}")))?;
             }
-            match recv((next_tick - now).min(Duration::from_millis(100)))? {
-                Some((
-                    _,
-                    Msg::Done {
-                        ops: o,
-                        errors: e,
-                        cpu: c,
-                    },
-                )) => {
-                    done += 1;
-                    ops += o;
-                    errors += e;
-                    cpu += c;
+            let (mut done, mut ops, mut errors, mut cpu) = (0u64, 0u64, 0u64, 0u64);
+            let mut next_tick = t0 + Duration::from_secs(1);
+            let (mut last_t, mut last_ops) = (t0, 0u64);
+            while done < procs {
+                if signal::interrupted() {
+                    return Err(Fail::err("interrupted"));
                 }
-                Some((w, Msg::Fail(m))) => return Err(died(w, &format!("failed in {phase}: {m}"))),
-                Some((w, Msg::Eof)) => return Err(died(w, &format!("died in {phase}"))),
-                Some((w, Msg::Ready)) => return Err(died(w, "said something unexpected")),
-                None => {}
+                let now = Instant::now();
+                if now >= next_tick {
+                    let total: u64 = progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+                    let rate = (total - last_ops.min(total)) as f64 / (now - last_t).as_secs_f64();
+                    let file = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                    say(&format!(
+                        "[{:6.1}s] {:<8} {:>12} ops/s  {:>11} per worker  file {}",
+                        t_run.elapsed().as_secs_f64(),
+                        phase,
+                        human::rate(rate),
+                        human::rate(rate / n as f64),
+                        human::size(file)
+                    ));
+                    (last_t, last_ops) = (now, total);
+                    next_tick += Duration::from_secs(1);
+                    continue;
+                }
+                match recv((next_tick - now).min(Duration::from_millis(100)))? {
+                    Some((
+                        _,
+                        Msg::Done {
+                            ops: o,
+                            errors: e,
+                            cpu: c,
+                        },
+                    )) => {
+                        done += 1;
+                        ops += o;
+                        errors += e;
+                        cpu += c;
+                    }
+                    Some((w, Msg::Fail(m))) => {
+                        return Err(died(w, &format!("failed in {phase}: {m}")))
+                    }
+                    Some((w, Msg::Eof)) => return Err(died(w, &format!("died in {phase}"))),
+                    Some((w, Msg::Ready)) => return Err(died(w, "said something unexpected")),
+                    None => {}
+                }
             }
+            let secs = t0.elapsed().as_secs_f64();
+            let st = store.stats()?;
+            let mut entries = 0;
+            for m in &maps {
+                entries += m.len()?;
+            }
+            let r = PhaseResult {
+                name: phase,
+                round,
+                ops,
+                secs,
+                cpu_ns: cpu,
+                errors,
+                file_size: st.file_size,
+                resident: resident(&path),
+                entries,
+                live_bytes: st.live_bytes,
+                cleaned: st.chunks_cleaned - cleaned_before,
+            };
+            cleaned_before = st.chunks_cleaned;
+            say(&format!(
+                "[{:6.1}s] {:<8} done: {} ops in {:.2} s = {} ops/s{}{}",
+                t_run.elapsed().as_secs_f64(),
+                phase,
+                human::count(ops),
+                secs,
+                human::rate(r.ops_per_sec()),
+                if a.rounds > 1 {
+                    format!("  (round {}/{})", round + 1, a.rounds)
+                } else {
+                    String::new()
+                },
+                if errors > 0 {
+                    format!("  ({errors} FAILED CHECKS)")
+                } else {
+                    String::new()
+                }
+            ));
+            results.push(r);
         }
-        let secs = t0.elapsed().as_secs_f64();
-        let st = store.stats()?;
-        let r = PhaseResult {
-            name: phase,
-            ops,
-            secs,
-            cpu_ns: cpu,
-            errors,
-            file_size: st.file_size,
-            entries: map.len()?,
-            live_bytes: st.live_bytes,
-            cleaned: st.chunks_cleaned - cleaned_before,
-        };
-        cleaned_before = st.chunks_cleaned;
-        say(&format!(
-            "[{:6.1}s] {:<8} done: {} ops in {:.2} s = {} ops/s{}",
-            t_run.elapsed().as_secs_f64(),
-            phase,
-            human::count(ops),
-            secs,
-            human::rate(r.ops_per_sec()),
-            if errors > 0 {
-                format!("  ({errors} FAILED CHECKS)")
-            } else {
-                String::new()
-            }
-        ));
-        results.push(r);
     }
 
     // Stop the workers.
@@ -666,9 +956,24 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
 
     // Report.
     let load_end = loadavg();
-    let mut table = summary_table(&results, n);
+    let sums = summarize(&results, &phases);
+    let mut report = match a.format {
+        Format::Table => summary_table(&sums, n),
+        Format::Mdtest => mdtest_report(&sums, &a, procs, threads, resident_before),
+    };
+    let short: Vec<&str> = sums
+        .iter()
+        .filter(|s| s.median.secs < 2.0)
+        .map(|s| s.name)
+        .collect();
+    if !short.is_empty() {
+        report.push_str(&format!(
+            "short phases (under 2 s, noisy): {}; use more --keys or --rounds\n",
+            short.join(", ")
+        ));
+    }
     if let (Some(l0), Some(l1)) = (load_start, load_end) {
-        table.push_str(&format!(
+        report.push_str(&format!(
             "load average {l0:.2} before, {l1:.2} after, on {cpus} cpus{}\n",
             if l0.max(l1) > cpus as f64 {
                 " (busy machine: wall-time figures are inflated; CPU NS/OP is not)"
@@ -678,48 +983,69 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
         ));
     }
     if json {
-        eprint!("\n{table}");
-        let phases: Vec<serde_json::Value> = results
+        eprint!("\n{report}");
+        let per_phase = |r: &PhaseResult| {
+            serde_json::json!({
+                "phase": r.name,
+                "round": r.round,
+                "ops": r.ops,
+                "seconds": r.secs,
+                "ops_per_sec": r.ops_per_sec(),
+                "ops_per_sec_per_worker": r.ops_per_sec() / n as f64,
+                "ns_per_op": 1e9 * n as f64 / r.ops_per_sec(),
+                "cpu_ns_per_op": r.cpu_ns as f64 / r.ops.max(1) as f64,
+                "file_size": r.file_size,
+                "resident_bytes": r.resident,
+                "entries": r.entries,
+                "live_bytes": r.live_bytes,
+                "bytes_per_entry": if r.entries > 0 {
+                    serde_json::json!(r.resident as f64 / r.entries as f64)
+                } else {
+                    serde_json::Value::Null
+                },
+                "chunks_cleaned": r.cleaned,
+                "failed_checks": r.errors,
+            })
+        };
+        let summary: Vec<serde_json::Value> = sums
             .iter()
-            .map(|r| {
+            .map(|s| {
                 serde_json::json!({
-                    "phase": r.name,
-                    "ops": r.ops,
-                    "seconds": r.secs,
-                    "ops_per_sec": r.ops_per_sec(),
-                    "ops_per_sec_per_process": r.ops_per_sec() / n as f64,
-                    "ns_per_op": 1e9 * n as f64 / r.ops_per_sec(),
-                    "cpu_ns_per_op": r.cpu_ns as f64 / r.ops.max(1) as f64,
-                    "file_size": r.file_size,
-                    "entries": r.entries,
-                    "live_bytes": r.live_bytes,
-                    "bytes_per_entry": if r.entries > 0 {
-                        serde_json::json!(r.file_size as f64 / r.entries as f64)
-                    } else {
-                        serde_json::Value::Null
-                    },
-                    "chunks_cleaned": r.cleaned,
-                    "failed_checks": r.errors,
+                    "phase": s.name,
+                    "rounds": s.rounds,
+                    "median_ops_per_sec": s.median.ops_per_sec(),
+                    "min_ops_per_sec": s.min,
+                    "max_ops_per_sec": s.max,
+                    "median_seconds": s.median.secs,
                 })
             })
             .collect();
         let v = serde_json::json!({
-            "processes": n,
+            "processes": procs,
+            "threads": threads,
+            "workers": n,
+            "pin": a.pin,
             "keys": a.keys,
+            "keys_pattern": format!("{:?}", a.keys_pattern).to_lowercase(),
             "key_size": a.key_size,
-            "value_size": a.value_size,
+            "value_size": vtype.size(),
+            "value_type": match vtype { ValueType::I32 => "i32", ValueType::Bytes(_) => "bytes" },
+            "private_maps": a.private_maps,
             "mix_percent": a.mix,
+            "rounds": a.rounds,
             "cpus": cpus,
             "loadavg_before": load_start,
             "loadavg_after": load_end,
+            "resident_before": resident_before,
             "path": path.display().to_string(),
             "kept": a.keep,
             "check_ok": check.as_ref().map(|r| r.is_ok()),
-            "phases": phases,
+            "phases": results.iter().map(per_phase).collect::<Vec<_>>(),
+            "summary": summary,
         });
         println!("{v}");
     } else {
-        print!("\n{table}");
+        print!("\n{report}");
     }
     if a.keep {
         say(&format!("store kept at {}", path.display()));
@@ -733,34 +1059,117 @@ pub fn run(a: BenchArgs) -> Result<(), Fail> {
     if check.is_some_and(|r| !r.is_ok()) {
         return Err(Fail::err("the store is not sound after the run"));
     }
-    drop(map);
+    drop(maps);
     drop(store);
     drop(run);
     Ok(())
 }
 
-fn summary_table(results: &[PhaseResult], n: u64) -> String {
-    let rows: Vec<Vec<String>> = results
+/// mem_meta_kv_benchmark's layout: Mops in total and per worker, MB/s and memory cost
+/// (growth of the resident size, in 10^6 bytes) for PUT.
+fn mdtest_report(
+    sums: &[Summary],
+    a: &BenchArgs,
+    procs: u64,
+    threads: u64,
+    resident_before: u64,
+) -> String {
+    let n = procs * threads;
+    let per = if procs == 1 {
+        "per-thread"
+    } else {
+        "per-worker"
+    };
+    let mut out = format!(
+        "shoal bench ({}), pid {}\n{} thread(s) in {} process(es), start_core {}\n\
+         Each thread put, get, delete {} elements, total {} ops\n",
+        if a.private_maps {
+            "one Shoal map per thread"
+        } else {
+            "one shared Shoal map"
+        },
+        std::process::id(),
+        n,
+        procs,
+        a.pin,
+        share_len(0, n, a.keys),
+        a.keys
+    );
+    for s in sums {
+        let r = s.median;
+        let mops = r.ops_per_sec() / 1e6;
+        let label = if s.name == "REMOVE" { "DEL" } else { s.name };
+        if s.name == "PUT" {
+            let cost = r.resident.saturating_sub(resident_before) as f64;
+            let mbs = cost / r.secs.max(1e-9) / 1e6;
+            out.push_str(&format!(
+                "[{label}] total {mops:.4} Mops, in {:.4} s, {mbs:.4} MB/s, cost {:.4} MB\n      \
+                 {per} {:.4} Mops, {:.4} MB/s\n",
+                r.secs,
+                cost / 1e6,
+                mops / n as f64,
+                mbs / n as f64
+            ));
+        } else {
+            out.push_str(&format!(
+                "[{label}] total {mops:.4} Mops, in {:.4} s\n      {per} {:.4} Mops\n",
+                r.secs,
+                mops / n as f64
+            ));
+        }
+        if s.rounds > 1 {
+            out.push_str(&format!(
+                "      median of {} rounds, spread {:.4}-{:.4} Mops\n",
+                s.rounds,
+                s.min / 1e6,
+                s.max / 1e6
+            ));
+        }
+        if s.errors > 0 {
+            out.push_str(&format!("      {} FAILED CHECKS\n", s.errors));
+        }
+    }
+    if let Some(p) = sums.iter().find(|s| s.name == "PUT") {
+        let r = p.median;
+        out.push_str(&format!(
+            "memory: {:.4} MB resident with {} entries, {:.1} bytes per entry\n",
+            r.resident as f64 / 1e6,
+            r.entries,
+            r.resident as f64 / r.entries.max(1) as f64
+        ));
+    }
+    out
+}
+
+fn summary_table(sums: &[Summary], n: u64) -> String {
+    let rows: Vec<Vec<String>> = sums
         .iter()
-        .map(|r| {
+        .map(|s| {
+            let r = s.median;
             let ops_s = r.ops_per_sec();
             vec![
-                r.name.to_string(),
+                s.name.to_string(),
                 human::count(r.ops),
                 format!("{:.2}", r.secs),
                 human::rate(ops_s),
-                human::rate(ops_s / n as f64),
-                format!("{:.0}", 1e9 * n as f64 / ops_s),
-                format!("{:.0}", r.cpu_ns as f64 / r.ops.max(1) as f64),
-                human::count(r.cleaned),
-                human::size(r.file_size),
-                if r.entries > 0 {
-                    format!("{:.1}", r.file_size as f64 / r.entries as f64)
+                if s.rounds > 1 {
+                    format!("{}-{}", human::rate(s.min), human::rate(s.max))
                 } else {
                     "-".into()
                 },
-                if r.errors > 0 {
-                    r.errors.to_string()
+                human::rate(ops_s / n as f64),
+                format!("{:.0}", 1e9 * n as f64 / ops_s),
+                format!("{:.0}", r.cpu_ns as f64 / r.ops.max(1) as f64),
+                human::count(s.cleaned),
+                human::size(r.file_size),
+                human::size(r.resident),
+                if r.entries > 0 {
+                    format!("{:.1}", r.resident as f64 / r.entries as f64)
+                } else {
+                    "-".into()
+                },
+                if s.errors > 0 {
+                    s.errors.to_string()
                 } else {
                     "ok".into()
                 },
@@ -773,11 +1182,13 @@ fn summary_table(results: &[PhaseResult], n: u64) -> String {
             "OPS",
             "SECONDS",
             "OPS/S",
-            "OPS/S/PROC",
+            "SPREAD",
+            "OPS/S/WORKER",
             "NS/OP",
             "CPU NS/OP",
             "CLEANED",
             "FILE",
+            "RESIDENT",
             "BYTES/ENTRY",
             "CHECKS",
         ],
@@ -799,22 +1210,13 @@ mod tests {
     }
 
     #[test]
-    fn keys_and_values() {
-        let g = Gen::new(1_000_000, 16, 16).unwrap();
-        let mut k = [0u8; 16];
-        g.key(42, &mut k);
-        assert_eq!(&k, b"key:000000000042");
-        let mut v = [0u8; 16];
-        g.value(b"val:", 7, &mut v);
-        assert_eq!(&v, b"val:000000000007");
-        let g = Gen::new(1000, 3, 2).unwrap();
-        let mut k = [0u8; 3];
-        g.key(999, &mut k);
-        assert_eq!(&k, b"999");
-        let mut v = [0u8; 2];
-        g.value(b"val:", 7, &mut v);
-        assert_eq!(&v, b"va");
-        assert!(Gen::new(10_000, 3, 0).is_err());
+    fn shares_and_phases() {
         assert_eq!(share(1, 3, 10).collect::<Vec<_>>(), vec![1, 4, 7]);
+        for (w, n, keys) in [(0, 1, 5), (1, 3, 10), (2, 3, 10), (0, 3, 10), (4, 5, 3)] {
+            assert_eq!(share_len(w, n, keys), share(w, n, keys).count() as u64);
+        }
+        assert_eq!(parse_phase("del"), Ok("REMOVE"));
+        assert_eq!(parse_phase("GET_RAND"), Ok("GET_RAND"));
+        assert!(parse_phase("SCAN").is_err());
     }
 }

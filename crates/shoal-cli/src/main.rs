@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod benchkeys;
 mod cmds;
 mod codec;
 mod dump;

@@ -580,6 +580,22 @@ fn bad_input_gives_one_line_and_an_error_status() {
             "too small for 100000",
         ),
         (vec!["bench", "--path", &s], "exists"),
+        (vec!["bench", "--value-type", "u64"], "is not a value type"),
+        (
+            vec!["bench", "--value-type", "i32", "--value-size", "8"],
+            "cannot be used with",
+        ),
+        (vec!["bench", "--phases", "PUT,SCAN"], "is not a phase"),
+        (vec!["bench", "--keys-pattern", "zipf"], "invalid value"),
+        (
+            vec!["bench", "--rounds", "2", "--phases", "PUT,GET"],
+            "needs PUT and REMOVE",
+        ),
+        (
+            vec!["bench", "--threads", "2", "--pin", "1000000"],
+            "needs cores 1000000 to 1000001",
+        ),
+        (vec!["bench", "--pin", "-2"], "--pin"),
         (vec!["watch", &s, "--interval", "0"], "--interval"),
         (vec!["completions", "tcsh"], "invalid value"),
     ];
@@ -667,7 +683,7 @@ fn bench_with_tiny_parameters_runs_every_phase() {
         .lines()
         .skip_while(|l| !l.starts_with("PHASE"))
         .collect();
-    for phase in ["PUT", "UPD", "MIX", "GET", "GET_MANY", "REMOVE"] {
+    for phase in ["PUT", "UPD", "MIX", "GET", "GET_RAND", "GET_MANY", "REMOVE"] {
         assert!(
             table
                 .iter()
@@ -706,18 +722,107 @@ fn bench_with_tiny_parameters_runs_every_phase() {
         .iter()
         .map(|p| p["phase"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["PUT", "UPD", "MIX", "GET", "GET_MANY", "REMOVE"]);
+    assert_eq!(
+        names,
+        ["PUT", "UPD", "MIX", "GET", "GET_RAND", "GET_MANY", "REMOVE"]
+    );
     for p in phases {
         assert_eq!(p["failed_checks"], 0);
         assert!(p["ops_per_sec"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(phases[0]["ops"], 3001);
     assert_eq!(phases[0]["entries"], 3001);
-    assert_eq!(phases[5]["entries"], 0);
+    assert_eq!(phases[6]["entries"], 0);
     assert!(r.stderr.contains("PHASE"), "the table goes to stderr");
     assert!(Path::new(&path).exists(), "--keep keeps the store");
     ok(&["check", &path]);
     ok(&["rm", &path]);
+}
+
+/// mem_meta_kv_benchmark's options: threads, pinning, its key patterns, i32 values,
+/// rounds, private maps and its report layout.
+#[test]
+fn bench_in_mdtest_terms() {
+    let d = tmp();
+    let path = store_in(&d, "mdtest.shoal");
+    let out = ok(&[
+        "bench",
+        "--threads",
+        "2",
+        "--pin",
+        "0",
+        "--keys",
+        "4000",
+        "--keys-pattern",
+        "seq",
+        "--value-type",
+        "i32",
+        "--rounds",
+        "3",
+        "--format",
+        "mdtest",
+        "--path",
+        &path,
+    ]);
+    for want in [
+        "2 thread(s) in 1 process(es), start_core 0",
+        "Each thread put, get, delete 2000 elements, total 4000 ops",
+        "[PUT] total ",
+        " MB/s, cost ",
+        "[GET] total ",
+        "[GET_RAND] total ",
+        "[DEL] total ",
+        "      per-thread ",
+        "median of 3 rounds, spread ",
+        "4000 entries",
+        "bytes per entry",
+    ] {
+        assert!(out.contains(want), "{want:?} missing from\n{out}");
+    }
+    assert!(!out.contains("FAILED"), "{out}");
+    assert!(!Path::new(&path).exists(), "the store is removed");
+
+    // Random keys, a map per worker, 2 processes × 2 threads, JSON.
+    let r = shoal(&[
+        "bench",
+        "--processes",
+        "2",
+        "--threads",
+        "2",
+        "--keys",
+        "3001",
+        "--keys-pattern",
+        "rand",
+        "--value-type",
+        "bytes:7",
+        "--private-maps",
+        "--phases",
+        "PUT,GET_RAND,GET,GET_MANY,MIX,DEL",
+        "--json",
+        "--path",
+        &path,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(r.out().trim()).unwrap();
+    assert_eq!(v["workers"], 4);
+    assert_eq!(v["private_maps"], true);
+    assert_eq!(v["value_size"], 7);
+    let phases = v["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["PUT", "GET_RAND", "GET", "GET_MANY", "MIX", "REMOVE"]
+    );
+    for p in phases {
+        assert_eq!(p["failed_checks"], 0, "{p}");
+    }
+    assert_eq!(phases[0]["entries"], 3001);
+    assert_eq!(phases[1]["ops"], 3001);
+    assert!(phases[0]["resident_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(v["summary"].as_array().unwrap().len(), 6);
 }
 
 #[test]
