@@ -460,7 +460,11 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
     }
     // ORDERED came with version 11 too: a version-10 library would take an ordered map
     // for a hash map.
-    let f2 = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let f2 = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
     write_u64(&f2, H_FLAGS, read_u64(&f2, H_FLAGS) & !FLAG_LOGS);
     match Store::open_with(&path, &opts(), OpenMode::Open) {
         Err(Error::Corrupt { what, .. }) => assert!(what.contains("ORDERED"), "{what}"),
@@ -468,7 +472,6 @@ fn in_place_in_a_version_4_file_or_with_checksums_is_refused() {
         Ok(_) => panic!("ORDERED in version 10: opened"),
     }
     write_u64(&f2, H_FLAGS, read_u64(&f2, H_FLAGS) | FLAG_LOGS);
-    }
     set_version(&path, 11);
     drop(Store::open_with(&path, &opts(), OpenMode::Open).unwrap());
 }
