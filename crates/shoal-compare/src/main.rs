@@ -55,6 +55,7 @@ Options:
   --repeats R       fresh runs per row (default 3; median and spread reported)
   --min-secs S      GET and MIX repeat their passes until they lasted S seconds (default 2;
                     0 = one pass); PUT and REMOVE are one pass each, hence --repeats
+  --phases LIST     comma list among PUT,GET,MIX,REMOVE (default: all; PUT always runs)
   --seed S          shuffle seed (default 1)
 
 Exit status: 0 when every result of every system was correct, 1 otherwise.";
@@ -136,6 +137,8 @@ pub struct Args {
     pub repeats: usize,
     /// Minimum length of a GET or MIX phase, seconds.
     pub min_secs: f64,
+    /// The phases to run, in [`PHASES`] order (PUT always).
+    pub phases: Vec<Phase>,
 }
 
 /// The order of one run's PUT.
@@ -208,6 +211,7 @@ fn parse_args() -> Result<Args, String> {
         put_order: PutOrders::Both,
         repeats: 3,
         min_secs: 2.0,
+        phases: PHASES.to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -248,6 +252,22 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--repeats" => a.repeats = parse_count(&val()?)?,
+            "--phases" => {
+                let v = val()?;
+                let want: Vec<&str> = v.split(',').map(str::trim).collect();
+                if let Some(bad) = want
+                    .iter()
+                    .find(|w| !PHASES.iter().any(|p| p.name().eq_ignore_ascii_case(w)))
+                {
+                    return Err(format!("--phases: unknown phase {bad:?}"));
+                }
+                a.phases = PHASES
+                    .into_iter()
+                    .filter(|p| {
+                        *p == Phase::Put || want.iter().any(|w| p.name().eq_ignore_ascii_case(w))
+                    })
+                    .collect();
+            }
             "--min-secs" => {
                 let v = val()?;
                 a.min_secs = v
@@ -725,7 +745,7 @@ fn run_once(
     let phases: &[Phase] = if plan.put_only {
         &[Phase::Put]
     } else {
-        &PHASES
+        &a.phases
     };
     let r = drive(plan, a, d, &ops, &place, phases);
     let _ = std::fs::remove_file(&place.path);
