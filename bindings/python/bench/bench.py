@@ -831,8 +831,9 @@ def write_report(results, skipped, args, out_dir):
     lines = [
         f"# Python: shoal vs other shared dicts, {args.keys:,} keys",
         "",
-        f"`bash bindings/python/bench/run.sh --keys {args.keys}` on {machine()}, "
-        f"{time.strftime('%Y-%m-%d')}. 16-byte keys and values (bytes). Operations per second "
+        f"Command: `bash bindings/python/bench/run.sh --keys {args.keys}`. Run: "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, commit {getattr(args, 'commit', '?')}, on {machine()}. "
+        f"16-byte keys and values (bytes). Operations per second "
         f"(GET_MANY: keys per second, batches of {BATCH}; GET x2: both processes together). "
         f"Key order: PUT inserts in a random order (the separate table below inserts in key order); "
         f"GET, GET_MANY and MIX read random keys; the key objects of each pass are created in the order "
@@ -982,6 +983,16 @@ def main():
         ap.error(f"--only: unknown peer id(s) {', '.join(sorted(unknown))}; the ids are {', '.join(pid for pid, _, _ in PEERS)}")
     results, skipped = [], []
     args.load_start = loadavg()
+    try:
+        args.commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        args.commit = "?"
     for pid, cls, pkg in PEERS:
         if only and pid not in only:
             continue

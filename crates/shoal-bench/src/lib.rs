@@ -38,10 +38,10 @@ const PAIRS: [[u8; 2]; 100] = {
 
 /// Key `i` and value `i` (`key:%012d`, `val:%012d`), computed from `i` alone.
 ///
-/// Benchmarks that visit keys in a random order call this inside the timed loop instead of
-/// reading a pre-built array: an array of 32 bytes per key read at random costs a cache
-/// miss per operation that belongs to the harness, and every system measured would pay it.
-/// `i` must be below 10^12.
+/// Benchmarks that visit keys in a random order use it to lay out each phase's keys in the
+/// order the phase reads them, before timing: an array in key order read at random would
+/// cost a cache miss per operation that belongs to the harness, and every system measured
+/// would pay it. `i` must be below 10^12.
 #[inline(always)]
 pub fn key_val(i: u64) -> ([u8; ITEM_LEN], [u8; ITEM_LEN]) {
     debug_assert!(i < 1_000_000_000_000);

@@ -4,7 +4,7 @@
 mod peers;
 mod report;
 
-use peers::{Counts, Kv, Phase, PHASES, REMOVE_PUT};
+use peers::{Counts, Kv, Op, Phase, PHASES, REMOVE_PUT};
 use shoal_bench::{CountingAlloc, SplitMix64};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -29,9 +29,9 @@ doing half the ops; for Redis, two client processes):
 plus bytes per entry after PUT. Shoal alone also runs with --many-procs processes (MIX with 8
 processes against 2: the target is >= 0.7x). Each row runs --repeats times on a fresh store
 (rows interleaved, so that a change in the machine's load hits every system); the report
-gives the median and the spread of the repeats. Keys and values are formatted from their
-index inside the timed loop (no key array read at random: the harness's own cache misses
-stay out of the figures).
+gives the median and the spread of the repeats. Each worker formats its keys and values
+before a phase, laid out in the order the phase reads them (no key array read at random:
+the harness's own cache misses stay out of the figures).
 
 By default every system also gets a separate row with PUT in key order (`key order` in the
 report): sorted inserts append at the right edge of a B-tree, LMDB's and libmdbx's best case.
@@ -603,7 +603,7 @@ struct Job<'a> {
 fn timed_passes(
     kv: &mut dyn Kv,
     phase: Phase,
-    timed: &[u32],
+    timed: &[Op],
     min_secs: f64,
     step: usize,
     c: &mut Counts,
@@ -666,6 +666,8 @@ fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Res
         } else {
             usize::MAX
         };
+        // Keys and values formatted here, untimed, in the order the loop reads them.
+        let mine: Vec<Op> = mine.iter().map(|&code| Op::new(code)).collect();
         let timed = &mine[..mine.len().min(cap)];
         let mut c = Counts::default();
         let cpu0 = shoal_bench::thread_cpu_ns();

@@ -13,6 +13,31 @@ use std::path::{Path, PathBuf};
 /// The high bit of a MIX op: remove the key and put it back.
 pub const REMOVE_PUT: u32 = 1 << 31;
 
+/// One operation with its key and value, formatted before the timed loop.
+///
+/// A worker lays out its ops for a phase in the order it runs them, so the timed loop reads
+/// its keys and values sequentially (the prefetcher has them in cache): reading them from
+/// an array in key order, at random, would add a cache miss of the harness's own to every
+/// operation of every system, and formatting them inside the loop would lengthen the loop
+/// body and shrink how many lookups the CPU overlaps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// The key's index, with [`REMOVE_PUT`] set in MIX for "remove, then put back".
+    pub code: u32,
+    /// `key:%012d` of the index.
+    pub key: [u8; 16],
+    /// `val:%012d` of the index.
+    pub val: [u8; 16],
+}
+
+impl Op {
+    /// The op for `code`.
+    pub fn new(code: u32) -> Op {
+        let (key, val) = key_val((code & !REMOVE_PUT) as u64);
+        Op { code, key, val }
+    }
+}
+
 /// The phases, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -67,11 +92,11 @@ impl Counts {
 /// One system, as opened by one worker process.
 pub trait Kv {
     /// Runs `ops` of `phase`.
-    fn run(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String>;
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String>;
 
     /// Runs ops outside the timed part (only Redis, whose unpipelined runs may be capped,
     /// does this faster than `run`).
-    fn fill(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn fill(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         self.run(phase, ops, c)
     }
 
@@ -116,9 +141,8 @@ fn key_str(k: &[u8]) -> String {
 
 /// One op of any phase on a single-op system.
 #[inline(always)]
-fn one<S: Single + ?Sized>(s: &mut S, phase: Phase, op: u32, c: &mut Counts) -> Result<(), String> {
-    let (kb, vb) = key_val((op & !REMOVE_PUT) as u64);
-    let (k, v) = (&kb[..], &vb[..]);
+fn one<S: Single + ?Sized>(s: &mut S, phase: Phase, op: &Op, c: &mut Counts) -> Result<(), String> {
+    let (k, v) = (&op.key[..], &op.val[..]);
     match phase {
         Phase::Put => {
             if s.put(k, v)? == Some(false) {
@@ -133,7 +157,7 @@ fn one<S: Single + ?Sized>(s: &mut S, phase: Phase, op: u32, c: &mut Counts) -> 
             }
             c.ops += 1;
         }
-        Phase::Mix if op & REMOVE_PUT != 0 => {
+        Phase::Mix if op.code & REMOVE_PUT != 0 => {
             if !s.remove(k)? {
                 c.error(|| format!("MIX remove {} found nothing", key_str(k)));
             }
@@ -164,10 +188,10 @@ fn one<S: Single + ?Sized>(s: &mut S, phase: Phase, op: u32, c: &mut Counts) -> 
 pub fn run_single<S: Single + ?Sized>(
     s: &mut S,
     phase: Phase,
-    ops: &[u32],
+    ops: &[Op],
     c: &mut Counts,
 ) -> Result<(), String> {
-    for &op in ops {
+    for op in ops {
         one(s, phase, op, c)?;
     }
     Ok(())
@@ -230,7 +254,7 @@ impl Single for ShoalKv {
 }
 
 impl Kv for ShoalKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         run_single(self, phase, ops, c)
     }
     fn bytes(&mut self) -> Result<u64, String> {
@@ -275,7 +299,7 @@ impl Single for HashbrownKv {
 }
 
 impl Kv for HashbrownKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         run_single(self, phase, ops, c)
     }
     fn bytes(&mut self) -> Result<u64, String> {
@@ -372,7 +396,7 @@ impl Single for LmdbKv {
 }
 
 impl Kv for LmdbKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         if self.batch <= 1 {
             return run_single(self, phase, ops, c);
         }
@@ -410,10 +434,10 @@ impl Kv for LmdbKv {
 /// remove + put pairs; a pair restores the key's value, so the gets' results are the same.
 fn batch_split<'a>(
     phase: Phase,
-    chunk: &'a [u32],
-    reads: &'a mut Vec<u32>,
-    writes: &'a mut Vec<u32>,
-) -> (&'a [u32], &'a [u32]) {
+    chunk: &'a [Op],
+    reads: &'a mut Vec<Op>,
+    writes: &'a mut Vec<Op>,
+) -> (&'a [Op], &'a [Op]) {
     match phase {
         Phase::Get => (chunk, &[]),
         Phase::Put | Phase::Remove => (&[], chunk),
@@ -421,7 +445,7 @@ fn batch_split<'a>(
             reads.clear();
             writes.clear();
             for &op in chunk {
-                if op & REMOVE_PUT != 0 {
+                if op.code & REMOVE_PUT != 0 {
                     writes.push(op);
                 } else {
                     reads.push(op);
@@ -697,7 +721,7 @@ impl Single for MdbxKv {
 }
 
 impl Kv for MdbxKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         if self.batch <= 1 {
             return run_single(self, phase, ops, c);
         }
@@ -887,13 +911,12 @@ impl RedisKv {
             .map_err(|e| format!("Redis: {e}"))
     }
 
-    fn queue(&mut self, phase: Phase, op: u32) -> Result<(), String> {
-        let (kb, vb) = key_val((op & !REMOVE_PUT) as u64);
-        let (k, v) = (&kb[..], &vb[..]);
+    fn queue(&mut self, phase: Phase, op: &Op) -> Result<(), String> {
+        let (k, v) = (&op.key[..], &op.val[..]);
         let r = match phase {
             Phase::Put => self.c.send(&[b"SET", k, v]),
             Phase::Get => self.c.send(&[b"GET", k]),
-            Phase::Mix if op & REMOVE_PUT != 0 => self
+            Phase::Mix if op.code & REMOVE_PUT != 0 => self
                 .c
                 .send(&[b"DEL", k])
                 .and_then(|_| self.c.send(&[b"SET", k, v])),
@@ -919,9 +942,8 @@ impl RedisKv {
         Ok(())
     }
 
-    fn collect(&mut self, phase: Phase, op: u32, c: &mut Counts) -> Result<(), String> {
-        let (kb, vb) = key_val((op & !REMOVE_PUT) as u64);
-        let (k, v) = (&kb[..], &vb[..]);
+    fn collect(&mut self, phase: Phase, op: &Op, c: &mut Counts) -> Result<(), String> {
+        let (k, v) = (&op.key[..], &op.val[..]);
         match phase {
             Phase::Put => {
                 self.expect_ok(c, "SET", k)?;
@@ -931,7 +953,7 @@ impl RedisKv {
                 self.expect_del(c, "DEL", k)?;
                 c.ops += 1;
             }
-            Phase::Mix if op & REMOVE_PUT != 0 => {
+            Phase::Mix if op.code & REMOVE_PUT != 0 => {
                 self.expect_del(c, "MIX DEL", k)?;
                 self.expect_ok(c, "MIX SET", k)?;
                 c.ops += 2;
@@ -957,16 +979,16 @@ impl RedisKv {
     fn run_pipelined(
         &mut self,
         phase: Phase,
-        ops: &[u32],
+        ops: &[Op],
         c: &mut Counts,
         per: usize,
     ) -> Result<(), String> {
         for chunk in ops.chunks(per) {
-            for &op in chunk {
+            for op in chunk {
                 self.queue(phase, op)?;
             }
             self.c.flush().map_err(|e| format!("Redis: {e}"))?;
-            for &op in chunk {
+            for op in chunk {
                 self.collect(phase, op, c)?;
             }
         }
@@ -975,11 +997,11 @@ impl RedisKv {
 }
 
 impl Kv for RedisKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         let per = self.pipeline;
         self.run_pipelined(phase, ops, c, per)
     }
-    fn fill(&mut self, phase: Phase, ops: &[u32], c: &mut Counts) -> Result<(), String> {
+    fn fill(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         self.run_pipelined(phase, ops, c, 1000)
     }
     fn bytes(&mut self) -> Result<u64, String> {
@@ -1093,18 +1115,21 @@ mod tests {
 
     #[test]
     fn batched_reads_never_share_a_write_transaction() {
-        let chunk = [5, 7 | REMOVE_PUT, 9, 11, 13 | REMOVE_PUT];
+        let ops = |codes: &[u32]| codes.iter().map(|&c| Op::new(c)).collect::<Vec<Op>>();
+        let chunk = ops(&[5, 7 | REMOVE_PUT, 9, 11, 13 | REMOVE_PUT]);
         let (mut r, mut w) = (Vec::new(), Vec::new());
         let (reads, writes) = batch_split(Phase::Mix, &chunk, &mut r, &mut w);
-        assert_eq!(reads, [5, 9, 11]);
-        assert_eq!(writes, [7 | REMOVE_PUT, 13 | REMOVE_PUT]);
+        assert_eq!(reads, ops(&[5, 9, 11]));
+        assert_eq!(writes, ops(&[7 | REMOVE_PUT, 13 | REMOVE_PUT]));
+        assert_eq!(&writes[0].key, b"key:000000000007");
         let (mut r, mut w) = (Vec::new(), Vec::new());
         let (reads, writes) = batch_split(Phase::Get, &chunk[..1], &mut r, &mut w);
-        assert_eq!((reads, writes), (&[5][..], &[][..]));
+        assert_eq!((reads, writes), (&chunk[..1], &[][..]));
+        let two = ops(&[1, 2]);
         for phase in [Phase::Put, Phase::Remove] {
             let (mut r, mut w) = (Vec::new(), Vec::new());
-            let (reads, writes) = batch_split(phase, &[1, 2], &mut r, &mut w);
-            assert_eq!((reads, writes), (&[][..], &[1, 2][..]));
+            let (reads, writes) = batch_split(phase, &two, &mut r, &mut w);
+            assert_eq!((reads, writes), (&[][..], &two[..]));
         }
     }
 }

@@ -360,9 +360,9 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "\nKeys `key:%012d` (16 bytes), values 16 bytes. Every result is checked (a GET must \
-             return the key's own value). Keys and values are formatted from their index \
-             inside the timed loop, so reading them in random order costs no cache miss of the \
-             harness's own. Ratios are Shoal's ops/s over the peer's at the same \
+             return the key's own value). Each worker formats its keys and values before \
+             a phase, laid out in the order the phase reads them, so a random order costs no \
+             cache miss of the harness's own. Ratios are Shoal's ops/s over the peer's at the same \
              process count, measured in this run.\n"
         );
         s.push_str("## Throughput (ops/s, all processes together)\n\n");
@@ -575,7 +575,11 @@ impl Report<'_> {
              write transactions; a MIX batch of {b} ops runs its gets in one read transaction, \
              then its remove + put pairs in one write transaction. bytes/entry = (last page + 1) × page \
              size / N.\n\
-             - libmdbx: the same, with UtterlyNoSync durability (no flush at all, like LMDB's NOSYNC) and WRITEMAP.\n\
+             - libmdbx: the same, with UtterlyNoSync durability (no flush at all, like LMDB's NOSYNC) and WRITEMAP. \
+             Its writer lock is a priority-inheritance mutex: with 2 processes and 1 txn/op, \
+             each commit can hand the lock to the other process through the kernel while that \
+             one spins for it, and PUT and REMOVE then collapse in some runs \
+             (docs/benchmarks/libmdbx-two-writers.md).\n\
              - Redis: the real server, started by the suite on a Unix socket with `--save '' \
              --appendonly no`, SET/GET/DEL with a minimal RESP client; pipelined = {pl} \
              commands per round trip. bytes/entry = INFO `used_memory` delta / N.",
