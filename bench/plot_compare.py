@@ -29,8 +29,13 @@ COLORS = {
 TARGETS = {"lmdb": 10.0, "mdbx": 10.0, "redis": 50.0, "hashbrown": 1.0}
 
 
+def is_main(res, r):
+    """A full row in the run's main PUT order (not a PUT-only row in key order)."""
+    return not r.get("put_only") and r.get("order", res["put_order"]) == res["put_order"]
+
+
 def ok_runs(res, procs):
-    return [r for r in res["runs"] if r["procs"] == procs and not r["skipped"]]
+    return [r for r in res["runs"] if r["procs"] == procs and not r["skipped"] and is_main(res, r)]
 
 
 def rate(run, phase):
@@ -60,7 +65,10 @@ def plot_ops(res, out):
         ax.set_title(f"{p} process{'es' if p > 1 else ''}")
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=7, loc="lower left")
-    fig.suptitle(f"Shoal and peers, {res['keys']:,} keys of 16 B, 16-byte values ({res['date']})")
+    fig.suptitle(
+        f"Shoal and peers, {res['keys']:,} keys of 16 B, 16-byte values, PUT in {res['put_order']} order, "
+        f"median of {res.get('repeats', 1)} ({res['date']})"
+    )
     fig.tight_layout()
     fig.savefig(f"{out}-ops.png", dpi=110)
     plt.close(fig)
@@ -72,7 +80,7 @@ def plot_ratio(res, out):
         return
     fig, axes = plt.subplots(1, len(peers), figsize=(4.2 * len(peers), 4.5), squeeze=False)
     for ax, peer in zip(axes[0], peers):
-        runs = [r for r in res["runs"] if r["system"] == peer and not r["skipped"]]
+        runs = [r for r in res["runs"] if r["system"] == peer and not r["skipped"] and is_main(res, r)]
         width = 0.8 / max(len(runs), 1)
         for i, r in enumerate(runs):
             xs, ys = [], []
@@ -101,7 +109,7 @@ def plot_ratio(res, out):
 def plot_bytes(res, out):
     seen, names, vals, cols = set(), [], [], []
     for r in sorted(res["runs"], key=lambda r: r["procs"]):
-        if r["skipped"] or r["bytes_per_entry"] is None or r["system"] in seen:
+        if r["skipped"] or r["bytes_per_entry"] is None or r["system"] in seen or not is_main(res, r):
             continue
         seen.add(r["system"])
         names.append(r["label"])

@@ -20,7 +20,17 @@ def main():
         line
         for line in md.splitlines()
         if line.startswith(
-            ("- date:", "- machine:", "- load average", "- **the machine was busy**", "- command:")
+            (
+                "- date:",
+                "- commit:",
+                "- machine:",
+                "- load average",
+                "- **the machine was busy**",
+                "- command:",
+                "- key order:",
+                "- repeats:",
+                "- phase lengths:",
+            )
         )
     ]
     body = md[md.index("## Throughput") : md.index("## Notes")].strip()

@@ -3,7 +3,8 @@
 processes, in one run on one machine.
 
 Workload: N keys and values of 16 bytes each (bytes objects).
-  PUT        N single puts into an empty store (each visible to other processes at once)
+  PUT        N single puts into an empty store, in a random order (each visible to other
+             processes at once); a separate table gives PUT in key order, a B-tree's best case
   GET        N single gets of present keys, in random order
   MIX 98/2   N operations, 98% gets and 2% puts (overwrites), random keys
   GET_MANY   batched gets (100 keys per call) where the peer has a batch call
@@ -11,6 +12,12 @@ Workload: N keys and values of 16 bytes each (bytes objects).
   lost update  P processes each increment one counter M times: naive `d[k] = d[k] + 1`,
              and the peer's atomic primitive (if any). A correct store ends at P*M.
 
+Every phase is measured --reps times (default 3) and the report gives the median and the
+spread; a measurement repeats its passes until it has lasted --min-secs (default 2 s), and
+a PUT that takes less than that is repeated on a fresh store. The key objects of every
+pass are created in the order the pass visits them, so the harness's own reads are
+sequential: shuffling references to one set of key objects would make every peer pay a
+cache miss of the harness's per operation (and let dict match keys by identity).
 Every phase has a time budget: a peer too slow to finish is measured on what it did in
 the budget (the table says so). Peers: dict (reference, not shared between processes),
 shoal, py-lmdb, multiprocessing.Manager().dict(), UltraDict, shared-memory-dict,
@@ -556,13 +563,14 @@ def timed_put(fn, h, keys, vals, budget):
     return done, el
 
 
-def _child_get(peer, keys, budget, barrier, q):
+def _child_get(peer, present, budget, min_secs, barrier, q):
     try:
         h = peer.attach()
-        h_keys = list(keys)
-        random.Random(os.getpid()).shuffle(h_keys)
+        order = list(present)
+        random.Random(os.getpid()).shuffle(order)
+        h_keys = [key(i) for i in order]  # created in the order they are read
         barrier.wait(60)
-        done, el = timed(peer.get_loop, h, h_keys, budget)
+        done, el = measure(lambda: timed(peer.get_loop, h, h_keys, budget), min_secs, budget)
         q.put((done, el, None))
     except Exception:
         q.put((0, 0.0, traceback.format_exc()))
@@ -611,52 +619,105 @@ def _run_children(target, args_list, timeout):
     return out
 
 
-def best_of(reps, budget, one_pass):
-    """The best rate of up to `reps` passes; no new pass once `budget` seconds are spent."""
-    best = 0.0
-    spent = 0.0
-    for _ in range(reps):
+def key(i):
+    return b"k%015d" % i
+
+
+def val(i):
+    return b"v%015d" % i
+
+
+def measure(one_pass, min_secs, budget):
+    """One measurement: passes (each returns (ops, seconds)) until min_secs have passed
+    (or budget, for a peer too slow for one pass). Returns (ops, seconds)."""
+    ops = secs = 0.0
+    while True:
         done, el = one_pass()
-        best = max(best, done / el)
-        spent += el
-        if spent > budget:
+        ops += done
+        secs += el
+        if secs >= min_secs or secs >= budget or done == 0:
+            return ops, secs
+
+
+def summary(runs):
+    """(median rate, spread, median seconds) of measurements [(ops, seconds)]; the spread
+    is half the range of the rates over the median (None for one measurement)."""
+    rates = sorted(o / s for o, s in runs if s > 0)
+    if not rates:
+        return 0.0, None, 0.0
+    med = rates[(len(rates) - 1) // 2]
+    secs = sorted(s for _, s in runs)[(len(runs) - 1) // 2]
+    spread = (rates[-1] - rates[0]) / 2 / med if len(rates) > 1 and med > 0 else None
+    return med, spread, secs
+
+
+def record(res, phase, runs):
+    med, spread, secs = summary(runs)
+    res["phases"][phase] = med
+    res["spread"][phase] = spread
+    res["secs"][phase] = secs
+    res["reps"][phase] = len(runs)
+
+
+def put_runs(cls, n, order, budget, min_secs, reps, res):
+    """PUT of every key in `order` into fresh stores: once, or (a PUT shorter than
+    min_secs) up to `reps` times, each on a new store. Returns (the last peer, set up and
+    filled, keys loaded, [(ops, seconds)])."""
+    keys = [key(i) for i in order]
+    vals = [val(i) for i in order]
+    runs = []
+    peer = None
+    for _ in range(reps):
+        if peer is not None:
+            peer.teardown()
+        peer = cls()
+        try:
+            peer.setup(n)
+            res.setdefault("version", peer.version())
+            done, el = timed_put(peer.put_loop, peer.handle(), keys, vals, budget * 3)
+        except BaseException:
+            peer.teardown()
+            raise
+        runs.append((done, el))
+        if el >= min_secs or done < n:
             break
-    return best
+    return peer, done, runs
 
 
-def bench_peer(peer, n, budget, procs, incr_m, reps=3, rnd_seed=1):
+def bench_peer(cls, n, budget, procs, incr_m, reps=3, rnd_seed=1, min_secs=2.0, key_order=True):
     rnd = random.Random(rnd_seed)
-    keys = [b"k%015d" % i for i in range(n)]
-    vals = [b"v%015d" % i for i in range(n)]
-    assert all(len(k) == KEY_LEN and len(v) == VAL_LEN for k, v in zip(keys[:3], vals[:3]))
-    res = {"name": peer.name, "phases": {}, "notes": []}
-    peer.setup(n)
-    res["version"] = peer.version()
+    assert len(key(0)) == KEY_LEN and len(val(0)) == VAL_LEN
+    res = {"name": cls.name, "phases": {}, "spread": {}, "secs": {}, "reps": {}, "notes": []}
+    if key_order:
+        # A separate row: PUT in key order, on fresh stores of its own.
+        kp, _, runs = put_runs(cls, n, range(n), budget, min_secs, reps, res)
+        kp.teardown()
+        record(res, "PUT, key order", runs)
+    put_order = list(range(n))
+    rnd.shuffle(put_order)
+    peer, loaded, runs = put_runs(cls, n, put_order, budget, min_secs, reps, res)
+    record(res, "PUT", runs)
     try:
         h = peer.handle()
-        # PUT
-        done, el = timed_put(peer.put_loop, h, keys, vals, budget * 3)
-        res["phases"]["PUT"] = done / el
-        loaded = done
         if loaded < n:
             res["notes"].append(f"loaded only {loaded:,} of {n:,} keys in its {budget * 3:.0f} s PUT budget; the other phases ran on those")
-        lk = keys[:loaded]
-        shuffled = lk[:]
-        rnd.shuffle(shuffled)
-        # GET (best of `reps` passes, as long as they fit in the budget: the machine may be
-        # shared, and the best pass is the one least disturbed)
-        res["phases"]["GET"] = best_of(reps, budget, lambda: timed(peer.get_loop, h, shuffled, budget))
+        present = put_order[:loaded]
+        get_order = present[:]
+        rnd.shuffle(get_order)
+        # Fresh key objects, created in the order the passes read them.
+        shuffled = [key(i) for i in get_order]
+        record(res, "GET", [measure(lambda: timed(peer.get_loop, h, shuffled, budget), min_secs, budget) for _ in range(reps)])
         # check a sample
-        for i in rnd.sample(range(loaded), min(100, loaded)):
-            got = h.get(keys[i]) if not isinstance(peer, (LmdbPeer,)) else None
+        for i in rnd.sample(present, min(100, loaded)):
+            got = h.get(key(i)) if not isinstance(peer, (LmdbPeer,)) else None
             if isinstance(peer, LmdbPeer):
                 with h.begin() as t:
-                    got = t.get(keys[i])
-            if got != vals[i]:
-                raise AssertionError(f"{peer.name}: wrong value for {keys[i]!r}: {got!r}")
+                    got = t.get(key(i))
+            if got != val(i):
+                raise AssertionError(f"{peer.name}: wrong value for {key(i)!r}: {got!r}")
         # MIX 98/2
-        ops = [(lk[rnd.randrange(loaded)], (b"w%015d" % i) if rnd.random() < 0.02 else None) for i in range(n)]
-        res["phases"]["MIX 98/2"] = best_of(reps, budget, lambda: timed(peer.mix_loop, h, ops, budget))
+        ops = [(key(present[rnd.randrange(loaded)]), (b"w%015d" % i) if rnd.random() < 0.02 else None) for i in range(n)]
+        record(res, "MIX 98/2", [measure(lambda: timed(peer.mix_loop, h, ops, budget), min_secs, budget) for _ in range(reps)])
         # GET_MANY
         if peer.get_many_loop is not None:
             batches = [shuffled[i : i + BATCH] for i in range(0, loaded, BATCH)]
@@ -674,36 +735,34 @@ def bench_peer(peer, n, budget, procs, incr_m, reps=3, rnd_seed=1):
                 gc.enable()
                 return sum(len(b) for b in batches[:nb]), el
 
-            res["phases"]["GET_MANY"] = best_of(reps, budget, one_pass)
+            record(res, "GET_MANY", [measure(one_pass, min_secs, budget) for _ in range(reps)])
         h = None
         # GET from 2 processes at once
-        best = None
-        t_start = time.perf_counter()
+        runs = []
         for _ in range(reps):
-            outs = run_children(peer, _child_get, [(peer, lk, budget) for _ in range(2)], timeout=budget * 4 + 120)
+            outs = run_children(
+                peer, _child_get, [(peer, present, budget, min_secs) for _ in range(2)], timeout=budget * 4 + 120
+            )
             errs = [e for _, _, e in outs if e]
             if errs:
                 res["notes"].append("GET x2 failed: " + errs[0].strip().splitlines()[-1])
                 break
-            r = sum(d for d, _, _ in outs) / max(e for _, e, _ in outs)
-            best = r if best is None else max(best, r)
-            if time.perf_counter() - t_start > budget:
-                break
-        if best is not None:
-            res["phases"]["GET x2 procs"] = best
+            runs.append((sum(d for d, _, _ in outs), max(e for _, e, _ in outs)))
+        if runs:
+            record(res, "GET x2 procs", runs)
         # lost update
         peer.counter_setup()
         lost = {}
         for kind in ("naive", "atomic"):
             if kind == "atomic" and peer.counter_atomic is None:
                 continue
-            key = f"ctr-{kind}"
-            outs = run_children(peer, _child_counter, [(peer, kind, key, incr_m) for _ in range(procs)], timeout=600)
+            ckey = f"ctr-{kind}"
+            outs = run_children(peer, _child_counter, [(peer, kind, ckey, incr_m) for _ in range(procs)], timeout=600)
             errs = [e for _, e in outs if e]
             if errs:
                 lost[kind] = {"error": errs[0].strip().splitlines()[-1]}
                 continue
-            final = peer.counter_read(peer.c if hasattr(peer, "c") else None, key)
+            final = peer.counter_read(peer.c if hasattr(peer, "c") else None, ckey)
             lost[kind] = {"final": final, "expected": procs * incr_m, "seconds": max(t for t, _ in outs)}
         res["lost_update"] = lost
     finally:
@@ -718,9 +777,11 @@ def bench_peer(peer, n, budget, procs, incr_m, reps=3, rnd_seed=1):
 PHASES = ["PUT", "GET", "MIX 98/2", "GET_MANY", "GET x2 procs"]
 
 
-def rate(x):
+def rate(x, spread=None):
     if x is None:
         return "–"
+    if spread is not None:
+        return f"{rate(x)} ±{100 * spread:.0f}%"
     if x >= 1e6:
         return f"{x / 1e6:.2f} M/s"
     if x >= 1e3:
@@ -770,11 +831,16 @@ def write_report(results, skipped, args, out_dir):
     lines = [
         f"# Python: shoal vs other shared dicts, {args.keys:,} keys",
         "",
-        f"`bash bindings/python/bench/run.sh --keys {args.keys}` on {machine()}, "
-        f"{time.strftime('%Y-%m-%d')}. 16-byte keys and values (bytes). Operations per second "
+        f"Command: `bash bindings/python/bench/run.sh --keys {args.keys}`. Run: "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, commit {getattr(args, 'commit', '?')}, on {machine()}. "
+        f"16-byte keys and values (bytes). Operations per second "
         f"(GET_MANY: keys per second, batches of {BATCH}; GET x2: both processes together). "
-        f"Time budget per phase: {args.budget:g} s (PUT: {args.budget * 3:g} s); read phases: best of "
-        f"{args.reps} passes that fit in the budget (PUT: one pass). "
+        f"Key order: PUT inserts in a random order (the separate table below inserts in key order); "
+        f"GET, GET_MANY and MIX read random keys; the key objects of each pass are created in the order "
+        f"the pass reads them. Each figure is the median of {args.reps} measurements ± half their range "
+        f"(min to max) over that median; a read measurement repeats its passes for at least "
+        f"{getattr(args, 'min_secs', 0):g} s, and a PUT of all keys shorter than that is repeated on fresh "
+        f"stores (phase lengths below). Time budget per phase: {args.budget:g} s (PUT: {args.budget * 3:g} s). "
         f"Load average at the start and end of the run: {args.load_start} and {args.load_end}"
         + (
             " (other jobs shared the machine: absolute figures are low; compare within the table)."
@@ -792,10 +858,43 @@ def write_report(results, skipped, args, out_dir):
         prim = f" ({cls.atomic_name})" if cls.atomic_name else ""
         lines.append(
             f"| {r['name']} | {r.get('version', '')} | "
-            + " | ".join(rate(ph.get(p)) for p in PHASES)
+            + " | ".join(rate(ph.get(p), r.get("spread", {}).get(p)) for p in PHASES)
             + f" | {lost_cell(cls, r, 'naive')} | {lost_cell(cls, r, 'atomic')}{prim if 'atomic' in r.get('lost_update', {}) else ''} |"
         )
     lines += ["", f"Lost update: {args.procs} processes × {args.incr:,} increments of one counter each (fork).", ""]
+    if any("PUT, key order" in r["phases"] for r in results):
+        lines += [
+            "PUT in key order (separate runs on fresh stores; sorted inserts are a B-tree's best case):",
+            "",
+            "| peer | PUT, random order | PUT, key order | key order / random |",
+            "|---|---|---|---|",
+        ]
+        for r in results:
+            ph, sp = r["phases"], r.get("spread", {})
+            if "PUT, key order" not in ph:
+                continue
+            ratio = f"{ph['PUT, key order'] / ph['PUT']:.2f}×" if ph.get("PUT") else "–"
+            lines.append(
+                f"| {r['name']} | {rate(ph.get('PUT'), sp.get('PUT'))} | "
+                f"{rate(ph['PUT, key order'], sp.get('PUT, key order'))} | {ratio} |"
+            )
+        lines.append("")
+    if any(r.get("secs") for r in results):
+        cols = PHASES + ["PUT, key order"]
+        lines += [
+            "Phase lengths (seconds of the median measurement; measurements per phase in brackets):",
+            "",
+            "| peer | " + " | ".join(cols) + " |",
+            "|---|" + "---|" * len(cols),
+        ]
+        for r in results:
+            sec, n = r.get("secs", {}), r.get("reps", {})
+            lines.append(
+                f"| {r['name']} | "
+                + " | ".join(f"{sec[c]:.2f} ({n.get(c, 1)})" if c in sec else "–" for c in cols)
+                + " |"
+            )
+        lines.append("")
     notes = [(r["name"], n) for r in results for n in r["notes"]]
     if notes or skipped:
         lines.append("Notes:")
@@ -854,7 +953,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--budget", type=float, default=10.0, help="seconds per phase (PUT gets 3x)")
-    ap.add_argument("--reps", type=int, default=3, help="passes of each read phase; the best counts")
+    ap.add_argument("--reps", type=int, default=3, help="measurements of each phase; the median counts")
+    ap.add_argument("--min-secs", type=float, default=2.0, help="seconds each measurement lasts at least")
+    ap.add_argument("--no-key-order", action="store_true", help="leave out the PUT-in-key-order row")
     ap.add_argument("--procs", type=int, default=4, help="processes in the lost-update test")
     ap.add_argument("--incr", type=int, default=5000, help="increments per process")
     ap.add_argument("--only", default="", help="comma-separated peer ids to run")
@@ -882,6 +983,16 @@ def main():
         ap.error(f"--only: unknown peer id(s) {', '.join(sorted(unknown))}; the ids are {', '.join(pid for pid, _, _ in PEERS)}")
     results, skipped = [], []
     args.load_start = loadavg()
+    try:
+        args.commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        args.commit = "?"
     for pid, cls, pkg in PEERS:
         if only and pid not in only:
             continue
@@ -892,7 +1003,10 @@ def main():
             continue
         print(f"== {peer.name}", flush=True)
         try:
-            r = bench_peer(peer, args.keys, args.budget, args.procs, args.incr, args.reps)
+            r = bench_peer(
+                cls, args.keys, args.budget, args.procs, args.incr, args.reps, min_secs=args.min_secs,
+                key_order=not args.no_key_order,
+            )
         except Exception as e:
             why = f"{type(e).__name__}: {e}".strip()
             if isinstance(e, ImportError):

@@ -4,8 +4,8 @@
 mod peers;
 mod report;
 
-use peers::{Counts, Kv, Phase, PHASES, REMOVE_PUT};
-use shoal_bench::{CountingAlloc, Data, SplitMix64};
+use peers::{Counts, Kv, Op, Phase, PHASES, REMOVE_PUT};
+use shoal_bench::{CountingAlloc, SplitMix64};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, RawFd};
@@ -21,13 +21,20 @@ workloads, in one run. Keys 'key:%012d' (16 bytes), values 'val:%012d' (16 bytes
 
 Phases, for 1 and 2 processes (2 = two forked worker processes over the same store, each
 doing half the ops; for Redis, two client processes):
-  PUT     N inserts into an empty map (each worker its own keys, in key order)
-  GET     N gets in shuffled order (every value checked)
-  MIX     N steps: 98% get of a random key, 2% remove + put of one of the worker's keys
-          (that step counts 2 ops)
+  PUT     N inserts into an empty map (each worker its own keys, in a shuffled order)
+  GET     gets in shuffled order (every value checked), passes repeated for --min-secs
+  MIX     98% get of a random key, 2% remove + put of one of the worker's keys (that step
+          counts 2 ops), passes repeated for --min-secs
   REMOVE  every key removed, in shuffled order
 plus bytes per entry after PUT. Shoal alone also runs with --many-procs processes (MIX with 8
-processes against 2: the target is >= 0.7x).
+processes against 2: the target is >= 0.7x). Each row runs --repeats times on a fresh store
+(rows interleaved, so that a change in the machine's load hits every system); the report
+gives the median and the spread of the repeats. Each worker formats its keys and values
+before a phase, laid out in the order the phase reads them (no key array read at random:
+the harness's own cache misses stay out of the figures).
+
+By default every system also gets a separate row with PUT in key order (`key order` in the
+report): sorted inserts append at the right edge of a B-tree, LMDB's and libmdbx's best case.
 
 Options:
   --keys N          keys (default 1M; accepts 1_000_000, 10M, 500k)
@@ -43,7 +50,12 @@ Options:
   --json            print one JSON object on stdout (progress on stderr)
   --md PATH         also write the Markdown report to PATH
   --repro CMD       the command to show in the report as the way to reproduce it
-  --put-order O     keys (default: PUT in key order, the B-trees' best case) or shuffled
+  --put-order O     both (default: shuffled rows, plus PUT-only rows in key order),
+                    shuffled (no key-order rows) or keys (every row in key order)
+  --repeats R       fresh runs per row (default 3; median and spread reported)
+  --min-secs S      GET and MIX repeat their passes until they lasted S seconds (default 2;
+                    0 = one pass); PUT and REMOVE are one pass each, hence --repeats
+  --phases LIST     comma list among PUT,GET,MIX,REMOVE (default: all; PUT always runs)
   --seed S          shuffle seed (default 1)
 
 Exit status: 0 when every result of every system was correct, 1 otherwise.";
@@ -119,8 +131,54 @@ pub struct Args {
     pub md: Option<PathBuf>,
     pub repro: Option<String>,
     pub seed: u64,
-    /// PUT in a shuffled order instead of key order.
-    pub put_shuffled: bool,
+    /// Which PUT orders run (see `--put-order`).
+    pub put_order: PutOrders,
+    /// Fresh runs per row.
+    pub repeats: usize,
+    /// Minimum length of a GET or MIX phase, seconds.
+    pub min_secs: f64,
+    /// The phases to run, in [`PHASES`] order (PUT always).
+    pub phases: Vec<Phase>,
+}
+
+/// The order of one run's PUT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// A random permutation of the keys (the default: no system's best case).
+    Shuffled,
+    /// Key order, ascending: appends at the right edge of a B-tree.
+    Keys,
+}
+
+impl Order {
+    /// As in the JSON report.
+    pub fn key(self) -> &'static str {
+        match self {
+            Order::Shuffled => "shuffled",
+            Order::Keys => "keys",
+        }
+    }
+}
+
+/// `--put-order`: which orders run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutOrders {
+    /// Full rows with shuffled PUT, plus PUT-only rows in key order.
+    Both,
+    /// Full rows with shuffled PUT only.
+    Shuffled,
+    /// Full rows with PUT in key order only.
+    Keys,
+}
+
+impl PutOrders {
+    /// The order of the full rows (GET, MIX, REMOVE and the ratios come from these).
+    pub fn main(self) -> Order {
+        match self {
+            PutOrders::Keys => Order::Keys,
+            _ => Order::Shuffled,
+        }
+    }
 }
 
 fn parse_count(s: &str) -> Result<usize, String> {
@@ -150,7 +208,10 @@ fn parse_args() -> Result<Args, String> {
         md: None,
         repro: None,
         seed: 1,
-        put_shuffled: false,
+        put_order: PutOrders::Both,
+        repeats: 3,
+        min_secs: 2.0,
+        phases: PHASES.to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -183,11 +244,37 @@ fn parse_args() -> Result<Args, String> {
             "--repro" => a.repro = Some(val()?),
             "--seed" => a.seed = parse_count(&val()?)? as u64,
             "--put-order" => {
-                a.put_shuffled = match val()?.as_str() {
-                    "keys" => false,
-                    "shuffled" => true,
-                    o => return Err(format!("--put-order {o:?}: keys or shuffled")),
+                a.put_order = match val()?.as_str() {
+                    "both" => PutOrders::Both,
+                    "keys" => PutOrders::Keys,
+                    "shuffled" => PutOrders::Shuffled,
+                    o => return Err(format!("--put-order {o:?}: both, shuffled or keys")),
                 }
+            }
+            "--repeats" => a.repeats = parse_count(&val()?)?,
+            "--phases" => {
+                let v = val()?;
+                let want: Vec<&str> = v.split(',').map(str::trim).collect();
+                if let Some(bad) = want
+                    .iter()
+                    .find(|w| !PHASES.iter().any(|p| p.name().eq_ignore_ascii_case(w)))
+                {
+                    return Err(format!("--phases: unknown phase {bad:?}"));
+                }
+                a.phases = PHASES
+                    .into_iter()
+                    .filter(|p| {
+                        *p == Phase::Put || want.iter().any(|w| p.name().eq_ignore_ascii_case(w))
+                    })
+                    .collect();
+            }
+            "--min-secs" => {
+                let v = val()?;
+                a.min_secs = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+                    .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))?
             }
             _ => return Err(format!("unknown argument {arg:?} (see --help)")),
         }
@@ -198,21 +285,33 @@ fn parse_args() -> Result<Args, String> {
     if a.procs.iter().any(|&p| p == 0 || p > 64) || a.many_procs > 64 {
         return Err("process counts must be 1..=64".into());
     }
+    if a.repeats == 0 || a.repeats > 100 {
+        return Err("--repeats must be 1..=100".into());
+    }
     Ok(a)
 }
 
-/// One phase of one run, as measured.
+/// One phase of one row: the repeats as measured, and their median.
 #[derive(Clone, Debug, Default)]
 pub struct PhaseResult {
+    /// Ops of the median repeat.
     pub ops: u64,
+    /// Wall time of the median repeat.
     pub secs: f64,
+    /// Wrong results, over all repeats.
     pub errors: u64,
+    /// MIX gets that found nothing, over all repeats.
     pub misses: u64,
     pub first_error: Option<String>,
-    /// CPU time of the workers in the timed part (and of the server, for Redis).
+    /// CPU time of the workers in the timed part of the median repeat (and of the server,
+    /// for Redis).
     pub cpu_secs: f64,
     /// Timed ops were capped (unpipelined Redis on big N).
     pub capped: bool,
+    /// ops/s of each repeat, in the order they ran.
+    pub rates: Vec<f64>,
+    /// Wall time of each repeat.
+    pub secs_each: Vec<f64>,
 }
 
 impl PhaseResult {
@@ -221,6 +320,7 @@ impl PhaseResult {
         (self.cpu_secs > 0.0).then(|| self.ops as f64 / self.cpu_secs)
     }
 
+    /// Operations per second of the median repeat.
     pub fn ops_per_sec(&self) -> f64 {
         if self.secs > 0.0 {
             self.ops as f64 / self.secs
@@ -228,16 +328,50 @@ impl PhaseResult {
             0.0
         }
     }
+
+    /// Half the range of the repeats' ops/s over their median (0.05 = ±5%); None with one
+    /// repeat.
+    pub fn spread(&self) -> Option<f64> {
+        if self.rates.len() < 2 {
+            return None;
+        }
+        let lo = self.rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.rates.iter().copied().fold(0.0, f64::max);
+        let m = self.ops_per_sec();
+        (m > 0.0).then(|| (hi - lo) / 2.0 / m)
+    }
+
+    /// The repeats of one phase, summed up: the median repeat's figures (the lower
+    /// median for an even count), errors over all of them, every repeat's rate and length.
+    fn from_reps(reps: &[PhaseResult]) -> PhaseResult {
+        let mut idx: Vec<usize> = (0..reps.len()).collect();
+        idx.sort_by(|&i, &j| reps[i].ops_per_sec().total_cmp(&reps[j].ops_per_sec()));
+        let mut r = reps[idx[(idx.len() - 1) / 2]].clone();
+        r.errors = reps.iter().map(|x| x.errors).sum();
+        r.misses = reps.iter().map(|x| x.misses).sum();
+        r.first_error = reps.iter().find_map(|x| x.first_error.clone());
+        r.capped = reps.iter().any(|x| x.capped);
+        r.rates = reps.iter().map(PhaseResult::ops_per_sec).collect();
+        r.secs_each = reps.iter().map(|x| x.secs).collect();
+        r
+    }
 }
 
-/// One system at one process count.
+/// One row: a system at one process count with one PUT order, over its repeats.
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub sys: Sys,
     pub procs: usize,
+    /// The order of its PUT.
+    pub order: Order,
+    /// Only PUT runs (the key-order rows of `--put-order both`).
+    pub put_only: bool,
     pub skipped: Option<String>,
     pub phases: Vec<(Phase, PhaseResult)>,
+    /// Bytes after PUT, in the last repeat.
     pub bytes: Option<u64>,
+    /// Repeats done.
+    pub repeats: usize,
 }
 
 impl RunResult {
@@ -405,8 +539,16 @@ fn open_kv(sys: Sys, a: &Args, place: &Place) -> Result<Box<dyn Kv>, String> {
     })
 }
 
-/// The op lists of one run: PUT (key order), GET, MIX (depends on the process count),
-/// REMOVE (shuffled order).
+/// What every run shares: the key count and the shuffled order of GET and REMOVE. Keys
+/// and values are not stored: each op formats its own from the key's index.
+pub struct Data {
+    /// Keys.
+    pub n: usize,
+    /// A random permutation of `0..n`.
+    pub order: Vec<u32>,
+}
+
+/// The op lists of one run: PUT (in the run's order), MIX (depends on the process count).
 struct Ops {
     put: Vec<u32>,
     mix: Vec<u32>,
@@ -455,6 +597,33 @@ struct Job<'a> {
     w: usize,
 }
 
+/// Runs `timed` once, then (GET and MIX only, which leave the map as they found it) again
+/// from its start until the phase has lasted `min_secs`, looking at the clock every `step`
+/// ops.
+fn timed_passes(
+    kv: &mut dyn Kv,
+    phase: Phase,
+    timed: &[Op],
+    min_secs: f64,
+    step: usize,
+    c: &mut Counts,
+) -> Result<(), String> {
+    let t = Instant::now();
+    kv.run(phase, timed, c)?;
+    if !matches!(phase, Phase::Get | Phase::Mix) || timed.is_empty() {
+        return Ok(());
+    }
+    while t.elapsed().as_secs_f64() < min_secs {
+        for chunk in timed.chunks(step) {
+            kv.run(phase, chunk, c)?;
+            if t.elapsed().as_secs_f64() >= min_secs {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Result<(), String> {
     let Job {
         sys,
@@ -468,6 +637,9 @@ fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Res
     let mut kv = open_kv(sys, a, place)?;
     let io = |e: std::io::Error| e.to_string();
     writeln!(reps, "ready").map_err(io)?;
+    // A multiple of the batch and pipeline sizes in the default setting, so that the clock
+    // checks of a repeated pass do not cut transactions or round trips short.
+    let step = a.batch.max(a.pipeline).max(1000);
     let mut line = String::new();
     loop {
         line.clear();
@@ -494,16 +666,18 @@ fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Res
         } else {
             usize::MAX
         };
+        // Keys and values formatted here, untimed, in the order the loop reads them.
+        let mine: Vec<Op> = mine.iter().map(|&code| Op::new(code)).collect();
         let timed = &mine[..mine.len().min(cap)];
         let mut c = Counts::default();
         let cpu0 = shoal_bench::thread_cpu_ns();
         let t = Instant::now();
-        kv.run(phase, timed, d, &mut c)?;
+        timed_passes(kv.as_mut(), phase, timed, a.min_secs, step, &mut c)?;
         let nanos = t.elapsed().as_nanos();
         let cpu = shoal_bench::thread_cpu_ns() - cpu0;
         let timed_ops = c.ops;
         if timed.len() < mine.len() && phase == Phase::Put {
-            kv.fill(phase, &mine[timed.len()..], d, &mut c)?;
+            kv.fill(phase, &mine[timed.len()..], &mut c)?;
         }
         let fe = c.first_error.unwrap_or_default().replace('\n', " ");
         writeln!(
@@ -517,42 +691,43 @@ fn worker_body(job: Job<'_>, cmds: &mut BufReader<File>, reps: &mut File) -> Res
     }
 }
 
-fn run_one(
+/// One row to measure.
+#[derive(Clone, Copy)]
+struct Plan {
     sys: Sys,
     p: usize,
+    order: Order,
+    put_only: bool,
+}
+
+/// Why a row is not run at all (None: run it).
+fn skip_reason(plan: Plan, redis: &Result<peers::RedisServer, String>) -> Option<String> {
+    if plan.sys == Sys::Hashbrown && plan.p > 1 {
+        return Some("in-process only".into());
+    }
+    match (plan.sys, redis) {
+        (Sys::Redis | Sys::RedisPipe, Err(e)) => Some(e.clone()),
+        _ => None,
+    }
+}
+
+/// One repeat of one row on a fresh store: each phase's result, and the bytes after PUT.
+type Repeat = (Vec<(Phase, PhaseResult)>, Option<u64>);
+
+fn run_once(
+    plan: Plan,
     a: &Args,
     d: &Data,
     redis: &Result<peers::RedisServer, String>,
     base: &Path,
-) -> RunResult {
-    let mut res = RunResult {
-        sys,
-        procs: p,
-        skipped: None,
-        phases: Vec::new(),
-        bytes: None,
-    };
-    if sys == Sys::Hashbrown && p > 1 {
-        res.skipped = Some("in-process only".into());
-        return res;
-    }
-    let server_pid = match (sys, redis) {
-        (Sys::Redis | Sys::RedisPipe, Ok(s)) => Some(s.pid()),
-        _ => None,
-    };
-    let redis_sock = match (sys, redis) {
-        (Sys::Redis | Sys::RedisPipe, Err(e)) => {
-            res.skipped = Some(e.clone());
-            return res;
-        }
+) -> Result<Repeat, String> {
+    let (sys, p) = (plan.sys, plan.p);
+    let (redis_sock, server_pid) = match (sys, redis) {
         (Sys::Redis | Sys::RedisPipe, Ok(s)) => {
-            if let Err(e) = s.flush_all() {
-                res.skipped = Some(e);
-                return res;
-            }
-            Some(s.sock.clone())
+            s.flush_all()?;
+            (Some(s.sock.clone()), Some(s.pid()))
         }
-        _ => None,
+        _ => (None, None),
     };
     let place = Place {
         path: match sys {
@@ -563,33 +738,32 @@ fn run_one(
         server_pid,
     };
     let ops = Ops {
-        put: if a.put_shuffled {
-            shoal_bench::shuffled(a.keys, a.seed ^ 0x7075_7473)
-        } else {
-            (0..a.keys as u32).collect()
+        put: match plan.order {
+            Order::Shuffled => shoal_bench::shuffled(a.keys, a.seed ^ 0x7075_7473),
+            Order::Keys => (0..a.keys as u32).collect(),
         },
         mix: mix_ops(a.keys, p, a.seed),
     };
-    match drive(sys, p, a, d, &ops, &place, &mut res) {
-        Ok(()) => {}
-        Err(e) => {
-            res.skipped = Some(format!("failed: {e}"));
-        }
-    }
+    let phases: &[Phase] = if plan.put_only {
+        &[Phase::Put]
+    } else {
+        &a.phases
+    };
+    let r = drive(plan, a, d, &ops, &place, phases);
     let _ = std::fs::remove_file(&place.path);
     let _ = std::fs::remove_dir_all(&place.path);
-    res
+    r
 }
 
 fn drive(
-    sys: Sys,
-    p: usize,
+    plan: Plan,
     a: &Args,
     d: &Data,
     ops: &Ops,
     place: &Place,
-    res: &mut RunResult,
-) -> Result<(), String> {
+    phases: &[Phase],
+) -> Result<Repeat, String> {
+    let (sys, p) = (plan.sys, plan.p);
     // Setup in a child of its own: the parent never opens a store (it forks the workers).
     let setup = fork_worker(&[], |_, reps| {
         match sys {
@@ -604,6 +778,7 @@ fn drive(
     reap(std::mem::take(&mut setup));
     r?;
     let mut workers: Vec<Worker> = Vec::new();
+    let mut out: Repeat = (Vec::new(), None);
     let result = (|| {
         for w in 0..p {
             let fds: Vec<RawFd> = workers.iter().flat_map(|w| w.fds()).collect();
@@ -630,7 +805,7 @@ fn drive(
                 return Err(format!("worker said {r:?}"));
             }
         }
-        for phase in PHASES {
+        for &phase in phases {
             for w in workers.iter_mut() {
                 w.send(phase.name())?;
             }
@@ -677,7 +852,7 @@ fn drive(
                 a,
                 &format!(
                     "  {:<34} {} proc  {:<6} {:>12.0} ops/s  ({} ops in {:.3} s{}{})",
-                    sys.label(a),
+                    row_label(plan, a),
                     p,
                     phase.name(),
                     pr.ops_per_sec(),
@@ -695,17 +870,64 @@ fn drive(
                     if pr.capped { ", capped" } else { "" },
                 ),
             );
-            res.phases.push((phase, pr));
+            out.0.push((phase, pr));
             if phase == Phase::Put {
                 workers[0].send("bytes")?;
                 let r = workers[0].recv()?;
-                res.bytes = r.strip_prefix("bytes ").and_then(|b| b.parse().ok());
+                out.1 = r.strip_prefix("bytes ").and_then(|b| b.parse().ok());
             }
         }
         Ok(())
     })();
     reap(workers);
-    result
+    result.map(|()| out)
+}
+
+/// A row's name in the progress lines.
+fn row_label(plan: Plan, a: &Args) -> String {
+    match plan.order {
+        Order::Keys if a.put_order == PutOrders::Both => {
+            format!("{}, key order", plan.sys.label(a))
+        }
+        _ => plan.sys.label(a),
+    }
+}
+
+/// The rows of this invocation, in the order they run within each repeat.
+fn plans(a: &Args) -> Vec<Plan> {
+    let main = a.put_order.main();
+    let mut v = Vec::new();
+    for &p in &a.procs {
+        for &sys in &a.systems {
+            v.push(Plan {
+                sys,
+                p,
+                order: main,
+                put_only: false,
+            });
+        }
+    }
+    if a.many_procs > 0 && a.systems.contains(&Sys::Shoal) && !a.procs.contains(&a.many_procs) {
+        v.push(Plan {
+            sys: Sys::Shoal,
+            p: a.many_procs,
+            order: main,
+            put_only: false,
+        });
+    }
+    if a.put_order == PutOrders::Both {
+        for &p in &a.procs {
+            for &sys in &a.systems {
+                v.push(Plan {
+                    sys,
+                    p,
+                    order: Order::Keys,
+                    put_only: true,
+                });
+            }
+        }
+    }
+    v
 }
 
 fn main() {
@@ -719,8 +941,10 @@ fn main() {
     peers::quiet();
     let load_before = report::loadavg();
     let t0 = Instant::now();
-    progress(&a, &format!("generating {} keys…", a.keys));
-    let d = Data::generate(a.keys, a.seed);
+    let d = Data {
+        n: a.keys,
+        order: shoal_bench::shuffled(a.keys, a.seed),
+    };
     let base = a.dir.join(format!("shoal-compare-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&base) {
         eprintln!("shoal-compare: {}: {e}", base.display());
@@ -740,17 +964,65 @@ fn main() {
             progress(&a, &format!("Redis skipped: {e}"));
         }
     }
-    let mut runs = Vec::new();
-    for &p in &a.procs {
-        for &sys in &a.systems {
-            progress(&a, &format!("{} with {p} process(es)", sys.label(&a)));
-            runs.push(run_one(sys, p, &a, &d, &redis, &base));
+    let plans = plans(&a);
+    let mut skipped: Vec<Option<String>> =
+        plans.iter().map(|&pl| skip_reason(pl, &redis)).collect();
+    let mut reps: Vec<Vec<Repeat>> = vec![Vec::new(); plans.len()];
+    // Repeats outermost: a change in the machine's load during the run then hits every
+    // row, not the few that happened to run at that moment.
+    for rep in 0..a.repeats {
+        for (i, &plan) in plans.iter().enumerate() {
+            if skipped[i].is_some() {
+                continue;
+            }
+            progress(
+                &a,
+                &format!(
+                    "{} with {} process(es), repeat {} of {}",
+                    row_label(plan, &a),
+                    plan.p,
+                    rep + 1,
+                    a.repeats
+                ),
+            );
+            match run_once(plan, &a, &d, &redis, &base) {
+                Ok(r) => reps[i].push(r),
+                Err(e) => skipped[i] = Some(format!("failed: {e}")),
+            }
         }
     }
-    if a.many_procs > 0 && a.systems.contains(&Sys::Shoal) && !a.procs.contains(&a.many_procs) {
-        progress(&a, &format!("Shoal with {} processes", a.many_procs));
-        runs.push(run_one(Sys::Shoal, a.many_procs, &a, &d, &redis, &base));
-    }
+    let runs: Vec<RunResult> = plans
+        .iter()
+        .zip(skipped)
+        .zip(&reps)
+        .map(|((plan, skipped), reps)| {
+            let phases = match reps.first() {
+                Some(first) if skipped.is_none() => first
+                    .0
+                    .iter()
+                    .map(|(ph, _)| {
+                        let all: Vec<PhaseResult> = reps
+                            .iter()
+                            .filter_map(|r| r.0.iter().find(|(q, _)| q == ph))
+                            .map(|(_, x)| x.clone())
+                            .collect();
+                        (*ph, PhaseResult::from_reps(&all))
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            RunResult {
+                sys: plan.sys,
+                procs: plan.p,
+                order: plan.order,
+                put_only: plan.put_only,
+                skipped,
+                phases,
+                bytes: reps.last().and_then(|r| r.1),
+                repeats: reps.len(),
+            }
+        })
+        .collect();
     let redis_version = redis.as_ref().ok().map(|r| r.version.clone());
     drop(redis);
     let _ = std::fs::remove_dir_all(&base);

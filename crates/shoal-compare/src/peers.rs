@@ -5,13 +5,38 @@
 //! Every result is checked: a GET must return the key's own value, a PUT of a new key
 //! must insert, a REMOVE must find its key.
 
-use shoal_bench::Data;
+use shoal_bench::key_val;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 /// The high bit of a MIX op: remove the key and put it back.
 pub const REMOVE_PUT: u32 = 1 << 31;
+
+/// One operation with its key and value, formatted before the timed loop.
+///
+/// A worker lays out its ops for a phase in the order it runs them, so the timed loop reads
+/// its keys and values sequentially (the prefetcher has them in cache): reading them from
+/// an array in key order, at random, would add a cache miss of the harness's own to every
+/// operation of every system, and formatting them inside the loop would lengthen the loop
+/// body and shrink how many lookups the CPU overlaps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// The key's index, with [`REMOVE_PUT`] set in MIX for "remove, then put back".
+    pub code: u32,
+    /// `key:%012d` of the index.
+    pub key: [u8; 16],
+    /// `val:%012d` of the index.
+    pub val: [u8; 16],
+}
+
+impl Op {
+    /// The op for `code`.
+    pub fn new(code: u32) -> Op {
+        let (key, val) = key_val((code & !REMOVE_PUT) as u64);
+        Op { code, key, val }
+    }
+}
 
 /// The phases, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,12 +92,12 @@ impl Counts {
 /// One system, as opened by one worker process.
 pub trait Kv {
     /// Runs `ops` of `phase`.
-    fn run(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String>;
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String>;
 
     /// Runs ops outside the timed part (only Redis, whose unpipelined runs may be capped,
     /// does this faster than `run`).
-    fn fill(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
-        self.run(phase, ops, d, c)
+    fn fill(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
+        self.run(phase, ops, c)
     }
 
     /// Bytes the system uses for its data now (see the report's notes for what each counts).
@@ -116,15 +141,8 @@ fn key_str(k: &[u8]) -> String {
 
 /// One op of any phase on a single-op system.
 #[inline(always)]
-fn one<S: Single + ?Sized>(
-    s: &mut S,
-    phase: Phase,
-    op: u32,
-    d: &Data,
-    c: &mut Counts,
-) -> Result<(), String> {
-    let i = (op & !REMOVE_PUT) as usize;
-    let (k, v) = (d.key(i), d.val(i));
+fn one<S: Single + ?Sized>(s: &mut S, phase: Phase, op: &Op, c: &mut Counts) -> Result<(), String> {
+    let (k, v) = (&op.key[..], &op.val[..]);
     match phase {
         Phase::Put => {
             if s.put(k, v)? == Some(false) {
@@ -139,7 +157,7 @@ fn one<S: Single + ?Sized>(
             }
             c.ops += 1;
         }
-        Phase::Mix if op & REMOVE_PUT != 0 => {
+        Phase::Mix if op.code & REMOVE_PUT != 0 => {
             if !s.remove(k)? {
                 c.error(|| format!("MIX remove {} found nothing", key_str(k)));
             }
@@ -170,12 +188,11 @@ fn one<S: Single + ?Sized>(
 pub fn run_single<S: Single + ?Sized>(
     s: &mut S,
     phase: Phase,
-    ops: &[u32],
-    d: &Data,
+    ops: &[Op],
     c: &mut Counts,
 ) -> Result<(), String> {
-    for &op in ops {
-        one(s, phase, op, d, c)?;
+    for op in ops {
+        one(s, phase, op, c)?;
     }
     Ok(())
 }
@@ -237,8 +254,8 @@ impl Single for ShoalKv {
 }
 
 impl Kv for ShoalKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
-        run_single(self, phase, ops, d, c)
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
+        run_single(self, phase, ops, c)
     }
     fn bytes(&mut self) -> Result<u64, String> {
         Ok(self.store.stats().map_err(|e| e.to_string())?.file_size)
@@ -282,8 +299,8 @@ impl Single for HashbrownKv {
 }
 
 impl Kv for HashbrownKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
-        run_single(self, phase, ops, d, c)
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
+        run_single(self, phase, ops, c)
     }
     fn bytes(&mut self) -> Result<u64, String> {
         Ok(shoal_bench::allocated_bytes().saturating_sub(self.heap_before) as u64)
@@ -379,29 +396,27 @@ impl Single for LmdbKv {
 }
 
 impl Kv for LmdbKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         if self.batch <= 1 {
-            return run_single(self, phase, ops, d, c);
+            return run_single(self, phase, ops, c);
         }
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
         for chunk in ops.chunks(self.batch) {
-            if phase == Phase::Get {
+            let (reads, writes) = batch_split(phase, chunk, &mut reads, &mut writes);
+            if !reads.is_empty() {
                 let t = self.env.read_txn().map_err(he)?;
-                for &op in chunk {
-                    let i = op as usize;
-                    if check(self.db.get(&t, d.key(i)).map_err(he)?, d.val(i)) != Lookup::Ok {
-                        c.error(|| format!("GET {}", key_str(d.key(i))));
-                    }
-                    c.ops += 1;
-                }
-                continue;
+                let mut r = LmdbRead { db: self.db, t: &t };
+                run_single(&mut r, phase, reads, c)?;
             }
-            let mut t = self.env.write_txn().map_err(he)?;
-            let mut b = LmdbTxn {
-                db: self.db,
-                t: &mut t,
-            };
-            run_single(&mut b, phase, chunk, d, c)?;
-            t.commit().map_err(he)?;
+            if !writes.is_empty() {
+                let mut t = self.env.write_txn().map_err(he)?;
+                let mut b = LmdbTxn {
+                    db: self.db,
+                    t: &mut t,
+                };
+                run_single(&mut b, phase, writes, c)?;
+                t.commit().map_err(he)?;
+            }
         }
         Ok(())
     }
@@ -409,6 +424,54 @@ impl Kv for LmdbKv {
         let info = self.env.info();
         let psize = self.env.unnamed_database_stat().page_size as u64;
         Ok((info.last_page_number as u64 + 1) * psize)
+    }
+}
+
+/// The ops of one batch of a batched B-tree variant, split into those that only read (run
+/// in one read transaction) and those that write (run in one write transaction). Reads
+/// never take the single writer lock: with several processes, a MIX batch's 98% gets
+/// must not queue behind another process's writes. In MIX the batch's gets run before its
+/// remove + put pairs; a pair restores the key's value, so the gets' results are the same.
+fn batch_split<'a>(
+    phase: Phase,
+    chunk: &'a [Op],
+    reads: &'a mut Vec<Op>,
+    writes: &'a mut Vec<Op>,
+) -> (&'a [Op], &'a [Op]) {
+    match phase {
+        Phase::Get => (chunk, &[]),
+        Phase::Put | Phase::Remove => (&[], chunk),
+        Phase::Mix => {
+            reads.clear();
+            writes.clear();
+            for &op in chunk {
+                if op.code & REMOVE_PUT != 0 {
+                    writes.push(op);
+                } else {
+                    reads.push(op);
+                }
+            }
+            (&reads[..], &writes[..])
+        }
+    }
+}
+
+/// Gets inside one LMDB read transaction (the batched variant's reads).
+struct LmdbRead<'a, 'e> {
+    db: heed::Database<'static, Bytes, Bytes>,
+    t: &'a heed::RoTxn<'e>,
+}
+
+impl Single for LmdbRead<'_, '_> {
+    fn put(&mut self, _: &[u8], _: &[u8]) -> Result<Option<bool>, String> {
+        Err("LMDB: a put in a read transaction".into())
+    }
+    #[inline]
+    fn get(&mut self, k: &[u8], expect: &[u8]) -> Result<Lookup, String> {
+        Ok(check(self.db.get(self.t, k).map_err(he)?, expect))
+    }
+    fn remove(&mut self, _: &[u8]) -> Result<bool, String> {
+        Err("LMDB: a remove in a read transaction".into())
     }
 }
 
@@ -658,14 +721,20 @@ impl Single for MdbxKv {
 }
 
 impl Kv for MdbxKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         if self.batch <= 1 {
-            return run_single(self, phase, ops, d, c);
+            return run_single(self, phase, ops, c);
         }
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
         for chunk in ops.chunks(self.batch) {
-            let mut t = self.txn(phase == Phase::Get)?;
-            run_single(&mut t, phase, chunk, d, c)?;
-            if phase != Phase::Get {
+            let (reads, writes) = batch_split(phase, chunk, &mut reads, &mut writes);
+            if !reads.is_empty() {
+                let mut t = self.txn(true)?;
+                run_single(&mut t, phase, reads, c)?;
+            }
+            if !writes.is_empty() {
+                let mut t = self.txn(false)?;
+                run_single(&mut t, phase, writes, c)?;
                 t.commit()?;
             }
         }
@@ -842,13 +911,12 @@ impl RedisKv {
             .map_err(|e| format!("Redis: {e}"))
     }
 
-    fn queue(&mut self, phase: Phase, op: u32, d: &Data) -> Result<(), String> {
-        let i = (op & !REMOVE_PUT) as usize;
-        let (k, v) = (d.key(i), d.val(i));
+    fn queue(&mut self, phase: Phase, op: &Op) -> Result<(), String> {
+        let (k, v) = (&op.key[..], &op.val[..]);
         let r = match phase {
             Phase::Put => self.c.send(&[b"SET", k, v]),
             Phase::Get => self.c.send(&[b"GET", k]),
-            Phase::Mix if op & REMOVE_PUT != 0 => self
+            Phase::Mix if op.code & REMOVE_PUT != 0 => self
                 .c
                 .send(&[b"DEL", k])
                 .and_then(|_| self.c.send(&[b"SET", k, v])),
@@ -874,9 +942,8 @@ impl RedisKv {
         Ok(())
     }
 
-    fn collect(&mut self, phase: Phase, op: u32, d: &Data, c: &mut Counts) -> Result<(), String> {
-        let i = (op & !REMOVE_PUT) as usize;
-        let (k, v) = (d.key(i), d.val(i));
+    fn collect(&mut self, phase: Phase, op: &Op, c: &mut Counts) -> Result<(), String> {
+        let (k, v) = (&op.key[..], &op.val[..]);
         match phase {
             Phase::Put => {
                 self.expect_ok(c, "SET", k)?;
@@ -886,7 +953,7 @@ impl RedisKv {
                 self.expect_del(c, "DEL", k)?;
                 c.ops += 1;
             }
-            Phase::Mix if op & REMOVE_PUT != 0 => {
+            Phase::Mix if op.code & REMOVE_PUT != 0 => {
                 self.expect_del(c, "MIX DEL", k)?;
                 self.expect_ok(c, "MIX SET", k)?;
                 c.ops += 2;
@@ -912,18 +979,17 @@ impl RedisKv {
     fn run_pipelined(
         &mut self,
         phase: Phase,
-        ops: &[u32],
-        d: &Data,
+        ops: &[Op],
         c: &mut Counts,
         per: usize,
     ) -> Result<(), String> {
         for chunk in ops.chunks(per) {
-            for &op in chunk {
-                self.queue(phase, op, d)?;
+            for op in chunk {
+                self.queue(phase, op)?;
             }
             self.c.flush().map_err(|e| format!("Redis: {e}"))?;
-            for &op in chunk {
-                self.collect(phase, op, d, c)?;
+            for op in chunk {
+                self.collect(phase, op, c)?;
             }
         }
         Ok(())
@@ -931,12 +997,12 @@ impl RedisKv {
 }
 
 impl Kv for RedisKv {
-    fn run(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
+    fn run(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
         let per = self.pipeline;
-        self.run_pipelined(phase, ops, d, c, per)
+        self.run_pipelined(phase, ops, c, per)
     }
-    fn fill(&mut self, phase: Phase, ops: &[u32], d: &Data, c: &mut Counts) -> Result<(), String> {
-        self.run_pipelined(phase, ops, d, c, 1000)
+    fn fill(&mut self, phase: Phase, ops: &[Op], c: &mut Counts) -> Result<(), String> {
+        self.run_pipelined(phase, ops, c, 1000)
     }
     fn bytes(&mut self) -> Result<u64, String> {
         Ok(self
@@ -1040,5 +1106,30 @@ impl Drop for RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batched_reads_never_share_a_write_transaction() {
+        let ops = |codes: &[u32]| codes.iter().map(|&c| Op::new(c)).collect::<Vec<Op>>();
+        let chunk = ops(&[5, 7 | REMOVE_PUT, 9, 11, 13 | REMOVE_PUT]);
+        let (mut r, mut w) = (Vec::new(), Vec::new());
+        let (reads, writes) = batch_split(Phase::Mix, &chunk, &mut r, &mut w);
+        assert_eq!(reads, ops(&[5, 9, 11]));
+        assert_eq!(writes, ops(&[7 | REMOVE_PUT, 13 | REMOVE_PUT]));
+        assert_eq!(&writes[0].key, b"key:000000000007");
+        let (mut r, mut w) = (Vec::new(), Vec::new());
+        let (reads, writes) = batch_split(Phase::Get, &chunk[..1], &mut r, &mut w);
+        assert_eq!((reads, writes), (&chunk[..1], &[][..]));
+        let two = ops(&[1, 2]);
+        for phase in [Phase::Put, Phase::Remove] {
+            let (mut r, mut w) = (Vec::new(), Vec::new());
+            let (reads, writes) = batch_split(phase, &two, &mut r, &mut w);
+            assert_eq!((reads, writes), (&[][..], &two[..]));
+        }
     }
 }

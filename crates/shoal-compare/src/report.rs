@@ -2,7 +2,7 @@
 //! JSON (for `bench/plot_compare.py`).
 
 use crate::peers::{Phase, PHASES};
-use crate::{Args, RunResult, Sys};
+use crate::{Args, Order, PutOrders, RunResult, Sys};
 use std::fmt::Write as _;
 
 /// `/proc/loadavg`'s first three fields.
@@ -48,6 +48,18 @@ fn date_utc() -> String {
         .args(["-u", "+%Y-%m-%d %H:%M UTC"])
         .output()
         .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The commit the binary's sources are at (`git describe --always --dirty`), when run
+/// inside the repository.
+fn commit() -> String {
+    std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty", "--abbrev=7"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "?".into())
 }
@@ -114,10 +126,26 @@ impl Target {
 }
 
 impl Report<'_> {
+    /// A full row (every phase, in the main PUT order).
     fn run(&self, sys: Sys, p: usize) -> Option<&RunResult> {
         self.runs
             .iter()
-            .find(|r| r.sys == sys && r.procs == p && r.skipped.is_none())
+            .find(|r| r.sys == sys && r.procs == p && r.skipped.is_none() && self.is_main(r))
+    }
+
+    fn is_main(&self, r: &RunResult) -> bool {
+        !r.put_only && r.order == self.args.put_order.main()
+    }
+
+    /// The PUT-only row in key order of `--put-order both`.
+    fn key_order_run(&self, sys: Sys, p: usize) -> Option<&RunResult> {
+        self.runs.iter().find(|r| {
+            r.sys == sys
+                && r.procs == p
+                && r.skipped.is_none()
+                && r.put_only
+                && r.order == Order::Keys
+        })
     }
 
     fn ops(&self, sys: Sys, p: usize, ph: Phase) -> Option<f64> {
@@ -129,7 +157,7 @@ impl Report<'_> {
         let r = self
             .runs
             .iter()
-            .filter(|r| r.sys == sys && r.skipped.is_none())
+            .filter(|r| r.sys == sys && r.skipped.is_none() && self.is_main(r))
             .min_by_key(|r| r.procs)?;
         r.bytes.map(|b| b as f64 / self.args.keys as f64)
     }
@@ -225,10 +253,22 @@ impl Report<'_> {
             None => "–".into(),
             Some(x) if x.errors > 0 => format!("{} errors", x.errors),
             Some(x) => format!(
-                "{}{}",
+                "{}{}{}",
                 fmt_ops(x.ops_per_sec()),
-                if x.capped { "*" } else { "" }
+                if x.capped { "*" } else { "" },
+                x.spread()
+                    .map(|s| format!(" ±{:.0}%", 100.0 * s))
+                    .unwrap_or_default()
             ),
+        }
+    }
+
+    /// The label of a row in the tables.
+    fn row_label(&self, r: &RunResult) -> String {
+        if r.put_only && r.order == Order::Keys {
+            format!("{}, PUT in key order", r.sys.label(self.args))
+        } else {
+            r.sys.label(self.args)
         }
     }
 
@@ -243,6 +283,7 @@ impl Report<'_> {
             group(n)
         );
         let _ = writeln!(s, "- date: {}", date_utc());
+        let _ = writeln!(s, "- commit: {}", commit());
         let _ = writeln!(
             s,
             "- machine: {}, {} cores, {} RAM, Linux {}",
@@ -289,10 +330,39 @@ impl Report<'_> {
             crate::peers::MdbxKv::version(),
             self.redis_version.as_deref().unwrap_or("Redis: not run")
         );
+        let main_order = match a.put_order {
+            PutOrders::Keys => {
+                "PUT in key order in every row (`--put-order keys`: the B-trees' best case)"
+            }
+            PutOrders::Shuffled => "PUT in a shuffled order (each worker its own keys)",
+            PutOrders::Both => {
+                "PUT in a shuffled order (each worker its own keys); the rows \
+                                marked \"PUT in key order\" are separate PUT-only runs that \
+                                insert in key order, which flatters the B-trees"
+            }
+        };
+        let _ = writeln!(
+            s,
+            "- key order: {main_order}; GET and REMOVE in one shuffled order, MIX on random keys"
+        );
+        let _ = writeln!(
+            s,
+            "- repeats: {} fresh runs per row, rows interleaved; each cell is the median \
+             repeat's ops/s ± half the range of the repeats (min to max) over that median",
+            a.repeats
+        );
+        let _ = writeln!(
+            s,
+            "- phase lengths: GET and MIX repeat their passes for at least {} s per run; PUT \
+             and REMOVE are one pass of all N keys (see \"Phase lengths\" for the medians)",
+            a.min_secs
+        );
         let _ = writeln!(
             s,
             "\nKeys `key:%012d` (16 bytes), values 16 bytes. Every result is checked (a GET must \
-             return the key's own value); ratios are Shoal's ops/s over the peer's at the same \
+             return the key's own value). Each worker formats its keys and values before \
+             a phase, laid out in the order the phase reads them, so a random order costs no \
+             cache miss of the harness's own. Ratios are Shoal's ops/s over the peer's at the same \
              process count, measured in this run.\n"
         );
         s.push_str("## Throughput (ops/s, all processes together)\n\n");
@@ -303,7 +373,7 @@ impl Report<'_> {
                 let _ = writeln!(
                     s,
                     "| {} | {} | skipped: {} | | | | |",
-                    r.sys.label(a),
+                    self.row_label(r),
                     r.procs,
                     why.replace('|', "/")
                 );
@@ -316,7 +386,7 @@ impl Report<'_> {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} |",
-                r.sys.label(a),
+                self.row_label(r),
                 r.procs,
                 self.cell(r, Phase::Put),
                 self.cell(r, Phase::Get),
@@ -331,7 +401,7 @@ impl Report<'_> {
         );
         s.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
         for r in self.runs {
-            if r.sys == Sys::Shoal || r.skipped.is_some() {
+            if r.sys == Sys::Shoal || r.skipped.is_some() || !self.is_main(r) {
                 continue;
             }
             let cells: Vec<String> = PHASES
@@ -368,7 +438,7 @@ impl Report<'_> {
         s.push_str("| peer | procs | PUT | GET | MIX 98/2 | REMOVE |\n");
         s.push_str("|---|---:|---:|---:|---:|---:|\n");
         for r in self.runs {
-            if r.sys == Sys::Shoal || r.skipped.is_some() {
+            if r.sys == Sys::Shoal || r.skipped.is_some() || !self.is_main(r) {
                 continue;
             }
             let cells: Vec<String> = PHASES
@@ -388,6 +458,70 @@ impl Report<'_> {
                 cells[1],
                 cells[2],
                 cells[3]
+            );
+        }
+        if a.put_order == PutOrders::Both {
+            s.push_str(
+                "\n## PUT in key order against shuffled (separate rows, same run)\n\n\
+                 Sorted inserts append at the right edge of a B-tree (LMDB, libmdbx): their \
+                 best case. A hash table's work does not depend on the order.\n\n\
+                 | system | procs | PUT shuffled | PUT in key order | key order / shuffled | \
+                 bytes/entry shuffled | bytes/entry key order |\n\
+                 |---|---:|---:|---:|---:|---:|---:|\n",
+            );
+            for r in self.runs {
+                if !self.is_main(r) || r.skipped.is_some() {
+                    continue;
+                }
+                let Some(k) = self.key_order_run(r.sys, r.procs) else {
+                    continue;
+                };
+                let (sh, ko) = (r.phase(Phase::Put), k.phase(Phase::Put));
+                let ratio = match (sh, ko) {
+                    (Some(x), Some(y)) if x.ops_per_sec() > 0.0 => {
+                        fmt_ratio(y.ops_per_sec() / x.ops_per_sec())
+                    }
+                    _ => "–".into(),
+                };
+                let bpe = |b: Option<u64>| {
+                    b.map(|b| format!("{:.1}", b as f64 / n as f64))
+                        .unwrap_or_else(|| "–".into())
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    r.sys.label(a),
+                    r.procs,
+                    self.cell(r, Phase::Put),
+                    self.cell(k, Phase::Put),
+                    ratio,
+                    bpe(r.bytes),
+                    bpe(k.bytes)
+                );
+            }
+        }
+        s.push_str(
+            "\n## Phase lengths (seconds, median repeat; all repeats in the JSON report)\n\n\
+             | system | procs | PUT | GET | MIX 98/2 | REMOVE |\n|---|---:|---:|---:|---:|---:|\n",
+        );
+        for r in self.runs {
+            if r.skipped.is_some() {
+                continue;
+            }
+            let secs = |ph| {
+                r.phase(ph)
+                    .map(|x| format!("{:.2}", x.secs))
+                    .unwrap_or_else(|| "–".into())
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                self.row_label(r),
+                r.procs,
+                secs(Phase::Put),
+                secs(Phase::Get),
+                secs(Phase::Mix),
+                secs(Phase::Remove)
             );
         }
         s.push_str("\n## Targets\n\n");
@@ -426,7 +560,9 @@ impl Report<'_> {
              opens the store itself and does half of every phase's ops; the phase's time is \
              the slower worker's. Redis: two client processes, one server (a third process).\n\
              - PUT: {put_order}; GET and REMOVE go in one shuffled order; MIX picks \
-             random keys (a remove + put counts as 2 ops).\n\
+             random keys (a remove + put counts as 2 ops). Each row runs {reps} times, each \
+             time on a fresh store; GET and MIX loop over their ops until they have lasted \
+             {min_secs} s.\n\
              - Shoal: `Map::put`, `Map::get_into`, `Map::remove` on one map of a store in \
              {dir}; bytes/entry = file size / N.\n\
              - hashbrown: `HashMap<Vec<u8>, Vec<u8>>` with foldhash in the worker's own heap \
@@ -434,21 +570,30 @@ impl Report<'_> {
              allocator / N.\n\
              - LMDB: heed, one unnamed database, env flags NOSYNC | NOMETASYNC | WRITEMAP, \
              in {dir}; 1 txn/op = a write transaction per put or remove and a read \
-             transaction per get (the per-op comparison); batched = {b} ops per transaction \
-             (GET: {b} gets per read transaction). bytes/entry = (last page + 1) × page \
+             transaction per get (the per-op comparison); batched = {b} ops per transaction: \
+             gets in read transactions (never behind the writer lock), puts and removes in \
+             write transactions; a MIX batch of {b} ops runs its gets in one read transaction, \
+             then its remove + put pairs in one write transaction. bytes/entry = (last page + 1) × page \
              size / N.\n\
-             - libmdbx: the same, with UtterlyNoSync durability (no flush at all, like LMDB's NOSYNC) and WRITEMAP.\n\
+             - libmdbx: the same, with UtterlyNoSync durability (no flush at all, like LMDB's NOSYNC) and WRITEMAP. \
+             Its writer lock is a priority-inheritance mutex: with 2 processes and 1 txn/op, \
+             each commit can hand the lock to the other process through the kernel while that \
+             one spins for it, and PUT and REMOVE then collapse in some runs \
+             (docs/benchmarks/libmdbx-two-writers.md).\n\
              - Redis: the real server, started by the suite on a Unix socket with `--save '' \
              --appendonly no`, SET/GET/DEL with a minimal RESP client; pipelined = {pl} \
              commands per round trip. bytes/entry = INFO `used_memory` delta / N.",
             dir = a.dir.display(),
             b = a.batch,
             pl = a.pipeline,
-            put_order = if a.put_shuffled {
-                "keys inserted in a shuffled order (`--put-order shuffled`)"
-            } else {
-                "keys inserted in key order, which favours the B-trees (LMDB, libmdbx append \
-                 at the right edge of the tree; `--put-order shuffled` inserts at random)"
+            reps = a.repeats,
+            min_secs = a.min_secs,
+            put_order = match a.put_order.main() {
+                Order::Shuffled => "keys inserted in a shuffled order; the \"PUT in key \
+                                    order\" rows insert in key order, which favours the B-trees \
+                                    (LMDB, libmdbx append at the right edge of the tree)",
+                Order::Keys => "keys inserted in key order (`--put-order keys`), which favours \
+                                the B-trees (LMDB, libmdbx append at the right edge of the tree)",
             }
         );
         let not_run: Vec<&str> = crate::ALL
@@ -498,12 +643,15 @@ impl Report<'_> {
                                 "ops_per_sec": p.ops_per_sec(),
                                 "cpu_secs": if p.cpu_secs.is_finite() { Some(p.cpu_secs) } else { None },
                                 "ops_per_cpu_sec": p.ops_per_cpu_sec(),
-                                "shoal_ratio_cpu": if r.sys == Sys::Shoal { None } else { self.ratio_cpu(r.sys, r.procs, *ph) },
+                                "shoal_ratio_cpu": if r.sys == Sys::Shoal || !self.is_main(r) { None } else { self.ratio_cpu(r.sys, r.procs, *ph) },
+                                "rates": p.rates,
+                                "secs_each": p.secs_each,
+                                "spread": p.spread(),
                                 "errors": p.errors,
                                 "misses": p.misses,
                                 "first_error": p.first_error,
                                 "capped": p.capped,
-                                "shoal_ratio": if r.sys == Sys::Shoal { None } else { self.ratio(r.sys, r.procs, *ph) },
+                                "shoal_ratio": if r.sys == Sys::Shoal || !self.is_main(r) { None } else { self.ratio(r.sys, r.procs, *ph) },
                             }),
                         )
                     })
@@ -512,6 +660,9 @@ impl Report<'_> {
                     "system": r.sys.key(),
                     "label": r.sys.label(a),
                     "procs": r.procs,
+                    "order": r.order.key(),
+                    "put_only": r.put_only,
+                    "repeats": r.repeats,
                     "skipped": r.skipped,
                     "bytes": r.bytes,
                     "bytes_per_entry": r.bytes.map(|b| b as f64 / a.keys as f64),
@@ -536,7 +687,11 @@ impl Report<'_> {
             "load_before": self.load_before,
             "load_after": self.load_after,
             "many_procs": a.many_procs,
-            "put_order": if a.put_shuffled { "shuffled" } else { "keys" },
+            "commit": commit(),
+            "put_order": a.put_order.main().key(),
+            "key_order_rows": a.put_order == PutOrders::Both,
+            "repeats": a.repeats,
+            "min_secs": a.min_secs,
             "runs": runs,
             "targets": targets,
         })

@@ -2,7 +2,9 @@
 //! over Shoal, hashbrown, LMDB and libmdbx (both variants each), and Redis when
 //! `redis-server` is installed, and checks that every phase of every system ran all its
 //! ops with every result correct (the binary checks each get's value and exits non-zero
-//! on any wrong result).
+//! on any wrong result), with the default settings that keep it fair: shuffled PUT, a
+//! separate PUT-only row in key order for every system, repeats with their spread, and
+//! GET and MIX phases that last at least `--min-secs`.
 
 use std::process::Command;
 
@@ -38,6 +40,10 @@ fn every_system_returns_correct_results() {
             "1,2",
             "--many-procs",
             "3",
+            "--repeats",
+            "2",
+            "--min-secs",
+            "0",
         ])
         .args(["--systems", &systems.join(","), "--json"])
         .output()
@@ -45,8 +51,12 @@ fn every_system_returns_correct_results() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "shoal-compare failed: {stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["put_order"], "shuffled", "PUT order by default");
+    assert_eq!(v["key_order_rows"], true, "key-order rows by default");
+    assert_eq!(v["repeats"], 2);
     let runs = v["runs"].as_array().expect("runs");
     let mut checked = 0;
+    let mut key_order_rows = 0;
     for r in runs {
         let (sys, procs) = (r["system"].as_str().unwrap(), r["procs"].as_u64().unwrap());
         if sys == "hashbrown" && procs > 1 {
@@ -58,7 +68,22 @@ fn every_system_returns_correct_results() {
             "{sys} x{procs} skipped: {}",
             r["skipped"]
         );
+        assert_eq!(r["repeats"], 2, "{sys} x{procs} repeats");
         assert!(r["bytes_per_entry"].as_f64().unwrap() > 0.0, "{sys} bytes");
+        if r["put_only"] == true {
+            assert_eq!(
+                r["order"], "keys",
+                "{sys} x{procs}: the PUT-only row is in key order"
+            );
+            let phases = r["phases"].as_object().unwrap();
+            assert_eq!(phases.len(), 1, "{sys} x{procs} key-order row: PUT only");
+            let p = &phases["PUT"];
+            assert_eq!(p["errors"], 0, "{sys} key order: {}", p["first_error"]);
+            assert_eq!(p["ops"].as_u64().unwrap(), KEYS, "{sys} key-order PUT ops");
+            key_order_rows += 1;
+            continue;
+        }
+        assert_eq!(r["order"], "shuffled", "{sys} x{procs} order");
         for phase in ["PUT", "GET", "MIX", "REMOVE"] {
             let p = &r["phases"][phase];
             assert_eq!(
@@ -76,10 +101,82 @@ fn every_system_returns_correct_results() {
                 assert_eq!(ops, KEYS, "{sys} x{procs} {phase} ops");
             }
             assert!(p["ops_per_sec"].as_f64().unwrap() > 0.0);
+            assert_eq!(
+                p["rates"].as_array().unwrap().len(),
+                2,
+                "{sys} {phase} rates"
+            );
+            assert!(p["spread"].as_f64().is_some(), "{sys} {phase} spread");
         }
         checked += 1;
     }
     let expect = 2 * (systems.len() - 1) + 1 + 1; // hashbrown once, Shoal with 3 procs too
-    assert_eq!(checked, expect, "runs checked");
+    assert_eq!(checked, expect, "full runs checked");
+    assert_eq!(
+        key_order_rows,
+        2 * (systems.len() - 1) + 1,
+        "key-order rows"
+    );
     assert!(!v["targets"].as_array().unwrap().is_empty());
+    let md = String::from_utf8_lossy(&out.stderr);
+    assert!(!md.contains("ERRORS"), "{md}");
+}
+
+/// `--min-secs` stretches GET and MIX (not PUT), `--put-order shuffled` leaves the key-order
+/// rows out, and the Markdown report states the key order, the repeats and the phase lengths.
+#[test]
+fn read_phases_last_min_secs_and_the_report_says_so() {
+    let md = std::env::temp_dir().join(format!("shoal-compare-smoke-{}.md", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
+        .args([
+            "--keys",
+            "2000",
+            "--systems",
+            "shoal,lmdb-batch",
+            "--procs",
+            "1",
+        ])
+        .args(["--many-procs", "0", "--repeats", "1", "--min-secs", "0.3"])
+        .args(["--put-order", "shuffled", "--json", "--md"])
+        .arg(&md)
+        .output()
+        .expect("run shoal-compare");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "shoal-compare failed: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["key_order_rows"], false);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "no key-order rows with --put-order shuffled");
+    for r in runs {
+        let sys = r["system"].as_str().unwrap();
+        for phase in ["GET", "MIX"] {
+            let p = &r["phases"][phase];
+            assert_eq!(p["errors"], 0, "{sys} {phase}: {}", p["first_error"]);
+            assert!(
+                p["secs"].as_f64().unwrap() >= 0.3,
+                "{sys} {phase} lasted {}",
+                p["secs"]
+            );
+            assert!(
+                p["ops"].as_u64().unwrap() > 2000,
+                "{sys} {phase}: passes repeated"
+            );
+        }
+        assert_eq!(r["phases"]["PUT"]["ops"], 2000, "{sys}: PUT is one pass");
+        assert!(
+            r["phases"]["PUT"]["spread"].is_null(),
+            "one repeat: no spread"
+        );
+    }
+    let text = std::fs::read_to_string(&md).expect("Markdown report");
+    let _ = std::fs::remove_file(&md);
+    for want in [
+        "- key order: PUT in a shuffled order",
+        "- repeats: 1",
+        "- phase lengths:",
+        "## Phase lengths",
+        "- commit:",
+    ] {
+        assert!(text.contains(want), "report lacks {want:?}:\n{text}");
+    }
 }
