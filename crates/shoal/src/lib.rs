@@ -56,6 +56,7 @@ pub use api::batch::Batch;
 pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::kv::KvMap;
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
+pub use api::txn::{Cond, IntCmp, OpResult, Transaction, TxnOp, TxnOutcome, TxnReads};
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use error::{Error, Result};
 pub use format::{DataType, MapKind, USER_TAG_PYTHON_PICKLE};

@@ -6,3 +6,4 @@ pub(crate) mod fixed;
 pub(crate) mod kv;
 pub(crate) mod map;
 pub(crate) mod queue;
+pub(crate) mod txn;
