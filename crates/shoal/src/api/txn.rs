@@ -602,10 +602,7 @@ impl<'s> Transaction<'s> {
             }
             drop(held);
             crate::api::batch::flush_unless_batching(sh)?;
-            return Ok(TxnOutcome {
-                succeeded,
-                results,
-            });
+            return Ok(TxnOutcome { succeeded, results });
         }
     }
 }

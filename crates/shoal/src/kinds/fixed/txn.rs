@@ -18,7 +18,13 @@ pub(crate) enum TxnWrite<'a> {
 
 impl FixedRef {
     /// Under the segment lock (adders drained): a copy of `key`'s value, if present.
-    pub(crate) fn locked_value(&self, sh: &Shared, seg: u64, h: u64, key: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn locked_value(
+        &self,
+        sh: &Shared,
+        seg: u64,
+        h: u64,
+        key: &[u8],
+    ) -> Option<Vec<u8>> {
         let c = self.find_locked(sh, seg, h, key)?;
         let voff = self.cell_off(self.bucket(seg, c.b), c.i) + self.geo.kstride;
         let mut v = vec![0u8; self.geo.value_size as usize];
@@ -195,7 +201,10 @@ impl FixedRef {
             v
         });
         fence(Acquire);
-        if seen[mark..].iter().any(|(o, v)| sh.w(*o).load(Relaxed) != *v) {
+        if seen[mark..]
+            .iter()
+            .any(|(o, v)| sh.w(*o).load(Relaxed) != *v)
+        {
             seen.truncate(mark);
             return Ok(Attempt::Retry);
         }
