@@ -492,3 +492,220 @@ fn threads_transferring_keep_the_sum_for_snapshot_readers() {
     assert_eq!(sum, START * ACCOUNTS as i64);
     check(&s);
 }
+
+// ---- A crash at every step of a commit ----
+
+/// The crash driver's workload: deterministic transactions on 16 accounts of a map of
+/// tiny segments (transfers that succeed or fail their condition, inserts of new keys
+/// that make the map grow, removes), each with its conditions and both lists.
+#[cfg(feature = "failpoints")]
+fn crash_script() -> Vec<(Vec<MCond>, Vec<MOp>, Vec<MOp>)> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    for i in 0..150u64 {
+        let (a, b) = ((next() % 16) as u8, (next() % 16) as u8);
+        let b = if a == b { (b + 1) % 16 } else { b };
+        let amt = (next() % 300) as i64;
+        match i % 5 {
+            0..=2 => out.push((
+                vec![MCond::Ge(a, amt)],
+                vec![MOp::Add(a, -amt), MOp::Add(b, amt)],
+                vec![MOp::Get(a)],
+            )),
+            3 => {
+                let n = 16 + (next() % 8) as u8;
+                out.push((
+                    vec![MCond::Absent(n)],
+                    vec![MOp::Insert(n, 0), MOp::Put(n + 8, 1), MOp::Add(a, 0)],
+                    vec![MOp::Remove(n), MOp::Remove(n + 8)],
+                ));
+            }
+            _ => out.push((
+                vec![MCond::Present(a), MCond::Equals(b, -1)],
+                vec![MOp::Remove(a)],
+                vec![MOp::Replace(a, 100), MOp::Replace(b, 100)],
+            )),
+        }
+    }
+    out
+}
+
+#[cfg(feature = "failpoints")]
+fn run_script_step(
+    s: &Store,
+    m: &FixedMap,
+    (conds, then, els): &(Vec<MCond>, Vec<MOp>, Vec<MOp>),
+) -> shoal::Result<shoal::TxnOutcome> {
+    let mut t = s.transaction();
+    for c in conds {
+        t = t.when(match c {
+            MCond::Present(a) => Cond::present(m, &k(*a as u64)),
+            MCond::Absent(a) => Cond::absent(m, &k(*a as u64)),
+            MCond::Ge(a, x) => Cond::int(m, &k(*a as u64), IntCmp::Ge, *x),
+            MCond::Equals(a, x) => Cond::equals(m, &k(*a as u64), &v(*x)),
+        });
+    }
+    for o in then {
+        t = t.then(to_op(m, o));
+    }
+    for o in els {
+        t = t.otherwise(to_op(m, o));
+    }
+    t.commit()
+}
+
+#[cfg(feature = "failpoints")]
+fn model_step(model: &mut HashMap<u8, i64>, (conds, then, els): &(Vec<MCond>, Vec<MOp>, Vec<MOp>)) {
+    let ok = conds.iter().all(|c| match c {
+        MCond::Present(a) => model.contains_key(a),
+        MCond::Absent(a) => !model.contains_key(a),
+        MCond::Ge(a, x) => model.get(a).is_some_and(|y| y >= x),
+        MCond::Equals(a, x) => model.get(a) == Some(x),
+    });
+    model_apply(model, if ok { then } else { els });
+}
+
+#[cfg(feature = "failpoints")]
+fn crash_initial() -> HashMap<u8, i64> {
+    (0..16u8).map(|a| (a, 1000)).collect()
+}
+
+/// Child role: runs the script with `SHOAL_FP` = "name:hit" armed (abort there), printing
+/// the index of each committed transaction.
+#[cfg(feature = "failpoints")]
+#[test]
+#[ignore = "run as a child process by crash_at_every_transaction_fail_point"]
+fn txn_failpoint_child() {
+    use std::io::Write;
+    let Ok(path) = std::env::var("SHOAL_TXN_PATH") else {
+        return;
+    };
+    let fp = std::env::var("SHOAL_FP").unwrap();
+    let (name, hit) = fp.split_once(':').unwrap();
+    shoal::failpoints::setup();
+    shoal::failpoints::kill_at(name, hit.parse().unwrap()).unwrap();
+    let s = Store::open_existing(&path).unwrap();
+    let m = s.fixed_map("acct", 8, 8).unwrap();
+    let mut out = std::io::stdout().lock();
+    for (i, step) in crash_script().iter().enumerate() {
+        run_script_step(&s, &m, step).unwrap();
+        writeln!(out, "done {i}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn contents(m: &FixedMap) -> HashMap<u8, i64> {
+    (0u8..40)
+        .filter_map(|a| {
+            m.get(&k(a as u64))
+                .unwrap()
+                .map(|x| (a, i64::from_le_bytes(x[..].try_into().unwrap())))
+        })
+        .collect()
+}
+
+/// A process killed at every step of a commit (each point of `TXN_NAMES`, at several
+/// hit counts, and the recovery points while recovering one): the next user recovers
+/// it, `check` finds nothing wrong, and the map holds the interrupted transaction wholly
+/// or not at all (the model before or after it), with every earlier one in place.
+#[cfg(feature = "failpoints")]
+#[test]
+fn crash_at_every_transaction_fail_point() {
+    let script = crash_script();
+    let mut crashed = 0;
+    let points = shoal::failpoints::TXN_NAMES
+        .iter()
+        .map(|n| (*n, [1u64, 2, 7, 40, 120]))
+        .chain([("recover.replayed", [1u64, 1, 1, 1, 1])]);
+    for (name, hits) in points {
+        let mut reached = false;
+        for hit in hits {
+            let d = tmp();
+            let s = store(&d);
+            let m = s.fixed_map_with("acct", 8, 8, &small(), true).unwrap();
+            for (a, x) in crash_initial() {
+                m.put(&k(a as u64), &v(x)).unwrap();
+            }
+            // The recovery point is reached by this process recovering a child killed
+            // after its commit: arm it here, then kill the child at `txn.half_applied`.
+            let (child_fp, recover_here) = if name.starts_with("recover.") {
+                ("txn.half_applied:5".to_string(), true)
+            } else {
+                (format!("{name}:{hit}"), false)
+            };
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "txn_failpoint_child",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("SHOAL_TXN_PATH", s.path())
+                .env("SHOAL_FP", &child_fp)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let done = text
+                .lines()
+                .filter_map(|l| l.split("done ").nth(1))
+                .filter_map(|n| n.trim().parse::<usize>().ok())
+                .max()
+                .map(|n| n + 1)
+                .unwrap_or(0);
+            let aborted = !out.status.success();
+            if aborted {
+                crashed += 1;
+                reached = true;
+            }
+            if recover_here {
+                // A recovery that runs (the first read of a key of the dead transaction
+                // waits 10 ms, then recovers) reaches the point; count it.
+                let n = shoal::failpoints::counter(name).unwrap();
+                let _ = contents(&m);
+                assert!(n.load(Ordering::SeqCst) > 0, "{name}: no recovery ran");
+                shoal::failpoints::clear(name);
+            }
+            let r = s.check().unwrap();
+            assert!(r.problems.is_empty(), "{name}:{hit}: {:?}", r.problems);
+            let mut before = crash_initial();
+            for step in &script[..done] {
+                model_step(&mut before, step);
+            }
+            let got = contents(&m);
+            if aborted {
+                let mut after = before.clone();
+                model_step(&mut after, &script[done]);
+                assert!(
+                    got == before || got == after,
+                    "{name}:{hit}: after transaction {done} ({:?}) the map is neither before nor after it\n\
+                     got {got:?}\nbefore {before:?}\nafter {after:?}\nchild stderr: {}",
+                    script[done],
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            } else {
+                assert_eq!(got, before, "{name}:{hit}");
+            }
+            assert_eq!(m.len().unwrap(), got.len() as u64, "{name}:{hit}");
+            // The store keeps working: every transaction of the script again.
+            for step in &script {
+                run_script_step(&s, &m, step).unwrap();
+            }
+            let r = s.check().unwrap();
+            assert!(
+                r.problems.is_empty(),
+                "{name}:{hit} after more transactions: {:?}",
+                r.problems
+            );
+        }
+        assert!(reached, "fail point {name} never reached");
+    }
+    assert!(crashed >= 20, "only {crashed} runs crashed");
+}
