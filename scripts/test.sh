@@ -2,7 +2,8 @@
 # The whole test suite: what `.ci/run` runs, and the README's second command.
 # Installs what it needs (from the package registries), then runs, in order:
 # formatting, the engine's layering check, lints, the linearizability checker's self-tests (Go), unit + integration
-# tests (multi-process, kill and per-fail-point crash tests included, and kill storms
+# tests (multi-process, kill and per-fail-point crash tests included, an 8 s storm of
+# transactions killed at random (crates/shoal-torture/tests/txn_storm.rs), and kill storms
 # whose histories that checker verifies: 30 s on a variable-size map, 15 s each on a
 # fixed-size map and a map with UIDs), the model checks under shuttle, a short fuzzing
 # run, and the bindings' suites (C and C++, Python, Node, Java on JDK 17 and 25, Go).
