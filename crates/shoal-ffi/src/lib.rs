@@ -35,6 +35,8 @@ mod fixed;
 
 mod queue;
 
+mod txn;
+
 // The calls both kinds of map share (no exported items of its own).
 mod kv;
 
@@ -46,6 +48,7 @@ pub use iter::*;
 pub use map::*;
 pub use queue::*;
 pub use store::*;
+pub use txn::*;
 pub use types::*;
 pub use uid::*;
 

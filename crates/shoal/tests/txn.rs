@@ -80,9 +80,9 @@ fn conditions_choose_the_list_and_results_report_each_operation() {
         .when(Cond::absent(&m, &k(1)))
         .then(TxnOp::put(&m, &k(1), &v(0)))
         .otherwise(TxnOp::get(&m, &k(2)))
-        .otherwise(TxnOp::insert(&m, &k(1), &v(9)))
-        .otherwise(TxnOp::insert(&m, &k(3), &v(7)))
-        .otherwise(TxnOp::replace(&m, &k(4), &v(7)))
+        .otherwise(TxnOp::put_if_absent(&m, &k(1), &v(9)))
+        .otherwise(TxnOp::put_if_absent(&m, &k(3), &v(7)))
+        .otherwise(TxnOp::put_if_present(&m, &k(4), &v(7)))
         .otherwise(TxnOp::remove(&m, &k(2)))
         .commit()
         .unwrap();
@@ -223,7 +223,7 @@ fn many_writes_to_one_bucket_compose() {
     for round in 0..200u64 {
         let mut t = s.transaction();
         for _ in 0..4 {
-            t = t.then(TxnOp::insert(&m, &k(next), &v(next as i64)));
+            t = t.then(TxnOp::put_if_absent(&m, &k(next), &v(next as i64)));
             model.insert(next, next as i64);
             next += 1;
         }
@@ -335,8 +335,8 @@ fn to_op(m: &FixedMap, o: &MOp) -> TxnOp {
     match o {
         MOp::Get(a) => TxnOp::get(m, &k(*a as u64)),
         MOp::Put(a, x) => TxnOp::put(m, &k(*a as u64), &v(*x)),
-        MOp::Insert(a, x) => TxnOp::insert(m, &k(*a as u64), &v(*x)),
-        MOp::Replace(a, x) => TxnOp::replace(m, &k(*a as u64), &v(*x)),
+        MOp::Insert(a, x) => TxnOp::put_if_absent(m, &k(*a as u64), &v(*x)),
+        MOp::Replace(a, x) => TxnOp::put_if_present(m, &k(*a as u64), &v(*x)),
         MOp::Remove(a) => TxnOp::remove(m, &k(*a as u64)),
         MOp::Add(a, x) => TxnOp::add(m, &k(*a as u64), *x),
     }

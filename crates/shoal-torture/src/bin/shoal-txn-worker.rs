@@ -79,7 +79,7 @@ fn transfer(s: &Store, m: &FixedMap, seed: u64, accounts: u64) {
                     .when(Cond::absent(m, &k(n)))
                     .then(TxnOp::add(m, &k(a), -amt))
                     .then(TxnOp::add(m, &k(b), amt))
-                    .then(TxnOp::insert(m, &k(n), &[0; 8]))
+                    .then(TxnOp::put_if_absent(m, &k(n), &[0; 8]))
                     .commit()
                     .map(|_| ())
             }

@@ -112,7 +112,7 @@ enum OpKind {
 /// map. Each key may be written by at most one operation of a list.
 ///
 /// Redo-list cost (a transaction's writes share one list of 20 words, see
-/// [`Transaction`]): a put, replace or add of a present key costs its value's words (one
+/// [`Transaction`]): a put, put-if-present or add of a present key costs its value's words (one
 /// for an 8-byte value) plus its bucket's header; an insert or remove costs its bucket's
 /// header, its home bucket's header when the cell is elsewhere, and the map's entry
 /// counter. A header or counter shared by several writes counts once.
@@ -133,11 +133,11 @@ impl TxnOp {
         TxnOp::new(map, key, OpKind::Put(value.to_vec()))
     }
     /// Inserts `key` if it is absent (not applied otherwise).
-    pub fn insert(map: &FixedMap, key: &[u8], value: &[u8]) -> TxnOp {
+    pub fn put_if_absent(map: &FixedMap, key: &[u8], value: &[u8]) -> TxnOp {
         TxnOp::new(map, key, OpKind::Insert(value.to_vec()))
     }
     /// Replaces `key`'s value if it is present (not applied otherwise).
-    pub fn replace(map: &FixedMap, key: &[u8], value: &[u8]) -> TxnOp {
+    pub fn put_if_present(map: &FixedMap, key: &[u8], value: &[u8]) -> TxnOp {
         TxnOp::new(map, key, OpKind::Replace(value.to_vec()))
     }
     /// Removes `key` if it is present (not applied otherwise).
@@ -162,8 +162,8 @@ impl TxnOp {
 /// What one operation of the list that ran did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpResult {
-    /// Whether it changed the map (always false for a get; false for an insert of a
-    /// present key, a replace or remove of an absent one).
+    /// Whether it changed the map (always false for a get; false for a put-if-absent of
+    /// a present key, a put-if-present or remove of an absent one).
     pub applied: bool,
     /// The key's value before the transaction (`None`: absent).
     pub value: Option<Vec<u8>>,
