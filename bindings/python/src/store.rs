@@ -47,6 +47,9 @@ type KindTuple = (&'static str, Option<usize>, Option<usize>);
 /// A condition or operation of `_txn_commit`: (map, key, kind, value, integer).
 type TxnItem<'py> = (Bound<'py, PyAny>, Vec<u8>, String, Option<Vec<u8>>, i64);
 
+/// What `_txn_commit` returns per operation: (applied, old value).
+type TxnResult = (bool, Option<Py<PyBytes>>);
+
 /// The native map behind a `shoal.FixedMap`.
 fn native<'py>(m: &Bound<'py, PyAny>) -> PyResult<Bound<'py, FixedMapNative>> {
     Ok(m.getattr("_m")?.cast_into::<FixedMapNative>()?)
@@ -261,7 +264,7 @@ impl Store {
         conds: Vec<TxnItem<'py>>,
         then_ops: Vec<TxnItem<'py>>,
         else_ops: Vec<TxnItem<'py>>,
-    ) -> PyResult<(bool, Vec<(bool, Option<Py<PyBytes>>)>)> {
+    ) -> PyResult<(bool, Vec<TxnResult>)> {
         let st = self.get(py)?;
         let mut t = st.transaction();
         let bad = |what: String| crate::errors::invalid(&what);
