@@ -7,7 +7,7 @@ use crate::map::{Map, MapCore};
 use arc_swap::ArcSwapOption;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -43,6 +43,17 @@ impl Store {
 
 /// What `Store.map_kind` returns: (kind, key size, value size).
 type KindTuple = (&'static str, Option<usize>, Option<usize>);
+
+/// A condition or operation of `_txn_commit`: (map, key, kind, value, integer).
+type TxnItem<'py> = (Bound<'py, PyAny>, Vec<u8>, String, Option<Vec<u8>>, i64);
+
+/// What `_txn_commit` returns per operation: (applied, old value).
+type TxnResult = (bool, Option<Py<PyBytes>>);
+
+/// The native map behind a `shoal.FixedMap`.
+fn native<'py>(m: &Bound<'py, PyAny>) -> PyResult<Bound<'py, FixedMapNative>> {
+    Ok(m.getattr("_m")?.cast_into::<FixedMapNative>()?)
+}
 
 fn stats_dict<'py>(py: Python<'py>, pairs: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -238,6 +249,125 @@ impl Store {
         py.import("shoal._fixed")?
             .getattr("FixedMap")?
             .call1((native, slf))
+    }
+
+    /// _txn_commit(conds, then_ops, else_ops) -> (succeeded, [(applied, old), ...])
+    ///
+    /// The native half of `shoal.Transaction.commit`: each condition and operation is a
+    /// tuple (native fixed map, key, kind, value or None, integer). Conditions: "present",
+    /// "absent", "equals" (value), "==", "!=", "<", "<=", ">", ">=" (integer). Operations:
+    /// "get", "put", "put_if_absent", "put_if_present" (value), "remove", "add" (integer). Runs with the
+    /// GIL released.
+    fn _txn_commit<'py>(
+        &self,
+        py: Python<'py>,
+        conds: Vec<TxnItem<'py>>,
+        then_ops: Vec<TxnItem<'py>>,
+        else_ops: Vec<TxnItem<'py>>,
+    ) -> PyResult<(bool, Vec<TxnResult>)> {
+        let st = self.get(py)?;
+        let mut t = st.transaction();
+        let bad = |what: String| crate::errors::invalid(&what);
+        for (m, key, kind, value, n) in &conds {
+            let m = native(m)?;
+            let g = m.get().core.enter().ok_or_else(|| closed(py))?;
+            let map = &g.map;
+            let cmp = |c| shoal::Cond::int(map, key, c, *n);
+            t = t.when(match (kind.as_str(), value) {
+                ("present", _) => shoal::Cond::present(map, key),
+                ("absent", _) => shoal::Cond::absent(map, key),
+                ("equals", Some(v)) => shoal::Cond::equals(map, key, v),
+                ("==", _) => cmp(shoal::IntCmp::Eq),
+                ("!=", _) => cmp(shoal::IntCmp::Ne),
+                ("<", _) => cmp(shoal::IntCmp::Lt),
+                ("<=", _) => cmp(shoal::IntCmp::Le),
+                (">", _) => cmp(shoal::IntCmp::Gt),
+                (">=", _) => cmp(shoal::IntCmp::Ge),
+                (k, _) => return Err(bad(format!("unknown condition {k:?}"))),
+            });
+        }
+        for (list, is_then) in [(&then_ops, true), (&else_ops, false)] {
+            for (m, key, kind, value, n) in list {
+                let m = native(m)?;
+                let g = m.get().core.enter().ok_or_else(|| closed(py))?;
+                let map = &g.map;
+                let op = match (kind.as_str(), value) {
+                    ("get", _) => shoal::TxnOp::get(map, key),
+                    ("put", Some(v)) => shoal::TxnOp::put(map, key, v),
+                    ("put_if_absent", Some(v)) => shoal::TxnOp::put_if_absent(map, key, v),
+                    ("put_if_present", Some(v)) => shoal::TxnOp::put_if_present(map, key, v),
+                    ("remove", _) => shoal::TxnOp::remove(map, key),
+                    ("add", _) => shoal::TxnOp::add(map, key, *n),
+                    (k, _) => return Err(bad(format!("unknown operation {k:?}"))),
+                };
+                t = if is_then { t.then(op) } else { t.otherwise(op) };
+            }
+        }
+        let out = py.detach(|| t.commit()).py_err(py)?;
+        let results = out
+            .results
+            .into_iter()
+            .map(|r| (r.applied, r.value.map(|v| PyBytes::new(py, &v).unbind())))
+            .collect();
+        Ok((out.succeeded, results))
+    }
+
+    /// snapshot_get(items) -> list
+    ///
+    /// Reads every (fixed map, key) of `items` as of one instant: the values (None for an
+    /// absent key) were all current at the same moment. Takes no lock and writes nothing,
+    /// so writers never wait for it; retries while writers change the keys, up to the
+    /// lock timeout (`shoal.Timeout`). Runs with the GIL released.
+    fn snapshot_get<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(Bound<'py, PyAny>, Vec<u8>)>,
+    ) -> PyResult<Vec<Option<Py<PyBytes>>>> {
+        let st = self.get(py)?;
+        let mut natives = Vec::with_capacity(items.len());
+        for (m, _) in &items {
+            natives.push(native(m)?);
+        }
+        let mut guards = Vec::with_capacity(items.len());
+        for m in &natives {
+            guards.push(m.get().core.enter().ok_or_else(|| closed(py))?);
+        }
+        let req: Vec<(&shoal::FixedMap, &[u8])> = guards
+            .iter()
+            .zip(&items)
+            .map(|(g, (_, k))| (&g.map, &k[..]))
+            .collect();
+        let vals = py.detach(|| st.snapshot_get(&req)).py_err(py)?;
+        Ok(vals
+            .into_iter()
+            .map(|v| v.map(|v| PyBytes::new(py, &v).unbind()))
+            .collect())
+    }
+
+    /// transaction() -> Transaction
+    ///
+    /// A new multi-key transaction on this store's fixed-size maps (`shoal.Transaction`):
+    /// conditions, then-operations and else-operations committed as one atomic step, by
+    /// `commit()` or at the end of a `with` block.
+    fn transaction<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("shoal._txn")?
+            .getattr("Transaction")?
+            .call1((slf,))
+    }
+
+    /// watch(func, /) -> object
+    ///
+    /// The optimistic transaction: calls `func(t)` with a `shoal.Watch` `t`, whose reads
+    /// (`t.get`, `t.get_int`) are recorded and whose writes (`t.put`, `t.add`, ...) are
+    /// buffered, with no lock held; then commits the writes only if every key read still
+    /// holds what was read, as one atomic step. Otherwise runs `func` again, until the
+    /// lock timeout (`shoal.Timeout`). Returns what the committed run of `func` returned.
+    fn watch<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("shoal._txn")?
+            .getattr("watch")?
+            .call1((slf, func))
     }
 
     /// map_kind(name) -> tuple | None

@@ -163,6 +163,88 @@
 #define SHOAL_LOG_DROPPED UINT64_MAX
 
 /**
+ * `shoal_txn_cond.kind`: the key is present.
+ */
+#define SHOAL_TXN_PRESENT 1
+
+/**
+ * `shoal_txn_cond.kind`: the key is absent.
+ */
+#define SHOAL_TXN_ABSENT 2
+
+/**
+ * `shoal_txn_cond.kind`: the key is present with exactly `value`.
+ */
+#define SHOAL_TXN_EQUALS 3
+
+/**
+ * `shoal_txn_cond.kind`: the key is present and its value, a little-endian `int64_t`
+ * (8-byte values only), compares with `operand` as `cmp` says.
+ */
+#define SHOAL_TXN_INT 4
+
+/**
+ * `shoal_txn_cond.cmp`: value == operand.
+ */
+#define SHOAL_CMP_EQ 1
+
+/**
+ * `shoal_txn_cond.cmp`: value != operand.
+ */
+#define SHOAL_CMP_NE 2
+
+/**
+ * `shoal_txn_cond.cmp`: value < operand.
+ */
+#define SHOAL_CMP_LT 3
+
+/**
+ * `shoal_txn_cond.cmp`: value <= operand.
+ */
+#define SHOAL_CMP_LE 4
+
+/**
+ * `shoal_txn_cond.cmp`: value > operand.
+ */
+#define SHOAL_CMP_GT 5
+
+/**
+ * `shoal_txn_cond.cmp`: value >= operand.
+ */
+#define SHOAL_CMP_GE 6
+
+/**
+ * `shoal_txn_op.kind`: read the key (its value is the result); write nothing.
+ */
+#define SHOAL_TXN_GET 1
+
+/**
+ * `shoal_txn_op.kind`: insert the key or replace its value with `value`.
+ */
+#define SHOAL_TXN_PUT 2
+
+/**
+ * `shoal_txn_op.kind`: insert the key with `value` if absent.
+ */
+#define SHOAL_TXN_PUT_IF_ABSENT 3
+
+/**
+ * `shoal_txn_op.kind`: replace the key's value with `value` if present.
+ */
+#define SHOAL_TXN_PUT_IF_PRESENT 4
+
+/**
+ * `shoal_txn_op.kind`: remove the key if present.
+ */
+#define SHOAL_TXN_REMOVE 5
+
+/**
+ * `shoal_txn_op.kind`: add `delta` (wrapping) to the key's little-endian `int64_t` value
+ * (8-byte values only); an absent key counts as 0 and is created.
+ */
+#define SHOAL_TXN_ADD 6
+
+/**
  * No type recorded (the default of the options; what an older map reads as).
  */
 #define SHOAL_TYPE_NONE 0
@@ -1112,6 +1194,101 @@ typedef struct shoal_log_record {
  * during the call. The callback must not unwind out of itself.
  */
 typedef void (*shoal_log_record_fn)(void *ctx, const struct shoal_log_record *record);
+
+/**
+ * A condition of `shoal_txn_commit`, on one key of a fixed-size map.
+ */
+typedef struct shoal_txn_cond {
+    /**
+     * The map (of the store the transaction is committed on).
+     */
+    const struct shoal_fixed *map;
+    /**
+     * The key: exactly the map's key size.
+     */
+    const void *key;
+    /**
+     * The key's length.
+     */
+    size_t key_len;
+    /**
+     * `SHOAL_TXN_PRESENT`, `_ABSENT`, `_EQUALS` or `_INT`.
+     */
+    uint32_t kind;
+    /**
+     * For `SHOAL_TXN_INT`: `SHOAL_CMP_EQ` … `SHOAL_CMP_GE`; 0 otherwise.
+     */
+    uint32_t cmp;
+    /**
+     * For `SHOAL_TXN_EQUALS`: the value (exactly the map's value size); NULL otherwise.
+     */
+    const void *value;
+    /**
+     * The value's length.
+     */
+    size_t value_len;
+    /**
+     * For `SHOAL_TXN_INT`: the operand.
+     */
+    int64_t operand;
+} shoal_txn_cond;
+
+/**
+ * An operation of `shoal_txn_commit` on one key of a fixed-size map, with its result
+ * fields, which the call fills in for the operations of the list that ran.
+ */
+typedef struct shoal_txn_op {
+    /**
+     * The map (of the store the transaction is committed on).
+     */
+    const struct shoal_fixed *map;
+    /**
+     * The key: exactly the map's key size.
+     */
+    const void *key;
+    /**
+     * The key's length.
+     */
+    size_t key_len;
+    /**
+     * `SHOAL_TXN_GET`, `_PUT`, `_PUT_IF_ABSENT`, `_PUT_IF_PRESENT`, `_REMOVE` or `_ADD`.
+     */
+    uint32_t kind;
+    /**
+     * Out: 1 if the operation changed the map (0 for a get, a put-if-absent of a present
+     * key, a put-if-present or remove of an absent one).
+     */
+    uint32_t applied;
+    /**
+     * For the puts: the value (exactly the map's value size).
+     */
+    const void *value;
+    /**
+     * The value's length.
+     */
+    size_t value_len;
+    /**
+     * For `SHOAL_TXN_ADD`: the delta.
+     */
+    int64_t delta;
+    /**
+     * Out, optional: a buffer of exactly the map's value size (or NULL with
+     * `old_cap` 0) that receives the key's value before the transaction.
+     */
+    void *old;
+    /**
+     * The size of `old`: 0 (no copy) or the map's value size.
+     */
+    size_t old_cap;
+    /**
+     * Out: 1 if the key was present before the transaction (then `old` holds its value).
+     */
+    uint32_t old_present;
+    /**
+     * Reserved; set to 0.
+     */
+    uint32_t reserved;
+} shoal_txn_op;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2922,6 +3099,73 @@ shoal_status shoal_log_reader_stats(const struct shoal_log_reader *reader,
 shoal_status shoal_log_remove_reader(const struct shoal_log *log,
                                      const char *name,
                                      uint32_t *removed);
+
+/**
+ * Commits a transaction on `store`'s fixed-size maps: evaluates every condition of
+ * `conds` and applies the operations of `then_ops` (all hold) or `else_ops` (some
+ * fails), as one atomic step that no reader, writer or crash sees in part.
+ *
+ * * `conds`, `n_conds`: the conditions (NULL when `n_conds` is 0).
+ * * `then_ops`, `n_then`, `else_ops`, `n_else`: the two lists (NULL when empty). Each
+ *   key may be written by at most one operation of a list. The result fields (`applied`,
+ *   `old`, `old_present`) of the list that ran are filled in; the other list's are left
+ *   as they were.
+ * * `succeeded`: receives true if every condition held (the *then* list ran).
+ *
+ * Limits: the keys involved may lie in at most 8 index segments and the writes of the
+ * list that runs must fit one redo list of 20 words (a 2-key transfer of 8-byte values
+ * takes 4; see the engine's `TxnOp`); past either, `SHOAL_INVALID` ("transaction too
+ * large") and nothing changes.
+ *
+ * Errors: `SHOAL_INVALID` (a key or value of the wrong size, an unknown kind or
+ * comparison, an integer condition or add on values that are not 8 bytes, a key
+ * written twice in one list, a map of another store, `old_cap` other than 0 or the
+ * value size, too large; the message names the item), `SHOAL_NOT_FOUND` (a map was
+ * dropped), `SHOAL_TIMEOUT`, `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TOO_MANY`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `conds` is NULL or has `n_conds` readable elements,
+ * `then_ops` and `else_ops` NULL or `n_then` and `n_else` writable elements; every map
+ * pointer in them is NULL or a live handle, every key and value pointer NULL or readable
+ * for its length, every `old` NULL or writable for `old_cap` bytes; `succeeded` is NULL
+ * or writable.
+ */
+shoal_status shoal_txn_commit(const struct shoal_store *store,
+                              const struct shoal_txn_cond *conds,
+                              size_t n_conds,
+                              struct shoal_txn_op *then_ops,
+                              size_t n_then,
+                              struct shoal_txn_op *else_ops,
+                              size_t n_else,
+                              bool *succeeded);
+
+/**
+ * Reads `n` keys as of one instant: every value passed to `cb` was its key's value at
+ * the same moment (absent then: `present` false). Takes no lock and writes nothing, so
+ * writers never wait for it; it retries while writers change the keys, and fails with
+ * `SHOAL_TIMEOUT` after the store's lock timeout.
+ *
+ * * `maps`, `keys`, `n`: key `i` is `keys[i]` in map `maps[i]` (fixed-size maps of
+ *   `store`; each key exactly its map's key size). NULL when `n` is 0.
+ * * `cb`: called once per key, in order, after every key was read, with `ctx`, the
+ *   key's index and its value (valid only during the call).
+ *
+ * Errors: `SHOAL_INVALID` (a key of the wrong length, a map of another store; the
+ * message names the item), `SHOAL_NOT_FOUND` (a map was dropped), `SHOAL_TIMEOUT`,
+ * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `maps` and `keys` are NULL or have `n` readable
+ * elements, each map NULL or a live handle, each key's `data` NULL or readable for its
+ * `len`; `cb` does not unwind.
+ */
+shoal_status shoal_snapshot_get(const struct shoal_store *store,
+                                const struct shoal_fixed *const *maps,
+                                const struct shoal_bytes *keys,
+                                size_t n,
+                                shoal_many_fn cb,
+                                void *ctx);
 
 /**
  * The key and value types the map recorded when it was created: `SHOAL_TYPE_` codes

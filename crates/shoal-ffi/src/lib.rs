@@ -36,6 +36,7 @@ mod fixed;
 mod queue;
 
 mod log;
+mod txn;
 
 // The calls both kinds of map share (no exported items of its own).
 mod kv;
@@ -49,6 +50,7 @@ pub use log::*;
 pub use map::*;
 pub use queue::*;
 pub use store::*;
+pub use txn::*;
 pub use types::*;
 pub use uid::*;
 

@@ -106,6 +106,20 @@ pub const ORDERED_NAMES: &[&str] = &[
     "ordered.commit.published",
 ];
 
+/// The fail points of a multi-key transaction's commit, in the order it reaches them:
+/// all segment locks held, the plan built (new keys' cells written), the redo list
+/// committed, half of it applied, all of it applied. Their crash driver is
+/// `crates/shoal/tests/txn.rs` (`crash_at_every_transaction_fail_point`). One more point
+/// is not a step of a mutation and not listed: `txn.snapshot_read`, reached by a snapshot
+/// read between its reads and its re-check.
+pub const TXN_NAMES: &[&str] = &[
+    "txn.locked",
+    "txn.planned",
+    "txn.committed",
+    "txn.half_applied",
+    "txn.applied",
+];
+
 /// Reads `FAILPOINTS` from the environment. Call once, early, in the test process.
 pub fn setup() {
     std::mem::forget(fail::FailScenario::setup());

@@ -62,6 +62,7 @@ from ._shoal import (
 )
 from ._views import ItemsView, KeysView, ValuesView
 from ._fixed import FixedMap
+from ._txn import Transaction, Watch
 
 __version__ = "0.1.0"
 
@@ -76,6 +77,8 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "Transaction",
+    "Watch",
     "QueueSet",
     "QueueIter",
     "Element",

@@ -3135,6 +3135,115 @@ static void test_types(void) {
     shoal_store_close(s);
 }
 
+/* Multi-key transactions: a transfer (then list), a failed condition (else list with
+ * results per operation), argument errors naming the item, the size limit, and a
+ * snapshot of every account. */
+struct sumctx {
+    int calls, absent;
+    int64_t sum;
+};
+static void on_sum(void *ctx, size_t i, const void *v, size_t len, bool present) {
+    (void)i;
+    struct sumctx *c = ctx;
+    c->calls++;
+    if (!present || len != 8) {
+        c->absent++;
+        return;
+    }
+    int64_t x;
+    memcpy(&x, v, 8);
+    c->sum += x;
+}
+
+static void test_txn(void) {
+    shoal_store *s;
+    if (!fresh("txn", &s, NULL)) { h_failures++; return; }
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "acct", 8, 8, SHOAL_MAP_CREATE, &f));
+    uint64_t ka = 1, kb = 2, kc = 3;
+    int64_t hundred = 100, five = 5;
+    CHECK_RC(shoal_fixed_put(f, &ka, 8, &hundred, 8, NULL), SHOAL_OK);
+    CHECK_RC(shoal_fixed_put(f, &kb, 8, &five, 8, NULL), SHOAL_OK);
+
+    /* Transfer 30 from a to b if a holds at least 30. */
+    shoal_txn_cond cond = {f, &ka, 8, SHOAL_TXN_INT, SHOAL_CMP_GE, NULL, 0, 30};
+    int64_t olda = 0, oldb = 0;
+    shoal_txn_op then_ops[2] = {
+        {f, &ka, 8, SHOAL_TXN_ADD, 7, NULL, 0, -30, &olda, 8, 7, 0},
+        {f, &kb, 8, SHOAL_TXN_ADD, 7, NULL, 0, 30, &oldb, 8, 7, 0},
+    };
+    bool ok = false;
+    CHECK_RC(shoal_txn_commit(s, &cond, 1, then_ops, 2, NULL, 0, &ok), SHOAL_OK);
+    CHECK(ok);
+    CHECK(then_ops[0].applied == 1 && then_ops[0].old_present == 1 && olda == 100);
+    CHECK(then_ops[1].applied == 1 && then_ops[1].old_present == 1 && oldb == 5);
+    int64_t got = 0;
+    CHECK_RC(shoal_fixed_get(f, &ka, 8, &got, 8), SHOAL_OK);
+    CHECK(got == 70);
+    CHECK_RC(shoal_fixed_get(f, &kb, 8, &got, 8), SHOAL_OK);
+    CHECK(got == 35);
+
+    /* A failed condition runs the else list: an insert of an absent key, a get. */
+    cond.operand = 1000;
+    int64_t seven = 7, oldc = -1;
+    shoal_txn_op else_ops[2] = {
+        {f, &kc, 8, SHOAL_TXN_PUT_IF_ABSENT, 9, &seven, 8, 0, &oldc, 8, 9, 0},
+        {f, &ka, 8, SHOAL_TXN_GET, 9, NULL, 0, 0, &olda, 8, 9, 0},
+    };
+    then_ops[0].applied = 9;
+    CHECK_RC(shoal_txn_commit(s, &cond, 1, then_ops, 2, else_ops, 2, &ok), SHOAL_OK);
+    CHECK(!ok);
+    CHECK(then_ops[0].applied == 9); /* the other list's results are left alone */
+    CHECK(else_ops[0].applied == 1 && else_ops[0].old_present == 0);
+    CHECK(else_ops[1].applied == 0 && else_ops[1].old_present == 1 && olda == 70);
+    CHECK_RC(shoal_fixed_get(f, &kc, 8, &got, 8), SHOAL_OK);
+    CHECK(got == 7);
+
+    /* Errors: NULLs, a wrong key length naming the item, an unknown kind, a key
+     * written twice, too large. Nothing changes. */
+    CHECK_RC(shoal_txn_commit(NULL, &cond, 1, then_ops, 2, NULL, 0, &ok), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_txn_commit(s, &cond, 1, then_ops, 2, NULL, 0, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_txn_commit(s, NULL, 1, then_ops, 2, NULL, 0, &ok), SHOAL_NULL_POINTER);
+    then_ops[1].key_len = 4;
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, then_ops, 2, NULL, 0, &ok), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 1") != NULL);
+    then_ops[1].key_len = 8;
+    then_ops[1].kind = 99;
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, then_ops, 2, NULL, 0, &ok), SHOAL_INVALID);
+    then_ops[1].kind = SHOAL_TXN_ADD;
+    then_ops[1].key = &ka;
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, then_ops, 2, NULL, 0, &ok), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "twice") != NULL);
+    then_ops[1].key = &kb;
+    enum { BIG = 40 };
+    static uint64_t bk[BIG];
+    shoal_txn_op big[BIG];
+    for (int i = 0; i < BIG; i++) {
+        bk[i] = 100 + (uint64_t)i;
+        big[i] = (shoal_txn_op){f, &bk[i], 8, SHOAL_TXN_PUT, 0, &seven, 8, 0, NULL, 0, 0, 0};
+    }
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, big, BIG, NULL, 0, &ok), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "too large") != NULL);
+    uint64_t n = 0;
+    CHECK_RC(shoal_fixed_len(f, &n), SHOAL_OK);
+    CHECK(n == 3);
+
+    /* A snapshot of the accounts: 70 + 35 + 7, one absent key. */
+    uint64_t kd = 4;
+    const shoal_fixed *maps[4] = {f, f, f, f};
+    shoal_bytes keys[4] = {{&ka, 8}, {&kb, 8}, {&kc, 8}, {&kd, 8}};
+    struct sumctx c = {0};
+    CHECK_RC(shoal_snapshot_get(s, maps, keys, 4, on_sum, &c), SHOAL_OK);
+    CHECK(c.calls == 4 && c.absent == 1 && c.sum == 112);
+    CHECK_RC(shoal_snapshot_get(s, maps, keys, 4, NULL, &c), SHOAL_NULL_POINTER);
+    keys[2].len = 3;
+    CHECK_RC(shoal_snapshot_get(s, maps, keys, 4, on_sum, &c), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 2") != NULL);
+
+    CHECK_RC(shoal_fixed_close(f), SHOAL_OK);
+    CHECK_RC(shoal_store_close(s), SHOAL_OK);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ctest-XXXXXX", base ? base : "/tmp");
@@ -3174,6 +3283,7 @@ int main(void) {
     RUN(test_fixed_update);
     RUN(test_fixed_batches);
     RUN(test_fixed_with_timeout);
+    RUN(test_txn);
     RUN(test_store_flush_repair_durability_options);
     RUN(test_store_needs_repair);
     RUN(test_batch);

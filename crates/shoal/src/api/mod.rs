@@ -8,3 +8,4 @@ pub(crate) mod log;
 pub(crate) mod map;
 pub(crate) mod ordered;
 pub(crate) mod queue;
+pub(crate) mod txn;

@@ -18,10 +18,12 @@
 //! with `fetch_add` (entries and bytes per map) are instead split per txn slot, so that
 //! they too are single-writer words with absolute values in the redo list.
 
+mod plan;
 mod recover;
 mod redo;
 mod slots;
 
+pub(crate) use plan::{too_large, Plan};
 pub(crate) use recover::{reclaim_dead, recover_txn};
 use redo::apply_entry;
 pub(crate) use redo::Redo;

@@ -73,6 +73,7 @@ mod read;
 mod repair;
 mod snapshot;
 mod split;
+mod txn;
 mod write;
 
 pub(crate) use adders::*;
@@ -82,6 +83,7 @@ pub(crate) use moves::*;
 pub(crate) use repair::*;
 pub(crate) use snapshot::*;
 pub(crate) use split::*;
+pub(crate) use txn::*;
 
 /// Bit `j` set for each byte `j` of `w` equal to `tag` (a byte value).
 ///

@@ -1,0 +1,711 @@
+//! Multi-key transactions over fixed-size maps: conditions and both lists, the size
+//! limits and argument errors, inserts and removes composing in one bucket, a property
+//! test against a model, and threads doing bank transfers (locked and optimistic) while
+//! snapshot readers check that the sum never changes. The multi-process storm with
+//! SIGKILLs is `crates/shoal-torture/tests/txn_storm.rs`.
+
+#![cfg(not(shuttle))]
+
+use proptest::prelude::*;
+use shoal::{
+    Cond, Error, FixedMap, FixedOptions, IntCmp, OpResult, OpenMode, Options, Store, TxnOp,
+};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+fn store(dir: &tempfile::TempDir) -> Store {
+    let opts = Options {
+        chunk_size: 64 * 1024,
+        lock_timeout: Duration::from_secs(30),
+        ..Options::default()
+    };
+    Store::open_with(dir.path().join("t.shoal"), &opts, OpenMode::OpenOrCreate).unwrap()
+}
+
+fn small() -> FixedOptions {
+    FixedOptions {
+        segment_buckets: 2,
+        stash_buckets: 1,
+        ..Default::default()
+    }
+}
+
+fn k(i: u64) -> [u8; 8] {
+    i.to_le_bytes()
+}
+fn v(x: i64) -> [u8; 8] {
+    x.to_le_bytes()
+}
+
+fn check(s: &Store) {
+    let r = s.check().unwrap();
+    assert!(r.problems.is_empty(), "check: {:?}", r.problems);
+}
+
+/// A transfer of `amt` from `a` to `b` if `a` holds at least `amt`.
+fn transfer(s: &Store, m: &FixedMap, a: u64, b: u64, amt: i64) -> shoal::Result<bool> {
+    Ok(s.transaction()
+        .when(Cond::int(m, &k(a), IntCmp::Ge, amt))
+        .then(TxnOp::add(m, &k(a), -amt))
+        .then(TxnOp::add(m, &k(b), amt))
+        .commit()?
+        .succeeded)
+}
+
+#[test]
+fn conditions_choose_the_list_and_results_report_each_operation() {
+    let d = tmp();
+    let s = store(&d);
+    let m = s.fixed_map("acct", 8, 8).unwrap();
+    m.put(&k(1), &v(100)).unwrap();
+    m.put(&k(2), &v(5)).unwrap();
+    assert!(transfer(&s, &m, 1, 2, 30).unwrap());
+    assert_eq!(m.get(&k(1)).unwrap(), Some(v(70).to_vec()));
+    assert_eq!(m.get(&k(2)).unwrap(), Some(v(35).to_vec()));
+    // Not enough: nothing changes.
+    assert!(!transfer(&s, &m, 2, 1, 36).unwrap());
+    assert_eq!(m.get(&k(2)).unwrap(), Some(v(35).to_vec()));
+
+    // The else list runs when a condition fails; results are per operation.
+    let out = s
+        .transaction()
+        .when(Cond::absent(&m, &k(1)))
+        .then(TxnOp::put(&m, &k(1), &v(0)))
+        .otherwise(TxnOp::get(&m, &k(2)))
+        .otherwise(TxnOp::put_if_absent(&m, &k(1), &v(9)))
+        .otherwise(TxnOp::put_if_absent(&m, &k(3), &v(7)))
+        .otherwise(TxnOp::put_if_present(&m, &k(4), &v(7)))
+        .otherwise(TxnOp::remove(&m, &k(2)))
+        .commit()
+        .unwrap();
+    assert!(!out.succeeded);
+    let r = |applied, value: Option<i64>| OpResult {
+        applied,
+        value: value.map(|x| v(x).to_vec()),
+    };
+    assert_eq!(
+        out.results,
+        vec![
+            r(false, Some(35)),
+            r(false, Some(70)),
+            r(true, None),
+            r(false, None),
+            r(true, Some(35)),
+        ]
+    );
+    assert_eq!(m.get(&k(1)).unwrap(), Some(v(70).to_vec()));
+    assert_eq!(m.get(&k(2)).unwrap(), None);
+    assert_eq!(m.get(&k(3)).unwrap(), Some(v(7).to_vec()));
+    assert_eq!(m.get(&k(4)).unwrap(), None);
+    assert_eq!(m.len().unwrap(), 2);
+
+    // Equality and presence conditions, across two maps of different sizes.
+    let names = s.fixed_map("names", 4, 12).unwrap();
+    names.put(b"ab\0\0", b"hello world!").unwrap();
+    let out = s
+        .transaction()
+        .when(Cond::equals(&names, b"ab\0\0", b"hello world!"))
+        .when(Cond::present(&m, &k(3)))
+        .then(TxnOp::put(&names, b"ab\0\0", b"HELLO WORLD!"))
+        .then(TxnOp::remove(&m, &k(3)))
+        .commit()
+        .unwrap();
+    assert!(out.succeeded);
+    assert_eq!(
+        names.get(b"ab\0\0").unwrap(),
+        Some(b"HELLO WORLD!".to_vec())
+    );
+    assert_eq!(m.get(&k(3)).unwrap(), None);
+    check(&s);
+}
+
+#[test]
+fn bad_arguments_and_too_large_transactions_are_errors_and_change_nothing() {
+    let d = tmp();
+    let s = store(&d);
+    let m = s.fixed_map("acct", 8, 8).unwrap();
+    let w = s.fixed_map("wide", 8, 16).unwrap();
+    for i in 0..64 {
+        m.put(&k(i), &v(1)).unwrap();
+    }
+    let bad = |r: shoal::Result<shoal::TxnOutcome>, what: &str| match r {
+        Err(Error::InvalidArgument(msg)) => msg,
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    bad(
+        s.transaction()
+            .then(TxnOp::put(&m, b"short", &v(1)))
+            .commit(),
+        "key size",
+    );
+    bad(
+        s.transaction()
+            .then(TxnOp::put(&m, &k(1), b"short"))
+            .commit(),
+        "value size",
+    );
+    bad(
+        s.transaction().then(TxnOp::add(&w, &k(1), 1)).commit(),
+        "add on 16-byte values",
+    );
+    bad(
+        s.transaction()
+            .when(Cond::int(&w, &k(1), IntCmp::Eq, 0))
+            .commit(),
+        "int condition on 16-byte values",
+    );
+    let msg = bad(
+        s.transaction()
+            .then(TxnOp::add(&m, &k(1), 1))
+            .then(TxnOp::put(&m, &k(1), &v(3)))
+            .commit(),
+        "a key written twice",
+    );
+    assert!(msg.contains("twice"), "{msg}");
+    let other_dir = tmp();
+    let other = store(&other_dir);
+    let om = other.fixed_map("acct", 8, 8).unwrap();
+    bad(
+        s.transaction().then(TxnOp::put(&om, &k(1), &v(1))).commit(),
+        "another store",
+    );
+
+    // 20 redo words: 64 keys of 8-byte values in a 1-segment-or-more map need more.
+    let mut t = s.transaction();
+    for i in 0..64 {
+        t = t.then(TxnOp::add(&m, &k(i), 1));
+    }
+    let msg = bad(t.commit(), "too large");
+    assert!(msg.contains("too large"), "{msg}");
+    for i in 0..64 {
+        assert_eq!(
+            m.get(&k(i)).unwrap(),
+            Some(v(1).to_vec()),
+            "key {i} changed by a failed txn"
+        );
+    }
+    // More segments than the held-lock list: a map of tiny segments, many keys.
+    let tiny = s.fixed_map_with("tiny", 8, 8, &small(), true).unwrap();
+    for i in 0..2000 {
+        tiny.put(&k(i), &v(0)).unwrap();
+    }
+    let mut t = s.transaction();
+    for i in 0..2000 {
+        t = t.when(Cond::present(&tiny, &k(i)));
+    }
+    let msg = bad(
+        t.then(TxnOp::put(&tiny, &k(0), &v(1))).commit(),
+        "too many segments",
+    );
+    assert!(msg.contains("segments"), "{msg}");
+    assert_eq!(tiny.get(&k(0)).unwrap(), Some(v(0).to_vec()));
+    check(&s);
+}
+
+/// Inserts and removes of several keys of one bucket in one transaction compose: each
+/// insert takes its own free cell, the bucket's bitmap and overflow count and the map's
+/// counter add up. Tiny segments make the inserts grow the map between attempts.
+#[test]
+fn many_writes_to_one_bucket_compose() {
+    let d = tmp();
+    let s = store(&d);
+    let m = s.fixed_map_with("m", 8, 8, &small(), true).unwrap();
+    let mut model = HashMap::new();
+    let mut next = 0u64;
+    for round in 0..200u64 {
+        let mut t = s.transaction();
+        for _ in 0..4 {
+            t = t.then(TxnOp::put_if_absent(&m, &k(next), &v(next as i64)));
+            model.insert(next, next as i64);
+            next += 1;
+        }
+        if round % 3 == 2 {
+            let gone = next - 9;
+            t = t.then(TxnOp::remove(&m, &k(gone)));
+            model.remove(&gone);
+        }
+        let out = t.commit().unwrap();
+        assert!(
+            out.results.iter().all(|r| r.applied),
+            "round {round}: {out:?}"
+        );
+        assert_eq!(m.len().unwrap(), model.len() as u64, "round {round}");
+    }
+    for (key, val) in &model {
+        assert_eq!(
+            m.get(&k(*key)).unwrap(),
+            Some(v(*val).to_vec()),
+            "key {key}"
+        );
+    }
+    check(&s);
+}
+
+#[derive(Clone, Debug)]
+enum MOp {
+    Get(u8),
+    Put(u8, i64),
+    Insert(u8, i64),
+    Replace(u8, i64),
+    Remove(u8),
+    Add(u8, i64),
+}
+
+#[derive(Clone, Debug)]
+enum MCond {
+    Present(u8),
+    Absent(u8),
+    Ge(u8, i64),
+    Equals(u8, i64),
+}
+
+fn mop() -> impl Strategy<Value = MOp> {
+    let key = 0u8..24;
+    prop_oneof![
+        key.clone().prop_map(MOp::Get),
+        (key.clone(), -50i64..50).prop_map(|(a, b)| MOp::Put(a, b)),
+        (key.clone(), -50i64..50).prop_map(|(a, b)| MOp::Insert(a, b)),
+        (key.clone(), -50i64..50).prop_map(|(a, b)| MOp::Replace(a, b)),
+        key.clone().prop_map(MOp::Remove),
+        (key, -50i64..50).prop_map(|(a, b)| MOp::Add(a, b)),
+    ]
+}
+
+fn mcond() -> impl Strategy<Value = MCond> {
+    let key = 0u8..24;
+    prop_oneof![
+        key.clone().prop_map(MCond::Present),
+        key.clone().prop_map(MCond::Absent),
+        (key.clone(), -50i64..50).prop_map(|(a, b)| MCond::Ge(a, b)),
+        (key, -50i64..50).prop_map(|(a, b)| MCond::Equals(a, b)),
+    ]
+}
+
+fn key_of(o: &MOp) -> u8 {
+    match o {
+        MOp::Get(a) | MOp::Remove(a) => *a,
+        MOp::Put(a, _) | MOp::Insert(a, _) | MOp::Replace(a, _) | MOp::Add(a, _) => *a,
+    }
+}
+
+/// Model step: applies `ops` to `model`, returning the expected results.
+fn model_apply(model: &mut HashMap<u8, i64>, ops: &[MOp]) -> Vec<OpResult> {
+    let before = model.clone();
+    ops.iter()
+        .map(|o| {
+            let old = before.get(&key_of(o)).copied();
+            let applied = match o {
+                MOp::Get(_) => false,
+                MOp::Put(a, x) => {
+                    model.insert(*a, *x);
+                    true
+                }
+                MOp::Insert(a, x) => old.is_none() && model.insert(*a, *x).is_none(),
+                MOp::Replace(a, x) => old.is_some() && model.insert(*a, *x).is_some(),
+                MOp::Remove(a) => model.remove(a).is_some(),
+                MOp::Add(a, x) => {
+                    model.insert(*a, old.unwrap_or(0).wrapping_add(*x));
+                    true
+                }
+            };
+            OpResult {
+                applied,
+                value: old.map(|x| x.to_le_bytes().to_vec()),
+            }
+        })
+        .collect()
+}
+
+fn dedup_writes(ops: Vec<MOp>) -> Vec<MOp> {
+    let mut seen = std::collections::HashSet::new();
+    ops.into_iter()
+        .filter(|o| matches!(o, MOp::Get(_)) || seen.insert(key_of(o)))
+        .collect()
+}
+
+fn to_op(m: &FixedMap, o: &MOp) -> TxnOp {
+    match o {
+        MOp::Get(a) => TxnOp::get(m, &k(*a as u64)),
+        MOp::Put(a, x) => TxnOp::put(m, &k(*a as u64), &v(*x)),
+        MOp::Insert(a, x) => TxnOp::put_if_absent(m, &k(*a as u64), &v(*x)),
+        MOp::Replace(a, x) => TxnOp::put_if_present(m, &k(*a as u64), &v(*x)),
+        MOp::Remove(a) => TxnOp::remove(m, &k(*a as u64)),
+        MOp::Add(a, x) => TxnOp::add(m, &k(*a as u64), *x),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random transactions (conditions, both lists) against a `HashMap` model: the list
+    /// chosen, every result, the contents and the entry count agree after each, and
+    /// `check` finds nothing wrong at the end. Tiny segments: inserts grow the map.
+    #[test]
+    fn transactions_match_a_model(
+        txns in prop::collection::vec(
+            (prop::collection::vec(mcond(), 0..3),
+             prop::collection::vec(mop(), 0..6),
+             prop::collection::vec(mop(), 0..6)),
+            1..40)
+    ) {
+        let d = tmp();
+        let s = store(&d);
+        let m = s.fixed_map_with("m", 8, 8, &small(), true).unwrap();
+        let mut model: HashMap<u8, i64> = HashMap::new();
+        for (i, (conds, then, els)) in txns.into_iter().enumerate() {
+            let (then, els) = (dedup_writes(then), dedup_writes(els));
+            let mut t = s.transaction();
+            let mut ok = true;
+            for c in &conds {
+                let (cond, holds) = match c {
+                    MCond::Present(a) => (Cond::present(&m, &k(*a as u64)), model.contains_key(a)),
+                    MCond::Absent(a) => (Cond::absent(&m, &k(*a as u64)), !model.contains_key(a)),
+                    MCond::Ge(a, x) => (Cond::int(&m, &k(*a as u64), IntCmp::Ge, *x),
+                        model.get(a).is_some_and(|y| y >= x)),
+                    MCond::Equals(a, x) => (Cond::equals(&m, &k(*a as u64), &v(*x)),
+                        model.get(a) == Some(x)),
+                };
+                ok &= holds;
+                t = t.when(cond);
+            }
+            for o in &then { t = t.then(to_op(&m, o)); }
+            for o in &els { t = t.otherwise(to_op(&m, o)); }
+            let out = t.commit();
+            let out = match out {
+                Err(Error::InvalidArgument(msg)) if msg.contains("too large") => continue,
+                r => r.unwrap(),
+            };
+            prop_assert_eq!(out.succeeded, ok, "txn {}", i);
+            let want = model_apply(&mut model, if ok { &then } else { &els });
+            prop_assert_eq!(&out.results, &want, "txn {}", i);
+            prop_assert_eq!(m.len().unwrap(), model.len() as u64, "txn {}", i);
+        }
+        for a in 0u8..24 {
+            prop_assert_eq!(m.get(&k(a as u64)).unwrap(), model.get(&a).map(|x| v(*x).to_vec()), "key {}", a);
+        }
+        let r = s.check().unwrap();
+        prop_assert!(r.problems.is_empty(), "check: {:?}", r.problems);
+    }
+}
+
+/// Threads transfer between accounts (half with `transaction`, half with `optimistic`),
+/// others read all accounts with `snapshot_get` and check the sum, and a thread does
+/// single-key reads that must never see a key's value go back. The sum is exact at the end.
+#[test]
+fn threads_transferring_keep_the_sum_for_snapshot_readers() {
+    const ACCOUNTS: u64 = 32;
+    const START: i64 = 1000;
+    let d = tmp();
+    let s = Arc::new(store(&d));
+    let m = s.fixed_map_with("acct", 8, 8, &small(), true).unwrap();
+    for a in 0..ACCOUNTS {
+        m.put(&k(a), &v(START)).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let seed: u64 = std::env::var("SHOAL_SEED")
+        .ok()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("SHOAL_SEED={seed}");
+    let mut hs = Vec::new();
+    for t in 0..2u64 {
+        let (s, m) = (s.clone(), m.clone());
+        hs.push(std::thread::spawn(move || {
+            let mut x = seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut done = 0;
+            for _ in 0..30000 {
+                let (a, b) = (next() % ACCOUNTS, next() % ACCOUNTS);
+                if a == b {
+                    continue;
+                }
+                let amt = (next() % 50) as i64;
+                if t == 0 {
+                    done += transfer(&s, &m, a, b, amt).unwrap() as u64;
+                } else {
+                    s.optimistic(|r| {
+                        let (x, y) = (r.get_i64(&m, &k(a))?, r.get_i64(&m, &k(b))?);
+                        if x >= amt {
+                            r.write(TxnOp::put(&m, &k(a), &v(x - amt)));
+                            r.write(TxnOp::put(&m, &k(b), &v(y + amt)));
+                        }
+                        Ok(())
+                    })
+                    .unwrap();
+                    done += 1;
+                }
+            }
+            done
+        }));
+    }
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let (s, m, stop) = (s.clone(), m.clone(), stop.clone());
+        readers.push(std::thread::spawn(move || {
+            let keys: Vec<[u8; 8]> = (0..ACCOUNTS).map(k).collect();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) || n == 0 {
+                let req: Vec<(&FixedMap, &[u8])> = keys.iter().map(|x| (&m, &x[..])).collect();
+                let vals = s.snapshot_get(&req).unwrap();
+                let sum: i64 = vals
+                    .iter()
+                    .map(|x| i64::from_le_bytes(x.as_deref().unwrap().try_into().unwrap()))
+                    .sum();
+                assert_eq!(
+                    sum,
+                    START * ACCOUNTS as i64,
+                    "a snapshot saw part of a transfer (seed {seed})"
+                );
+                n += 1;
+            }
+            n
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let sum: i64 = (0..ACCOUNTS)
+        .map(|a| i64::from_le_bytes(m.get(&k(a)).unwrap().unwrap().try_into().unwrap()))
+        .sum();
+    assert_eq!(sum, START * ACCOUNTS as i64);
+    check(&s);
+}
+
+// ---- A crash at every step of a commit ----
+
+/// The crash driver's workload: deterministic transactions on 16 accounts of a map of
+/// tiny segments (transfers that succeed or fail their condition, inserts of new keys
+/// that make the map grow, removes), each with its conditions and both lists.
+#[cfg(feature = "failpoints")]
+fn crash_script() -> Vec<(Vec<MCond>, Vec<MOp>, Vec<MOp>)> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    for i in 0..150u64 {
+        let (a, b) = ((next() % 16) as u8, (next() % 16) as u8);
+        let b = if a == b { (b + 1) % 16 } else { b };
+        let amt = (next() % 300) as i64;
+        match i % 5 {
+            0..=2 => out.push((
+                vec![MCond::Ge(a, amt)],
+                vec![MOp::Add(a, -amt), MOp::Add(b, amt)],
+                vec![MOp::Get(a)],
+            )),
+            3 => {
+                let n = 16 + (next() % 8) as u8;
+                out.push((
+                    vec![MCond::Absent(n)],
+                    vec![MOp::Insert(n, 0), MOp::Put(n + 8, 1), MOp::Add(a, 0)],
+                    vec![MOp::Remove(n), MOp::Remove(n + 8)],
+                ));
+            }
+            _ => out.push((
+                vec![MCond::Present(a), MCond::Equals(b, -1)],
+                vec![MOp::Remove(a)],
+                vec![MOp::Replace(a, 100), MOp::Replace(b, 100)],
+            )),
+        }
+    }
+    out
+}
+
+#[cfg(feature = "failpoints")]
+fn run_script_step(
+    s: &Store,
+    m: &FixedMap,
+    (conds, then, els): &(Vec<MCond>, Vec<MOp>, Vec<MOp>),
+) -> shoal::Result<shoal::TxnOutcome> {
+    let mut t = s.transaction();
+    for c in conds {
+        t = t.when(match c {
+            MCond::Present(a) => Cond::present(m, &k(*a as u64)),
+            MCond::Absent(a) => Cond::absent(m, &k(*a as u64)),
+            MCond::Ge(a, x) => Cond::int(m, &k(*a as u64), IntCmp::Ge, *x),
+            MCond::Equals(a, x) => Cond::equals(m, &k(*a as u64), &v(*x)),
+        });
+    }
+    for o in then {
+        t = t.then(to_op(m, o));
+    }
+    for o in els {
+        t = t.otherwise(to_op(m, o));
+    }
+    t.commit()
+}
+
+#[cfg(feature = "failpoints")]
+fn model_step(model: &mut HashMap<u8, i64>, (conds, then, els): &(Vec<MCond>, Vec<MOp>, Vec<MOp>)) {
+    let ok = conds.iter().all(|c| match c {
+        MCond::Present(a) => model.contains_key(a),
+        MCond::Absent(a) => !model.contains_key(a),
+        MCond::Ge(a, x) => model.get(a).is_some_and(|y| y >= x),
+        MCond::Equals(a, x) => model.get(a) == Some(x),
+    });
+    model_apply(model, if ok { then } else { els });
+}
+
+#[cfg(feature = "failpoints")]
+fn crash_initial() -> HashMap<u8, i64> {
+    (0..16u8).map(|a| (a, 1000)).collect()
+}
+
+/// Child role: runs the script with `SHOAL_FP` = "name:hit" armed (abort there), printing
+/// the index of each committed transaction.
+#[cfg(feature = "failpoints")]
+#[test]
+#[ignore = "run as a child process by crash_at_every_transaction_fail_point"]
+fn txn_failpoint_child() {
+    use std::io::Write;
+    let Ok(path) = std::env::var("SHOAL_TXN_PATH") else {
+        return;
+    };
+    let fp = std::env::var("SHOAL_FP").unwrap();
+    let (name, hit) = fp.split_once(':').unwrap();
+    shoal::failpoints::setup();
+    shoal::failpoints::kill_at(name, hit.parse().unwrap()).unwrap();
+    let s = Store::open_existing(&path).unwrap();
+    let m = s.fixed_map("acct", 8, 8).unwrap();
+    let mut out = std::io::stdout().lock();
+    for (i, step) in crash_script().iter().enumerate() {
+        run_script_step(&s, &m, step).unwrap();
+        writeln!(out, "done {i}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn contents(m: &FixedMap) -> HashMap<u8, i64> {
+    (0u8..40)
+        .filter_map(|a| {
+            m.get(&k(a as u64))
+                .unwrap()
+                .map(|x| (a, i64::from_le_bytes(x[..].try_into().unwrap())))
+        })
+        .collect()
+}
+
+/// A process killed at every step of a commit (each point of `TXN_NAMES`, at several
+/// hit counts, and the recovery points while recovering one): the next user recovers
+/// it, `check` finds nothing wrong, and the map holds the interrupted transaction wholly
+/// or not at all (the model before or after it), with every earlier one in place.
+#[cfg(feature = "failpoints")]
+#[test]
+fn crash_at_every_transaction_fail_point() {
+    let script = crash_script();
+    let mut crashed = 0;
+    let points = shoal::failpoints::TXN_NAMES
+        .iter()
+        .map(|n| (*n, [1u64, 2, 7, 40, 120]))
+        .chain([("recover.replayed", [1u64, 1, 1, 1, 1])]);
+    for (name, hits) in points {
+        let mut reached = false;
+        for hit in hits {
+            let d = tmp();
+            let s = store(&d);
+            let m = s.fixed_map_with("acct", 8, 8, &small(), true).unwrap();
+            for (a, x) in crash_initial() {
+                m.put(&k(a as u64), &v(x)).unwrap();
+            }
+            // The recovery point is reached by this process recovering a child killed
+            // after its commit: arm it here, then kill the child at `txn.half_applied`.
+            let (child_fp, recover_here) = if name.starts_with("recover.") {
+                ("txn.half_applied:5".to_string(), true)
+            } else {
+                (format!("{name}:{hit}"), false)
+            };
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "txn_failpoint_child",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("SHOAL_TXN_PATH", s.path())
+                .env("SHOAL_FP", &child_fp)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let done = text
+                .lines()
+                .filter_map(|l| l.split("done ").nth(1))
+                .filter_map(|n| n.trim().parse::<usize>().ok())
+                .max()
+                .map(|n| n + 1)
+                .unwrap_or(0);
+            let aborted = !out.status.success();
+            if aborted {
+                crashed += 1;
+                reached = true;
+            }
+            if recover_here {
+                // A recovery that runs (the first read of a key of the dead transaction
+                // waits 10 ms, then recovers) reaches the point; count it.
+                let n = shoal::failpoints::counter(name).unwrap();
+                let _ = contents(&m);
+                assert!(n.load(Ordering::SeqCst) > 0, "{name}: no recovery ran");
+                shoal::failpoints::clear(name);
+            }
+            let r = s.check().unwrap();
+            assert!(r.problems.is_empty(), "{name}:{hit}: {:?}", r.problems);
+            let mut before = crash_initial();
+            for step in &script[..done] {
+                model_step(&mut before, step);
+            }
+            let got = contents(&m);
+            if aborted {
+                let mut after = before.clone();
+                model_step(&mut after, &script[done]);
+                assert!(
+                    got == before || got == after,
+                    "{name}:{hit}: after transaction {done} ({:?}) the map is neither before nor after it\n\
+                     got {got:?}\nbefore {before:?}\nafter {after:?}\nchild stderr: {}",
+                    script[done],
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            } else {
+                assert_eq!(got, before, "{name}:{hit}");
+            }
+            assert_eq!(m.len().unwrap(), got.len() as u64, "{name}:{hit}");
+            // The store keeps working: every transaction of the script again.
+            for step in &script {
+                run_script_step(&s, &m, step).unwrap();
+            }
+            let r = s.check().unwrap();
+            assert!(
+                r.problems.is_empty(),
+                "{name}:{hit} after more transactions: {:?}",
+                r.problems
+            );
+        }
+        assert!(reached, "fail point {name} never reached");
+    }
+    assert!(crashed >= 20, "only {crashed} runs crashed");
+}
