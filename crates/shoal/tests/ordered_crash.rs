@@ -15,7 +15,6 @@ use common::crash_child;
 use shoal::Store;
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 
 const ACCOUNTS: u64 = 20;
@@ -168,46 +167,14 @@ fn verify(path: &Path) -> Vec<String> {
 
 #[test]
 fn a_crash_at_every_step_of_a_commit_leaves_whole_transactions() {
-    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-    let mut failures = Vec::new();
-    let mut cases = 0;
     let points: Vec<&str> = shoal::failpoints::ORDERED_NAMES
         .iter()
         .chain(&["alloc.committed", "alloc.applied"])
         .copied()
         .collect();
-    for point in &points {
-        let census_path = dir.path().join(format!("census-{point}.shoal"));
-        prepare(&census_path);
-        let h = crash_child::census("ordered_worker", &census_path, point);
-        if h == 0 {
-            failures.push(format!("{point}: never reached by the worker"));
-            continue;
-        }
-        let hits: BTreeSet<u64> = [1, 2, h.div_ceil(2), h]
-            .into_iter()
-            .filter(|x| *x <= h)
-            .collect();
-        for hit in hits {
-            let path = dir.path().join(format!("{point}-{hit}.shoal"));
-            prepare(&path);
-            let out = crash_child::run("ordered_worker", &path, point, hit);
-            if out.status.signal() != Some(6) {
-                failures.push(format!(
-                    "{point}:{hit}: the worker was not killed there ({:?})",
-                    out.status
-                ));
-                continue;
-            }
-            cases += 1;
-            for p in verify(&path) {
-                failures.push(format!("{point}:{hit}: {p}"));
-            }
-            let _ = std::fs::remove_file(&path);
-            let _ = std::fs::remove_file(acks(&path));
-        }
-        let _ = std::fs::remove_file(&census_path);
-    }
+    let (cases, failures) = crash_child::drive("ordered_worker", &points, prepare, |path, _, _| {
+        verify(path)
+    });
     assert!(
         failures.is_empty(),
         "{cases} cases; failures:\n{}",

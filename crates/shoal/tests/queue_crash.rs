@@ -141,51 +141,17 @@ fn verify(path: &Path) -> Vec<String> {
 
 #[test]
 fn a_crash_at_every_step_of_every_queue_move_loses_and_duplicates_nothing() {
-    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    for point in shoal::failpoints::QUEUE_NAMES {
-        let census_path = dir.path().join(format!("census-{point}.shoal"));
-        prepare(&census_path);
-        let h = crash_child::census("queue_worker", &census_path, point);
-        if h == 0 {
-            failures.push(format!("{point}: never reached by the worker"));
-            continue;
-        }
-        let hits: BTreeSet<u64> = [1, 2, h.div_ceil(2), h]
-            .into_iter()
-            .filter(|x| *x <= h)
-            .collect();
-        for hit in hits {
-            let path = dir.path().join(format!("{point}-{hit}.shoal"));
-            prepare(&path);
-            let out = crash_child::run("queue_worker", &path, point, hit);
-            if out.status.signal() != Some(6) {
-                failures.push(format!(
-                    "{point}:{hit}: the worker was not killed there ({:?})",
-                    out.status
-                ));
-                continue;
-            }
-            cases += 1;
-            for p in verify(&path) {
-                failures.push(format!("{point}:{hit}: {p}"));
-            }
-            let _ = std::fs::remove_file(&path);
-        }
-        let _ = std::fs::remove_file(&census_path);
-    }
+    let points = shoal::failpoints::QUEUE_NAMES;
+    let (cases, failures) =
+        crash_child::drive("queue_worker", points, prepare, |path, _, _| verify(path));
     assert!(
         failures.is_empty(),
         "{cases} cases; failures:\n{}",
         failures.join("\n")
     );
-    assert!(
-        cases >= shoal::failpoints::QUEUE_NAMES.len() * 2,
-        "{cases} cases"
-    );
+    assert!(cases >= points.len() * 2, "{cases} cases");
     eprintln!(
         "{cases} crashes at {} fail points, each verified",
-        shoal::failpoints::QUEUE_NAMES.len()
+        points.len()
     );
 }

@@ -58,3 +58,52 @@ pub fn census(worker: &str, path: &std::path::Path, point: &str) -> u64 {
         .find_map(|l| l.split("census ").nth(1).map(|n| n.trim().parse().unwrap()))
         .unwrap_or_else(|| panic!("no census for {point} in {stdout:?}"))
 }
+
+/// The crash drivers' loop. For every fail point of `points`, a census run of test
+/// `worker` on a store that `prepare` makes counts its passes there, H; then a child is
+/// killed (aborted) at passes 1, 2, H/2 and H, each on a fresh store from `prepare`, and
+/// `verify(path, point, hit)` lists what is wrong with the store it left. Returns the
+/// kills verified and every failure: a point the worker never reached, a child that was
+/// not killed there, and what `verify` found, each prefixed with its point and pass.
+pub fn drive(
+    worker: &str,
+    points: &[&str],
+    prepare: impl Fn(&std::path::Path),
+    verify: impl Fn(&std::path::Path, &str, u64) -> Vec<String>,
+) -> (usize, Vec<String>) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for &point in points {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let census_path = d.path().join("census.shoal");
+        prepare(&census_path);
+        let h = census(worker, &census_path, point);
+        if h == 0 {
+            failures.push(format!("{point}: never reached by the worker"));
+            continue;
+        }
+        let hits: std::collections::BTreeSet<u64> = [1, 2, h.div_ceil(2), h]
+            .into_iter()
+            .filter(|x| *x <= h)
+            .collect();
+        for hit in hits {
+            let d = tempfile::tempdir_in("/dev/shm").unwrap();
+            let path = d.path().join("crash.shoal");
+            prepare(&path);
+            let out = run(worker, &path, point, hit);
+            if out.status.signal() != Some(6) {
+                failures.push(format!(
+                    "{point}:{hit}: the worker was not killed there ({:?})",
+                    out.status
+                ));
+                continue;
+            }
+            cases += 1;
+            for p in verify(&path, point, hit) {
+                failures.push(format!("{point}:{hit}: {p}"));
+            }
+        }
+    }
+    (cases, failures)
+}
