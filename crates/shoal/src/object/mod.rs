@@ -58,6 +58,35 @@ pub(crate) trait Kind {
     fn stats(&self, sh: &Shared) -> Result<ObjectStats>;
 }
 
+/// Checks that `hdr`, an object's header as its catalog entry names it, starts a run of
+/// index chunks that catalog entry `id` owns, inside the file: the run's (start, end), or
+/// what is wrong. Every kind whose header opens its own run checks it so before it trusts
+/// an offset in it.
+pub(crate) fn own_run(sh: &Shared, id: u64, hdr: u64) -> std::result::Result<(u64, u64), String> {
+    let end = sh.file_end();
+    let cs = sh.g.chunk_size();
+    if hdr < sh.g.chunks_off + CHUNK_HDR || (hdr - sh.g.chunks_off) % cs != CHUNK_HDR {
+        return Err(format!("its header offset {hdr:#x} is not a run's"));
+    }
+    let c = hdr - CHUNK_HDR;
+    if c + cs > end {
+        return Err(format!("its header {hdr:#x} lies past the file end"));
+    }
+    let k = sh.w(c + K_RUN).load(Acquire);
+    if sh.w(c + K_KIND).load(Acquire) != CK_INDEX
+        || sh.w(c + K_OWNER).load(Acquire) != id
+        || k == 0
+        || k.checked_mul(cs)
+            .and_then(|b| b.checked_add(c))
+            .is_none_or(|e| e > end)
+    {
+        return Err(format!(
+            "its run at {c:#x} is not an index run of {k} chunks that it owns"
+        ));
+    }
+    Ok((c, c + k * cs))
+}
+
 /// Figures about one object of a store, whatever its kind
 /// ([`Store::object_stats`](crate::Store::object_stats)). A kind without one of these
 /// concepts reports 0 for it.

@@ -134,34 +134,13 @@ pub(crate) fn log_ref_unchecked(sh: &Shared, id: u64) -> Result<LogRef> {
     let ce = sh.g.cat_entry(id);
     let cat_word = sh.w(ce + C_STATE).load(Acquire);
     let hdr = sh.w(ce + C_HDR).load(Acquire);
-    let end = sh.file_end();
     let bad = |what: String| sh.corrupt(format!("log {id}: {what}"));
     if !sh.g.logs {
         return Err(bad(
             "a catalog entry of kind 3 in a store without LOGS".into()
         ));
     }
-    let cs = sh.g.chunk_size();
-    if hdr < sh.g.chunks_off + CHUNK_HDR || (hdr - sh.g.chunks_off) % cs != CHUNK_HDR {
-        return Err(bad(format!("its header offset {hdr:#x} is not a run's")));
-    }
-    let c = hdr - CHUNK_HDR;
-    if c + cs > end {
-        return Err(bad(format!("its header {hdr:#x} lies past the file end")));
-    }
-    let k = sh.w(c + K_RUN).load(Acquire);
-    if sh.w(c + K_KIND).load(Acquire) != CK_INDEX
-        || sh.w(c + K_OWNER).load(Acquire) != id
-        || k == 0
-        || k.checked_mul(cs)
-            .and_then(|b| b.checked_add(c))
-            .is_none_or(|e| e > end)
-    {
-        return Err(bad(format!(
-            "its run at {c:#x} is not an index run of {k} chunks that it owns"
-        )));
-    }
-    let run_end = c + k * cs;
+    let (_, run_end) = crate::object::own_run(sh, id, hdr).map_err(bad)?;
     let word = |o: u64| sh.w(hdr + o).load(Acquire);
     let (flags, slots, max_record, readers) = (
         word(LH_FLAGS),

@@ -46,11 +46,9 @@ pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
     let cat_word = sh.w(ce + C_STATE).load(Acquire);
     let hdr = sh.w(ce + C_HDR).load(Acquire);
     let bad = |what: String| sh.corrupt(format!("ordered map {id}: {what}"));
-    if hdr < sh.g.chunks_off
-        || hdr % 8 != 0
-        || hdr.saturating_add(MO_RUNS + 8 * MAX_RUNS) > sh.file_end()
-    {
-        return Err(bad(format!("header offset {hdr:#x} is outside the file")));
+    let (_, run_end) = crate::object::own_run(sh, id, hdr).map_err(bad)?;
+    if hdr + MO_RUNS + 8 * MAX_RUNS > run_end {
+        return Err(bad(format!("its header at {hdr:#x} does not fit its run")));
     }
     if sh.w(hdr + MO_MAGIC).load(Acquire) != ORDERED_MAGIC {
         return Err(bad("header has no ordered-map magic".into()));
