@@ -4,8 +4,10 @@
 //! For N keys `key:%012d` with 16-byte values `val:%012d` it measures
 //! * put: N inserts into an empty map (hashbrown without `reserve`), as throughput, and in
 //!   a second pass timed one put at a time (longest put, percentiles);
-//! * get: N gets of existing keys in one pre-shuffled order, both returning a copy of the
-//!   value in a reused buffer (and hashbrown also without the copy); and the first 1 M of
+//! * get: N gets of existing keys in one pre-shuffled order (the keys laid out in that
+//!   order before timing, so the harness's own key array costs no cache miss), both
+//!   returning a copy of the value in a reused buffer (and hashbrown also without the
+//!   copy); and the first 1 M of
 //!   them in a dependent chain, each key chosen with the previous get's value (a get's
 //!   latency, where the plain loop measures how many gets the CPU overlaps);
 //! * bytes per entry: Shoal's file size, hashbrown's heap bytes (counting allocator) and
@@ -441,7 +443,7 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
     for rep in 0..args.reps {
         if let Some((_, map)) = &shoal {
             let phase = Phase::start(&mut sched);
-            let (sum, miss) = shoal_gets(map, &data, &data.order, &mut buf)?;
+            let (sum, miss) = shoal_gets(map, &data.get_keys, &mut buf)?;
             let (d, time) = phase.end(&mut sched);
             check(sum, miss, want, "Shoal get")?;
             res.sh_get.push(Get {
@@ -471,7 +473,7 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
         let want_chain = chain.iter().map(|&i| data.val(i as usize)[15] as u64).sum();
         if let Some((_, map)) = &shoal {
             let phase = Phase::start(&mut sched);
-            let (sum, miss) = shoal_gets_chained(map, &data, chain, &mut buf, black_box(0))?;
+            let (sum, miss) = shoal_gets_chained(map, &data, chain.len(), &mut buf, black_box(0))?;
             let (d, time) = phase.end(&mut sched);
             check(sum, miss, want_chain, "Shoal chained get")?;
             res.sh_get_chain.push(Get {
@@ -481,7 +483,7 @@ fn run(args: &Args, path: &std::path::Path, lat_path: &std::path::Path) -> Resul
         }
         if let Some(hb) = &hb {
             let phase = Phase::start(&mut sched);
-            let (sum, miss) = hb_gets_chained(hb, &data, chain, &mut buf, black_box(0));
+            let (sum, miss) = hb_gets_chained(hb, &data, chain.len(), &mut buf, black_box(0));
             let (d, time) = phase.end(&mut sched);
             check(sum, miss, want_chain, "hashbrown chained get")?;
             res.hb_get_chain.push(Get {
@@ -766,9 +768,9 @@ fn fixed_puts(
 fn fixed_gets(map: &shoal::FixedMap, data: &Data) -> Result<(u64, u64), String> {
     let (mut sum, mut miss) = (0u64, 0u64);
     let mut out = [0u8; ITEM_LEN];
-    for &i in &data.order {
+    for key in data.get_keys.chunks_exact(ITEM_LEN) {
         if map
-            .get_into(data.key(i as usize), &mut out)
+            .get_into(key, &mut out)
             .map_err(|e| format!("fixed get: {e}"))?
         {
             sum += out[ITEM_LEN - 1] as u64;
@@ -793,21 +795,14 @@ fn check(sum: u64, miss: u64, want: u64, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One get per index of `order`, through `get_into` with a reused buffer.
+/// One get per key of `keys` (back to back, a stretch of [`Data::get_keys`]), through
+/// `get_into` with a reused buffer.
 /// Returns (checksum of the values' last bytes, keys not found).
 #[inline(never)]
-fn shoal_gets(
-    map: &shoal::Map,
-    data: &Data,
-    order: &[u32],
-    buf: &mut Vec<u8>,
-) -> Result<(u64, u64), String> {
+fn shoal_gets(map: &shoal::Map, keys: &[u8], buf: &mut Vec<u8>) -> Result<(u64, u64), String> {
     let (mut sum, mut miss) = (0u64, 0u64);
-    for &i in order {
-        if map
-            .get_into(data.key(i as usize), buf)
-            .map_err(|e| format!("get: {e}"))?
-        {
+    for key in keys.chunks_exact(ITEM_LEN) {
+        if map.get_into(key, buf).map_err(|e| format!("get: {e}"))? {
             sum += buf[buf.len() - 1] as u64;
         } else {
             miss += 1;
@@ -825,9 +820,9 @@ const GET_MANY_BATCH: usize = 256;
 fn shoal_get_many(map: &shoal::Map, data: &Data, buf: &mut Vec<u8>) -> Result<(u64, u64), String> {
     let (mut sum, mut miss) = (0u64, 0u64);
     let mut keys: Vec<&[u8]> = Vec::with_capacity(GET_MANY_BATCH);
-    for chunk in data.order.chunks(GET_MANY_BATCH) {
+    for chunk in data.get_keys.chunks(GET_MANY_BATCH * ITEM_LEN) {
         keys.clear();
-        keys.extend(chunk.iter().map(|&i| data.key(i as usize)));
+        keys.extend(chunk.chunks_exact(ITEM_LEN));
         map.get_many_with(&keys, |_, v| match v {
             Some(v) => {
                 buf.clear();
@@ -845,8 +840,8 @@ fn shoal_get_many(map: &shoal::Map, data: &Data, buf: &mut Vec<u8>) -> Result<(u
 #[inline(never)]
 fn hb_gets_copy(hb: &HbMap, data: &Data, buf: &mut Vec<u8>) -> (u64, u64) {
     let (mut sum, mut miss) = (0u64, 0u64);
-    for &i in &data.order {
-        match hb.get(data.key(i as usize)) {
+    for key in data.get_keys.chunks_exact(ITEM_LEN) {
+        match hb.get(key) {
             Some(v) => {
                 buf.clear();
                 buf.extend_from_slice(v);
@@ -862,24 +857,24 @@ fn hb_gets_copy(hb: &HbMap, data: &Data, buf: &mut Vec<u8>) -> (u64, u64) {
 /// before the next key is known.
 const CHAIN_GETS: usize = 1_000_000;
 
-/// [`shoal_gets`] in a dependent chain: the next key's index is xored with the last value
-/// byte masked by `zero` (0, hidden from the compiler by `black_box`), so each get waits
-/// for the one before it, as a lookup whose key comes from the previous lookup does. This
-/// measures a get's latency (its chain of cache misses), where [`shoal_gets`] measures
-/// how many gets the CPU overlaps.
+/// [`shoal_gets`] of the first `n` keys of the get order in a dependent chain: the next
+/// key's position is xored with the last value byte masked by `zero` (0, hidden from the
+/// compiler by `black_box`), so each get waits for the one before it, as a lookup whose
+/// key comes from the previous lookup does. This measures a get's latency (its chain of
+/// cache misses), where [`shoal_gets`] measures how many gets the CPU overlaps.
 #[inline(never)]
 fn shoal_gets_chained(
     map: &shoal::Map,
     data: &Data,
-    order: &[u32],
+    n: usize,
     buf: &mut Vec<u8>,
     zero: u32,
 ) -> Result<(u64, u64), String> {
     let (mut sum, mut miss, mut last) = (0u64, 0u64, 0u32);
-    for &i in order {
-        let i = i ^ (last & zero);
+    for j in 0..n {
+        let j = j ^ (last & zero) as usize;
         if map
-            .get_into(data.key(i as usize), buf)
+            .get_into(data.get_key(j), buf)
             .map_err(|e| format!("get: {e}"))?
         {
             last = buf[buf.len() - 1] as u32;
@@ -893,17 +888,11 @@ fn shoal_gets_chained(
 
 /// [`hb_gets_copy`] in a dependent chain, as [`shoal_gets_chained`].
 #[inline(never)]
-fn hb_gets_chained(
-    hb: &HbMap,
-    data: &Data,
-    order: &[u32],
-    buf: &mut Vec<u8>,
-    zero: u32,
-) -> (u64, u64) {
+fn hb_gets_chained(hb: &HbMap, data: &Data, n: usize, buf: &mut Vec<u8>, zero: u32) -> (u64, u64) {
     let (mut sum, mut miss, mut last) = (0u64, 0u64, 0u32);
-    for &i in order {
-        let i = i ^ (last & zero);
-        match hb.get(data.key(i as usize)) {
+    for j in 0..n {
+        let j = j ^ (last & zero) as usize;
+        match hb.get(data.get_key(j)) {
             Some(v) => {
                 buf.clear();
                 buf.extend_from_slice(v);
@@ -921,8 +910,8 @@ fn hb_gets_chained(
 #[inline(never)]
 fn hb_gets_ref(hb: &HbMap, data: &Data) -> u64 {
     let mut miss = 0u64;
-    for &i in &data.order {
-        match hb.get(data.key(i as usize)) {
+    for key in data.get_keys.chunks_exact(ITEM_LEN) {
+        match hb.get(key) {
             Some(v) => {
                 black_box(v);
             }
@@ -1091,10 +1080,10 @@ fn child(
     want: u64,
 ) -> i32 {
     let mut buf = Vec::with_capacity(64);
-    let (a, b) = (&data.order[start..], &data.order[..start]);
+    let (a, b) = data.get_keys.split_at(start * ITEM_LEN);
     let pass = |buf: &mut Vec<u8>| -> Result<(u64, u64), String> {
-        let (s1, m1) = shoal_gets(map, data, a, buf)?;
-        let (s2, m2) = shoal_gets(map, data, b, buf)?;
+        let (s1, m1) = shoal_gets(map, b, buf)?;
+        let (s2, m2) = shoal_gets(map, a, buf)?;
         Ok((s1 + s2, m1 + m2))
     };
     match pass(&mut buf) {
