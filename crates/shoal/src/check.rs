@@ -210,6 +210,12 @@ pub(crate) fn check(sh: &Shared) -> Result<Report> {
     }
     // The cleaner reads a chunk header where its cursor points: a merge of free runs
     // must have moved it off the chunks it absorbed.
+    let ordered = sh.w(H_ORDERED).load(Acquire);
+    if ordered != 0 && !area_ok(&g, ordered, end) {
+        ck.bad(format!(
+            "header: the ordered area at {ordered:#x} is not a run's, or lies past the file end"
+        ));
+    }
     let scan = sh.w(H_CLEAN_SCAN).load(Acquire);
     if scan != 0 && scan < end && !kinds.contains_key(&scan) {
         ck.bad(format!(

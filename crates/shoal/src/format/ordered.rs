@@ -7,6 +7,8 @@
 //! root, depth and entry count of every ordered map, with their page pools) is slot
 //! `s % RING`, so a commit over several maps is the store of one word, [`OA_SEQ`].
 
+use super::{Geometry, CHUNK_HDR};
+
 /// Catalog kind of an ordered map.
 pub const KIND_ORDERED: u64 = 4;
 /// Header word: the ordered area's first byte past its run header, 0 = none yet.
@@ -87,3 +89,25 @@ pub const MAX_RUNS: u64 = 448;
 pub const MAX_RUN_CHUNKS: u64 = 64;
 /// Bytes of a page.
 pub const PAGE_BYTES: u64 = 4096;
+
+/// Where the ring of root tables starts, from the area's start (past the pins, on a page
+/// boundary), in a store of `n_txn` txn slots.
+pub fn ring_start(n_txn: u64) -> u64 {
+    (OA_PINS + 8 * n_txn).next_multiple_of(PAGE_BYTES)
+}
+
+/// The bytes of an ordered area, its run header excluded.
+pub fn area_bytes(n_txn: u64) -> u64 {
+    ring_start(n_txn) + RING * TABLE
+}
+
+/// Whether `a`, the header's [`H_ORDERED`] word, may name an ordered area of a store of
+/// geometry `g` whose file ends at `file_end`: the start of a run past its header, with
+/// the whole area inside the file. The word comes from the file: everything that follows
+/// it checks this first.
+pub fn area_ok(g: &Geometry, a: u64, file_end: u64) -> bool {
+    a >= g.chunks_off + CHUNK_HDR
+        && (a - g.chunks_off) % g.chunk_size() == CHUNK_HDR
+        && a.checked_add(area_bytes(g.n_txn))
+            .is_some_and(|e| e <= file_end)
+}

@@ -46,9 +46,8 @@ fn scrub(sh: &Shared, t: u64) {
     // A snapshot pin of the slot's last thread (ordered maps) would keep the pages of
     // its snapshot from reuse for as long as this thread holds the slot.
     let area = sh.w(H_ORDERED).load(Acquire);
-    let pin = area.saturating_add(OA_PINS + 8 * t);
-    if area != 0 && pin < sh.file_end() {
-        sh.w(pin).store(0, Relaxed);
+    if area != 0 && area_ok(&sh.g, area, sh.file_end()) {
+        sh.w(area + OA_PINS + 8 * t).store(0, Relaxed);
     }
     let c = sh.w(b + T_DATA_CHUNK).load(Acquire);
     let bump = sh.w(b + T_BUMP).load(Acquire);

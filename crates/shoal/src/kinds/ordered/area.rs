@@ -18,22 +18,14 @@ use crate::txn::Txn;
 use std::sync::atomic::Ordering::*;
 
 /// The ordered area of a store, once made.
-pub(crate) fn area(sh: &Shared) -> Option<u64> {
+pub(crate) fn area(sh: &Shared) -> Result<Option<u64>> {
     match sh.w(H_ORDERED).load(Acquire) {
-        0 => None,
-        a => Some(a),
+        0 => Ok(None),
+        a if area_ok(&sh.g, a, sh.file_end()) => Ok(Some(a)),
+        a => Err(sh.corrupt(format!(
+            "header: the ordered area at {a:#x} is not a run's, or lies past the file end"
+        ))),
     }
-}
-
-/// Where the ring of root tables starts, from the area's start (past the pins, on a page
-/// boundary).
-pub(crate) fn ring_start(n_txn: u64) -> u64 {
-    (OA_PINS + 8 * n_txn).next_multiple_of(PAGE_BYTES)
-}
-
-/// The bytes of an area, its run header excluded.
-pub(crate) fn area_bytes(n_txn: u64) -> u64 {
-    ring_start(n_txn) + RING * TABLE
 }
 
 /// Root table of commit `seq`.
@@ -44,7 +36,7 @@ pub(crate) fn table(sh: &Shared, a: u64, seq: u64) -> u64 {
 /// Makes the area if the store has none (the caller holds the catalog lock).
 pub(crate) fn ensure_area(tx: &Txn) -> Result<u64> {
     let sh = tx.sh;
-    if let Some(a) = area(sh) {
+    if let Some(a) = area(sh)? {
         return Ok(a);
     }
     let cs = sh.g.chunk_size();

@@ -57,14 +57,9 @@ pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
     if !(1..=MAX_ORDERED).contains(&e) {
         return Err(bad(format!("root-table entry {e} is out of range")));
     }
-    let Some(area) = area::area(sh) else {
+    let Some(area) = area::area(sh)? else {
         return Err(bad("the store has no ordered area".into()));
     };
-    if area < sh.g.chunks_off || area.saturating_add(area::area_bytes(sh.g.n_txn)) > sh.file_end() {
-        return Err(bad(format!(
-            "the ordered area at {area:#x} is outside the file"
-        )));
-    }
     Ok(OrderedRef {
         id,
         cat_word,
