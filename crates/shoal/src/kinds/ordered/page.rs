@@ -423,6 +423,7 @@ impl PageBuf {
         if HDR + SLOT * n > lo || lo > PAGE || self.dead() > PAGE - lo {
             return Err(format!("{n} entries and a heap from {lo} do not fit"));
         }
+        let mut total = 0;
         for i in 0..n {
             let s = HDR + SLOT * i;
             let off = self.u16_at(s) as usize;
@@ -438,6 +439,15 @@ impl PageBuf {
             if off < lo || off + len > PAGE {
                 return Err(format!("entry {i} ({len} bytes at {off}) leaves the page"));
             }
+            total += len;
+        }
+        // The edits' room arithmetic rests on this: the heap is the entries plus `dead`.
+        if total + self.dead() != PAGE - lo {
+            return Err(format!(
+                "entries of {total} bytes and {} dead do not fill the heap of {}",
+                self.dead(),
+                PAGE - lo
+            ));
         }
         Ok(())
     }
@@ -523,6 +533,7 @@ mod tests {
                     model.clone().into_iter().collect::<Vec<_>>(),
                     "seed {seed0}"
                 );
+                p.validate(LEAF).unwrap();
             }
         }
     }
@@ -546,6 +557,29 @@ mod tests {
         assert!(!sep.is_empty());
         assert_eq!(p.total_count() + right.total_count(), 26);
         assert_eq!(p.n() + right.n() + 1, 3);
+    }
+
+    #[test]
+    fn validate_refuses_pages_whose_offsets_or_counts_lie() {
+        let mut p = PageBuf::new(LEAF);
+        for i in 0..20u32 {
+            p.leaf_insert(i as usize, &i.to_be_bytes(), &[1; 30])
+                .unwrap();
+        }
+        p.remove(3);
+        p.validate(LEAF).unwrap();
+        assert!(p.validate(BRANCH).is_err(), "a leaf taken for a branch");
+        let lies: [(usize, u16); 4] = [
+            (2, 600),               // more entries than the slots hold
+            (4, 10),                // a heap that starts inside the slots
+            (6, 3000),              // dead bytes that are not there
+            (HDR + SLOT * 5, 4094), // an entry that leaves the page
+        ];
+        for (at, v) in lies {
+            let mut bad = p.clone();
+            bad.put16(at, v);
+            assert!(bad.validate(LEAF).is_err(), "{at}: {v}");
+        }
     }
 
     #[test]
