@@ -455,3 +455,46 @@ fn emptied_pages_are_free_again_and_check_accounts_for_every_page() {
         "{pages} pages for fills of {one_fill}"
     );
 }
+
+/// A tree's depth comes from the file: one deeper than any tree can be is `Corrupt` at
+/// once (walking it could take forever), for readers, writers and `check` alike. (A
+/// fuzzed file with such a depth made a scan run past the fuzzer's time limit.)
+#[test]
+fn a_tree_deeper_than_possible_is_corrupt_not_a_long_walk() {
+    use std::os::unix::fs::FileExt;
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    {
+        let s = Store::open(&path).unwrap();
+        let m = s.ordered_map("deep").unwrap();
+        for i in 0..500u32 {
+            m.put(&i.to_be_bytes(), &[0; 40]).unwrap();
+        }
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let word = |off: u64| {
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, off).unwrap();
+        u64::from_le_bytes(b)
+    };
+    let n_txn = word(56) >> 32;
+    let area = word(112);
+    let seq = word(area + 64);
+    let ring = (128 + 8 * n_txn).next_multiple_of(4096);
+    let table = area + ring + (seq % 16) * 8192;
+    // The only ordered map holds entry 1.
+    assert_ne!(word(table + 128), 0, "the map's root");
+    f.write_all_at(&u64::MAX.to_le_bytes(), table + 128 + 8)
+        .unwrap();
+    drop(f);
+    let s = Store::open(&path).unwrap();
+    let m = s.ordered_map("deep").unwrap();
+    assert!(matches!(m.range(None, None), Err(Error::Corrupt { .. })));
+    assert!(matches!(m.put(b"k", b"v"), Err(Error::Corrupt { .. })));
+    let r = s.check().unwrap();
+    assert!(r.problems.iter().any(|p| p.contains("levels")), "{r}");
+}

@@ -89,6 +89,10 @@ pub const MAX_RUNS: u64 = 448;
 pub const MAX_RUN_CHUNKS: u64 = 64;
 /// Bytes of a page.
 pub const PAGE_BYTES: u64 = 4096;
+/// The most levels of branches a tree may have: every branch has at least two children,
+/// so 40 levels would take 2^40 pages. A deeper tree in a file is corrupt (and walking it
+/// could take forever).
+pub const MAX_TREE_DEPTH: u64 = 40;
 
 /// Where the ring of root tables starts, from the area's start (past the pins, on a page
 /// boundary), in a store of `n_txn` txn slots.

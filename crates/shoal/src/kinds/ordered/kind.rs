@@ -44,6 +44,9 @@ impl Kind for OrderedRef {
             // finishes it. Nothing is lost (it held nothing).
             return;
         }
+        if en.depth > MAX_TREE_DEPTH {
+            return ck.bad(format!("{name}a tree of {} levels", en.depth));
+        }
         let src = FilePages { sh };
         let mut seen = std::collections::HashSet::new();
         let mut stack = Vec::new();

@@ -147,6 +147,12 @@ pub(crate) fn snapshot_many(sh: &Shared, t: u64, maps: &[OrderedRef]) -> Result<
                 }
                 return Err(Error::NotFound("the ordered map was dropped".into()));
             }
+            if en.depth > MAX_TREE_DEPTH {
+                if !held {
+                    area::set_pin(sh, a, t, None);
+                }
+                return Err(deep(sh, en.depth));
+            }
             snaps.push(Snap {
                 seq,
                 root: Root {
@@ -306,6 +312,12 @@ fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {
     k
 }
 
+fn deep(sh: &Shared, depth: u64) -> Error {
+    sh.corrupt(format!(
+        "ordered map: a tree of {depth} levels (at most {MAX_TREE_DEPTH} can exist)"
+    ))
+}
+
 /// Page `off` of the file, checked to be a page of the kind `level` needs.
 fn page_of(sh: &Shared, off: u64, level: u32) -> Result<FilePage<'_>> {
     if !is_page(sh, off) {
@@ -387,6 +399,10 @@ impl OrderedRef {
         if en.owner != owner_word(self.id, self.cat_word) {
             tx.unlock(self.hdr + MO_WLOCK);
             return Err(Error::NotFound("the ordered map was dropped".into()));
+        }
+        if en.depth > MAX_TREE_DEPTH {
+            tx.unlock(self.hdr + MO_WLOCK);
+            return Err(deep(sh, en.depth));
         }
         let root = Root {
             page: en.root,

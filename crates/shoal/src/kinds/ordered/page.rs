@@ -68,13 +68,14 @@ pub trait PageRead {
     fn n(&self) -> usize {
         self.u16_at(2) as usize
     }
-    /// Entry `i`'s key: (offset, length).
+    /// Entry `i`'s key: (offset, length), never past the page (a page of a corrupt file
+    /// may say otherwise; a valid one never does).
     fn key_at(&self, i: usize) -> (usize, usize) {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
         let klen = self.u16_at(s + 2) as usize;
-        let data = if self.kind() == LEAF { off + 4 } else { off };
-        (data, klen)
+        let data = (if self.kind() == LEAF { off + 4 } else { off }).min(PAGE);
+        (data, klen.min(PAGE - data))
     }
     /// Compares entry `i`'s key with `key` (whose head is `h`).
     fn cmp_entry(&self, i: usize, key: &[u8], h: u32) -> Ordering {
@@ -102,12 +103,14 @@ pub trait PageRead {
         }
         Err(lo)
     }
-    /// Leaf entry `i`'s value: (offset, length).
+    /// Leaf entry `i`'s value: (offset, length), never past the page, as for
+    /// [`PageRead::key_at`].
     fn value_at(&self, i: usize) -> (usize, usize) {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
         let klen = self.u16_at(s + 2) as usize;
-        (off + 4 + klen, self.u32_at(off) as usize)
+        let at = (off + 4 + klen).min(PAGE);
+        (at, (self.u32_at(off) as usize).min(PAGE - at))
     }
     /// Branch: the child index that holds `key` (0 = child0, i + 1 = entry i's child).
     fn child_index(&self, key: &[u8]) -> usize {
