@@ -241,6 +241,23 @@ test('getMany and setMany', () => {
   assert.equal(m.has('d'), false, 'everything is encoded before anything is written');
 });
 
+test('setMany: batches past its first buffers, of every size, and keys too long', () => {
+  const m = store.map('many', { key: 'string', value: 'bytes' });
+  // Values from empty to 70 KiB, so that the packed buffers grow several times, and
+  // from small steps and big jumps alike.
+  const entries = [];
+  for (let i = 0; i < 3000; i++) {
+    const len = i % 97 === 0 ? 70_000 + i : (i * 37) % 300;
+    entries.push([`key-${i}-${'x'.repeat(i % 50)}`, Buffer.alloc(len, i & 0xff)]);
+  }
+  m.setMany(entries);
+  assert.equal(m.size, 3000);
+  for (const [k, v] of entries) assert.deepEqual(m.get(k), v, k);
+  const tooLong = 'k'.repeat(70_000);
+  assert.throws(() => m.setMany([['ok', Buffer.from('1')], [tooLong, Buffer.from('2')]]), { name: 'InvalidArgumentError' });
+  assert.equal(m.has('ok'), false, 'a key too long stops the batch before anything is written');
+});
+
 test('errors: classes, codes, messages', () => {
   assert.throws(() => shoal.open(`/dev/shm/shoal-node-missing-${process.pid}.shoal`, { create: false }),
     (e) => e instanceof shoal.NotFoundError && e instanceof shoal.ShoalError && e instanceof Error && e.code === 'ERR_SHOAL_NOT_FOUND' && e.name === 'NotFoundError');
