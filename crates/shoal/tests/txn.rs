@@ -696,8 +696,14 @@ fn crash_at_every_transaction_fail_point_mixed() {
     crash_at_every_fail_point(3);
 }
 
+/// One crash driver at a time: the recovery point's counter is the process's, armed and
+/// cleared by each driver.
+#[cfg(feature = "failpoints")]
+static CRASH_DRIVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(feature = "failpoints")]
 fn crash_at_every_fail_point(kind: usize) {
+    let _one = CRASH_DRIVER.lock().unwrap_or_else(|e| e.into_inner());
     let script = crash_script();
     let mut crashed = 0;
     let points = shoal::failpoints::TXN_NAMES
