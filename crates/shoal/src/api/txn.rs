@@ -560,13 +560,11 @@ impl<'s> Transaction<'s> {
                     }
                 }
                 Check::Int(..) => eight(&c.map)?,
-                Check::Version(_) => {
-                    if c.map.mref().vtrail == 0 {
-                        return Err(Error::InvalidArgument(format!(
-                            "a version condition needs a map with UIDs; map {:?} has none",
-                            c.map.name()
-                        )));
-                    }
+                Check::Version(_) if c.map.mref().vtrail == 0 => {
+                    return Err(Error::InvalidArgument(format!(
+                        "a version condition needs a map with UIDs; map {:?} has none",
+                        c.map.name()
+                    )));
                 }
                 _ => {}
             }
