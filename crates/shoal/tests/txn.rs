@@ -1091,3 +1091,57 @@ fn transfers_across_variable_and_fixed_maps_keep_the_sum() {
     assert_eq!(sum, START * ACCOUNTS as i64, "seed {seed}");
     check(&s);
 }
+
+/// A reader by UID validates with the entry's version, never with a bucket header, and a
+/// transaction applies every entry before any header. Stopped halfway through its apply
+/// (B's entry already moved, A's not yet), a transaction that sets B then A to 1 must not
+/// let a reader by UID see B's new value and then A's old one: the versions it changes
+/// read busy until its apply ends, so that reader waits (here: times out) instead.
+#[cfg(feature = "failpoints")]
+#[test]
+fn uid_readers_never_see_half_a_transaction() {
+    const ME: &str = "uid_readers_never_see_half_a_transaction";
+    let d = tmp();
+    let s = store(&d);
+    let u = var_map(&s, "u", true);
+    let (_, a) = u.put_with_uid(b"A", &v(0)).unwrap();
+    let (_, b) = u.put_with_uid(b"B", &v(0)).unwrap();
+    let reader = u.with_timeout(Duration::from_millis(50));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let seen2 = seen.clone();
+    let tx = std::sync::Mutex::new(tx);
+    shoal::failpoints::setup();
+    shoal::failpoints::callback("txn.half_applied", move || {
+        // Only this test's commit (other tests of this binary commit transactions too).
+        if std::thread::current().name() != Some(ME) {
+            return;
+        }
+        let r = reader.clone();
+        let h = std::thread::spawn(move || (r.get_by_uid(b), r.get_by_uid(a)));
+        // The reader finishes (a value or a timeout) while the commit is stopped here.
+        let got = h.join().unwrap();
+        *seen2.lock().unwrap() = Some(got);
+        let _ = tx.lock().unwrap().send(());
+    })
+    .unwrap();
+    let out = s
+        .transaction()
+        .then(TxnOp::put(&u, b"B", &v(1)))
+        .then(TxnOp::put(&u, b"A", &v(1)))
+        .commit();
+    shoal::failpoints::clear("txn.half_applied");
+    out.unwrap();
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the fail point was not reached");
+    let (rb, ra) = seen.lock().unwrap().take().unwrap();
+    if let (Ok(vb), Ok(va)) = (&rb, &ra) {
+        assert!(
+            !(vb[..] == v(1) && va[..] == v(0)),
+            "a reader by UID saw B's new value, then A's old one"
+        );
+    }
+    assert_eq!(u.get_by_uid(a).unwrap(), v(1));
+    assert_eq!(u.get_by_uid(b).unwrap(), v(1));
+    check(&s);
+}
