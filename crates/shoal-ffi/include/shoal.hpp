@@ -241,6 +241,7 @@ struct CheckResult {
 
 class Map;
 class FixedMap;
+class Transaction;
 
 /// What kind of map a name is (Store::map_kind).
 struct MapKind {
@@ -282,6 +283,15 @@ public:
     /// variable-size map or options out of range).
     FixedMap fixed_map(std::string_view name, std::size_t key_size, std::size_t value_size,
                        bool create = true, const FixedOptions& opts = {}) const;
+
+    /// A new multi-key transaction on this store's fixed-size maps (see Transaction).
+    Transaction transaction() const;
+
+    /// Reads (fixed map, key) pairs as of one instant (shoal_snapshot_get): every value
+    /// was its key's value at the same moment (nullopt: absent then). Takes no lock.
+    /// Throws shoal::Error (SHOAL_TIMEOUT past the store's lock timeout).
+    std::vector<std::optional<std::string>> snapshot_get(
+        const std::vector<std::pair<const FixedMap*, bytes_view>>& keys) const;
 
     /// The kind of the map `name`, or nullopt if there is none.
     std::optional<MapKind> map_kind(std::string_view name) const {
@@ -1437,6 +1447,215 @@ inline FixedMap::iterator FixedMap::begin() const {
     st->it.reset(it);
     st->advance();
     return iterator(std::move(st));
+}
+
+
+/// How an integer condition compares a key's 8-byte little-endian value with its operand.
+enum class IntCmp : std::uint32_t {
+    Eq = SHOAL_CMP_EQ,
+    Ne = SHOAL_CMP_NE,
+    Lt = SHOAL_CMP_LT,
+    Le = SHOAL_CMP_LE,
+    Gt = SHOAL_CMP_GT,
+    Ge = SHOAL_CMP_GE,
+};
+
+/// What one operation of the list that ran did (Transaction::commit).
+struct TxnResult {
+    /// Whether it changed the map (false for a get, a put_if_absent of a present key, a
+    /// put_if_present or remove of an absent one).
+    bool applied = false;
+    /// The key's value before the transaction (nullopt: absent).
+    std::optional<std::string> old;
+};
+
+/// What a committed transaction did.
+struct TxnOutcome {
+    /// Whether every condition held (the then-list ran) or not (the else-list ran).
+    bool succeeded = false;
+    /// One result per operation of the list that ran, in order.
+    std::vector<TxnResult> results;
+};
+
+/// A multi-key transaction on fixed-size maps of one store (shoal_txn_commit): conditions,
+/// a then-list and an else-list of operations, committed as one atomic step that no
+/// reader, writer or crash sees in part. Keys and values are copied in; the maps must
+/// outlive the commit. Limits and errors are shoal_txn_commit's (a transaction too large
+/// throws shoal::Error with SHOAL_INVALID and changes nothing).
+class Transaction {
+public:
+    explicit Transaction(const Store& store) : store_(&store) {}
+
+    /// Holds when `key` is present in `m`.
+    Transaction& when_present(const FixedMap& m, bytes_view key) {
+        return cond(m, key, SHOAL_TXN_PRESENT, 0, {}, 0);
+    }
+    /// Holds when `key` is absent from `m`.
+    Transaction& when_absent(const FixedMap& m, bytes_view key) {
+        return cond(m, key, SHOAL_TXN_ABSENT, 0, {}, 0);
+    }
+    /// Holds when `key` is present with exactly `value`.
+    Transaction& when_equals(const FixedMap& m, bytes_view key, bytes_view value) {
+        return cond(m, key, SHOAL_TXN_EQUALS, 0, value, 0);
+    }
+    /// Holds when `key`'s 8-byte little-endian value compares with `operand` as `cmp`
+    /// says (an absent key fails it).
+    Transaction& when_int(const FixedMap& m, bytes_view key, IntCmp cmp, std::int64_t operand) {
+        return cond(m, key, SHOAL_TXN_INT, static_cast<std::uint32_t>(cmp), {}, operand);
+    }
+
+    /// Then-list: reads `key` (its value is the result's `old`).
+    Transaction& then_get(const FixedMap& m, bytes_view key) { return op(then_, m, key, SHOAL_TXN_GET, {}, 0); }
+    /// Then-list: inserts `key` or replaces its value.
+    Transaction& then_put(const FixedMap& m, bytes_view key, bytes_view value) {
+        return op(then_, m, key, SHOAL_TXN_PUT, value, 0);
+    }
+    /// Then-list: inserts `key` if absent.
+    Transaction& then_put_if_absent(const FixedMap& m, bytes_view key, bytes_view value) {
+        return op(then_, m, key, SHOAL_TXN_PUT_IF_ABSENT, value, 0);
+    }
+    /// Then-list: replaces `key`'s value if present.
+    Transaction& then_put_if_present(const FixedMap& m, bytes_view key, bytes_view value) {
+        return op(then_, m, key, SHOAL_TXN_PUT_IF_PRESENT, value, 0);
+    }
+    /// Then-list: removes `key` if present.
+    Transaction& then_remove(const FixedMap& m, bytes_view key) {
+        return op(then_, m, key, SHOAL_TXN_REMOVE, {}, 0);
+    }
+    /// Then-list: adds `delta` to `key`'s 8-byte integer value (absent counts as 0).
+    Transaction& then_add(const FixedMap& m, bytes_view key, std::int64_t delta) {
+        return op(then_, m, key, SHOAL_TXN_ADD, {}, delta);
+    }
+    /// Else-list: reads `key`.
+    Transaction& else_get(const FixedMap& m, bytes_view key) { return op(else_, m, key, SHOAL_TXN_GET, {}, 0); }
+    /// Else-list: inserts `key` or replaces its value.
+    Transaction& else_put(const FixedMap& m, bytes_view key, bytes_view value) {
+        return op(else_, m, key, SHOAL_TXN_PUT, value, 0);
+    }
+    /// Else-list: inserts `key` if absent.
+    Transaction& else_put_if_absent(const FixedMap& m, bytes_view key, bytes_view value) {
+        return op(else_, m, key, SHOAL_TXN_PUT_IF_ABSENT, value, 0);
+    }
+    /// Else-list: replaces `key`'s value if present.
+    Transaction& else_put_if_present(const FixedMap& m, bytes_view key, bytes_view value) {
+        return op(else_, m, key, SHOAL_TXN_PUT_IF_PRESENT, value, 0);
+    }
+    /// Else-list: removes `key` if present.
+    Transaction& else_remove(const FixedMap& m, bytes_view key) {
+        return op(else_, m, key, SHOAL_TXN_REMOVE, {}, 0);
+    }
+    /// Else-list: adds `delta` to `key`'s 8-byte integer value (absent counts as 0).
+    Transaction& else_add(const FixedMap& m, bytes_view key, std::int64_t delta) {
+        return op(else_, m, key, SHOAL_TXN_ADD, {}, delta);
+    }
+
+    /// Evaluates the conditions and applies the list they choose, as one atomic step.
+    /// Throws shoal::Error (SHOAL_INVALID for bad arguments or a transaction too large).
+    TxnOutcome commit() {
+        std::vector<shoal_txn_cond> cs(conds_.size());
+        for (std::size_t i = 0; i < conds_.size(); i++) {
+            const Item& c = conds_[i];
+            cs[i] = shoal_txn_cond{c.map, c.key.data(), c.key.size(), c.kind, c.cmp,
+                                   c.has_value ? c.value.data() : nullptr,
+                                   c.value.size(), c.n};
+        }
+        // Each operation's `old` buffer: the map's value size, filled for the list that ran.
+        std::vector<std::string> olds_then, olds_else;
+        std::vector<shoal_txn_op> t = ops(then_, olds_then), e = ops(else_, olds_else);
+        bool ok = false;
+        detail::check(shoal_txn_commit(store_->handle(), cs.data(), cs.size(), t.data(), t.size(),
+                                       e.data(), e.size(), &ok),
+                      "shoal_txn_commit");
+        TxnOutcome out;
+        out.succeeded = ok;
+        std::vector<shoal_txn_op>& ran = ok ? t : e;
+        std::vector<std::string>& olds = ok ? olds_then : olds_else;
+        out.results.resize(ran.size());
+        for (std::size_t i = 0; i < ran.size(); i++) {
+            out.results[i].applied = ran[i].applied != 0;
+            if (ran[i].old_present) out.results[i].old = std::move(olds[i]);
+        }
+        return out;
+    }
+
+private:
+    struct Item {
+        shoal_fixed* map;
+        std::size_t value_size;
+        std::string key;
+        std::uint32_t kind;
+        std::uint32_t cmp;
+        bool has_value;
+        std::string value;
+        std::int64_t n;
+    };
+    static Item item(const FixedMap& m, bytes_view key, std::uint32_t kind, std::uint32_t cmp,
+                     bytes_view value, std::int64_t n) {
+        return Item{m.handle(),       m.value_size(),     std::string(key.str()), kind, cmp,
+                    value.data() != nullptr, std::string(value.str()), n};
+    }
+    Transaction& cond(const FixedMap& m, bytes_view key, std::uint32_t kind, std::uint32_t cmp,
+                      bytes_view value, std::int64_t n) {
+        conds_.push_back(item(m, key, kind, cmp, value, n));
+        return *this;
+    }
+    Transaction& op(std::vector<Item>& list, const FixedMap& m, bytes_view key,
+                    std::uint32_t kind, bytes_view value, std::int64_t n) {
+        list.push_back(item(m, key, kind, 0, value, n));
+        return *this;
+    }
+    static std::vector<shoal_txn_op> ops(std::vector<Item>& list, std::vector<std::string>& olds) {
+        std::vector<shoal_txn_op> out(list.size());
+        olds.resize(list.size());
+        for (std::size_t i = 0; i < list.size(); i++) {
+            Item& o = list[i];
+            olds[i].assign(o.value_size, '\0');
+            shoal_txn_op x{};
+            x.map = o.map;
+            x.key = o.key.data();
+            x.key_len = o.key.size();
+            x.kind = o.kind;
+            x.value = o.has_value ? o.value.data() : nullptr;
+            x.value_len = o.value.size();
+            x.delta = o.n;
+            x.old = olds[i].data();
+            x.old_cap = olds[i].size();
+            out[i] = x;
+        }
+        return out;
+    }
+
+    const Store* store_;
+    std::vector<Item> conds_, then_, else_;
+};
+
+inline Transaction Store::transaction() const { return Transaction(*this); }
+
+inline std::vector<std::optional<std::string>> Store::snapshot_get(
+    const std::vector<std::pair<const FixedMap*, bytes_view>>& keys) const {
+    std::vector<const shoal_fixed*> ms(keys.size());
+    std::vector<shoal_bytes> ks(keys.size());
+    for (std::size_t i = 0; i < keys.size(); i++) {
+        ms[i] = keys[i].first ? keys[i].first->handle() : nullptr;
+        ks[i] = shoal_bytes{keys[i].second.data(), keys[i].second.size()};
+    }
+    struct Ctx {
+        std::vector<std::optional<std::string>> out;
+        bool failed;
+    } c{std::vector<std::optional<std::string>>(keys.size()), false};
+    auto cb = [](void* ctx, std::size_t i, const void* v, std::size_t len, bool present) {
+        auto* c = static_cast<Ctx*>(ctx);
+        if (!present || c->failed) return;
+        try {
+            c->out[i].emplace(static_cast<const char*>(v), len);
+        } catch (...) {
+            c->failed = true;  // out of memory: thrown below, not through the C library
+        }
+    };
+    detail::check(shoal_snapshot_get(h_.get(), ms.data(), ks.data(), ks.size(), cb, &c),
+                  "shoal_snapshot_get");
+    if (c.failed) throw std::bad_alloc();
+    return std::move(c.out);
 }
 
 

@@ -1,7 +1,8 @@
 //! The transaction storm: processes transferring money between accounts with multi-key
 //! transactions (locked and optimistic, some inserting new keys so the map grows), are
 //! SIGKILLed at random instants and restarted, while reader processes and this process
-//! read every account with `Store::snapshot_get`.
+//! read every account with `Store::snapshot_get`. Once over a fixed-size map, once over a
+//! variable-size map with UIDs.
 //!
 //! What this proves: the sum of all accounts, seen by every consistent reader at every
 //! moment, never changes, whatever the kills interrupt (a commit's every step, a recovery
@@ -13,7 +14,9 @@
 //! (docs/RELIABILITY.md): `SHOAL_TXN_STORM_SECS=600 cargo test --release -p shoal-torture
 //! --test txn_storm -- --nocapture`. `SHOAL_SEED` repeats a run's random choices.
 
-use shoal::{Cond, FixedMap, FixedOptions, IntCmp, OpenMode, Options, Store, TxnOp};
+use shoal::{
+    Cond, FixedOptions, IntCmp, MapOptions, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget,
+};
 use shoal_torture::harness::{env_u64, seed, Scratch};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,7 +25,14 @@ const EXE: &str = env!("CARGO_BIN_EXE_shoal-txn-worker");
 const ACCOUNTS: u64 = 48;
 const START: i64 = 1_000;
 
-fn spawn(role: &str, store: &std::path::Path, seed: u64, dir: &std::path::Path, n: u64) -> Child {
+fn spawn(
+    role: &str,
+    kind: &str,
+    store: &std::path::Path,
+    seed: u64,
+    dir: &std::path::Path,
+    n: u64,
+) -> Child {
     let err = std::fs::File::create(dir.join(format!("{role}-{n}.err"))).unwrap();
     Command::new(EXE)
         .args([
@@ -31,6 +41,7 @@ fn spawn(role: &str, store: &std::path::Path, seed: u64, dir: &std::path::Path, 
             &seed.to_string(),
             &ACCOUNTS.to_string(),
             &(START * ACCOUNTS as i64).to_string(),
+            kind,
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -39,9 +50,9 @@ fn spawn(role: &str, store: &std::path::Path, seed: u64, dir: &std::path::Path, 
         .unwrap_or_else(|e| panic!("spawn {EXE}: {e}"))
 }
 
-fn sum(s: &Store, m: &FixedMap) -> i64 {
+fn sum(s: &Store, m: &TxnMap) -> i64 {
     let keys: Vec<[u8; 8]> = (0..ACCOUNTS).map(|i| i.to_le_bytes()).collect();
-    let req: Vec<(&FixedMap, &[u8])> = keys.iter().map(|x| (m, &x[..])).collect();
+    let req: Vec<(&TxnMap, &[u8])> = keys.iter().map(|x| (m, &x[..])).collect();
     s.snapshot_get(&req)
         .unwrap()
         .iter()
@@ -51,8 +62,19 @@ fn sum(s: &Store, m: &FixedMap) -> i64 {
 
 #[test]
 fn transfers_killed_at_random_keep_the_sum() {
+    storm("fixed");
+}
+
+/// The storm over a variable-size map with UIDs (1+1-bucket segments): records appended
+/// under the locks, UID entries taken for inserted keys and moved by every transfer.
+#[test]
+fn transfers_over_a_variable_map_killed_at_random_keep_the_sum() {
+    storm("var");
+}
+
+fn storm(kind: &str) {
     let seed = seed();
-    let dir = Scratch::new("txn-storm", seed);
+    let dir = Scratch::new(&format!("txn-storm-{kind}"), seed);
     let path = dir.path.join("bank.shoal");
     let opts = Options {
         chunk_size: 64 * 1024,
@@ -65,9 +87,24 @@ fn transfers_killed_at_random_keep_the_sum() {
         stash_buckets: 1,
         ..Default::default()
     };
-    let m = s.fixed_map_with("acct", 8, 8, &small, true).unwrap();
+    let (m, len): (TxnMap, Box<dyn Fn() -> u64>) = if kind == "var" {
+        let mo = MapOptions {
+            segment_buckets: 1,
+            stash_buckets: 1,
+            uids: true,
+            ..MapOptions::default()
+        };
+        let m = s.map_with("vacct", &mo, true).unwrap();
+        (m.txn_map(), Box::new(move || m.len().unwrap()))
+    } else {
+        let m = s.fixed_map_with("acct", 8, 8, &small, true).unwrap();
+        (m.txn_map(), Box::new(move || m.len().unwrap()))
+    };
     for a in 0..ACCOUNTS {
-        m.put(&a.to_le_bytes(), &START.to_le_bytes()).unwrap();
+        s.transaction()
+            .then(TxnOp::put(&m, &a.to_le_bytes(), &START.to_le_bytes()))
+            .commit()
+            .unwrap();
     }
     let total = START * ACCOUNTS as i64;
     let secs = env_u64("SHOAL_TXN_STORM_SECS", 8);
@@ -82,13 +119,13 @@ fn transfers_killed_at_random_keep_the_sum() {
     let mut writers: Vec<Child> = (0..3)
         .map(|_| {
             n += 1;
-            spawn("transfer", &path, next(), &dir.path, n)
+            spawn("transfer", kind, &path, next(), &dir.path, n)
         })
         .collect();
     let mut readers: Vec<Child> = (0..1)
         .map(|_| {
             n += 1;
-            spawn("read", &path, 0, &dir.path, n)
+            spawn("read", kind, &path, 0, &dir.path, n)
         })
         .collect();
     let start = Instant::now();
@@ -110,12 +147,12 @@ fn transfers_killed_at_random_keep_the_sum() {
         writers[i].wait().unwrap();
         kills += 1;
         n += 1;
-        writers[i] = spawn("transfer", &path, next(), &dir.path, n);
+        writers[i] = spawn("transfer", kind, &path, next(), &dir.path, n);
         if next() % 8 == 0 {
             readers[0].kill().unwrap();
             readers[0].wait().unwrap();
             n += 1;
-            readers[0] = spawn("read", &path, 0, &dir.path, n);
+            readers[0] = spawn("read", kind, &path, 0, &dir.path, n);
         }
         let t = Instant::now();
         assert_eq!(
@@ -139,7 +176,7 @@ fn transfers_killed_at_random_keep_the_sum() {
     assert_eq!(sum(&s, &m), total, "seed {seed}: at the end");
     let r = s.check().unwrap();
     assert!(r.problems.is_empty(), "seed {seed}: {:?}", r.problems);
-    let grown = m.len().unwrap() - ACCOUNTS;
+    let grown = len() - ACCOUNTS;
     // Transactions still commit, and the store keeps working.
     let k = |i: u64| i.to_le_bytes();
     for a in 0..ACCOUNTS {
@@ -154,7 +191,7 @@ fn transfers_killed_at_random_keep_the_sum() {
     }
     assert_eq!(sum(&s, &m), total);
     eprintln!(
-        "{kills} kills, {checks} snapshots checked here (slowest {slowest:?}), {grown} keys inserted by transfers"
+        "{kind}: {kills} kills, {checks} snapshots checked here (slowest {slowest:?}), {grown} keys inserted by transfers"
     );
     assert!(kills > 10, "only {kills} kills");
     assert!(grown > 0, "no transfer inserted a key");

@@ -59,7 +59,9 @@ pub use api::log::{FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::ordered::{MultiWriteTxn, OrderedMap, Snapshot, WriteTxn, MAX_ORDERED_ENTRY};
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
-pub use api::txn::{Cond, IntCmp, OpResult, Transaction, TxnOp, TxnOutcome, TxnReads};
+pub use api::txn::{
+    Cond, IntCmp, OpResult, Transaction, TxnMap, TxnOp, TxnOutcome, TxnReads, TxnTarget,
+};
 pub use error::{Error, Result};
 pub use format::{DataType, MapKind, USER_TAG_PYTHON_PICKLE};
 pub use kinds::varmap::uid::Uid;

@@ -1,14 +1,16 @@
-//! Multi-key transactions over fixed-size maps: conditions and both lists, the size
-//! limits and argument errors, inserts and removes composing in one bucket, a property
-//! test against a model, and threads doing bank transfers (locked and optimistic) while
-//! snapshot readers check that the sum never changes. The multi-process storm with
+//! Multi-key transactions over hash maps: conditions and both lists, the size limits and
+//! argument errors, inserts and removes composing in one bucket, a property test against
+//! a model and a crash at every step of a commit (fixed-size maps, variable-size maps with
+//! and without UIDs, and both in one transaction), and threads doing bank transfers
+//! (locked and optimistic) while snapshot readers check that the sum never changes. The multi-process storm with
 //! SIGKILLs is `crates/shoal-torture/tests/txn_storm.rs`.
 
 #![cfg(not(shuttle))]
 
 use proptest::prelude::*;
 use shoal::{
-    Cond, Error, FixedMap, FixedOptions, IntCmp, OpResult, OpenMode, Options, Store, TxnOp,
+    Cond, Error, FixedMap, FixedOptions, IntCmp, Map, MapOptions, OpResult, OpenMode, Options,
+    Store, TxnOp, TxnTarget,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -331,14 +333,66 @@ fn dedup_writes(ops: Vec<MOp>) -> Vec<MOp> {
         .collect()
 }
 
-fn to_op(m: &FixedMap, o: &MOp) -> TxnOp {
+/// Which maps hold the accounts of the model tests.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Fixed,
+    Var,
+    VarUids,
+    /// Even accounts in a fixed-size map, odd ones in a variable-size map with UIDs.
+    Mixed,
+}
+
+const KINDS: [Kind; 4] = [Kind::Fixed, Kind::Var, Kind::VarUids, Kind::Mixed];
+
+/// The accounts' maps: a key lives in the fixed map or the variable one, by `Kind`.
+struct Accts {
+    kind: Kind,
+    f: FixedMap,
+    v: Map,
+}
+
+impl Accts {
+    /// Creates (or opens, with the same options) the maps named `name`.
+    fn new(s: &Store, name: &str, kind: Kind) -> Accts {
+        let mo = MapOptions {
+            segment_buckets: 1,
+            stash_buckets: 1,
+            uids: matches!(kind, Kind::VarUids | Kind::Mixed),
+            ..MapOptions::default()
+        };
+        Accts {
+            kind,
+            f: s.fixed_map_with(name, 8, 8, &small(), true).unwrap(),
+            v: s.map_with(&format!("{name}.v"), &mo, true).unwrap(),
+        }
+    }
+    fn of(&self, a: u8) -> &dyn TxnTarget {
+        match (self.kind, a % 2) {
+            (Kind::Fixed, _) | (Kind::Mixed, 0) => &self.f,
+            _ => &self.v,
+        }
+    }
+    fn get(&self, a: u8) -> Option<Vec<u8>> {
+        match (self.kind, a % 2) {
+            (Kind::Fixed, _) | (Kind::Mixed, 0) => self.f.get(&k(a as u64)).unwrap(),
+            _ => self.v.get(&k(a as u64)).unwrap(),
+        }
+    }
+    fn len(&self) -> u64 {
+        self.f.len().unwrap() + self.v.len().unwrap()
+    }
+}
+
+fn to_op(m: &Accts, o: &MOp) -> TxnOp {
+    let key = |a: &u8| k(*a as u64);
     match o {
-        MOp::Get(a) => TxnOp::get(m, &k(*a as u64)),
-        MOp::Put(a, x) => TxnOp::put(m, &k(*a as u64), &v(*x)),
-        MOp::Insert(a, x) => TxnOp::put_if_absent(m, &k(*a as u64), &v(*x)),
-        MOp::Replace(a, x) => TxnOp::put_if_present(m, &k(*a as u64), &v(*x)),
-        MOp::Remove(a) => TxnOp::remove(m, &k(*a as u64)),
-        MOp::Add(a, x) => TxnOp::add(m, &k(*a as u64), *x),
+        MOp::Get(a) => TxnOp::get(m.of(*a), &key(a)),
+        MOp::Put(a, x) => TxnOp::put(m.of(*a), &key(a), &v(*x)),
+        MOp::Insert(a, x) => TxnOp::put_if_absent(m.of(*a), &key(a), &v(*x)),
+        MOp::Replace(a, x) => TxnOp::put_if_present(m.of(*a), &key(a), &v(*x)),
+        MOp::Remove(a) => TxnOp::remove(m.of(*a), &key(a)),
+        MOp::Add(a, x) => TxnOp::add(m.of(*a), &key(a), *x),
     }
 }
 
@@ -350,6 +404,7 @@ proptest! {
     /// `check` finds nothing wrong at the end. Tiny segments: inserts grow the map.
     #[test]
     fn transactions_match_a_model(
+        kind in 0usize..4,
         txns in prop::collection::vec(
             (prop::collection::vec(mcond(), 0..3),
              prop::collection::vec(mop(), 0..6),
@@ -358,7 +413,7 @@ proptest! {
     ) {
         let d = tmp();
         let s = store(&d);
-        let m = s.fixed_map_with("m", 8, 8, &small(), true).unwrap();
+        let m = Accts::new(&s, "m", KINDS[kind]);
         let mut model: HashMap<u8, i64> = HashMap::new();
         for (i, (conds, then, els)) in txns.into_iter().enumerate() {
             let (then, els) = (dedup_writes(then), dedup_writes(els));
@@ -366,11 +421,11 @@ proptest! {
             let mut ok = true;
             for c in &conds {
                 let (cond, holds) = match c {
-                    MCond::Present(a) => (Cond::present(&m, &k(*a as u64)), model.contains_key(a)),
-                    MCond::Absent(a) => (Cond::absent(&m, &k(*a as u64)), !model.contains_key(a)),
-                    MCond::Ge(a, x) => (Cond::int(&m, &k(*a as u64), IntCmp::Ge, *x),
+                    MCond::Present(a) => (Cond::present(m.of(*a), &k(*a as u64)), model.contains_key(a)),
+                    MCond::Absent(a) => (Cond::absent(m.of(*a), &k(*a as u64)), !model.contains_key(a)),
+                    MCond::Ge(a, x) => (Cond::int(m.of(*a), &k(*a as u64), IntCmp::Ge, *x),
                         model.get(a).is_some_and(|y| y >= x)),
-                    MCond::Equals(a, x) => (Cond::equals(&m, &k(*a as u64), &v(*x)),
+                    MCond::Equals(a, x) => (Cond::equals(m.of(*a), &k(*a as u64), &v(*x)),
                         model.get(a) == Some(x)),
                 };
                 ok &= holds;
@@ -386,10 +441,10 @@ proptest! {
             prop_assert_eq!(out.succeeded, ok, "txn {}", i);
             let want = model_apply(&mut model, if ok { &then } else { &els });
             prop_assert_eq!(&out.results, &want, "txn {}", i);
-            prop_assert_eq!(m.len().unwrap(), model.len() as u64, "txn {}", i);
+            prop_assert_eq!(m.len(), model.len() as u64, "txn {}", i);
         }
         for a in 0u8..24 {
-            prop_assert_eq!(m.get(&k(a as u64)).unwrap(), model.get(&a).map(|x| v(*x).to_vec()), "key {}", a);
+            prop_assert_eq!(m.get(a), model.get(&a).map(|x| v(*x).to_vec()), "key {}", a);
         }
         let r = s.check().unwrap();
         prop_assert!(r.problems.is_empty(), "check: {:?}", r.problems);
@@ -539,16 +594,16 @@ fn crash_script() -> Vec<(Vec<MCond>, Vec<MOp>, Vec<MOp>)> {
 #[cfg(feature = "failpoints")]
 fn run_script_step(
     s: &Store,
-    m: &FixedMap,
+    m: &Accts,
     (conds, then, els): &(Vec<MCond>, Vec<MOp>, Vec<MOp>),
 ) -> shoal::Result<shoal::TxnOutcome> {
     let mut t = s.transaction();
     for c in conds {
         t = t.when(match c {
-            MCond::Present(a) => Cond::present(m, &k(*a as u64)),
-            MCond::Absent(a) => Cond::absent(m, &k(*a as u64)),
-            MCond::Ge(a, x) => Cond::int(m, &k(*a as u64), IntCmp::Ge, *x),
-            MCond::Equals(a, x) => Cond::equals(m, &k(*a as u64), &v(*x)),
+            MCond::Present(a) => Cond::present(m.of(*a), &k(*a as u64)),
+            MCond::Absent(a) => Cond::absent(m.of(*a), &k(*a as u64)),
+            MCond::Ge(a, x) => Cond::int(m.of(*a), &k(*a as u64), IntCmp::Ge, *x),
+            MCond::Equals(a, x) => Cond::equals(m.of(*a), &k(*a as u64), &v(*x)),
         });
     }
     for o in then {
@@ -591,7 +646,11 @@ fn txn_failpoint_child() {
     shoal::failpoints::setup();
     shoal::failpoints::kill_at(name, hit.parse().unwrap()).unwrap();
     let s = Store::open_existing(&path).unwrap();
-    let m = s.fixed_map("acct", 8, 8).unwrap();
+    let kind = KINDS[std::env::var("SHOAL_TXN_KIND")
+        .unwrap()
+        .parse::<usize>()
+        .unwrap()];
+    let m = Accts::new(&s, "acct", kind);
     let mut out = std::io::stdout().lock();
     for (i, step) in crash_script().iter().enumerate() {
         run_script_step(&s, &m, step).unwrap();
@@ -601,11 +660,10 @@ fn txn_failpoint_child() {
 }
 
 #[cfg(feature = "failpoints")]
-fn contents(m: &FixedMap) -> HashMap<u8, i64> {
+fn contents(m: &Accts) -> HashMap<u8, i64> {
     (0u8..40)
         .filter_map(|a| {
-            m.get(&k(a as u64))
-                .unwrap()
+            m.get(a)
                 .map(|x| (a, i64::from_le_bytes(x[..].try_into().unwrap())))
         })
         .collect()
@@ -618,6 +676,34 @@ fn contents(m: &FixedMap) -> HashMap<u8, i64> {
 #[cfg(feature = "failpoints")]
 #[test]
 fn crash_at_every_transaction_fail_point() {
+    crash_at_every_fail_point(0);
+}
+
+/// [`crash_at_every_transaction_fail_point`] with every account in a variable-size map
+/// with UIDs: records appended under the locks, slots, counters and UID entries in the
+/// plan.
+#[cfg(feature = "failpoints")]
+#[test]
+fn crash_at_every_transaction_fail_point_variable_uids() {
+    crash_at_every_fail_point(2);
+}
+
+/// [`crash_at_every_transaction_fail_point`] with half the accounts in a fixed-size map
+/// and half in a variable-size map with UIDs, so that most transactions span both.
+#[cfg(feature = "failpoints")]
+#[test]
+fn crash_at_every_transaction_fail_point_mixed() {
+    crash_at_every_fail_point(3);
+}
+
+/// One crash driver at a time: the recovery point's counter is the process's, armed and
+/// cleared by each driver.
+#[cfg(feature = "failpoints")]
+static CRASH_DRIVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(feature = "failpoints")]
+fn crash_at_every_fail_point(kind: usize) {
+    let _one = CRASH_DRIVER.lock().unwrap_or_else(|e| e.into_inner());
     let script = crash_script();
     let mut crashed = 0;
     let points = shoal::failpoints::TXN_NAMES
@@ -629,9 +715,12 @@ fn crash_at_every_transaction_fail_point() {
         for hit in hits {
             let d = tmp();
             let s = store(&d);
-            let m = s.fixed_map_with("acct", 8, 8, &small(), true).unwrap();
+            let m = Accts::new(&s, "acct", KINDS[kind]);
             for (a, x) in crash_initial() {
-                m.put(&k(a as u64), &v(x)).unwrap();
+                s.transaction()
+                    .then(TxnOp::put(m.of(a), &k(a as u64), &v(x)))
+                    .commit()
+                    .unwrap();
             }
             // The recovery point is reached by this process recovering a child killed
             // after its commit: arm it here, then kill the child at `txn.half_applied`.
@@ -649,6 +738,7 @@ fn crash_at_every_transaction_fail_point() {
                     "--test-threads=1",
                 ])
                 .env("SHOAL_TXN_PATH", s.path())
+                .env("SHOAL_TXN_KIND", kind.to_string())
                 .env("SHOAL_FP", &child_fp)
                 .output()
                 .unwrap();
@@ -693,7 +783,7 @@ fn crash_at_every_transaction_fail_point() {
             } else {
                 assert_eq!(got, before, "{name}:{hit}");
             }
-            assert_eq!(m.len().unwrap(), got.len() as u64, "{name}:{hit}");
+            assert_eq!(m.len(), got.len() as u64, "{name}:{hit}");
             // The store keeps working: every transaction of the script again.
             for step in &script {
                 run_script_step(&s, &m, step).unwrap();
@@ -705,7 +795,353 @@ fn crash_at_every_transaction_fail_point() {
                 r.problems
             );
         }
-        assert!(reached, "fail point {name} never reached");
+        assert!(
+            reached,
+            "fail point {name} never reached ({:?})",
+            KINDS[kind]
+        );
     }
     assert!(crashed >= 20, "only {crashed} runs crashed");
+}
+
+// ---- Variable-size maps ----
+
+fn var_map(s: &Store, name: &str, uids: bool) -> Map {
+    let mo = MapOptions {
+        segment_buckets: 1,
+        stash_buckets: 1,
+        uids,
+        ..MapOptions::default()
+    };
+    s.map_with(name, &mo, true).unwrap()
+}
+
+/// Every condition and operation on variable-size maps (with and without UIDs, values of
+/// several lengths) and a fixed map in one transaction: the list chosen, each result, the
+/// values and counts after, handles that stay valid across a transaction's replace, and
+/// the version condition.
+#[test]
+fn variable_maps_conditions_operations_and_versions() {
+    let d = tmp();
+    let s = store(&d);
+    let f = s.fixed_map("f", 8, 8).unwrap();
+    let a = var_map(&s, "a", false);
+    let u = var_map(&s, "u", true);
+    a.put(b"x", b"a longer value than eight bytes").unwrap();
+    a.put(b"n", &v(10)).unwrap();
+    let (_, ux) = u.put_with_uid(b"x", b"ux").unwrap();
+    u.put(b"gone", b"soon").unwrap();
+    f.put(&k(1), &v(5)).unwrap();
+    let ver = u.version(b"x").unwrap().unwrap();
+    let out = s
+        .transaction()
+        .when(Cond::equals(&a, b"x", b"a longer value than eight bytes"))
+        .when(Cond::int(&a, b"n", IntCmp::Ge, 10))
+        .when(Cond::version(&u, b"x", ver))
+        .when(Cond::absent(&u, b"new"))
+        .when(Cond::present(&f, &k(1)))
+        .then(TxnOp::put(&a, b"x", b"short"))
+        .then(TxnOp::add(&a, b"n", -3))
+        .then(TxnOp::put_if_present(&u, b"x", b"ux changed"))
+        .then(TxnOp::add(&f, &k(1), 2))
+        .then(TxnOp::get(&a, b"missing"))
+        .otherwise(TxnOp::put(&a, b"else", b"ran"))
+        .commit()
+        .unwrap();
+    assert!(out.succeeded);
+    let applied: Vec<bool> = out.results.iter().map(|r| r.applied).collect();
+    assert_eq!(applied, [true, true, true, true, false]);
+    assert_eq!(
+        out.results[0].value.as_deref(),
+        Some(&b"a longer value than eight bytes"[..])
+    );
+    assert_eq!(out.results[2].value.as_deref(), Some(&b"ux"[..]));
+    assert_eq!(out.results[3].value.as_deref(), Some(&v(5)[..]));
+    let out = s
+        .transaction()
+        .when(Cond::absent(&u, b"new"))
+        .then(TxnOp::put_if_absent(&u, b"new", b"fresh"))
+        .then(TxnOp::remove(&u, b"gone"))
+        .then(TxnOp::put_if_absent(&u, b"x", b"not applied"))
+        .commit()
+        .unwrap();
+    let applied: Vec<bool> = out.results.iter().map(|r| r.applied).collect();
+    assert_eq!(applied, [true, true, false]);
+    assert_eq!(a.get(b"x").unwrap().unwrap(), b"short");
+    assert_eq!(a.get(b"n").unwrap().unwrap(), v(7));
+    assert_eq!(u.get(b"x").unwrap().unwrap(), b"ux changed");
+    assert_eq!(
+        u.get_by_uid(ux).unwrap(),
+        b"ux changed",
+        "the handle follows its key"
+    );
+    assert_eq!(u.get(b"new").unwrap().unwrap(), b"fresh");
+    let nu = u.uid(b"new").unwrap().unwrap();
+    assert_eq!(u.get_by_uid(nu).unwrap(), b"fresh");
+    assert_eq!(u.get(b"gone").unwrap(), None);
+    assert_eq!(f.get(&k(1)).unwrap().unwrap(), v(7));
+    assert_eq!((a.len().unwrap(), u.len().unwrap()), (2, 2));
+    assert_eq!(a.get(b"else").unwrap(), None);
+    // The version moved: the same condition fails now, and the else list runs.
+    let ver2 = u.version(b"x").unwrap().unwrap();
+    assert_ne!(ver2, ver);
+    let out = s
+        .transaction()
+        .when(Cond::version(&u, b"x", ver))
+        .then(TxnOp::remove(&u, b"x"))
+        .otherwise(TxnOp::put(&a, b"else", b"ran"))
+        .commit()
+        .unwrap();
+    assert!(!out.succeeded);
+    assert_eq!(a.get(b"else").unwrap().unwrap(), b"ran");
+    assert_eq!(u.get(b"x").unwrap().unwrap(), b"ux changed");
+    // An integer condition on a value that is not 8 bytes fails; an add to one is an error.
+    let out = s
+        .transaction()
+        .when(Cond::int(&a, b"x", IntCmp::Ne, 0))
+        .then(TxnOp::remove(&a, b"x"))
+        .commit()
+        .unwrap();
+    assert!(!out.succeeded);
+    assert!(matches!(
+        s.transaction()
+            .then(TxnOp::add(&a, b"x", 1))
+            .then(TxnOp::put(&a, b"y", b"1"))
+            .commit(),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(
+        a.get(b"y").unwrap(),
+        None,
+        "a failed transaction writes nothing"
+    );
+    // A version condition needs UIDs.
+    assert!(matches!(
+        s.transaction().when(Cond::version(&a, b"x", 1)).commit(),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Removing and re-inserting keys of a UID map in one transaction reuses entries.
+    for round in 0..50u64 {
+        let out = s
+            .transaction()
+            .then(TxnOp::remove(
+                &u,
+                format!("r{}", round.wrapping_sub(1)).as_bytes(),
+            ))
+            .then(TxnOp::put(&u, format!("r{round}").as_bytes(), b"v"))
+            .then(TxnOp::remove(
+                &u,
+                format!("q{}", round.wrapping_sub(1)).as_bytes(),
+            ))
+            .commit()
+            .unwrap();
+        assert!(out.succeeded);
+        u.put(format!("q{round}").as_bytes(), b"w").unwrap();
+    }
+    assert_eq!(u.len().unwrap(), 4);
+    assert_eq!(u.get(b"r49").unwrap().unwrap(), b"v");
+    check(&s);
+}
+
+/// Past the documented limits (redo words, segments), or with a record too big for a
+/// data chunk, a transaction on variable-size maps is a clean error and changes nothing.
+#[test]
+fn variable_map_transactions_too_large_are_errors_and_change_nothing() {
+    let d = tmp();
+    let s = store(&d);
+    let u = var_map(&s, "u", true);
+    for i in 0..400u64 {
+        u.put(&k(i), &v(0)).unwrap();
+    }
+    let before = u.len().unwrap();
+    // An insert with UIDs costs 5 redo words, and the four share 3 more: 23 > 20.
+    let mut t = s.transaction();
+    for i in 1000..1004u64 {
+        t = t.then(TxnOp::put(&u, &k(i), &v(1)));
+    }
+    match t.commit() {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("too large"), "{msg}"),
+        r => panic!("expected too large, got {r:?}"),
+    }
+    // Keys in many segments (tiny segments, 400 keys: dozens of them).
+    let mut t = s.transaction();
+    for i in 0..40u64 {
+        t = t.when(Cond::present(&u, &k(i)));
+    }
+    match t.then(TxnOp::put(&u, &k(0), &v(9))).commit() {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("too large"), "{msg}"),
+        r => panic!("expected too large, got {r:?}"),
+    }
+    // A value too big for one chunk.
+    let big = vec![7u8; 70 * 1024];
+    assert!(matches!(
+        s.transaction().then(TxnOp::put(&u, b"big", &big)).commit(),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(u.len().unwrap(), before);
+    assert_eq!(u.get(&k(0)).unwrap().unwrap(), v(0));
+    assert_eq!(u.get(&k(1000)).unwrap(), None);
+    check(&s);
+}
+
+/// Bank transfers between accounts split over a variable-size map with UIDs and a fixed
+/// map (locked and optimistic transactions), snapshot readers checking the sum, and a
+/// reader by UID checking that two accounts' values, read with one snapshot, never show
+/// half a transfer between them.
+#[test]
+fn transfers_across_variable_and_fixed_maps_keep_the_sum() {
+    const ACCOUNTS: u64 = 16;
+    const START: i64 = 1000;
+    let d = tmp();
+    let s = Arc::new(store(&d));
+    let m = Arc::new(Accts::new(&s, "acct", Kind::Mixed));
+    for a in 0..ACCOUNTS as u8 {
+        s.transaction()
+            .then(TxnOp::put(m.of(a), &k(a as u64), &v(START)))
+            .commit()
+            .unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let seed: u64 = std::env::var("SHOAL_SEED")
+        .ok()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("SHOAL_SEED={seed}");
+    let mut hs = Vec::new();
+    for t in 0..2u64 {
+        let (s, m) = (s.clone(), m.clone());
+        hs.push(std::thread::spawn(move || {
+            let mut x = seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for _ in 0..8000 {
+                let (a, b) = ((next() % ACCOUNTS) as u8, (next() % ACCOUNTS) as u8);
+                if a == b {
+                    continue;
+                }
+                let amt = (next() % 50) as i64;
+                let (ka, kb) = (k(a as u64), k(b as u64));
+                if t == 0 {
+                    s.transaction()
+                        .when(Cond::int(m.of(a), &ka, IntCmp::Ge, amt))
+                        .then(TxnOp::add(m.of(a), &ka, -amt))
+                        .then(TxnOp::add(m.of(b), &kb, amt))
+                        .commit()
+                        .unwrap();
+                } else {
+                    s.optimistic(|r| {
+                        let (x, y) = (r.get_i64(m.of(a), &ka)?, r.get_i64(m.of(b), &kb)?);
+                        if x >= amt {
+                            r.write(TxnOp::put(m.of(a), &ka, &v(x - amt)));
+                            r.write(TxnOp::put(m.of(b), &kb, &v(y + amt)));
+                        }
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    {
+        let (s, m, stop) = (s.clone(), m.clone(), stop.clone());
+        readers.push(std::thread::spawn(move || {
+            let keys: Vec<[u8; 8]> = (0..ACCOUNTS).map(k).collect();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) || n == 0 {
+                let req: Vec<(&dyn TxnTarget, &[u8])> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(a, x)| (m.of(a as u8), &x[..]))
+                    .collect();
+                let vals = s.snapshot_get(&req).unwrap();
+                let sum: i64 = vals
+                    .iter()
+                    .map(|x| i64::from_le_bytes(x.as_deref().unwrap().try_into().unwrap()))
+                    .sum();
+                assert_eq!(
+                    sum,
+                    START * ACCOUNTS as i64,
+                    "a snapshot saw part of a transfer (seed {seed})"
+                );
+                n += 1;
+            }
+            n
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let sum: i64 = (0..ACCOUNTS as u8)
+        .map(|a| i64::from_le_bytes(m.get(a).unwrap().try_into().unwrap()))
+        .sum();
+    assert_eq!(sum, START * ACCOUNTS as i64, "seed {seed}");
+    check(&s);
+}
+
+/// A reader by UID validates with the entry's version, never with a bucket header, and a
+/// transaction applies every entry before any header. Stopped halfway through its apply
+/// (B's entry already moved, A's not yet), a transaction that sets B then A to 1 must not
+/// let a reader by UID see B's new value and then A's old one: the versions it changes
+/// read busy until its apply ends, so that reader waits (here: times out) instead.
+#[cfg(feature = "failpoints")]
+#[test]
+fn uid_readers_never_see_half_a_transaction() {
+    const ME: &str = "uid_readers_never_see_half_a_transaction";
+    let d = tmp();
+    let s = store(&d);
+    let u = var_map(&s, "u", true);
+    let (_, a) = u.put_with_uid(b"A", &v(0)).unwrap();
+    let (_, b) = u.put_with_uid(b"B", &v(0)).unwrap();
+    let reader = u.with_timeout(Duration::from_millis(50));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let seen2 = seen.clone();
+    let tx = std::sync::Mutex::new(tx);
+    shoal::failpoints::setup();
+    shoal::failpoints::callback("txn.half_applied", move || {
+        // Only this test's commit (other tests of this binary commit transactions too).
+        if std::thread::current().name() != Some(ME) {
+            return;
+        }
+        let r = reader.clone();
+        let h = std::thread::spawn(move || (r.get_by_uid(b), r.get_by_uid(a)));
+        // The reader finishes (a value or a timeout) while the commit is stopped here.
+        let got = h.join().unwrap();
+        *seen2.lock().unwrap() = Some(got);
+        let _ = tx.lock().unwrap().send(());
+    })
+    .unwrap();
+    let out = s
+        .transaction()
+        .then(TxnOp::put(&u, b"B", &v(1)))
+        .then(TxnOp::put(&u, b"A", &v(1)))
+        .commit();
+    shoal::failpoints::clear("txn.half_applied");
+    out.unwrap();
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the fail point was not reached");
+    let (rb, ra) = seen.lock().unwrap().take().unwrap();
+    if let (Ok(vb), Ok(va)) = (&rb, &ra) {
+        assert!(
+            !(vb[..] == v(1) && va[..] == v(0)),
+            "a reader by UID saw B's new value, then A's old one"
+        );
+    }
+    assert_eq!(u.get_by_uid(a).unwrap(), v(1));
+    assert_eq!(u.get_by_uid(b).unwrap(), v(1));
+    check(&s);
 }

@@ -749,6 +749,84 @@ TEST_F(ShoalTest, FixedMapUpdate) {
     EXPECT_EQ(u64of(*f.get("hot!")), 100u + 1999u);
 }
 
+TEST_F(ShoalTest, TransactionsAndSnapshots) {
+    shoal::Store store(path_, small());
+    shoal::FixedMap f = store.fixed_map("acct", 4, 8);
+    f.put("aaaa", u64s(100));
+    f.put("bbbb", u64s(5));
+    // A transfer whose condition holds: the then-list runs, each result reported.
+    shoal::TxnOutcome out = store.transaction()
+                                .when_int(f, "aaaa", shoal::IntCmp::Ge, 30)
+                                .when_absent(f, "cccc")
+                                .then_add(f, "aaaa", -30)
+                                .then_add(f, "bbbb", 30)
+                                .then_put_if_absent(f, "cccc", u64s(7))
+                                .then_get(f, "dddd")
+                                .else_put(f, "eeee", u64s(1))
+                                .commit();
+    EXPECT_TRUE(out.succeeded);
+    ASSERT_EQ(out.results.size(), 4u);
+    EXPECT_TRUE(out.results[0].applied);
+    EXPECT_EQ(u64of(*out.results[0].old), 100u);
+    EXPECT_EQ(u64of(*out.results[1].old), 5u);
+    EXPECT_TRUE(out.results[2].applied);
+    EXPECT_FALSE(out.results[2].old.has_value());
+    EXPECT_FALSE(out.results[3].applied);
+    EXPECT_EQ(u64of(*f.get("aaaa")), 70u);
+    EXPECT_EQ(u64of(*f.get("bbbb")), 35u);
+    EXPECT_EQ(u64of(*f.get("cccc")), 7u);
+    EXPECT_FALSE(f.contains("eeee"));
+    // A condition that fails: the else-list runs instead.
+    out = store.transaction()
+              .when_equals(f, "aaaa", u64s(1))
+              .then_remove(f, "aaaa")
+              .else_remove(f, "cccc")
+              .else_put_if_present(f, "bbbb", u64s(36))
+              .commit();
+    EXPECT_FALSE(out.succeeded);
+    ASSERT_EQ(out.results.size(), 2u);
+    EXPECT_TRUE(out.results[0].applied);
+    EXPECT_TRUE(out.results[1].applied);
+    EXPECT_TRUE(f.contains("aaaa"));
+    EXPECT_FALSE(f.contains("cccc"));
+    // Bad arguments: SHOAL_INVALID, nothing changed.
+    EXPECT_SHOAL_CODE(store.transaction().then_put(f, "aaaa", "short").commit(), SHOAL_INVALID);
+    EXPECT_SHOAL_CODE(
+        store.transaction().then_put(f, "bbbb", u64s(1)).then_remove(f, "bbbb").commit(),
+        SHOAL_INVALID);
+    EXPECT_EQ(u64of(*f.get("bbbb")), 36u);
+    // Snapshots: every value as of one instant, absent keys as nullopt.
+    auto vals = store.snapshot_get({{&f, "aaaa"}, {&f, "bbbb"}, {&f, "cccc"}});
+    ASSERT_EQ(vals.size(), 3u);
+    EXPECT_EQ(u64of(*vals[0]), 70u);
+    EXPECT_EQ(u64of(*vals[1]), 36u);
+    EXPECT_FALSE(vals[2].has_value());
+    EXPECT_SHOAL_CODE(store.snapshot_get({{&f, "toolong"}}), SHOAL_INVALID);
+    // Threads transferring while another takes snapshots: the sum never changes.
+    f.put("aaaa", u64s(1000));
+    f.put("bbbb", u64s(1000));
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 2; t++) {
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < 2000; i++) {
+                const char* from = t ? "aaaa" : "bbbb";
+                const char* to = t ? "bbbb" : "aaaa";
+                store.transaction()
+                    .when_int(f, from, shoal::IntCmp::Ge, 3)
+                    .then_add(f, from, -3)
+                    .then_add(f, to, 3)
+                    .commit();
+            }
+        });
+    }
+    for (int i = 0; i < 2000; i++) {
+        auto v = store.snapshot_get({{&f, "aaaa"}, {&f, "bbbb"}});
+        ASSERT_EQ(u64of(*v[0]) + u64of(*v[1]), 2000u);
+    }
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(u64of(*f.get("aaaa")) + u64of(*f.get("bbbb")), 2000u);
+}
+
 TEST_F(ShoalTest, FixedMapBatches) {
     shoal::Store store(path_, small());
     shoal::FixedMap f = store.fixed_map("batch", 8, 8);

@@ -1,18 +1,20 @@
 //! A process of the transaction storm (`tests/txn_storm.rs`): `transfer` moves money
-//! between the accounts of map `acct` with multi-key transactions (locked and optimistic),
-//! now and then inserting a new key in the same transaction (so the map grows under the
-//! storm); `read` reads every account with `Store::snapshot_get` and checks the sum.
+//! between the accounts of the accounts' map with multi-key transactions (locked and
+//! optimistic), now and then inserting a new key in the same transaction (so the map grows
+//! under the storm); `read` reads every account with `Store::snapshot_get` and checks the
+//! sum. The map is the fixed-size map `acct`, or with `var` the variable-size map `vacct`.
 //!
-//! Usage: `shoal-txn-worker ROLE STORE SEED ACCOUNTS TOTAL`. Runs until killed. A reader
-//! that sees a wrong sum prints it on stderr and exits with status 2; any error is status 1.
+//! Usage: `shoal-txn-worker ROLE STORE SEED ACCOUNTS TOTAL [fixed|var]`. Runs until killed.
+//! A reader that sees a wrong sum prints it on stderr and exits with status 2; any error is
+//! status 1.
 
-use shoal::{Cond, FixedMap, IntCmp, OpenMode, Options, Store, TxnOp};
+use shoal::{Cond, IntCmp, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget};
 use std::time::Duration;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    if a.len() != 6 {
-        eprintln!("usage: shoal-txn-worker transfer|read STORE SEED ACCOUNTS TOTAL");
+    if a.len() != 6 && a.len() != 7 {
+        eprintln!("usage: shoal-txn-worker transfer|read STORE SEED ACCOUNTS TOTAL [fixed|var]");
         std::process::exit(1);
     }
     let (role, path) = (&a[1], &a[2]);
@@ -28,7 +30,15 @@ fn main() {
         ..Options::default()
     };
     let s = Store::open_with(path, &opts, OpenMode::Open).unwrap_or_else(|e| fail(e));
-    let m = s.fixed_map("acct", 8, 8).unwrap_or_else(|e| fail(e));
+    let m = match a.get(6).map(|x| x.as_str()) {
+        None | Some("fixed") => s.fixed_map("acct", 8, 8).map(|m| m.txn_map()),
+        Some("var") => s.open_map("vacct").map(|m| m.txn_map()),
+        Some(k) => {
+            eprintln!("unknown map kind {k:?}");
+            std::process::exit(1)
+        }
+    }
+    .unwrap_or_else(|e| fail(e));
     match role.as_str() {
         "transfer" => transfer(&s, &m, seed, accounts),
         "read" => read(&s, &m, accounts, total),
@@ -44,7 +54,7 @@ fn fail(e: shoal::Error) -> ! {
     std::process::exit(1)
 }
 
-fn transfer(s: &Store, m: &FixedMap, seed: u64, accounts: u64) {
+fn transfer(s: &Store, m: &TxnMap, seed: u64, accounts: u64) {
     let mut x = seed | 1;
     let mut next = move || {
         x ^= x << 13;
@@ -97,9 +107,9 @@ fn transfer(s: &Store, m: &FixedMap, seed: u64, accounts: u64) {
     }
 }
 
-fn read(s: &Store, m: &FixedMap, accounts: u64, total: i64) {
+fn read(s: &Store, m: &TxnMap, accounts: u64, total: i64) {
     let keys: Vec<[u8; 8]> = (0..accounts).map(|i| i.to_le_bytes()).collect();
-    let req: Vec<(&FixedMap, &[u8])> = keys.iter().map(|x| (m, &x[..])).collect();
+    let req: Vec<(&TxnMap, &[u8])> = keys.iter().map(|x| (m, &x[..])).collect();
     loop {
         let vals = s.snapshot_get(&req).unwrap_or_else(|e| fail(e));
         let sum: i64 = vals

@@ -43,7 +43,7 @@ pub enum PutOutcome {
 
 /// The value of the record `hit` names, copied out under the key's lock, once its
 /// checksum is verified ([`verify_hit`]).
-fn copy_value(sh: &Shared, hit: &Hit, map: &str) -> Result<Vec<u8>> {
+pub(crate) fn copy_value(sh: &Shared, hit: &Hit, map: &str) -> Result<Vec<u8>> {
     verify_hit(sh, hit, map)?;
     let mut v = vec![0u8; hit.vlen as usize];
     sh.r.read_bytes(hit.val_off, &mut v);
@@ -115,7 +115,7 @@ impl Mode {
     }
 }
 
-fn check_sizes(key: &[u8], value: Option<&[u8]>) -> Result<()> {
+pub(crate) fn check_sizes(key: &[u8], value: Option<&[u8]>) -> Result<()> {
     if key.len() > MAX_KEY {
         return Err(Error::InvalidArgument(format!(
             "key of {} bytes; the limit is {MAX_KEY}",

@@ -62,6 +62,50 @@ impl Map {
         }
     }
 
+    /// The version of `key`'s UID entry, or `None` if the key is absent: every change to
+    /// the key (a put, in place or not, a remove and re-insert) moves it, so a
+    /// transaction's [`Cond::version`](crate::Cond::version) can require that nothing
+    /// changed the key since it was read.
+    pub fn version(&self, key: &[u8]) -> Result<Option<u64>> {
+        let _call = crate::deadline::call();
+        check_sizes(key, None)?;
+        self.need_uids()?;
+        self.sh.ensure_registered()?;
+        let sh = &*self.sh;
+        let mut start = None;
+        loop {
+            let Some((off, index)) =
+                self.m.read_value(sh, key, &self.name, |off, voff, vlen| {
+                    let mut b = [0u8; 8];
+                    sh.r.read_bytes(voff + vlen, &mut b);
+                    (off, u64::from_le_bytes(b))
+                })?
+            else {
+                return Ok(None);
+            };
+            // The version belongs to this very record only if the entry still names it,
+            // not busy, with the same version on both sides of the look.
+            if let Some(e) = crate::kinds::varmap::uid::entry_off(sh, &self.m, index)? {
+                let ver = sh.w(e + E_VER).load(Acquire);
+                let loc = sh.w(e + E_LOC).load(Acquire);
+                std::sync::atomic::fence(Acquire);
+                if ver & E_VER_BUSY == 0
+                    && loc & E_FREE == 0
+                    && loc & (E_FREE - 1) == off
+                    && sh.w(e + E_VER).load(Relaxed) == ver
+                {
+                    return Ok(Some(ver));
+                }
+            }
+            let t = self.m.timeout;
+            let wait = start.get_or_insert_with(|| Wait::begin(t, t));
+            if wait.expired() {
+                return Err(wait.timeout());
+            }
+            crate::rt::yield_now();
+        }
+    }
+
     /// [`Map::put`], also returning the key's handle (a new one for an inserted key, the
     /// one it had for a replaced key).
     pub fn put_with_uid(&self, key: &[u8], value: &[u8]) -> Result<(PutOutcome, Uid)> {

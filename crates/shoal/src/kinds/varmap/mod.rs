@@ -40,6 +40,7 @@ mod read;
 mod relocate;
 mod snapshot;
 mod split;
+mod txn;
 pub(crate) mod uid;
 mod write;
 
@@ -48,6 +49,7 @@ pub(crate) use kind::*;
 pub(crate) use read::*;
 pub(crate) use snapshot::*;
 pub(crate) use split::*;
+pub(crate) use txn::*;
 pub(crate) use write::*;
 
 /// Where a key was found: the slot's location and the record's layout.

@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::kinds::varmap::{arena_alloc, commit_apply, MapRef};
 use crate::shared::Shared;
-use crate::txn::{Redo, Txn};
+use crate::txn::{Plan, Redo, Txn};
 use std::sync::atomic::Ordering::*;
 
 /// A stable handle on one key of a map with UIDs (see [`Map::uid`](crate::Map::uid)).
@@ -354,6 +354,96 @@ pub(crate) fn push_free(tx: &Txn, m: &MapRef, redo: &mut Redo, index: u64) -> Re
     );
     redo.push(m.hdr + M_UID_FREE, index);
     Ok(())
+}
+
+/// A multi-key transaction's version change of entry `e`: entered as a plan's header
+/// (`Plan::set_header`), so that the version reads busy ([`E_VER_BUSY`]) from the commit
+/// until the apply's last step writes its final value. A reader by UID validates with the
+/// version and never with a bucket header: without the busy mark it could see one key's
+/// new entry and another's old one (the plan applies every entry before any header).
+fn plan_version(sh: &Shared, plan: &mut Plan, e: u64) -> Result<()> {
+    let first = sh.w(e + E_VER).load(Relaxed) & !E_VER_BUSY;
+    let cur = plan.word(sh, e + E_VER) & !E_VER_BUSY;
+    plan.set_header(
+        e + E_VER,
+        first | E_VER_BUSY,
+        cur.wrapping_add(1) & !E_VER_BUSY,
+    )
+}
+
+/// [`push_move`] for a transaction's plan: entry `e` (live) follows its key to `new_off`.
+pub(crate) fn plan_move(sh: &Shared, plan: &mut Plan, e: u64, new_off: u64) -> Result<()> {
+    let loc = plan.word(sh, e + E_LOC);
+    plan_version(sh, plan, e)?;
+    plan.set(e + E_LOC, live_loc(loc_gen(loc), new_off))
+}
+
+/// [`push_take`] for a transaction's plan (under the segment lock and `M_UID_LOCK`): the
+/// free list and high-water mark are read through the plan, so that several inserts, and
+/// an insert after a remove, of one map compose. Returns the index taken.
+pub(crate) fn plan_take(tx: &Txn, m: &MapRef, plan: &mut Plan, off: u64, h: u64) -> Result<u64> {
+    let sh = tx.sh;
+    let head = plan.word(sh, m.hdr + M_UID_FREE);
+    let (index, gen, e) = if head != 0 {
+        let e = entry_off(sh, m, head)?
+            .ok_or_else(|| sh.corrupt(format!("map {}: free UID {head} past the table", m.id)))?;
+        let loc = plan.word(sh, e + E_LOC);
+        if loc & E_FREE == 0 {
+            return Err(sh.corrupt(format!(
+                "map {}: UID {head} is on the free list but in use",
+                m.id
+            )));
+        }
+        plan.set(m.hdr + M_UID_FREE, loc & LOC_OFF)?;
+        (head, loc_gen(loc), e)
+    } else {
+        let next = plan.word(sh, m.hdr + M_UID_NEXT).max(1);
+        if next >= UID_BLOCK * UID_DIR_N {
+            return Err(Error::StoreFull(format!(
+                "map {}: all {} UIDs are in use",
+                m.id,
+                UID_BLOCK * UID_DIR_N - 1
+            )));
+        }
+        grow(tx, m, next)?;
+        plan.set(m.hdr + M_UID_NEXT, next + 1)?;
+        // `entry_off` bounds indexes by the high-water mark, which the plan may only be
+        // about to raise: compute the entry's place directly.
+        let dir = dir_of(sh, m)?;
+        let block = sh.w(dir + 8 * (next / UID_BLOCK)).load(Acquire);
+        if block < sh.g.chunks_off
+            || block % 8 != 0
+            || block + UID_ENTRY * UID_BLOCK > sh.file_end()
+        {
+            return Err(sh.corrupt(format!(
+                "map {}: UID block {block:#x} out of the file",
+                m.id
+            )));
+        }
+        (next, 0, block + UID_ENTRY * (next % UID_BLOCK))
+    };
+    plan.set(e + E_HASH, h)?;
+    plan_version(sh, plan, e)?;
+    plan.set(e + E_LOC, live_loc(gen, off))?;
+    Ok(index)
+}
+
+/// [`push_free`] for a transaction's plan (under the segment lock and `M_UID_LOCK`).
+pub(crate) fn plan_free(sh: &Shared, m: &MapRef, plan: &mut Plan, index: u64) -> Result<()> {
+    let e = entry_off(sh, m, index)?.ok_or_else(|| {
+        sh.corrupt(format!(
+            "map {}: record names UID {index} past the table",
+            m.id
+        ))
+    })?;
+    let loc = plan.word(sh, e + E_LOC);
+    let head = plan.word(sh, m.hdr + M_UID_FREE);
+    plan_version(sh, plan, e)?;
+    plan.set(
+        e + E_LOC,
+        ((loc_gen(loc).wrapping_add(1) & 0xffff) << 48) | E_FREE | head,
+    )?;
+    plan.set(m.hdr + M_UID_FREE, index)
 }
 
 /// Makes sure the table block that will hold `index` exists (directory first).
