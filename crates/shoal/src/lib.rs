@@ -57,7 +57,9 @@ pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::kv::KvMap;
 pub use api::log::{FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats, Record};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
-pub use api::ordered::{MultiWriteTxn, OrderedMap, Snapshot, WriteTxn, MAX_ORDERED_ENTRY};
+pub use api::ordered::{
+    MultiWriteTxn, OrderedMap, OrderedOptions, Snapshot, WriteTxn, MAX_ORDERED_ENTRY,
+};
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use api::txn::{Cond, IntCmp, OpResult, Transaction, TxnOp, TxnOutcome, TxnReads};
 pub use error::{Error, Result};

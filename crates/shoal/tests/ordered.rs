@@ -222,10 +222,20 @@ fn readers_on_other_threads_always_see_whole_transactions() {
                         continue;
                     }
                     let mut w = m.write().unwrap();
-                    let va =
-                        u64::from_le_bytes(w.get(&a.to_be_bytes()).unwrap().try_into().unwrap());
-                    let vb =
-                        u64::from_le_bytes(w.get(&b.to_be_bytes()).unwrap().try_into().unwrap());
+                    let va = u64::from_le_bytes(
+                        w.get(&a.to_be_bytes())
+                            .unwrap()
+                            .unwrap()
+                            .try_into()
+                            .unwrap(),
+                    );
+                    let vb = u64::from_le_bytes(
+                        w.get(&b.to_be_bytes())
+                            .unwrap()
+                            .unwrap()
+                            .try_into()
+                            .unwrap(),
+                    );
                     if va == 0 {
                         continue;
                     }

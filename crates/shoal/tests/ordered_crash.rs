@@ -83,8 +83,8 @@ fn ordered_worker() {
         let mut w = m.write().unwrap();
         let (a, b) = (i % ACCOUNTS, (i * 7 + 3) % ACCOUNTS);
         if a != b {
-            let va = u64::from_le_bytes(w.get(&account(a)).unwrap().try_into().unwrap());
-            let vb = u64::from_le_bytes(w.get(&account(b)).unwrap().try_into().unwrap());
+            let va = u64::from_le_bytes(w.get(&account(a)).unwrap().unwrap().try_into().unwrap());
+            let vb = u64::from_le_bytes(w.get(&account(b)).unwrap().unwrap().try_into().unwrap());
             w.put(&account(a), &(va - 1).to_le_bytes()).unwrap();
             w.put(&account(b), &(vb + 1).to_le_bytes()).unwrap();
         }

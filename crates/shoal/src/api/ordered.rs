@@ -1,11 +1,14 @@
 //! Handles on ordered maps: reads of snapshots, and write transactions.
 
 use crate::error::{Error, Result};
+use crate::format::{OF_DUPS, OF_U64_KEYS};
+use crate::kinds::ordered::keys;
 use crate::kinds::ordered::map::{begin_many, commit_all, snapshot_many, Snap, Write};
 use crate::kinds::ordered::tree::PutMode;
 use crate::kinds::ordered::OrderedRef;
 use crate::shared::Shared;
 use crate::txn::Txn;
+use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +20,11 @@ pub const MAX_ORDERED_ENTRY: usize = 1000;
 /// A map whose keys are kept sorted (bytewise), shared by every process that opens the
 /// store: point reads, range scans and counts over consistent snapshots, and write
 /// transactions that commit all or nothing. Cheap to clone.
+///
+/// A map created with [`OrderedOptions::u64_keys`] takes keys of 8 bytes, each a u64 in
+/// little-endian order (`n.to_le_bytes()`, the conventions' `u64`), and sorts them as
+/// numbers. A map created with [`OrderedOptions::duplicates`] (a multimap) keeps several
+/// values per key, sorted: see each method for what it does there.
 #[derive(Clone)]
 pub struct OrderedMap {
     sh: Arc<Shared>,
@@ -49,6 +57,21 @@ impl OrderedMap {
         &self.name
     }
 
+    /// The options the map was created with.
+    pub fn options(&self) -> OrderedOptions {
+        OrderedOptions {
+            u64_keys: self.m.flags & OF_U64_KEYS != 0,
+            duplicates: self.m.flags & OF_DUPS != 0,
+        }
+    }
+
+    fn form(&self) -> Form<'_> {
+        Form {
+            flags: self.m.flags,
+            sh: &self.sh,
+        }
+    }
+
     fn txn(&self) -> Result<Txn<'_>> {
         let t = crate::txn::thread_txn(&self.sh)?;
         let mut tx = Txn::new(&self.sh, t);
@@ -79,7 +102,7 @@ impl OrderedMap {
         Ok(WriteTxn { w: Some(w) })
     }
 
-    /// The value of `key`.
+    /// The value of `key` (in a multimap, its first value).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.snapshot()?.get(key)
     }
@@ -89,7 +112,7 @@ impl OrderedMap {
         Ok(self.get(key)?.is_some())
     }
 
-    /// Entries in the map.
+    /// Entries in the map (in a multimap, (key, value) pairs).
     pub fn len(&self) -> Result<u64> {
         Ok(self.snapshot()?.len())
     }
@@ -108,38 +131,185 @@ impl OrderedMap {
         Ok(r)
     }
 
-    /// Sets `key` to `value` (insert or replace), in a transaction of its own.
+    /// Sets `key` to `value` (insert or replace), in a transaction of its own. In a
+    /// multimap, adds the pair (`key`, `value`) beside the key's other values.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.write_one(|w| w.put(key, value).map(|_| true))
             .map(|_| ())
     }
 
-    /// Sets `key` to `value` only if `key` is absent; returns whether it did.
+    /// Sets `key` to `value` only if `key` is absent (has no value); returns whether it
+    /// did.
     pub fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         self.write_one(|w| w.put_if_absent(key, value))
     }
 
-    /// Sets `key` to `value` only if `key` is present; returns whether it did.
+    /// Sets `key` to `value` only if `key` is present; returns whether it did. In a
+    /// multimap, `value` replaces every value of the key.
     pub fn put_if_present(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         self.write_one(|w| w.put_if_present(key, value))
     }
 
-    /// Removes `key`; returns whether it was there.
+    /// Removes `key` (in a multimap, every value of it); returns whether it was there.
     pub fn remove(&self, key: &[u8]) -> Result<bool> {
         self.write_one(|w| w.remove(key))
     }
 
-    /// The entries with `lo <= key < hi` (no bound where `None`), in key order.
+    /// Removes the pair (`key`, `value`) (in a map without duplicates: `key`, if its
+    /// value is `value`); returns whether it was there.
+    pub fn remove_value(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.write_one(|w| w.remove_value(key, value))
+    }
+
+    /// Every value of `key`, sorted (at most one in a map without duplicates).
+    pub fn get_all(&self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.snapshot()?.get_all(key)
+    }
+
+    /// The number of values of `key` (0 or 1 in a map without duplicates), exact, in time
+    /// logarithmic in the map's size.
+    pub fn count_values(&self, key: &[u8]) -> Result<u64> {
+        self.snapshot()?.count_values(key)
+    }
+
+    /// The entries with `lo <= key < hi` (no bound where `None`), in key order (in a
+    /// multimap, every pair of those keys, by key then value).
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.snapshot()?.range(lo, hi)
     }
 
-    /// The number of entries with `lo <= key < hi`, exact, in time logarithmic in the
-    /// map's size.
+    /// The number of entries (in a multimap, pairs) with `lo <= key < hi`, exact, in time
+    /// logarithmic in the map's size.
     pub fn count_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
         self.snapshot()?.count_range(lo, hi)
     }
 }
+
+/// How an ordered map is created ([`crate::Store::ordered_map_with`]): fixed for its
+/// lifetime.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OrderedOptions {
+    /// Keys are unsigned 64-bit integers, given as 8 little-endian bytes and sorted as
+    /// numbers.
+    pub u64_keys: bool,
+    /// Several values per key (a multimap), sorted bytewise; a (key, value) pair takes
+    /// the room of one entry.
+    pub duplicates: bool,
+}
+
+impl OrderedOptions {
+    pub(crate) fn flags(&self) -> u64 {
+        (if self.u64_keys { OF_U64_KEYS } else { 0 }) | (if self.duplicates { OF_DUPS } else { 0 })
+    }
+}
+
+/// How a map's keys and values become the tree's entries ([`keys`]).
+#[derive(Clone, Copy)]
+struct Form<'s> {
+    flags: u64,
+    sh: &'s Shared,
+}
+
+impl<'s> Form<'s> {
+    fn of(w: &Write<'s>) -> Form<'s> {
+        Form {
+            flags: w.m.flags,
+            sh: w.tree.store_ref().pool.tx.sh,
+        }
+    }
+
+    fn dups(&self) -> bool {
+        self.flags & OF_DUPS != 0
+    }
+
+    /// The tree key of `key` (in a multimap: the prefix of its pairs).
+    fn key<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
+        let k = keys::tree_key(self.flags, key)?;
+        Ok(if self.dups() {
+            Cow::Owned(keys::dup_prefix(&k))
+        } else {
+            k
+        })
+    }
+
+    /// The tree key range of `key`'s entries, `[lo, hi)`.
+    fn key_span(&self, key: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
+        let lo = self.key(key)?.into_owned();
+        let hi = if self.dups() {
+            keys::dup_end(&lo)
+        } else {
+            let mut h = lo.clone();
+            h.push(0);
+            h
+        };
+        Ok((lo, hi))
+    }
+
+    /// The tree entry of (`key`, `value`), checked against the entry limit.
+    fn entry<'k>(&self, key: &'k [u8], value: &'k [u8]) -> Result<(Cow<'k, [u8]>, &'k [u8])> {
+        let (k, v) = if self.dups() {
+            let k = keys::tree_key(self.flags, key)?;
+            (Cow::Owned(keys::dup_entry(&k, value)), &[][..])
+        } else {
+            (keys::tree_key(self.flags, key)?, value)
+        };
+        if k.len() + v.len() > MAX_ORDERED_ENTRY {
+            return Err(Error::InvalidArgument(format!(
+                "ordered maps keep at most {MAX_ORDERED_ENTRY} bytes of key and value \
+                 together{} (this key has {}, this value {})",
+                if self.dups() {
+                    ", a multimap's key counted with one more byte per zero byte and two"
+                } else {
+                    ""
+                },
+                key.len(),
+                value.len()
+            )));
+        }
+        Ok((k, v))
+    }
+
+    fn bounds(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Bounds> {
+        Ok((
+            lo.map(|k| self.key(k).map(Cow::into_owned)).transpose()?,
+            hi.map(|k| self.key(k).map(Cow::into_owned)).transpose()?,
+        ))
+    }
+
+    /// The user's (key, value) of the tree entry (`k`, `v`); `None` when the map's
+    /// bytes need no change.
+    fn decode(&self, k: &[u8], v: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.flags == 0 {
+            return Ok(None);
+        }
+        let bad = |what: String| self.sh.corrupt(what);
+        if self.dups() {
+            let (key, value) = keys::split_dup(k).map_err(bad)?;
+            if !v.is_empty() {
+                return Err(bad("ordered multimap entry with a value".into()));
+            }
+            Ok(Some((
+                keys::user_key(self.flags, &key).map_err(bad)?,
+                value.to_vec(),
+            )))
+        } else {
+            Ok(Some((
+                keys::user_key(self.flags, k).map_err(bad)?,
+                v.to_vec(),
+            )))
+        }
+    }
+
+    /// The value of the tree entry (`k`, `v`).
+    fn value(&self, k: &[u8], v: &[u8]) -> Result<Vec<u8>> {
+        Ok(match self.decode(k, v)? {
+            Some((_, v)) => v,
+            None => v.to_vec(),
+        })
+    }
+}
+
+type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// A consistent view of an ordered map ([`OrderedMap::snapshot`]).
 pub struct Snapshot<'m> {
@@ -155,7 +325,7 @@ impl Snapshot<'_> {
         self.snap.seq
     }
 
-    /// Entries in the map.
+    /// Entries in the map (in a multimap, pairs).
     pub fn len(&self) -> u64 {
         self.snap.root.count
     }
@@ -165,19 +335,51 @@ impl Snapshot<'_> {
         self.len() == 0
     }
 
-    /// The value of `key`.
+    /// The value of `key` (in a multimap, its first value).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.snap.get(&self.map.sh, key)
+        let form = self.map.form();
+        if !form.dups() {
+            return self.snap.get(&self.map.sh, &form.key(key)?);
+        }
+        let (lo, hi) = form.key_span(key)?;
+        let mut out = None;
+        self.snap
+            .walk(&self.map.sh, Some(&lo), Some(&hi), false, |k, v| {
+                out = Some(form.value(k, v));
+                false
+            })?;
+        out.transpose()
+    }
+
+    /// Every value of `key`, sorted (at most one in a map without duplicates).
+    pub fn get_all(&self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let form = self.map.form();
+        if !form.dups() {
+            return Ok(self.get(key)?.into_iter().collect());
+        }
+        let (lo, hi) = form.key_span(key)?;
+        let mut out = Vec::new();
+        let mut err = None;
+        self.snap
+            .walk(&self.map.sh, Some(&lo), Some(&hi), false, |k, v| {
+                match form.value(k, v) {
+                    Ok(v) => out.push(v),
+                    Err(e) => err = Some(e),
+                }
+                err.is_none()
+            })?;
+        err.map_or(Ok(out), Err)
+    }
+
+    /// The number of values of `key` (0 or 1 in a map without duplicates).
+    pub fn count_values(&self, key: &[u8]) -> Result<u64> {
+        let (lo, hi) = self.map.form().key_span(key)?;
+        self.snap.count_range(&self.map.sh, Some(&lo), Some(&hi))
     }
 
     /// The entries with `lo <= key < hi`, in key order.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        self.snap.walk(&self.map.sh, lo, hi, false, |k, v| {
-            out.push((k.to_vec(), v.to_vec()));
-            true
-        })?;
-        Ok(out)
+        self.collect(lo, hi, false)
     }
 
     /// The entries with `lo <= key < hi`, in reverse key order.
@@ -186,8 +388,17 @@ impl Snapshot<'_> {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.collect(lo, hi, true)
+    }
+
+    fn collect(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        rev: bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
-        self.snap.walk(&self.map.sh, lo, hi, true, |k, v| {
+        self.for_each(lo, hi, rev, |k, v| {
             out.push((k.to_vec(), v.to_vec()));
             true
         })?;
@@ -195,20 +406,40 @@ impl Snapshot<'_> {
     }
 
     /// Calls `f` with each entry with `lo <= key < hi` in key order (reverse order with
-    /// `rev`) until it returns false: no copies beyond the ones `f` makes.
+    /// `rev`) until it returns false: no copies beyond the ones `f` makes (and, in a map
+    /// of integer keys or a multimap, the decoding of each entry).
     pub fn for_each(
         &self,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
         rev: bool,
-        f: impl FnMut(&[u8], &[u8]) -> bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        self.snap.walk(&self.map.sh, lo, hi, rev, f)
+        let form = self.map.form();
+        let (lo, hi) = form.bounds(lo, hi)?;
+        let mut err = None;
+        self.snap.walk(
+            &self.map.sh,
+            lo.as_deref(),
+            hi.as_deref(),
+            rev,
+            |k, v| match form.decode(k, v) {
+                Ok(None) => f(k, v),
+                Ok(Some((k, v))) => f(&k, &v),
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            },
+        )?;
+        err.map_or(Ok(()), Err)
     }
 
-    /// The number of entries with `lo <= key < hi`, exact.
+    /// The number of entries (in a multimap, pairs) with `lo <= key < hi`, exact.
     pub fn count_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
-        self.snap.count_range(&self.map.sh, lo, hi)
+        let (lo, hi) = self.map.form().bounds(lo, hi)?;
+        self.snap
+            .count_range(&self.map.sh, lo.as_deref(), hi.as_deref())
     }
 
     /// The first entry.
@@ -244,16 +475,85 @@ pub struct WriteTxn<'m> {
     w: Option<Write<'m>>,
 }
 
-fn check_sizes(key: &[u8], value: &[u8]) -> Result<()> {
-    if key.len() + value.len() > MAX_ORDERED_ENTRY {
-        return Err(Error::InvalidArgument(format!(
-            "ordered maps keep at most {MAX_ORDERED_ENTRY} bytes of key and value together \
-             (this key has {}, this value {})",
-            key.len(),
-            value.len()
-        )));
+/// The writes of a transaction on one map, the same for [`WriteTxn`] and
+/// [`MultiWriteTxn`].
+mod ops {
+    use super::*;
+
+    /// Whether `key` has an entry, and the first one's value.
+    fn first_of(w: &Write<'_>, form: Form<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if !form.dups() {
+            return Ok(w.get(&form.key(key)?));
+        }
+        let (lo, hi) = form.key_span(key)?;
+        match w.first_ge(&lo) {
+            Some((k, v)) if k < hi => Ok(Some(form.value(&k, &v)?)),
+            _ => Ok(None),
+        }
     }
-    Ok(())
+
+    pub(super) fn get(w: &Write<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        first_of(w, Form::of(w), key)
+    }
+
+    pub(super) fn put(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {
+        let form = Form::of(w);
+        let (k, v) = form.entry(key, value)?;
+        if form.dups() {
+            return w.put(&k, v, PutMode::Insert);
+        }
+        let had = w.get(&k).is_some();
+        w.put(&k, v, PutMode::Upsert)?;
+        Ok(!had)
+    }
+
+    pub(super) fn put_if_absent(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {
+        let form = Form::of(w);
+        let (k, v) = form.entry(key, value)?;
+        if form.dups() && first_of(w, form, key)?.is_some() {
+            return Ok(false);
+        }
+        w.put(&k, v, PutMode::Insert)
+    }
+
+    pub(super) fn put_if_present(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {
+        let form = Form::of(w);
+        let (k, v) = form.entry(key, value)?;
+        if !form.dups() {
+            return w.put(&k, v, PutMode::Replace);
+        }
+        if !remove(w, key)? {
+            return Ok(false);
+        }
+        w.put(&k, v, PutMode::Insert)
+    }
+
+    pub(super) fn remove(w: &mut Write<'_>, key: &[u8]) -> Result<bool> {
+        let form = Form::of(w);
+        if !form.dups() {
+            return w.remove(&form.key(key)?);
+        }
+        let (lo, hi) = form.key_span(key)?;
+        let mut any = false;
+        while let Some((k, _)) = w.first_ge(&lo).filter(|(k, _)| *k < hi) {
+            w.remove(&k)?;
+            any = true;
+        }
+        Ok(any)
+    }
+
+    pub(super) fn remove_value(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {
+        let form = Form::of(w);
+        if form.dups() {
+            let (k, _) = form.entry(key, value)?;
+            return w.remove(&k);
+        }
+        let k = form.key(key)?;
+        if w.get(&k).as_deref() != Some(value) {
+            return Ok(false);
+        }
+        w.remove(&k)
+    }
 }
 
 impl<'m> WriteTxn<'m> {
@@ -261,34 +561,37 @@ impl<'m> WriteTxn<'m> {
         self.w.as_mut().expect("a live transaction")
     }
 
-    /// Sets `key` to `value`; returns whether the key was new.
+    /// Sets `key` to `value`; returns whether the key was new. In a multimap, adds the
+    /// pair; returns whether the pair was new.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_sizes(key, value)?;
-        let had = self.get(key).is_some();
-        self.w().put(key, value, PutMode::Upsert)?;
-        Ok(!had)
+        ops::put(self.w(), key, value)
     }
 
-    /// Sets `key` to `value` if `key` is absent; returns whether it did.
+    /// Sets `key` to `value` if `key` is absent (has no value); returns whether it did.
     pub fn put_if_absent(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_sizes(key, value)?;
-        self.w().put(key, value, PutMode::Insert)
+        ops::put_if_absent(self.w(), key, value)
     }
 
-    /// Sets `key` to `value` if `key` is present; returns whether it did.
+    /// Sets `key` to `value` if `key` is present; returns whether it did. In a multimap,
+    /// `value` replaces every value of the key.
     pub fn put_if_present(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_sizes(key, value)?;
-        self.w().put(key, value, PutMode::Replace)
+        ops::put_if_present(self.w(), key, value)
     }
 
-    /// Removes `key`; returns whether it was there.
+    /// Removes `key` (in a multimap, every value of it); returns whether it was there.
     pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
-        self.w().remove(key)
+        ops::remove(self.w(), key)
     }
 
-    /// The value of `key` as this transaction has it.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.w.as_ref().expect("a live transaction").get(key)
+    /// Removes the pair (`key`, `value`) (in a map without duplicates: `key`, if its
+    /// value is `value`); returns whether it was there.
+    pub fn remove_value(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        ops::remove_value(self.w(), key, value)
+    }
+
+    /// The value of `key` (in a multimap, its first value) as this transaction has it.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        ops::get(self.w.as_ref().expect("a live transaction"), key)
     }
 
     /// Commits every write of the transaction at once; returns the commit's sequence
@@ -334,35 +637,38 @@ impl<'m> MultiWriteTxn<'m> {
             })
     }
 
-    /// Sets `key` to `value` in `map`; returns whether the key was new.
+    /// Sets `key` to `value` in `map`; returns whether the key (in a multimap, the pair)
+    /// was new. See [`WriteTxn::put`].
     pub fn put(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_sizes(key, value)?;
-        let w = self.part(map)?;
-        let had = w.get(key).is_some();
-        w.put(key, value, PutMode::Upsert)?;
-        Ok(!had)
+        ops::put(self.part(map)?, key, value)
     }
 
     /// Sets `key` to `value` in `map` if `key` is absent; returns whether it did.
     pub fn put_if_absent(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_sizes(key, value)?;
-        self.part(map)?.put(key, value, PutMode::Insert)
+        ops::put_if_absent(self.part(map)?, key, value)
     }
 
-    /// Sets `key` to `value` in `map` if `key` is present; returns whether it did.
+    /// Sets `key` to `value` in `map` if `key` is present; returns whether it did. See
+    /// [`WriteTxn::put_if_present`].
     pub fn put_if_present(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_sizes(key, value)?;
-        self.part(map)?.put(key, value, PutMode::Replace)
+        ops::put_if_present(self.part(map)?, key, value)
     }
 
-    /// Removes `key` from `map`; returns whether it was there.
+    /// Removes `key` (in a multimap, every value of it) from `map`; returns whether it was
+    /// there.
     pub fn remove(&mut self, map: &OrderedMap, key: &[u8]) -> Result<bool> {
-        self.part(map)?.remove(key)
+        ops::remove(self.part(map)?, key)
     }
 
-    /// The value of `key` in `map` as this transaction has it.
+    /// Removes the pair (`key`, `value`) from `map`; see [`WriteTxn::remove_value`].
+    pub fn remove_value(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<bool> {
+        ops::remove_value(self.part(map)?, key, value)
+    }
+
+    /// The value of `key` in `map` as this transaction has it (in a multimap, its first
+    /// value).
     pub fn get(&mut self, map: &OrderedMap, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.part(map)?.get(key))
+        ops::get(self.part(map)?, key)
     }
 
     /// Commits every write, to every map, at once; returns the commit's sequence number.

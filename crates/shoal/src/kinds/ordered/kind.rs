@@ -90,6 +90,11 @@ impl Kind for OrderedRef {
             }
             if level == 0 {
                 total += p.n() as u64;
+                for i in 0..p.n() {
+                    if let Err(what) = self.entry_form_ok(&key(i), p.value_at(i).1) {
+                        problems.push(format!("{name}page {off:#x}: entry {i}: {what}"));
+                    }
+                }
                 continue;
             }
             for c in 0..=p.n() {
@@ -161,6 +166,19 @@ impl Kind for OrderedRef {
 }
 
 impl OrderedRef {
+    /// Whether a leaf entry has the form the map's flags give every entry: an integer
+    /// key of 8 bytes, a multimap's escaped pair with no value.
+    fn entry_form_ok(&self, k: &[u8], vlen: usize) -> std::result::Result<(), String> {
+        if self.flags & OF_DUPS != 0 {
+            if vlen != 0 {
+                return Err("a multimap entry with a value".into());
+            }
+            let (key, _) = super::keys::split_dup(k)?;
+            return super::keys::user_key(self.flags, &key).map(|_| ());
+        }
+        super::keys::user_key(self.flags, k).map(|_| ())
+    }
+
     /// Every page of the map is in exactly one place: the tree (`tree`), the free-page
     /// queue (as a queue page or an entry), or past the pool's cursor; and the runs are
     /// the map's.

@@ -57,6 +57,10 @@ pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
     if !(1..=MAX_ORDERED).contains(&e) {
         return Err(bad(format!("root-table entry {e} is out of range")));
     }
+    let flags = sh.w(hdr + MO_FLAGS).load(Acquire);
+    if flags & !super::keys::KNOWN_FLAGS != 0 {
+        return Err(bad(format!("unknown flags {flags:#x}")));
+    }
     let Some(area) = area::area(sh)? else {
         return Err(bad("the store has no ordered area".into()));
     };
@@ -65,7 +69,7 @@ pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
         cat_word,
         hdr,
         e,
-        flags: sh.w(hdr + MO_FLAGS).load(Acquire),
+        flags,
         area,
     })
 }
@@ -487,6 +491,11 @@ impl<'a> Write<'a> {
     /// The value of `key` as this transaction sees it.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         self.tree.get(key)
+    }
+
+    /// The first entry at or after `key` as this transaction sees it.
+    pub fn first_ge(&self, key: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.tree.first_ge(key)
     }
 }
 

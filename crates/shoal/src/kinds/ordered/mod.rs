@@ -9,6 +9,7 @@
 pub(crate) mod area;
 pub(crate) mod cursor;
 pub(crate) mod file;
+pub(crate) mod keys;
 mod kind;
 pub(crate) mod map;
 pub(crate) mod page;

@@ -188,6 +188,52 @@ impl<S: Pages> WriteTxn<S> {
         })
     }
 
+    /// The first entry whose key is at least `key`, as this transaction has it: (key,
+    /// value), copied.
+    pub fn first_ge(&self, key: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        if self.root.page == NO_PAGE {
+            return None;
+        }
+        // The branches passed, with the child taken, so that the walk can step right
+        // past a leaf whose keys are all below `key`.
+        let mut path: Vec<(u64, usize)> = Vec::with_capacity(self.root.depth as usize);
+        let mut off = self.root.page;
+        for _ in 0..self.root.depth {
+            let c = view!(self.view(off), p => p.child_index(key));
+            path.push((off, c));
+            off = view!(self.view(off), p => p.child(c).0);
+        }
+        let mut i = view!(self.view(off), p => match p.search(key) { Ok(i) | Err(i) => i });
+        loop {
+            let found = view!(self.view(off), p => (i < p.n()).then(|| {
+                let (ka, kl) = p.key_at(i);
+                let (va, vl) = p.value_at(i);
+                let (mut k, mut v) = (vec![0u8; kl], vec![0u8; vl]);
+                p.copy_out(ka, &mut k);
+                p.copy_out(va, &mut v);
+                (k, v)
+            }));
+            if found.is_some() {
+                return found;
+            }
+            // Up to the lowest branch with a child right of the one taken, then down its
+            // leftmost edge.
+            let (b, c) = loop {
+                let (b, c) = path.pop()?;
+                if c < view!(self.view(b), p => p.n()) {
+                    break (b, c + 1);
+                }
+            };
+            path.push((b, c));
+            off = view!(self.view(b), p => p.child(c).0);
+            for _ in path.len()..self.root.depth as usize {
+                path.push((off, 0));
+                off = view!(self.view(off), p => p.child(0).0);
+            }
+            i = 0;
+        }
+    }
+
     /// Puts `key` → `value` as `mode` says; returns whether it wrote. An error (no page
     /// to allocate) leaves the transaction in no defined state: it must be dropped.
     pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
@@ -546,6 +592,16 @@ pub(crate) mod tests {
                         _ => assert_eq!(t.remove(&key).unwrap(), m.remove(&key).is_some()),
                     }
                     assert_eq!(t.get(b"k1"), m.get(b"k1".as_slice()).cloned());
+                    let probe = format!("k{}", rng(&mut seed) % 3100).into_bytes();
+                    let want = m
+                        .range(probe.clone()..)
+                        .next()
+                        .map(|(k, v)| (k.clone(), v.clone()));
+                    assert_eq!(
+                        t.first_ge(&probe),
+                        want,
+                        "seed {seed0}: first_ge({probe:?})"
+                    );
                 }
                 let (_, f) = t.finish();
                 // Nothing a committed snapshot reads was written over, and every page
