@@ -59,6 +59,7 @@ pub use api::log::{FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::ordered::{
     MultiWriteTxn, OrderedMap, OrderedOptions, Snapshot, WriteTxn, MAX_ORDERED_ENTRY,
+    MAX_ORDERED_KEY,
 };
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use api::txn::{Cond, IntCmp, OpResult, Transaction, TxnOp, TxnOutcome, TxnReads};

@@ -13,9 +13,15 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The most bytes of key and value together an ordered map keeps in one entry (a
-/// quarter of a page, so that any page split leaves room for the entry that caused it).
+/// The most bytes of key and value together an ordered map keeps in its tree's leaf (a
+/// quarter of a page, so that any page split leaves room for the entry that caused it). A
+/// larger value is kept out of line, in pages of its own; a multimap's (key, value) pair
+/// is one such entry, and must fit.
 pub const MAX_ORDERED_ENTRY: usize = 1000;
+
+/// The longest key of an ordered map (what a leaf holds beside the reference to a value
+/// kept out of line).
+pub const MAX_ORDERED_KEY: usize = MAX_ORDERED_ENTRY - 16;
 
 /// A map whose keys are kept sorted (bytewise), shared by every process that opens the
 /// store: point reads, range scans and counts over consistent snapshots, and write
@@ -253,17 +259,19 @@ impl<'s> Form<'s> {
         } else {
             (keys::tree_key(self.flags, key)?, value)
         };
-        if k.len() + v.len() > MAX_ORDERED_ENTRY {
+        if self.dups() && k.len() > MAX_ORDERED_ENTRY {
             return Err(Error::InvalidArgument(format!(
-                "ordered maps keep at most {MAX_ORDERED_ENTRY} bytes of key and value \
-                 together{} (this key has {}, this value {})",
-                if self.dups() {
-                    ", a multimap's key counted with one more byte per zero byte and two"
-                } else {
-                    ""
-                },
+                "a multimap keeps at most {MAX_ORDERED_ENTRY} bytes of key and value \
+                 together, the key counted with one more byte per zero byte and two \
+                 (this key has {}, this value {})",
                 key.len(),
                 value.len()
+            )));
+        }
+        if !self.dups() && k.len() > MAX_ORDERED_KEY {
+            return Err(Error::InvalidArgument(format!(
+                "ordered maps keep keys of at most {MAX_ORDERED_KEY} bytes (this one has {})",
+                key.len()
             )));
         }
         Ok((k, v))
@@ -483,10 +491,10 @@ mod ops {
     /// Whether `key` has an entry, and the first one's value.
     fn first_of(w: &Write<'_>, form: Form<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if !form.dups() {
-            return Ok(w.get(&form.key(key)?));
+            return w.get(&form.key(key)?);
         }
         let (lo, hi) = form.key_span(key)?;
-        match w.first_ge(&lo) {
+        match w.first_ge(&lo)? {
             Some((k, v)) if k < hi => Ok(Some(form.value(&k, &v)?)),
             _ => Ok(None),
         }
@@ -502,7 +510,8 @@ mod ops {
         if form.dups() {
             return w.put(&k, v, PutMode::Insert);
         }
-        let had = w.get(&k).is_some();
+        // Whether the key was new: the tree says whether it wrote, not whether it added.
+        let had = w.tree_has(&k);
         w.put(&k, v, PutMode::Upsert)?;
         Ok(!had)
     }
@@ -535,7 +544,7 @@ mod ops {
         }
         let (lo, hi) = form.key_span(key)?;
         let mut any = false;
-        while let Some((k, _)) = w.first_ge(&lo).filter(|(k, _)| *k < hi) {
+        while let Some((k, _)) = w.first_ge(&lo)?.filter(|(k, _)| *k < hi) {
             w.remove(&k)?;
             any = true;
         }
@@ -549,7 +558,7 @@ mod ops {
             return w.remove(&k);
         }
         let k = form.key(key)?;
-        if w.get(&k).as_deref() != Some(value) {
+        if w.get(&k)?.as_deref() != Some(value) {
             return Ok(false);
         }
         w.remove(&k)

@@ -94,6 +94,29 @@ impl Kind for OrderedRef {
                     if let Err(what) = self.entry_form_ok(&key(i), p.value_at(i).1) {
                         problems.push(format!("{name}page {off:#x}: entry {i}: {what}"));
                     }
+                    let Some((first, len)) = p.value_ref(i) else {
+                        if p.out_of_line(i) {
+                            problems.push(format!(
+                                "{name}page {off:#x}: entry {i}'s value reference is not 16 bytes"
+                            ));
+                        }
+                        continue;
+                    };
+                    // A value's pages are the map's like its tree's: each reached once.
+                    match super::overflow::pages(&src, first, len) {
+                        Ok(pages) => {
+                            for v in pages {
+                                if !super::file::is_page(sh, v) || !seen.insert(v) {
+                                    problems.push(format!(
+                                        "{name}page {v:#x} of a value is not a page, or is reached twice"
+                                    ));
+                                }
+                            }
+                        }
+                        Err(what) => {
+                            problems.push(format!("{name}page {off:#x}: entry {i}: {what}"))
+                        }
+                    }
                 }
                 continue;
             }

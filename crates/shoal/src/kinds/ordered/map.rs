@@ -210,11 +210,7 @@ impl Snap {
         let Some((leaf, i)) = self.find(sh, key)? else {
             return Ok(None);
         };
-        let p = FilePage { sh, off: leaf };
-        let (at, len) = p.value_at(i);
-        let mut v = vec![0u8; len];
-        p.copy_out(at, &mut v);
-        Ok(Some(v))
+        leaf_value(sh, &FilePage { sh, off: leaf }, i).map(Some)
     }
 
     /// The leaf and index of `key`.
@@ -282,9 +278,7 @@ impl Snap {
             if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
                 break;
             }
-            let (va, vl) = p.value_at(i);
-            let mut v = vec![0u8; vl];
-            p.copy_out(va, &mut v);
+            let v = leaf_value(sh, &p, i)?;
             if !f(&k, &v) {
                 break;
             }
@@ -305,6 +299,24 @@ impl Snap {
         }
         Ok(())
     }
+}
+
+/// Leaf entry `i`'s value, read from its overflow pages if it is kept out of line.
+pub(crate) fn leaf_value(sh: &Shared, p: &FilePage<'_>, i: usize) -> Result<Vec<u8>> {
+    if let Some((first, len)) = p.value_ref(i) {
+        return super::overflow::read(&FilePages { sh }, first, len)
+            .map_err(|w| sh.corrupt(format!("ordered map: {w}")));
+    }
+    if p.out_of_line(i) {
+        return Err(sh.corrupt(format!(
+            "ordered map: page {:#x} entry {i} has a value reference of the wrong size",
+            p.off
+        )));
+    }
+    let (at, len) = p.value_at(i);
+    let mut v = vec![0u8; len];
+    p.copy_out(at, &mut v);
+    Ok(v)
 }
 
 fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {
@@ -370,6 +382,9 @@ impl Pages for PoolPages<'_> {
     }
     fn corrupt(&self, what: String) -> Error {
         self.pool.tx.sh.corrupt(format!("ordered map: {what}"))
+    }
+    fn write_direct(&mut self, off: u64, p: &PageBuf) {
+        write_page(self.pool.tx.sh, off, p);
     }
 }
 
@@ -489,12 +504,17 @@ impl<'a> Write<'a> {
     }
 
     /// The value of `key` as this transaction sees it.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.tree.get(key)
     }
 
+    /// Whether `key` has an entry, as this transaction sees it (its value not read).
+    pub fn tree_has(&self, key: &[u8]) -> bool {
+        self.tree.has(key)
+    }
+
     /// The first entry at or after `key` as this transaction sees it.
-    pub fn first_ge(&self, key: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    pub fn first_ge(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.tree.first_ge(key)
     }
 }

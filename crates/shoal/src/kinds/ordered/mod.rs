@@ -12,6 +12,7 @@ pub(crate) mod file;
 pub(crate) mod keys;
 mod kind;
 pub(crate) mod map;
+pub(crate) mod overflow;
 pub(crate) mod page;
 pub(crate) mod pool;
 pub(crate) mod tree;
