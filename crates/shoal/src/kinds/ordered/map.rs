@@ -287,6 +287,39 @@ impl Snap {
         Ok(())
     }
 
+    /// The (key, value) of the entry cursor `c` stands on (in the tree's form), its leaf
+    /// checked first; `None` if it stands on none.
+    pub fn entry_at(&self, sh: &Shared, c: &Cursor) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let Some((leaf, i)) = c.at() else {
+            return Ok(None);
+        };
+        let p = page_of(sh, leaf, 0)?;
+        let (ka, kl) = p.key_at(i);
+        let mut k = vec![0u8; kl];
+        p.copy_out(ka, &mut k);
+        Ok(Some((k, leaf_value(sh, &p, i)?)))
+    }
+
+    /// The number of entries whose key is below `key`.
+    pub fn rank(&self, sh: &Shared, key: &[u8]) -> Result<u64> {
+        self.check_tree_top(sh)?;
+        Ok(cursor::rank(&FilePages { sh }, self.root, key))
+    }
+
+    /// Moves `c` as `how` says, over this snapshot's tree; whether it stands on an entry.
+    pub fn step(&self, sh: &Shared, c: &mut Cursor, how: Step<'_>) -> Result<bool> {
+        self.check_tree_top(sh)?;
+        let src = FilePages { sh };
+        Ok(match how {
+            Step::First => c.first(&src, self.root),
+            Step::Last => c.last(&src, self.root),
+            Step::Ge(k) => c.seek_ge(&src, self.root, k),
+            Step::Le(k) => c.seek_le(&src, self.root, k),
+            Step::Next => c.next(&src),
+            Step::Prev => c.prev(&src),
+        })
+    }
+
     /// Entries with `lo <= key < hi`.
     pub fn count_range(&self, sh: &Shared, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
         self.check_tree_top(sh)?;
@@ -317,6 +350,23 @@ pub(crate) fn leaf_value(sh: &Shared, p: &FilePage<'_>, i: usize) -> Result<Vec<
     let mut v = vec![0u8; len];
     p.copy_out(at, &mut v);
     Ok(v)
+}
+
+/// A move of a cursor ([`Snap::step`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Step<'k> {
+    /// To the first entry.
+    First,
+    /// To the last entry.
+    Last,
+    /// To the first entry at or above the key.
+    Ge(&'k [u8]),
+    /// To the last entry at or below the key.
+    Le(&'k [u8]),
+    /// One entry on.
+    Next,
+    /// One entry back.
+    Prev,
 }
 
 fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {

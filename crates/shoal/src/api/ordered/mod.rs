@@ -1,5 +1,9 @@
 //! Handles on ordered maps: reads of snapshots, and write transactions.
 
+mod cursor;
+
+pub use cursor::{OrderedCursor, OrderedIter};
+
 use crate::error::{Error, Result};
 use crate::format::{OF_DUPS, OF_U64_KEYS};
 use crate::kinds::ordered::keys;
@@ -188,6 +192,16 @@ impl OrderedMap {
     /// logarithmic in the map's size.
     pub fn count_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
         self.snapshot()?.count_range(lo, hi)
+    }
+
+    /// The entry with the smallest key (in a multimap, its first value).
+    pub fn first(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.snapshot()?.first()
+    }
+
+    /// The entry with the largest key (in a multimap, its last value).
+    pub fn last(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.snapshot()?.last()
     }
 }
 
@@ -448,6 +462,25 @@ impl Snapshot<'_> {
         let (lo, hi) = self.map.form().bounds(lo, hi)?;
         self.snap
             .count_range(&self.map.sh, lo.as_deref(), hi.as_deref())
+    }
+
+    /// A cursor over this snapshot, standing on no entry until it moves.
+    pub fn cursor(&self) -> OrderedCursor<'_> {
+        OrderedCursor::new(self)
+    }
+
+    /// The entries with `lo <= key < hi` (no bound where `None`), one by one in key
+    /// order, or from the end with `next_back` / `.rev()`.
+    pub fn iter(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<OrderedIter<'_>> {
+        let (lo, hi) = self.map.form().bounds(lo, hi)?;
+        OrderedIter::new(self, lo, hi)
+    }
+
+    /// The entries whose key starts with `prefix`, in key order (or reversed); a map of
+    /// integer keys has no prefixes (`InvalidArgument`: use [`Snapshot::iter`]).
+    pub fn prefix(&self, prefix: &[u8]) -> Result<OrderedIter<'_>> {
+        let (lo, hi) = cursor::prefix_bounds(&self.map.form(), prefix)?;
+        OrderedIter::new(self, Some(lo), hi)
     }
 
     /// The first entry.
