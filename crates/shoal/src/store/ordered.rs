@@ -53,6 +53,23 @@ impl Store {
         checked(r?)
     }
 
+    /// The store's marker `i` (below [`MARKERS`]): a persistent word that write
+    /// transactions over ordered maps set with their commit (`set_marker`), 0 until one
+    /// does. A store with no ordered map has all of them 0.
+    pub fn ordered_marker(&self, i: u64) -> Result<u64> {
+        if i >= MARKERS {
+            return Err(Error::InvalidArgument(format!(
+                "a store has {MARKERS} ordered-map markers (0 to {}), not {i}",
+                MARKERS - 1
+            )));
+        }
+        let sh = &*self.sh;
+        match area::area(sh)? {
+            None => Ok(0),
+            Some(a) => area::marker(sh, a, i),
+        }
+    }
+
     /// Names of the ordered maps in the store.
     pub fn ordered_maps(&self) -> Result<Vec<String>> {
         let sh = &*self.sh;
@@ -159,6 +176,6 @@ fn first_commit(tx: &Txn, m: &ko::OrderedRef) -> Result<()> {
         owner: ko::map::owner_word(m.id, m.cat_word),
         ..Default::default()
     };
-    area::commit(tx, m.area, &[(m.e, en)], Some(used), |_| {})?;
+    area::commit(tx, m.area, &[(m.e, en)], Some(used), &[], |_| {})?;
     Ok(())
 }

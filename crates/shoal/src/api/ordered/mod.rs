@@ -5,7 +5,7 @@ mod cursor;
 pub use cursor::{OrderedCursor, OrderedIter};
 
 use crate::error::{Error, Result};
-use crate::format::{OF_DUPS, OF_U64_KEYS};
+use crate::format::{MARKERS, OF_DUPS, OF_U64_KEYS};
 use crate::kinds::ordered::keys;
 use crate::kinds::ordered::map::{begin_many, commit_all, snapshot_many, Snap, Write};
 use crate::kinds::ordered::tree::PutMode;
@@ -109,7 +109,10 @@ impl OrderedMap {
         let _call = crate::deadline::call();
         let tx = self.txn()?;
         let w = self.m.begin(tx)?;
-        Ok(WriteTxn { w: Some(w) })
+        Ok(WriteTxn {
+            w: Some(w),
+            markers: Vec::new(),
+        })
     }
 
     /// The value of `key` (in a multimap, its first value).
@@ -203,6 +206,58 @@ impl OrderedMap {
     pub fn last(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.snapshot()?.last()
     }
+
+    /// The number of entries with `lo <= key < hi`: libmdbx's `estimate_range`, which
+    /// here is exact, from the counts the branches keep, in the time of two descents.
+    pub fn estimate_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        self.count_range(lo, hi)
+    }
+
+    /// Compare-and-swap in a transaction of its own: see [`WriteTxn::compare_and_swap`].
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool> {
+        self.write_one(|w| w.compare_and_swap(key, expected, new))
+    }
+
+    /// Removes every entry with `lo <= key < hi`, in a transaction of its own; returns
+    /// how many.
+    pub fn remove_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        let mut w = self.write()?;
+        let n = w.remove_range(lo, hi)?;
+        if n > 0 {
+            w.commit()?;
+        }
+        Ok(n)
+    }
+
+    /// The map's sequence (a persistent counter, 0 in a new map).
+    pub fn map_sequence(&self) -> Result<u64> {
+        Ok(self.snapshot()?.map_sequence())
+    }
+
+    /// Adds `n` to the map's sequence, in a transaction of its own; returns its value
+    /// before (so that concurrent callers each get their own range of `n` numbers).
+    pub fn next_sequence(&self, n: u64) -> Result<u64> {
+        let mut w = self.write()?;
+        let v = w.next_sequence(n)?;
+        w.commit()?;
+        Ok(v)
+    }
+}
+
+/// Whether `i` names a marker.
+fn check_marker(i: u64) -> Result<()> {
+    if i >= MARKERS {
+        return Err(Error::InvalidArgument(format!(
+            "a store has {MARKERS} ordered-map markers (0 to {}), not {i}",
+            MARKERS - 1
+        )));
+    }
+    Ok(())
 }
 
 /// How an ordered map is created ([`crate::Store::ordered_map_with`]): fixed for its
@@ -345,6 +400,17 @@ impl Snapshot<'_> {
     /// The commit this snapshot shows.
     pub fn sequence(&self) -> u64 {
         self.snap.seq
+    }
+
+    /// The map's sequence (its persistent counter) in this snapshot.
+    pub fn map_sequence(&self) -> u64 {
+        self.snap.sequence
+    }
+
+    /// The number of entries with `lo <= key < hi`: exact (see
+    /// [`OrderedMap::estimate_range`]).
+    pub fn estimate_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        self.count_range(lo, hi)
     }
 
     /// Entries in the map (in a multimap, pairs).
@@ -514,6 +580,8 @@ impl Drop for Snapshot<'_> {
 /// [`WriteTxn::commit`] aborts it.
 pub struct WriteTxn<'m> {
     w: Option<Write<'m>>,
+    /// Markers this transaction sets (at its commit).
+    markers: Vec<(u64, u64)>,
 }
 
 /// The writes of a transaction on one map, the same for [`WriteTxn`] and
@@ -584,6 +652,59 @@ mod ops {
         Ok(any)
     }
 
+    pub(super) fn compare_and_swap(
+        w: &mut Write<'_>,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool> {
+        let form = Form::of(w);
+        if form.dups() {
+            return Err(Error::InvalidArgument(
+                "compare-and-swap needs one value per key; in a multimap use put and \
+                 remove_value in one transaction"
+                    .into(),
+            ));
+        }
+        if let Some(v) = new {
+            form.entry(key, v)?;
+        }
+        let k = form.key(key)?;
+        if w.get(&k)?.as_deref() != expected {
+            return Ok(false);
+        }
+        match new {
+            Some(v) => w.put(&k, v, PutMode::Upsert)?,
+            None => w.remove(&k)?,
+        };
+        Ok(true)
+    }
+
+    pub(super) fn remove_range(
+        w: &mut Write<'_>,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<u64> {
+        let (lo, hi) = Form::of(w).bounds(lo, hi)?;
+        let start = lo.unwrap_or_default();
+        let mut n = 0;
+        while let Some((k, _)) = w
+            .first_ge(&start)?
+            .filter(|(k, _)| hi.as_ref().is_none_or(|h| k < h))
+        {
+            w.remove(&k)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    pub(super) fn set_marker(markers: &mut Vec<(u64, u64)>, i: u64, v: u64) -> Result<()> {
+        check_marker(i)?;
+        markers.retain(|(j, _)| *j != i);
+        markers.push((i, v));
+        Ok(())
+    }
+
     pub(super) fn remove_value(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {
         let form = Form::of(w);
         if form.dups() {
@@ -636,10 +757,43 @@ impl<'m> WriteTxn<'m> {
         ops::get(self.w.as_ref().expect("a live transaction"), key)
     }
 
+    /// If the value of `key` is `expected` (`None`: absent), sets it to `new` (`None`:
+    /// removes it) and returns true; else changes nothing and returns false. Not in a
+    /// multimap (`InvalidArgument`).
+    pub fn compare_and_swap(
+        &mut self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool> {
+        ops::compare_and_swap(self.w(), key, expected, new)
+    }
+
+    /// Removes every entry with `lo <= key < hi` (no bound where `None`); returns how
+    /// many it removed.
+    pub fn remove_range(&mut self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        ops::remove_range(self.w(), lo, hi)
+    }
+
+    /// The map's sequence (a persistent counter, 0 in a new map) as this transaction has
+    /// it, then adds `n` to it: the transaction's commit keeps the sum, an abort drops it.
+    pub fn next_sequence(&mut self, n: u64) -> Result<u64> {
+        self.w().next_sequence(n)
+    }
+
+    /// Sets the store's marker `i` (below [`MARKERS`]) to `v` at this transaction's commit
+    /// (see [`crate::Store::ordered_marker`]).
+    pub fn set_marker(&mut self, i: u64, v: u64) -> Result<()> {
+        ops::set_marker(&mut self.markers, i, v)
+    }
+
     /// Commits every write of the transaction at once; returns the commit's sequence
     /// number.
     pub fn commit(mut self) -> Result<u64> {
-        self.w.take().expect("a live transaction").commit()
+        self.w
+            .take()
+            .expect("a live transaction")
+            .commit(&self.markers)
     }
 
     /// Drops every write of the transaction.
@@ -664,6 +818,7 @@ impl Drop for WriteTxn<'_> {
 pub struct MultiWriteTxn<'m> {
     tx: Txn<'m>,
     parts: Vec<Write<'m>>,
+    markers: Vec<(u64, u64)>,
 }
 
 impl<'m> MultiWriteTxn<'m> {
@@ -713,10 +868,41 @@ impl<'m> MultiWriteTxn<'m> {
         ops::get(self.part(map)?, key)
     }
 
+    /// Compare-and-swap of `key` in `map`: see [`WriteTxn::compare_and_swap`].
+    pub fn compare_and_swap(
+        &mut self,
+        map: &OrderedMap,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool> {
+        ops::compare_and_swap(self.part(map)?, key, expected, new)
+    }
+
+    /// Removes every entry of `map` with `lo <= key < hi`; returns how many.
+    pub fn remove_range(
+        &mut self,
+        map: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<u64> {
+        ops::remove_range(self.part(map)?, lo, hi)
+    }
+
+    /// `map`'s sequence, then adds `n` to it: see [`WriteTxn::next_sequence`].
+    pub fn next_sequence(&mut self, map: &OrderedMap, n: u64) -> Result<u64> {
+        self.part(map)?.next_sequence(n)
+    }
+
+    /// Sets the store's marker `i` to `v` at the commit: see [`WriteTxn::set_marker`].
+    pub fn set_marker(&mut self, i: u64, v: u64) -> Result<()> {
+        ops::set_marker(&mut self.markers, i, v)
+    }
+
     /// Commits every write, to every map, at once; returns the commit's sequence number.
     pub fn commit(mut self) -> Result<u64> {
         let parts = std::mem::take(&mut self.parts);
-        commit_all(&self.tx, parts)
+        commit_all(&self.tx, parts, &self.markers)
     }
 
     /// Drops every write of the transaction.
@@ -742,7 +928,11 @@ impl OrderedMap {
         let mut refs = vec![self.m];
         refs.extend(others.iter().map(|o| o.m));
         let parts = begin_many(tx, &refs)?;
-        Ok(MultiWriteTxn { tx, parts })
+        Ok(MultiWriteTxn {
+            tx,
+            parts,
+            markers: Vec::new(),
+        })
     }
 
     fn same_store(&self, others: &[&OrderedMap]) -> Result<()> {

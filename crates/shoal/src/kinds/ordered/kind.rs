@@ -157,7 +157,7 @@ impl Kind for OrderedRef {
             let en = area::current_entry(sh, self.area, self.e)?;
             let seq = if en.owner == owner_word(self.id, self.cat_word) {
                 let used = area::used_entries(sh, self.area)? & !(1 << self.e);
-                area::commit(tx, self.area, &[], Some(used), |_| {})?
+                area::commit(tx, self.area, &[], Some(used), &[], |_| {})?
             } else {
                 sh.w(self.area + OA_SEQ)
                     .load(std::sync::atomic::Ordering::Acquire)

@@ -111,6 +111,8 @@ thread_local! {
 pub(crate) struct Snap {
     pub seq: u64,
     pub root: Root,
+    /// The map's sequence (its persistent counter) in this snapshot.
+    pub sequence: u64,
     store_id: u64,
     txn: u64,
     area: u64,
@@ -164,6 +166,7 @@ pub(crate) fn snapshot_many(sh: &Shared, t: u64, maps: &[OrderedRef]) -> Result<
                     depth: en.depth as u32,
                     count: en.count,
                 },
+                sequence: en.sequence,
                 store_id: sh.id,
                 txn: t,
                 area: a,
@@ -513,10 +516,24 @@ impl<'a> Write<'a> {
         Ok(())
     }
 
-    /// Commits: writes the new pages, queues the replaced ones, publishes the new root.
-    pub fn commit(self) -> Result<u64> {
+    /// Commits: writes the new pages, queues the replaced ones, publishes the new root
+    /// (and sets the store's `markers`).
+    pub fn commit(self, markers: &[(u64, u64)]) -> Result<u64> {
         let tx = self.tree.store_ref().pool.tx;
-        commit_all(&tx, vec![self])
+        commit_all(&tx, vec![self], markers)
+    }
+
+    /// The map's sequence as this transaction has it; adds `n` to it.
+    pub fn next_sequence(&mut self, n: u64) -> Result<u64> {
+        self.usable()?;
+        let e = &mut self.tree.store.pool.entry;
+        let cur = e.sequence;
+        e.sequence = cur.checked_add(n).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the ordered map's sequence {cur} plus {n} passes 2^64"
+            ))
+        })?;
+        Ok(cur)
     }
 
     /// Writes the transaction's pages and queues the pages it freed, ahead of the commit
@@ -598,7 +615,7 @@ pub(crate) fn begin_many<'a>(tx: Txn<'a>, maps: &[OrderedRef]) -> Result<Vec<Wri
 
 /// Commits the write transactions `writes` (of one store) as one step: all of them or,
 /// after a crash at any instant, none; releases their writer locks either way.
-pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>) -> Result<u64> {
+pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>, markers: &[(u64, u64)]) -> Result<u64> {
     let locks: Vec<u64> = writes.iter().map(|w| w.m.hdr + MO_WLOCK).collect();
     let area = writes.first().map(|w| w.m.area);
     let r = (|| {
@@ -612,7 +629,7 @@ pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>) -> Result<u64> {
         let Some(a) = area else {
             return Ok(0); // no map: nothing to commit
         };
-        area::commit(tx, a, &entries, None, |seq| {
+        area::commit(tx, a, &entries, None, markers, |seq| {
             for (_, pool, _) in &prepared {
                 pool.stamp(seq);
             }
