@@ -404,7 +404,7 @@ impl Snapshot<'_> {
 
     /// The map's sequence (its persistent counter) in this snapshot.
     pub fn map_sequence(&self) -> u64 {
-        self.snap.sequence
+        self.snap.map_sequence
     }
 
     /// The number of entries with `lo <= key < hi`: exact (see

@@ -112,7 +112,7 @@ pub(crate) struct Snap {
     pub seq: u64,
     pub root: Root,
     /// The map's sequence (its persistent counter) in this snapshot.
-    pub sequence: u64,
+    pub map_sequence: u64,
     store_id: u64,
     txn: u64,
     area: u64,
@@ -166,7 +166,7 @@ pub(crate) fn snapshot_many(sh: &Shared, t: u64, maps: &[OrderedRef]) -> Result<
                     depth: en.depth as u32,
                     count: en.count,
                 },
-                sequence: en.sequence,
+                map_sequence: en.sequence,
                 store_id: sh.id,
                 txn: t,
                 area: a,
