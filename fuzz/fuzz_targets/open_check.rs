@@ -123,6 +123,8 @@ fn exercise(s: &Store, write: bool) {
         let _ = snap.for_each(None, None, true, |_, _| true);
         for k in keys.iter().take(64) {
             let _ = snap.get(k);
+            let _ = snap.get_all(k);
+            let _ = snap.count_values(k);
             let _ = snap.count_range(Some(k), None);
         }
         let _ = snap.range(keys.first().map(|k| &k[..]), keys.last().map(|k| &k[..]));
@@ -131,11 +133,13 @@ fn exercise(s: &Store, write: bool) {
             let _ = m.put(b"fuzz", &[7u8; 300]);
             if let Some(k) = keys.first() {
                 let _ = m.put(k, b"overwritten");
+                let _ = m.remove_value(k, b"overwritten");
                 let _ = m.remove(k);
             }
             if let Ok(mut w) = m.write() {
-                for i in 0..50u32 {
-                    let _ = w.put(&i.to_be_bytes(), &[1u8; 100]);
+                // 8-byte keys, so that maps of integer keys take them too.
+                for i in 0..50u64 {
+                    let _ = w.put(&(i << 40).to_le_bytes(), &[1u8; 100]);
                 }
                 let _ = w.commit();
             }

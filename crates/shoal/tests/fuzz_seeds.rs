@@ -120,6 +120,24 @@ fn fuzz_seeds() {
         }
         m.put(b"", b"empty key").unwrap();
     });
+    make(open_dir, "ordered-forms", false, |s| {
+        let opts = |u64_keys, duplicates| shoal::OrderedOptions {
+            u64_keys,
+            duplicates,
+        };
+        let ints = s.ordered_map_with("ints", &opts(true, false)).unwrap();
+        let multi = s.ordered_map_with("multi", &opts(false, true)).unwrap();
+        let both = s.ordered_map_with("both", &opts(true, true)).unwrap();
+        let mut w = ints.write_with(&[&multi, &both]).unwrap();
+        for i in 0..300u64 {
+            w.put(&ints, &(i << 20).to_le_bytes(), &[i as u8; 12])
+                .unwrap();
+            let k = [b'k', (i % 7) as u8, 0];
+            w.put(&multi, &k, &i.to_be_bytes()).unwrap();
+            w.put(&both, &(i % 5).to_le_bytes(), &[i as u8; 3]).unwrap();
+        }
+        w.commit().unwrap();
+    });
     make(open_dir, "queue-set", false, |s| {
         let set = s
             .queue_set(

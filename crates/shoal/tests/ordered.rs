@@ -222,10 +222,20 @@ fn readers_on_other_threads_always_see_whole_transactions() {
                         continue;
                     }
                     let mut w = m.write().unwrap();
-                    let va =
-                        u64::from_le_bytes(w.get(&a.to_be_bytes()).unwrap().try_into().unwrap());
-                    let vb =
-                        u64::from_le_bytes(w.get(&b.to_be_bytes()).unwrap().try_into().unwrap());
+                    let va = u64::from_le_bytes(
+                        w.get(&a.to_be_bytes())
+                            .unwrap()
+                            .unwrap()
+                            .try_into()
+                            .unwrap(),
+                    );
+                    let vb = u64::from_le_bytes(
+                        w.get(&b.to_be_bytes())
+                            .unwrap()
+                            .unwrap()
+                            .try_into()
+                            .unwrap(),
+                    );
                     if va == 0 {
                         continue;
                     }
@@ -284,7 +294,7 @@ fn bad_input_and_other_kinds_get_clear_errors() {
     }
     let m = s.ordered_map("o").unwrap();
     assert!(matches!(
-        m.put(&[0; 600], &[0; 600]),
+        m.put(&[0; shoal::MAX_ORDERED_KEY + 1], b"v"),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(s.map("o"), Err(Error::WrongMapKind { .. })));

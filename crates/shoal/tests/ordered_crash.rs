@@ -41,6 +41,15 @@ fn account(a: u64) -> Vec<u8> {
     format!("acct:{a:02}").into_bytes()
 }
 
+fn blob_key(i: u64) -> String {
+    format!("blob:{i:04}")
+}
+
+/// A value kept out of line, of a length and bytes that say which transaction wrote it.
+fn blob(i: u64) -> Vec<u8> {
+    vec![i as u8; 5000 + 100 * i as usize]
+}
+
 fn acks(path: &Path) -> std::path::PathBuf {
     path.with_extension("acks")
 }
@@ -83,8 +92,8 @@ fn ordered_worker() {
         let mut w = m.write().unwrap();
         let (a, b) = (i % ACCOUNTS, (i * 7 + 3) % ACCOUNTS);
         if a != b {
-            let va = u64::from_le_bytes(w.get(&account(a)).unwrap().try_into().unwrap());
-            let vb = u64::from_le_bytes(w.get(&account(b)).unwrap().try_into().unwrap());
+            let va = u64::from_le_bytes(w.get(&account(a)).unwrap().unwrap().try_into().unwrap());
+            let vb = u64::from_le_bytes(w.get(&account(b)).unwrap().unwrap().try_into().unwrap());
             w.put(&account(a), &(va - 1).to_le_bytes()).unwrap();
             w.put(&account(b), &(vb + 1).to_le_bytes()).unwrap();
         }
@@ -95,6 +104,12 @@ fn ordered_worker() {
             for j in 0..120u64 {
                 w.put(format!("fill:{i:04}:{j:04}").as_bytes(), &[i as u8; 400])
                     .unwrap();
+            }
+            // A value of its own pages, and the one before it dropped: overflow pages
+            // written and freed by the same commit.
+            w.put(blob_key(i).as_bytes(), &blob(i)).unwrap();
+            if i >= 10 {
+                w.remove(blob_key(i - 10).as_bytes()).unwrap();
             }
         }
         w.commit().unwrap();
@@ -121,18 +136,27 @@ fn verify(path: &Path) -> Vec<String> {
     let snaps = m.snapshot_with(&[&m2]).unwrap();
     let mut sum = 0u64;
     let mut txns = BTreeSet::new();
+    let mut bad_blobs = Vec::new();
     for snap in &snaps {
         snap.for_each(None, None, false, |k, v| {
             if k.starts_with(b"acct:") {
                 sum += u64::from_le_bytes(v.try_into().unwrap());
             } else if let Some(i) = k.strip_prefix(b"txn:") {
                 txns.insert(std::str::from_utf8(i).unwrap().parse::<u64>().unwrap());
+            } else if let Some(i) = k.strip_prefix(b"blob:") {
+                let i: u64 = std::str::from_utf8(i).unwrap().parse().unwrap();
+                if v != blob(i).as_slice() {
+                    bad_blobs.push(i);
+                }
             }
             true
         })
         .unwrap();
     }
     drop(snaps);
+    if !bad_blobs.is_empty() {
+        problems.push(format!("values kept out of line read wrong: {bad_blobs:?}"));
+    }
     if sum != 200 * ACCOUNTS {
         problems.push(format!("the accounts sum to {sum}: half a transaction"));
     }

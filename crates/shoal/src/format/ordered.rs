@@ -33,6 +33,10 @@ pub const MAX_ORDERED: u64 = TABLE / ENTRY - 1;
 pub const RT_SEQ: u64 = 0;
 /// Table header word: which entries are in use (bit `i` for entry `i`, 1..=63).
 pub const RT_USED: u64 = 8;
+/// Table header words: the store's markers, from here (committed with any commit).
+pub const RT_MARKERS: u64 = 16;
+/// Markers a store keeps (table header words 16 to 120).
+pub const MARKERS: u64 = 14;
 
 /// Entry word: the root page, 0 = an empty map.
 pub const E_ROOT: u64 = 0;

@@ -2,7 +2,7 @@
 
 use super::maps::{read_name, validate_name};
 use super::Store;
-use crate::api::ordered::OrderedMap;
+use crate::api::ordered::{OrderedMap, OrderedOptions};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::kinds::ordered::{self as ko, area};
@@ -12,11 +12,31 @@ use std::sync::atomic::Ordering::*;
 impl Store {
     /// Opens the ordered map `name`, creating it if it does not exist. An object of another
     /// kind by that name is [`Error::WrongMapKind`]. A store holds at most 63 ordered maps.
+    /// An existing map is opened whatever options it was created with
+    /// ([`OrderedMap::options`]); a new one has keys of bytes and no duplicates.
     pub fn ordered_map(&self, name: &str) -> Result<OrderedMap> {
+        self.ordered_map_inner(name, None)
+    }
+
+    /// Opens the ordered map `name`, creating it with `opts` if it does not exist. A map
+    /// by that name created with other options is [`Error::WrongMapKind`].
+    pub fn ordered_map_with(&self, name: &str, opts: &OrderedOptions) -> Result<OrderedMap> {
+        self.ordered_map_inner(name, Some(opts))
+    }
+
+    fn ordered_map_inner(&self, name: &str, opts: Option<&OrderedOptions>) -> Result<OrderedMap> {
         let _call = crate::deadline::call();
         validate_name(name)?;
+        let checked = |m: OrderedMap| match opts {
+            Some(o) if m.options() != *o => Err(Error::WrongMapKind {
+                name: name.into(),
+                found: ordered_kind(&m.options()),
+                wanted: ordered_kind(o),
+            }),
+            _ => Ok(m),
+        };
         if let Some(m) = self.find_ordered(name)? {
-            return Ok(m);
+            return checked(m);
         }
         if !self.sh.g.ordered {
             return Err(Error::InvalidArgument(format!(
@@ -27,9 +47,27 @@ impl Store {
         }
         let tx = self.txn()?;
         tx.lock(H_CATALOG_LOCK)?;
-        let r = self.create_ordered_locked(&tx, name);
+        let flags = opts.map_or(0, OrderedOptions::flags);
+        let r = self.create_ordered_locked(&tx, name, flags);
         tx.unlock(H_CATALOG_LOCK);
-        r
+        checked(r?)
+    }
+
+    /// The store's marker `i` (below [`MARKERS`]): a persistent word that write
+    /// transactions over ordered maps set with their commit (`set_marker`), 0 until one
+    /// does. A store with no ordered map has all of them 0.
+    pub fn ordered_marker(&self, i: u64) -> Result<u64> {
+        if i >= MARKERS {
+            return Err(Error::InvalidArgument(format!(
+                "a store has {MARKERS} ordered-map markers (0 to {}), not {i}",
+                MARKERS - 1
+            )));
+        }
+        let sh = &*self.sh;
+        match area::area(sh)? {
+            None => Ok(0),
+            Some(a) => area::marker(sh, a, i),
+        }
     }
 
     /// Names of the ordered maps in the store.
@@ -87,7 +125,7 @@ impl Store {
         Ok(Some(OrderedMap::new(self.sh.clone(), m, name)))
     }
 
-    fn create_ordered_locked(&self, tx: &Txn, name: &str) -> Result<OrderedMap> {
+    fn create_ordered_locked(&self, tx: &Txn, name: &str, flags: u64) -> Result<OrderedMap> {
         let sh = &*self.sh;
         self.finish_drops(tx)?;
         if let Some(m) = self.find_ordered(name)? {
@@ -104,14 +142,14 @@ impl Store {
                 ))
             })?;
         let m = self.create_object(tx, name, KIND_ORDERED, 1, |c, id, word| {
-            let hdr = ko::map::init_header(sh, c, e, 0);
+            let hdr = ko::map::init_header(sh, c, e, flags);
             (
                 ko::OrderedRef {
                     id,
                     cat_word: word,
                     hdr,
                     e,
-                    flags: 0,
+                    flags,
                     area: a,
                 },
                 hdr,
@@ -123,6 +161,13 @@ impl Store {
     }
 }
 
+fn ordered_kind(o: &OrderedOptions) -> MapKind {
+    MapKind::Ordered {
+        u64_keys: o.u64_keys,
+        duplicates: o.duplicates,
+    }
+}
+
 /// Makes the map's entry in the root table (empty tree, pool at its first page).
 fn first_commit(tx: &Txn, m: &ko::OrderedRef) -> Result<()> {
     let sh = tx.sh;
@@ -131,6 +176,6 @@ fn first_commit(tx: &Txn, m: &ko::OrderedRef) -> Result<()> {
         owner: ko::map::owner_word(m.id, m.cat_word),
         ..Default::default()
     };
-    area::commit(tx, m.area, &[(m.e, en)], Some(used), |_| {})?;
+    area::commit(tx, m.area, &[(m.e, en)], Some(used), &[], |_| {})?;
     Ok(())
 }

@@ -221,6 +221,7 @@ pub(crate) fn commit(
     a: u64,
     changed: &[(u64, Entry)],
     used: Option<u64>,
+    markers: &[(u64, u64)],
     stamp: impl FnOnce(u64),
 ) -> Result<u64> {
     let sh = tx.sh;
@@ -237,6 +238,10 @@ pub(crate) fn commit(
         sh.w(dst + w).store(sh.w(src + w).load(Acquire), Relaxed);
     }
     sh.w(dst + RT_USED).store(new_used, Relaxed);
+    for (i, v) in markers {
+        debug_assert!(*i < MARKERS);
+        sh.w(dst + RT_MARKERS + 8 * i).store(*v, Relaxed);
+    }
     let mut copy = (old_used | new_used) & !1;
     while copy != 0 {
         let e = copy.trailing_zeros() as u64;
@@ -257,6 +262,21 @@ pub(crate) fn commit(
     crate::rt::failpoint!("ordered.commit.published");
     tx.unlock(a + OA_LOCK);
     Ok(s + 1)
+}
+
+/// Marker `i` (below [`MARKERS`]) as the current table has it.
+pub(crate) fn marker(sh: &Shared, a: u64, i: u64) -> Result<u64> {
+    loop {
+        let s = sh.w(a + OA_SEQ).load(Acquire);
+        let t = table(sh, a, s);
+        let ok = sh.w(t + RT_SEQ).load(Acquire) == s;
+        let v = sh.w(t + RT_MARKERS + 8 * i).load(Acquire);
+        fence(Acquire);
+        if ok && sh.w(t + RT_SEQ).load(Relaxed) == s {
+            return Ok(v);
+        }
+        stable_or_corrupt(sh, a, s)?;
+    }
 }
 
 /// The table-use word of the current table.

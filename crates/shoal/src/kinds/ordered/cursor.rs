@@ -260,6 +260,7 @@ mod tests {
                     pages: &pages,
                     next: &mut next,
                     free: Vec::new(),
+                    direct: HashMap::new(),
                 },
                 Root::default(),
             );
@@ -283,6 +284,7 @@ mod tests {
                 pages: &pages,
                 next: &mut next,
                 free: Vec::new(),
+                direct: HashMap::new(),
             };
             let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
             // Forward and backward walks.

@@ -90,6 +90,34 @@ impl Kind for OrderedRef {
             }
             if level == 0 {
                 total += p.n() as u64;
+                for i in 0..p.n() {
+                    if let Err(what) = self.entry_form_ok(&key(i), p.value_at(i).1) {
+                        problems.push(format!("{name}page {off:#x}: entry {i}: {what}"));
+                    }
+                    let Some((first, len)) = p.value_ref(i) else {
+                        if p.out_of_line(i) {
+                            problems.push(format!(
+                                "{name}page {off:#x}: entry {i}'s value reference is not 16 bytes"
+                            ));
+                        }
+                        continue;
+                    };
+                    // A value's pages are the map's like its tree's: each reached once.
+                    match super::overflow::pages(&src, first, len) {
+                        Ok(pages) => {
+                            for v in pages {
+                                if !super::file::is_page(sh, v) || !seen.insert(v) {
+                                    problems.push(format!(
+                                        "{name}page {v:#x} of a value is not a page, or is reached twice"
+                                    ));
+                                }
+                            }
+                        }
+                        Err(what) => {
+                            problems.push(format!("{name}page {off:#x}: entry {i}: {what}"))
+                        }
+                    }
+                }
                 continue;
             }
             for c in 0..=p.n() {
@@ -129,7 +157,7 @@ impl Kind for OrderedRef {
             let en = area::current_entry(sh, self.area, self.e)?;
             let seq = if en.owner == owner_word(self.id, self.cat_word) {
                 let used = area::used_entries(sh, self.area)? & !(1 << self.e);
-                area::commit(tx, self.area, &[], Some(used), |_| {})?
+                area::commit(tx, self.area, &[], Some(used), &[], |_| {})?
             } else {
                 sh.w(self.area + OA_SEQ)
                     .load(std::sync::atomic::Ordering::Acquire)
@@ -161,6 +189,19 @@ impl Kind for OrderedRef {
 }
 
 impl OrderedRef {
+    /// Whether a leaf entry has the form the map's flags give every entry: an integer
+    /// key of 8 bytes, a multimap's escaped pair with no value.
+    fn entry_form_ok(&self, k: &[u8], vlen: usize) -> std::result::Result<(), String> {
+        if self.flags & OF_DUPS != 0 {
+            if vlen != 0 {
+                return Err("a multimap entry with a value".into());
+            }
+            let (key, _) = super::keys::split_dup(k)?;
+            return super::keys::user_key(self.flags, &key).map(|_| ());
+        }
+        super::keys::user_key(self.flags, k).map(|_| ())
+    }
+
     /// Every page of the map is in exactly one place: the tree (`tree`), the free-page
     /// queue (as a queue page or an entry), or past the pool's cursor; and the runs are
     /// the map's.

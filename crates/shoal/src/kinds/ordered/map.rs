@@ -57,6 +57,10 @@ pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
     if !(1..=MAX_ORDERED).contains(&e) {
         return Err(bad(format!("root-table entry {e} is out of range")));
     }
+    let flags = sh.w(hdr + MO_FLAGS).load(Acquire);
+    if flags & !super::keys::KNOWN_FLAGS != 0 {
+        return Err(bad(format!("unknown flags {flags:#x}")));
+    }
     let Some(area) = area::area(sh)? else {
         return Err(bad("the store has no ordered area".into()));
     };
@@ -65,7 +69,7 @@ pub(crate) fn ordered_ref(sh: &Shared, id: u64) -> Result<OrderedRef> {
         cat_word,
         hdr,
         e,
-        flags: sh.w(hdr + MO_FLAGS).load(Acquire),
+        flags,
         area,
     })
 }
@@ -107,6 +111,8 @@ thread_local! {
 pub(crate) struct Snap {
     pub seq: u64,
     pub root: Root,
+    /// The map's sequence (its persistent counter) in this snapshot.
+    pub map_sequence: u64,
     store_id: u64,
     txn: u64,
     area: u64,
@@ -160,6 +166,7 @@ pub(crate) fn snapshot_many(sh: &Shared, t: u64, maps: &[OrderedRef]) -> Result<
                     depth: en.depth as u32,
                     count: en.count,
                 },
+                map_sequence: en.sequence,
                 store_id: sh.id,
                 txn: t,
                 area: a,
@@ -206,11 +213,7 @@ impl Snap {
         let Some((leaf, i)) = self.find(sh, key)? else {
             return Ok(None);
         };
-        let p = FilePage { sh, off: leaf };
-        let (at, len) = p.value_at(i);
-        let mut v = vec![0u8; len];
-        p.copy_out(at, &mut v);
-        Ok(Some(v))
+        leaf_value(sh, &FilePage { sh, off: leaf }, i).map(Some)
     }
 
     /// The leaf and index of `key`.
@@ -278,15 +281,46 @@ impl Snap {
             if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
                 break;
             }
-            let (va, vl) = p.value_at(i);
-            let mut v = vec![0u8; vl];
-            p.copy_out(va, &mut v);
+            let v = leaf_value(sh, &p, i)?;
             if !f(&k, &v) {
                 break;
             }
             on = if rev { c.prev(&src) } else { c.next(&src) };
         }
         Ok(())
+    }
+
+    /// The (key, value) of the entry cursor `c` stands on (in the tree's form), its leaf
+    /// checked first; `None` if it stands on none.
+    pub fn entry_at(&self, sh: &Shared, c: &Cursor) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let Some((leaf, i)) = c.at() else {
+            return Ok(None);
+        };
+        let p = page_of(sh, leaf, 0)?;
+        let (ka, kl) = p.key_at(i);
+        let mut k = vec![0u8; kl];
+        p.copy_out(ka, &mut k);
+        Ok(Some((k, leaf_value(sh, &p, i)?)))
+    }
+
+    /// The number of entries whose key is below `key`.
+    pub fn rank(&self, sh: &Shared, key: &[u8]) -> Result<u64> {
+        self.check_tree_top(sh)?;
+        Ok(cursor::rank(&FilePages { sh }, self.root, key))
+    }
+
+    /// Moves `c` as `how` says, over this snapshot's tree; whether it stands on an entry.
+    pub fn step(&self, sh: &Shared, c: &mut Cursor, how: Step<'_>) -> Result<bool> {
+        self.check_tree_top(sh)?;
+        let src = FilePages { sh };
+        Ok(match how {
+            Step::First => c.first(&src, self.root),
+            Step::Last => c.last(&src, self.root),
+            Step::Ge(k) => c.seek_ge(&src, self.root, k),
+            Step::Le(k) => c.seek_le(&src, self.root, k),
+            Step::Next => c.next(&src),
+            Step::Prev => c.prev(&src),
+        })
     }
 
     /// Entries with `lo <= key < hi`.
@@ -301,6 +335,41 @@ impl Snap {
         }
         Ok(())
     }
+}
+
+/// Leaf entry `i`'s value, read from its overflow pages if it is kept out of line.
+pub(crate) fn leaf_value(sh: &Shared, p: &FilePage<'_>, i: usize) -> Result<Vec<u8>> {
+    if let Some((first, len)) = p.value_ref(i) {
+        return super::overflow::read(&FilePages { sh }, first, len)
+            .map_err(|w| sh.corrupt(format!("ordered map: {w}")));
+    }
+    if p.out_of_line(i) {
+        return Err(sh.corrupt(format!(
+            "ordered map: page {:#x} entry {i} has a value reference of the wrong size",
+            p.off
+        )));
+    }
+    let (at, len) = p.value_at(i);
+    let mut v = vec![0u8; len];
+    p.copy_out(at, &mut v);
+    Ok(v)
+}
+
+/// A move of a cursor ([`Snap::step`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Step<'k> {
+    /// To the first entry.
+    First,
+    /// To the last entry.
+    Last,
+    /// To the first entry at or above the key.
+    Ge(&'k [u8]),
+    /// To the last entry at or below the key.
+    Le(&'k [u8]),
+    /// One entry on.
+    Next,
+    /// One entry back.
+    Prev,
 }
 
 fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {
@@ -366,6 +435,9 @@ impl Pages for PoolPages<'_> {
     }
     fn corrupt(&self, what: String) -> Error {
         self.pool.tx.sh.corrupt(format!("ordered map: {what}"))
+    }
+    fn write_direct(&mut self, off: u64, p: &PageBuf) {
+        write_page(self.pool.tx.sh, off, p);
     }
 }
 
@@ -444,10 +516,24 @@ impl<'a> Write<'a> {
         Ok(())
     }
 
-    /// Commits: writes the new pages, queues the replaced ones, publishes the new root.
-    pub fn commit(self) -> Result<u64> {
+    /// Commits: writes the new pages, queues the replaced ones, publishes the new root
+    /// (and sets the store's `markers`).
+    pub fn commit(self, markers: &[(u64, u64)]) -> Result<u64> {
         let tx = self.tree.store_ref().pool.tx;
-        commit_all(&tx, vec![self])
+        commit_all(&tx, vec![self], markers)
+    }
+
+    /// The map's sequence as this transaction has it; adds `n` to it.
+    pub fn next_sequence(&mut self, n: u64) -> Result<u64> {
+        self.usable()?;
+        let e = &mut self.tree.store.pool.entry;
+        let cur = e.sequence;
+        e.sequence = cur.checked_add(n).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the ordered map's sequence {cur} plus {n} passes 2^64"
+            ))
+        })?;
+        Ok(cur)
     }
 
     /// Writes the transaction's pages and queues the pages it freed, ahead of the commit
@@ -485,8 +571,18 @@ impl<'a> Write<'a> {
     }
 
     /// The value of `key` as this transaction sees it.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.tree.get(key)
+    }
+
+    /// Whether `key` has an entry, as this transaction sees it (its value not read).
+    pub fn tree_has(&self, key: &[u8]) -> bool {
+        self.tree.has(key)
+    }
+
+    /// The first entry at or after `key` as this transaction sees it.
+    pub fn first_ge(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.tree.first_ge(key)
     }
 }
 
@@ -519,7 +615,7 @@ pub(crate) fn begin_many<'a>(tx: Txn<'a>, maps: &[OrderedRef]) -> Result<Vec<Wri
 
 /// Commits the write transactions `writes` (of one store) as one step: all of them or,
 /// after a crash at any instant, none; releases their writer locks either way.
-pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>) -> Result<u64> {
+pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>, markers: &[(u64, u64)]) -> Result<u64> {
     let locks: Vec<u64> = writes.iter().map(|w| w.m.hdr + MO_WLOCK).collect();
     let area = writes.first().map(|w| w.m.area);
     let r = (|| {
@@ -533,7 +629,7 @@ pub(crate) fn commit_all(tx: &Txn, writes: Vec<Write<'_>>) -> Result<u64> {
         let Some(a) = area else {
             return Ok(0); // no map: nothing to commit
         };
-        area::commit(tx, a, &entries, None, |seq| {
+        area::commit(tx, a, &entries, None, markers, |seq| {
             for (_, pool, _) in &prepared {
                 pool.stamp(seq);
             }

@@ -9,8 +9,10 @@
 pub(crate) mod area;
 pub(crate) mod cursor;
 pub(crate) mod file;
+pub(crate) mod keys;
 mod kind;
 pub(crate) mod map;
+pub(crate) mod overflow;
 pub(crate) mod page;
 pub(crate) mod pool;
 pub(crate) mod tree;

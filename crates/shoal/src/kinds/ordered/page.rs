@@ -16,7 +16,9 @@
 //! `head` is the key's first four bytes read big-endian (zero-padded), so a binary search
 //! compares integers in the slot array, which is contiguous, and reads a key's bytes only
 //! when heads tie: most of a search's compares touch one or two cache lines. A leaf entry
-//! at `off` is `u32 vlen, key, value`; a branch entry is `key, u64 child, u64 count`, the
+//! at `off` is `u32 vlen, key, value` (with bit 31 of `vlen` set, [`OUT_OF_LINE`], the
+//! value is a 16-byte reference to overflow pages: u64 first page, u64 length); a branch
+//! entry is `key, u64 child, u64 count`, the
 //! child holding the keys from its separator up to the next one, and `count` the entries
 //! under it (a counted B+tree: `count_range` is exact in O(log n)).
 //!
@@ -37,6 +39,16 @@ pub const SLOT: usize = 8;
 pub const LEAF: u16 = 1;
 /// See [`LEAF`].
 pub const BRANCH: u16 = 2;
+/// A page of a value kept out of line: u16 kind, u16 0, u32 bytes of the value in this
+/// page, u64 the next page of the value (0 for the last), then the bytes, from
+/// [`OVERFLOW_HDR`].
+pub const OVERFLOW: u16 = 3;
+/// Bytes before an overflow page's share of its value.
+pub const OVERFLOW_HDR: usize = 16;
+/// Bit of a leaf entry's `vlen`: its value is a reference to overflow pages.
+pub const OUT_OF_LINE: u32 = 1 << 31;
+/// Bytes of such a reference: u64 first page, u64 the value's length.
+pub const VALUE_REF: usize = 16;
 
 /// The head of a key: its first four bytes, big-endian, zero-padded.
 #[inline]
@@ -103,14 +115,31 @@ pub trait PageRead {
         }
         Err(lo)
     }
-    /// Leaf entry `i`'s value: (offset, length), never past the page, as for
-    /// [`PageRead::key_at`].
+    /// Leaf entry `i`'s value bytes in the page: (offset, length), never past the page,
+    /// as for [`PageRead::key_at`]. For a value kept out of line, its reference.
     fn value_at(&self, i: usize) -> (usize, usize) {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
         let klen = self.u16_at(s + 2) as usize;
         let at = (off + 4 + klen).min(PAGE);
-        (at, (self.u32_at(off) as usize).min(PAGE - at))
+        (
+            at,
+            ((self.u32_at(off) & !OUT_OF_LINE) as usize).min(PAGE - at),
+        )
+    }
+    /// Whether leaf entry `i`'s value is kept out of line.
+    fn out_of_line(&self, i: usize) -> bool {
+        let off = self.u16_at(HDR + SLOT * i) as usize;
+        off + 4 <= PAGE && self.u32_at(off) & OUT_OF_LINE != 0
+    }
+    /// Leaf entry `i`'s reference to its overflow pages (first page, length), if its
+    /// value is kept out of line.
+    fn value_ref(&self, i: usize) -> Option<(u64, u64)> {
+        if !self.out_of_line(i) {
+            return None;
+        }
+        let (at, len) = self.value_at(i);
+        (len == VALUE_REF).then(|| (self.u64_at(at), self.u64_at(at + 8)))
     }
     /// Branch: the child index that holds `key` (0 = child0, i + 1 = entry i's child).
     fn child_index(&self, key: &[u8]) -> usize {
@@ -213,6 +242,14 @@ impl PageBuf {
     fn set_dead(&mut self, d: usize) {
         self.put16(6, d as u16);
     }
+    /// Overflow page: holds `part` of a value, followed by page `next` (0: none).
+    pub fn set_overflow(&mut self, part: &[u8], next: u64) {
+        debug_assert!(part.len() <= PAGE - OVERFLOW_HDR);
+        self.put32(4, part.len() as u32);
+        self.put64(8, next);
+        self.b[OVERFLOW_HDR..OVERFLOW_HDR + part.len()].copy_from_slice(part);
+    }
+
     /// Branch: sets child0 and its entry count.
     pub fn set_child0(&mut self, child: u64, count: u64) {
         self.put64(16, child);
@@ -272,7 +309,7 @@ impl PageBuf {
         let off = self.u16_at(s) as usize;
         let klen = self.u16_at(s + 2) as usize;
         if self.kind() == LEAF {
-            4 + klen + self.u32_at(off) as usize
+            4 + klen + (self.u32_at(off) & !OUT_OF_LINE) as usize
         } else {
             klen + 16
         }
@@ -295,10 +332,25 @@ impl PageBuf {
     }
 
     /// Leaf: inserts (key, value) at slot `i` (from a search's `Err(i)`).
+    #[cfg(test)]
     pub fn leaf_insert(&mut self, i: usize, key: &[u8], value: &[u8]) -> Result<(), Full> {
+        self.leaf_insert_as(i, key, value, false)
+    }
+
+    /// Leaf: inserts (key, value) at slot `i`, `value` being a reference to overflow
+    /// pages if `out_of_line`.
+    pub fn leaf_insert_as(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        value: &[u8],
+        out_of_line: bool,
+    ) -> Result<(), Full> {
         debug_assert_eq!(self.kind(), LEAF);
+        debug_assert!(!out_of_line || value.len() == VALUE_REF);
         let off = self.insert_slot(i, key, 4 + key.len() + value.len())?;
-        self.put32(off, value.len() as u32);
+        let flag = if out_of_line { OUT_OF_LINE } else { 0 };
+        self.put32(off, value.len() as u32 | flag);
         self.b[off + 4..off + 4 + key.len()].copy_from_slice(key);
         self.b[off + 4 + key.len()..off + 4 + key.len() + value.len()].copy_from_slice(value);
         Ok(())
@@ -320,9 +372,16 @@ impl PageBuf {
     }
 
     /// Leaf: replaces entry `i`'s value.
+    #[cfg(test)]
     pub fn leaf_set_value(&mut self, i: usize, value: &[u8]) -> Result<(), Full> {
+        self.leaf_set_as(i, value, false)
+    }
+
+    /// Leaf: replaces entry `i`'s value, by a reference to overflow pages if
+    /// `out_of_line`.
+    pub fn leaf_set_as(&mut self, i: usize, value: &[u8], out_of_line: bool) -> Result<(), Full> {
         let (vat, vlen) = self.value_at(i);
-        if vlen == value.len() {
+        if vlen == value.len() && self.out_of_line(i) == out_of_line {
             self.b[vat..vat + vlen].copy_from_slice(value);
             return Ok(());
         }
@@ -334,7 +393,7 @@ impl PageBuf {
             return Err(Full);
         }
         self.remove(i);
-        self.leaf_insert(i, &key, value)
+        self.leaf_insert_as(i, &key, value, out_of_line)
     }
 
     /// Branch: inserts separator `key` with `child` (holding `count` entries) at slot `i`.
@@ -393,7 +452,7 @@ impl PageBuf {
                 let (va, vl) = self.value_at(i);
                 let v = self.b[va..va + vl].to_vec();
                 right
-                    .leaf_insert(j, &key, &v)
+                    .leaf_insert_as(j, &key, &v, self.out_of_line(i))
                     .expect("half a page fits a page");
                 j += 1;
             } else {
@@ -435,7 +494,14 @@ impl PageBuf {
                 if off < lo || off + 4 > PAGE {
                     return Err(format!("entry {i} at {off} is outside the heap"));
                 }
-                4 + klen + self.u32_at(off) as usize
+                let w = self.u32_at(off);
+                if w & OUT_OF_LINE != 0 && w & !OUT_OF_LINE != VALUE_REF as u32 {
+                    return Err(format!(
+                        "entry {i}'s value reference has {} bytes",
+                        w & !OUT_OF_LINE
+                    ));
+                }
+                4 + klen + (w & !OUT_OF_LINE) as usize
             } else {
                 klen + 16
             };

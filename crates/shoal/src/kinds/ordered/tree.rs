@@ -8,9 +8,10 @@
 //! Where pages live is the [`Pages`] trait's business: the file in the engine, a hash map
 //! in the tests.
 
+use super::overflow;
 use super::page::{PageBuf, PageRead, BRANCH, LEAF};
 use crate::error::Result;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The offset of no page (an empty tree's root).
 pub const NO_PAGE: u64 = 0;
@@ -45,6 +46,9 @@ pub trait Pages: PageSource {
     fn recycle(&mut self, off: u64);
     /// The error for a committed page that is not what the tree needs there.
     fn corrupt(&self, what: String) -> crate::error::Error;
+    /// Writes page `off`, which [`Pages::alloc`] gave this transaction, where readers of
+    /// this transaction's tree will read it (an overflow page, never edited again).
+    fn write_direct(&mut self, off: u64, p: &PageBuf);
 }
 
 /// A page as a write transaction sees it: its own copy, or a committed page.
@@ -82,6 +86,10 @@ pub struct WriteTxn<S: Pages> {
     own: HashMap<u64, PageBuf>,
     /// Committed pages this transaction replaced (free once no older snapshot is read).
     replaced: Vec<u64>,
+    /// Overflow pages this transaction wrote (not committed: free at once if dropped).
+    direct: HashSet<u64>,
+    /// Values the last edit dropped, out of line: (first page, length), to free.
+    dropped_values: Vec<(u64, u64)>,
 }
 
 /// What a write transaction leaves to commit.
@@ -109,6 +117,8 @@ impl<S: Pages> WriteTxn<S> {
             root,
             own: HashMap::new(),
             replaced: Vec::new(),
+            direct: HashSet::new(),
+            dropped_values: Vec::new(),
         }
     }
 
@@ -170,33 +180,130 @@ impl<S: Pages> WriteTxn<S> {
     }
 
     /// The value of `key`, copied.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if self.root.page == NO_PAGE {
-            return None;
+            return Ok(None);
         }
         let mut off = self.root.page;
         for _ in 0..self.root.depth {
             off = view!(self.view(off), p => p.child(p.child_index(key)).0);
         }
-        view!(self.view(off), p => {
-            p.search(key).ok().map(|i| {
-                let (at, len) = p.value_at(i);
-                let mut v = vec![0u8; len];
-                p.copy_out(at, &mut v);
-                v
-            })
+        view!(self.view(off), p => match p.search(key) {
+            Ok(i) => self.value_of(p, i).map(Some),
+            Err(_) => Ok(None),
         })
+    }
+
+    /// Leaf entry `i`'s value, read from its overflow pages if it is kept out of line.
+    fn value_of(&self, p: &impl PageRead, i: usize) -> Result<Vec<u8>> {
+        if let Some((first, len)) = p.value_ref(i) {
+            return overflow::read(&self.store, first, len).map_err(|w| self.store.corrupt(w));
+        }
+        let (at, len) = p.value_at(i);
+        let mut v = vec![0u8; len];
+        p.copy_out(at, &mut v);
+        Ok(v)
+    }
+
+    /// Frees the values that the last edit dropped: pages this transaction wrote go back
+    /// at once, committed ones wait for older snapshots to end.
+    fn free_dropped_values(&mut self) -> Result<()> {
+        while let Some((first, len)) = self.dropped_values.pop() {
+            let pages =
+                overflow::pages(&self.store, first, len).map_err(|w| self.store.corrupt(w))?;
+            for off in pages {
+                if self.direct.remove(&off) {
+                    self.store.recycle(off);
+                } else {
+                    self.replaced.push(off);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The first entry whose key is at least `key`, as this transaction has it: (key,
+    /// value), copied.
+    pub fn first_ge(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.root.page == NO_PAGE {
+            return Ok(None);
+        }
+        // The branches passed, with the child taken, so that the walk can step right
+        // past a leaf whose keys are all below `key`.
+        let mut path: Vec<(u64, usize)> = Vec::with_capacity(self.root.depth as usize);
+        let mut off = self.root.page;
+        for _ in 0..self.root.depth {
+            let c = view!(self.view(off), p => p.child_index(key));
+            path.push((off, c));
+            off = view!(self.view(off), p => p.child(c).0);
+        }
+        let mut i = view!(self.view(off), p => match p.search(key) { Ok(i) | Err(i) => i });
+        loop {
+            let found = view!(self.view(off), p => (i < p.n()).then(|| {
+                let (ka, kl) = p.key_at(i);
+                let mut k = vec![0u8; kl];
+                p.copy_out(ka, &mut k);
+                self.value_of(p, i).map(|v| (k, v))
+            }));
+            if let Some(kv) = found {
+                return kv.map(Some);
+            }
+            // Up to the lowest branch with a child right of the one taken, then down its
+            // leftmost edge.
+            let (b, c) = loop {
+                let Some((b, c)) = path.pop() else {
+                    return Ok(None);
+                };
+                if c < view!(self.view(b), p => p.n()) {
+                    break (b, c + 1);
+                }
+            };
+            path.push((b, c));
+            off = view!(self.view(b), p => p.child(c).0);
+            for _ in path.len()..self.root.depth as usize {
+                path.push((off, 0));
+                off = view!(self.view(off), p => p.child(0).0);
+            }
+            i = 0;
+        }
     }
 
     /// Puts `key` → `value` as `mode` says; returns whether it wrote. An error (no page
     /// to allocate) leaves the transaction in no defined state: it must be dropped.
     pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
+        if !overflow::goes_out_of_line(key.len(), value.len()) {
+            return self.put_as(key, value, false, mode);
+        }
+        // A value of its own pages: written first (if the put will happen), then
+        // referenced from the leaf.
+        if mode != PutMode::Upsert && self.has(key) != (mode == PutMode::Replace) {
+            return Ok(false);
+        }
+        let (first, pages) = overflow::write(&mut self.store, value)?;
+        self.direct.extend(pages);
+        let r = overflow::reference(first, value.len() as u64);
+        self.put_as(key, &r, true, mode)
+    }
+
+    /// Whether `key` has an entry (its value not read).
+    pub fn has(&self, key: &[u8]) -> bool {
+        if self.root.page == NO_PAGE {
+            return false;
+        }
+        let mut off = self.root.page;
+        for _ in 0..self.root.depth {
+            off = view!(self.view(off), p => p.child(p.child_index(key)).0);
+        }
+        view!(self.view(off), p => p.search(key).is_ok())
+    }
+
+    fn put_as(&mut self, key: &[u8], value: &[u8], out: bool, mode: PutMode) -> Result<bool> {
         if self.root.page == NO_PAGE {
             if mode == PutMode::Replace {
                 return Ok(false);
             }
             let mut leaf = PageBuf::new(LEAF);
-            leaf.leaf_insert(0, key, value)
+            leaf.leaf_insert_as(0, key, value, out)
                 .expect("an empty page takes an entry");
             self.root = Root {
                 page: self.fresh(leaf)?,
@@ -206,7 +313,7 @@ impl<S: Pages> WriteTxn<S> {
             return Ok(true);
         }
         let root = self.own(self.root.page, self.root.depth)?;
-        let (wrote, added, split) = self.put_at(root, self.root.depth, key, value, mode)?;
+        let (wrote, added, split) = self.put_at(root, self.root.depth, key, (value, out), mode)?;
         self.root.page = root;
         if added {
             self.root.count += 1;
@@ -220,6 +327,7 @@ impl<S: Pages> WriteTxn<S> {
             self.root.page = self.fresh(b)?;
             self.root.depth += 1;
         }
+        self.free_dropped_values()?;
         Ok(wrote)
     }
 
@@ -229,7 +337,7 @@ impl<S: Pages> WriteTxn<S> {
         off: u64,
         level: u32,
         key: &[u8],
-        value: &[u8],
+        value: (&[u8], bool),
         mode: PutMode,
     ) -> Result<(bool, bool, Option<Split>)> {
         if level == 0 {
@@ -239,8 +347,11 @@ impl<S: Pages> WriteTxn<S> {
                 (Ok(_), PutMode::Insert) | (Err(_), PutMode::Replace) => {
                     return Ok((false, false, None))
                 }
-                (Ok(i), _) => page.leaf_set_value(i, value),
-                (Err(i), _) => page.leaf_insert(i, key, value),
+                (Ok(i), _) => {
+                    self.dropped_values.extend(page.value_ref(i));
+                    page.leaf_set_as(i, value.0, value.1)
+                }
+                (Err(i), _) => page.leaf_insert_as(i, key, value.0, value.1),
             };
             let added = found.is_err();
             if ok.is_ok() {
@@ -290,11 +401,12 @@ impl<S: Pages> WriteTxn<S> {
     /// Removes `key`; returns whether it was there. An error leaves the transaction in
     /// no defined state, as for [`WriteTxn::put`].
     pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
-        if self.root.page == NO_PAGE || self.get(key).is_none() {
+        if !self.has(key) {
             return Ok(false);
         }
         let root = self.own(self.root.page, self.root.depth)?;
         let empty = self.remove_at(root, self.root.depth, key)?;
+        self.free_dropped_values()?;
         self.root.count -= 1;
         self.root.page = root;
         if empty {
@@ -323,6 +435,7 @@ impl<S: Pages> WriteTxn<S> {
         if level == 0 {
             let page = self.own.get_mut(&off).expect("owned");
             let i = page.search(key).expect("present");
+            self.dropped_values.extend(page.value_ref(i));
             page.remove(i);
             return Ok(page.n() == 0);
         }
@@ -353,10 +466,10 @@ impl<S: Pages> WriteTxn<S> {
     }
 }
 
-fn put_in_leaf(p: &mut PageBuf, key: &[u8], value: &[u8]) {
+fn put_in_leaf(p: &mut PageBuf, key: &[u8], (value, out): (&[u8], bool)) {
     match p.search(key) {
-        Ok(i) => p.leaf_set_value(i, value),
-        Err(i) => p.leaf_insert(i, key, value),
+        Ok(i) => p.leaf_set_as(i, value, out),
+        Err(i) => p.leaf_insert_as(i, key, value, out),
     }
     .expect("half a page has room for an entry of at most a quarter page")
 }
@@ -372,6 +485,8 @@ pub(crate) mod tests {
         pub next: &'a mut u64,
         /// Pages recycled by the transaction, handed out again first.
         pub free: Vec<u64>,
+        /// Overflow pages the transaction wrote.
+        pub direct: HashMap<u64, PageBuf>,
     }
 
     impl PageSource for Mem<'_> {
@@ -380,7 +495,7 @@ pub(crate) mod tests {
         where
             Self: 'b;
         fn page(&self, off: u64) -> &PageBuf {
-            &self.pages[&off]
+            self.direct.get(&off).unwrap_or_else(|| &self.pages[&off])
         }
     }
 
@@ -393,10 +508,14 @@ pub(crate) mod tests {
             Ok(*self.next)
         }
         fn recycle(&mut self, off: u64) {
+            self.direct.remove(&off);
             self.free.push(off);
         }
         fn corrupt(&self, what: String) -> crate::error::Error {
             crate::error::Error::InvalidArgument(what)
+        }
+        fn write_direct(&mut self, off: u64, p: &PageBuf) {
+            self.direct.insert(off, p.clone());
         }
     }
 
@@ -459,8 +578,23 @@ pub(crate) mod tests {
             if level == 0 {
                 assert_eq!(p.kind(), LEAF);
                 for i in 0..p.n() {
-                    let (a, l) = p.value_at(i);
-                    out.0.push((key(i), p.bytes()[a..a + l].to_vec()));
+                    let v = match p.value_ref(i) {
+                        Some((first, len)) => {
+                            let src = Mem {
+                                pages,
+                                next: &mut 0,
+                                free: Vec::new(),
+                                direct: HashMap::new(),
+                            };
+                            out.1.extend(overflow::pages(&src, first, len).unwrap());
+                            overflow::read(&src, first, len).unwrap()
+                        }
+                        None => {
+                            let (a, l) = p.value_at(i);
+                            p.bytes()[a..a + l].to_vec()
+                        }
+                    };
+                    out.0.push((key(i), v));
                 }
                 assert!(p.n() > 0, "empty leaf left in the tree");
                 return p.n() as u64;
@@ -511,6 +645,7 @@ pub(crate) mod tests {
                         pages: &pages,
                         next: &mut next,
                         free: Vec::new(),
+                        direct: HashMap::new(),
                     },
                     root,
                 );
@@ -525,7 +660,12 @@ pub(crate) mod tests {
                         _ => (r >> 24) as usize % 12,
                     };
                     let key = format!("k{kn:0w$}").into_bytes();
-                    let val = vec![(r >> 30) as u8; ((r >> 40) % 200) as usize];
+                    // Some values are kept out of line, a few over several pages.
+                    let vlen = match (r >> 44) % 16 {
+                        0 => 990 + ((r >> 48) % 9000) as usize,
+                        _ => ((r >> 40) % 200) as usize,
+                    };
+                    let val = vec![(r >> 30) as u8; vlen];
                     match (r >> 60) % 8 {
                         0..=3 => {
                             assert!(t.put(&key, &val, PutMode::Upsert).unwrap());
@@ -545,9 +685,20 @@ pub(crate) mod tests {
                         }
                         _ => assert_eq!(t.remove(&key).unwrap(), m.remove(&key).is_some()),
                     }
-                    assert_eq!(t.get(b"k1"), m.get(b"k1".as_slice()).cloned());
+                    assert_eq!(t.get(b"k1").unwrap(), m.get(b"k1".as_slice()).cloned());
+                    let probe = format!("k{}", rng(&mut seed) % 3100).into_bytes();
+                    let want = m
+                        .range(probe.clone()..)
+                        .next()
+                        .map(|(k, v)| (k.clone(), v.clone()));
+                    assert_eq!(
+                        t.first_ge(&probe).unwrap(),
+                        want,
+                        "seed {seed0}: first_ge({probe:?})"
+                    );
                 }
-                let (_, f) = t.finish();
+                let (store, f) = t.finish();
+                let direct = store.direct;
                 // Nothing a committed snapshot reads was written over, and every page
                 // replaced or dropped is accounted for once.
                 for off in f.written.keys() {
@@ -556,7 +707,15 @@ pub(crate) mod tests {
                 for off in &f.replaced {
                     assert!(pages.contains_key(off), "seed {seed0}: {off} not committed");
                 }
+                for off in direct.keys() {
+                    assert!(!pages.contains_key(off), "seed {seed0}: page {off} reused");
+                    assert!(
+                        !f.written.contains_key(off),
+                        "seed {seed0}: page {off} twice"
+                    );
+                }
                 pages.extend(f.written);
+                pages.extend(direct);
                 root = f.root;
                 model = m;
                 let (entries, reached) = walk(&pages, root);
