@@ -250,7 +250,7 @@ impl OrderedMap {
 }
 
 /// Whether `i` names a marker.
-fn check_marker(i: u64) -> Result<()> {
+pub(crate) fn check_marker(i: u64) -> Result<()> {
     if i >= MARKERS {
         return Err(Error::InvalidArgument(format!(
             "a store has {MARKERS} ordered-map markers (0 to {}), not {i}",
