@@ -439,6 +439,13 @@ impl Pages for PoolPages<'_> {
     fn write_direct(&mut self, off: u64, p: &PageBuf) {
         write_page(self.pool.tx.sh, off, p);
     }
+    type Mark = super::pool::PoolMark;
+    fn mark(&self) -> Self::Mark {
+        self.pool.mark()
+    }
+    fn rewind(&mut self, m: Self::Mark) {
+        self.pool.rewind(m);
+    }
 }
 
 /// A write transaction on one ordered map: its writer lock is held from `begin` to
