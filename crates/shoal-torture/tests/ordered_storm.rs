@@ -257,3 +257,90 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
         "seed {seed}: too little checked to prove anything:\n{text}"
     );
 }
+
+/// A reader process SIGKILLed while it holds a snapshot pins nothing once it is dead: the
+/// pages that commits free while it lived are reused by the next commits, with no call
+/// to anything like libmdbx's `reader_check` (a dead process's txn slot fails the
+/// liveness check at once, so its pin is ignored from the moment it is reaped). While it
+/// lives, its pin does hold those pages (the map grows), which shows the test would see a
+/// dead pin that still held.
+#[test]
+fn a_reader_killed_holding_a_snapshot_pins_no_pages() {
+    let seed = seed();
+    let scratch = Scratch::new("ordered-holder", seed);
+    let rig = Rig::new(
+        env!("CARGO_BIN_EXE_shoal-ordered-worker"),
+        &scratch.path,
+        seed,
+    );
+    let s = Store::open(&rig.store).unwrap();
+    let a = s.ordered_map("acct-a").unwrap();
+    s.ordered_map("acct-b").unwrap();
+    const KEYS: u32 = 4000;
+    {
+        let mut w = a.write().unwrap();
+        for i in 0..KEYS {
+            w.put(&i.to_be_bytes(), &[0; 50]).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let bytes = || s.object_stats("acct-a").unwrap().unwrap().index_bytes;
+    // A round: one commit per 7th key (about 570 commits, each copying a path of pages).
+    let mut round = 0u8;
+    let mut overwrite = |rounds: u32| {
+        for _ in 0..rounds {
+            round = round.wrapping_add(1);
+            for i in (0..KEYS).step_by(7) {
+                a.put(&i.to_be_bytes(), &[round; 50]).unwrap();
+            }
+        }
+    };
+    overwrite(2);
+    let base = bytes();
+
+    let args = ["--accounts", "2", "--extra", "0", "--total", "0"];
+    let mut holder = rig.spawn("holder", Wid { slot: 0, gen: 0 }, &args);
+    let ready = holder.log.as_ref().unwrap().with_extension("ready");
+    let start = Instant::now();
+    while !ready.exists() {
+        if let Some(st) = holder.child.try_wait().unwrap() {
+            panic!(
+                "seed {seed}: the holder exited with {st}:\n{}",
+                tail(&holder.err)
+            );
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "seed {seed}: the holder took no snapshot within 60 s:\n{}",
+            tail(&holder.err)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    overwrite(4);
+    let held = bytes();
+    assert!(
+        held > base * 3 / 2,
+        "seed {seed}: with a live reader pinning an old snapshot, ~2300 commits grew the \
+         map's pages only from {base} to {held} bytes: the pin held nothing"
+    );
+    if let Some(st) = holder.child.try_wait().unwrap() {
+        panic!(
+            "seed {seed}: the holder exited with {st}:\n{}",
+            tail(&holder.err)
+        );
+    }
+    rig.kill(&mut holder);
+    overwrite(8);
+    let after = bytes();
+    eprintln!(
+        "seed {seed}: index bytes {base} with no reader, {held} after 4 rounds with a live \
+         reader, {after} after 8 more rounds once it was killed"
+    );
+    assert!(
+        after <= held + held / 10,
+        "seed {seed}: after the reader was killed, the map still grew from {held} to \
+         {after} bytes: its dead pin still held pages"
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "seed {seed}: {r}");
+}

@@ -14,6 +14,8 @@
 //!             MultiWriteTxn), transfers it aborts after reading, single puts of the
 //!             other keys, and snapshot reads of a few keys
 //!   auditor   snapshot reads only: a few keys, or all of them
+//!   holder    takes one snapshot of both maps, creates LOG with the extension `ready`,
+//!             and keeps the snapshot (reading it now and then) until killed or stopped
 //! ```
 //!
 //! Every snapshot (of both maps at one commit) that reads all the accounts checks that
@@ -230,6 +232,31 @@ fn transfer(bank: &Bank, from: u64, to: u64, amt: u64, abort: bool) -> (u64, u64
     }
 }
 
+/// The `holder` role: a long reader, whose pin keeps every page of its snapshot.
+fn hold(a: &Args, bank: &Bank) {
+    let snaps = ok(
+        bank.maps[0].snapshot_with(&[&bank.maps[1]]),
+        "snapshot_with",
+    );
+    let len = snaps[0].len();
+    std::fs::write(
+        a.log.with_extension("ready"),
+        snaps[0].sequence().to_string(),
+    )
+    .unwrap_or_else(|e| fail(3, format!("ready file: {e}")));
+    while !a.stop.exists() {
+        std::thread::sleep(Duration::from_millis(20));
+        // Its view never changes, whatever writers do meanwhile.
+        let now = ok(snaps[0].count_range(None, None), "count_range");
+        if now != len {
+            fail(
+                2,
+                format!("a held snapshot's count went from {len} to {now}"),
+            );
+        }
+    }
+}
+
 fn main() {
     let a = args();
     let mut rng = StdRng::seed_from_u64(a.seed ^ (a.id << 32) ^ (a.gen << 48) ^ 0x0d0e);
@@ -249,6 +276,10 @@ fn main() {
         extra: a.extra,
         total: a.total,
     };
+    if a.role == "holder" {
+        hold(&a, &bank);
+        return;
+    }
     let n_keys = 2 * bank.per_map();
     let mut seq = 0u64;
     while !a.stop.exists() {
