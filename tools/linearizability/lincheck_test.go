@@ -664,7 +664,7 @@ func oread(keys ...int) OInput  { return OInput{Kind: "read", Keys: keys} }
 func ovals(v ...uint64) OOutput { return OOutput{Vals: v} }
 
 func TestOrderedModelTransactionsAreAtomic(t *testing.T) {
-	m := orderedModel(4, 1, 100)
+	m := orderedModel(4, 1, 100, nil)
 	moved := OOutput{Vals: []uint64{100, 100}, Moved: true}
 	ok := []porcupine.Operation{
 		oop(0, oxfer(0, 2, 30), moved, 0, 10),
@@ -712,7 +712,7 @@ func TestOrderedModelTransactionsAreAtomic(t *testing.T) {
 }
 
 func TestOrderedModelKilledTransactionsMayOrMayNotCommit(t *testing.T) {
-	m := orderedModel(4, 1, 100)
+	m := orderedModel(4, 1, 100, nil)
 	killed := oop(0, oxfer(0, 2, 30), OOutput{Unknown: true}, 0, Infinity)
 	for _, seen := range [][]uint64{{100, 100}, {70, 130}} {
 		h := []porcupine.Operation{killed, oop(1, oread(0, 2), ovals(seen...), 10, 20)}
@@ -772,6 +772,11 @@ func TestOrderedLogsParseAndTheBinaryRejectsCorruption(t *testing.T) {
 	args := []string{"-ordered", "-keys", "4", "-accounts", "1", "-initial", "100"}
 	if out, err := exec.Command(exe, append(args, dir)...).CombinedOutput(); err != nil {
 		t.Fatalf("a good history rejected: %v\n%s", err, out)
+	}
+	// The same history from another starting state (a later round) is not explained.
+	other := append(args[:len(args):len(args)], "-init", "100,0,101,0")
+	if _, err := exec.Command(exe, append(other, dir)...).CombinedOutput(); err == nil {
+		t.Fatal("a history checked from a starting state that does not explain it was accepted")
 	}
 	good["w1.olin"] = strings.Replace(good["w1.olin"], "R 28 70,130", "R 28 70,100", 1)
 	dir = writeLogs(t, good)

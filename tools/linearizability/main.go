@@ -4,7 +4,7 @@
 //
 //	lincheck [-kills FILE] [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //	lincheck -queues [-timeout 10m] [-viz FILE.html] LOGDIR
-//	lincheck -ordered -keys N -accounts N -initial N [-timeout 10m] [-viz FILE.html] LOGDIR
+//	lincheck -ordered -keys N (-accounts N -initial N | -init V,...) [-timeout 10m] [-viz FILE.html] LOGDIR
 //
 // With -queues it checks queue-set histories instead (queue.go); with -ordered,
 // ordered-map transaction histories (ordered.go).
@@ -83,6 +83,7 @@ func main() {
 	keys := flag.Int("keys", 0, "-ordered: keys in the store, both maps")
 	accounts := flag.Int("accounts", 0, "-ordered: accounts at the start of each map's keys")
 	initial := flag.Uint64("initial", 0, "-ordered: each account's starting balance")
+	initList := flag.String("init", "", "-ordered: every key's starting value, comma-separated (instead of -accounts/-initial)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lincheck [-kills FILE] [-max-wait D] [-timeout D] [-viz FILE.html] LOGDIR")
@@ -94,7 +95,7 @@ func main() {
 		return
 	}
 	if *ordered {
-		checkOrdered(dir, *timeout, *viz, *keys, *accounts, *initial)
+		checkOrdered(dir, *timeout, *viz, *keys, *accounts, *initial, *initList)
 		return
 	}
 	debug.SetGCPercent(50) // long runs: millions of operations; keep the heap tight

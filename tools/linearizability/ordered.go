@@ -7,11 +7,18 @@ package main
 // instant of it, each at some point between its call and its return.
 //
 // Keys are numbered 0..N-1 (N given by -keys); the first -accounts of each map's keys
-// are accounts starting at -initial, the others start at 0; key i is in map
-// i / (N/2), slot i % (N/2), accounts first.
+// are accounts starting at -initial, the others start at 0 (or every key starts at the
+// value -init lists: a storm run in rounds checks each round from where the last one
+// ended); key i is in map i / (N/2), slot i % (N/2), accounts first.
 //
-// Log (LOGDIR/*.olin, one per process; each line written with one write(2), so a SIGKILL
-// leaves whole lines, at worst a last one without its newline, which is ignored):
+// Porcupine's memory grows with the square of a history's length (a 300,000-transaction
+// history took over 10 GB), so a long storm runs in rounds of a few tens of thousands of
+// transactions, each checked apart: between rounds every worker is stopped, so no
+// transaction spans two.
+//
+// Log (LOGDIR/*.olin, one per process, a mapped file whose lines are stored text first,
+// newline last: a SIGKILL leaves whole lines, at worst a last one without its newline,
+// which is ignored, then zero bytes):
 //
 //	W <ns> <slot> <gen> <pid>        first line
 //	C <ns> xfer <from> <to> <amt>     a transfer transaction: reads both balances, moves
@@ -98,10 +105,14 @@ func ostep(state, input, output interface{}) (bool, interface{}) {
 	}
 }
 
-func orderedModel(keys, accounts int, initial uint64) porcupine.Model {
+func orderedModel(keys, accounts int, initial uint64, init []uint64) porcupine.Model {
 	return porcupine.Model{
 		Init: func() interface{} {
 			st := make(ostate, keys)
+			if init != nil {
+				copy(st, init)
+				return st
+			}
 			for i := range st {
 				if i%(keys/2) < accounts {
 					st[i] = initial
@@ -282,10 +293,19 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 }
 
 // checkOrdered runs the ordered-map check on LOGDIR and exits with lincheck's statuses.
-func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts int, initial uint64) {
+func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts int, initial uint64, initList string) {
 	if keys <= 0 || keys%2 != 0 || accounts > keys/2 {
 		fmt.Fprintln(os.Stderr, "lincheck: -ordered needs an even -keys and -accounts at most half of it")
 		os.Exit(4)
+	}
+	var init []uint64
+	if initList != "" {
+		var err error
+		init, err = parseInts(initList)
+		if err != nil || len(init) != keys {
+			fmt.Fprintf(os.Stderr, "lincheck: -init needs %d values, comma-separated\n", keys)
+			os.Exit(4)
+		}
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.olin"))
 	if err != nil || len(paths) == 0 {
@@ -326,7 +346,7 @@ func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts 
 		len(paths), len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending)
 	fmt.Printf("lincheck: ordered: totals: ops=%d xfer=%d moved=%d abort=%d put=%d read=%d pending=%d\n",
 		len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending)
-	model := orderedModel(keys, accounts, initial)
+	model := orderedModel(keys, accounts, initial, init)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
 	fmt.Printf("lincheck: ordered: %s in %v\n", res, time.Since(start).Round(time.Millisecond))

@@ -21,9 +21,12 @@
 //! * after the storm `Store::check` (what `shoal check` runs) finds no problem, the sum is
 //!   exact, and transactions still commit.
 //!
-//! Short form (the test command): `SHOAL_ORDERED_STORM_SECS` seconds, default 10. Long
-//! form (docs/RELIABILITY.md): `SHOAL_ORDERED_STORM_SECS=300 cargo test --release -p
-//! shoal-torture --test ordered_storm -- --nocapture`. `SHOAL_SEED` repeats a run's
+//! The storm runs in rounds (`SHOAL_ORDERED_STORM_ROUNDS`, default 2) of
+//! `SHOAL_ORDERED_STORM_SECS` seconds (default 3), each checked apart from where the last
+//! one ended (Porcupine's memory grows with the square of a history's length); between
+//! rounds every worker is stopped. Long form (docs/RELIABILITY.md):
+//! `SHOAL_ORDERED_STORM_ROUNDS=60 cargo test --release -p shoal-torture --test
+//! ordered_storm -- --nocapture` (3 minutes of kills). `SHOAL_SEED` repeats a run's
 //! random choices (not its scheduling).
 
 use rand::rngs::StdRng;
@@ -82,18 +85,25 @@ fn checker(seed: u64) -> PathBuf {
     )
 }
 
+/// What one round's check counted.
+#[derive(Default)]
+struct Totals {
+    kills: u64,
+    checked: u64,
+    moved: u64,
+    reads: u64,
+    pending: u64,
+}
+
 #[test]
 fn ordered_map_transactions_under_kills_are_strictly_serializable() {
     let seed = seed();
-    let secs = env_u64("SHOAL_ORDERED_STORM_SECS", 10);
+    let secs = env_u64("SHOAL_ORDERED_STORM_SECS", 3);
+    let rounds = env_u64("SHOAL_ORDERED_STORM_ROUNDS", 2).max(1);
     let scratch = Scratch::new("ordered-storm", seed);
-    let rig = Rig::new(
-        env!("CARGO_BIN_EXE_shoal-ordered-worker"),
-        &scratch.path,
-        seed,
-    );
+    let store = scratch.path.join("store.shoal");
     {
-        let s = Store::open(&rig.store).unwrap();
+        let s = Store::open(&store).unwrap();
         let (a, b) = (
             s.ordered_map("acct-a").unwrap(),
             s.ordered_map("acct-b").unwrap(),
@@ -108,9 +118,69 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
         t.commit().unwrap();
     }
     let lincheck = checker(seed);
+    let mut start_vals: Vec<u64> = (0..2)
+        .flat_map(|_| (0..ACCOUNTS + EXTRA).map(|k| if k < ACCOUNTS { INITIAL } else { 0 }))
+        .collect();
+    let mut sum = Totals::default();
+    for round in 0..rounds {
+        let dir = scratch.path.join(format!("round-{round}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rig = Rig {
+            exe: env!("CARGO_BIN_EXE_shoal-ordered-worker").into(),
+            stop: dir.join("STOP"),
+            dir,
+            store: store.clone(),
+            seed: seed.wrapping_add(round),
+            logs: true,
+        };
+        let (t, end_vals) = storm_round(&rig, &lincheck, secs, &start_vals);
+        eprintln!(
+            "seed {seed}: round {round}: {} kills, {} transactions checked ({} moved money, \
+             {} snapshot reads, {} killed in flight): strictly serializable",
+            t.kills, t.checked, t.moved, t.reads, t.pending
+        );
+        sum.kills += t.kills;
+        sum.checked += t.checked;
+        sum.moved += t.moved;
+        sum.reads += t.reads;
+        sum.pending += t.pending;
+        start_vals = end_vals;
+    }
+    // Transactions still commit, over both maps.
+    let s = Store::open_existing(&store).unwrap();
+    let (a, b) = (
+        s.ordered_map("acct-a").unwrap(),
+        s.ordered_map("acct-b").unwrap(),
+    );
+    let mut t = a.write_with(&[&b]).unwrap();
+    t.put(&a, &key(ACCOUNTS), b"after").unwrap();
+    t.put(&b, &key(ACCOUNTS), b"after").unwrap();
+    t.commit().unwrap();
+    assert_eq!(
+        b.get(&key(ACCOUNTS)).unwrap().as_deref(),
+        Some(&b"after"[..])
+    );
+    eprintln!(
+        "seed {seed}: {rounds} rounds of {secs} s: {} kills, {} transactions checked ({} moved \
+         money, {} snapshot reads, {} killed in flight)",
+        sum.kills, sum.checked, sum.moved, sum.reads, sum.pending
+    );
+    assert!(
+        sum.moved > 200 * rounds && sum.reads > 200 * rounds && sum.kills > 5 * rounds,
+        "seed {seed}: too little checked to prove anything"
+    );
+}
+
+/// One round of the storm: the workers started, SIGKILLed at random moments of their
+/// bursts and replaced for `secs` seconds, stopped; then the last read of every key, the
+/// sum, `Store::check`, and the Porcupine check of the round's history from `start`
+/// (every key's value when the round began). Returns what the check counted and every
+/// key's value at the end.
+fn storm_round(rig: &Rig, lincheck: &Path, secs: u64, start: &[u64]) -> (Totals, Vec<u64>) {
+    let seed = rig.seed;
     // Workers run in bursts of `active` µs every `period` (see shoal-ordered-worker).
     let period = env_u64("SHOAL_ORDERED_STORM_PERIOD_US", 100_000).max(1);
-    let active = env_u64("SHOAL_ORDERED_STORM_ACTIVE_US", 2_000).min(period);
+    let active = env_u64("SHOAL_ORDERED_STORM_ACTIVE_US", 5_000).min(period);
     let extra = [
         "--accounts".to_string(),
         ACCOUNTS.to_string(),
@@ -141,10 +211,10 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
             )
         })
         .collect();
-    let start = Instant::now();
+    let began = Instant::now();
     let mut kills = 0;
     let mut newest: Option<usize> = None;
-    while start.elapsed() < Duration::from_secs(secs) {
+    while began.elapsed() < Duration::from_secs(secs) {
         // A random moment of the burst of the next period or the one after (sleep to
         // shortly before it, then spin to the moment); now and then, right after the
         // last kill instead, so that a worker dies inside `Store::open` too.
@@ -200,7 +270,7 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
     let vals = read_all(&a, &b);
     let ret = now_ns();
     let shown: Vec<String> = vals.iter().map(u64::to_string).collect();
-    let mut f = std::fs::File::create(scratch.path.join("final.olin")).unwrap();
+    let mut f = std::fs::File::create(rig.dir.join("final.olin")).unwrap();
     write!(
         f,
         "W {call} 99 0 {}\nC {call} read {}\nR {ret} {}\n",
@@ -213,37 +283,24 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
     assert_eq!(sum_accounts(&vals), TOTAL, "seed {seed}: the accounts' sum");
     let r = s.check().unwrap();
     assert!(r.is_ok(), "seed {seed}: check after the storm: {r}");
-    // Transactions still commit, over both maps.
-    let mut t = a.write_with(&[&b]).unwrap();
-    t.put(&a, &key(ACCOUNTS), b"after").unwrap();
-    t.put(&b, &key(ACCOUNTS), b"after").unwrap();
-    t.commit().unwrap();
-    assert_eq!(
-        b.get(&key(ACCOUNTS)).unwrap().as_deref(),
-        Some(&b"after"[..])
-    );
+    drop((a, b, s));
 
-    let out = Command::new(&lincheck)
+    let init: Vec<String> = start.iter().map(u64::to_string).collect();
+    let out = Command::new(lincheck)
         .args(["-ordered", "-timeout", "5m", "-keys"])
         .arg(n_keys.to_string())
-        .arg("-accounts")
-        .arg(ACCOUNTS.to_string())
-        .arg("-initial")
-        .arg(INITIAL.to_string())
-        .arg(&scratch.path)
+        .arg("-init")
+        .arg(init.join(","))
+        .arg(&rig.dir)
         .output()
         .unwrap_or_else(|e| panic!("seed {seed}: run {}: {e}", lincheck.display()));
     let text = String::from_utf8_lossy(&out.stdout);
-    eprintln!(
-        "seed {seed}: {kills} kills, {} processes\n{text}{}",
-        all.len(),
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         out.status.success(),
         "seed {seed}: the ordered maps' history is not strictly serializable (or the check \
-         failed); logs kept in {}",
-        scratch.path.display()
+         failed); logs kept in {}:\n{text}{}",
+        rig.dir.display(),
+        String::from_utf8_lossy(&out.stderr)
     );
     let total = |what: &str| -> u64 {
         text.lines()
@@ -252,10 +309,14 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    assert!(
-        total("moved=") > 200 && total("read=") > 200 && kills > 10,
-        "seed {seed}: too little checked to prove anything:\n{text}"
-    );
+    let t = Totals {
+        kills,
+        checked: total("ops="),
+        moved: total("moved="),
+        reads: total("read="),
+        pending: total("pending="),
+    };
+    (t, vals)
 }
 
 /// A reader process SIGKILLed while it holds a snapshot pins nothing once it is dead: the
