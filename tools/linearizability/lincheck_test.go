@@ -773,6 +773,11 @@ func TestOrderedLogsParseAndTheBinaryRejectsCorruption(t *testing.T) {
 	if out, err := exec.Command(exe, append(args, dir)...).CombinedOutput(); err != nil {
 		t.Fatalf("a good history rejected: %v\n%s", err, out)
 	}
+	// A transaction longer than -max-wait fails the check (exit status 3).
+	out, err := exec.Command(exe, append(append(args[:len(args):len(args)], "-max-wait", "5ns"), dir)...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("a transaction over -max-wait: %v, want exit status 3\n%s", err, out)
+	}
 	// The same history from another starting state (a later round) is not explained.
 	other := append(args[:len(args):len(args)], "-init", "100,0,101,0")
 	if _, err := exec.Command(exe, append(other, dir)...).CombinedOutput(); err == nil {
@@ -780,7 +785,7 @@ func TestOrderedLogsParseAndTheBinaryRejectsCorruption(t *testing.T) {
 	}
 	good["w1.olin"] = strings.Replace(good["w1.olin"], "R 28 70,130", "R 28 70,100", 1)
 	dir = writeLogs(t, good)
-	out, err := exec.Command(exe, append(args, dir)...).CombinedOutput()
+	out, err = exec.Command(exe, append(args, dir)...).CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "NOT LINEARIZABLE") {
 		t.Fatalf("a history with a half transfer seen: %v, want exit status 1\n%s", err, out)

@@ -4,7 +4,7 @@
 //
 //	lincheck [-kills FILE] [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //	lincheck -queues [-timeout 10m] [-viz FILE.html] LOGDIR
-//	lincheck -ordered -keys N (-accounts N -initial N | -init V,...) [-timeout 10m] [-viz FILE.html] LOGDIR
+//	lincheck -ordered -keys N (-accounts N -initial N | -init V,...) [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //
 // With -queues it checks queue-set histories instead (queue.go); with -ordered,
 // ordered-map transaction histories (ordered.go).
@@ -95,7 +95,7 @@ func main() {
 		return
 	}
 	if *ordered {
-		checkOrdered(dir, *timeout, *viz, *keys, *accounts, *initial, *initList)
+		checkOrdered(dir, *timeout, *maxWait, *viz, *keys, *accounts, *initial, *initList)
 		return
 	}
 	debug.SetGCPercent(50) // long runs: millions of operations; keep the heap tight

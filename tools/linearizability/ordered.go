@@ -293,7 +293,7 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 }
 
 // checkOrdered runs the ordered-map check on LOGDIR and exits with lincheck's statuses.
-func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts int, initial uint64, initList string) {
+func checkOrdered(dir string, timeout, maxWait time.Duration, viz string, keys, accounts int, initial uint64, initList string) {
 	if keys <= 0 || keys%2 != 0 || accounts > keys/2 {
 		fmt.Fprintln(os.Stderr, "lincheck: -ordered needs an even -keys and -accounts at most half of it")
 		os.Exit(4)
@@ -316,6 +316,7 @@ func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts 
 	var ops []porcupine.Operation
 	counts := map[string]int{}
 	pending, moved := 0, 0
+	var longest porcupine.Operation
 	for i, p := range paths {
 		err := parseOLog(p, i, keys, func(op porcupine.Operation) {
 			in, out := op.Input.(OInput), op.Output.(OOutput)
@@ -333,6 +334,9 @@ func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts 
 				return
 			}
 			counts[in.Kind]++
+			if longest.Input == nil || op.Return-op.Call > longest.Return-longest.Call {
+				longest = op
+			}
 			if out.Moved {
 				moved++
 			}
@@ -344,9 +348,15 @@ func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts 
 	}
 	fmt.Printf("lincheck: ordered: %d processes, %d transactions: %d transfers (%d moved money), %d aborted, %d puts, %d snapshot reads, %d pending (killed in flight)\n",
 		len(paths), len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending)
-	fmt.Printf("lincheck: ordered: totals: ops=%d xfer=%d moved=%d abort=%d put=%d read=%d pending=%d\n",
-		len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending)
 	model := orderedModel(keys, accounts, initial, init)
+	longestNs := int64(0)
+	if longest.Input != nil {
+		longestNs = longest.Return - longest.Call
+		fmt.Printf("lincheck: ordered: longest transaction: %v (%s)\n", time.Duration(longestNs),
+			model.DescribeOperation(longest.Input, longest.Output))
+	}
+	fmt.Printf("lincheck: ordered: totals: ops=%d xfer=%d moved=%d abort=%d put=%d read=%d pending=%d longest_ns=%d\n",
+		len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending, longestNs)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
 	fmt.Printf("lincheck: ordered: %s in %v\n", res, time.Since(start).Round(time.Millisecond))
@@ -365,6 +375,10 @@ func checkOrdered(dir string, timeout time.Duration, viz string, keys, accounts 
 	case porcupine.Unknown:
 		fmt.Printf("lincheck: FAIL: the check did not finish within %v\n", timeout)
 		os.Exit(2)
+	}
+	if time.Duration(longestNs) > maxWait {
+		fmt.Printf("lincheck: FAIL: a transaction took %v, over the bound of %v\n", time.Duration(longestNs), maxWait)
+		os.Exit(3)
 	}
 	fmt.Println("lincheck: OK: linearizable")
 }

@@ -93,6 +93,8 @@ struct Totals {
     moved: u64,
     reads: u64,
     pending: u64,
+    /// The longest transaction's call to return, in ns.
+    longest_ns: u64,
 }
 
 #[test]
@@ -136,14 +138,20 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
         let (t, end_vals) = storm_round(&rig, &lincheck, secs, &start_vals);
         eprintln!(
             "seed {seed}: round {round}: {} kills, {} transactions checked ({} moved money, \
-             {} snapshot reads, {} killed in flight): strictly serializable",
-            t.kills, t.checked, t.moved, t.reads, t.pending
+             {} snapshot reads, {} killed in flight; longest {:.1} ms): strictly serializable",
+            t.kills,
+            t.checked,
+            t.moved,
+            t.reads,
+            t.pending,
+            t.longest_ns as f64 / 1e6
         );
         sum.kills += t.kills;
         sum.checked += t.checked;
         sum.moved += t.moved;
         sum.reads += t.reads;
         sum.pending += t.pending;
+        sum.longest_ns = sum.longest_ns.max(t.longest_ns);
         start_vals = end_vals;
     }
     // Transactions still commit, over both maps.
@@ -162,8 +170,13 @@ fn ordered_map_transactions_under_kills_are_strictly_serializable() {
     );
     eprintln!(
         "seed {seed}: {rounds} rounds of {secs} s: {} kills, {} transactions checked ({} moved \
-         money, {} snapshot reads, {} killed in flight)",
-        sum.kills, sum.checked, sum.moved, sum.reads, sum.pending
+         money, {} snapshot reads, {} killed in flight); longest transaction {:.1} ms",
+        sum.kills,
+        sum.checked,
+        sum.moved,
+        sum.reads,
+        sum.pending,
+        sum.longest_ns as f64 / 1e6
     );
     assert!(
         sum.moved > 200 * rounds && sum.reads > 200 * rounds && sum.kills > 5 * rounds,
@@ -315,6 +328,7 @@ fn storm_round(rig: &Rig, lincheck: &Path, secs: u64, start: &[u64]) -> (Totals,
         moved: total("moved="),
         reads: total("read="),
         pending: total("pending="),
+        longest_ns: total("longest_ns="),
     };
     (t, vals)
 }
