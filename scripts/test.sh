@@ -4,7 +4,9 @@
 # formatting, the engine's layering check, lints, the linearizability checker's self-tests (Go), unit + integration
 # tests (multi-process, kill and per-fail-point crash tests included (the logs' crash driver
 # and writer SIGKILL storm, crates/shoal/tests/log_crash.rs, among them), an 8 s storm of
-# transactions killed at random (crates/shoal-torture/tests/txn_storm.rs), and kill storms
+# transactions killed at random (crates/shoal-torture/tests/txn_storm.rs), an ordered-map
+# storm checked for strict serializability (crates/shoal-torture/tests/ordered_storm.rs,
+# 2 rounds of 3 s), and kill storms
 # whose histories that checker verifies: 30 s on a variable-size map, 15 s each on a
 # fixed-size map and a map with UIDs), the model checks under shuttle, a short fuzzing
 # run, the bindings' suites (C and C++, Python, Node, Java on JDK 17 and 25, Go), and the

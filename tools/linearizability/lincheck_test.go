@@ -650,3 +650,144 @@ func TestQueueModelLimitsAndKilledOperations(t *testing.T) {
 		t.Fatal("an element never pushed was accepted")
 	}
 }
+
+// Ordered-map transactions: 4 keys (2 per map, 1 account each), accounts at 100.
+
+func oop(client int, in OInput, out OOutput, call, ret int64) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+}
+
+func oxfer(from, to int, amt uint64) OInput {
+	return OInput{Kind: "xfer", From: from, To: to, Amt: amt}
+}
+func oread(keys ...int) OInput  { return OInput{Kind: "read", Keys: keys} }
+func ovals(v ...uint64) OOutput { return OOutput{Vals: v} }
+
+func TestOrderedModelTransactionsAreAtomic(t *testing.T) {
+	m := orderedModel(4, 1, 100, nil)
+	moved := OOutput{Vals: []uint64{100, 100}, Moved: true}
+	ok := []porcupine.Operation{
+		oop(0, oxfer(0, 2, 30), moved, 0, 10),
+		oop(1, oread(0, 1, 2, 3), ovals(70, 0, 130, 0), 20, 30),
+		oop(1, OInput{Kind: "put", Key: 3, Val: 9}, OOutput{}, 40, 50),
+		oop(0, OInput{Kind: "abort", From: 2, To: 0}, ovals(130, 70), 60, 70),
+		oop(1, oread(3, 0), ovals(9, 70), 80, 90),
+		oop(0, oxfer(0, 2, 71), OOutput{Vals: []uint64{70, 130}}, 100, 110),
+	}
+	if !porcupine.CheckOperations(m, ok) {
+		t.Fatal("a sequential history of transactions was rejected")
+	}
+	// A snapshot that saw half a transfer (the debit, not the credit).
+	half := []porcupine.Operation{
+		oop(0, oxfer(0, 2, 30), moved, 0, 10),
+		oop(1, oread(0, 2), ovals(70, 100), 5, 30),
+	}
+	if porcupine.CheckOperations(m, half) {
+		t.Fatal("a read of half a transfer was accepted")
+	}
+	// A transfer after an earlier one that read stale balances (a lost update).
+	lost := []porcupine.Operation{
+		oop(0, oxfer(0, 2, 30), moved, 0, 10),
+		oop(1, oxfer(0, 2, 10), OOutput{Vals: []uint64{100, 100}, Moved: true}, 20, 30),
+	}
+	if porcupine.CheckOperations(m, lost) {
+		t.Fatal("a lost update was accepted")
+	}
+	// A read that returns, then a later read sees an older state (not strict).
+	stale := []porcupine.Operation{
+		oop(0, oxfer(0, 2, 30), moved, 0, 10),
+		oop(1, oread(0), ovals(100), 20, 30),
+	}
+	if porcupine.CheckOperations(m, stale) {
+		t.Fatal("a read of a state older than a completed commit was accepted")
+	}
+	// An aborted transaction's writes are never seen.
+	aborted := []porcupine.Operation{
+		oop(0, OInput{Kind: "abort", From: 0, To: 2}, ovals(100, 100), 0, 10),
+		oop(1, oread(0), ovals(70), 20, 30),
+	}
+	if porcupine.CheckOperations(m, aborted) {
+		t.Fatal("a value no commit wrote was accepted")
+	}
+}
+
+func TestOrderedModelKilledTransactionsMayOrMayNotCommit(t *testing.T) {
+	m := orderedModel(4, 1, 100, nil)
+	killed := oop(0, oxfer(0, 2, 30), OOutput{Unknown: true}, 0, Infinity)
+	for _, seen := range [][]uint64{{100, 100}, {70, 130}} {
+		h := []porcupine.Operation{killed, oop(1, oread(0, 2), ovals(seen...), 10, 20)}
+		if !porcupine.CheckOperations(m, h) {
+			t.Fatalf("a killed transfer then a read of %v was rejected", seen)
+		}
+	}
+	// Committed, it committed whole.
+	h := []porcupine.Operation{killed, oop(1, oread(0, 2), ovals(70, 100), 10, 20)}
+	if porcupine.CheckOperations(m, h) {
+		t.Fatal("half a killed transfer was accepted")
+	}
+	// Once seen, it stays.
+	h = []porcupine.Operation{
+		killed,
+		oop(1, oread(0), ovals(70), 10, 20),
+		oop(1, oread(0), ovals(100), 30, 40),
+	}
+	if porcupine.CheckOperations(m, h) {
+		t.Fatal("a killed transfer seen, then unseen, was accepted")
+	}
+}
+
+func TestOrderedLogsParseAndTheBinaryRejectsCorruption(t *testing.T) {
+	good := map[string]string{
+		"w0.olin": "W 1 0 0 11\nC 10 xfer 0 2 30\nR 20 100 100 ok\nC 30 put 3 7\nR 40 ok\nC 50 xfer 2 0 500\n",
+		"w1.olin": "W 2 1 0 12\nC 25 read 0,2\nR 28 70,130\nC 45 abort 0 2\nR 48 70 130\nC 60 read 0,1,2,3\nR 7",
+	}
+	dir := writeLogs(t, good)
+	var ops []porcupine.Operation
+	for i, name := range []string{"w0.olin", "w1.olin"} {
+		if err := parseOLog(filepath.Join(dir, name), i, 4, func(op porcupine.Operation) { ops = append(ops, op) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The torn read of w1 had no complete call line after its R: it is dropped, and the
+	// killed transfer of w0 is pending.
+	if len(ops) != 6 || ops[2].Return != Infinity || !ops[2].Output.(OOutput).Unknown {
+		t.Fatalf("parsed %d operations: %+v", len(ops), ops)
+	}
+	for _, bad := range []string{
+		"W 1 0 0 1\nC 10 xfer 0 9 1\n",
+		"W 1 0 0 1\nC 10 frob 0\n",
+		"W 1 0 0 1\nC 10 read 0\nR 20 1,2\n",
+		"W 1 0 0 1\nC 10 xfer 0 1 5\nR 20 1 2 maybe\n",
+		"W 1 0 0 1\nC 10 put 0 1\nR 5 ok\n",
+	} {
+		err := parseOLog(filepath.Join(writeLogs(t, map[string]string{"w.olin": bad}), "w.olin"), 0, 4, func(porcupine.Operation) {})
+		if err == nil {
+			t.Errorf("malformed log accepted: %q", bad)
+		}
+	}
+	exe := filepath.Join(t.TempDir(), "lincheck")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := []string{"-ordered", "-keys", "4", "-accounts", "1", "-initial", "100"}
+	if out, err := exec.Command(exe, append(args, dir)...).CombinedOutput(); err != nil {
+		t.Fatalf("a good history rejected: %v\n%s", err, out)
+	}
+	// A transaction longer than -max-wait fails the check (exit status 3).
+	out, err := exec.Command(exe, append(append(args[:len(args):len(args)], "-max-wait", "5ns"), dir)...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("a transaction over -max-wait: %v, want exit status 3\n%s", err, out)
+	}
+	// The same history from another starting state (a later round) is not explained.
+	other := append(args[:len(args):len(args)], "-init", "100,0,101,0")
+	if _, err := exec.Command(exe, append(other, dir)...).CombinedOutput(); err == nil {
+		t.Fatal("a history checked from a starting state that does not explain it was accepted")
+	}
+	good["w1.olin"] = strings.Replace(good["w1.olin"], "R 28 70,130", "R 28 70,100", 1)
+	dir = writeLogs(t, good)
+	out, err = exec.Command(exe, append(args, dir)...).CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "NOT LINEARIZABLE") {
+		t.Fatalf("a history with a half transfer seen: %v, want exit status 1\n%s", err, out)
+	}
+}

@@ -4,8 +4,10 @@
 //
 //	lincheck [-kills FILE] [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //	lincheck -queues [-timeout 10m] [-viz FILE.html] LOGDIR
+//	lincheck -ordered -keys N (-accounts N -initial N | -init V,...) [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //
-// With -queues it checks queue-set histories instead (queue.go).
+// With -queues it checks queue-set histories instead (queue.go); with -ordered,
+// ordered-map transaction histories (ordered.go).
 //
 // Reads LOGDIR/*.lin (one per process; format in shoal-lin-worker.rs; any map kind:
 // variable, fixed-size, with UIDs). An operation whose process was killed before it
@@ -77,6 +79,11 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up checking after this long (exit 2)")
 	viz := flag.String("viz", "", "on failure, write the failing keys' histories as HTML to FILE-KEY.html (default LOGDIR/lin-KEY.html)")
 	queues := flag.Bool("queues", false, "check queue-set histories (LOGDIR/*.qlin, see queue.go) instead of map histories")
+	ordered := flag.Bool("ordered", false, "check ordered-map transaction histories (LOGDIR/*.olin, see ordered.go) instead of map histories")
+	keys := flag.Int("keys", 0, "-ordered: keys in the store, both maps")
+	accounts := flag.Int("accounts", 0, "-ordered: accounts at the start of each map's keys")
+	initial := flag.Uint64("initial", 0, "-ordered: each account's starting balance")
+	initList := flag.String("init", "", "-ordered: every key's starting value, comma-separated (instead of -accounts/-initial)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lincheck [-kills FILE] [-max-wait D] [-timeout D] [-viz FILE.html] LOGDIR")
@@ -85,6 +92,10 @@ func main() {
 	dir := flag.Arg(0)
 	if *queues {
 		checkQueues(dir, *timeout, *viz)
+		return
+	}
+	if *ordered {
+		checkOrdered(dir, *timeout, *maxWait, *viz, *keys, *accounts, *initial, *initList)
 		return
 	}
 	debug.SetGCPercent(50) // long runs: millions of operations; keep the heap tight

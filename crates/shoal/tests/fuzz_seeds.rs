@@ -138,6 +138,49 @@ fn fuzz_seeds() {
         }
         w.commit().unwrap();
     });
+    make(open_dir, "ordered-deep", false, |s| {
+        // Keys of 400 bytes: branches of a few children, so a tree of several levels in
+        // a few dozen pages; then commits that free pages (the free-page queue has
+        // entries) and a removed run of keys (emptied pages dropped).
+        let m = s.ordered_map("deep").unwrap();
+        let key = |i: u32| format!("{i:05}").repeat(80).into_bytes();
+        let mut w = m.write().unwrap();
+        for i in 0..160u32 {
+            w.put(&key(i), &[i as u8; 8]).unwrap();
+        }
+        w.commit().unwrap();
+        for i in (0..160u32).step_by(11) {
+            m.put(&key(i), &[0xee; 100]).unwrap();
+        }
+        let mut w = m.write().unwrap();
+        for i in 40..75u32 {
+            w.remove(&key(i)).unwrap();
+        }
+        w.commit().unwrap();
+    });
+    make(open_dir, "ordered-free", false, |s| {
+        // Two maps written by multi-map transactions, one short transaction at a time,
+        // so both free-page queues wrap over many commits; a third map dropped.
+        let a = s.ordered_map("a").unwrap();
+        let b = s.ordered_map("b").unwrap();
+        let mut t = a.write_with(&[&b]).unwrap();
+        for i in 0..200u32 {
+            t.put(&a, &i.to_be_bytes(), &[1; 60]).unwrap();
+            t.put(&b, &i.to_be_bytes(), &[2; 60]).unwrap();
+        }
+        t.commit().unwrap();
+        for i in 0..250u32 {
+            let mut t = b.write_with(&[&a]).unwrap();
+            t.put(&a, &(i * 7 % 200).to_be_bytes(), &[i as u8; 60])
+                .unwrap();
+            t.remove(&b, &(i * 13 % 200).to_be_bytes()).unwrap();
+            t.put(&b, &(200 + i).to_be_bytes(), &[3; 10]).unwrap();
+            t.commit().unwrap();
+        }
+        let c = s.ordered_map("dropped").unwrap();
+        c.put(b"k", b"v").unwrap();
+        s.drop_map("dropped").unwrap();
+    });
     make(open_dir, "queue-set", false, |s| {
         let set = s
             .queue_set(

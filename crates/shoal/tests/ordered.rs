@@ -508,3 +508,64 @@ fn a_tree_deeper_than_possible_is_corrupt_not_a_long_walk() {
     let r = s.check().unwrap();
     assert!(r.problems.iter().any(|p| p.contains("levels")), "{r}");
 }
+
+/// A slot's key head (the first four bytes searches compare) that is not its key's is
+/// `Corrupt` for `check` and for a writer, which would otherwise insert next to it in
+/// the wrong place and leave the page out of order. (A fuzzed file with one head byte
+/// changed checked clean, then failed `check` after a put.)
+#[test]
+fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
+    use std::os::unix::fs::FileExt;
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    {
+        let s = Store::open(&path).unwrap();
+        let m = s.ordered_map("heads").unwrap();
+        let mut w = m.write().unwrap();
+        for i in 0..50u32 {
+            w.put(&i.to_be_bytes(), &[0; 8]).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let word = |off: u64| {
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, off).unwrap();
+        u64::from_le_bytes(b)
+    };
+    let n_txn = word(56) >> 32;
+    let area = word(112);
+    let seq = word(area + 64);
+    let ring = (128 + 8 * n_txn).next_multiple_of(4096);
+    let table = area + ring + (seq % 16) * 8192;
+    let (root, depth) = (word(table + 128), word(table + 128 + 8));
+    assert_eq!(depth, 0, "50 small entries fit in one leaf");
+    // Slot 16 (key 16): its head's last key byte, 16, made 8, as the fuzzer did.
+    let at = root + 32 + 8 * 16 + 4;
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    assert_eq!(b[0], 16);
+    f.write_all_at(&[8], at).unwrap();
+    drop(f);
+    let s = Store::open(&path).unwrap();
+    let r = s.check().unwrap();
+    assert!(r.problems.iter().any(|p| p.contains("head")), "{r}");
+    let m = s.ordered_map("heads").unwrap();
+    assert!(matches!(
+        m.put(&17u32.to_be_bytes(), b"v"),
+        Err(Error::Corrupt { .. })
+    ));
+    assert!(matches!(
+        m.put(&100u32.to_be_bytes(), b"v"),
+        Err(Error::Corrupt { .. })
+    ));
+    let r = s.check().unwrap();
+    assert!(
+        !r.problems.iter().any(|p| p.contains("out of order")),
+        "a put went to the wrong place: {r}"
+    );
+}

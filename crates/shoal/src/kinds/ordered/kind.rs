@@ -3,7 +3,7 @@
 use super::area;
 use super::file::FilePages;
 use super::map::{owner_word, OrderedRef};
-use super::page::{PageRead, BRANCH, LEAF};
+use super::page::{head, PageRead, BRANCH, HDR, LEAF, SLOT};
 use super::tree::PageSource;
 use crate::error::{Error, Result};
 use crate::format::*;
@@ -80,6 +80,12 @@ impl Kind for OrderedRef {
             let mut prev: Option<Vec<u8>> = None;
             for i in 0..p.n() {
                 let k = key(i);
+                // Searches trust the heads: one that is not its key's misleads them.
+                if p.u32_at(HDR + SLOT * i + 4) != head(&k) {
+                    problems.push(format!(
+                        "{name}page {off:#x}: key {i}'s head is not the key's"
+                    ));
+                }
                 if prev.as_ref().is_some_and(|pk| pk >= &k)
                     || lo.as_ref().is_some_and(|l| &k < l)
                     || hi.as_ref().is_some_and(|h| &k >= h)

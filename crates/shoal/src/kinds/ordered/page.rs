@@ -508,6 +508,14 @@ impl PageBuf {
             if off < lo || off + len > PAGE {
                 return Err(format!("entry {i} ({len} bytes at {off}) leaves the page"));
             }
+            // Searches compare heads first: a head that is not its key's would send an
+            // insert to the wrong place, and the page out of order.
+            let (at, kl) = self.key_at(i);
+            let mut k4 = [0u8; 4];
+            self.copy_out(at, &mut k4[..kl.min(4)]);
+            if self.u32_at(s + 4) != u32::from_be_bytes(k4) {
+                return Err(format!("entry {i}'s key head is not its key's"));
+            }
             total += len;
         }
         // The edits' room arithmetic rests on this: the heap is the entries plus `dead`.
@@ -638,11 +646,12 @@ mod tests {
         p.remove(3);
         p.validate(LEAF).unwrap();
         assert!(p.validate(BRANCH).is_err(), "a leaf taken for a branch");
-        let lies: [(usize, u16); 4] = [
-            (2, 600),               // more entries than the slots hold
-            (4, 10),                // a heap that starts inside the slots
-            (6, 3000),              // dead bytes that are not there
-            (HDR + SLOT * 5, 4094), // an entry that leaves the page
+        let lies: [(usize, u16); 5] = [
+            (2, 600),                // more entries than the slots hold
+            (4, 10),                 // a heap that starts inside the slots
+            (6, 3000),               // dead bytes that are not there
+            (HDR + SLOT * 5, 4094),  // an entry that leaves the page
+            (HDR + SLOT * 7 + 4, 9), // a key head that is not the key's
         ];
         for (at, v) in lies {
             let mut bad = p.clone();
