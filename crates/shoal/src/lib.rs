@@ -58,8 +58,8 @@ pub use api::kv::KvMap;
 pub use api::log::{FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats, Record};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::ordered::{
-    MultiWriteTxn, OrderedCursor, OrderedIter, OrderedMap, OrderedOptions, Snapshot, WriteTxn,
-    MAX_ORDERED_ENTRY, MAX_ORDERED_KEY,
+    MultiWriteTxn, Nestable, Nested, OrderedCursor, OrderedIter, OrderedMap, OrderedOptions,
+    Snapshot, WriteTxn, MAX_ORDERED_ENTRY, MAX_ORDERED_KEY,
 };
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use api::txn::{

@@ -237,3 +237,138 @@ fn markers_are_set_by_commits_and_kept_across_reopens() {
     assert_eq!(s.ordered_marker(13).unwrap(), u64::MAX);
     assert!(s.check().unwrap().is_ok());
 }
+
+#[test]
+fn nested_transactions_keep_or_undo_their_writes() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let m = s.ordered_map("m").unwrap();
+    let other = s.ordered_map("other").unwrap();
+    let big = |b: u8| vec![b; 9000];
+    m.put(b"a", &big(1)).unwrap();
+    let mut w = m.write().unwrap();
+    {
+        let mut n = w.nested();
+        n.put(b"b", b"2").unwrap();
+        n.put(b"a", &big(2)).unwrap();
+        n.next_sequence(5).unwrap();
+        n.set_marker(1, 11).unwrap();
+        assert_eq!(n.get(b"a").unwrap(), Some(big(2)));
+        // dropped: aborted
+    }
+    assert_eq!(
+        w.get(b"a").unwrap(),
+        Some(big(1)),
+        "the value kept out of line is back"
+    );
+    assert_eq!(w.get(b"b").unwrap(), None);
+    assert_eq!(w.next_sequence(0).unwrap(), 0);
+    {
+        let mut outer = w.nested();
+        outer.put(b"c", b"3").unwrap();
+        {
+            let mut inner = outer.nested();
+            inner.put(b"d", b"4").unwrap();
+            inner.remove(b"c").unwrap();
+            inner.commit();
+        }
+        assert_eq!(
+            outer.get(b"c").unwrap(),
+            None,
+            "the inner commit is the outer's"
+        );
+        outer.abort();
+    }
+    assert_eq!(
+        w.get(b"d").unwrap(),
+        None,
+        "the outer abort undoes the inner commit"
+    );
+    {
+        let mut n = w.nested();
+        n.put(b"e", &big(5)).unwrap();
+        n.set_marker(2, 22).unwrap();
+        n.commit();
+    }
+    w.commit().unwrap();
+    assert_eq!(m.get(b"e").unwrap(), Some(big(5)));
+    assert_eq!(s.ordered_marker(1).unwrap(), 0);
+    assert_eq!(s.ordered_marker(2).unwrap(), 22);
+    assert_eq!(m.map_sequence().unwrap(), 0);
+    // Over two maps at once.
+    let mut t = m.write_with(&[&other]).unwrap();
+    t.put(&other, b"x", b"1").unwrap();
+    {
+        let mut n = t.nested();
+        n.put(&m, b"y", b"2").unwrap();
+        n.put(&other, b"x", b"changed").unwrap();
+    }
+    t.commit().unwrap();
+    assert_eq!(other.get(b"x").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(m.get(b"y").unwrap(), None);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}
+
+/// Random writes in random nests of nested transactions, against a stack of models; the
+/// pages every rollback gives back are reused, and `check` accounts for every page.
+#[test]
+fn nests_of_nested_transactions_follow_a_stack_of_models() {
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    let mut seed = 0xfeed_u64;
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for round in 0..40 {
+        let s = Store::open(&path).unwrap();
+        let m = s.ordered_map("m").unwrap();
+        let mut w = m.write().unwrap();
+        let mut now = model.clone();
+        fn nest(
+            w: &mut shoal::WriteTxn<'_>,
+            now: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+            seed: &mut u64,
+            depth: u32,
+        ) {
+            for _ in 0..40 {
+                let r = rng(seed);
+                match r % 12 {
+                    0 if depth < 4 => {
+                        let mut inner = w.nested();
+                        let mut mine = now.clone();
+                        nest(&mut inner, &mut mine, seed, depth + 1);
+                        if rng(seed) % 2 == 0 {
+                            inner.commit();
+                            *now = mine;
+                        }
+                    }
+                    1 | 2 => {
+                        let k = key(r % 300);
+                        assert_eq!(w.remove(&k).unwrap(), now.remove(&k).is_some());
+                    }
+                    _ => {
+                        let k = key(r % 300);
+                        let len = if r % 7 == 0 {
+                            2000 + (r >> 30) as usize % 8000
+                        } else {
+                            16
+                        };
+                        let v = vec![(r >> 20) as u8; len];
+                        w.put(&k, &v).unwrap();
+                        now.insert(k, v);
+                    }
+                }
+            }
+        }
+        nest(&mut w, &mut now, &mut seed, 0);
+        if round % 5 == 4 {
+            w.abort();
+        } else {
+            w.commit().unwrap();
+            model = now;
+        }
+        let got: Vec<(Vec<u8>, Vec<u8>)> = m.range(None, None).unwrap();
+        assert!(got.into_iter().eq(model.clone()), "round {round}");
+        let r = s.check().unwrap();
+        assert!(r.is_ok(), "round {round}: {r}");
+    }
+}

@@ -267,8 +267,8 @@ fn transfer(bank: &Bank, from: u64, to: u64, amt: u64, abort: bool) -> (u64, u64
     let (mt, kt) = bank.key(to);
     if mf == mt {
         let mut w = ok(bank.maps[mf].write(), "write");
-        let va = u64_of(w.get(&kf), from);
-        let vb = u64_of(w.get(&kt), to);
+        let va = u64_of(w.get(&kf).expect("a read in the transaction"), from);
+        let vb = u64_of(w.get(&kt).expect("a read in the transaction"), to);
         if abort || va < amt {
             w.abort();
             return (va, vb, false);

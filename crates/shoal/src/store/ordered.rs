@@ -57,12 +57,7 @@ impl Store {
     /// transactions over ordered maps set with their commit (`set_marker`), 0 until one
     /// does. A store with no ordered map has all of them 0.
     pub fn ordered_marker(&self, i: u64) -> Result<u64> {
-        if i >= MARKERS {
-            return Err(Error::InvalidArgument(format!(
-                "a store has {MARKERS} ordered-map markers (0 to {}), not {i}",
-                MARKERS - 1
-            )));
-        }
+        crate::api::ordered::check_marker(i)?;
         let sh = &*self.sh;
         match area::area(sh)? {
             None => Ok(0),

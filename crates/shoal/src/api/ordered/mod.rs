@@ -112,6 +112,7 @@ impl OrderedMap {
         Ok(WriteTxn {
             w: Some(w),
             markers: Vec::new(),
+            saved_markers: Vec::new(),
         })
     }
 
@@ -250,7 +251,7 @@ impl OrderedMap {
 }
 
 /// Whether `i` names a marker.
-fn check_marker(i: u64) -> Result<()> {
+pub(crate) fn check_marker(i: u64) -> Result<()> {
     if i >= MARKERS {
         return Err(Error::InvalidArgument(format!(
             "a store has {MARKERS} ordered-map markers (0 to {}), not {i}",
@@ -582,6 +583,8 @@ pub struct WriteTxn<'m> {
     w: Option<Write<'m>>,
     /// Markers this transaction sets (at its commit).
     markers: Vec<(u64, u64)>,
+    /// `markers` at each open savepoint.
+    saved_markers: Vec<Vec<(u64, u64)>>,
 }
 
 /// The writes of a transaction on one map, the same for [`WriteTxn`] and
@@ -787,6 +790,17 @@ impl<'m> WriteTxn<'m> {
         ops::set_marker(&mut self.markers, i, v)
     }
 
+    /// A nested transaction (libmdbx's nested transactions, a savepoint): its writes join
+    /// this transaction when it commits, and are undone, as if never made, when it aborts
+    /// or is dropped. Nested ones nest again.
+    pub fn nested(&mut self) -> Nested<'_, Self> {
+        nest::Sealed::open(self);
+        Nested {
+            txn: self,
+            open: true,
+        }
+    }
+
     /// Commits every write of the transaction at once; returns the commit's sequence
     /// number.
     pub fn commit(mut self) -> Result<u64> {
@@ -819,6 +833,7 @@ pub struct MultiWriteTxn<'m> {
     tx: Txn<'m>,
     parts: Vec<Write<'m>>,
     markers: Vec<(u64, u64)>,
+    saved_markers: Vec<Vec<(u64, u64)>>,
 }
 
 impl<'m> MultiWriteTxn<'m> {
@@ -899,6 +914,15 @@ impl<'m> MultiWriteTxn<'m> {
         ops::set_marker(&mut self.markers, i, v)
     }
 
+    /// A nested transaction over the same maps: see [`WriteTxn::nested`].
+    pub fn nested(&mut self) -> Nested<'_, Self> {
+        nest::Sealed::open(self);
+        Nested {
+            txn: self,
+            open: true,
+        }
+    }
+
     /// Commits every write, to every map, at once; returns the commit's sequence number.
     pub fn commit(mut self) -> Result<u64> {
         let parts = std::mem::take(&mut self.parts);
@@ -932,6 +956,7 @@ impl OrderedMap {
             tx,
             parts,
             markers: Vec::new(),
+            saved_markers: Vec::new(),
         })
     }
 
@@ -964,5 +989,99 @@ impl OrderedMap {
                 _thread: PhantomData,
             })
             .collect())
+    }
+}
+
+mod nest {
+    /// How a transaction opens and closes a savepoint: sealed, so that only this crate's
+    /// write transactions nest.
+    pub trait Sealed {
+        fn open(&mut self);
+        fn close(&mut self, keep: bool);
+    }
+}
+
+/// A write transaction that nests ([`WriteTxn::nested`], [`MultiWriteTxn::nested`]).
+pub trait Nestable: nest::Sealed {}
+
+impl nest::Sealed for WriteTxn<'_> {
+    fn open(&mut self) {
+        if let Some(w) = self.w.as_mut() {
+            w.savepoint();
+        }
+        self.saved_markers.push(self.markers.clone());
+    }
+    fn close(&mut self, keep: bool) {
+        if let Some(w) = self.w.as_mut() {
+            w.close_savepoint(keep);
+        }
+        if let Some(m) = self.saved_markers.pop() {
+            if !keep {
+                self.markers = m;
+            }
+        }
+    }
+}
+
+impl Nestable for WriteTxn<'_> {}
+
+impl nest::Sealed for MultiWriteTxn<'_> {
+    fn open(&mut self) {
+        for w in &mut self.parts {
+            w.savepoint();
+        }
+        self.saved_markers.push(self.markers.clone());
+    }
+    fn close(&mut self, keep: bool) {
+        for w in &mut self.parts {
+            w.close_savepoint(keep);
+        }
+        if let Some(m) = self.saved_markers.pop() {
+            if !keep {
+                self.markers = m;
+            }
+        }
+    }
+}
+
+impl Nestable for MultiWriteTxn<'_> {}
+
+/// A transaction nested in another ([`WriteTxn::nested`]): it reads and writes as its
+/// parent does (it dereferences to it), and its writes stay the parent's when it commits
+/// or go when it aborts or is dropped. The parent is borrowed until then.
+pub struct Nested<'t, T: Nestable> {
+    txn: &'t mut T,
+    open: bool,
+}
+
+impl<T: Nestable> Nested<'_, T> {
+    /// Keeps this nested transaction's writes in its parent.
+    pub fn commit(mut self) {
+        self.open = false;
+        self.txn.close(true);
+    }
+
+    /// Undoes this nested transaction's writes (as dropping it does).
+    pub fn abort(self) {}
+}
+
+impl<T: Nestable> std::ops::Deref for Nested<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.txn
+    }
+}
+
+impl<T: Nestable> std::ops::DerefMut for Nested<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.txn
+    }
+}
+
+impl<T: Nestable> Drop for Nested<'_, T> {
+    fn drop(&mut self) {
+        if self.open {
+            self.txn.close(false);
+        }
     }
 }

@@ -439,6 +439,13 @@ impl Pages for PoolPages<'_> {
     fn write_direct(&mut self, off: u64, p: &PageBuf) {
         write_page(self.pool.tx.sh, off, p);
     }
+    type Mark = super::pool::PoolMark;
+    fn mark(&self) -> Self::Mark {
+        self.pool.mark()
+    }
+    fn rewind(&mut self, m: Self::Mark) {
+        self.pool.rewind(m);
+    }
 }
 
 /// A write transaction on one ordered map: its writer lock is held from `begin` to
@@ -446,8 +453,11 @@ impl Pages for PoolPages<'_> {
 pub(crate) struct Write<'a> {
     pub m: OrderedRef,
     pub tree: WriteTxn<PoolPages<'a>>,
-    /// An operation failed midway: the transaction can only be aborted.
+    /// An operation failed midway: the transaction can only be aborted (or rolled back
+    /// to a savepoint before the failure).
     pub poisoned: bool,
+    /// `poisoned` at each open savepoint.
+    saved_poison: Vec<bool>,
 }
 
 impl OrderedRef {
@@ -486,6 +496,7 @@ impl OrderedRef {
             m: *self,
             tree: WriteTxn::new(PoolPages { pool }, root),
             poisoned: false,
+            saved_poison: Vec::new(),
         })
     }
 }
@@ -521,6 +532,26 @@ impl<'a> Write<'a> {
     pub fn commit(self, markers: &[(u64, u64)]) -> Result<u64> {
         let tx = self.tree.store_ref().pool.tx;
         commit_all(&tx, vec![self], markers)
+    }
+
+    /// Opens a savepoint (see the tree's).
+    pub fn savepoint(&mut self) {
+        self.tree.savepoint();
+        self.saved_poison.push(self.poisoned);
+    }
+
+    /// Closes the innermost savepoint: `keep` what came since, or roll it back (which
+    /// also undoes a failure since, so the transaction is usable again).
+    pub fn close_savepoint(&mut self, keep: bool) {
+        let Some(p) = self.saved_poison.pop() else {
+            return;
+        };
+        if keep {
+            self.tree.release();
+        } else {
+            self.tree.rollback();
+            self.poisoned = p;
+        }
     }
 
     /// The map's sequence as this transaction has it; adds `n` to it.

@@ -35,6 +35,13 @@ pub(crate) fn pages_taken(sh: &Shared, pool: u64) -> u64 {
     (0..r).map(|q| run_pages(sh, q)).sum::<u64>() + i
 }
 
+/// A pool's state at a savepoint.
+pub(crate) struct PoolMark {
+    entry: Entry,
+    recycled: Vec<u64>,
+    freed: usize,
+}
+
 /// A write transaction's view of its map's pages.
 pub(crate) struct Pool<'a> {
     pub tx: Txn<'a>,
@@ -75,6 +82,29 @@ impl<'a> Pool<'a> {
 
     fn sh(&self) -> &'a Shared {
         self.tx.sh
+    }
+
+    /// What the pool has handed out so far ([`Pool::rewind`]).
+    pub fn mark(&self) -> PoolMark {
+        PoolMark {
+            entry: self.entry,
+            recycled: self.recycled.clone(),
+            freed: self.freed.len(),
+        }
+    }
+
+    /// Makes every page handed out since `m` free again: the pool cursor and the queue's
+    /// head go back (nothing committed was written: they are the transaction's copy of the
+    /// map's entry), and so does the list of pages it recycled. Runs taken from the store
+    /// meanwhile stay the map's, recorded in its header, their pages unused.
+    pub fn rewind(&mut self, m: PoolMark) {
+        debug_assert!(
+            self.unstamped.is_empty(),
+            "rewound after queueing for commit"
+        );
+        self.entry = m.entry;
+        self.recycled = m.recycled;
+        self.freed.truncate(m.freed);
     }
 
     /// A page for the transaction.

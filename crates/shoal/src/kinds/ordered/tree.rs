@@ -49,6 +49,24 @@ pub trait Pages: PageSource {
     /// Writes page `off`, which [`Pages::alloc`] gave this transaction, where readers of
     /// this transaction's tree will read it (an overflow page, never edited again).
     fn write_direct(&mut self, off: u64, p: &PageBuf);
+    /// What the pages' owner has handed out so far.
+    type Mark;
+    /// The owner's state now, for [`Pages::rewind`].
+    fn mark(&self) -> Self::Mark;
+    /// Makes every page handed out since `m` free again, as if never handed out.
+    fn rewind(&mut self, m: Self::Mark);
+}
+
+/// What a savepoint restores.
+struct Savepoint<M> {
+    root: Root,
+    replaced: usize,
+    deferred: usize,
+    direct: HashSet<u64>,
+    /// Own pages as they were at the savepoint, for every page changed since (`None`: not
+    /// an own page then).
+    undo: HashMap<u64, Option<PageBuf>>,
+    mark: M,
 }
 
 /// A page as a write transaction sees it: its own copy, or a committed page.
@@ -90,6 +108,12 @@ pub struct WriteTxn<S: Pages> {
     direct: HashSet<u64>,
     /// Values the last edit dropped, out of line: (first page, length), to free.
     dropped_values: Vec<(u64, u64)>,
+    /// Open savepoints, the innermost last.
+    saves: Vec<Savepoint<S::Mark>>,
+    /// Overflow pages this transaction wrote and then dropped while a savepoint was open:
+    /// not handed back to the pool until no savepoint is, because their bytes are in the
+    /// file, where a rollback could not restore them if they were written over.
+    deferred: Vec<u64>,
 }
 
 /// What a write transaction leaves to commit.
@@ -119,6 +143,71 @@ impl<S: Pages> WriteTxn<S> {
             replaced: Vec::new(),
             direct: HashSet::new(),
             dropped_values: Vec::new(),
+            saves: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    /// Opens a savepoint: [`WriteTxn::rollback`] brings the transaction back to this
+    /// instant, [`WriteTxn::release`] keeps what came since. Savepoints nest.
+    pub fn savepoint(&mut self) {
+        let sp = Savepoint {
+            root: self.root,
+            replaced: self.replaced.len(),
+            deferred: self.deferred.len(),
+            direct: self.direct.clone(),
+            undo: HashMap::new(),
+            mark: self.store.mark(),
+        };
+        self.saves.push(sp);
+    }
+
+    /// Undoes everything since the innermost savepoint and closes it; false if none is
+    /// open. The pages taken since are free again.
+    pub fn rollback(&mut self) -> bool {
+        let Some(sp) = self.saves.pop() else {
+            return false;
+        };
+        for (off, old) in sp.undo {
+            match old {
+                Some(p) => self.own.insert(off, p),
+                None => self.own.remove(&off),
+            };
+        }
+        self.root = sp.root;
+        self.replaced.truncate(sp.replaced);
+        // Dropped since the savepoint: pages of values the rollback brings back.
+        self.deferred.truncate(sp.deferred);
+        self.direct = sp.direct;
+        self.dropped_values.clear();
+        self.store.rewind(sp.mark);
+        true
+    }
+
+    /// Closes the innermost savepoint, keeping what came since (an enclosing savepoint
+    /// still undoes it); false if none is open.
+    pub fn release(&mut self) -> bool {
+        let Some(sp) = self.saves.pop() else {
+            return false;
+        };
+        if let Some(outer) = self.saves.last_mut() {
+            for (off, old) in sp.undo {
+                outer.undo.entry(off).or_insert(old);
+            }
+        } else {
+            for off in std::mem::take(&mut self.deferred) {
+                self.store.recycle(off);
+            }
+        }
+        true
+    }
+
+    /// Records own page `off` as it is before a change, if a savepoint is open and has
+    /// not recorded it yet.
+    fn touch(&mut self, off: u64) {
+        if let Some(sp) = self.saves.last_mut() {
+            let own = &self.own;
+            sp.undo.entry(off).or_insert_with(|| own.get(&off).cloned());
         }
     }
 
@@ -129,7 +218,11 @@ impl<S: Pages> WriteTxn<S> {
 
     /// The outcome: the new tree, the pages to write into the file and the committed
     /// pages it replaced.
-    pub fn finish(self) -> (S, Finished) {
+    pub fn finish(mut self) -> (S, Finished) {
+        // Savepoints still open are kept, as a release of each would.
+        for off in std::mem::take(&mut self.deferred) {
+            self.store.recycle(off);
+        }
         let f = Finished {
             root: self.root,
             written: self.own,
@@ -141,6 +234,7 @@ impl<S: Pages> WriteTxn<S> {
     /// An own page the tree no longer uses goes straight back to the pages' owner, so a
     /// transaction that empties pages reuses them for the next ones it copies.
     fn drop_own(&mut self, off: u64) {
+        self.touch(off);
         self.own.remove(&off);
         self.store.recycle(off);
     }
@@ -168,6 +262,7 @@ impl<S: Pages> WriteTxn<S> {
             return Err(self.store.corrupt(format!("page {off:#x}: {what}")));
         }
         let new = self.store.alloc()?;
+        self.touch(new);
         self.own.insert(new, copy);
         self.replaced.push(off);
         Ok(new)
@@ -175,6 +270,7 @@ impl<S: Pages> WriteTxn<S> {
 
     fn fresh(&mut self, p: PageBuf) -> Result<u64> {
         let off = self.store.alloc()?;
+        self.touch(off);
         self.own.insert(off, p);
         Ok(off)
     }
@@ -213,7 +309,11 @@ impl<S: Pages> WriteTxn<S> {
                 overflow::pages(&self.store, first, len).map_err(|w| self.store.corrupt(w))?;
             for off in pages {
                 if self.direct.remove(&off) {
-                    self.store.recycle(off);
+                    if self.saves.is_empty() {
+                        self.store.recycle(off);
+                    } else {
+                        self.deferred.push(off);
+                    }
                 } else {
                     self.replaced.push(off);
                 }
@@ -341,6 +441,7 @@ impl<S: Pages> WriteTxn<S> {
         mode: PutMode,
     ) -> Result<(bool, bool, Option<Split>)> {
         if level == 0 {
+            self.touch(off);
             let page = self.own.get_mut(&off).expect("owned");
             let found = page.search(key);
             let ok = match (found, mode) {
@@ -371,6 +472,7 @@ impl<S: Pages> WriteTxn<S> {
         let (child, child_count) = view!(self.view(off), p => p.child(c));
         let child = self.own(child, level - 1)?;
         let (wrote, added, split) = self.put_at(child, level - 1, key, value, mode)?;
+        self.touch(off);
         let page = self.own.get_mut(&off).expect("owned");
         let mut child_count = child_count + added as u64;
         if let Some(s) = &split {
@@ -433,6 +535,7 @@ impl<S: Pages> WriteTxn<S> {
     /// now empty (and should leave its parent).
     fn remove_at(&mut self, off: u64, level: u32, key: &[u8]) -> Result<bool> {
         if level == 0 {
+            self.touch(off);
             let page = self.own.get_mut(&off).expect("owned");
             let i = page.search(key).expect("present");
             self.dropped_values.extend(page.value_ref(i));
@@ -443,6 +546,7 @@ impl<S: Pages> WriteTxn<S> {
         let (child, count) = view!(self.view(off), p => p.child(c));
         let child = self.own(child, level - 1)?;
         let child_empty = self.remove_at(child, level - 1, key)?;
+        self.touch(off);
         let page = self.own.get_mut(&off).expect("owned");
         if !child_empty {
             page.set_child(c, child, count - 1);
@@ -516,6 +620,19 @@ pub(crate) mod tests {
         }
         fn write_direct(&mut self, off: u64, p: &PageBuf) {
             self.direct.insert(off, p.clone());
+        }
+        type Mark = (u64, Vec<u64>, Vec<u64>);
+        fn mark(&self) -> Self::Mark {
+            (
+                *self.next,
+                self.free.clone(),
+                self.direct.keys().copied().collect(),
+            )
+        }
+        fn rewind(&mut self, (next, free, direct): Self::Mark) {
+            *self.next = next;
+            self.free = free;
+            self.direct.retain(|off, _| direct.contains(off));
         }
     }
 
@@ -737,6 +854,108 @@ pub(crate) mod tests {
                 deepest >= 2,
                 "seed {seed0}: the tree never grew two branch levels"
             );
+        }
+    }
+
+    /// Every entry of a transaction's tree, by stepping with `first_ge`.
+    fn entries_of<S: Pages>(t: &WriteTxn<S>) -> Entries {
+        let mut out: Entries = Vec::new();
+        let mut from = Vec::new();
+        while let Some((k, v)) = t.first_ge(&from).unwrap() {
+            from = k.clone();
+            from.push(0);
+            out.push((k, v));
+        }
+        out
+    }
+
+    #[test]
+    fn savepoints_roll_back_to_their_instant_and_nest() {
+        for seed0 in 1..9u64 {
+            let mut seed = seed0.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            let mut pages: HashMap<u64, PageBuf> = HashMap::new();
+            let mut next = 0u64;
+            let mut root = Root::default();
+            let mut model = Model::new();
+            for txn in 0..25 {
+                let mut t = WriteTxn::new(
+                    Mem {
+                        pages: &pages,
+                        next: &mut next,
+                        free: Vec::new(),
+                        direct: HashMap::new(),
+                    },
+                    root,
+                );
+                let mut m = model.clone();
+                let mut stack: Vec<Model> = Vec::new();
+                for step in 0..300 {
+                    let r = rng(&mut seed);
+                    match r % 20 {
+                        0 | 1 => {
+                            t.savepoint();
+                            stack.push(m.clone());
+                        }
+                        2 => {
+                            let back = stack.pop();
+                            assert_eq!(t.rollback(), back.is_some());
+                            if let Some(b) = back {
+                                m = b;
+                            }
+                        }
+                        3 => assert_eq!(t.release(), stack.pop().is_some()),
+                        _ => {
+                            let key = format!("k{:03}", (r >> 8) % 400).into_bytes();
+                            let vlen = match (r >> 20) % 8 {
+                                0 => 1000 + ((r >> 24) % 6000) as usize,
+                                _ => ((r >> 24) % 150) as usize,
+                            };
+                            if (r >> 40) % 4 == 0 {
+                                assert_eq!(t.remove(&key).unwrap(), m.remove(&key).is_some());
+                            } else {
+                                let val = vec![(r >> 44) as u8; vlen];
+                                t.put(&key, &val, PutMode::Upsert).unwrap();
+                                m.insert(key, val);
+                            }
+                        }
+                    }
+                    if step % 37 == 0 {
+                        assert_eq!(
+                            entries_of(&t),
+                            m.clone().into_iter().collect::<Vec<_>>(),
+                            "seed {seed0} txn {txn} step {step}"
+                        );
+                    }
+                }
+                // Savepoints left open are kept, as a commit keeps them.
+                let (store, f) = t.finish();
+                let (direct, free) = (store.direct, store.free);
+                for off in direct.keys().chain(f.written.keys()) {
+                    assert!(!pages.contains_key(off), "seed {seed0}: page {off} reused");
+                }
+                pages.extend(f.written);
+                pages.extend(direct);
+                root = f.root;
+                model = m;
+                let (entries, reached) = walk(&pages, root);
+                assert_eq!(
+                    entries,
+                    model.clone().into_iter().collect::<Vec<_>>(),
+                    "seed {seed0} txn {txn}"
+                );
+                let unique: HashSet<u64> = reached.iter().copied().collect();
+                assert_eq!(
+                    unique.len(),
+                    reached.len(),
+                    "seed {seed0}: a page reached twice"
+                );
+                for off in f.replaced.iter().chain(&free) {
+                    assert!(
+                        !unique.contains(off),
+                        "seed {seed0}: page {off} freed but in use"
+                    );
+                }
+            }
         }
     }
 }
