@@ -372,3 +372,74 @@ fn nests_of_nested_transactions_follow_a_stack_of_models() {
         assert!(r.is_ok(), "round {round}: {r}");
     }
 }
+
+#[test]
+fn append_loads_sorted_keys_into_full_pages_and_refuses_keys_out_of_order() {
+    let d = shm_dir();
+    let s = Store::open(d.path().join("o.shoal")).unwrap();
+    let loaded = s.ordered_map("appended").unwrap();
+    let put = s.ordered_map("put").unwrap();
+    let n = 60_000u64;
+    let k = |i: u64| format!("key{i:08}").into_bytes();
+    let v = |i: u64| vec![i as u8; if i % 1000 == 0 { 5000 } else { 20 }];
+    let mut w = loaded.write().unwrap();
+    for i in 0..n {
+        w.append(&k(i), &v(i)).unwrap();
+    }
+    // Out of order, and equal to the last: refused, and the transaction goes on.
+    assert!(matches!(
+        w.append(&k(5), b"x"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        w.append(&k(n - 1), b"x"),
+        Err(Error::InvalidArgument(_))
+    ));
+    w.append(&k(n), &v(n)).unwrap();
+    w.commit().unwrap();
+    let mut w = put.write().unwrap();
+    for i in 0..=n {
+        w.put(&k(i), &v(i)).unwrap();
+    }
+    w.commit().unwrap();
+    let a: Vec<(Vec<u8>, Vec<u8>)> = loaded.range(None, None).unwrap();
+    assert_eq!(a.len() as u64, n + 1);
+    assert!(
+        a == put.range(None, None).unwrap(),
+        "the same entries either way"
+    );
+    // Full pages, where puts in key order leave every split page half empty.
+    let bytes = |m: &str| s.object_stats(m).unwrap().unwrap().index_bytes;
+    let (appended, sorted_puts) = (bytes("appended"), bytes("put"));
+    eprintln!("pages: {appended} bytes appended, {sorted_puts} put in key order");
+    assert!(
+        appended * 4 < sorted_puts * 3,
+        "appended {appended} bytes against {sorted_puts}"
+    );
+    // Appends after other writes, and into a multimap by pairs.
+    loaded.put(b"a-first", b"1").unwrap();
+    let mut w = loaded.write().unwrap();
+    w.append(b"zzz", b"last").unwrap();
+    w.commit().unwrap();
+    assert_eq!(
+        loaded.last().unwrap(),
+        Some((b"zzz".to_vec(), b"last".to_vec()))
+    );
+    let dups = OrderedOptions {
+        duplicates: true,
+        ..Default::default()
+    };
+    let mm = s.ordered_map_with("multi", &dups).unwrap();
+    let mut w = mm.write().unwrap();
+    w.append(b"a", b"1").unwrap();
+    w.append(b"a", b"2").unwrap();
+    w.append(b"b", b"0").unwrap();
+    assert!(matches!(
+        w.append(b"a", b"3"),
+        Err(Error::InvalidArgument(_))
+    ));
+    w.commit().unwrap();
+    assert_eq!(mm.get_all(b"a").unwrap(), [b"1".to_vec(), b"2".to_vec()]);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}

@@ -701,6 +701,18 @@ mod ops {
         Ok(n)
     }
 
+    pub(super) fn append(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        let (k, v) = Form::of(w).entry(key, value)?;
+        if !w.append(&k, v)? {
+            return Err(Error::InvalidArgument(format!(
+                "append takes keys in increasing order (in a multimap, pairs): this {} is not \
+                 above the map's last",
+                if Form::of(w).dups() { "pair" } else { "key" }
+            )));
+        }
+        Ok(())
+    }
+
     pub(super) fn set_marker(markers: &mut Vec<(u64, u64)>, i: u64, v: u64) -> Result<()> {
         check_marker(i)?;
         markers.retain(|(j, _)| *j != i);
@@ -776,6 +788,14 @@ impl<'m> WriteTxn<'m> {
     /// many it removed.
     pub fn remove_range(&mut self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
         ops::remove_range(self.w(), lo, hi)
+    }
+
+    /// Adds `key` → `value` past the map's largest key (in a multimap, past its largest
+    /// pair): a sorted bulk load, which fills pages to the brim instead of splitting them
+    /// in halves. A key not above the largest is `InvalidArgument`, and the transaction
+    /// stays usable.
+    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        ops::append(self.w(), key, value)
     }
 
     /// The map's sequence (a persistent counter, 0 in a new map) as this transaction has
@@ -902,6 +922,11 @@ impl<'m> MultiWriteTxn<'m> {
         hi: Option<&[u8]>,
     ) -> Result<u64> {
         ops::remove_range(self.part(map)?, lo, hi)
+    }
+
+    /// Appends `key` → `value` past `map`'s largest key: see [`WriteTxn::append`].
+    pub fn append(&mut self, map: &OrderedMap, key: &[u8], value: &[u8]) -> Result<()> {
+        ops::append(self.part(map)?, key, value)
     }
 
     /// `map`'s sequence, then adds `n` to it: see [`WriteTxn::next_sequence`].

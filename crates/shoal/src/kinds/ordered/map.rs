@@ -510,6 +510,14 @@ impl<'a> Write<'a> {
         r
     }
 
+    /// Appends past the largest key (a sorted bulk load); false if `key` is not above it.
+    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.usable()?;
+        let r = self.tree.append(key, value);
+        self.poisoned |= r.is_err();
+        r
+    }
+
     /// Removes `key`.
     pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
         self.usable()?;

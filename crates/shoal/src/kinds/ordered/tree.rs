@@ -110,6 +110,8 @@ pub struct WriteTxn<S: Pages> {
     dropped_values: Vec<(u64, u64)>,
     /// Open savepoints, the innermost last.
     saves: Vec<Savepoint<S::Mark>>,
+    /// An append is under way: full pages on the right edge split at their end.
+    appending: bool,
     /// Overflow pages this transaction wrote and then dropped while a savepoint was open:
     /// not handed back to the pool until no savepoint is, because their bytes are in the
     /// file, where a rollback could not restore them if they were written over.
@@ -145,7 +147,38 @@ impl<S: Pages> WriteTxn<S> {
             dropped_values: Vec::new(),
             saves: Vec::new(),
             deferred: Vec::new(),
+            appending: false,
         }
+    }
+
+    /// The largest key, copied.
+    pub fn last_key(&self) -> Option<Vec<u8>> {
+        if self.root.page == NO_PAGE {
+            return None;
+        }
+        let mut off = self.root.page;
+        for _ in 0..self.root.depth {
+            off = view!(self.view(off), p => p.child(p.n()).0);
+        }
+        view!(self.view(off), p => p.n().checked_sub(1).map(|i| {
+            let (a, l) = p.key_at(i);
+            let mut k = vec![0u8; l];
+            p.copy_out(a, &mut k);
+            k
+        }))
+    }
+
+    /// Adds `key` → `value` past the largest key, filling pages on the right edge to the
+    /// brim instead of splitting them in halves (a sorted bulk load); false, changing
+    /// nothing, if `key` is not above the largest key.
+    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        if self.last_key().is_some_and(|last| key <= last.as_slice()) {
+            return Ok(false);
+        }
+        self.appending = true;
+        let r = self.put(key, value, PutMode::Insert);
+        self.appending = false;
+        r
     }
 
     /// Opens a savepoint: [`WriteTxn::rollback`] brings the transaction back to this
@@ -440,6 +473,7 @@ impl<S: Pages> WriteTxn<S> {
         value: (&[u8], bool),
         mode: PutMode,
     ) -> Result<(bool, bool, Option<Split>)> {
+        let appending = self.appending;
         if level == 0 {
             self.touch(off);
             let page = self.own.get_mut(&off).expect("owned");
@@ -458,12 +492,22 @@ impl<S: Pages> WriteTxn<S> {
             if ok.is_ok() {
                 return Ok((true, added, None));
             }
-            let (mut right, sep) = page.split();
-            if key >= sep.as_slice() {
+            let (right, sep) = if appending && found == Err(page.n()) {
+                // A bulk load past the last key: the full page stays full, and the new
+                // entry starts the next one (a split in halves would leave every page of
+                // a sorted load half empty).
+                let mut right = PageBuf::new(LEAF);
                 put_in_leaf(&mut right, key, value);
+                (right, key.to_vec())
             } else {
-                put_in_leaf(page, key, value);
-            }
+                let (mut right, sep) = page.split();
+                if key >= sep.as_slice() {
+                    put_in_leaf(&mut right, key, value);
+                } else {
+                    put_in_leaf(page, key, value);
+                }
+                (right, sep)
+            };
             let count = right.n() as u64;
             let page = self.fresh(right)?;
             return Ok((true, added, Some(Split { sep, page, count })));
@@ -484,6 +528,21 @@ impl<S: Pages> WriteTxn<S> {
         };
         if page.branch_insert(c, &s.sep, s.page, s.count).is_ok() {
             return Ok((wrote, added, None));
+        }
+        if appending && c == page.n() {
+            // As for leaves: the new child starts the next branch.
+            let mut right = PageBuf::new(BRANCH);
+            right.set_child0(s.page, s.count);
+            let page = self.fresh(right)?;
+            return Ok((
+                wrote,
+                added,
+                Some(Split {
+                    sep: s.sep,
+                    page,
+                    count: s.count,
+                }),
+            ));
         }
         let (mut right, sep) = page.split();
         if s.sep >= sep {
