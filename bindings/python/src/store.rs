@@ -380,6 +380,12 @@ impl Store {
             .call1((native, slf))
     }
 
+    /// Names of the ordered maps in the store (`maps()` lists the hash maps).
+    fn ordered_maps(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let st = self.get(py)?;
+        st.ordered_maps().py_err(py)
+    }
+
     /// _ordered_txn(maps) -> native transaction over the native maps `maps`.
     fn _ordered_txn(
         &self,

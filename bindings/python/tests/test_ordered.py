@@ -182,6 +182,12 @@ def test_write_transactions(store):
             t["w"] = 5
             raise RuntimeError("boom")
     assert a["x"] == 1 and "w" not in a
+    # A second writer of the map on the same thread would wait for itself: refused.
+    with pytest.raises(shoal.InvalidArgument, match="re-entrant"):
+        with a.write() as t:
+            t["q"] = 1
+            a["q"] = 2
+    assert "q" not in a
     t = a.write()
     t["w"] = 5
     t.abort()
@@ -209,6 +215,7 @@ def test_kinds_codecs_and_limits(store):
     with pytest.raises(shoal.InvalidArgument, match="ordered_map"):
         store.map("ord")
     assert store.map_kind("ord") == ("ordered", None, None)
+    assert store.ordered_maps() == ["ord"] and "ord" not in store.maps()
     with pytest.raises(shoal.NotFound):
         store.ordered_map("absent", create=False)
     with pytest.raises(shoal.InvalidArgument):
@@ -287,6 +294,17 @@ def test_writer_killed_inside_a_transaction(store):
         t["after"] = 2
     assert list(m) == ["after", "before"]
     assert store.check().ok
+
+
+def test_closed_store(path):
+    s = shoal.open(path)
+    m = s.ordered_map("c")
+    m[b"k"] = b"v"
+    it = iter(m)
+    s.close()
+    for call in (lambda: m[b"k"], lambda: m.put_if_absent(b"x", b"y"), lambda: len(m), lambda: next(it)):
+        with pytest.raises(shoal.Closed):
+            call()
 
 
 def test_pickles_to_a_reopen(store):

@@ -132,6 +132,11 @@
 #define SHOAL_MAP_KIND_FIXED 3
 
 /**
+ * `shoal_map_kind`: an ordered map (`shoal_ordered_open`).
+ */
+#define SHOAL_MAP_KIND_ORDERED 4
+
+/**
  * The largest key of a fixed-size map, in bytes.
  */
 #define SHOAL_FIXED_MAX_KEY_SIZE 512
@@ -2849,8 +2854,8 @@ shoal_status shoal_fixed_iter_close(struct shoal_fixed_iter *iter);
 /**
  * Tells what kind of map `name` is, without opening it.
  *
- * * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS` or
- *   `SHOAL_MAP_KIND_FIXED` (0 on failure).
+ * * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS`,
+ *   `SHOAL_MAP_KIND_FIXED` or `SHOAL_MAP_KIND_ORDERED` (0 on failure).
  * * `key_size`, `value_size`: NULL, or receive the sizes of a fixed-size map (0 for the
  *   other kinds, and on failure).
  *
@@ -3237,6 +3242,17 @@ shoal_status shoal_ordered_open(const struct shoal_store *store,
                                 const char *name,
                                 uint32_t flags,
                                 struct shoal_ordered **out);
+
+/**
+ * Calls `cb` once for each ordered map of the store with its name (in no particular
+ * order), until `cb` returns non-zero. (`shoal_store_maps` lists the hash maps.)
+ *
+ * Errors: `SHOAL_CORRUPT`, `SHOAL_TOO_MANY`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `cb` does not unwind.
+ */
+shoal_status shoal_store_ordered_maps(const struct shoal_store *store, shoal_text_fn cb, void *ctx);
 
 /**
  * Closes an ordered map handle (the map and its entries stay). NULL is allowed.

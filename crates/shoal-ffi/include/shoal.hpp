@@ -252,6 +252,8 @@ struct MapKind {
     std::size_t key_size = 0;
     std::size_t value_size = 0;
     bool fixed() const noexcept { return kind == SHOAL_MAP_KIND_FIXED; }
+    /// Whether it is an ordered map (Store::ordered_map).
+    bool ordered() const noexcept { return kind == SHOAL_MAP_KIND_ORDERED; }
 };
 
 /// An open store. Move-only; closes its handle when destroyed. Usable from many threads.
@@ -1976,6 +1978,17 @@ public:
                                           reverse ? SHOAL_ORDERED_REVERSE : 0, &it),
                       "shoal_ordered_range");
         return OrderedRange(it);
+    }
+    /// Names of the ordered maps of `store`.
+    static std::vector<std::string> names(const Store& store) {
+        std::vector<std::string> out;
+        auto cb = [](void* ctx, const char* name, std::size_t len) -> int {
+            static_cast<std::vector<std::string>*>(ctx)->emplace_back(name, len);
+            return 0;
+        };
+        detail::check(shoal_store_ordered_maps(store.handle(), cb, &out),
+                      "shoal_store_ordered_maps");
+        return out;
     }
     /// A snapshot of the map as of its latest commit.
     OrderedSnapshot snapshot() const {

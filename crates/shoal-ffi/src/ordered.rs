@@ -180,6 +180,36 @@ pub unsafe extern "C" fn shoal_ordered_open(
     })
 }
 
+/// Calls `cb` once for each ordered map of the store with its name (in no particular
+/// order), until `cb` returns non-zero. (`shoal_store_maps` lists the hash maps.)
+///
+/// Errors: `SHOAL_CORRUPT`, `SHOAL_TOO_MANY`, `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `store` is NULL or a live handle; `cb` does not unwind.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_store_ordered_maps(
+    store: *const shoal_store,
+    cb: shoal_text_fn,
+    ctx: *mut c_void,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let s = unsafe { store_ref(store) }?;
+        let cb = cb.ok_or_else(|| null("cb"))?;
+        for name in s.ordered_maps()? {
+            let len = name.len();
+            let c = std::ffi::CString::new(name)
+                .map_err(|_| Fail::new(SHOAL_CORRUPT, "map name with NUL"))?;
+            // SAFETY: a C function pointer of the declared type; `c` outlives the call.
+            if unsafe { cb(ctx, c.as_ptr(), len) } != 0 {
+                break;
+            }
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
 /// Closes an ordered map handle (the map and its entries stay). NULL is allowed.
 /// Snapshots, iterators and transactions opened through it hold their own reference and
 /// stay valid.

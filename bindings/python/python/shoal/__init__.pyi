@@ -327,6 +327,8 @@ class Store:
         """Opens the ordered map `name` (keys sorted bytewise), creating it unless
         create=False. key: "bytes" or "str"; value: any codec. Ordered maps record no
         codecs: open a map with the codecs it was written with."""
+    def ordered_maps(self) -> list[str]:
+        """Names of the ordered maps in the store (maps() lists the hash maps)."""
     def ordered_write(self, maps: Iterable[OrderedMap[Any, Any]]) -> OrderedTransaction:
         """A write transaction over several ordered maps of this store, committed at the
         end of a with block (aborted if it raises)."""

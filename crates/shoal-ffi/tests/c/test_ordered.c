@@ -38,6 +38,13 @@ static shoal_bytes B(const char *s) {
     return b;
 }
 
+static int count_names(void *ctx, const char *name, size_t len) {
+    (void)name;
+    (void)len;
+    ++*(int *)ctx;
+    return 0;
+}
+
 static void test_open_and_kinds(void) {
     shoal_store *s = fresh("kinds");
     CHECK(s != NULL);
@@ -68,6 +75,12 @@ static void test_open_and_kinds(void) {
     shoal_map *bad2 = NULL;
     CHECK_RC(shoal_map_open(s, "o", 0, NULL, &bad2), SHOAL_INVALID);
     CHECK(strstr(shoal_last_error_message(), "shoal_ordered_open") != NULL);
+    uint32_t kind = 0;
+    CHECK_RC(shoal_map_kind(s, "o", &kind, NULL, NULL), SHOAL_OK);
+    CHECK(kind == SHOAL_MAP_KIND_ORDERED);
+    int count = 0;
+    CHECK_RC(shoal_store_ordered_maps(s, count_names, &count), SHOAL_OK);
+    CHECK(count == 1);
     CHECK_RC(shoal_ordered_close(NULL), SHOAL_OK);
     shoal_map_close(h);
     shoal_ordered_close(o2);

@@ -42,6 +42,8 @@ TEST_F(OrderedTest, PointCallsAndRangesMatchStdMap) {
     shoal::Store store(path_, opts_);
     shoal::OrderedMap m = store.ordered_map("o");
     EXPECT_THROW(store.ordered_map("absent", false), shoal::Error);
+    EXPECT_EQ(shoal::OrderedMap::names(store), std::vector<std::string>{"o"});
+    EXPECT_TRUE(store.map_kind("o")->ordered());
     Ref ref;
     std::mt19937 rng(7);
     for (int i = 0; i < 5000; i++) {
