@@ -89,9 +89,9 @@ TEST_F(OrderedTest, PointCallsAndRangesMatchStdMap) {
         EXPECT_EQ(collect(m.range(lo, hi, true)), want) << lo << ".." << hi << " reversed";
     }
 
-    // Too large an entry is an error, not a crash.
+    // Too large a key is an error, not a crash.
     try {
-        m.put("k", std::string(SHOAL_MAX_ORDERED_ENTRY, 'x'));
+        m.put(std::string(SHOAL_MAX_ORDERED_ENTRY, 'x'), "v");
         ADD_FAILURE() << "no error";
     } catch (const shoal::Error& e) {
         EXPECT_EQ(e.code(), SHOAL_INVALID);
