@@ -62,6 +62,9 @@ fn message(e: &shoal::Error) -> String {
             MapKind::QueueSet { .. } => {
                 format!("{name:?} is a {found}, not a map: the Python API opens maps only")
             }
+            MapKind::Ordered { .. } => {
+                format!("map {name:?} is a {found}: open it with store.ordered_map({name:?})")
+            }
             _ => e.to_string(),
         },
         E::NoUids { name } => format!(

@@ -9,6 +9,7 @@ mod fixed;
 mod handle;
 mod map;
 mod ops;
+mod ordered;
 mod queue;
 mod store;
 
@@ -22,6 +23,10 @@ fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<map::MapIter>()?;
     m.add_class::<fixed::FixedMapNative>()?;
     m.add_class::<fixed::FixedIterNative>()?;
+    m.add_class::<ordered::OrderedNative>()?;
+    m.add_class::<ordered::OrderedSnapshotNative>()?;
+    m.add_class::<ordered::OrderedIter>()?;
+    m.add_class::<ordered::OrderedTxnNative>()?;
     m.add_class::<queue::QueueSet>()?;
     m.add_class::<queue::Element>()?;
     m.add_class::<queue::QueueIter>()?;

@@ -356,6 +356,86 @@ impl Store {
             .call1((slf,))
     }
 
+    /// ordered_map(name, *, key="bytes", value="bytes", create=True) -> OrderedMap
+    ///
+    /// Opens the ordered map `name` (keys kept sorted bytewise), creating it if it does
+    /// not exist (unless `create=False`, which raises `shoal.NotFound`). `key` is "bytes"
+    /// or "str" (codecs whose bytes sort as their values do); `value` any codec. Ordered
+    /// maps record no codecs: open a map with the codecs it was written with.
+    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true))]
+    fn ordered_map<'py>(
+        slf: &Bound<'py, Self>,
+        name: &str,
+        key: &str,
+        value: &str,
+        create: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let st = this.get(py)?;
+        let native =
+            crate::ordered::OrderedNative::open(py, &this.core, &st, name, key, value, create)?;
+        py.import("shoal._ordered")?
+            .getattr("OrderedMap")?
+            .call1((native, slf))
+    }
+
+    /// Names of the ordered maps in the store (`maps()` lists the hash maps).
+    fn ordered_maps(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let st = self.get(py)?;
+        st.ordered_maps().py_err(py)
+    }
+
+    /// _ordered_txn(maps) -> native transaction over the native maps `maps`.
+    fn _ordered_txn(
+        &self,
+        py: Python<'_>,
+        maps: Vec<PyRef<'_, crate::ordered::OrderedNative>>,
+    ) -> PyResult<crate::ordered::OrderedTxnNative> {
+        self.get(py)?;
+        crate::ordered::OrderedTxnNative::begin(py, maps)
+    }
+
+    /// _ordered_snapshots(maps) -> native snapshots of the native maps `maps`, as of one
+    /// commit.
+    fn _ordered_snapshots(
+        &self,
+        py: Python<'_>,
+        maps: Vec<PyRef<'_, crate::ordered::OrderedNative>>,
+    ) -> PyResult<Vec<crate::ordered::OrderedSnapshotNative>> {
+        self.get(py)?;
+        crate::ordered::snapshot_many(py, maps)
+    }
+
+    /// ordered_write(maps) -> OrderedTransaction
+    ///
+    /// A write transaction over several ordered maps of this store (`with
+    /// store.ordered_write([a, b]) as t: t.put(a, k, v) ...`): committed at the end of the
+    /// block all at once, aborted if the block raises.
+    fn ordered_write<'py>(
+        slf: &Bound<'py, Self>,
+        maps: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("shoal._ordered")?
+            .getattr("_write")?
+            .call1((slf, maps))
+    }
+
+    /// ordered_snapshot(maps) -> list[OrderedSnapshot]
+    ///
+    /// Snapshots of several ordered maps of this store, all as of one commit: a
+    /// transaction over several of them is in every snapshot or in none.
+    fn ordered_snapshot<'py>(
+        slf: &Bound<'py, Self>,
+        maps: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("shoal._ordered")?
+            .getattr("_snapshots")?
+            .call1((slf, maps))
+    }
+
     /// watch(func, /) -> object
     ///
     /// The optimistic transaction: calls `func(t)` with a `shoal.Watch` `t`, whose reads
@@ -373,8 +453,8 @@ impl Store {
     /// map_kind(name) -> tuple | None
     ///
     /// What kind of map `name` is: ("variable", None, None), ("uids", None, None) for a
-    /// variable-size map with UIDs, ("fixed", key_size, value_size), or None if the store
-    /// has no such map.
+    /// variable-size map with UIDs, ("fixed", key_size, value_size), ("ordered", None,
+    /// None), or None if the store has no such map.
     fn map_kind<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<KindTuple>> {
         let st = self.get(py)?;
         let Some(k) = st.map_kind(name).py_err(py)? else {
@@ -387,6 +467,7 @@ impl Store {
                 key_size,
                 value_size,
             } => ("fixed", Some(key_size), Some(value_size)),
+            shoal::MapKind::Ordered { .. } => ("ordered", None, None),
             k => {
                 return Err(crate::errors::exc(
                     py,

@@ -176,6 +176,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
         }
     }
     let sets = crate::queues::sets(&s)?;
+    let ordered = crate::ordered::rows(&s)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     if json {
         let maps_json: Vec<serde_json::Value> = maps
@@ -211,6 +212,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             "free_bytes": st.free_bytes,
             "chunks_cleaned": st.chunks_cleaned,
             "maps": maps_json,
+            "ordered_maps": ordered.iter().map(crate::ordered::Row::json).collect::<Vec<_>>(),
             "queue_sets": crate::queues::json(&sets),
         });
         writeln!(out, "{v}")?;
@@ -293,6 +295,10 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             .as_bytes(),
         )?;
     }
+    if !ordered.is_empty() {
+        writeln!(out)?;
+        out.write_all(crate::ordered::table(&ordered).as_bytes())?;
+    }
     if !sets.is_empty() {
         writeln!(out)?;
         out.write_all(crate::queues::table(&sets, None).as_bytes())?;
@@ -328,6 +334,42 @@ pub fn ls(
                 } else {
                     writeln!(out, "{name}")?;
                 }
+            }
+            let left = limit.saturating_sub(s.maps()?.len() as u64);
+            for r in crate::ordered::rows(&s)?.into_iter().take(left as usize) {
+                if long {
+                    writeln!(
+                        out,
+                        "{:>12}  {:>10}  {}",
+                        human::count(r.entries),
+                        human::size(r.bytes()),
+                        r.name
+                    )?;
+                } else {
+                    writeln!(out, "{}", r.name)?;
+                }
+            }
+        }
+        Some(name) if crate::ordered::is_ordered(&s, name)? => {
+            let m = crate::ordered::open(&s, name)?;
+            let snap = m.snapshot()?;
+            let mut err = None;
+            let mut n = 0u64;
+            snap.for_each(None, None, false, |k, v| {
+                if n >= limit {
+                    return false;
+                }
+                n += 1;
+                let line = codec::encode_line(k, enc);
+                let r = if long {
+                    writeln!(out, "{:>10}  {line}", v.len())
+                } else {
+                    writeln!(out, "{line}")
+                };
+                r.map_err(|e| err = Some(e)).is_ok()
+            })?;
+            if let Some(e) = err {
+                return Err(e.into());
             }
         }
         Some(name) => {
@@ -384,17 +426,26 @@ pub fn get(
     no_newline: bool,
 ) -> Result<(), Fail> {
     let s = open_for_reading(store)?;
-    let m = open_map(&s, map)?;
-    let key = arg(key, enc, m.key_type(), "key")?;
-    let Some(v) = m.get(&key)? else {
-        return Err(not_found(&key, map));
+    let (v, vt) = if crate::ordered::is_ordered(&s, map)? {
+        let key = arg(key, enc, None, "key")?;
+        match crate::ordered::open(&s, map)?.get(&key)? {
+            Some(v) => (v, None),
+            None => return Err(not_found(&key, map)),
+        }
+    } else {
+        let m = open_map(&s, map)?;
+        let key = arg(key, enc, m.key_type(), "key")?;
+        let Some(v) = m.get(&key)? else {
+            return Err(not_found(&key, map));
+        };
+        (v, m.value_type())
     };
     let mut out = std::io::stdout().lock();
     if raw {
         out.write_all(&v)?;
     } else {
         let typed = (enc == Encoding::Text)
-            .then(|| crate::typed::show(&v, m.value_type()))
+            .then(|| crate::typed::show(&v, vt))
             .flatten();
         match enc {
             Encoding::Text if typed.is_some() => {
@@ -463,13 +514,25 @@ pub fn put(
         )));
     }
     let s = open_or_create(store)?;
-    s.map(map)?.put(&key, &value)?;
+    if crate::ordered::is_ordered(&s, map)? {
+        crate::ordered::open(&s, map)?.put(&key, &value)?;
+    } else {
+        s.map(map)?.put(&key, &value)?;
+    }
     Ok(())
 }
 
 /// `shoal del`.
 pub fn del(store: &Path, map: &str, key: &OsStr, enc: Encoding) -> Result<(), Fail> {
     let s = open_existing(store)?;
+    if crate::ordered::is_ordered(&s, map)? {
+        let key = arg(key, enc, None, "key")?;
+        return if crate::ordered::open(&s, map)?.remove(&key)? {
+            Ok(())
+        } else {
+            Err(not_found(&key, map))
+        };
+    }
     let m = open_map(&s, map)?;
     let key = arg(key, enc, m.key_type(), "key")?;
     if m.remove(&key)? {

@@ -6,7 +6,7 @@ use crate::fail::Fail;
 use base64::Engine as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use shoal::{FixedMap, Map, MapKind, Store};
+use shoal::{FixedMap, Map, MapKind, OrderedMap, Store};
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::Path;
 
@@ -36,7 +36,11 @@ In a map that records a number type, a key or value of that type is written as a
 naming it, so that it reads as a number and loads back to the same 8 bytes:
   {\"map\": \"counters\", \"key\": {\"u64\": 17}, \"value\": {\"i64\": -3}}
 
-Maps come one after the other; entries within a map are in no particular order. Readers \
+An ordered map has a line {\"map\": \"idx\", \"kind\": \"ordered\"} first, and its entries \
+follow in key order, all from one snapshot (one commit of the map). Ordered maps come after \
+the hash maps.
+
+Maps come one after the other; entries within a hash map are in no particular order. Readers \
 must ignore blank lines and must reject unknown fields. The dump is streamed: the store \
 is read a segment at a time, never held whole in memory. Entries written while the dump \
 runs may or may not appear (every entry present for the whole dump appears exactly once).
@@ -69,7 +73,7 @@ fn write_typed(w: &mut impl Write, b: &[u8], t: Option<shoal::DataType>) -> std:
 }
 
 /// Writes `b` as a JSON string when it is UTF-8, else as `{"b64": "..."}`.
-fn write_bytes(w: &mut impl Write, b: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_bytes(w: &mut impl Write, b: &[u8]) -> std::io::Result<()> {
     match std::str::from_utf8(b) {
         Ok(s) => serde_json::to_writer(&mut *w, s).map_err(std::io::Error::from),
         Err(_) => write!(w, "{{\"b64\":\"{}\"}}", B64.encode(b)),
@@ -112,6 +116,7 @@ type Entries<'a> = Box<dyn Iterator<Item = shoal::Result<(Vec<u8>, Vec<u8>)>> + 
 enum AnyMap {
     Var(Map),
     Fixed(FixedMap),
+    Ordered(OrderedMap),
 }
 
 impl AnyMap {
@@ -141,6 +146,7 @@ impl AnyMap {
         match self {
             AnyMap::Var(m) => m.name(),
             AnyMap::Fixed(m) => m.name(),
+            AnyMap::Ordered(m) => m.name(),
         }
     }
 
@@ -148,6 +154,7 @@ impl AnyMap {
         match self {
             AnyMap::Var(m) => m.len().unwrap_or(0),
             AnyMap::Fixed(m) => m.len().unwrap_or(0),
+            AnyMap::Ordered(m) => m.len().unwrap_or(0),
         }
     }
 
@@ -156,6 +163,7 @@ impl AnyMap {
         match self {
             AnyMap::Var(m) => (m.key_type(), m.value_type()),
             AnyMap::Fixed(m) => (m.key_type(), m.value_type()),
+            AnyMap::Ordered(_) => (None, None),
         }
     }
 
@@ -177,6 +185,7 @@ impl AnyMap {
                 m.key_size(),
                 m.value_size()
             )),
+            AnyMap::Ordered(_) => Some(",\"kind\":\"ordered\"".into()),
         }
     }
 
@@ -184,6 +193,7 @@ impl AnyMap {
         match self {
             AnyMap::Var(m) => m.put(k, v).map(|_| ()),
             AnyMap::Fixed(m) => m.put(k, v).map(|_| ()),
+            AnyMap::Ordered(m) => m.put(k, v),
         }
     }
 
@@ -191,6 +201,11 @@ impl AnyMap {
         match self {
             AnyMap::Var(m) => Box::new(m.iter()),
             AnyMap::Fixed(m) => Box::new(m.iter()),
+            // Dumped by `crate::ordered::dump` instead (streamed from a snapshot).
+            AnyMap::Ordered(m) => match m.range(None, None) {
+                Ok(v) => Box::new(v.into_iter().map(Ok)),
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            },
         }
     }
 }
@@ -200,7 +215,14 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
     let s = cmds::open_for_reading(store)?;
     // What could not be read: reported on stderr as it is met, and in the exit status.
     let mut damage: Vec<String> = Vec::new();
+    let only_ordered = match only {
+        Some(name) if crate::ordered::is_ordered(&s, name)? => {
+            Some(crate::ordered::open(&s, name)?)
+        }
+        _ => None,
+    };
     let maps: Vec<AnyMap> = match only {
+        Some(_) if only_ordered.is_some() => Vec::new(),
         Some(name) => match AnyMap::open(&s, name)? {
             Some(m) => vec![m],
             None => {
@@ -226,7 +248,19 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
             v
         }
     };
-    let total: u64 = maps.iter().map(AnyMap::len).sum();
+    let ordered: Vec<OrderedMap> = match (only, only_ordered) {
+        (_, Some(m)) => vec![m],
+        (Some(_), None) => Vec::new(),
+        (None, None) => {
+            let mut v = Vec::new();
+            for name in s.ordered_maps()? {
+                v.push(crate::ordered::open(&s, &name)?);
+            }
+            v
+        }
+    };
+    let total: u64 = maps.iter().map(AnyMap::len).sum::<u64>()
+        + ordered.iter().map(|m| m.len().unwrap_or(0)).sum::<u64>();
     let pb = progress(
         Some(total),
         "dump {bar:40} {human_pos}/{human_len} entries  {rate}  eta {eta}",
@@ -278,13 +312,16 @@ pub fn dump(store: &Path, only: Option<&str>) -> Result<(), Fail> {
         }
         written += n;
     }
+    for m in &ordered {
+        written += crate::ordered::dump(&mut out, m, || pb.inc(1))?;
+    }
     out.flush()?;
     pb.finish_and_clear();
     if std::io::stderr().is_terminal() {
         eprintln!(
             "dumped {} entries from {} map(s)",
             crate::human::count(written),
-            maps.len()
+            maps.len() + ordered.len()
         );
     }
     if !damage.is_empty() {
@@ -384,9 +421,15 @@ fn parse_line(line: &str) -> Result<Line, String> {
         (Some(Value::String(k)), None) if k == "variable" => {
             Some(MapKind::Variable { uids: false })
         }
+        (Some(Value::String(k)), None) if k == "ordered" => Some(MapKind::Ordered {
+            u64_keys: false,
+            duplicates: false,
+        }),
         _ => {
             return Err(
-                "map options are \"uids\": true|false, or \"kind\": \"fixed\" with sizes".into(),
+                "map options are \"uids\": true|false, \"kind\": \"fixed\" with sizes, or \
+                 \"kind\": \"ordered\""
+                    .into(),
             )
         }
     };
@@ -401,6 +444,11 @@ fn parse_line(line: &str) -> Result<Line, String> {
         }
     };
     let types = (ty("key_type")?, ty("value_type")?);
+    if matches!(kind, Some(MapKind::Ordered { .. }))
+        && (types != (None, None) || o.contains_key("key_size") || o.contains_key("value_size"))
+    {
+        return Err("an ordered map's line has no types or sizes".into());
+    }
     let kind = match kind {
         None if types != (None, None) => {
             return Err("\"key_type\" and \"value_type\" need \"uids\" or \"kind\"".into())
@@ -449,6 +497,10 @@ fn load_target(s: &Store, name: &str, opts: Option<MapOpts>) -> shoal::Result<An
             },
             true,
         )?),
+        Some(MapKind::Ordered {
+            u64_keys: false,
+            duplicates: false,
+        }) => AnyMap::Ordered(s.ordered_map(name)?),
         Some(k) => {
             return Err(shoal::Error::InvalidArgument(format!(
                 "load does not write maps of this kind: {k}"
@@ -459,6 +511,7 @@ fn load_target(s: &Store, name: &str, opts: Option<MapOpts>) -> shoal::Result<An
                 key_size,
                 value_size,
             }) => AnyMap::Fixed(s.fixed_map(name, key_size, value_size)?),
+            Some(MapKind::Ordered { .. }) => AnyMap::Ordered(s.ordered_map(name)?),
             _ => AnyMap::Var(s.map(name)?),
         },
     })
@@ -589,6 +642,16 @@ mod tests {
                 types: (Some(shoal::DataType::Utf8), Some(shoal::DataType::User(42)))
             })
         );
+        assert_eq!(
+            parse_line(r#"{"map":"o","kind":"ordered"}"#).unwrap().1,
+            Some(MapOpts {
+                kind: MapKind::Ordered {
+                    u64_keys: false,
+                    duplicates: false
+                },
+                types: (None, None)
+            })
+        );
         let (_, _, e) = parse_line(r#"{"map":"n","key":{"u64":7},"value":{"f64":-0.5}}"#).unwrap();
         assert_eq!(
             e,
@@ -607,6 +670,9 @@ mod tests {
             r#"{"map":"a","key":"k","value":"v","ttl":3}"#,
             r#"{"map":"a","kind":"fixed","key_size":8}"#,
             r#"{"map":"a","kind":"tree"}"#,
+            r#"{"map":"a","kind":"ordered","key_type":"utf8"}"#,
+            r#"{"map":"a","kind":"ordered","key_size":8}"#,
+            r#"{"map":"a","kind":"ordered","key":"k","value":"v"}"#,
             r#"{"map":"a","uids":true,"key":"k","value":"v"}"#,
             r#"{"map":"a","key_size":8,"value_size":8}"#,
             r#"{"map":"a","key_type":"utf8"}"#,

@@ -13,6 +13,7 @@ mod dump;
 mod fail;
 mod human;
 mod logs;
+mod ordered;
 mod qbench;
 mod queues;
 mod signal;
@@ -51,8 +52,9 @@ enum Cmd {
     #[command(
         long_about = "Show a store's header facts (format version, file size, maximum size, chunk \
         size, creation time, table sizes), its space use (data, live, dead and free bytes, \
-        chunks cleaned), each map (entries, live bytes, segments, splits, directory depth) \
-        and the number of other processes attached to it now."
+        chunks cleaned), each map (entries, live bytes, segments, splits, directory depth), \
+        each ordered map (entries, 4 KiB pages, their bytes and bytes per entry) and the \
+        number of other processes attached to it now."
     )]
     Stat {
         /// The store (a bare name means /dev/shm/NAME.shoal)
@@ -63,8 +65,9 @@ enum Cmd {
     },
     /// List the maps of a store, or the keys of one map
     #[command(
-        long_about = "List the maps of a store (one name a line), or with MAP the keys of that map \
-        (one a line, in no particular order). Keys that are not printable UTF-8 are shown \
+        long_about = "List the maps of a store (one name a line; ordered maps last), or with MAP \
+        the keys of that map (one a line, in no particular order; an ordered map's in key \
+        order). Keys that are not printable UTF-8 are shown \
         with \\xNN escapes; use --hex or --base64 for exact output."
     )]
     Ls {

@@ -132,6 +132,11 @@
 #define SHOAL_MAP_KIND_FIXED 3
 
 /**
+ * `shoal_map_kind`: an ordered map (`shoal_ordered_open`).
+ */
+#define SHOAL_MAP_KIND_ORDERED 4
+
+/**
  * The largest key of a fixed-size map, in bytes.
  */
 #define SHOAL_FIXED_MAX_KEY_SIZE 512
@@ -243,6 +248,17 @@
  * (8-byte values only); an absent key counts as 0 and is created.
  */
 #define SHOAL_TXN_ADD 6
+
+/**
+ * `shoal_ordered_range`, `shoal_ordered_snapshot_range` flag: iterate in descending
+ * key order.
+ */
+#define SHOAL_ORDERED_REVERSE 1
+
+/**
+ * The most bytes of key and value together one entry of an ordered map holds.
+ */
+#define SHOAL_MAX_ORDERED_ENTRY 1000
 
 /**
  * No type recorded (the default of the options; what an older map reads as).
@@ -514,6 +530,44 @@ typedef struct shoal_log_reader shoal_log_reader;
  * segment. The handle keeps its store mapped: it stays valid after `shoal_store_close`.
  */
 typedef struct shoal_map shoal_map;
+
+/**
+ * An ordered map of a store (`shoal_ordered_open`): binary keys kept in bytewise order,
+ * shared by every process that opens the store.
+ *
+ * Thread safety: any number of threads may use one handle at once, except
+ * `shoal_ordered_close`. The handle keeps its store mapped.
+ */
+typedef struct shoal_ordered shoal_ordered;
+
+/**
+ * A range iteration over a snapshot (`shoal_ordered_range`,
+ * `shoal_ordered_snapshot_range`), in key order or its reverse.
+ *
+ * Thread safety: used only by the thread that opened it.
+ */
+typedef struct shoal_ordered_iter shoal_ordered_iter;
+
+/**
+ * A consistent view of an ordered map (`shoal_ordered_snapshot_open`): every read
+ * through it sees the map as of one commit, whatever writers do meanwhile, and never
+ * makes a writer wait.
+ *
+ * Thread safety: used only by the thread that opened it (other threads get
+ * `SHOAL_INVALID`). Iterators opened on it hold their own reference: closing the
+ * snapshot before them is allowed.
+ */
+typedef struct shoal_ordered_snapshot shoal_ordered_snapshot;
+
+/**
+ * A write transaction over one or several ordered maps of a store
+ * (`shoal_ordered_txn_begin`): its writes are seen by no one else until
+ * `shoal_ordered_txn_commit`, and by everyone together then; `shoal_ordered_txn_abort`
+ * (or a crash of its process) drops them all.
+ *
+ * Thread safety: used only by the thread that began it.
+ */
+typedef struct shoal_ordered_txn shoal_ordered_txn;
 
 /**
  * A queue set of a store (`shoal_queue_open`): a pool of fixed-size elements and named
@@ -2800,8 +2854,8 @@ shoal_status shoal_fixed_iter_close(struct shoal_fixed_iter *iter);
 /**
  * Tells what kind of map `name` is, without opening it.
  *
- * * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS` or
- *   `SHOAL_MAP_KIND_FIXED` (0 on failure).
+ * * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS`,
+ *   `SHOAL_MAP_KIND_FIXED` or `SHOAL_MAP_KIND_ORDERED` (0 on failure).
  * * `key_size`, `value_size`: NULL, or receive the sizes of a fixed-size map (0 for the
  *   other kinds, and on failure).
  *
@@ -3166,6 +3220,427 @@ shoal_status shoal_snapshot_get(const struct shoal_store *store,
                                 size_t n,
                                 shoal_many_fn cb,
                                 void *ctx);
+
+/**
+ * Opens the ordered map `name` of a store and returns a handle on it.
+ *
+ * * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
+ * * `flags`: 0 or `SHOAL_MAP_CREATE` (create the map if it does not exist).
+ * * `out`: receives the new handle (NULL on failure). Free it with `shoal_ordered_close`.
+ *
+ * Errors: `SHOAL_NOT_FOUND` (no such map and no `SHOAL_MAP_CREATE`), `SHOAL_INVALID`
+ * (an object of another kind has that name, a bad name, unknown flags, a store whose
+ * format predates ordered maps), `SHOAL_FULL` (the store holds its maximum of 63
+ * ordered maps), `SHOAL_READ_ONLY`, `SHOAL_TIMEOUT`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `name` is NULL or NUL-terminated; `out` is NULL or
+ * writable.
+ */
+shoal_status shoal_ordered_open(const struct shoal_store *store,
+                                const char *name,
+                                uint32_t flags,
+                                struct shoal_ordered **out);
+
+/**
+ * Calls `cb` once for each ordered map of the store with its name (in no particular
+ * order), until `cb` returns non-zero. (`shoal_store_maps` lists the hash maps.)
+ *
+ * Errors: `SHOAL_CORRUPT`, `SHOAL_TOO_MANY`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `cb` does not unwind.
+ */
+shoal_status shoal_store_ordered_maps(const struct shoal_store *store, shoal_text_fn cb, void *ctx);
+
+/**
+ * Closes an ordered map handle (the map and its entries stay). NULL is allowed.
+ * Snapshots, iterators and transactions opened through it hold their own reference and
+ * stay valid.
+ *
+ * Errors: none (always `SHOAL_OK`).
+ *
+ * # Safety
+ * `map` is NULL or a live handle, not used again and not in use by another thread.
+ */
+shoal_status shoal_ordered_close(struct shoal_ordered *map);
+
+/**
+ * Copies the value of `key` into the caller's buffer (the map as of the latest commit).
+ *
+ * * `buf`, `cap`: the buffer and its size (`buf` may be NULL when `cap` is 0, to ask
+ *   for the length).
+ * * `value_len`: receives the value's length when the key is present.
+ *
+ * Returns `SHOAL_OK`, `SHOAL_NOT_FOUND` (no such key) or `SHOAL_BUFFER_TOO_SMALL`
+ * (`*value_len > cap`; nothing copied). Errors: `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` NULL or readable for `key_len` bytes; `buf`
+ * NULL or writable for `cap` bytes; `value_len` NULL or writable.
+ */
+shoal_status shoal_ordered_get(const struct shoal_ordered *map,
+                               const void *key,
+                               size_t key_len,
+                               void *buf,
+                               size_t cap,
+                               size_t *value_len);
+
+/**
+ * Sets `key` to `value` (insert or replace), committed at once.
+ *
+ * Errors: `SHOAL_INVALID` (key and value together longer than
+ * `SHOAL_MAX_ORDERED_ENTRY`), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_READ_ONLY`,
+ * `SHOAL_TIMEOUT` (another writer of the map held it past the store's lock timeout),
+ * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` and `value` NULL or readable for their lengths.
+ */
+shoal_status shoal_ordered_put(const struct shoal_ordered *map,
+                               const void *key,
+                               size_t key_len,
+                               const void *value,
+                               size_t value_len);
+
+/**
+ * Sets `key` to `value` only if `key` is absent.
+ *
+ * Returns `SHOAL_OK` (inserted) or `SHOAL_EXISTS` (present; nothing changed).
+ * Errors: as `shoal_ordered_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_put`.
+ */
+shoal_status shoal_ordered_put_if_absent(const struct shoal_ordered *map,
+                                         const void *key,
+                                         size_t key_len,
+                                         const void *value,
+                                         size_t value_len);
+
+/**
+ * Sets `key` to `value` only if `key` is present.
+ *
+ * Returns `SHOAL_OK` (replaced) or `SHOAL_NOT_FOUND` (absent; nothing changed).
+ * Errors: as `shoal_ordered_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_put`.
+ */
+shoal_status shoal_ordered_put_if_present(const struct shoal_ordered *map,
+                                          const void *key,
+                                          size_t key_len,
+                                          const void *value,
+                                          size_t value_len);
+
+/**
+ * Removes `key`, committed at once.
+ *
+ * Returns `SHOAL_OK` (removed) or `SHOAL_NOT_FOUND` (it was absent).
+ * Errors: as `shoal_ordered_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` NULL or readable for `key_len` bytes.
+ */
+shoal_status shoal_ordered_remove(const struct shoal_ordered *map, const void *key, size_t key_len);
+
+/**
+ * Stores the number of entries in the map (as of the latest commit) in `*len`.
+ *
+ * Errors: `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `len` NULL or writable.
+ */
+shoal_status shoal_ordered_len(const struct shoal_ordered *map, uint64_t *len);
+
+/**
+ * Stores in `*count` the exact number of entries with `lo <= key < hi`, in time
+ * logarithmic in the map's size.
+ *
+ * * `lo`, `hi`: the bounds; NULL for none. (For an inclusive upper bound `k`, pass `k`
+ *   followed by a zero byte: it is the smallest key greater than `k`.)
+ *
+ * Errors: as `shoal_ordered_len`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `lo` and `hi` NULL or readable with their data
+ * readable for their lengths; `count` NULL or writable.
+ */
+shoal_status shoal_ordered_count_range(const struct shoal_ordered *map,
+                                       const struct shoal_bytes *lo,
+                                       const struct shoal_bytes *hi,
+                                       uint64_t *count);
+
+/**
+ * Opens a snapshot of the map as of its latest commit. It lasts until
+ * `shoal_ordered_snapshot_close`: hold it only as long as needed (pages freed by later
+ * commits are reused only after it ends; a process killed while holding one pins
+ * nothing).
+ *
+ * Errors: `SHOAL_TOO_MANY`, `SHOAL_READ_ONLY` (a snapshot's pin is a write to the store
+ * file), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `out` NULL or writable.
+ */
+shoal_status shoal_ordered_snapshot_open(const struct shoal_ordered *map,
+                                         struct shoal_ordered_snapshot **out);
+
+/**
+ * Opens snapshots of `n` ordered maps of one store all as of the same commit: a
+ * transaction over several of them is in every snapshot or in none.
+ *
+ * * `maps`, `n`: the maps (at least one).
+ * * `out`: an array of `n` that receives the snapshots, in the order of `maps` (all
+ *   NULL on failure). Close each with `shoal_ordered_snapshot_close`.
+ *
+ * Errors: `SHOAL_INVALID` (`n` is 0, maps of different stores), and as
+ * `shoal_ordered_snapshot_open`.
+ *
+ * # Safety
+ * `maps` is NULL or has `n` readable elements, each NULL or a live handle; `out` NULL
+ * or has `n` writable elements.
+ */
+shoal_status shoal_ordered_snapshot_open_many(const struct shoal_ordered *const *maps,
+                                              size_t n,
+                                              struct shoal_ordered_snapshot **out);
+
+/**
+ * Ends a snapshot. NULL is allowed. Iterators opened on it keep its view until they
+ * are closed.
+ *
+ * Errors: `SHOAL_INVALID` (called from another thread than the one that opened it; the
+ * snapshot stays open).
+ *
+ * # Safety
+ * `snap` is NULL or a live snapshot, not used again after `SHOAL_OK`.
+ */
+shoal_status shoal_ordered_snapshot_close(struct shoal_ordered_snapshot *snap);
+
+/**
+ * Copies the value of `key` as the snapshot has it. Returns and errors as
+ * `shoal_ordered_get`, plus `SHOAL_INVALID` from another thread.
+ *
+ * # Safety
+ * `snap` is NULL or a live snapshot; the rest as `shoal_ordered_get`.
+ */
+shoal_status shoal_ordered_snapshot_get(const struct shoal_ordered_snapshot *snap,
+                                        const void *key,
+                                        size_t key_len,
+                                        void *buf,
+                                        size_t cap,
+                                        size_t *value_len);
+
+/**
+ * Stores the snapshot's number of entries in `*len` and, if `sequence` is not NULL,
+ * the number of the commit it shows in `*sequence`.
+ *
+ * Errors: `SHOAL_INVALID` (another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `snap` is NULL or a live snapshot; `len` and `sequence` NULL or writable.
+ */
+shoal_status shoal_ordered_snapshot_len(const struct shoal_ordered_snapshot *snap,
+                                        uint64_t *len,
+                                        uint64_t *sequence);
+
+/**
+ * The exact number of entries with `lo <= key < hi` in the snapshot (NULL bounds: none).
+ *
+ * Errors: `SHOAL_INVALID` (another thread), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * As `shoal_ordered_count_range`, with a live snapshot.
+ */
+shoal_status shoal_ordered_snapshot_count_range(const struct shoal_ordered_snapshot *snap,
+                                                const struct shoal_bytes *lo,
+                                                const struct shoal_bytes *hi,
+                                                uint64_t *count);
+
+/**
+ * Starts an iteration over the entries with `lo <= key < hi` of the snapshot (NULL
+ * bounds: none), in key order, or descending with `SHOAL_ORDERED_REVERSE`. Read them
+ * with `shoal_ordered_iter_next`; free the iterator with `shoal_ordered_iter_close`.
+ *
+ * Errors: `SHOAL_INVALID` (unknown flags, another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `snap` is NULL or a live snapshot; `lo`, `hi` NULL or readable with their data;
+ * `out` NULL or writable.
+ */
+shoal_status shoal_ordered_snapshot_range(const struct shoal_ordered_snapshot *snap,
+                                          const struct shoal_bytes *lo,
+                                          const struct shoal_bytes *hi,
+                                          uint32_t flags,
+                                          struct shoal_ordered_iter **out);
+
+/**
+ * As `shoal_ordered_snapshot_range` over a snapshot of its own, taken now, which lasts
+ * as long as the iterator.
+ *
+ * Errors: as `shoal_ordered_snapshot_open` and `shoal_ordered_snapshot_range`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; the rest as `shoal_ordered_snapshot_range`.
+ */
+shoal_status shoal_ordered_range(const struct shoal_ordered *map,
+                                 const struct shoal_bytes *lo,
+                                 const struct shoal_bytes *hi,
+                                 uint32_t flags,
+                                 struct shoal_ordered_iter **out);
+
+/**
+ * Moves to the next entry and points `*key`/`*value` at it (with their lengths).
+ *
+ * The pointers stay valid until the next call on this iterator or its close; they may be
+ * NULL when their length is 0. `value` and `value_len` may be NULL to skip the value.
+ *
+ * Returns `SHOAL_OK` or `SHOAL_DONE` (no more entries; again on later calls). Errors:
+ * `SHOAL_INVALID` (another thread), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`; an error ends
+ * the iteration.
+ *
+ * # Safety
+ * `iter` is NULL or a live iterator; `key`, `key_len` NULL or writable; `value`,
+ * `value_len` NULL or writable.
+ */
+shoal_status shoal_ordered_iter_next(struct shoal_ordered_iter *iter,
+                                     const void **key,
+                                     size_t *key_len,
+                                     const void **value,
+                                     size_t *value_len);
+
+/**
+ * Ends an iteration and frees the iterator. NULL is allowed.
+ *
+ * Errors: `SHOAL_INVALID` (called from another thread; the iterator stays open).
+ *
+ * # Safety
+ * `iter` is NULL or a live iterator, not used again after `SHOAL_OK`.
+ */
+shoal_status shoal_ordered_iter_close(struct shoal_ordered_iter *iter);
+
+/**
+ * Begins a write transaction over `n` ordered maps of one store (their writer locks
+ * are taken in one global order, so transactions over overlapping sets never deadlock;
+ * one writer at a time per map, readers never wait). End it with
+ * `shoal_ordered_txn_commit` or `shoal_ordered_txn_abort`, which free it.
+ *
+ * Errors: `SHOAL_INVALID` (`n` is 0, maps of different stores), `SHOAL_TIMEOUT`
+ * (another writer held a map past the store's lock timeout), `SHOAL_READ_ONLY`,
+ * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `maps` is NULL or has `n` readable elements, each NULL or a live handle; `out` NULL
+ * or writable.
+ */
+shoal_status shoal_ordered_txn_begin(const struct shoal_ordered *const *maps,
+                                     size_t n,
+                                     struct shoal_ordered_txn **out);
+
+/**
+ * Sets `key` to `value` in `map` (one of the transaction's maps), seen by others only
+ * once the transaction commits.
+ *
+ * Errors: `SHOAL_INVALID` (key and value longer than `SHOAL_MAX_ORDERED_ENTRY`, a map
+ * not in the transaction, another thread), `SHOAL_FULL`, `SHOAL_NO_SPACE`,
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`. After an error other than `SHOAL_INVALID` or
+ * `SHOAL_NULL_POINTER` the transaction can only be aborted (a commit fails).
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction; `map` NULL or a live handle; `key` and `value`
+ * NULL or readable for their lengths.
+ */
+shoal_status shoal_ordered_txn_put(struct shoal_ordered_txn *txn,
+                                   const struct shoal_ordered *map,
+                                   const void *key,
+                                   size_t key_len,
+                                   const void *value,
+                                   size_t value_len);
+
+/**
+ * Sets `key` to `value` in `map` if `key` is absent (as the transaction sees it).
+ * Returns `SHOAL_OK` or `SHOAL_EXISTS`. Errors: as `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_txn_put`.
+ */
+shoal_status shoal_ordered_txn_put_if_absent(struct shoal_ordered_txn *txn,
+                                             const struct shoal_ordered *map,
+                                             const void *key,
+                                             size_t key_len,
+                                             const void *value,
+                                             size_t value_len);
+
+/**
+ * Sets `key` to `value` in `map` if `key` is present (as the transaction sees it).
+ * Returns `SHOAL_OK` or `SHOAL_NOT_FOUND`. Errors: as `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_txn_put`.
+ */
+shoal_status shoal_ordered_txn_put_if_present(struct shoal_ordered_txn *txn,
+                                              const struct shoal_ordered *map,
+                                              const void *key,
+                                              size_t key_len,
+                                              const void *value,
+                                              size_t value_len);
+
+/**
+ * Removes `key` from `map` in the transaction. Returns `SHOAL_OK` or `SHOAL_NOT_FOUND`
+ * (absent as the transaction sees it). Errors: as `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction; `map` NULL or a live handle; `key` NULL or
+ * readable for `key_len` bytes.
+ */
+shoal_status shoal_ordered_txn_remove(struct shoal_ordered_txn *txn,
+                                      const struct shoal_ordered *map,
+                                      const void *key,
+                                      size_t key_len);
+
+/**
+ * Copies the value of `key` in `map` as the transaction sees it (its own writes
+ * included). Returns and errors as `shoal_ordered_get`, plus `SHOAL_INVALID` (a map not
+ * in the transaction, another thread).
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction; the rest as `shoal_ordered_get`.
+ */
+shoal_status shoal_ordered_txn_get(struct shoal_ordered_txn *txn,
+                                   const struct shoal_ordered *map,
+                                   const void *key,
+                                   size_t key_len,
+                                   void *buf,
+                                   size_t cap,
+                                   size_t *value_len);
+
+/**
+ * Commits every write of the transaction, to every map, at once, and frees it (also on
+ * failure, when nothing was committed). `sequence`, if not NULL, receives the commit's
+ * number.
+ *
+ * Errors: `SHOAL_INVALID` (another thread; the transaction stays open), `SHOAL_FULL`,
+ * `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`, `SHOAL_CORRUPT` (a write of it failed before:
+ * nothing committed), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction, not used again unless `SHOAL_INVALID` is
+ * returned; `sequence` NULL or writable.
+ */
+shoal_status shoal_ordered_txn_commit(struct shoal_ordered_txn *txn, uint64_t *sequence);
+
+/**
+ * Drops every write of the transaction and frees it. NULL is allowed.
+ *
+ * Errors: `SHOAL_INVALID` (another thread; the transaction stays open).
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction, not used again after `SHOAL_OK`.
+ */
+shoal_status shoal_ordered_txn_abort(struct shoal_ordered_txn *txn);
 
 /**
  * The key and value types the map recorded when it was created: `SHOAL_TYPE_` codes

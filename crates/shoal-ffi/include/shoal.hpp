@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <new>
@@ -242,6 +243,7 @@ struct CheckResult {
 class Map;
 class FixedMap;
 class Transaction;
+class OrderedMap;
 
 /// What kind of map a name is (Store::map_kind).
 struct MapKind {
@@ -251,6 +253,8 @@ struct MapKind {
     std::size_t key_size = 0;
     std::size_t value_size = 0;
     bool fixed() const noexcept { return kind == SHOAL_MAP_KIND_FIXED; }
+    /// Whether it is an ordered map (Store::ordered_map).
+    bool ordered() const noexcept { return kind == SHOAL_MAP_KIND_ORDERED; }
 };
 
 /// An open store. Move-only; closes its handle when destroyed. Usable from many threads.
@@ -292,6 +296,10 @@ public:
     /// Throws shoal::Error (SHOAL_TIMEOUT past the store's lock timeout).
     std::vector<std::optional<std::string>> snapshot_get(
         const std::vector<std::pair<const FixedMap*, bytes_view>>& keys) const;
+
+    /// Opens the ordered map `name`, creating it if absent and `create`. Throws
+    /// shoal::Error (SHOAL_NOT_FOUND when absent and !create).
+    OrderedMap ordered_map(std::string_view name, bool create = true) const;
 
     /// The kind of the map `name`, or nullopt if there is none.
     std::optional<MapKind> map_kind(std::string_view name) const {
@@ -1842,6 +1850,454 @@ private:
     };
     std::unique_ptr<shoal_queue, Close> h_;
 };
+
+// ---------------------------------------------------------------------------------------
+// Ordered maps: keys in bytewise order, snapshots, range iteration, write transactions.
+
+/// A bound of a range: a key, or nullopt for none. Ranges run from `lo` (included) to
+/// `hi` (excluded).
+using Bound = std::optional<bytes_view>;
+
+namespace detail {
+inline const shoal_bytes* bound_ptr(const Bound& b, shoal_bytes& tmp) noexcept {
+    if (!b) return nullptr;
+    tmp.data = b->data();
+    tmp.len = b->size();
+    return &tmp;
+}
+
+/// Reads a value through a C call with the needed-length protocol; false if absent.
+template <class Call>
+bool read_value(Call&& call, std::string& out, const char* name) {
+    if (out.capacity() > out.size()) out.resize(out.capacity());
+    for (;;) {
+        std::size_t len = 0;
+        shoal_status rc = call(out.data(), out.size(), &len);
+        if (rc == SHOAL_OK) {
+            out.resize(len);
+            return true;
+        }
+        if (rc == SHOAL_NOT_FOUND) {
+            out.clear();
+            return false;
+        }
+        if (rc != SHOAL_BUFFER_TOO_SMALL) raise(rc, name);
+        out.resize(len);
+    }
+}
+}  // namespace detail
+
+/// An iteration over a range of an ordered map's snapshot, for range-for:
+/// `for (auto [k, v] : map.range("a", "m")) ...`. Each entry is a pair of string_views
+/// valid until the iterator moves on (copy them to keep them). Move-only; bound to the
+/// thread that made it.
+class OrderedRange {
+public:
+    using value_type = std::pair<std::string_view, std::string_view>;
+    struct sentinel {};
+
+    /// An input iterator over the range (all iterators of one range share its position).
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = OrderedRange::value_type;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const value_type*;
+        using reference = const value_type&;
+
+        iterator() = default;
+        reference operator*() const noexcept { return r_->cur_; }
+        pointer operator->() const noexcept { return &r_->cur_; }
+        iterator& operator++() {
+            r_->advance();
+            return *this;
+        }
+        void operator++(int) { ++*this; }
+        bool operator==(sentinel) const noexcept { return !r_ || r_->done_; }
+        bool operator!=(sentinel s) const noexcept { return !(*this == s); }
+        friend bool operator==(sentinel s, const iterator& i) noexcept { return i == s; }
+        friend bool operator!=(sentinel s, const iterator& i) noexcept { return i != s; }
+
+    private:
+        friend class OrderedRange;
+        explicit iterator(OrderedRange* r) noexcept : r_(r) {}
+        OrderedRange* r_ = nullptr;
+    };
+
+    /// Starts the iteration (reads the first entry) unless it already started.
+    iterator begin() {
+        if (!started_) {
+            started_ = true;
+            advance();
+        }
+        return iterator(this);
+    }
+    sentinel end() const noexcept { return {}; }
+
+    /// The next entry, or nullopt at the end (an alternative to range-for).
+    std::optional<value_type> next() {
+        started_ = true;
+        advance();
+        if (done_) return std::nullopt;
+        return cur_;
+    }
+
+    /// The C handle. Owned by this object.
+    shoal_ordered_iter* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class OrderedMap;
+    friend class OrderedSnapshot;
+    explicit OrderedRange(shoal_ordered_iter* it) noexcept : h_(it) {}
+    void advance() {
+        const void *k = nullptr, *v = nullptr;
+        std::size_t kl = 0, vl = 0;
+        shoal_status rc = shoal_ordered_iter_next(h_.get(), &k, &kl, &v, &vl);
+        if (rc == SHOAL_DONE) {
+            done_ = true;
+            cur_ = {};
+            return;
+        }
+        if (rc != SHOAL_OK) {
+            done_ = true;
+            detail::raise(rc, "shoal_ordered_iter_next");
+        }
+        cur_ = {std::string_view(static_cast<const char*>(k), kl),
+                std::string_view(static_cast<const char*>(v), vl)};
+    }
+    struct Close {
+        void operator()(shoal_ordered_iter* i) const noexcept { shoal_ordered_iter_close(i); }
+    };
+    std::unique_ptr<shoal_ordered_iter, Close> h_;
+    value_type cur_;
+    bool started_ = false;
+    bool done_ = false;
+};
+
+/// A consistent view of an ordered map (OrderedMap::snapshot): every read sees the map as
+/// of one commit, for as long as it lives, and never makes a writer wait. Move-only;
+/// bound to the thread that took it (calls from another throw SHOAL_INVALID).
+class OrderedSnapshot {
+public:
+    /// The value of `key`, or nullopt.
+    std::optional<std::string> get(bytes_view key) const {
+        std::string v;
+        if (!detail::read_value(
+                [&](void* b, std::size_t c, std::size_t* l) {
+                    return shoal_ordered_snapshot_get(h_.get(), key.data(), key.size(), b, c, l);
+                },
+                v, "shoal_ordered_snapshot_get"))
+            return std::nullopt;
+        return v;
+    }
+    /// Whether `key` is in the snapshot.
+    bool contains(bytes_view key) const {
+        std::size_t len = 0;
+        shoal_status rc =
+            shoal_ordered_snapshot_get(h_.get(), key.data(), key.size(), nullptr, 0, &len);
+        if (rc == SHOAL_NOT_FOUND) return false;
+        if (rc != SHOAL_OK && rc != SHOAL_BUFFER_TOO_SMALL)
+            detail::raise(rc, "shoal_ordered_snapshot_get");
+        return true;
+    }
+    /// Entries in the snapshot.
+    std::uint64_t size() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_snapshot_len(h_.get(), &n, nullptr),
+                      "shoal_ordered_snapshot_len");
+        return n;
+    }
+    /// The number of the commit the snapshot shows.
+    std::uint64_t sequence() const {
+        std::uint64_t n = 0, seq = 0;
+        detail::check(shoal_ordered_snapshot_len(h_.get(), &n, &seq),
+                      "shoal_ordered_snapshot_len");
+        return seq;
+    }
+    /// The exact number of entries with lo <= key < hi.
+    std::uint64_t count_range(Bound lo = std::nullopt, Bound hi = std::nullopt) const {
+        shoal_bytes a, b;
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_snapshot_count_range(h_.get(), detail::bound_ptr(lo, a),
+                                                         detail::bound_ptr(hi, b), &n),
+                      "shoal_ordered_snapshot_count_range");
+        return n;
+    }
+    /// The entries with lo <= key < hi, in key order (descending with `reverse`).
+    OrderedRange range(Bound lo = std::nullopt, Bound hi = std::nullopt,
+                       bool reverse = false) const {
+        shoal_bytes a, b;
+        shoal_ordered_iter* it = nullptr;
+        detail::check(shoal_ordered_snapshot_range(h_.get(), detail::bound_ptr(lo, a),
+                                                   detail::bound_ptr(hi, b),
+                                                   reverse ? SHOAL_ORDERED_REVERSE : 0, &it),
+                      "shoal_ordered_snapshot_range");
+        return OrderedRange(it);
+    }
+
+    /// The C handle. Owned by this object.
+    shoal_ordered_snapshot* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class OrderedMap;
+    explicit OrderedSnapshot(shoal_ordered_snapshot* s) noexcept : h_(s) {}
+    struct Close {
+        void operator()(shoal_ordered_snapshot* s) const noexcept {
+            shoal_ordered_snapshot_close(s);
+        }
+    };
+    std::unique_ptr<shoal_ordered_snapshot, Close> h_;
+};
+
+/// A write transaction over one or several ordered maps of a store (OrderedMap::write,
+/// OrderedMap::write_many): its writes are seen by no one else until commit(), and by
+/// everyone together then. Destroyed without commit() (an exception unwinding through
+/// it, an early return), it aborts: nothing it wrote is ever seen. Move-only; bound to
+/// the thread that began it. The map-less calls act on the first map.
+class OrderedTxn {
+public:
+    /// Sets `key` to `value` in `map` (insert or replace).
+    void put(const OrderedMap& map, bytes_view key, bytes_view value);
+    /// Sets `key` to `value` if absent; false (nothing changed) if present.
+    bool insert(const OrderedMap& map, bytes_view key, bytes_view value);
+    /// Sets `key` to `value` if present; false (nothing changed) if absent.
+    bool replace(const OrderedMap& map, bytes_view key, bytes_view value);
+    /// Removes `key`; false if it was absent.
+    bool remove(const OrderedMap& map, bytes_view key);
+    /// The value of `key` as this transaction sees it (its own writes included).
+    std::optional<std::string> get(const OrderedMap& map, bytes_view key);
+
+    void put(bytes_view key, bytes_view value) { put(*first_, key, value); }
+    bool insert(bytes_view key, bytes_view value) { return insert(*first_, key, value); }
+    bool replace(bytes_view key, bytes_view value) { return replace(*first_, key, value); }
+    bool remove(bytes_view key) { return remove(*first_, key); }
+    std::optional<std::string> get(bytes_view key) { return get(*first_, key); }
+
+    /// Commits every write at once; returns the commit's sequence number. The
+    /// transaction is over afterwards, committed or (on an exception) not.
+    std::uint64_t commit() {
+        std::uint64_t seq = 0;
+        shoal_ordered_txn* t = h_.release();
+        detail::check(shoal_ordered_txn_commit(t, &seq), "shoal_ordered_txn_commit");
+        return seq;
+    }
+    /// Drops every write (also what the destructor does without commit()).
+    void abort() noexcept { h_.reset(); }
+    /// Whether the transaction is still open.
+    bool active() const noexcept { return h_ != nullptr; }
+
+    /// The C handle (null after commit or abort). Owned by this object.
+    shoal_ordered_txn* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class OrderedMap;
+    OrderedTxn(shoal_ordered_txn* t, const OrderedMap* first) noexcept : h_(t), first_(first) {}
+    shoal_ordered_txn* live(const char* call) const {
+        if (!h_) throw Error(SHOAL_INVALID, std::string(call) + ": the transaction is over");
+        return h_.get();
+    }
+    struct Abort {
+        void operator()(shoal_ordered_txn* t) const noexcept { shoal_ordered_txn_abort(t); }
+    };
+    std::unique_ptr<shoal_ordered_txn, Abort> h_;
+    const OrderedMap* first_;
+};
+
+/// A map whose keys are kept in bytewise order (Store::ordered_map). Move-only; closes
+/// its handle when destroyed (the map stays in the store). Usable from many threads at
+/// once. Range-for yields every entry in key order, from a snapshot taken at begin().
+class OrderedMap {
+public:
+    /// Opens the ordered map `name` of `store`, creating it if absent and `create`.
+    /// Throws shoal::Error (SHOAL_NOT_FOUND when absent and !create; SHOAL_INVALID for a
+    /// map of another kind).
+    OrderedMap(const Store& store, std::string_view name, bool create = true) {
+        std::string n(name);
+        shoal_ordered* m = nullptr;
+        detail::check(
+            shoal_ordered_open(store.handle(), n.c_str(), create ? SHOAL_MAP_CREATE : 0, &m),
+            "shoal_ordered_open");
+        h_.reset(m);
+    }
+
+    /// The value of `key` (latest commit), or nullopt.
+    std::optional<std::string> get(bytes_view key) const {
+        std::string v;
+        if (!get_into(key, v)) return std::nullopt;
+        return v;
+    }
+    /// Copies the value of `key` into `out` (reusing its capacity); false if absent.
+    bool get_into(bytes_view key, std::string& out) const {
+        return detail::read_value(
+            [&](void* b, std::size_t c, std::size_t* l) {
+                return shoal_ordered_get(h_.get(), key.data(), key.size(), b, c, l);
+            },
+            out, "shoal_ordered_get");
+    }
+    /// Whether `key` is in the map.
+    bool contains(bytes_view key) const {
+        std::size_t len = 0;
+        shoal_status rc = shoal_ordered_get(h_.get(), key.data(), key.size(), nullptr, 0, &len);
+        if (rc == SHOAL_NOT_FOUND) return false;
+        if (rc != SHOAL_OK && rc != SHOAL_BUFFER_TOO_SMALL) detail::raise(rc, "shoal_ordered_get");
+        return true;
+    }
+    /// Sets `key` to `value` (insert or replace), committed at once.
+    void put(bytes_view key, bytes_view value) const {
+        detail::check(
+            shoal_ordered_put(h_.get(), key.data(), key.size(), value.data(), value.size()),
+            "shoal_ordered_put");
+    }
+    /// Sets `key` to `value` if absent; false (nothing changed) if present.
+    bool insert(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_ordered_put_if_absent(h_.get(), key.data(), key.size(),
+                                                      value.data(), value.size());
+        if (rc == SHOAL_EXISTS) return false;
+        detail::check(rc, "shoal_ordered_put_if_absent");
+        return true;
+    }
+    /// Sets `key` to `value` if present; false (nothing changed) if absent.
+    bool replace(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_ordered_put_if_present(h_.get(), key.data(), key.size(),
+                                                       value.data(), value.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_ordered_put_if_present");
+        return true;
+    }
+    /// Removes `key`; false if it was absent.
+    bool remove(bytes_view key) const {
+        shoal_status rc = shoal_ordered_remove(h_.get(), key.data(), key.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_ordered_remove");
+        return true;
+    }
+    /// Entries in the map.
+    std::uint64_t size() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_len(h_.get(), &n), "shoal_ordered_len");
+        return n;
+    }
+    /// The exact number of entries with lo <= key < hi.
+    std::uint64_t count_range(Bound lo = std::nullopt, Bound hi = std::nullopt) const {
+        shoal_bytes a, b;
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_count_range(h_.get(), detail::bound_ptr(lo, a),
+                                                detail::bound_ptr(hi, b), &n),
+                      "shoal_ordered_count_range");
+        return n;
+    }
+    /// The entries with lo <= key < hi in key order (descending with `reverse`), from a
+    /// snapshot taken now that lasts as long as the range.
+    OrderedRange range(Bound lo = std::nullopt, Bound hi = std::nullopt,
+                       bool reverse = false) const {
+        shoal_bytes a, b;
+        shoal_ordered_iter* it = nullptr;
+        detail::check(shoal_ordered_range(h_.get(), detail::bound_ptr(lo, a),
+                                          detail::bound_ptr(hi, b),
+                                          reverse ? SHOAL_ORDERED_REVERSE : 0, &it),
+                      "shoal_ordered_range");
+        return OrderedRange(it);
+    }
+    /// Names of the ordered maps of `store`.
+    static std::vector<std::string> names(const Store& store) {
+        std::vector<std::string> out;
+        auto cb = [](void* ctx, const char* name, std::size_t len) -> int {
+            static_cast<std::vector<std::string>*>(ctx)->emplace_back(name, len);
+            return 0;
+        };
+        detail::check(shoal_store_ordered_maps(store.handle(), cb, &out),
+                      "shoal_store_ordered_maps");
+        return out;
+    }
+    /// A snapshot of the map as of its latest commit.
+    OrderedSnapshot snapshot() const {
+        shoal_ordered_snapshot* s = nullptr;
+        detail::check(shoal_ordered_snapshot_open(h_.get(), &s), "shoal_ordered_snapshot_open");
+        return OrderedSnapshot(s);
+    }
+    /// Snapshots of several maps of one store, all as of one commit (in the order given).
+    static std::vector<OrderedSnapshot> snapshot_many(
+        std::initializer_list<const OrderedMap*> maps) {
+        std::vector<const shoal_ordered*> hs;
+        for (const OrderedMap* m : maps) hs.push_back(m->h_.get());
+        std::vector<shoal_ordered_snapshot*> out(hs.size(), nullptr);
+        detail::check(shoal_ordered_snapshot_open_many(hs.data(), hs.size(), out.data()),
+                      "shoal_ordered_snapshot_open_many");
+        std::vector<OrderedSnapshot> snaps;
+        for (shoal_ordered_snapshot* s : out) snaps.push_back(OrderedSnapshot(s));
+        return snaps;
+    }
+    /// Begins a write transaction over this map (one writer per map at a time; others
+    /// wait up to the store's lock timeout, then SHOAL_TIMEOUT).
+    OrderedTxn write() const { return write_many({this}); }
+    /// Begins a write transaction over several maps of one store, committed together.
+    static OrderedTxn write_many(std::initializer_list<const OrderedMap*> maps) {
+        std::vector<const shoal_ordered*> hs;
+        for (const OrderedMap* m : maps) hs.push_back(m->h_.get());
+        shoal_ordered_txn* t = nullptr;
+        detail::check(shoal_ordered_txn_begin(hs.data(), hs.size(), &t),
+                      "shoal_ordered_txn_begin");
+        return OrderedTxn(t, maps.size() ? *maps.begin() : nullptr);
+    }
+
+    /// Range-for over every entry in key order (a snapshot taken at begin()); for a
+    /// bounded or reverse walk, use range().
+    OrderedRange all() const { return range(); }
+
+    /// The C handle. Owned by this object.
+    shoal_ordered* handle() const noexcept { return h_.get(); }
+
+private:
+    struct Close {
+        void operator()(shoal_ordered* m) const noexcept { shoal_ordered_close(m); }
+    };
+    std::unique_ptr<shoal_ordered, Close> h_;
+};
+
+inline OrderedMap Store::ordered_map(std::string_view name, bool create) const {
+    return OrderedMap(*this, name, create);
+}
+
+inline void OrderedTxn::put(const OrderedMap& map, bytes_view key, bytes_view value) {
+    detail::check(shoal_ordered_txn_put(live("shoal_ordered_txn_put"), map.handle(), key.data(),
+                                        key.size(), value.data(), value.size()),
+                  "shoal_ordered_txn_put");
+}
+inline bool OrderedTxn::insert(const OrderedMap& map, bytes_view key, bytes_view value) {
+    shoal_status rc =
+        shoal_ordered_txn_put_if_absent(live("shoal_ordered_txn_put_if_absent"), map.handle(),
+                                        key.data(), key.size(), value.data(), value.size());
+    if (rc == SHOAL_EXISTS) return false;
+    detail::check(rc, "shoal_ordered_txn_put_if_absent");
+    return true;
+}
+inline bool OrderedTxn::replace(const OrderedMap& map, bytes_view key, bytes_view value) {
+    shoal_status rc =
+        shoal_ordered_txn_put_if_present(live("shoal_ordered_txn_put_if_present"), map.handle(),
+                                         key.data(), key.size(), value.data(), value.size());
+    if (rc == SHOAL_NOT_FOUND) return false;
+    detail::check(rc, "shoal_ordered_txn_put_if_present");
+    return true;
+}
+inline bool OrderedTxn::remove(const OrderedMap& map, bytes_view key) {
+    shoal_status rc = shoal_ordered_txn_remove(live("shoal_ordered_txn_remove"), map.handle(),
+                                               key.data(), key.size());
+    if (rc == SHOAL_NOT_FOUND) return false;
+    detail::check(rc, "shoal_ordered_txn_remove");
+    return true;
+}
+inline std::optional<std::string> OrderedTxn::get(const OrderedMap& map, bytes_view key) {
+    shoal_ordered_txn* t = live("shoal_ordered_txn_get");
+    std::string v;
+    if (!detail::read_value(
+            [&](void* b, std::size_t c, std::size_t* l) {
+                return shoal_ordered_txn_get(t, map.handle(), key.data(), key.size(), b, c, l);
+            },
+            v, "shoal_ordered_txn_get"))
+        return std::nullopt;
+    return v;
+}
+
 
 }  // namespace shoal
 

@@ -23,6 +23,8 @@ pub const SHOAL_MAP_KIND_VARIABLE: u32 = 1;
 pub const SHOAL_MAP_KIND_VARIABLE_UIDS: u32 = 2;
 /// `shoal_map_kind`: a fixed-size map (`shoal_fixed_open`).
 pub const SHOAL_MAP_KIND_FIXED: u32 = 3;
+/// `shoal_map_kind`: an ordered map (`shoal_ordered_open`).
+pub const SHOAL_MAP_KIND_ORDERED: u32 = 4;
 /// The largest key of a fixed-size map, in bytes.
 pub const SHOAL_FIXED_MAX_KEY_SIZE: usize = 512;
 /// The largest value of a fixed-size map, in bytes.
@@ -1017,8 +1019,8 @@ pub unsafe extern "C" fn shoal_fixed_iter_close(iter: *mut shoal_fixed_iter) -> 
 
 /// Tells what kind of map `name` is, without opening it.
 ///
-/// * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS` or
-///   `SHOAL_MAP_KIND_FIXED` (0 on failure).
+/// * `kind`: receives `SHOAL_MAP_KIND_VARIABLE`, `SHOAL_MAP_KIND_VARIABLE_UIDS`,
+///   `SHOAL_MAP_KIND_FIXED` or `SHOAL_MAP_KIND_ORDERED` (0 on failure).
 /// * `key_size`, `value_size`: NULL, or receive the sizes of a fixed-size map (0 for the
 ///   other kinds, and on failure).
 ///
@@ -1058,6 +1060,7 @@ pub unsafe extern "C" fn shoal_map_kind(
                 key_size,
                 value_size,
             } => (SHOAL_MAP_KIND_FIXED, key_size, value_size),
+            shoal::MapKind::Ordered { .. } => (SHOAL_MAP_KIND_ORDERED, 0, 0),
             k => {
                 return Err(Fail::new(
                     SHOAL_ERROR,

@@ -38,6 +38,8 @@ mod queue;
 mod log;
 mod txn;
 
+mod ordered;
+
 // The calls both kinds of map share (no exported items of its own).
 mod kv;
 
@@ -48,6 +50,7 @@ pub use fixed::*;
 pub use iter::*;
 pub use log::*;
 pub use map::*;
+pub use ordered::*;
 pub use queue::*;
 pub use store::*;
 pub use txn::*;
@@ -334,6 +337,9 @@ pub(crate) fn message_of(e: &shoal::Error) -> String {
             }
             MapKind::Log { .. } => {
                 format!("{name:?} is a {found}: open it with shoal_log_open")
+            }
+            MapKind::Ordered { .. } => {
+                format!("{name:?} is a {found}: open it with shoal_ordered_open")
             }
             _ => e.to_string(),
         },

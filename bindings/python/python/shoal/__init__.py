@@ -63,6 +63,7 @@ from ._shoal import (
 from ._views import ItemsView, KeysView, ValuesView
 from ._fixed import FixedMap
 from ._txn import Transaction, Watch
+from ._ordered import OrderedMap, OrderedSnapshot, OrderedTransaction, OrderedWrite
 
 __version__ = "0.1.0"
 
@@ -77,6 +78,10 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "OrderedMap",
+    "OrderedSnapshot",
+    "OrderedTransaction",
+    "OrderedWrite",
     "Transaction",
     "Watch",
     "QueueSet",
@@ -126,3 +131,8 @@ def _reopen_map(path, name, key, value, lock_timeout=5.0):
 def _reopen_fixed(path, name, key_size, value_size, lock_timeout=5.0):
     """Unpickling helper: opens an existing store's fixed-size map again."""
     return _reopen_store(path, lock_timeout).fixed_map(name, key_size, value_size, create=False)
+
+
+def _reopen_ordered(path, name, key, value, lock_timeout=5.0):
+    """Unpickling helper: opens an existing store's ordered map again."""
+    return _reopen_store(path, lock_timeout).ordered_map(name, key=key, value=value, create=False)

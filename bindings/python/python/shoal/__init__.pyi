@@ -19,6 +19,10 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "OrderedMap",
+    "OrderedSnapshot",
+    "OrderedTransaction",
+    "OrderedWrite",
     "Transaction",
     "Watch",
     "QueueSet",
@@ -305,7 +309,31 @@ class Store:
         key_type and value_type name the types a new map records for other languages."""
     def map_kind(self, name: str) -> tuple[str, int | None, int | None] | None:
         """("variable", None, None), ("uids", None, None), ("fixed", key_size,
-        value_size), or None if there is no such map."""
+        value_size), ("ordered", None, None), or None if there is no such map."""
+    @overload
+    def ordered_map(
+        self, name: str, *, key: Literal["bytes"] = "bytes", value: Literal["bytes"] = "bytes", create: bool = True
+    ) -> OrderedMap[bytes, bytes]: ...
+    @overload
+    def ordered_map(
+        self, name: str, *, key: Literal["str"], value: Literal["bytes"] = "bytes", create: bool = True
+    ) -> OrderedMap[str, bytes]: ...
+    @overload
+    def ordered_map(self, name: str, *, key: Literal["str"], value: Literal["str"], create: bool = True) -> OrderedMap[str, str]: ...
+    @overload
+    def ordered_map(self, name: str, *, key: Literal["str"], value: Literal["int", "uint"], create: bool = True) -> OrderedMap[str, int]: ...
+    @overload
+    def ordered_map(self, name: str, *, key: str = "bytes", value: str = "bytes", create: bool = True) -> OrderedMap[Any, Any]:
+        """Opens the ordered map `name` (keys sorted bytewise), creating it unless
+        create=False. key: "bytes" or "str"; value: any codec. Ordered maps record no
+        codecs: open a map with the codecs it was written with."""
+    def ordered_maps(self) -> list[str]:
+        """Names of the ordered maps in the store (maps() lists the hash maps)."""
+    def ordered_write(self, maps: Iterable[OrderedMap[Any, Any]]) -> OrderedTransaction:
+        """A write transaction over several ordered maps of this store, committed at the
+        end of a with block (aborted if it raises)."""
+    def ordered_snapshot(self, maps: Iterable[OrderedMap[Any, Any]]) -> list[OrderedSnapshot[Any, Any]]:
+        """Snapshots of several ordered maps, all as of one commit."""
     def maps(self) -> list[str]:
         """Names of the maps in the store."""
     def drop_map(self, name: str) -> bool:
@@ -649,3 +677,152 @@ class Watch:
     def put_if_present(self, m: FixedMap, key: bytes, value: bytes) -> None: ...
     def remove(self, m: FixedMap, key: bytes) -> None: ...
     def add(self, m: FixedMap, key: bytes, delta: int) -> None: ...
+
+class _OrderedReads(Generic[_K, _V]):
+    @overload
+    def __getitem__(self, key: _K) -> _V: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[tuple[_K, _V]]: ...
+    @overload
+    def get(self, key: _K, default: None = None) -> _V | None: ...
+    @overload
+    def get(self, key: _K, default: _V | _T) -> _V | _T: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[_K]: ...
+    def __reversed__(self) -> Iterator[_K]: ...
+    def keys(self) -> KeysView[_K]:
+        """A live, set-like view of the keys, in key order."""
+    def values(self) -> ValuesView[_V]:
+        """A live view of the values, in key order."""
+    def items(self) -> ItemsView[_K, _V]:
+        """A live, set-like view of the (key, value) pairs, in key order."""
+    def irange(
+        self,
+        minimum: _K | None = None,
+        maximum: _K | None = None,
+        inclusive: tuple[bool, bool] = (True, True),
+        reverse: bool = False,
+    ) -> Iterator[_K]:
+        """The keys from minimum to maximum (sortedcontainers' irange)."""
+    def irange_items(
+        self,
+        minimum: _K | None = None,
+        maximum: _K | None = None,
+        inclusive: tuple[bool, bool] = (True, True),
+        reverse: bool = False,
+    ) -> Iterator[tuple[_K, _V]]:
+        """As irange, yielding (key, value) pairs."""
+    def count_range(
+        self, minimum: _K | None = None, maximum: _K | None = None, inclusive: tuple[bool, bool] = (True, False)
+    ) -> int:
+        """The exact number of keys in the range, in logarithmic time."""
+    def first(self) -> tuple[_K, _V] | None:
+        """The entry with the smallest key, or None."""
+    def last(self) -> tuple[_K, _V] | None:
+        """The entry with the largest key, or None."""
+    def ceiling_item(self, key: _K) -> tuple[_K, _V] | None:
+        """The entry with the smallest key >= key, or None."""
+    def higher_item(self, key: _K) -> tuple[_K, _V] | None:
+        """The entry with the smallest key > key, or None."""
+    def floor_item(self, key: _K) -> tuple[_K, _V] | None:
+        """The entry with the largest key <= key, or None."""
+    def lower_item(self, key: _K) -> tuple[_K, _V] | None:
+        """The entry with the largest key < key, or None."""
+    def ceiling_key(self, key: _K) -> _K | None:
+        """The smallest key >= key, or None."""
+    def higher_key(self, key: _K) -> _K | None:
+        """The smallest key > key, or None."""
+    def floor_key(self, key: _K) -> _K | None:
+        """The largest key <= key, or None."""
+    def lower_key(self, key: _K) -> _K | None:
+        """The largest key < key, or None."""
+
+class OrderedMap(_OrderedReads[_K, _V], MutableMapping[_K, _V], Generic[_K, _V]):
+    """A map whose keys are kept sorted bytewise (Store.ordered_map): a MutableMapping
+    iterated in key order, with key slices (m[lo:hi], m[lo:hi:-1] reversed), irange,
+    count_range, first/last and ceiling/floor/higher/lower seeks."""
+
+    def __init__(self, native: Any, store: Store) -> None: ...
+    @property
+    def name(self) -> str:
+        """The map's name."""
+    @property
+    def store(self) -> Store:
+        """The store the map belongs to."""
+    @overload  # type: ignore[override]
+    def __getitem__(self, key: _K) -> _V: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[tuple[_K, _V]]: ...
+    def __setitem__(self, key: _K, value: _V) -> None: ...
+    def __delitem__(self, key: _K | slice) -> None: ...
+    def put_if_absent(self, key: _K, value: _V) -> bool:
+        """Sets key to value if absent; whether it did."""
+    def put_if_present(self, key: _K, value: _V) -> bool:
+        """Sets key to value if present; whether it did."""
+    @overload
+    def pop(self, key: _K) -> _V: ...
+    @overload
+    def pop(self, key: _K, default: _V | _T) -> _V | _T: ...
+    def setdefault(self, key: _K, default: _V = ...) -> _V:  # type: ignore[override]
+        """The value of key, inserting default first if absent (atomically)."""
+    def clear(self) -> None:
+        """Removes every entry, in one transaction."""
+    def snapshot(self) -> OrderedSnapshot[_K, _V]:
+        """A consistent view as of the latest commit."""
+    def write(self) -> OrderedWrite[_K, _V]:
+        """A write transaction on this map."""
+
+class OrderedSnapshot(_OrderedReads[_K, _V], Mapping[_K, _V], Generic[_K, _V]):
+    """A consistent view of an ordered map as of one commit. Bound to its thread."""
+
+    def __init__(self, native: Any, m: OrderedMap[_K, _V]) -> None: ...
+    @overload  # type: ignore[override]
+    def __getitem__(self, key: _K) -> _V: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[tuple[_K, _V]]: ...
+    @property
+    def map(self) -> OrderedMap[_K, _V]:
+        """The map this is a snapshot of."""
+    @property
+    def sequence(self) -> int:
+        """The number of the commit the snapshot shows."""
+    def close(self) -> None:
+        """Ends the snapshot."""
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+class OrderedTransaction:
+    """A write transaction over ordered maps of one store: commit() or the end of a with
+    block commits all at once; abort() or an exception drops everything."""
+
+    sequence: int | None
+    def __init__(self, native: Any, maps: list[OrderedMap[Any, Any]]) -> None: ...
+    def put(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> bool: ...
+    def put_if_absent(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> bool: ...
+    def put_if_present(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> bool: ...
+    def remove(self, m: OrderedMap[Any, Any], key: Any) -> bool: ...
+    def get(self, m: OrderedMap[Any, Any], key: Any, default: Any = None) -> Any: ...
+    def commit(self) -> int: ...
+    def abort(self) -> None: ...
+    @property
+    def active(self) -> bool: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]: ...
+
+class OrderedWrite(OrderedTransaction, Generic[_K, _V]):
+    """A write transaction on one ordered map (OrderedMap.write())."""
+
+    def __init__(self, native: Any, m: OrderedMap[_K, _V]) -> None: ...
+    def __setitem__(self, key: _K, value: _V) -> None: ...
+    def __getitem__(self, key: _K) -> _V: ...
+    def __delitem__(self, key: _K) -> None: ...
+    def __contains__(self, key: object) -> bool: ...
+    def get(self, key: _K, default: Any = None) -> Any: ...  # type: ignore[override]
+    def put(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
+    def put_if_absent(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
+    def put_if_present(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
+    def remove(self, key: _K) -> bool: ...  # type: ignore[override]

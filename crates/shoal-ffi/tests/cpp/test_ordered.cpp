@@ -1,0 +1,181 @@
+// GoogleTest tests of the C++ wrapper's ordered maps: point calls against std::map,
+// range-for over ranges in both directions, snapshots, and transactions that commit,
+// abort on request, and abort when an exception leaves their scope.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shoal.hpp"
+
+namespace {
+
+class OrderedTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+        path_ = std::string("/tmp/shoal-gtest-ord-") + std::to_string(getpid()) + "-" +
+                t->name() + ".shoal";
+        shoal::Store::destroy(path_);
+        opts_.max_size = 256u << 20;
+    }
+    void TearDown() override { shoal::Store::destroy(path_); }
+    std::string path_;
+    shoal::Options opts_;
+};
+
+using Ref = std::map<std::string, std::string>;
+
+std::vector<std::pair<std::string, std::string>> collect(shoal::OrderedRange r) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (auto [k, v] : r) out.emplace_back(std::string(k), std::string(v));
+    return out;
+}
+
+TEST_F(OrderedTest, PointCallsAndRangesMatchStdMap) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap m = store.ordered_map("o");
+    EXPECT_THROW(store.ordered_map("absent", false), shoal::Error);
+    EXPECT_EQ(shoal::OrderedMap::names(store), std::vector<std::string>{"o"});
+    EXPECT_TRUE(store.map_kind("o")->ordered());
+    Ref ref;
+    std::mt19937 rng(7);
+    for (int i = 0; i < 5000; i++) {
+        std::string k = "k" + std::to_string(rng() % 1500);
+        std::string v = "v" + std::to_string(rng());
+        switch (rng() % 4) {
+            case 0:
+                m.put(k, v);
+                ref[k] = v;
+                break;
+            case 1:
+                EXPECT_EQ(m.insert(k, v), ref.emplace(k, v).second);
+                break;
+            case 2: {
+                bool had = ref.count(k) != 0;
+                EXPECT_EQ(m.replace(k, v), had);
+                if (had) ref[k] = v;
+                break;
+            }
+            default:
+                EXPECT_EQ(m.remove(k), ref.erase(k) == 1);
+        }
+    }
+    EXPECT_EQ(m.size(), ref.size());
+    for (auto& [k, v] : ref) EXPECT_EQ(m.get(k), v);
+    EXPECT_FALSE(m.contains("nope"));
+
+    // Everything, both ways.
+    std::vector<std::pair<std::string, std::string>> all(ref.begin(), ref.end());
+    EXPECT_EQ(collect(m.range()), all);
+    std::reverse(all.begin(), all.end());
+    EXPECT_EQ(collect(m.range(std::nullopt, std::nullopt, true)), all);
+
+    // Bounded ranges and counts.
+    for (auto [lo, hi] : std::vector<std::pair<std::string, std::string>>{
+             {"k1", "k2"}, {"k3", "k4"}, {"k", "k9999"}, {"k5", "k5"}, {"k7", "k1"}}) {
+        Ref::iterator a = ref.lower_bound(lo), b = ref.lower_bound(hi);
+        std::vector<std::pair<std::string, std::string>> want;
+        if (lo < hi) want.assign(a, b);
+        EXPECT_EQ(collect(m.range(lo, hi)), want) << lo << ".." << hi;
+        EXPECT_EQ(m.count_range(lo, hi), want.size());
+        std::reverse(want.begin(), want.end());
+        EXPECT_EQ(collect(m.range(lo, hi, true)), want) << lo << ".." << hi << " reversed";
+    }
+
+    // Too large a key is an error, not a crash.
+    try {
+        m.put(std::string(SHOAL_MAX_ORDERED_ENTRY, 'x'), "v");
+        ADD_FAILURE() << "no error";
+    } catch (const shoal::Error& e) {
+        EXPECT_EQ(e.code(), SHOAL_INVALID);
+    }
+}
+
+TEST_F(OrderedTest, SnapshotKeepsItsView) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap m = store.ordered_map("o");
+    m.put("a", "1");
+    m.put("b", "2");
+    shoal::OrderedSnapshot snap = m.snapshot();
+    m.put("a", "changed");
+    m.remove("b");
+    m.put("c", "3");
+    EXPECT_EQ(snap.get("a"), "1");
+    EXPECT_TRUE(snap.contains("b"));
+    EXPECT_FALSE(snap.contains("c"));
+    EXPECT_EQ(snap.size(), 2u);
+    EXPECT_EQ(snap.count_range("b"), 1u);
+    auto all = collect(snap.range());
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[1].first, "b");
+    EXPECT_EQ(m.get("a"), "changed");
+    // A snapshot belongs to its thread.
+    std::thread([&] {
+        try {
+            snap.get("a");
+            ADD_FAILURE() << "another thread read the snapshot";
+        } catch (const shoal::Error& e) {
+            EXPECT_EQ(e.code(), SHOAL_INVALID);
+        }
+    }).join();
+}
+
+TEST_F(OrderedTest, TransactionsCommitOrAbort) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap a = store.ordered_map("a");
+    shoal::OrderedMap b = store.ordered_map("b");
+    {
+        shoal::OrderedTxn t = shoal::OrderedMap::write_many({&a, &b});
+        t.put(a, "x", "1");
+        t.put(b, "y", "2");
+        EXPECT_EQ(t.get(a, "x"), "1");
+        EXPECT_FALSE(a.contains("x"));  // not committed yet
+        EXPECT_GT(t.commit(), 0u);
+        EXPECT_FALSE(t.active());
+        EXPECT_THROW(t.put(a, "z", "3"), shoal::Error);
+    }
+    EXPECT_EQ(a.get("x"), "1");
+    EXPECT_EQ(b.get("y"), "2");
+
+    // An exception leaving the scope aborts.
+    try {
+        shoal::OrderedTxn t = a.write();
+        t.put("x", "lost");
+        EXPECT_TRUE(t.remove("x"));
+        t.put("w", "lost");
+        throw std::runtime_error("boom");
+    } catch (const std::runtime_error&) {
+    }
+    EXPECT_EQ(a.get("x"), "1");
+    EXPECT_FALSE(a.contains("w"));
+    {
+        shoal::OrderedTxn t = a.write();
+        t.put("w", "dropped");
+        t.abort();
+    }
+    EXPECT_FALSE(a.contains("w"));
+
+    // The lock was released each time: another write goes through.
+    {
+        shoal::OrderedTxn t = a.write();
+        EXPECT_FALSE(t.insert("x", "2"));
+        EXPECT_TRUE(t.replace("x", "3"));
+        t.commit();
+    }
+    EXPECT_EQ(a.get("x"), "3");
+
+    // Snapshots of both maps as of one commit.
+    auto snaps = shoal::OrderedMap::snapshot_many({&a, &b});
+    ASSERT_EQ(snaps.size(), 2u);
+    EXPECT_EQ(snaps[0].sequence(), snaps[1].sequence());
+    EXPECT_EQ(snaps[1].get("y"), "2");
+}
+
+}  // namespace
