@@ -256,9 +256,15 @@
 #define SHOAL_ORDERED_REVERSE 1
 
 /**
- * The most bytes of key and value together one entry of an ordered map holds.
+ * The most bytes of key and value together a leaf of an ordered map keeps; a larger
+ * value is kept out of line, in pages of its own (any size).
  */
 #define SHOAL_MAX_ORDERED_ENTRY 1000
+
+/**
+ * The longest key of an ordered map.
+ */
+#define SHOAL_MAX_ORDERED_KEY 984
 
 /**
  * No type recorded (the default of the options; what an older map reads as).
@@ -3291,8 +3297,7 @@ shoal_status shoal_ordered_get(const struct shoal_ordered *map,
 /**
  * Sets `key` to `value` (insert or replace), committed at once.
  *
- * Errors: `SHOAL_INVALID` (key and value together longer than
- * `SHOAL_MAX_ORDERED_ENTRY`), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_READ_ONLY`,
+ * Errors: `SHOAL_INVALID` (a key longer than `SHOAL_MAX_ORDERED_KEY`), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_READ_ONLY`,
  * `SHOAL_TIMEOUT` (another writer of the map held it past the store's lock timeout),
  * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
  *
@@ -3544,8 +3549,8 @@ shoal_status shoal_ordered_txn_begin(const struct shoal_ordered *const *maps,
  * Sets `key` to `value` in `map` (one of the transaction's maps), seen by others only
  * once the transaction commits.
  *
- * Errors: `SHOAL_INVALID` (key and value longer than `SHOAL_MAX_ORDERED_ENTRY`, a map
- * not in the transaction, another thread), `SHOAL_FULL`, `SHOAL_NO_SPACE`,
+ * Errors: `SHOAL_INVALID` (a key longer than `SHOAL_MAX_ORDERED_KEY`, a map not in the
+ * transaction, another thread), `SHOAL_FULL`, `SHOAL_NO_SPACE`,
  * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`. After an error other than `SHOAL_INVALID` or
  * `SHOAL_NULL_POINTER` the transaction can only be aborted (a commit fails).
  *

@@ -22,8 +22,12 @@ use std::thread::ThreadId;
 /// key order.
 pub const SHOAL_ORDERED_REVERSE: u32 = 1;
 
-/// The most bytes of key and value together one entry of an ordered map holds.
+/// The most bytes of key and value together a leaf of an ordered map keeps; a larger
+/// value is kept out of line, in pages of its own (any size).
 pub const SHOAL_MAX_ORDERED_ENTRY: usize = 1000;
+
+/// The longest key of an ordered map.
+pub const SHOAL_MAX_ORDERED_KEY: usize = 984;
 
 /// An ordered map of a store (`shoal_ordered_open`): binary keys kept in bytewise order,
 /// shared by every process that opens the store.
@@ -317,8 +321,7 @@ unsafe fn put_one(
 
 /// Sets `key` to `value` (insert or replace), committed at once.
 ///
-/// Errors: `SHOAL_INVALID` (key and value together longer than
-/// `SHOAL_MAX_ORDERED_ENTRY`), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_READ_ONLY`,
+/// Errors: `SHOAL_INVALID` (a key longer than `SHOAL_MAX_ORDERED_KEY`), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_READ_ONLY`,
 /// `SHOAL_TIMEOUT` (another writer of the map held it past the store's lock timeout),
 /// `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
 ///
@@ -962,8 +965,8 @@ unsafe fn txn_put(
 /// Sets `key` to `value` in `map` (one of the transaction's maps), seen by others only
 /// once the transaction commits.
 ///
-/// Errors: `SHOAL_INVALID` (key and value longer than `SHOAL_MAX_ORDERED_ENTRY`, a map
-/// not in the transaction, another thread), `SHOAL_FULL`, `SHOAL_NO_SPACE`,
+/// Errors: `SHOAL_INVALID` (a key longer than `SHOAL_MAX_ORDERED_KEY`, a map not in the
+/// transaction, another thread), `SHOAL_FULL`, `SHOAL_NO_SPACE`,
 /// `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`. After an error other than `SHOAL_INVALID` or
 /// `SHOAL_NULL_POINTER` the transaction can only be aborted (a commit fails).
 ///
@@ -1133,5 +1136,6 @@ mod tests {
     #[test]
     fn the_entry_limit_matches_the_engine() {
         assert_eq!(super::SHOAL_MAX_ORDERED_ENTRY, shoal::MAX_ORDERED_ENTRY);
+        assert_eq!(super::SHOAL_MAX_ORDERED_KEY, shoal::MAX_ORDERED_KEY);
     }
 }

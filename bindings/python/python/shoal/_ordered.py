@@ -158,8 +158,8 @@ class OrderedMap(_Reads, _MutableMapping):
     ``store.ordered_write([a, b])`` groups writes to several maps), all seen at once when
     the block ends, none if it raises.
 
-    Created by ``Store.ordered_map(name, key=..., value=...)``. Keys and values together
-    take at most 1000 bytes encoded (``shoal.InvalidArgument`` beyond).
+    Created by ``Store.ordered_map(name, key=..., value=...)``. Keys take at most 984
+    bytes encoded (``shoal.InvalidArgument`` beyond); values any size.
     """
 
     __slots__ = ("_n", "_store", "__weakref__")

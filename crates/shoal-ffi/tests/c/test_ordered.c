@@ -168,8 +168,15 @@ static void test_point_calls_against_a_reference(void) {
     CHECK(n == 10);
     CHECK_RC(shoal_ordered_get(o, "big", 3, NULL, 0, &n), SHOAL_BUFFER_TOO_SMALL);
     static char huge[SHOAL_MAX_ORDERED_ENTRY + 1];
-    CHECK_RC(shoal_ordered_put(o, huge, SHOAL_MAX_ORDERED_ENTRY, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_put(o, huge, SHOAL_MAX_ORDERED_KEY + 1, "v", 1), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_put(o, huge, SHOAL_MAX_ORDERED_KEY, "v", 1), SHOAL_OK);
     CHECK_RC(shoal_ordered_put(o, "x", 1, huge, SHOAL_MAX_ORDERED_ENTRY - 1), SHOAL_OK);
+    /* A value past a leaf's limit is kept out of line, whole. */
+    static char large[100000], back[100000];
+    for (size_t i = 0; i < sizeof large; i++) large[i] = (char)(i * 7);
+    REQUIRE_OK(shoal_ordered_put(o, "large", 5, large, sizeof large));
+    CHECK_RC(shoal_ordered_get(o, "large", 5, back, sizeof back, &n), SHOAL_OK);
+    CHECK(n == sizeof large && memcmp(large, back, n) == 0);
     CHECK_RC(shoal_ordered_put(o, NULL, 0, NULL, 0), SHOAL_OK);
     CHECK_RC(shoal_ordered_get(o, NULL, 0, buf, sizeof buf, &n), SHOAL_OK);
     CHECK(n == 0);
