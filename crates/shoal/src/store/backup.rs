@@ -33,6 +33,10 @@ impl Store {
     /// a store that a dead process left unclean is unclean too, and is verified (and
     /// recovered) by its first opener, as the store would be.
     ///
+    /// Where the filesystem has no unnamed files, the copy is built under a hidden
+    /// `.FILE.PID.RAND.tmp` that a killed backup leaves behind; the next backup (or create)
+    /// into that directory removes it once its process is gone.
+    ///
     /// This is not a hot backup: a store in use must be closed first. Blocks of zero
     /// bytes are left as holes in the copy, so it takes no more space than the store.
     pub fn backup_idle(store: impl AsRef<Path>, file: impl AsRef<Path>) -> Result<u64> {
@@ -84,6 +88,9 @@ impl Store {
                     })?
                     .to_string_lossy()
                     .into_owned();
+                // A backup killed here before leaves its temporary behind, as a creator
+                // does; the same sweep removes those whose process is gone.
+                super::remove_stale_temporaries(dir, &name);
                 let tmp = dir.join(format!(
                     ".{name}.{}.{:x}.tmp",
                     sys::pid(),
