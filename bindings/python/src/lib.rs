@@ -32,6 +32,7 @@ fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::QueueIter>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(store::remove, m)?)?;
+    m.add_function(wrap_pyfunction!(store::backup_idle, m)?)?;
     m.add_function(wrap_pyfunction!(store::repair, m)?)?;
     m.add_function(wrap_pyfunction!(store::resolve_path, m)?)?;
     m.add("FORMAT_VERSION", shoal::FORMAT_VERSION)?;

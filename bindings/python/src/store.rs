@@ -810,6 +810,21 @@ pub fn repair<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Store, Bound<'py
     ))
 }
 
+/// backup_idle(path, file) -> int
+///
+/// Writes a consistent copy of the store at `path` (a bare name means
+/// /dev/shm/NAME.shoal) into the new file `file`, while no process has the store open:
+/// every map of every kind; the copy passes `check()`, and restoring it is a file copy.
+/// Returns the bytes copied. Processes that open the store during the copy wait until it
+/// is done. Raises `shoal.TooManyUsers` while the store is open anywhere (this process
+/// included: close it first; this is not a hot backup) and `shoal.AlreadyExists` if
+/// `file` exists; `file` appears whole or not at all.
+#[pyfunction]
+pub fn backup_idle(py: Python<'_>, path: PathBuf, file: PathBuf) -> PyResult<u64> {
+    py.detach(|| shoal::Store::backup_idle(&path, &file))
+        .py_err(py)
+}
+
 /// remove(path, *, missing_ok=False) -> None
 ///
 /// Deletes the store file (a bare name means /dev/shm/NAME.shoal). Processes that have

@@ -287,6 +287,22 @@ def test_check_report(store):
     assert "ok" in str(r) and "CheckReport" in repr(r)
 
 
+def test_backup_idle_copies_a_closed_store_and_refuses_an_open_one(tmp_path):
+    p, c = tmp_path / "b.shoal", tmp_path / "b-copy.shoal"
+    s = shoal.open(p)
+    s.map("m", key="str", value="str")["a"] = "b"
+    with pytest.raises(shoal.TooManyUsers):
+        shoal.backup_idle(p, c)
+    assert not c.exists()
+    s.close()
+    assert shoal.backup_idle(p, c) == p.stat().st_size
+    with pytest.raises(shoal.AlreadyExists):
+        shoal.backup_idle(p, c)
+    with shoal.open(c) as copy:
+        assert copy.map("m", key="str", value="str")["a"] == "b"
+        assert copy.check().ok
+
+
 def test_disk_store_flush_and_repair(tmp_path):
     p = tmp_path / "disk.shoal"  # on disk: checksums on by default
     with shoal.open(p, sync_writes=False) as s:

@@ -630,6 +630,19 @@ fn counted(n: usize, what: &str) -> String {
 }
 
 /// `shoal compact`.
+pub fn backup(store: &Path, file: &Path) -> Result<(), Fail> {
+    let t = std::time::Instant::now();
+    let n = shoal::Store::backup_idle(store, file)?;
+    writeln!(
+        std::io::stdout().lock(),
+        "copied {} bytes to {} in {:.3} s",
+        human::count(n),
+        file.display(),
+        t.elapsed().as_secs_f64()
+    )?;
+    Ok(())
+}
+
 pub fn compact(store: &Path) -> Result<(), Fail> {
     use std::os::unix::fs::MetadataExt;
     let s = open_existing(store)?;

@@ -198,6 +198,21 @@ enum Cmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Copy a store that nobody has open into a new file (a consistent backup)
+    #[command(
+        long_about = "Copy a store into a new file FILE: a consistent copy of \
+        every map, which passes `shoal check`; restoring it is a file copy. The store must \
+        be idle: refused (exit status 2) while any process has it open, and processes that \
+        open it during the copy wait until it is done. FILE must not exist; it appears \
+        whole or not at all. Prints the bytes copied. A hot backup of a store in use is \
+        not built yet."
+    )]
+    Backup {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The new file to write the copy into
+        file: PathBuf,
+    },
     /// Reclaim dead space now; print chunks freed and dead bytes before and after
     Compact {
         /// The store (a bare name means /dev/shm/NAME.shoal)
@@ -388,6 +403,7 @@ fn run(cli: Cli) -> Result<(), Fail> {
         Cmd::Check { store } => cmds::check(&store),
         Cmd::Repair { store, dry_run } => cmds::repair(&store, dry_run),
         Cmd::Compact { store } => cmds::compact(&store),
+        Cmd::Backup { store, file } => cmds::backup(&store, &file),
         Cmd::Rm { store, force } => cmds::rm(&store, force),
         Cmd::Bench(BenchCmd {
             what: Some(BenchWhat::Queue(a)),

@@ -477,6 +477,27 @@ fn check_passes_a_sound_store_and_fails_a_damaged_copy() {
 }
 
 #[test]
+fn backup_copies_an_idle_store_and_refuses_an_open_one() {
+    let d = tmp();
+    let (s, copy) = (store_in(&d, "b.shoal"), store_in(&d, "b-copy.shoal"));
+    let st = shoal::Store::open(&s).unwrap();
+    st.map("m").unwrap().put(b"k", b"v").unwrap();
+    fails(&["backup", &s, &copy], 2, "needs the store idle");
+    assert!(!Path::new(&copy).exists());
+    drop(st);
+    let out = ok(&["backup", &s, &copy]);
+    assert!(out.contains("copied"), "{out}");
+    ok(&["check", &copy]);
+    let c = shoal::Store::open_existing(&copy).unwrap();
+    assert_eq!(
+        c.open_map("m").unwrap().get(b"k").unwrap(),
+        Some(b"v".to_vec())
+    );
+    drop(c);
+    fails(&["backup", &s, &copy], 2, "exists");
+}
+
+#[test]
 fn compact_reports_what_it_freed() {
     let d = tmp();
     let s = store_in(&d, "c.shoal");

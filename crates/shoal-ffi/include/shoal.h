@@ -1430,6 +1430,26 @@ shoal_status shoal_store_close(struct shoal_store *store);
 shoal_status shoal_store_destroy(const char *path);
 
 /**
+ * Writes a consistent copy of the store at `path` into the new file `file`, while no
+ * process has the store open (`Store::backup_idle`): every map of every kind; the copy
+ * passes `shoal_store_check`, and restoring it is a file copy. Processes that open the
+ * store during the copy wait until it is done. Not a hot backup: close the store first.
+ *
+ * * `path`: as for `shoal_store_open`. `file`: must not exist; it appears whole or not
+ *   at all.
+ * * `bytes`: NULL, or receives the number of bytes copied.
+ *
+ * Errors: `SHOAL_TOO_MANY` (the store is open in this process or another),
+ * `SHOAL_EXISTS` (`file` exists), `SHOAL_NOT_FOUND`, `SHOAL_PERMISSION` (no write access
+ * to the store: the lock that keeps openers out is a write lock), `SHOAL_INVALID` (not a
+ * store), `SHOAL_IO`, `SHOAL_NO_SPACE`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `path` and `file` are NULL or NUL-terminated; `bytes` is NULL or writable.
+ */
+shoal_status shoal_store_backup_idle(const char *path, const char *file, uint64_t *bytes);
+
+/**
  * Copies the store file's path (NUL-terminated) into `buf`.
  *
  * * `buf`, `cap`: the caller's buffer and its size; `buf` may be NULL when `cap` is 0.

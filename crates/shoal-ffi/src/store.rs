@@ -337,6 +337,42 @@ pub unsafe extern "C" fn shoal_store_destroy(path: *const c_char) -> shoal_statu
     })
 }
 
+/// Writes a consistent copy of the store at `path` into the new file `file`, while no
+/// process has the store open (`Store::backup_idle`): every map of every kind; the copy
+/// passes `shoal_store_check`, and restoring it is a file copy. Processes that open the
+/// store during the copy wait until it is done. Not a hot backup: close the store first.
+///
+/// * `path`: as for `shoal_store_open`. `file`: must not exist; it appears whole or not
+///   at all.
+/// * `bytes`: NULL, or receives the number of bytes copied.
+///
+/// Errors: `SHOAL_TOO_MANY` (the store is open in this process or another),
+/// `SHOAL_EXISTS` (`file` exists), `SHOAL_NOT_FOUND`, `SHOAL_PERMISSION` (no write access
+/// to the store: the lock that keeps openers out is a write lock), `SHOAL_INVALID` (not a
+/// store), `SHOAL_IO`, `SHOAL_NO_SPACE`, `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `path` and `file` are NULL or NUL-terminated; `bytes` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_store_backup_idle(
+    path: *const c_char,
+    file: *const c_char,
+    bytes: *mut u64,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let path = OsStr::from_bytes(unsafe { c_bytes(path, "path") }?);
+        // SAFETY: forwarded contract.
+        let file = OsStr::from_bytes(unsafe { c_bytes(file, "file") }?);
+        let n = shoal::Store::backup_idle(path, file)?;
+        if !bytes.is_null() {
+            // SAFETY: non-NULL, writable by the caller's contract.
+            unsafe { bytes.write(n) };
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
 /// Copies the store file's path (NUL-terminated) into `buf`.
 ///
 /// * `buf`, `cap`: the caller's buffer and its size; `buf` may be NULL when `cap` is 0.

@@ -55,6 +55,7 @@ from ._shoal import (
     QueueIter,
     QueueSet,
     Store,
+    backup_idle,
     open,
     remove,
     repair,
@@ -70,6 +71,7 @@ __version__ = "0.1.0"
 _abc.MutableMapping.register(Map)
 
 __all__ = [
+    "backup_idle",
     "open",
     "remove",
     "repair",

@@ -12,6 +12,7 @@ from typing_extensions import Self, deprecated
 __version__: str
 __all__ = [
     "open",
+    "backup_idle",
     "remove",
     "repair",
     "resolve_path",
@@ -166,6 +167,11 @@ def open(
     this process faults in the pages of space the store takes before the writers reach
     them; False keeps the process free of that thread. read_only=True opens an existing
     store for reading only (no write access to the file needed); writes raise ReadOnly."""
+
+def backup_idle(path: str | os.PathLike[str], file: str | os.PathLike[str]) -> int:
+    """Copies a store that no process has open into the new file `file` (a consistent
+    copy that passes check(); restore by copying it back); returns the bytes copied.
+    Raises TooManyUsers while the store is open anywhere, AlreadyExists if `file` exists."""
 
 def remove(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
     """Deletes the store file; processes that have it open keep their mapping."""

@@ -396,6 +396,48 @@ static void test_store_read_only(void) {
     CHECK_RC(shoal_store_destroy(p), SHOAL_OK);
 }
 
+static void test_store_backup_idle(void) {
+    char p[512], c[512];
+    tpath(p, sizeof p, "backup.shoal");
+    tpath(c, sizeof c, "backup-copy.shoal");
+    shoal_store_destroy(p);
+    unlink(c);
+    shoal_store *s = NULL;
+    shoal_map *m = NULL;
+    REQUIRE_OK(shoal_store_open(p, NULL, &s));
+    REQUIRE_OK(shoal_map_open(s, "m", SHOAL_MAP_CREATE, NULL, &m));
+    CHECK_RC(shoal_map_put(m, "k", 1, "v", 1, NULL), SHOAL_OK);
+    uint64_t n = 0;
+    /* Open here: refused, nothing created. */
+    CHECK_RC(shoal_store_backup_idle(p, c, &n), SHOAL_TOO_MANY);
+    CHECK(access(c, F_OK) != 0);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    CHECK_RC(shoal_store_backup_idle(NULL, c, &n), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_backup_idle(p, NULL, &n), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_backup_idle(p, c, &n), SHOAL_OK);
+    CHECK(n > 0);
+    CHECK_RC(shoal_store_backup_idle(p, c, NULL), SHOAL_EXISTS);
+    /* The copy opens, holds the entry and passes check. */
+    s = NULL;
+    m = NULL;
+    REQUIRE_OK(shoal_store_open(c, NULL, &s));
+    REQUIRE_OK(shoal_map_open(s, "m", 0, NULL, &m));
+    char buf[8];
+    size_t vl = 0;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &vl), SHOAL_OK);
+    CHECK(vl == 1 && buf[0] == 'v');
+    shoal_check_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    CHECK_RC(shoal_store_check(s, &r, NULL, NULL), SHOAL_OK);
+    CHECK(r.problems == 0 && r.entries == 1);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(c);
+    shoal_store_destroy(p);
+}
+
 static void test_store_destroy_and_path(void) {
     char p[512];
     tpath(p, sizeof p, "destroy.shoal");
@@ -3258,6 +3300,7 @@ int main(void) {
     RUN(test_store_permission);
     RUN(test_store_read_only);
     RUN(test_store_destroy_and_path);
+    RUN(test_store_backup_idle);
     RUN(test_store_maps_and_drop);
     RUN(test_store_stats_compact);
     RUN(test_store_check);

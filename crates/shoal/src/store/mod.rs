@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+mod backup;
 mod create;
 mod logs;
 mod maps;
