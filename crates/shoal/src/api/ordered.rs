@@ -170,6 +170,13 @@ impl Snapshot<'_> {
         self.snap.get(&self.map.sh, key)
     }
 
+    /// The value of `key`, copied into `out` (its contents replaced, its allocation
+    /// reused: no allocation per get once `out` is large enough); returns whether `key`
+    /// is in the map (`out` is unchanged if not).
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.snap.get_into(&self.map.sh, key, out)
+    }
+
     /// The entries with `lo <= key < hi`, in key order.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();

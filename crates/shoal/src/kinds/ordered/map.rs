@@ -213,6 +213,18 @@ impl Snap {
         Ok(Some(v))
     }
 
+    /// The value of `key` into `out` (its contents replaced, its allocation reused);
+    /// whether found.
+    pub fn get_into(&self, sh: &Shared, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let Some((leaf, i)) = self.find(sh, key)? else {
+            return Ok(false);
+        };
+        let p = FilePage { sh, off: leaf };
+        let (at, len) = p.value_at(i);
+        p.read_into(at, len, out);
+        Ok(true)
+    }
+
     /// The leaf and index of `key`.
     fn find(&self, sh: &Shared, key: &[u8]) -> Result<Option<(u64, usize)>> {
         if self.root.page == 0 {
@@ -262,16 +274,22 @@ impl Snap {
             }
         };
         let mut steps = 0u64;
+        // One key and one value buffer for the whole walk, and the leaf checked once per
+        // leaf, not per entry: a scan's cost is its copies, not allocations.
+        let (mut k, mut v) = (Vec::new(), Vec::new());
+        let mut page: Option<FilePage<'_>> = None;
         while on {
             steps += 1;
             if steps > self.root.count.saturating_add(1) {
                 return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
             }
             let (leaf, i) = c.at().expect("on an entry");
-            let p = page_of(sh, leaf, 0)?;
+            let p = match page {
+                Some(p) if p.off == leaf => p,
+                _ => *page.insert(page_of(sh, leaf, 0)?),
+            };
             let (ka, kl) = p.key_at(i);
-            let mut k = vec![0u8; kl];
-            p.copy_out(ka, &mut k);
+            p.read_into(ka, kl, &mut k);
             if rev && lo.is_some_and(|l| k.as_slice() < l) {
                 break;
             }
@@ -279,8 +297,7 @@ impl Snap {
                 break;
             }
             let (va, vl) = p.value_at(i);
-            let mut v = vec![0u8; vl];
-            p.copy_out(va, &mut v);
+            p.read_into(va, vl, &mut v);
             if !f(&k, &v) {
                 break;
             }
