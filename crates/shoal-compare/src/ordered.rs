@@ -391,6 +391,9 @@ const MAP: &str = "compare";
 struct ShoalO {
     store: shoal::Store,
     map: shoal::OrderedMap,
+    /// GET's value buffer: the peers compare values where they lie, Shoal copies them
+    /// out (its pages are shared memory that Rust code reads only through `mem`).
+    buf: Vec<u8>,
 }
 
 fn se(e: shoal::Error) -> String {
@@ -407,7 +410,11 @@ impl ShoalO {
     fn open(path: &Path) -> Result<ShoalO, String> {
         let store = shoal::Store::open_existing(path).map_err(se)?;
         let map = store.ordered_map(MAP).map_err(se)?;
-        Ok(ShoalO { store, map })
+        Ok(ShoalO {
+            store,
+            map,
+            buf: Vec::with_capacity(1024),
+        })
     }
 }
 
@@ -464,8 +471,8 @@ impl OKv for ShoalO {
         let s = self.map.snapshot().map_err(se)?;
         for i in range {
             let (k, v) = r.get(i);
-            let got = s.get(k).map_err(se)?;
-            let l = check(got.as_deref(), v);
+            let found = s.get_into(k, &mut self.buf).map_err(se)?;
+            let l = check(found.then_some(&self.buf[..]), v);
             if l != Lookup::Ok {
                 c.error(|| format!("GET {}: {l:?}", ks(k)));
             }
@@ -810,6 +817,8 @@ impl Plan {
 struct PR {
     ops: u64,
     secs: f64,
+    /// CPU time of the workers (a steadier measure than wall time on a loaded machine).
+    cpu_secs: f64,
     errors: u64,
     first_error: Option<String>,
 }
@@ -889,6 +898,7 @@ fn worker(
             x[0] = b'U';
             x
         }];
+        let cpu0 = shoal_bench::thread_cpu_ns();
         let t = Instant::now();
         let done = |t: &Instant| t.elapsed().as_secs_f64() >= a.min_secs;
         match phase {
@@ -963,8 +973,9 @@ fn worker(
             }
         }
         let nanos = t.elapsed().as_nanos();
+        let cpu = shoal_bench::thread_cpu_ns() - cpu0;
         let fe = c.first_error.unwrap_or_default().replace('\n', " ");
-        writeln!(reps, "done {} {} {nanos} {fe}", c.ops, c.errors).map_err(io)?;
+        writeln!(reps, "done {} {} {nanos} {cpu} {fe}", c.ops, c.errors).map_err(io)?;
     }
 }
 
@@ -1029,7 +1040,7 @@ fn drive(s: &Shared<'_>) -> Result<Rep, String> {
             let mut pr = PR::default();
             for w in workers.iter_mut() {
                 let r = w.recv()?;
-                let f: Vec<&str> = r.splitn(5, ' ').collect();
+                let f: Vec<&str> = r.splitn(6, ' ').collect();
                 let num = |i: usize| -> Result<u128, String> {
                     f.get(i)
                         .and_then(|x| x.parse().ok())
@@ -1041,19 +1052,21 @@ fn drive(s: &Shared<'_>) -> Result<Rep, String> {
                 pr.ops += num(1)? as u64;
                 pr.errors += num(2)? as u64;
                 pr.secs = pr.secs.max(num(3)? as f64 / 1e9);
-                let fe = f.get(4).map(|x| x.trim()).unwrap_or("");
+                pr.cpu_secs += num(4)? as f64 / 1e9;
+                let fe = f.get(5).map(|x| x.trim()).unwrap_or("");
                 if !fe.is_empty() && pr.first_error.is_none() {
                     pr.first_error = Some(fe.to_string());
                 }
             }
             eprintln!(
-                "  {:<46} {:<8} {:>12.0} {}  ({} in {:.3} s{})",
+                "  {:<46} {:<8} {:>12.0} {}  ({} in {:.3} s; {:.0} per CPU-second{})",
                 s.plan.label(),
                 phase.name(),
                 pr.rate(),
                 phase.unit(),
                 pr.ops,
                 pr.secs,
+                pr.ops as f64 / pr.cpu_secs.max(1e-9),
                 match &pr.first_error {
                     Some(e) => format!(", {} ERRORS: {e}", pr.errors),
                     None => String::new(),
