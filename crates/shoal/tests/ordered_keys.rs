@@ -75,3 +75,78 @@ fn keys_that_share_prefixes_sort_bytewise_in_gets_and_scans() {
         assert_eq!(snap.get(&k2).unwrap(), model.get(&k2).cloned());
     }
 }
+
+/// `OrderedMap::get` reads without a pin and checks afterwards that no commit came
+/// between: while a writer rewrites every value over and over (each commit frees the pages
+/// it replaced, and with no pin they are reused at once), every get must return a whole
+/// value of one commit, never bytes of a page being rewritten.
+#[test]
+fn gets_without_a_pin_never_see_a_page_being_rewritten() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("g.shoal");
+    let s = Store::open(&path).unwrap();
+    let m = s.ordered_map("g").unwrap();
+    let keys: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| format!("key:{i:08}").into_bytes())
+        .collect();
+    let value = |gen: u8, len: usize| vec![gen; len];
+    let mut w = m.write().unwrap();
+    for k in &keys {
+        w.put(k, &value(0, 40)).unwrap();
+    }
+    w.commit().unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let writer = sc.spawn(|| {
+            // Generations of different lengths, so that a rewritten page holds entries at
+            // other offsets than the page a reader may be in.
+            for gen in 1..=60u8 {
+                let mut w = m.write().unwrap();
+                for k in &keys {
+                    w.put(k, &value(gen, 8 + (gen as usize * 7) % 90)).unwrap();
+                }
+                w.commit().unwrap();
+            }
+            stop.store(true, Ordering::Release);
+        });
+        let mut readers = Vec::new();
+        for r in 0..2u64 {
+            let (m, keys, stop) = (&m, &keys, &stop);
+            readers.push(sc.spawn(move || {
+                let mut seed = 0x9e37_79b9 ^ r;
+                let mut buf = Vec::new();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let k = &keys[(seed % keys.len() as u64) as usize];
+                    assert!(
+                        m.get_into(k, &mut buf).unwrap(),
+                        "{k:?} missing (seed {seed})"
+                    );
+                    let gen = buf[0];
+                    assert_eq!(
+                        buf.len(),
+                        if gen == 0 {
+                            40
+                        } else {
+                            8 + (gen as usize * 7) % 90
+                        }
+                    );
+                    assert!(
+                        buf.iter().all(|&b| b == gen),
+                        "a torn value {buf:?} (seed {seed})"
+                    );
+                    n += 1;
+                }
+                n
+            }));
+        }
+        writer.join().unwrap();
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
+    });
+}

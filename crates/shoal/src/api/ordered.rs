@@ -81,7 +81,19 @@ impl OrderedMap {
 
     /// The value of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.snapshot()?.get(key)
+        let mut out = Vec::new();
+        Ok(self.get_into(key, &mut out)?.then_some(out))
+    }
+
+    /// The value of `key`, copied into `out` (its contents replaced, its allocation
+    /// reused); returns whether `key` is in the map (if not, `out`'s contents are
+    /// unspecified). Takes no snapshot unless a commit lands during the lookup: the
+    /// lookup reads the current tree and then checks that no commit came between.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        if let Some(found) = self.m.get_unpinned(&self.sh, key, out)? {
+            return Ok(found);
+        }
+        self.snapshot()?.get_into(key, out)
     }
 
     /// Whether `key` is in the map.

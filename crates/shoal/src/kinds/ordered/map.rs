@@ -11,6 +11,7 @@ use crate::format::*;
 use crate::shared::Shared;
 use crate::txn::Txn;
 use std::cell::RefCell;
+use std::sync::atomic::fence;
 use std::sync::atomic::Ordering::*;
 
 /// An ordered map, as its catalog entry and header say.
@@ -227,18 +228,7 @@ impl Snap {
 
     /// The leaf and index of `key`.
     fn find(&self, sh: &Shared, key: &[u8]) -> Result<Option<(u64, usize)>> {
-        if self.root.page == 0 {
-            return Ok(None);
-        }
-        let mut off = self.root.page;
-        for level in (0..=self.root.depth).rev() {
-            let p = page_of(sh, off, level)?;
-            if level == 0 {
-                return Ok(p.search(key).ok().map(|i| (off, i)));
-            }
-            off = p.child(p.child_index(key)).0;
-        }
-        unreachable!("the loop returns at level 0")
+        find(sh, self.root, key)
     }
 
     /// A cursor's walk: calls `f` with each (key, value) from `lo` (inclusive) up to `hi`
@@ -317,6 +307,64 @@ impl Snap {
             page_of(sh, self.root.page, self.root.depth)?;
         }
         Ok(())
+    }
+}
+
+/// The leaf and index of `key` in the tree of `root`.
+fn find(sh: &Shared, root: Root, key: &[u8]) -> Result<Option<(u64, usize)>> {
+    if root.page == 0 {
+        return Ok(None);
+    }
+    let mut off = root.page;
+    for level in (0..=root.depth).rev() {
+        let p = page_of(sh, off, level)?;
+        if level == 0 {
+            return Ok(p.search(key).ok().map(|i| (off, i)));
+        }
+        off = p.child(p.child_index(key)).0;
+    }
+    unreachable!("the loop returns at level 0")
+}
+
+impl OrderedRef {
+    /// A get without a pin: reads the current root, searches and copies the value into
+    /// `out`, then checks that no commit of any ordered map happened meanwhile. The pages
+    /// of a committed tree change only after a later commit frees them (which moves the
+    /// sequence number first), so an unchanged number means every byte read was of that
+    /// tree. `Ok(None)`: a commit came between, or the entry needs the checks of the
+    /// pinned path; take a snapshot instead. Nothing shared is written, so a reader
+    /// killed here leaves nothing behind, and a get costs no pin (a fenced store) and no
+    /// release.
+    pub fn get_unpinned(&self, sh: &Shared, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
+        let a = self.area;
+        let s1 = sh.w(a + OA_SEQ).load(Acquire);
+        let Some(en) = area::read_entry(sh, a, s1, self.e) else {
+            return Ok(None);
+        };
+        if en.owner != owner_word(self.id, self.cat_word) || en.depth > MAX_TREE_DEPTH {
+            return Ok(None);
+        }
+        let root = Root {
+            page: en.root,
+            depth: en.depth as u32,
+            count: en.count,
+        };
+        let r = find(sh, root, key).map(|at| {
+            at.map(|(leaf, i)| {
+                let p = FilePage { sh, off: leaf };
+                let (va, vl) = p.value_at(i);
+                p.read_into(va, vl, out);
+            })
+            .is_some()
+        });
+        // The reads above come before the second look at the sequence number (a seqlock's
+        // read side): a page rewritten after a commit is seen with that commit's number.
+        fence(Acquire);
+        if sh.w(a + OA_SEQ).load(Relaxed) != s1 {
+            return Ok(None);
+        }
+        // An error (a page of the wrong kind) on an unchanged tree is the tree's own.
+        r.map(Some)
     }
 }
 
