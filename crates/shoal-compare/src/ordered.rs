@@ -29,6 +29,8 @@ write, each its own keys; reads: both read the whole map):
             write transaction for every system; then bytes per entry (file / N)
   GET       point gets in random order, --batch per read transaction (Shoal: per snapshot),
             every value checked
+  GET1      the same, one read transaction per get (Shoal: OrderedMap::get_into, which
+            takes a snapshot only when a commit lands during the lookup)
   SCAN100   range scans of 100 entries forward from a random key (entries/s), 10 scans per
             read transaction
   SCAN100R  the same backward (the 100 entries <= a random key, descending)
@@ -91,6 +93,7 @@ impl OSys {
 pub enum OPhase {
     Load,
     Get,
+    Get1,
     Scan100,
     Scan100Rev,
     ScanAll,
@@ -99,9 +102,10 @@ pub enum OPhase {
     Crud,
 }
 
-const PHASES: [OPhase; 8] = [
+const PHASES: [OPhase; 9] = [
     OPhase::Load,
     OPhase::Get,
+    OPhase::Get1,
     OPhase::Scan100,
     OPhase::Scan100Rev,
     OPhase::ScanAll,
@@ -115,6 +119,7 @@ impl OPhase {
         match self {
             OPhase::Load => "LOAD",
             OPhase::Get => "GET",
+            OPhase::Get1 => "GET1",
             OPhase::Scan100 => "SCAN100",
             OPhase::Scan100Rev => "SCAN100R",
             OPhase::ScanAll => "SCANALL",
@@ -468,6 +473,16 @@ impl OKv for ShoalO {
         range: std::ops::Range<usize>,
         c: &mut C,
     ) -> Result<(), String> {
+        if range.len() == 1 {
+            let (k, v) = r.get(range.start);
+            let found = self.map.get_into(k, &mut self.buf).map_err(se)?;
+            let l = check(found.then_some(&self.buf[..]), v);
+            if l != Lookup::Ok {
+                c.error(|| format!("GET1 {}: {l:?}", ks(k)));
+            }
+            c.ops += 1;
+            return Ok(());
+        }
         let s = self.map.snapshot().map_err(se)?;
         for i in range {
             let (k, v) = r.get(i);
@@ -878,7 +893,7 @@ fn worker(
         // Laid out before the clock starts, in the order of use.
         let recs = match phase {
             OPhase::Load | OPhase::Put1 => Recs::new(&s.load[share(n, p, w)], v),
-            OPhase::Get => Recs::new(&s.order[share(n, p, w)], v),
+            OPhase::Get | OPhase::Get1 => Recs::new(&s.order[share(n, p, w)], v),
             OPhase::Scan100 | OPhase::Scan100Rev => {
                 // Every process scans from its own random keys.
                 let o = &s.order[share(n, p, w)];
@@ -918,10 +933,12 @@ fn worker(
                     break;
                 }
             },
-            OPhase::Get => 'outer: loop {
-                for r in recs.chunks(a.batch) {
+            OPhase::Get | OPhase::Get1 => 'outer: loop {
+                let per = if phase == OPhase::Get { a.batch } else { 1 };
+                for (j, r) in recs.chunks(per).enumerate() {
                     kv.get_txn(&recs, r, &mut c)?;
-                    if done(&t) {
+                    // The clock read every 1024 gets, as in PUT1.
+                    if (per > 1 || j % 1024 == 1023) && done(&t) {
                         break 'outer;
                     }
                 }
@@ -1201,8 +1218,9 @@ fn human(x: f64) -> String {
 }
 
 /// Targets of the issue: (phase, processes, ratio Shoal / libmdbx at least).
-const TARGETS: [(OPhase, usize, f64); 8] = [
+const TARGETS: [(OPhase, usize, f64); 9] = [
     (OPhase::Get, 1, 1.2),
+    (OPhase::Get1, 1, 1.2),
     (OPhase::Scan100, 1, 1.2),
     (OPhase::ScanAll, 1, 1.2),
     (OPhase::Put1, 1, 1.5),
