@@ -321,7 +321,7 @@ fn crud_keys(j: u64, n: usize) -> ([u8; 16], [u8; 16]) {
     let groups = (n as u64 / 10).max(1);
     let range = groups * 26;
     // A multiplier coprime with `range` makes j -> j * m mod range a permutation.
-    let mut m = 0x9E37_79B9_7F4A_7C15 % range | 1;
+    let mut m = (0x9E37_79B9_7F4A_7C15 % range) | 1;
     while gcd(m, range) != 1 {
         m += 2;
     }
@@ -949,11 +949,10 @@ fn worker(
                     let want: u64 = r
                         .clone()
                         .map(|i| {
-                            let k = u64::from_str_radix(
-                                std::str::from_utf8(&recs.get(i).0[4..]).unwrap_or("0"),
-                                10,
-                            )
-                            .unwrap_or(0);
+                            let k: u64 = std::str::from_utf8(&recs.get(i).0[4..])
+                                .ok()
+                                .and_then(|d| d.parse().ok())
+                                .unwrap_or(0);
                             if rev {
                                 (k + 1).min(100)
                             } else {
@@ -1189,10 +1188,18 @@ pub fn main(args: &[String]) -> i32 {
 // The report.
 
 /// A phase's median over the repeats, and half the range over it.
-fn median(reps: &[Rep], ph: OPhase) -> Option<(f64, f64)> {
+fn median(reps: &[Rep], ph: OPhase, cpu: bool) -> Option<(f64, f64)> {
     let mut r: Vec<f64> = reps
         .iter()
-        .filter_map(|x| x.0.iter().find(|(q, _)| *q == ph).map(|(_, p)| p.rate()))
+        .filter_map(|x| {
+            x.0.iter().find(|(q, _)| *q == ph).map(|(_, p)| {
+                if cpu {
+                    p.ops as f64 / p.cpu_secs.max(1e-9)
+                } else {
+                    p.rate()
+                }
+            })
+        })
         .collect();
     if r.is_empty() {
         return None;
@@ -1272,8 +1279,21 @@ fn markdown(
             .iter()
             .position(|pl| pl.sys == sys && pl.p == p && pl.v == v && pl.sorted == sorted)
     };
-    for &v in &a.vals {
-        let _ = writeln!(s, "## {v}-byte values\n");
+    for (&v, cpu) in a
+        .vals
+        .iter()
+        .flat_map(|v| [false, true].map(move |c| (v, c)))
+    {
+        if cpu {
+            let _ = writeln!(
+                s,
+                "### {v}-byte values, per CPU-second of the workers\n\nThe same phases, \
+                 divided by the CPU time of the worker processes instead of wall time: steadier \
+                 on a loaded machine (with 2 processes, the sum of both).\n"
+            );
+        } else {
+            let _ = writeln!(s, "## {v}-byte values\n");
+        }
         let _ = write!(s, "| system | procs |");
         for ph in &a.phases {
             let _ = write!(s, " {} ({}) |", ph.name(), ph.unit());
@@ -1295,7 +1315,7 @@ fn markdown(
                 continue;
             }
             for &ph in &a.phases {
-                match median(&reps[i], ph) {
+                match median(&reps[i], ph, cpu) {
                     Some((m, sp)) => {
                         let _ = write!(s, " {} ±{:.0}% |", human(m), sp * 100.0);
                     }
@@ -1316,7 +1336,12 @@ fn markdown(
         }
         let _ = writeln!(s);
         for peer in [OSys::Mdbx, OSys::Lmdb] {
-            let _ = writeln!(s, "Shoal / {} ({v}-byte values):\n", peer.label());
+            let _ = writeln!(
+                s,
+                "Shoal / {} ({v}-byte values{}):\n",
+                peer.label(),
+                if cpu { ", per CPU-second" } else { "" }
+            );
             let _ = write!(s, "| procs |");
             for ph in &a.phases {
                 let _ = write!(s, " {} |", ph.name());
@@ -1336,7 +1361,7 @@ fn markdown(
                 };
                 let _ = write!(s, "| {label} |");
                 for &ph in &a.phases {
-                    match (median(&reps[x], ph), median(&reps[y], ph)) {
+                    match (median(&reps[x], ph, cpu), median(&reps[y], ph, cpu)) {
                         (Some((m, _)), Some((q, _))) if q > 0.0 => {
                             let t = TARGETS
                                 .iter()
