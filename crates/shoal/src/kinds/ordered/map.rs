@@ -264,33 +264,44 @@ impl Snap {
             }
         };
         let mut steps = 0u64;
-        // One key and one value buffer for the whole walk, and the leaf checked once per
-        // leaf, not per entry: a scan's cost is its copies, not allocations.
+        // One key and one value buffer for the whole walk, and each leaf checked once and
+        // read entry after entry in place: the cursor moves only from leaf to leaf.
         let (mut k, mut v) = (Vec::new(), Vec::new());
-        let mut page: Option<FilePage<'_>> = None;
         while on {
-            steps += 1;
-            if steps > self.root.count.saturating_add(1) {
-                return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
+            let (leaf, mut i) = c.at().expect("on an entry");
+            let p = page_of(sh, leaf, 0)?;
+            let n = p.n();
+            loop {
+                steps += 1;
+                if steps > self.root.count.saturating_add(1) {
+                    return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
+                }
+                let (ka, kl) = p.key_at(i);
+                p.read_into(ka, kl, &mut k);
+                if rev && lo.is_some_and(|l| k.as_slice() < l) {
+                    return Ok(());
+                }
+                if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
+                    return Ok(());
+                }
+                let (va, vl) = p.value_at(i);
+                p.read_into(va, vl, &mut v);
+                if !f(&k, &v) {
+                    return Ok(());
+                }
+                if rev {
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
+                } else {
+                    i += 1;
+                    if i >= n {
+                        break;
+                    }
+                }
             }
-            let (leaf, i) = c.at().expect("on an entry");
-            let p = match page {
-                Some(p) if p.off == leaf => p,
-                _ => *page.insert(page_of(sh, leaf, 0)?),
-            };
-            let (ka, kl) = p.key_at(i);
-            p.read_into(ka, kl, &mut k);
-            if rev && lo.is_some_and(|l| k.as_slice() < l) {
-                break;
-            }
-            if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
-                break;
-            }
-            let (va, vl) = p.value_at(i);
-            p.read_into(va, vl, &mut v);
-            if !f(&k, &v) {
-                break;
-            }
+            c.set_leaf_index(if rev { 0 } else { n.saturating_sub(1) });
             on = if rev { c.prev(&src) } else { c.next(&src) };
         }
         Ok(())
