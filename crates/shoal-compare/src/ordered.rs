@@ -1429,3 +1429,40 @@ fn markdown(
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crud_keys_are_new_distinct_and_spread_among_the_loaded_keys() {
+        let n = 10_000;
+        let first = key_val(0).0;
+        let last = key_val(n as u64 - 1).0;
+        let mut seen = std::collections::HashSet::new();
+        let (mut low_half, mut total) = (0, 0);
+        for j in 0..n as u64 {
+            let (a, b) = crud_keys(j, n);
+            for k in [a, b] {
+                assert!(seen.insert(k), "CRUD key {} twice", ks(&k));
+                // A letter in the last place: never one of the loaded keys (all digits).
+                assert!(k[15].is_ascii_lowercase());
+                assert!(k > first && k < last || k > last, "{}", ks(&k));
+                low_half += (k < key_val(n as u64 / 2).0) as u32;
+                total += 1;
+            }
+        }
+        assert!(
+            (total / 3..total * 2 / 3).contains(&low_half),
+            "{low_half} of {total}"
+        );
+    }
+
+    #[test]
+    fn scans_of_100_expect_what_the_map_holds() {
+        // The checks of SCAN100 read the key's index back from its digits.
+        let (k, _) = key_val(123_456);
+        let d: u64 = std::str::from_utf8(&k[4..]).unwrap().parse().unwrap();
+        assert_eq!(d, 123_456);
+    }
+}
