@@ -1,6 +1,7 @@
 //! `shoal-compare`: Shoal against hashbrown, LMDB, libmdbx and Redis on the same workloads,
 //! in one run, with the ratio "Shoal / peer" measured in that run. See `--help`.
 
+mod ordered;
 mod peers;
 mod report;
 
@@ -37,6 +38,8 @@ By default every system also gets a separate row with PUT in key order (`key ord
 report): sorted inserts append at the right edge of a B-tree, LMDB's and libmdbx's best case.
 
 Options:
+  --kind K          hash (this suite, the default) or ordered (ordered maps against LMDB
+                    and libmdbx: see --kind ordered --help)
   --keys N          keys (default 1M; accepts 1_000_000, 10M, 500k)
   --systems LIST    comma list among shoal,hashbrown,lmdb,lmdb-batch,mdbx,mdbx-batch,redis,
                     redis-pipe (default: all)
@@ -239,6 +242,11 @@ fn parse_args() -> Result<Args, String> {
             "--pipeline" => a.pipeline = parse_count(&val()?)?.max(1),
             "--redis-cap" => a.redis_cap = parse_count(&val()?)?.max(1),
             "--dir" => a.dir = PathBuf::from(val()?),
+            "--kind" => {
+                if val()? != "hash" {
+                    return Err("--kind: hash or ordered".into());
+                }
+            }
             "--json" => a.json = true,
             "--md" => a.md = Some(PathBuf::from(val()?)),
             "--repro" => a.repro = Some(val()?),
@@ -931,6 +939,20 @@ fn plans(a: &Args) -> Vec<Plan> {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = argv.iter().position(|x| x == "--kind") {
+        match argv.get(i + 1).map(String::as_str) {
+            Some("ordered") => {
+                let rest: Vec<String> = argv[..i].iter().chain(&argv[i + 2..]).cloned().collect();
+                std::process::exit(ordered::main(&rest));
+            }
+            Some("hash") => {}
+            k => {
+                eprintln!("shoal-compare: --kind {k:?}: hash (the default) or ordered");
+                std::process::exit(2);
+            }
+        }
+    }
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -320,8 +320,8 @@ fn map_size(n: usize) -> usize {
 /// LMDB: the unnamed database of an environment in a directory, opened with
 /// NOSYNC | NOMETASYNC | WRITEMAP.
 pub struct LmdbKv {
-    env: heed::Env,
-    db: heed::Database<'static, Bytes, Bytes>,
+    pub(crate) env: heed::Env,
+    pub(crate) db: heed::Database<'static, Bytes, Bytes>,
     batch: usize,
 }
 
@@ -369,7 +369,7 @@ impl LmdbKv {
     }
 }
 
-fn he(e: heed::Error) -> String {
+pub(crate) fn he(e: heed::Error) -> String {
     format!("LMDB: {e}")
 }
 
@@ -507,8 +507,8 @@ use mdbx_sys as mx;
 
 /// libmdbx: the unnamed table of an environment in a directory, WRITEMAP, UtterlyNoSync.
 pub struct MdbxKv {
-    env: *mut mx::MDBX_env,
-    dbi: mx::MDBX_dbi,
+    pub(crate) env: *mut mx::MDBX_env,
+    pub(crate) dbi: mx::MDBX_dbi,
     batch: usize,
 }
 
@@ -518,7 +518,7 @@ fn mdbx_err(what: &str, rc: i32) -> String {
     format!("libmdbx {what}: {}", m.to_string_lossy())
 }
 
-fn mrc(what: &str, rc: i32) -> Result<(), String> {
+pub(crate) fn mrc(what: &str, rc: i32) -> Result<(), String> {
     if rc == mx::MDBX_SUCCESS {
         Ok(())
     } else {
@@ -527,7 +527,7 @@ fn mrc(what: &str, rc: i32) -> Result<(), String> {
 }
 
 #[inline(always)]
-fn mval(b: &[u8]) -> mx::MDBX_val {
+pub(crate) fn mval(b: &[u8]) -> mx::MDBX_val {
     mx::MDBX_val {
         iov_base: b.as_ptr() as *mut libc::c_void,
         iov_len: b.len(),
@@ -535,8 +535,8 @@ fn mval(b: &[u8]) -> mx::MDBX_val {
 }
 
 /// One libmdbx transaction (aborted on drop unless committed).
-struct MdbxTxn {
-    t: *mut mx::MDBX_txn,
+pub(crate) struct MdbxTxn {
+    pub(crate) t: *mut mx::MDBX_txn,
     dbi: mx::MDBX_dbi,
 }
 
@@ -561,7 +561,7 @@ impl MdbxTxn {
         Ok(MdbxTxn { t, dbi })
     }
 
-    fn commit(mut self) -> Result<(), String> {
+    pub(crate) fn commit(mut self) -> Result<(), String> {
         let t = std::mem::replace(&mut self.t, std::ptr::null_mut());
         // SAFETY: a live transaction, consumed here.
         mrc("commit", unsafe {
@@ -624,8 +624,18 @@ pub fn quiet() {
 }
 
 impl MdbxKv {
-    /// Opens (creating if needed) the environment in `dir`.
+    /// Opens (creating if needed) the environment in `dir`, WRITEMAP | UTTERLY_NOSYNC.
     pub fn open(dir: &Path, n: usize, batch: usize) -> Result<MdbxKv, String> {
+        MdbxKv::open_flags(dir, n, batch, mx::MDBX_WRITEMAP | mx::MDBX_UTTERLY_NOSYNC)
+    }
+
+    /// Opens (creating if needed) the environment in `dir` with environment `flags`.
+    pub fn open_flags(
+        dir: &Path,
+        n: usize,
+        batch: usize,
+        flags: mx::MDBX_env_flags,
+    ) -> Result<MdbxKv, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let cpath = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
             .map_err(|e| e.to_string())?;
@@ -657,12 +667,7 @@ impl MdbxKv {
                 )?;
                 mrc(
                     "env_open",
-                    mx::mdbx_env_open(
-                        env,
-                        cpath.as_ptr(),
-                        mx::MDBX_WRITEMAP | mx::MDBX_UTTERLY_NOSYNC,
-                        0o644,
-                    ),
+                    mx::mdbx_env_open(env, cpath.as_ptr(), flags, 0o644),
                 )
             })();
             if let Err(e) = r {
@@ -687,7 +692,7 @@ impl MdbxKv {
         format!("{}.{}.{}", v.major, v.minor, v.patch)
     }
 
-    fn txn(&self, ro: bool) -> Result<MdbxTxn, String> {
+    pub(crate) fn txn(&self, ro: bool) -> Result<MdbxTxn, String> {
         MdbxTxn::begin(self.env, self.dbi, ro)
     }
 }

@@ -118,7 +118,23 @@ impl OrderedMap {
 
     /// The value of `key` (in a multimap, its first value).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.snapshot()?.get(key)
+        let mut out = Vec::new();
+        Ok(self.get_into(key, &mut out)?.then_some(out))
+    }
+
+    /// The value of `key` (in a multimap, its first value), copied into `out` (its
+    /// contents replaced, its allocation reused); returns whether `key` is in the map (if
+    /// not, `out`'s contents are unspecified). Takes no snapshot unless a commit lands
+    /// during the lookup: the lookup reads the current tree and then checks that no
+    /// commit came between.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let form = self.form();
+        if !form.dups() {
+            if let Some(found) = self.m.get_unpinned(&self.sh, &form.key(key)?, out)? {
+                return Ok(found);
+            }
+        }
+        self.snapshot()?.get_into(key, out)
     }
 
     /// Whether `key` is in the map.
@@ -438,6 +454,23 @@ impl Snapshot<'_> {
                 false
             })?;
         out.transpose()
+    }
+
+    /// The value of `key` (in a multimap, its first value), copied into `out` (its
+    /// contents replaced, its allocation reused: no allocation per get once `out` is
+    /// large enough); returns whether `key` is in the map (`out` is unchanged if not).
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let form = self.map.form();
+        if form.dups() {
+            return Ok(match self.get(key)? {
+                Some(v) => {
+                    *out = v;
+                    true
+                }
+                None => false,
+            });
+        }
+        self.snap.get_into(&self.map.sh, &form.key(key)?, out)
     }
 
     /// Every value of `key`, sorted (at most one in a map without duplicates).

@@ -155,6 +155,15 @@ impl Cursor {
         false
     }
 
+    /// Moves to entry `i` of the leaf the cursor stands in: a walk that reads a leaf's
+    /// entries itself (one page check per leaf, no step per entry) hands the cursor the
+    /// leaf's last position before stepping off it.
+    pub fn set_leaf_index(&mut self, i: usize) {
+        if let Some(l) = self.path.last_mut() {
+            l.1 = i;
+        }
+    }
+
     /// Steps to the next entry.
     pub fn next<S: PageSource>(&mut self, s: &S) -> bool {
         if !self.on {

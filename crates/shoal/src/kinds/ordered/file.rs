@@ -20,6 +20,16 @@ pub(crate) struct FilePage<'a> {
 }
 
 impl FilePage<'_> {
+    /// Replaces `dst`'s contents with the `len` bytes at `at`, clamped to the page as
+    /// `copy_out` is, reusing `dst`'s allocation: a scan copies every entry into the same
+    /// two buffers.
+    #[inline]
+    pub fn read_into(&self, at: usize, len: usize, dst: &mut Vec<u8>) {
+        let at = at.min(PAGE);
+        let len = len.min(PAGE - at);
+        self.sh.r.read_to_vec(self.off + at as u64, len, dst);
+    }
+
     /// Clamps `[at, at + n)` into the page: the offset to read.
     #[inline]
     fn at(&self, at: usize, n: usize) -> u64 {
@@ -45,11 +55,25 @@ impl PageRead for FilePage<'_> {
         let base = self.off + at.min(PAGE) as u64;
         let n = len.min(key.len());
         let mut i = 0;
+        // Eight bytes at a time as big-endian integers: one integer compare per word
+        // instead of a call to `memcmp` on 8-byte slices. Keys that share their first
+        // bytes (and so their slots' heads) make every compare of a search reach here.
         while i < n {
             let take = (n - i).min(8);
-            // The window's bytes, in file order, are its little-endian bytes.
-            let w = self.sh.r.window(base + i as u64, take).to_le_bytes();
-            match w[..take].cmp(&key[i..i + take]) {
+            // The window's bytes, in file order, are its little-endian bytes: swapped,
+            // the first byte is the most significant, as in a bytewise compare.
+            let a = self.sh.r.window(base + i as u64, take).swap_bytes();
+            let b = if take == 8 {
+                u64::from_be_bytes(key[i..i + 8].try_into().expect("8 bytes"))
+            } else {
+                let mut w = [0u8; 8];
+                w[..take].copy_from_slice(&key[i..i + take]);
+                u64::from_be_bytes(w)
+            };
+            // Only the `take` high bytes count (the window's bytes above `take` are
+            // unspecified).
+            let mask = !0u64 << (8 * (8 - take));
+            match (a & mask).cmp(&(b & mask)) {
                 Ordering::Equal => i += take,
                 o => return o,
             }

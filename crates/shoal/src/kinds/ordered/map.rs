@@ -11,6 +11,7 @@ use crate::format::*;
 use crate::shared::Shared;
 use crate::txn::Txn;
 use std::cell::RefCell;
+use std::sync::atomic::fence;
 use std::sync::atomic::Ordering::*;
 
 /// An ordered map, as its catalog entry and header say.
@@ -216,20 +217,19 @@ impl Snap {
         leaf_value(sh, &FilePage { sh, off: leaf }, i).map(Some)
     }
 
+    /// The value of `key` into `out` (its contents replaced, its allocation reused);
+    /// whether found.
+    pub fn get_into(&self, sh: &Shared, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let Some((leaf, i)) = self.find(sh, key)? else {
+            return Ok(false);
+        };
+        leaf_value_into(sh, &FilePage { sh, off: leaf }, i, out)?;
+        Ok(true)
+    }
+
     /// The leaf and index of `key`.
     fn find(&self, sh: &Shared, key: &[u8]) -> Result<Option<(u64, usize)>> {
-        if self.root.page == 0 {
-            return Ok(None);
-        }
-        let mut off = self.root.page;
-        for level in (0..=self.root.depth).rev() {
-            let p = page_of(sh, off, level)?;
-            if level == 0 {
-                return Ok(p.search(key).ok().map(|i| (off, i)));
-            }
-            off = p.child(p.child_index(key)).0;
-        }
-        unreachable!("the loop returns at level 0")
+        find(sh, self.root, key)
     }
 
     /// A cursor's walk: calls `f` with each (key, value) from `lo` (inclusive) up to `hi`
@@ -265,26 +265,43 @@ impl Snap {
             }
         };
         let mut steps = 0u64;
+        // One key and one value buffer for the whole walk, and each leaf checked once and
+        // read entry after entry in place: the cursor moves only from leaf to leaf.
+        let (mut k, mut v) = (Vec::new(), Vec::new());
         while on {
-            steps += 1;
-            if steps > self.root.count.saturating_add(1) {
-                return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
-            }
-            let (leaf, i) = c.at().expect("on an entry");
+            let (leaf, mut i) = c.at().expect("on an entry");
             let p = page_of(sh, leaf, 0)?;
-            let (ka, kl) = p.key_at(i);
-            let mut k = vec![0u8; kl];
-            p.copy_out(ka, &mut k);
-            if rev && lo.is_some_and(|l| k.as_slice() < l) {
-                break;
+            let n = p.n();
+            loop {
+                steps += 1;
+                if steps > self.root.count.saturating_add(1) {
+                    return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
+                }
+                let (ka, kl) = p.key_at(i);
+                p.read_into(ka, kl, &mut k);
+                if rev && lo.is_some_and(|l| k.as_slice() < l) {
+                    return Ok(());
+                }
+                if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
+                    return Ok(());
+                }
+                leaf_value_into(sh, &p, i, &mut v)?;
+                if !f(&k, &v) {
+                    return Ok(());
+                }
+                if rev {
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
+                } else {
+                    i += 1;
+                    if i >= n {
+                        break;
+                    }
+                }
             }
-            if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
-                break;
-            }
-            let v = leaf_value(sh, &p, i)?;
-            if !f(&k, &v) {
-                break;
-            }
+            c.set_leaf_index(if rev { 0 } else { n.saturating_sub(1) });
             on = if rev { c.prev(&src) } else { c.next(&src) };
         }
         Ok(())
@@ -349,10 +366,33 @@ pub(crate) fn leaf_value(sh: &Shared, p: &FilePage<'_>, i: usize) -> Result<Vec<
             p.off
         )));
     }
-    let (at, len) = p.value_at(i);
-    let mut v = vec![0u8; len];
-    p.copy_out(at, &mut v);
+    let mut v = Vec::new();
+    leaf_value_into(sh, p, i, &mut v)?;
     Ok(v)
+}
+
+/// Leaf entry `i`'s value into `out` (its contents replaced, its allocation reused), read
+/// from its overflow pages if it is kept out of line.
+pub(crate) fn leaf_value_into(
+    sh: &Shared,
+    p: &FilePage<'_>,
+    i: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if let Some((first, len)) = p.value_ref(i) {
+        *out = super::overflow::read(&FilePages { sh }, first, len)
+            .map_err(|w| sh.corrupt(format!("ordered map: {w}")))?;
+        return Ok(());
+    }
+    if p.out_of_line(i) {
+        return Err(sh.corrupt(format!(
+            "ordered map: page {:#x} entry {i} has a value reference of the wrong size",
+            p.off
+        )));
+    }
+    let (at, len) = p.value_at(i);
+    p.read_into(at, len, out);
+    Ok(())
 }
 
 /// A move of a cursor ([`Snap::step`]).
@@ -370,6 +410,70 @@ pub(crate) enum Step<'k> {
     Next,
     /// One entry back.
     Prev,
+}
+
+/// The leaf and index of `key` in the tree of `root`.
+fn find(sh: &Shared, root: Root, key: &[u8]) -> Result<Option<(u64, usize)>> {
+    if root.page == 0 {
+        return Ok(None);
+    }
+    let mut off = root.page;
+    for level in (0..=root.depth).rev() {
+        let p = page_of(sh, off, level)?;
+        if level == 0 {
+            return Ok(p.search(key).ok().map(|i| (off, i)));
+        }
+        off = p.child(p.child_index(key)).0;
+    }
+    unreachable!("the loop returns at level 0")
+}
+
+impl OrderedRef {
+    /// A get without a pin: reads the current root, searches and copies the value into
+    /// `out`, then checks that no commit of any ordered map happened meanwhile. The pages
+    /// of a committed tree change only after a later commit frees them (which moves the
+    /// sequence number first), so an unchanged number means every byte read was of that
+    /// tree. `Ok(None)`: a commit came between, or the entry needs the checks of the
+    /// pinned path; take a snapshot instead. Nothing shared is written, so a reader
+    /// killed here leaves nothing behind, and a get costs no pin (a fenced store) and no
+    /// release.
+    pub fn get_unpinned(&self, sh: &Shared, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
+        let a = self.area;
+        let s1 = sh.w(a + OA_SEQ).load(Acquire);
+        let Some(en) = area::read_entry(sh, a, s1, self.e) else {
+            return Ok(None);
+        };
+        if en.owner != owner_word(self.id, self.cat_word) || en.depth > MAX_TREE_DEPTH {
+            return Ok(None);
+        }
+        let root = Root {
+            page: en.root,
+            depth: en.depth as u32,
+            count: en.count,
+        };
+        let r = find(sh, root, key).map(|at| match at {
+            None => Some(false),
+            Some((leaf, i)) => {
+                let p = FilePage { sh, off: leaf };
+                // A value kept out of line is read with a pin: its reference, read from
+                // a page that a commit may have reused meanwhile, could name any pages.
+                if p.out_of_line(i) {
+                    return None;
+                }
+                let (va, vl) = p.value_at(i);
+                p.read_into(va, vl, out);
+                Some(true)
+            }
+        });
+        // The reads above come before the second look at the sequence number (a seqlock's
+        // read side): a page rewritten after a commit is seen with that commit's number.
+        fence(Acquire);
+        if sh.w(a + OA_SEQ).load(Relaxed) != s1 {
+            return Ok(None);
+        }
+        // An error (a page of the wrong kind) on an unchanged tree is the tree's own.
+        r
+    }
 }
 
 fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {
