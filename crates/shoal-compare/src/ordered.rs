@@ -538,7 +538,7 @@ impl OKv for ShoalO {
         if !w.put(a, &vals[0]).map_err(se)? | !w.put(b, &vals[0]).map_err(se)? {
             c.error(|| format!("CRUD insert {} replaced a value", ks(a)));
         }
-        let l = check(w.get(a).as_deref(), &vals[0]);
+        let l = check(w.get(a).map_err(se)?.as_deref(), &vals[0]);
         if l != Lookup::Ok {
             c.error(|| format!("CRUD read {}: {l:?}", ks(a)));
         }
