@@ -1555,9 +1555,9 @@ public:
         std::vector<shoal_txn_cond> cs(conds_.size());
         for (std::size_t i = 0; i < conds_.size(); i++) {
             const Item& c = conds_[i];
-            cs[i] = shoal_txn_cond{c.map, c.key.data(), c.key.size(), c.kind, c.cmp,
+            cs[i] = shoal_txn_cond{c.map, nullptr, c.key.data(), c.key.size(), c.kind, c.cmp,
                                    c.has_value ? c.value.data() : nullptr,
-                                   c.value.size(), c.n};
+                                   c.value.size(), c.n, 0};
         }
         // Each operation's `old` buffer: the map's value size, filled for the list that ran.
         std::vector<std::string> olds_then, olds_else;
@@ -1652,7 +1652,7 @@ inline std::vector<std::optional<std::string>> Store::snapshot_get(
             c->failed = true;  // out of memory: thrown below, not through the C library
         }
     };
-    detail::check(shoal_snapshot_get(h_.get(), ms.data(), ks.data(), ks.size(), cb, &c),
+    detail::check(shoal_snapshot_get(h_.get(), ms.data(), nullptr, ks.data(), ks.size(), cb, &c),
                   "shoal_snapshot_get");
     if (c.failed) throw std::bad_alloc();
     return std::move(c.out);
