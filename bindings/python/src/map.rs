@@ -611,6 +611,18 @@ impl Map {
         Ok(g.quick(py, |m| m.uid(kr)).py_err(py)?.map(|u| u.to_u64()))
     }
 
+    /// version(key) -> int | None: the version of `key`'s UID entry, or None if the key
+    /// is absent. Every change to the key moves it, so `Transaction.when_version` can
+    /// require that nothing changed the key since it was read. `shoal.InvalidArgument` on a
+    /// map without UIDs.
+    fn version(&self, key: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let py = key.py();
+        let k = self.kc.encode(key, "key")?;
+        let g = self.m(py)?;
+        let kr: &[u8] = &k;
+        g.quick(py, |m| m.version(kr)).py_err(py)
+    }
+
     /// put_uid(key, value) -> int: `m[key] = value`, returning the key's UID (a new one
     /// for an inserted key, the one it had for a replaced key).
     fn put_uid(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<u64> {

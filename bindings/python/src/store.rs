@@ -45,14 +45,93 @@ impl Store {
 type KindTuple = (&'static str, Option<usize>, Option<usize>);
 
 /// A condition or operation of `_txn_commit`: (map, key, kind, value, integer).
-type TxnItem<'py> = (Bound<'py, PyAny>, Vec<u8>, String, Option<Vec<u8>>, i64);
+type TxnItem<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    String,
+    Option<Bound<'py, PyAny>>,
+    i64,
+);
 
 /// What `_txn_commit` returns per operation: (applied, old value).
-type TxnResult = (bool, Option<Py<PyBytes>>);
+type TxnResult = (bool, Option<Py<PyAny>>);
+
+/// A map a transaction or snapshot names: the engine's handle and, for a variable-size
+/// `shoal.Map`, its key and value codecs (a `shoal.FixedMap` takes and gives bytes).
+struct Target {
+    map: shoal::TxnMap,
+    codecs: Option<(Codec, Codec)>,
+}
+
+impl Target {
+    fn of(py: Python<'_>, m: &Bound<'_, PyAny>) -> PyResult<Target> {
+        use shoal::TxnTarget;
+        if let Ok(vm) = m.cast::<Map>() {
+            let vm = vm.get();
+            let g = vm.core.enter().ok_or_else(|| closed(py))?;
+            return Ok(Target {
+                map: g.map.txn_map(),
+                codecs: Some((vm.kc, vm.vc)),
+            });
+        }
+        let n = native(m)?;
+        let g = n.get().core.enter().ok_or_else(|| closed(py))?;
+        Ok(Target {
+            map: g.map.txn_map(),
+            codecs: None,
+        })
+    }
+    fn key(&self, k: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        match self.codecs {
+            Some((kc, _)) => Ok(kc.encode(k, "key")?.into_vec()),
+            None => k.extract(),
+        }
+    }
+    fn value(&self, v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        match self.codecs {
+            Some((_, vc)) => Ok(vc.encode(v, "value")?.into_vec()),
+            None => v.extract(),
+        }
+    }
+    fn decode(&self, py: Python<'_>, v: &[u8]) -> PyResult<Py<PyAny>> {
+        match self.codecs {
+            Some((_, vc)) => Ok(vc.decode(py, v)?.unbind()),
+            None => Ok(PyBytes::new(py, v).into_any().unbind()),
+        }
+    }
+}
 
 /// The native map behind a `shoal.FixedMap`.
 fn native<'py>(m: &Bound<'py, PyAny>) -> PyResult<Bound<'py, FixedMapNative>> {
     Ok(m.getattr("_m")?.cast_into::<FixedMapNative>()?)
+}
+
+/// What `snapshot` returns: the maps' targets and the raw values (None: absent).
+type Snapshot = (Vec<Target>, Vec<Option<Vec<u8>>>);
+
+/// What `_txn_read` returns: the stored bytes and the decoded value (None: absent).
+type TxnRead = (Option<Py<PyBytes>>, Option<Py<PyAny>>);
+
+/// Reads (map, key) pairs as of one instant: the maps' targets and the raw values.
+fn snapshot(
+    py: Python<'_>,
+    st: &shoal::Store,
+    items: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)],
+) -> PyResult<Snapshot> {
+    let mut targets = Vec::with_capacity(items.len());
+    let mut keys = Vec::with_capacity(items.len());
+    for (m, k) in items {
+        let t = Target::of(py, m)?;
+        keys.push(t.key(k)?);
+        targets.push(t);
+    }
+    let req: Vec<(&shoal::TxnMap, &[u8])> = targets
+        .iter()
+        .map(|t| &t.map)
+        .zip(keys.iter().map(|k| &k[..]))
+        .collect();
+    let vals = py.detach(|| st.snapshot_get(&req)).py_err(py)?;
+    Ok((targets, vals))
 }
 
 fn stats_dict<'py>(py: Python<'py>, pairs: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
@@ -254,10 +333,12 @@ impl Store {
     /// _txn_commit(conds, then_ops, else_ops) -> (succeeded, [(applied, old), ...])
     ///
     /// The native half of `shoal.Transaction.commit`: each condition and operation is a
-    /// tuple (native fixed map, key, kind, value or None, integer). Conditions: "present",
-    /// "absent", "equals" (value), "==", "!=", "<", "<=", ">", ">=" (integer). Operations:
-    /// "get", "put", "put_if_absent", "put_if_present" (value), "remove", "add" (integer). Runs with the
-    /// GIL released.
+    /// tuple (`shoal.FixedMap` or `shoal.Map`, key, kind, value or None, integer); a
+    /// `Map`'s keys, values and old values go through its codecs. Conditions: "present",
+    /// "absent", "equals" (value), "equals_raw" (value already encoded: bytes),
+    /// "version" (integer), "==", "!=", "<", "<=", ">", ">=" (integer). Operations: "get",
+    /// "put", "put_if_absent", "put_if_present" (value), "remove", "add" (integer). Runs
+    /// with the GIL released.
     fn _txn_commit<'py>(
         &self,
         py: Python<'py>,
@@ -269,14 +350,16 @@ impl Store {
         let mut t = st.transaction();
         let bad = |what: String| crate::errors::invalid(&what);
         for (m, key, kind, value, n) in &conds {
-            let m = native(m)?;
-            let g = m.get().core.enter().ok_or_else(|| closed(py))?;
-            let map = &g.map;
+            let target = Target::of(py, m)?;
+            let map = &target.map;
+            let key = &target.key(key)?;
             let cmp = |c| shoal::Cond::int(map, key, c, *n);
             t = t.when(match (kind.as_str(), value) {
                 ("present", _) => shoal::Cond::present(map, key),
                 ("absent", _) => shoal::Cond::absent(map, key),
-                ("equals", Some(v)) => shoal::Cond::equals(map, key, v),
+                ("equals", Some(v)) => shoal::Cond::equals(map, key, &target.value(v)?),
+                ("equals_raw", Some(v)) => shoal::Cond::equals(map, key, &v.extract::<Vec<u8>>()?),
+                ("version", _) => shoal::Cond::version(map, key, *n as u64),
                 ("==", _) => cmp(shoal::IntCmp::Eq),
                 ("!=", _) => cmp(shoal::IntCmp::Ne),
                 ("<", _) => cmp(shoal::IntCmp::Lt),
@@ -286,67 +369,93 @@ impl Store {
                 (k, _) => return Err(bad(format!("unknown condition {k:?}"))),
             });
         }
+        let mut then_targets = Vec::with_capacity(then_ops.len());
+        let mut else_targets = Vec::with_capacity(else_ops.len());
         for (list, is_then) in [(&then_ops, true), (&else_ops, false)] {
             for (m, key, kind, value, n) in list {
-                let m = native(m)?;
-                let g = m.get().core.enter().ok_or_else(|| closed(py))?;
-                let map = &g.map;
+                let target = Target::of(py, m)?;
+                let map = &target.map;
+                let key = &target.key(key)?;
+                let val = |v: &Bound<'py, PyAny>| target.value(v);
                 let op = match (kind.as_str(), value) {
                     ("get", _) => shoal::TxnOp::get(map, key),
-                    ("put", Some(v)) => shoal::TxnOp::put(map, key, v),
-                    ("put_if_absent", Some(v)) => shoal::TxnOp::put_if_absent(map, key, v),
-                    ("put_if_present", Some(v)) => shoal::TxnOp::put_if_present(map, key, v),
+                    ("put", Some(v)) => shoal::TxnOp::put(map, key, &val(v)?),
+                    ("put_if_absent", Some(v)) => shoal::TxnOp::put_if_absent(map, key, &val(v)?),
+                    ("put_if_present", Some(v)) => shoal::TxnOp::put_if_present(map, key, &val(v)?),
                     ("remove", _) => shoal::TxnOp::remove(map, key),
                     ("add", _) => shoal::TxnOp::add(map, key, *n),
                     (k, _) => return Err(bad(format!("unknown operation {k:?}"))),
                 };
                 t = if is_then { t.then(op) } else { t.otherwise(op) };
+                if is_then {
+                    &mut then_targets
+                } else {
+                    &mut else_targets
+                }
+                .push(target);
             }
         }
         let out = py.detach(|| t.commit()).py_err(py)?;
+        let targets = if out.succeeded {
+            &then_targets
+        } else {
+            &else_targets
+        };
         let results = out
             .results
             .into_iter()
-            .map(|r| (r.applied, r.value.map(|v| PyBytes::new(py, &v).unbind())))
-            .collect();
+            .zip(targets)
+            .map(|(r, tg)| Ok((r.applied, r.value.map(|v| tg.decode(py, &v)).transpose()?)))
+            .collect::<PyResult<_>>()?;
         Ok((out.succeeded, results))
     }
 
     /// snapshot_get(items) -> list
     ///
-    /// Reads every (fixed map, key) of `items` as of one instant: the values (None for an
+    /// Reads every (map, key) of `items` as of one instant (a `shoal.FixedMap` or a
+    /// `shoal.Map`, whose keys and values go through its codecs): the values (None for an
     /// absent key) were all current at the same moment. Takes no lock and writes nothing,
     /// so writers never wait for it; retries while writers change the keys, up to the
     /// lock timeout (`shoal.Timeout`). Runs with the GIL released.
     fn snapshot_get<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<(Bound<'py, PyAny>, Vec<u8>)>,
-    ) -> PyResult<Vec<Option<Py<PyBytes>>>> {
+        items: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    ) -> PyResult<Vec<Option<Py<PyAny>>>> {
         let st = self.get(py)?;
-        let mut natives = Vec::with_capacity(items.len());
-        for (m, _) in &items {
-            natives.push(native(m)?);
+        let (targets, vals) = snapshot(py, &st, &items)?;
+        vals.into_iter()
+            .zip(&targets)
+            .map(|(v, tg)| v.map(|v| tg.decode(py, &v)).transpose())
+            .collect()
+    }
+
+    /// _txn_read(map, key) -> (raw bytes or None, value or None)
+    ///
+    /// `shoal.Watch.get`'s read: the stored bytes (which its commit condition compares,
+    /// since a codec's encoding of a decoded value need not give the same bytes back)
+    /// and the decoded value.
+    fn _txn_read<'py>(
+        &self,
+        py: Python<'py>,
+        map: Bound<'py, PyAny>,
+        key: Bound<'py, PyAny>,
+    ) -> PyResult<TxnRead> {
+        let st = self.get(py)?;
+        let (targets, mut vals) = snapshot(py, &st, &[(map, key)])?;
+        match vals.pop().flatten() {
+            None => Ok((None, None)),
+            Some(v) => Ok((
+                Some(PyBytes::new(py, &v).unbind()),
+                Some(targets[0].decode(py, &v)?),
+            )),
         }
-        let mut guards = Vec::with_capacity(items.len());
-        for m in &natives {
-            guards.push(m.get().core.enter().ok_or_else(|| closed(py))?);
-        }
-        let req: Vec<(&shoal::FixedMap, &[u8])> = guards
-            .iter()
-            .zip(&items)
-            .map(|(g, (_, k))| (&g.map, &k[..]))
-            .collect();
-        let vals = py.detach(|| st.snapshot_get(&req)).py_err(py)?;
-        Ok(vals
-            .into_iter()
-            .map(|v| v.map(|v| PyBytes::new(py, &v).unbind()))
-            .collect())
     }
 
     /// transaction() -> Transaction
     ///
-    /// A new multi-key transaction on this store's fixed-size maps (`shoal.Transaction`):
+    /// A new multi-key transaction on this store's hash maps, `shoal.FixedMap` and
+    /// `shoal.Map` mixed (`shoal.Transaction`):
     /// conditions, then-operations and else-operations committed as one atomic step, by
     /// `commit()` or at the end of a `with` block.
     fn transaction<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {

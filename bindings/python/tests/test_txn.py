@@ -117,3 +117,68 @@ def test_watch_and_snapshot_under_threads(store):
     assert not bad
     assert sum(val(acct[k(i)]) for i in range(n)) == n * start
     assert store.snapshot_get([(acct, k(99))]) == [None]
+
+
+def test_variable_maps_mixed_with_fixed(store):
+    names = store.map("names", key="str", value="int", uids=True)
+    notes = store.map("notes", key="str", value="json")
+    acct = store.fixed_map("acct", 8, 8)
+    names["alice"] = 100
+    acct[k(2)] = v(0)
+    with store.transaction() as t:
+        t.when_int(names, "alice", ">=", 40).when_present(acct, k(2))
+        t.add(names, "alice", -40).add(acct, k(2), 40)
+        t.put(notes, "log", {"moved": 40, "to": [2]})
+        t.otherwise.put(notes, "log", "refused")
+    assert t.succeeded
+    assert t.results == [(True, 100), (True, v(0)), (True, None)]
+    assert names["alice"] == 60 and val(acct[k(2)]) == 40
+    assert notes["log"] == {"moved": 40, "to": [2]}
+    # Old values come back through the codec, the else-list runs on a failed condition.
+    t = store.transaction().when_equals(names, "alice", 1).put(names, "alice", 0)
+    t.otherwise.get(notes, "log").get(names, "alice")
+    ok, res = t.commit()
+    assert not ok and res == [(False, {"moved": 40, "to": [2]}), (False, 60)]
+    # The version condition: holds with the current version, then the put moved it.
+    ver = names.version("alice")
+    assert names.version("nobody") is None
+    assert store.transaction().when_version(names, "alice", ver).put(names, "alice", 7).commit()[0]
+    assert not store.transaction().when_version(names, "alice", ver).put(names, "alice", 8).commit()[0]
+    assert names["alice"] == 7
+    with pytest.raises(shoal.InvalidArgument):
+        store.transaction().when_version(notes, "log", 1).remove(notes, "log").commit()
+    with pytest.raises(TypeError):  # the key codec refuses bytes for a "str" key
+        store.transaction().put(names, b"raw", 1).commit()
+    # A snapshot over both kinds, decoded.
+    assert store.snapshot_get([(names, "alice"), (acct, k(2)), (notes, "log"), (names, "x")]) == [
+        7, v(40), {"moved": 40, "to": [2]}, None]
+
+
+def test_watch_over_variable_maps(store):
+    names = store.map("wnames", key="str", value="int")
+    docs = store.map("wdocs", key="str", value="json")
+    names["a"] = 10
+    docs["d"] = {"b": 1, "a": 2}
+
+    def move(w):
+        n = w.get_int(names, "a")
+        d = w.get(docs, "d")
+        w.put_int(names, "a", n - 1)
+        w.put(docs, "d", dict(d, c=n))
+        return n
+
+    assert store.watch(move) == 10
+    assert names["a"] == 9 and docs["d"] == {"b": 1, "a": 2, "c": 10}
+
+    # A key changed between the read and the commit makes the function run again.
+    runs = []
+
+    def racy(w):
+        n = w.get_int(names, "a")
+        if not runs:
+            names["a"] = 100
+        runs.append(n)
+        w.put_int(names, "a", n + 1)
+
+    store.watch(racy)
+    assert runs == [9, 100] and names["a"] == 101

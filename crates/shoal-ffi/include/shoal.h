@@ -189,6 +189,14 @@
 #define SHOAL_TXN_INT 4
 
 /**
+ * `shoal_txn_cond.kind`: the key is present and its UID entry's version is `version`
+ * (variable-size maps with UIDs only: `shoal_map_version` reads it, and every change to
+ * the key moves it). An absent key fails it; on a map without UIDs it is
+ * `SHOAL_INVALID`.
+ */
+#define SHOAL_TXN_VERSION 5
+
+/**
  * `shoal_txn_cond.cmp`: value == operand.
  */
 #define SHOAL_CMP_EQ 1
@@ -1256,15 +1264,21 @@ typedef struct shoal_log_record {
 typedef void (*shoal_log_record_fn)(void *ctx, const struct shoal_log_record *record);
 
 /**
- * A condition of `shoal_txn_commit`, on one key of a fixed-size map.
+ * A condition of `shoal_txn_commit`, on one key of a hash map.
  */
 typedef struct shoal_txn_cond {
     /**
-     * The map (of the store the transaction is committed on).
+     * A fixed-size map (of the store the transaction is committed on), or NULL when
+     * `vmap` names the map.
      */
     const struct shoal_fixed *map;
     /**
-     * The key: exactly the map's key size.
+     * A variable-size map (of the same store), or NULL when `map` names the map.
+     * Exactly one of `map` and `vmap` is non-NULL.
+     */
+    const struct shoal_map *vmap;
+    /**
+     * The key: exactly a fixed map's key size; any length for a variable map.
      */
     const void *key;
     /**
@@ -1272,7 +1286,7 @@ typedef struct shoal_txn_cond {
      */
     size_t key_len;
     /**
-     * `SHOAL_TXN_PRESENT`, `_ABSENT`, `_EQUALS` or `_INT`.
+     * `SHOAL_TXN_PRESENT`, `_ABSENT`, `_EQUALS`, `_INT` or `_VERSION`.
      */
     uint32_t kind;
     /**
@@ -1280,7 +1294,8 @@ typedef struct shoal_txn_cond {
      */
     uint32_t cmp;
     /**
-     * For `SHOAL_TXN_EQUALS`: the value (exactly the map's value size); NULL otherwise.
+     * For `SHOAL_TXN_EQUALS`: the value (exactly a fixed map's value size; any length
+     * for a variable map); NULL otherwise.
      */
     const void *value;
     /**
@@ -1291,19 +1306,29 @@ typedef struct shoal_txn_cond {
      * For `SHOAL_TXN_INT`: the operand.
      */
     int64_t operand;
+    /**
+     * For `SHOAL_TXN_VERSION`: the version the key's UID entry must have.
+     */
+    uint64_t version;
 } shoal_txn_cond;
 
 /**
- * An operation of `shoal_txn_commit` on one key of a fixed-size map, with its result
- * fields, which the call fills in for the operations of the list that ran.
+ * An operation of `shoal_txn_commit` on one key of a hash map, with its result fields,
+ * which the call fills in for the operations of the list that ran.
  */
 typedef struct shoal_txn_op {
     /**
-     * The map (of the store the transaction is committed on).
+     * A fixed-size map (of the store the transaction is committed on), or NULL when
+     * `vmap` names the map.
      */
     const struct shoal_fixed *map;
     /**
-     * The key: exactly the map's key size.
+     * A variable-size map (of the same store), or NULL when `map` names the map.
+     * Exactly one of `map` and `vmap` is non-NULL.
+     */
+    const struct shoal_map *vmap;
+    /**
+     * The key: exactly a fixed map's key size; any length for a variable map.
      */
     const void *key;
     /**
@@ -1320,7 +1345,8 @@ typedef struct shoal_txn_op {
      */
     uint32_t applied;
     /**
-     * For the puts: the value (exactly the map's value size).
+     * For the puts: the value (exactly a fixed map's value size; any length for a
+     * variable map).
      */
     const void *value;
     /**
@@ -1332,22 +1358,29 @@ typedef struct shoal_txn_op {
      */
     int64_t delta;
     /**
-     * Out, optional: a buffer of exactly the map's value size (or NULL with
-     * `old_cap` 0) that receives the key's value before the transaction.
+     * Out, optional: a buffer (or NULL with `old_cap` 0) that receives the key's value
+     * before the transaction, if it fits.
      */
     void *old;
     /**
-     * The size of `old`: 0 (no copy) or the map's value size.
+     * The size of `old`: 0 (no copy wanted); for a fixed map, at least its value size.
      */
     size_t old_cap;
     /**
-     * Out: 1 if the key was present before the transaction (then `old` holds its value).
+     * Out: 1 if the key was present before the transaction (then `old` holds its value
+     * when it fits).
      */
     uint32_t old_present;
     /**
      * Reserved; set to 0.
      */
     uint32_t reserved;
+    /**
+     * Out: the length of the key's value before the transaction (0 if absent), whether
+     * or not it fit `old`: a value longer than a non-zero `old_cap` is not copied, and
+     * the call returns `SHOAL_BUFFER_TOO_SMALL` after committing.
+     */
+    size_t old_len;
 } shoal_txn_op;
 
 #ifdef __cplusplus
@@ -2100,6 +2133,25 @@ uint64_t shoal_uid_from_u32(uint32_t uid32);
  * `map` is NULL or a live handle; `has_uids` is NULL or writable.
  */
 shoal_status shoal_map_has_uids(const struct shoal_map *map, bool *has_uids);
+
+/**
+ * The version of `key`'s UID entry: every change to the key (a put, in place or not, a
+ * remove and re-insert) moves it, so a transaction's `SHOAL_TXN_VERSION` condition can
+ * require that nothing changed the key since it was read.
+ *
+ * * `version`: receives the version.
+ *
+ * Errors: `SHOAL_NOT_FOUND` (the key is absent), `SHOAL_INVALID` (a map without UIDs),
+ * `SHOAL_TIMEOUT`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` is NULL or readable for `key_len` bytes;
+ * `version` is NULL or writable.
+ */
+shoal_status shoal_map_version(const struct shoal_map *map,
+                               const void *key,
+                               size_t key_len,
+                               uint64_t *version);
 
 /**
  * The stable 64-bit handle of `key`: valid while the key exists, however often its
@@ -3181,15 +3233,16 @@ shoal_status shoal_log_remove_reader(const struct shoal_log *log,
                                      uint32_t *removed);
 
 /**
- * Commits a transaction on `store`'s fixed-size maps: evaluates every condition of
+ * Commits a transaction on `store`'s hash maps (fixed-size and variable-size, mixed
+ * freely; each item names its map by `map` or `vmap`): evaluates every condition of
  * `conds` and applies the operations of `then_ops` (all hold) or `else_ops` (some
  * fails), as one atomic step that no reader, writer or crash sees in part.
  *
  * * `conds`, `n_conds`: the conditions (NULL when `n_conds` is 0).
  * * `then_ops`, `n_then`, `else_ops`, `n_else`: the two lists (NULL when empty). Each
  *   key may be written by at most one operation of a list. The result fields (`applied`,
- *   `old`, `old_present`) of the list that ran are filled in; the other list's are left
- *   as they were.
+ *   `old`, `old_present`, `old_len`) of the list that ran are filled in; the other
+ *   list's are left as they were.
  * * `succeeded`: receives true if every condition held (the *then* list ran).
  *
  * Limits: the keys involved may lie in at most 8 index segments and the writes of the
@@ -3197,17 +3250,24 @@ shoal_status shoal_log_remove_reader(const struct shoal_log *log,
  * takes 4; see the engine's `TxnOp`); past either, `SHOAL_INVALID` ("transaction too
  * large") and nothing changes.
  *
- * Errors: `SHOAL_INVALID` (a key or value of the wrong size, an unknown kind or
- * comparison, an integer condition or add on values that are not 8 bytes, a key
- * written twice in one list, a map of another store, `old_cap` other than 0 or the
- * value size, too large; the message names the item), `SHOAL_NOT_FOUND` (a map was
- * dropped), `SHOAL_TIMEOUT`, `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TOO_MANY`,
- * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ * `SHOAL_BUFFER_TOO_SMALL`: the transaction committed (`succeeded` and every result
+ * field are set) but some operation's old value was longer than its non-zero `old_cap`
+ * and was not copied; its `old_len` says how long it was. Read it again (with
+ * `shoal_map_get` or a `SHOAL_TXN_GET` transaction): do not commit again.
+ *
+ * Errors (nothing changed): `SHOAL_INVALID` (a key or value of the wrong size for a
+ * fixed map or too long for a variable one, an unknown kind or comparison, an integer
+ * condition or add on values that are not 8 bytes, a version condition on a map without
+ * UIDs, a key written twice in one list, a map of another store, both `map` and `vmap`
+ * set, a non-zero `old_cap` below a fixed map's value size, too large; the message names
+ * the item), `SHOAL_NOT_FOUND` (a map was dropped), `SHOAL_TIMEOUT`, `SHOAL_FULL`,
+ * `SHOAL_NO_SPACE`, `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER` (also
+ * neither `map` nor `vmap` set).
  *
  * # Safety
  * `store` is NULL or a live handle; `conds` is NULL or has `n_conds` readable elements,
  * `then_ops` and `else_ops` NULL or `n_then` and `n_else` writable elements; every map
- * pointer in them is NULL or a live handle, every key and value pointer NULL or readable
+ * and vmap pointer in them is NULL or a live handle, every key and value pointer NULL or readable
  * for its length, every `old` NULL or writable for `old_cap` bytes; `succeeded` is NULL
  * or writable.
  */
@@ -3226,22 +3286,25 @@ shoal_status shoal_txn_commit(const struct shoal_store *store,
  * writers never wait for it; it retries while writers change the keys, and fails with
  * `SHOAL_TIMEOUT` after the store's lock timeout.
  *
- * * `maps`, `keys`, `n`: key `i` is `keys[i]` in map `maps[i]` (fixed-size maps of
- *   `store`; each key exactly its map's key size). NULL when `n` is 0.
+ * * `maps`, `vmaps`, `keys`, `n`: key `i` is `keys[i]` in map `maps[i]` (a fixed-size
+ *   map) or `vmaps[i]` (a variable-size map), exactly one of the two non-NULL; maps of
+ *   `store`, each key exactly a fixed map's key size. Either array may be NULL when
+ *   every key is in a map of the other kind; all NULL when `n` is 0.
  * * `cb`: called once per key, in order, after every key was read, with `ctx`, the
  *   key's index and its value (valid only during the call).
  *
- * Errors: `SHOAL_INVALID` (a key of the wrong length, a map of another store; the
- * message names the item), `SHOAL_NOT_FOUND` (a map was dropped), `SHOAL_TIMEOUT`,
+ * Errors: `SHOAL_INVALID` (a key of the wrong length, a map of another store, both
+ * `maps[i]` and `vmaps[i]` set; the message names the item), `SHOAL_NOT_FOUND` (a map was dropped), `SHOAL_TIMEOUT`,
  * `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
  *
  * # Safety
- * `store` is NULL or a live handle; `maps` and `keys` are NULL or have `n` readable
- * elements, each map NULL or a live handle, each key's `data` NULL or readable for its
+ * `store` is NULL or a live handle; `maps`, `vmaps` and `keys` are NULL or have `n`
+ * readable elements, each map and vmap NULL or a live handle, each key's `data` NULL or readable for its
  * `len`; `cb` does not unwind.
  */
 shoal_status shoal_snapshot_get(const struct shoal_store *store,
                                 const struct shoal_fixed *const *maps,
+                                const struct shoal_map *const *vmaps,
                                 const struct shoal_bytes *keys,
                                 size_t n,
                                 shoal_many_fn cb,

@@ -242,6 +242,7 @@ struct CheckResult {
 
 class Map;
 class FixedMap;
+class TxnMapRef;
 class Transaction;
 class OrderedMap;
 
@@ -288,14 +289,16 @@ public:
     FixedMap fixed_map(std::string_view name, std::size_t key_size, std::size_t value_size,
                        bool create = true, const FixedOptions& opts = {}) const;
 
-    /// A new multi-key transaction on this store's fixed-size maps (see Transaction).
+    /// A new multi-key transaction on this store's hash maps, fixed-size and variable-size
+    /// mixed (see Transaction).
     Transaction transaction() const;
 
-    /// Reads (fixed map, key) pairs as of one instant (shoal_snapshot_get): every value
-    /// was its key's value at the same moment (nullopt: absent then). Takes no lock.
-    /// Throws shoal::Error (SHOAL_TIMEOUT past the store's lock timeout).
+    /// Reads (map, key) pairs as of one instant (shoal_snapshot_get): every value was its
+    /// key's value at the same moment (nullopt: absent then). Each map is a FixedMap or a
+    /// Map (a pointer or a reference). Takes no lock. Throws shoal::Error (SHOAL_TIMEOUT
+    /// past the store's lock timeout).
     std::vector<std::optional<std::string>> snapshot_get(
-        const std::vector<std::pair<const FixedMap*, bytes_view>>& keys) const;
+        const std::vector<std::pair<TxnMapRef, bytes_view>>& keys) const;
 
     /// Opens the ordered map `name`, creating it if absent and `create`. Throws
     /// shoal::Error (SHOAL_NOT_FOUND when absent and !create).
@@ -717,6 +720,16 @@ public:
         if (rc == SHOAL_NOT_FOUND) return std::nullopt;
         detail::check(rc, "shoal_map_uid");
         return Uid(u);
+    }
+
+    /// The version of `key`'s UID entry (shoal_map_version), or nullopt if the key is
+    /// absent: every change to the key moves it (Transaction::when_version).
+    std::optional<std::uint64_t> version(bytes_view key) const {
+        std::uint64_t v = 0;
+        shoal_status rc = shoal_map_version(h_.get(), key.data(), key.size(), &v);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_map_version");
+        return v;
     }
 
     /// put, returning the key's handle (new for an inserted key, unchanged for a replaced
@@ -1468,13 +1481,51 @@ enum class IntCmp : std::uint32_t {
     Ge = SHOAL_CMP_GE,
 };
 
+/// A map a Transaction or Store::snapshot_get names: a FixedMap or a (variable-size) Map,
+/// converted implicitly from a reference or a pointer. It does not own the map, which
+/// must outlive its use.
+class TxnMapRef {
+public:
+    /// A fixed-size map.
+    TxnMapRef(const FixedMap& m) noexcept;  // NOLINT(google-explicit-constructor)
+    /// A fixed-size map (nullptr: the call fails with SHOAL_NULL_POINTER).
+    TxnMapRef(const FixedMap* m) noexcept;  // NOLINT(google-explicit-constructor)
+    /// A variable-size map.
+    TxnMapRef(const Map& m) noexcept;  // NOLINT(google-explicit-constructor)
+    /// A variable-size map (nullptr: the call fails with SHOAL_NULL_POINTER).
+    TxnMapRef(const Map* m) noexcept;  // NOLINT(google-explicit-constructor)
+
+    /// The fixed-size map's handle, or nullptr.
+    shoal_fixed* fixed() const noexcept { return fixed_; }
+    /// The variable-size map's handle, or nullptr.
+    shoal_map* var() const noexcept { return var_; }
+    /// A fixed map's value size; 0 for a variable map.
+    std::size_t value_size() const noexcept { return value_size_; }
+
+private:
+    shoal_fixed* fixed_ = nullptr;
+    shoal_map* var_ = nullptr;
+    std::size_t value_size_ = 0;
+};
+
+inline TxnMapRef::TxnMapRef(const FixedMap& m) noexcept
+    : fixed_(m.handle()), value_size_(m.value_size()) {}
+inline TxnMapRef::TxnMapRef(const FixedMap* m) noexcept
+    : fixed_(m ? m->handle() : nullptr), value_size_(m ? m->value_size() : 0) {}
+inline TxnMapRef::TxnMapRef(const Map& m) noexcept : var_(m.handle()) {}
+inline TxnMapRef::TxnMapRef(const Map* m) noexcept : var_(m ? m->handle() : nullptr) {}
+
 /// What one operation of the list that ran did (Transaction::commit).
 struct TxnResult {
     /// Whether it changed the map (false for a get, a put_if_absent of a present key, a
     /// put_if_present or remove of an absent one).
     bool applied = false;
-    /// The key's value before the transaction (nullopt: absent).
+    /// The key's value before the transaction (nullopt: absent, or old_too_long).
     std::optional<std::string> old;
+    /// True when the key was present but its old value (of a variable-size map) was
+    /// longer than Transaction::old_capacity, so `old` is not returned: the transaction
+    /// committed all the same; read the key again if its old value is needed.
+    bool old_too_long = false;
 };
 
 /// What a committed transaction did.
@@ -1485,7 +1536,8 @@ struct TxnOutcome {
     std::vector<TxnResult> results;
 };
 
-/// A multi-key transaction on fixed-size maps of one store (shoal_txn_commit): conditions,
+/// A multi-key transaction on hash maps of one store, FixedMap and Map mixed freely
+/// (shoal_txn_commit): conditions,
 /// a then-list and an else-list of operations, committed as one atomic step that no
 /// reader, writer or crash sees in part. Keys and values are copied in; the maps must
 /// outlive the commit. Limits and errors are shoal_txn_commit's (a transaction too large
@@ -1495,65 +1547,79 @@ public:
     explicit Transaction(const Store& store) : store_(&store) {}
 
     /// Holds when `key` is present in `m`.
-    Transaction& when_present(const FixedMap& m, bytes_view key) {
+    Transaction& when_present(TxnMapRef m, bytes_view key) {
         return cond(m, key, SHOAL_TXN_PRESENT, 0, {}, 0);
     }
     /// Holds when `key` is absent from `m`.
-    Transaction& when_absent(const FixedMap& m, bytes_view key) {
+    Transaction& when_absent(TxnMapRef m, bytes_view key) {
         return cond(m, key, SHOAL_TXN_ABSENT, 0, {}, 0);
     }
     /// Holds when `key` is present with exactly `value`.
-    Transaction& when_equals(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& when_equals(TxnMapRef m, bytes_view key, bytes_view value) {
         return cond(m, key, SHOAL_TXN_EQUALS, 0, value, 0);
     }
     /// Holds when `key`'s 8-byte little-endian value compares with `operand` as `cmp`
     /// says (an absent key fails it).
-    Transaction& when_int(const FixedMap& m, bytes_view key, IntCmp cmp, std::int64_t operand) {
+    Transaction& when_int(TxnMapRef m, bytes_view key, IntCmp cmp, std::int64_t operand) {
         return cond(m, key, SHOAL_TXN_INT, static_cast<std::uint32_t>(cmp), {}, operand);
     }
 
+    /// Holds when `key` (in a Map with UIDs) is present and its UID entry's version is
+    /// `version` (Map::version reads it; every change to the key moves it).
+    Transaction& when_version(TxnMapRef m, bytes_view key, std::uint64_t version) {
+        conds_.push_back(item(m, key, SHOAL_TXN_VERSION, 0, {}, 0));
+        conds_.back().version = version;
+        return *this;
+    }
+    /// The buffer each operation on a variable-size map gets for its old value (default
+    /// 4096 bytes): a longer old value is not returned (TxnResult::old_too_long).
+    Transaction& old_capacity(std::size_t bytes) {
+        old_capacity_ = bytes;
+        return *this;
+    }
+
     /// Then-list: reads `key` (its value is the result's `old`).
-    Transaction& then_get(const FixedMap& m, bytes_view key) { return op(then_, m, key, SHOAL_TXN_GET, {}, 0); }
+    Transaction& then_get(TxnMapRef m, bytes_view key) { return op(then_, m, key, SHOAL_TXN_GET, {}, 0); }
     /// Then-list: inserts `key` or replaces its value.
-    Transaction& then_put(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& then_put(TxnMapRef m, bytes_view key, bytes_view value) {
         return op(then_, m, key, SHOAL_TXN_PUT, value, 0);
     }
     /// Then-list: inserts `key` if absent.
-    Transaction& then_put_if_absent(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& then_put_if_absent(TxnMapRef m, bytes_view key, bytes_view value) {
         return op(then_, m, key, SHOAL_TXN_PUT_IF_ABSENT, value, 0);
     }
     /// Then-list: replaces `key`'s value if present.
-    Transaction& then_put_if_present(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& then_put_if_present(TxnMapRef m, bytes_view key, bytes_view value) {
         return op(then_, m, key, SHOAL_TXN_PUT_IF_PRESENT, value, 0);
     }
     /// Then-list: removes `key` if present.
-    Transaction& then_remove(const FixedMap& m, bytes_view key) {
+    Transaction& then_remove(TxnMapRef m, bytes_view key) {
         return op(then_, m, key, SHOAL_TXN_REMOVE, {}, 0);
     }
     /// Then-list: adds `delta` to `key`'s 8-byte integer value (absent counts as 0).
-    Transaction& then_add(const FixedMap& m, bytes_view key, std::int64_t delta) {
+    Transaction& then_add(TxnMapRef m, bytes_view key, std::int64_t delta) {
         return op(then_, m, key, SHOAL_TXN_ADD, {}, delta);
     }
     /// Else-list: reads `key`.
-    Transaction& else_get(const FixedMap& m, bytes_view key) { return op(else_, m, key, SHOAL_TXN_GET, {}, 0); }
+    Transaction& else_get(TxnMapRef m, bytes_view key) { return op(else_, m, key, SHOAL_TXN_GET, {}, 0); }
     /// Else-list: inserts `key` or replaces its value.
-    Transaction& else_put(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& else_put(TxnMapRef m, bytes_view key, bytes_view value) {
         return op(else_, m, key, SHOAL_TXN_PUT, value, 0);
     }
     /// Else-list: inserts `key` if absent.
-    Transaction& else_put_if_absent(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& else_put_if_absent(TxnMapRef m, bytes_view key, bytes_view value) {
         return op(else_, m, key, SHOAL_TXN_PUT_IF_ABSENT, value, 0);
     }
     /// Else-list: replaces `key`'s value if present.
-    Transaction& else_put_if_present(const FixedMap& m, bytes_view key, bytes_view value) {
+    Transaction& else_put_if_present(TxnMapRef m, bytes_view key, bytes_view value) {
         return op(else_, m, key, SHOAL_TXN_PUT_IF_PRESENT, value, 0);
     }
     /// Else-list: removes `key` if present.
-    Transaction& else_remove(const FixedMap& m, bytes_view key) {
+    Transaction& else_remove(TxnMapRef m, bytes_view key) {
         return op(else_, m, key, SHOAL_TXN_REMOVE, {}, 0);
     }
     /// Else-list: adds `delta` to `key`'s 8-byte integer value (absent counts as 0).
-    Transaction& else_add(const FixedMap& m, bytes_view key, std::int64_t delta) {
+    Transaction& else_add(TxnMapRef m, bytes_view key, std::int64_t delta) {
         return op(else_, m, key, SHOAL_TXN_ADD, {}, delta);
     }
 
@@ -1563,17 +1629,20 @@ public:
         std::vector<shoal_txn_cond> cs(conds_.size());
         for (std::size_t i = 0; i < conds_.size(); i++) {
             const Item& c = conds_[i];
-            cs[i] = shoal_txn_cond{c.map, c.key.data(), c.key.size(), c.kind, c.cmp,
-                                   c.has_value ? c.value.data() : nullptr,
-                                   c.value.size(), c.n};
+            cs[i] = shoal_txn_cond{c.map.fixed(), c.map.var(), c.key.data(), c.key.size(),
+                                   c.kind, c.cmp, c.has_value ? c.value.data() : nullptr,
+                                   c.value.size(), c.n, c.version};
         }
-        // Each operation's `old` buffer: the map's value size, filled for the list that ran.
+        // Each operation's `old` buffer: a fixed map's value size or old_capacity_,
+        // filled for the list that ran.
         std::vector<std::string> olds_then, olds_else;
-        std::vector<shoal_txn_op> t = ops(then_, olds_then), e = ops(else_, olds_else);
+        std::vector<shoal_txn_op> t = ops(then_, olds_then, old_capacity_),
+                                  e = ops(else_, olds_else, old_capacity_);
         bool ok = false;
-        detail::check(shoal_txn_commit(store_->handle(), cs.data(), cs.size(), t.data(), t.size(),
-                                       e.data(), e.size(), &ok),
-                      "shoal_txn_commit");
+        shoal_status rc = shoal_txn_commit(store_->handle(), cs.data(), cs.size(), t.data(),
+                                           t.size(), e.data(), e.size(), &ok);
+        // Too small an old buffer is reported after the commit: the results stand.
+        if (rc != SHOAL_BUFFER_TOO_SMALL) detail::check(rc, "shoal_txn_commit");
         TxnOutcome out;
         out.succeeded = ok;
         std::vector<shoal_txn_op>& ran = ok ? t : e;
@@ -1581,52 +1650,60 @@ public:
         out.results.resize(ran.size());
         for (std::size_t i = 0; i < ran.size(); i++) {
             out.results[i].applied = ran[i].applied != 0;
-            if (ran[i].old_present) out.results[i].old = std::move(olds[i]);
+            if (!ran[i].old_present) continue;
+            if (ran[i].old_len > olds[i].size()) {
+                out.results[i].old_too_long = true;
+                continue;
+            }
+            olds[i].resize(ran[i].old_len);
+            out.results[i].old = std::move(olds[i]);
         }
         return out;
     }
 
 private:
     struct Item {
-        shoal_fixed* map;
-        std::size_t value_size;
+        TxnMapRef map;
         std::string key;
         std::uint32_t kind;
         std::uint32_t cmp;
         bool has_value;
         std::string value;
         std::int64_t n;
+        std::uint64_t version;
     };
-    static Item item(const FixedMap& m, bytes_view key, std::uint32_t kind, std::uint32_t cmp,
+    static Item item(TxnMapRef m, bytes_view key, std::uint32_t kind, std::uint32_t cmp,
                      bytes_view value, std::int64_t n) {
-        return Item{m.handle(),       m.value_size(),     std::string(key.str()), kind, cmp,
-                    value.data() != nullptr, std::string(value.str()), n};
+        return Item{m,   std::string(key.str()),   kind, cmp, value.data() != nullptr,
+                    std::string(value.str()), n,   0};
     }
-    Transaction& cond(const FixedMap& m, bytes_view key, std::uint32_t kind, std::uint32_t cmp,
+    Transaction& cond(TxnMapRef m, bytes_view key, std::uint32_t kind, std::uint32_t cmp,
                       bytes_view value, std::int64_t n) {
         conds_.push_back(item(m, key, kind, cmp, value, n));
         return *this;
     }
-    Transaction& op(std::vector<Item>& list, const FixedMap& m, bytes_view key,
+    Transaction& op(std::vector<Item>& list, TxnMapRef m, bytes_view key,
                     std::uint32_t kind, bytes_view value, std::int64_t n) {
         list.push_back(item(m, key, kind, 0, value, n));
         return *this;
     }
-    static std::vector<shoal_txn_op> ops(std::vector<Item>& list, std::vector<std::string>& olds) {
+    static std::vector<shoal_txn_op> ops(std::vector<Item>& list, std::vector<std::string>& olds,
+                                         std::size_t var_cap) {
         std::vector<shoal_txn_op> out(list.size());
         olds.resize(list.size());
         for (std::size_t i = 0; i < list.size(); i++) {
             Item& o = list[i];
-            olds[i].assign(o.value_size, '\0');
+            olds[i].assign(o.map.fixed() ? o.map.value_size() : var_cap, '\0');
             shoal_txn_op x{};
-            x.map = o.map;
+            x.map = o.map.fixed();
+            x.vmap = o.map.var();
             x.key = o.key.data();
             x.key_len = o.key.size();
             x.kind = o.kind;
             x.value = o.has_value ? o.value.data() : nullptr;
             x.value_len = o.value.size();
             x.delta = o.n;
-            x.old = olds[i].data();
+            x.old = olds[i].empty() ? nullptr : olds[i].data();
             x.old_cap = olds[i].size();
             out[i] = x;
         }
@@ -1634,17 +1711,20 @@ private:
     }
 
     const Store* store_;
+    std::size_t old_capacity_ = 4096;
     std::vector<Item> conds_, then_, else_;
 };
 
 inline Transaction Store::transaction() const { return Transaction(*this); }
 
 inline std::vector<std::optional<std::string>> Store::snapshot_get(
-    const std::vector<std::pair<const FixedMap*, bytes_view>>& keys) const {
+    const std::vector<std::pair<TxnMapRef, bytes_view>>& keys) const {
     std::vector<const shoal_fixed*> ms(keys.size());
+    std::vector<const shoal_map*> vs(keys.size());
     std::vector<shoal_bytes> ks(keys.size());
     for (std::size_t i = 0; i < keys.size(); i++) {
-        ms[i] = keys[i].first ? keys[i].first->handle() : nullptr;
+        ms[i] = keys[i].first.fixed();
+        vs[i] = keys[i].first.var();
         ks[i] = shoal_bytes{keys[i].second.data(), keys[i].second.size()};
     }
     struct Ctx {
@@ -1660,7 +1740,7 @@ inline std::vector<std::optional<std::string>> Store::snapshot_get(
             c->failed = true;  // out of memory: thrown below, not through the C library
         }
     };
-    detail::check(shoal_snapshot_get(h_.get(), ms.data(), ks.data(), ks.size(), cb, &c),
+    detail::check(shoal_snapshot_get(h_.get(), ms.data(), vs.data(), ks.data(), ks.size(), cb, &c),
                   "shoal_snapshot_get");
     if (c.failed) throw std::bad_alloc();
     return std::move(c.out);

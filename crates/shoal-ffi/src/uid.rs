@@ -61,6 +61,38 @@ pub unsafe extern "C" fn shoal_map_has_uids(
     })
 }
 
+/// The version of `key`'s UID entry: every change to the key (a put, in place or not, a
+/// remove and re-insert) moves it, so a transaction's `SHOAL_TXN_VERSION` condition can
+/// require that nothing changed the key since it was read.
+///
+/// * `version`: receives the version.
+///
+/// Errors: `SHOAL_NOT_FOUND` (the key is absent), `SHOAL_INVALID` (a map without UIDs),
+/// `SHOAL_TIMEOUT`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `map` is NULL or a live handle; `key` is NULL or readable for `key_len` bytes;
+/// `version` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_map_version(
+    map: *const shoal_map,
+    key: *const c_void,
+    key_len: usize,
+    version: *mut u64,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { map_ref(map) }?;
+        // SAFETY: forwarded contract.
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        let out = out_ptr(version, "version")?;
+        let v = m.version(key)?.ok_or_else(kv::absent)?;
+        // SAFETY: non-NULL, writable by contract.
+        unsafe { out.write(v) };
+        Ok(SHOAL_OK)
+    })
+}
+
 /// The stable 64-bit handle of `key`: valid while the key exists, however often its
 /// value is replaced; after the key is removed every by-UID call on it returns
 /// `SHOAL_STALE_UID`, even once its table entry names a later key. Never 0.

@@ -1,9 +1,11 @@
-"""shoal.Transaction and shoal.Watch: multi-key transactions over fixed-size maps (see
-Store.transaction, Store.watch and Store.snapshot_get)."""
+"""shoal.Transaction and shoal.Watch: multi-key transactions over a store's hash maps,
+``FixedMap`` (bytes keys and values) and ``Map`` (keys and values through its codecs)
+mixed freely (see Store.transaction, Store.watch and Store.snapshot_get)."""
 
 import time as _time
 
 from ._errors import Timeout
+from ._fixed import FixedMap
 
 __all__ = ["Transaction", "Watch", "watch"]
 
@@ -24,7 +26,7 @@ class _List:
         self._ops = []
 
     def get(self, m, key):
-        """Reads ``key`` of fixed map ``m`` (its value is the operation's result)."""
+        """Reads ``key`` of map ``m`` (its value is the operation's result)."""
         self._ops.append((m, key, "get", None, 0))
         return self
 
@@ -55,7 +57,8 @@ class _List:
 
 
 class Transaction(_List):
-    """A multi-key transaction on a store's fixed-size maps (``Store.transaction()``):
+    """A multi-key transaction on a store's hash maps (``Store.transaction()``), each a
+    ``FixedMap`` or a ``Map`` (whose keys, values and old values go through its codecs):
     conditions (``when_*``), a then-list (the operations called on the transaction) and
     an else-list (on ``t.otherwise``), committed as one atomic step that no reader,
     writer or crash sees in part. ``commit()`` returns ``(succeeded, results)``:
@@ -106,6 +109,13 @@ class Transaction(_List):
         self._conds.append((m, key, op, None, int(operand)))
         return self
 
+    def when_version(self, m, key, version):
+        """Condition: ``key`` of ``m`` (a ``Map`` with UIDs) is present and its UID
+        entry's version is ``version`` (``m.version(key)`` reads it; every change to the
+        key moves it)."""
+        self._conds.append((m, key, "version", None, int(version)))
+        return self
+
     def commit(self):
         """Evaluates the conditions and applies the list they choose, atomically.
         Returns ``(succeeded, [(applied, old_value_or_None), ...])``."""
@@ -124,34 +134,50 @@ class Transaction(_List):
 
 class Watch:
     """What ``Store.watch``'s function reads and writes through: reads are recorded
-    (the commit happens only if each key still holds what was read), writes buffered."""
+    (the commit happens only if each key still holds the bytes that were read), writes
+    buffered. Maps are ``FixedMap`` or ``Map`` (through its codecs)."""
 
-    __slots__ = ("_reads", "_writes")
+    __slots__ = ("_store", "_reads", "_writes")
 
-    def __init__(self):
+    def __init__(self, store=None):
+        self._store = store
         self._reads = {}
         self._writes = _List()
 
     def get(self, m, key):
-        """The value of ``key`` in fixed map ``m`` (None if absent), recorded. A key read
-        again returns the value recorded first."""
-        k = (id(m), bytes(key))
+        """The value of ``key`` in map ``m`` (None if absent), recorded. A key read again
+        returns the value recorded first."""
+        k = (id(m), key)
+        try:
+            hash(k)
+        except TypeError:  # a json or pickle key such as a list: compare its text
+            k = (id(m), repr(key))
         if k not in self._reads:
-            self._reads[k] = (m, bytes(key), m.get(key))
-        return self._reads[k][2]
+            if self._store is None:
+                raw = value = m.get(key)
+            else:
+                # The stored bytes, not the decoded value, make the commit's condition:
+                # a codec need not encode a decoded value back to the same bytes.
+                raw, value = self._store._txn_read(m, key)
+            self._reads[k] = (m, key, raw, value)
+        return self._reads[k][3]
 
     def get_int(self, m, key):
-        """``get`` as an 8-byte little-endian signed integer (0 if absent)."""
+        """``get`` as an integer (0 if absent): a ``FixedMap``'s 8-byte little-endian
+        signed value, or a ``Map``'s decoded one (codec "int")."""
         v = self.get(m, key)
-        return 0 if v is None else int.from_bytes(v, "little", signed=True)
+        if v is None:
+            return 0
+        return v if isinstance(v, int) else int.from_bytes(v, "little", signed=True)
 
     def put(self, m, key, value):
         """Buffers a put."""
         self._writes.put(m, key, value)
 
     def put_int(self, m, key, value):
-        """Buffers a put of an 8-byte little-endian signed integer."""
-        self._writes.put(m, key, _i64(value))
+        """Buffers a put of an integer: 8 bytes little-endian signed in a ``FixedMap``,
+        through the codec in a ``Map``."""
+        self._writes.put(m, key, _i64(value) if isinstance(m, FixedMap) else int(value))
 
     def put_if_absent(self, m, key, value):
         """Buffers a put applied if the key is absent."""
@@ -176,14 +202,14 @@ def watch(store, func):
     deadline = _time.monotonic() + store.lock_timeout
     tries = 0
     while True:
-        w = Watch()
+        w = Watch(store)
         out = func(w)
         t = Transaction(store)
-        for m, key, value in w._reads.values():
-            if value is None:
+        for m, key, raw, _ in w._reads.values():
+            if raw is None:
                 t.when_absent(m, key)
             else:
-                t.when_equals(m, key, value)
+                t._conds.append((m, key, "equals_raw", raw, 0))
         t._ops = w._writes._ops
         ok, _ = t.commit()
         if ok:

@@ -3208,11 +3208,11 @@ static void test_txn(void) {
     CHECK_RC(shoal_fixed_put(f, &kb, 8, &five, 8, NULL), SHOAL_OK);
 
     /* Transfer 30 from a to b if a holds at least 30. */
-    shoal_txn_cond cond = {f, &ka, 8, SHOAL_TXN_INT, SHOAL_CMP_GE, NULL, 0, 30};
+    shoal_txn_cond cond = {f, NULL, &ka, 8, SHOAL_TXN_INT, SHOAL_CMP_GE, NULL, 0, 30, 0};
     int64_t olda = 0, oldb = 0;
     shoal_txn_op then_ops[2] = {
-        {f, &ka, 8, SHOAL_TXN_ADD, 7, NULL, 0, -30, &olda, 8, 7, 0},
-        {f, &kb, 8, SHOAL_TXN_ADD, 7, NULL, 0, 30, &oldb, 8, 7, 0},
+        {f, NULL, &ka, 8, SHOAL_TXN_ADD, 7, NULL, 0, -30, &olda, 8, 7, 0, 0},
+        {f, NULL, &kb, 8, SHOAL_TXN_ADD, 7, NULL, 0, 30, &oldb, 8, 7, 0, 0},
     };
     bool ok = false;
     CHECK_RC(shoal_txn_commit(s, &cond, 1, then_ops, 2, NULL, 0, &ok), SHOAL_OK);
@@ -3229,8 +3229,8 @@ static void test_txn(void) {
     cond.operand = 1000;
     int64_t seven = 7, oldc = -1;
     shoal_txn_op else_ops[2] = {
-        {f, &kc, 8, SHOAL_TXN_PUT_IF_ABSENT, 9, &seven, 8, 0, &oldc, 8, 9, 0},
-        {f, &ka, 8, SHOAL_TXN_GET, 9, NULL, 0, 0, &olda, 8, 9, 0},
+        {f, NULL, &kc, 8, SHOAL_TXN_PUT_IF_ABSENT, 9, &seven, 8, 0, &oldc, 8, 9, 0, 0},
+        {f, NULL, &ka, 8, SHOAL_TXN_GET, 9, NULL, 0, 0, &olda, 8, 9, 0, 0},
     };
     then_ops[0].applied = 9;
     CHECK_RC(shoal_txn_commit(s, &cond, 1, then_ops, 2, else_ops, 2, &ok), SHOAL_OK);
@@ -3262,7 +3262,7 @@ static void test_txn(void) {
     shoal_txn_op big[BIG];
     for (int i = 0; i < BIG; i++) {
         bk[i] = 100 + (uint64_t)i;
-        big[i] = (shoal_txn_op){f, &bk[i], 8, SHOAL_TXN_PUT, 0, &seven, 8, 0, NULL, 0, 0, 0};
+        big[i] = (shoal_txn_op){f, NULL, &bk[i], 8, SHOAL_TXN_PUT, 0, &seven, 8, 0, NULL, 0, 0, 0, 0};
     }
     CHECK_RC(shoal_txn_commit(s, NULL, 0, big, BIG, NULL, 0, &ok), SHOAL_INVALID);
     CHECK(strstr(shoal_last_error_message(), "too large") != NULL);
@@ -3275,14 +3275,122 @@ static void test_txn(void) {
     const shoal_fixed *maps[4] = {f, f, f, f};
     shoal_bytes keys[4] = {{&ka, 8}, {&kb, 8}, {&kc, 8}, {&kd, 8}};
     struct sumctx c = {0};
-    CHECK_RC(shoal_snapshot_get(s, maps, keys, 4, on_sum, &c), SHOAL_OK);
+    CHECK_RC(shoal_snapshot_get(s, maps, NULL, keys, 4, on_sum, &c), SHOAL_OK);
     CHECK(c.calls == 4 && c.absent == 1 && c.sum == 112);
-    CHECK_RC(shoal_snapshot_get(s, maps, keys, 4, NULL, &c), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_snapshot_get(s, maps, NULL, keys, 4, NULL, &c), SHOAL_NULL_POINTER);
     keys[2].len = 3;
-    CHECK_RC(shoal_snapshot_get(s, maps, keys, 4, on_sum, &c), SHOAL_INVALID);
+    CHECK_RC(shoal_snapshot_get(s, maps, NULL, keys, 4, on_sum, &c), SHOAL_INVALID);
     CHECK(strstr(shoal_last_error_message(), "item 2") != NULL);
 
     CHECK_RC(shoal_fixed_close(f), SHOAL_OK);
+    CHECK_RC(shoal_store_close(s), SHOAL_OK);
+}
+
+/* Transactions over a variable-size map with UIDs, mixed with a fixed-size map. */
+static void test_txn_var(void) {
+    shoal_store *s;
+    if (!fresh("txnvar", &s, NULL)) { h_failures++; return; }
+    shoal_map_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.uids = 1;
+    shoal_map *v;
+    REQUIRE_OK(shoal_map_open(s, "names", SHOAL_MAP_CREATE, &mo, &v));
+    shoal_fixed *f;
+    REQUIRE_OK(shoal_fixed_open(s, "acct", 8, 8, SHOAL_MAP_CREATE, &f));
+    int64_t hundred = 100, zero = 0;
+    CHECK_RC(shoal_map_put(v, "alice", 5, &hundred, 8, NULL), SHOAL_OK);
+    uint64_t kb = 2;
+    CHECK_RC(shoal_fixed_put(f, &kb, 8, &zero, 8, NULL), SHOAL_OK);
+
+    /* A transfer from a variable map's key to a fixed map's, with a condition on each
+     * and a long value written beside them; the old values come back. */
+    shoal_txn_cond conds[2] = {
+        {NULL, v, "alice", 5, SHOAL_TXN_INT, SHOAL_CMP_GE, NULL, 0, 40, 0},
+        {f, NULL, &kb, 8, SHOAL_TXN_PRESENT, 0, NULL, 0, 0, 0},
+    };
+    char note[300];
+    memset(note, 'n', sizeof note);
+    int64_t olda = 0, oldb = -1;
+    char oldn[400];
+    shoal_txn_op ops[3] = {
+        {NULL, v, "alice", 5, SHOAL_TXN_ADD, 7, NULL, 0, -40, &olda, 8, 7, 0, 99},
+        {f, NULL, &kb, 8, SHOAL_TXN_ADD, 7, NULL, 0, 40, &oldb, 8, 7, 0, 99},
+        {NULL, v, "note", 4, SHOAL_TXN_PUT, 7, note, sizeof note, 0, oldn, sizeof oldn, 7, 0, 99},
+    };
+    bool ok = false;
+    CHECK_RC(shoal_txn_commit(s, conds, 2, ops, 3, NULL, 0, &ok), SHOAL_OK);
+    CHECK(ok);
+    CHECK(ops[0].applied == 1 && ops[0].old_present == 1 && ops[0].old_len == 8 && olda == 100);
+    CHECK(ops[1].applied == 1 && ops[1].old_present == 1 && ops[1].old_len == 8 && oldb == 0);
+    CHECK(ops[2].applied == 1 && ops[2].old_present == 0 && ops[2].old_len == 0);
+    int64_t got = 0;
+    size_t len = 0;
+    CHECK_RC(shoal_map_get(v, "alice", 5, &got, 8, &len), SHOAL_OK);
+    CHECK(got == 60 && len == 8);
+    CHECK_RC(shoal_fixed_get(f, &kb, 8, &got, 8), SHOAL_OK);
+    CHECK(got == 40);
+
+    /* The version condition: holds with the key's current version, fails with another. */
+    uint64_t ver = 0;
+    CHECK_RC(shoal_map_version(v, "alice", 5, &ver), SHOAL_OK);
+    CHECK_RC(shoal_map_version(v, "nobody", 6, &ver), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_map_version(v, "alice", 5, &ver), SHOAL_OK);
+    shoal_txn_cond vc = {NULL, v, "alice", 5, SHOAL_TXN_VERSION, 0, NULL, 0, 0, ver};
+    shoal_txn_op put1 = {NULL, v, "alice", 5, SHOAL_TXN_PUT, 0, &zero, 8, 0, NULL, 0, 0, 0, 0};
+    CHECK_RC(shoal_txn_commit(s, &vc, 1, &put1, 1, NULL, 0, &ok), SHOAL_OK);
+    CHECK(ok);
+    CHECK_RC(shoal_txn_commit(s, &vc, 1, &put1, 1, NULL, 0, &ok), SHOAL_OK);
+    CHECK(!ok); /* the put moved the version */
+    /* ... and is refused on a fixed map (no UIDs). */
+    shoal_txn_cond fvc = {f, NULL, &kb, 8, SHOAL_TXN_VERSION, 0, NULL, 0, 0, 1};
+    CHECK_RC(shoal_txn_commit(s, &fvc, 1, &put1, 1, NULL, 0, &ok), SHOAL_INVALID);
+
+    /* An old value longer than old_cap: the transaction commits, old_len says how long,
+     * nothing is copied, and the status says so. */
+    char small[16];
+    memset(small, 'x', sizeof small);
+    shoal_txn_op get = {NULL, v, "note", 4, SHOAL_TXN_PUT, 0, "short", 5, 0, small, sizeof small, 0, 0, 0};
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, &get, 1, NULL, 0, &ok), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(ok && get.applied == 1 && get.old_present == 1 && get.old_len == sizeof note);
+    CHECK(small[0] == 'x');
+    CHECK(strstr(shoal_last_error_message(), "committed") != NULL);
+    char buf[16];
+    CHECK_RC(shoal_map_get(v, "note", 4, buf, sizeof buf, &len), SHOAL_OK);
+    CHECK(len == 5 && memcmp(buf, "short", 5) == 0);
+
+    /* Errors, nothing changed: neither map nor both, a fixed map's old_cap too small. */
+    shoal_txn_op bad = {NULL, NULL, "alice", 5, SHOAL_TXN_ADD, 0, NULL, 0, 1, NULL, 0, 0, 0, 0};
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, &bad, 1, NULL, 0, &ok), SHOAL_NULL_POINTER);
+    bad.map = f;
+    bad.vmap = v;
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, &bad, 1, NULL, 0, &ok), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 0") != NULL);
+    shoal_txn_op fsmall = {f, NULL, &kb, 8, SHOAL_TXN_ADD, 0, NULL, 0, 1, small, 4, 0, 0, 0};
+    CHECK_RC(shoal_txn_commit(s, NULL, 0, &fsmall, 1, NULL, 0, &ok), SHOAL_INVALID);
+    CHECK_RC(shoal_fixed_get(f, &kb, 8, &got, 8), SHOAL_OK);
+    CHECK(got == 40);
+
+    /* A snapshot over both kinds: 0 + 40, and an absent key. */
+    const shoal_fixed *fm[3] = {NULL, f, NULL};
+    const shoal_map *vm[3] = {v, NULL, v};
+    shoal_bytes keys[3] = {{"alice", 5}, {&kb, 8}, {"bob", 3}};
+    struct sumctx c = {0};
+    CHECK_RC(shoal_snapshot_get(s, fm, vm, keys, 3, on_sum, &c), SHOAL_OK);
+    CHECK(c.calls == 3 && c.absent == 1 && c.sum == 40);
+    vm[1] = v; /* both given */
+    CHECK_RC(shoal_snapshot_get(s, fm, vm, keys, 3, on_sum, &c), SHOAL_INVALID);
+    CHECK(strstr(shoal_last_error_message(), "item 1") != NULL);
+    CHECK_RC(shoal_snapshot_get(s, NULL, NULL, keys, 3, on_sum, &c), SHOAL_NULL_POINTER);
+    /* Only variable maps: the fixed array may be NULL. */
+    const shoal_map *vonly[2] = {v, v};
+    shoal_bytes vkeys[2] = {{"alice", 5}, {"note", 4}};
+    struct sumctx c2 = {0};
+    CHECK_RC(shoal_snapshot_get(s, NULL, vonly, vkeys, 2, on_sum, &c2), SHOAL_OK);
+    CHECK(c2.calls == 2 && c2.absent == 1 && c2.sum == 0); /* "short" is not 8 bytes */
+
+    CHECK_RC(shoal_fixed_close(f), SHOAL_OK);
+    CHECK_RC(shoal_map_close(v), SHOAL_OK);
     CHECK_RC(shoal_store_close(s), SHOAL_OK);
 }
 
@@ -3327,6 +3435,7 @@ int main(void) {
     RUN(test_fixed_batches);
     RUN(test_fixed_with_timeout);
     RUN(test_txn);
+    RUN(test_txn_var);
     RUN(test_store_flush_repair_durability_options);
     RUN(test_store_needs_repair);
     RUN(test_batch);

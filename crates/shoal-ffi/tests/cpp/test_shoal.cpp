@@ -749,6 +749,58 @@ TEST_F(ShoalTest, FixedMapUpdate) {
     EXPECT_EQ(u64of(*f.get("hot!")), 100u + 1999u);
 }
 
+TEST_F(ShoalTest, TransactionsOverVariableAndMixedMaps) {
+    shoal::Store store(path_, small());
+    shoal::MapOptions mo;
+    mo.uids = true;
+    shoal::Map v = store.map("names", true, mo);
+    shoal::FixedMap f = store.fixed_map("acct", 4, 8);
+    v.put("alice", u64s(100));
+    f.put("bbbb", u64s(0));
+    std::string big(5000, 'b');
+    v.put("big", big);
+    // A transfer from a variable map's key to a fixed map's, a long value beside it.
+    shoal::TxnOutcome out = store.transaction()
+                                .when_int(v, "alice", shoal::IntCmp::Ge, 40)
+                                .when_present(f, "bbbb")
+                                .then_add(v, "alice", -40)
+                                .then_add(f, "bbbb", 40)
+                                .then_put(v, "note", std::string(300, 'n'))
+                                .commit();
+    EXPECT_TRUE(out.succeeded);
+    ASSERT_EQ(out.results.size(), 3u);
+    EXPECT_EQ(u64of(*out.results[0].old), 100u);
+    EXPECT_EQ(u64of(*out.results[1].old), 0u);
+    EXPECT_FALSE(out.results[2].old.has_value());
+    EXPECT_EQ(u64of(*v.get("alice")), 60u);
+    EXPECT_EQ(u64of(*f.get("bbbb")), 40u);
+    EXPECT_EQ(*v.get("note"), std::string(300, 'n'));
+    // The version condition holds once, then the put has moved it.
+    std::uint64_t ver = *v.version("alice");
+    EXPECT_FALSE(v.version("nobody").has_value());
+    auto bump = [&] {
+        return store.transaction().when_version(v, "alice", ver).then_put(v, "alice", u64s(1)).commit();
+    };
+    EXPECT_TRUE(bump().succeeded);
+    EXPECT_FALSE(bump().succeeded);
+    // An old value past old_capacity: committed, reported as too long, not returned.
+    out = store.transaction().then_put(v, "big", "small").then_get(v, "note").old_capacity(1000).commit();
+    EXPECT_TRUE(out.succeeded);
+    EXPECT_TRUE(out.results[0].old_too_long);
+    EXPECT_FALSE(out.results[0].old.has_value());
+    EXPECT_EQ(*out.results[1].old, std::string(300, 'n'));
+    EXPECT_EQ(*v.get("big"), "small");
+    // A version condition on a fixed map is refused.
+    EXPECT_SHOAL_CODE(store.transaction().when_version(f, "bbbb", 1).then_remove(f, "bbbb").commit(),
+                      SHOAL_INVALID);
+    // A snapshot over both kinds, by reference and by pointer.
+    auto vals = store.snapshot_get({{v, "alice"}, {&f, "bbbb"}, {&v, "nobody"}});
+    ASSERT_EQ(vals.size(), 3u);
+    EXPECT_EQ(u64of(*vals[0]), 1u);
+    EXPECT_EQ(u64of(*vals[1]), 40u);
+    EXPECT_FALSE(vals[2].has_value());
+}
+
 TEST_F(ShoalTest, TransactionsAndSnapshots) {
     shoal::Store store(path_, small());
     shoal::FixedMap f = store.fixed_map("acct", 4, 8);
