@@ -2146,6 +2146,18 @@ public:
     bool remove(const OrderedMap& map, bytes_view key);
     /// The value of `key` as this transaction sees it (its own writes included).
     std::optional<std::string> get(const OrderedMap& map, bytes_view key);
+    /// Adds `key` -> `value` past the map's largest key (a sorted bulk load into full
+    /// pages). Throws shoal::Error (SHOAL_INVALID for a key not above the largest; the
+    /// transaction stays usable).
+    void append(const OrderedMap& map, bytes_view key, bytes_view value);
+    /// The map's sequence as this transaction has it, then adds `n` to it (kept by the
+    /// commit, dropped by an abort).
+    std::uint64_t next_sequence(const OrderedMap& map, std::uint64_t n = 1);
+    /// Sets the store's marker `i` (below 14) to `v` at the commit.
+    void set_marker(std::uint64_t i, std::uint64_t v) {
+        detail::check(shoal_ordered_txn_set_marker(live("shoal_ordered_txn_set_marker"), i, v),
+                      "shoal_ordered_txn_set_marker");
+    }
 
     void put(bytes_view key, bytes_view value) { put(*first_, key, value); }
     bool insert(bytes_view key, bytes_view value) { return insert(*first_, key, value); }
@@ -2250,6 +2262,47 @@ public:
         if (rc == SHOAL_NOT_FOUND) return false;
         detail::check(rc, "shoal_ordered_remove");
         return true;
+    }
+    /// If the value of `key` is `expected` (nullopt: absent), sets it to `desired`
+    /// (nullopt: removes it); false (nothing changed) otherwise.
+    bool compare_and_swap(bytes_view key, std::optional<bytes_view> expected,
+                          std::optional<bytes_view> desired) const {
+        std::uint32_t flags = (expected ? 0u : SHOAL_CAS_EXPECT_ABSENT) |
+                              (desired ? 0u : SHOAL_CAS_REMOVE);
+        bytes_view e = expected.value_or(bytes_view{}), d = desired.value_or(bytes_view{});
+        shoal_status rc = shoal_ordered_compare_and_swap(h_.get(), key.data(), key.size(),
+                                                         e.data(), e.size(), d.data(),
+                                                         d.size(), flags);
+        if (rc == SHOAL_MISMATCH) return false;
+        detail::check(rc, "shoal_ordered_compare_and_swap");
+        return true;
+    }
+    /// Removes every entry with lo <= key < hi; returns how many.
+    std::uint64_t remove_range(Bound lo = std::nullopt, Bound hi = std::nullopt) const {
+        shoal_bytes a, b;
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_remove_range(h_.get(), detail::bound_ptr(lo, a),
+                                                 detail::bound_ptr(hi, b), &n),
+                      "shoal_ordered_remove_range");
+        return n;
+    }
+    /// Every value of `key`, sorted (a multimap's; at most one otherwise).
+    std::vector<std::string> values(bytes_view key) const {
+        std::vector<std::string> out;
+        auto cb = [](void* ctx, const void* v, std::size_t len) -> int {
+            static_cast<std::vector<std::string>*>(ctx)->emplace_back(
+                static_cast<const char*>(v), len);
+            return 0;
+        };
+        detail::check(shoal_ordered_values(h_.get(), key.data(), key.size(), cb, &out, nullptr),
+                      "shoal_ordered_values");
+        return out;
+    }
+    /// The map's sequence (a persistent counter) as of the latest commit.
+    std::uint64_t sequence() const {
+        std::uint64_t v = 0;
+        detail::check(shoal_ordered_sequence(h_.get(), &v), "shoal_ordered_sequence");
+        return v;
     }
     /// Entries in the map.
     std::uint64_t size() const {
@@ -2365,6 +2418,18 @@ inline bool OrderedTxn::remove(const OrderedMap& map, bytes_view key) {
     if (rc == SHOAL_NOT_FOUND) return false;
     detail::check(rc, "shoal_ordered_txn_remove");
     return true;
+}
+inline void OrderedTxn::append(const OrderedMap& map, bytes_view key, bytes_view value) {
+    detail::check(shoal_ordered_txn_append(live("shoal_ordered_txn_append"), map.handle(),
+                                           key.data(), key.size(), value.data(), value.size()),
+                  "shoal_ordered_txn_append");
+}
+inline std::uint64_t OrderedTxn::next_sequence(const OrderedMap& map, std::uint64_t n) {
+    std::uint64_t v = 0;
+    detail::check(shoal_ordered_txn_next_sequence(live("shoal_ordered_txn_next_sequence"),
+                                                  map.handle(), n, &v),
+                  "shoal_ordered_txn_next_sequence");
+    return v;
 }
 inline std::optional<std::string> OrderedTxn::get(const OrderedMap& map, bytes_view key) {
     shoal_ordered_txn* t = live("shoal_ordered_txn_get");

@@ -39,6 +39,7 @@ mod log;
 mod txn;
 
 mod ordered;
+mod ordered_ops;
 
 // The calls both kinds of map share (no exported items of its own).
 mod kv;

@@ -29,6 +29,12 @@ pub const SHOAL_MAX_ORDERED_ENTRY: usize = 1000;
 /// The longest key of an ordered map.
 pub const SHOAL_MAX_ORDERED_KEY: usize = 984;
 
+/// `shoal_ordered_open` flag: a new map's keys are 8-byte little-endian unsigned
+/// integers, sorted as numbers.
+pub const SHOAL_ORDERED_U64_KEYS: u32 = 2;
+/// `shoal_ordered_open` flag: a new map is a multimap (several sorted values per key).
+pub const SHOAL_ORDERED_DUPS: u32 = 4;
+
 /// An ordered map of a store (`shoal_ordered_open`): binary keys kept in bytewise order,
 /// shared by every process that opens the store.
 ///
@@ -83,7 +89,7 @@ pub struct shoal_ordered_iter {
 /// Thread safety: used only by the thread that began it.
 pub struct shoal_ordered_txn {
     /// Declared before `maps`: it borrows them, so it must drop first.
-    txn: MultiWriteTxn<'static>,
+    pub(crate) txn: MultiWriteTxn<'static>,
     /// Boxed one by one: the transaction's references stay valid whatever happens to the
     /// vector (the guarantee does not rest on never growing it).
     #[allow(clippy::vec_box)]
@@ -111,7 +117,7 @@ fn same_thread(t: ThreadId, what: &str) -> Res<()> {
 
 /// # Safety
 /// `p` is NULL or a live `shoal_ordered` handle.
-unsafe fn omap<'a>(p: *const shoal_ordered) -> Res<&'a OrderedMap> {
+pub(crate) unsafe fn omap<'a>(p: *const shoal_ordered) -> Res<&'a OrderedMap> {
     if p.is_null() {
         return Err(null("map"));
     }
@@ -123,7 +129,7 @@ unsafe fn omap<'a>(p: *const shoal_ordered) -> Res<&'a OrderedMap> {
 ///
 /// # Safety
 /// `p` is NULL or points to a `shoal_bytes` whose data is readable for its length.
-unsafe fn bound(p: *const shoal_bytes, what: &'static str) -> Res<Option<Vec<u8>>> {
+pub(crate) unsafe fn bound(p: *const shoal_bytes, what: &'static str) -> Res<Option<Vec<u8>>> {
     if p.is_null() {
         return Ok(None);
     }
@@ -136,7 +142,12 @@ unsafe fn bound(p: *const shoal_bytes, what: &'static str) -> Res<Option<Vec<u8>
 /// Opens the ordered map `name` of a store and returns a handle on it.
 ///
 /// * `name`: NUL-terminated UTF-8, 1 to `SHOAL_MAX_NAME_LEN` bytes.
-/// * `flags`: 0 or `SHOAL_MAP_CREATE` (create the map if it does not exist).
+/// * `flags`: `SHOAL_MAP_CREATE` (create the map if it does not exist), and, for a map
+///   it creates, `SHOAL_ORDERED_U64_KEYS` (keys are 8-byte little-endian unsigned
+///   integers, sorted as numbers) and `SHOAL_ORDERED_DUPS` (a multimap: several sorted
+///   values per key). An existing map opened with either of those must have been created
+///   with the same ones (`SHOAL_INVALID` otherwise); opened with neither, it is what it
+///   was made.
 /// * `out`: receives the new handle (NULL on failure). Free it with `shoal_ordered_close`.
 ///
 /// Errors: `SHOAL_NOT_FOUND` (no such map and no `SHOAL_MAP_CREATE`), `SHOAL_INVALID`
@@ -163,7 +174,8 @@ pub unsafe extern "C" fn shoal_ordered_open(
         let s = unsafe { store_ref(store) }?;
         // SAFETY: forwarded contract.
         let name = unsafe { c_str(name, "name") }?;
-        if flags & !SHOAL_MAP_CREATE != 0 {
+        let forms = SHOAL_ORDERED_U64_KEYS | SHOAL_ORDERED_DUPS;
+        if flags & !(SHOAL_MAP_CREATE | forms) != 0 {
             return Err(Fail::new(
                 SHOAL_INVALID,
                 format!("unknown map flags {flags:#x}"),
@@ -177,7 +189,15 @@ pub unsafe extern "C" fn shoal_ordered_open(
                 format!("no ordered map {name:?} (pass SHOAL_MAP_CREATE to create it)"),
             ));
         }
-        let map = s.ordered_map(name)?;
+        let map = if flags & forms == 0 {
+            s.ordered_map(name)?
+        } else {
+            let opts = shoal::OrderedOptions {
+                u64_keys: flags & SHOAL_ORDERED_U64_KEYS != 0,
+                duplicates: flags & SHOAL_ORDERED_DUPS != 0,
+            };
+            s.ordered_map_with(name, &opts)?
+        };
         // SAFETY: as above.
         unsafe { out.write(Box::into_raw(Box::new(shoal_ordered { map }))) };
         Ok(SHOAL_OK)
@@ -918,7 +938,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_begin(
 
 /// # Safety
 /// `p` is NULL or a live transaction.
-unsafe fn txn_mut<'a>(p: *mut shoal_ordered_txn) -> Res<&'a mut shoal_ordered_txn> {
+pub(crate) unsafe fn txn_mut<'a>(p: *mut shoal_ordered_txn) -> Res<&'a mut shoal_ordered_txn> {
     if p.is_null() {
         return Err(null("txn"));
     }

@@ -52,7 +52,7 @@ static void test_open_and_kinds(void) {
     shoal_ordered *o = (shoal_ordered *)1;
     CHECK_RC(shoal_ordered_open(s, "o", 0, &o), SHOAL_NOT_FOUND);
     CHECK(o == NULL);
-    CHECK_RC(shoal_ordered_open(s, "o", 2, &o), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_open(s, "o", 8, &o), SHOAL_INVALID);
     CHECK_RC(shoal_ordered_open(NULL, "o", 0, &o), SHOAL_NULL_POINTER);
     CHECK_RC(shoal_ordered_open(s, NULL, 0, &o), SHOAL_NULL_POINTER);
     CHECK_RC(shoal_ordered_open(s, "o", 0, NULL), SHOAL_NULL_POINTER);
@@ -508,6 +508,91 @@ static void test_two_processes(void) {
     shoal_store_close(s);
 }
 
+static int collect_values(void *ctx, const void *v, size_t len) {
+    char *out = ctx;
+    strncat(out, (const char *)v, len);
+    strcat(out, ",");
+    return 0;
+}
+
+/* Integer keys and multimaps, compare-and-swap, range removal, appends, sequences,
+ * markers. */
+static void test_forms_and_more_writes(void) {
+    shoal_store *s = fresh("more");
+    if (!s) { CHECK(0); return; }
+    shoal_ordered *ints = NULL, *multi = NULL, *plain = NULL, *again = NULL;
+    REQUIRE_OK(shoal_ordered_open(s, "ints", SHOAL_MAP_CREATE | SHOAL_ORDERED_U64_KEYS, &ints));
+    REQUIRE_OK(shoal_ordered_open(s, "multi", SHOAL_MAP_CREATE | SHOAL_ORDERED_DUPS, &multi));
+    REQUIRE_OK(shoal_ordered_open(s, "plain", SHOAL_MAP_CREATE, &plain));
+    /* Other options than the map's are refused; none at all opens it as it is. */
+    CHECK_RC(shoal_ordered_open(s, "ints", SHOAL_ORDERED_DUPS, &again), SHOAL_INVALID);
+    REQUIRE_OK(shoal_ordered_open(s, "ints", 0, &again));
+    shoal_ordered_close(again);
+    CHECK_RC(shoal_ordered_open(s, "x", 8, &again), SHOAL_INVALID);
+
+    /* Integer keys sort as numbers (little-endian bytes would not). */
+    uint64_t nums[] = {256, 1, 65536, 2};
+    for (int i = 0; i < 4; i++) REQUIRE_OK(shoal_ordered_put(ints, &nums[i], 8, "v", 1));
+    CHECK_RC(shoal_ordered_put(ints, "short", 5, "v", 1), SHOAL_INVALID);
+    uint64_t lo = 2, hi = 65536, n = 0;
+    shoal_bytes blo = {&lo, 8}, bhi = {&hi, 8};
+    REQUIRE_OK(shoal_ordered_count_range(ints, &blo, &bhi, &n));
+    CHECK(n == 2); /* 2 and 256 */
+    REQUIRE_OK(shoal_ordered_remove_range(ints, &blo, &bhi, &n));
+    CHECK(n == 2);
+    REQUIRE_OK(shoal_ordered_len(ints, &n));
+    CHECK(n == 2);
+
+    /* A multimap keeps every value of a key, sorted. */
+    REQUIRE_OK(shoal_ordered_put(multi, "k", 1, "b", 1));
+    REQUIRE_OK(shoal_ordered_put(multi, "k", 1, "a", 1));
+    REQUIRE_OK(shoal_ordered_put(multi, "j", 1, "z", 1));
+    char seen[64] = "";
+    uint64_t count = 0;
+    REQUIRE_OK(shoal_ordered_values(multi, "k", 1, collect_values, seen, &count));
+    CHECK(count == 2 && strcmp(seen, "a,b,") == 0);
+    CHECK_RC(shoal_ordered_compare_and_swap(multi, "k", 1, "a", 1, "c", 1, 0), SHOAL_INVALID);
+
+    /* Compare-and-swap: a match, a mismatch, from absent, to absent. */
+    REQUIRE_OK(shoal_ordered_compare_and_swap(plain, "c", 1, NULL, 0, "1", 1, SHOAL_CAS_EXPECT_ABSENT));
+    CHECK_RC(shoal_ordered_compare_and_swap(plain, "c", 1, "2", 1, "3", 1, 0), SHOAL_MISMATCH);
+    REQUIRE_OK(shoal_ordered_compare_and_swap(plain, "c", 1, "1", 1, "3", 1, 0));
+    REQUIRE_OK(shoal_ordered_compare_and_swap(plain, "c", 1, "3", 1, NULL, 0, SHOAL_CAS_REMOVE));
+    size_t vlen = 0;
+    CHECK_RC(shoal_ordered_get(plain, "c", 1, NULL, 0, &vlen), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_ordered_compare_and_swap(plain, "c", 1, NULL, 0, NULL, 0, 64), SHOAL_INVALID);
+
+    /* Appends, the sequence and a marker, in one transaction. */
+    const shoal_ordered *only[1] = {plain};
+    shoal_ordered_txn *t = NULL;
+    REQUIRE_OK(shoal_ordered_txn_begin(only, 1, &t));
+    char k[16];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(k, sizeof k, "a%05d", i);
+        REQUIRE_OK(shoal_ordered_txn_append(t, plain, k, strlen(k), "v", 1));
+    }
+    CHECK_RC(shoal_ordered_txn_append(t, plain, "a00001", 6, "v", 1), SHOAL_INVALID);
+    uint64_t seq = 9;
+    REQUIRE_OK(shoal_ordered_txn_next_sequence(t, plain, 10, &seq));
+    CHECK(seq == 0);
+    REQUIRE_OK(shoal_ordered_txn_set_marker(t, 5, 77));
+    CHECK_RC(shoal_ordered_txn_set_marker(t, 14, 1), SHOAL_INVALID);
+    uint64_t mark = 9;
+    REQUIRE_OK(shoal_store_ordered_marker(s, 5, &mark));
+    CHECK(mark == 0);
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+    REQUIRE_OK(shoal_store_ordered_marker(s, 5, &mark));
+    CHECK(mark == 77);
+    REQUIRE_OK(shoal_ordered_sequence(plain, &seq));
+    CHECK(seq == 10);
+    REQUIRE_OK(shoal_ordered_len(plain, &n));
+    CHECK(n == 1000);
+    shoal_ordered_close(ints);
+    shoal_ordered_close(multi);
+    shoal_ordered_close(plain);
+    shoal_store_close(s);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ordered-XXXXXX", base ? base : "/tmp");
@@ -520,6 +605,7 @@ int main(void) {
     RUN(test_ranges);
     RUN(test_snapshots_keep_their_view);
     RUN(test_transactions);
+    RUN(test_forms_and_more_writes);
     RUN(test_handles_stay_on_their_thread);
     RUN(test_two_processes);
     int rc = finish();

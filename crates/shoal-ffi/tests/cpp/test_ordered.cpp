@@ -179,3 +179,31 @@ TEST_F(OrderedTest, TransactionsCommitOrAbort) {
 }
 
 }  // namespace
+
+TEST_F(OrderedTest, CompareAndSwapRangesAppendsSequencesAndValues) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap m = store.ordered_map("more");
+    EXPECT_TRUE(m.compare_and_swap("k", std::nullopt, std::string_view("1")));
+    EXPECT_FALSE(m.compare_and_swap("k", std::string_view("2"), std::string_view("3")));
+    EXPECT_TRUE(m.compare_and_swap("k", std::string_view("1"), std::nullopt));
+    EXPECT_FALSE(m.contains("k"));
+
+    shoal::OrderedTxn t = m.write();
+    for (int i = 0; i < 500; i++) {
+        char k[16];
+        std::snprintf(k, sizeof k, "a%05d", i);
+        t.append(m, k, "v");
+    }
+    EXPECT_THROW(t.append(m, "a00000", "v"), shoal::Error);
+    EXPECT_EQ(t.next_sequence(m, 5), 0u);
+    t.set_marker(2, 99);
+    t.commit();
+    EXPECT_EQ(m.size(), 500u);
+    EXPECT_EQ(m.sequence(), 5u);
+    EXPECT_EQ(m.remove_range(std::string_view("a00100"), std::string_view("a00200")), 100u);
+    EXPECT_EQ(m.size(), 400u);
+    EXPECT_EQ(m.values("a00000"), std::vector<std::string>{"v"});
+    std::uint64_t mark = 0;
+    ASSERT_EQ(shoal_store_ordered_marker(store.handle(), 2, &mark), SHOAL_OK);
+    EXPECT_EQ(mark, 99u);
+}
