@@ -263,7 +263,14 @@ impl<'a> Pool<'a> {
         sh.w(at).store(page, Release);
         match seq {
             Some(s) => sh.w(at + 8).store(s, Release),
-            None => self.unstamped.push(at + 8),
+            None => {
+                // Never reusable until the commit stamps it: this transaction may itself
+                // take pages from the queue's head (for a queue page) before it commits,
+                // and the head may reach the entries it appended, whose pages a live
+                // snapshot may still read. A stale word there would hand one out.
+                sh.w(at + 8).store(u64::MAX, Release);
+                self.unstamped.push(at + 8);
+            }
         }
         self.entry.fq_tail_n += 1;
         Ok(())
