@@ -102,6 +102,15 @@ for jdk in "$JDK17" "$JDK25"; do
     case "$out" in ok\ *) ;; *) cat "$SCRATCH/err" >&2; exit 1 ;; esac
 done
 ls -l "$SCRATCH/cache/shoal-java"/*
+# A cached library cut short (a disk that filled, a hand edit) is rewritten from the jar,
+# and a whole one is used as it is.
+cached=$(ls "$SCRATCH/cache/shoal-java"/*/libshoal_ffi.so)
+size=$(stat -c %s "$cached")
+truncate -s 4096 "$cached"
+out=$(XDG_CACHE_HOME="$SCRATCH/cache" "$JDK25/bin/java" -cp "$JAR:$SCRATCH/classes" Main 2>"$SCRATCH/err")
+case "$out" in ok\ *) ;; *) cat "$SCRATCH/err" >&2; exit 1 ;; esac
+[ "$(stat -c %s "$cached")" = "$size" ] || { echo "the cut library was not rewritten" >&2; exit 1; }
+echo "a cut library in the cache was rewritten: $out"
 # The Java 22+ part of the API (SegmentCodec, in META-INF/versions/22) from javac --release 22.
 cat > "$SCRATCH/Seg.java" <<'JAVA'
 import io.shoal.*;

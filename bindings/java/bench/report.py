@@ -48,15 +48,16 @@ for (op, impl, keys), m in sorted(t.items(), key=lambda x: (x[0][0], int(x[0][2]
     pc = m.get("scorePercentiles", {})
     print(f"| {op} | {int(keys):,} | {impl} | {pc.get('50.0', 0):.0f} | {pc.get('99.0', 0):.0f} | {pc.get('99.99', 0):.0f} |")
 
-print("\n### Open an existing store and read one key, fresh JVM (JDK 25), ms\n")
-print("| map | keys | library already loaded | mean of 5 | min | max |")
-print("|---|---|---|---|---|---|")
-for label in ("open-shoal", "open-chronicle"):
-    for r in load(label):
-        m = r["primaryMetric"]
-        data = [x for fork in m["rawData"] for x in fork]
-        p = r["params"]
-        print(f"| {p['impl']} | {int(p['keys']):,} | {'yes' if p.get('warm') == 'true' else 'no'} | {m['score']:.1f} | {min(data):.1f} | {max(data):.1f} |")
+print("\n### Open an existing store and read one key, fresh JVM, ms\n")
+print("| JDK | map | keys | library already loaded | mean of 5 | min | max |")
+print("|---|---|---|---|---|---|---|")
+for jdk, suffix in (("25 (FFM)", ""), ("17 (JNI)", "-jdk17")):
+    for label in ("open-shoal" + suffix, "open-chronicle" + suffix):
+        for r in load(label):
+            m = r["primaryMetric"]
+            data = [x for fork in m["rawData"] for x in fork]
+            p = r["params"]
+            print(f"| {jdk} | {p['impl']} | {int(p['keys']):,} | {'yes' if p.get('warm') == 'true' else 'no'} | {m['score']:.1f} | {min(data):.1f} | {max(data):.1f} |")
 
 print("\n### Two JVMs at once on one file, JDK 25, million ops/s (sum of both; each)\n")
 print("| op | Shoal | Shoal fixed | Chronicle Map | Shoal / Chronicle | fixed / Chronicle |")

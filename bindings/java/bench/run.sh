@@ -62,8 +62,12 @@ stage sample && jmh "$JDK25" "sample-jdk25" "MapBench.(get|put)$" -bm sample -tu
 stage sample && jmh "$JDK25" "sample-chronicle-jdk25" "MapBench.(get|put)$" -bm sample -tu ns -p keys="$P_KEYS" -p impl=chronicle $THR \
     -jvmArgsAppend "$CHRONICLE_FLAGS"
 BIG=${KEYS##* }
+# On both JDKs: a first open pays for the library's loading and linking, which differ
+# (JNI on 17, the FFM API's bootstrap on 22+).
 stage open && jmh "$JDK25" "open-shoal" "OpenBench" -p keys="$BIG" -p impl=shoal
 stage open && jmh "$JDK25" "open-chronicle" "OpenBench" -p keys="$BIG" -p impl=chronicle -jvmArgsAppend "$CHRONICLE_FLAGS"
+stage open && jmh "$JDK17" "open-shoal-jdk17" "OpenBench" -p keys="$BIG" -p impl=shoal
+stage open && jmh "$JDK17" "open-chronicle-jdk17" "OpenBench" -p keys="$BIG" -p impl=chronicle -jvmArgsAppend "$CHRONICLE_FLAGS"
 # Two JVMs at once on the same file (ConcurrentHashMap cannot be shared: not run).
 SMALL=${KEYS%% *}
 stage twojvm && for impl in shoal shoal-fixed chronicle; do

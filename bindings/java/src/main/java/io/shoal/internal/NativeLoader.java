@@ -14,7 +14,6 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.Locale;
 import java.util.Set;
@@ -22,10 +21,11 @@ import java.util.Set;
 /**
  * Finds the native libraries: first on {@code java.library.path} (a system install, or a
  * build of one's own), else in the jar, extracted once into a private directory named by
- * the SHA-256 of the libraries' bytes ({@code ~/.cache/shoal-java/<hash>}, mode 0700).
- * Content addressing lets jars of different versions share a cache without overwriting
- * each other's files while they are mapped, and a file found there is used only if its
- * bytes still hash to its directory's name. Internal: not part of the API.
+ * the libraries' SHA-256s as the jar's {@code native.index} lists them with their sizes
+ * ({@code ~/.cache/shoal-java/<hash>}, mode 0700). Content addressing lets jars of
+ * different versions share a cache without overwriting each other's files while they are
+ * mapped; bytes extracted from the jar are checked against the index first. Internal: not
+ * part of the API.
  */
 public final class NativeLoader {
     private NativeLoader() {}
@@ -70,41 +70,31 @@ public final class NativeLoader {
         return (os.startsWith("linux") ? "linux" : os.replace(' ', '_')) + "-" + arch;
     }
 
+    /** One line of the jar's native.index: a bundled library's SHA-256, size and name. */
+    private record Entry(String sha256, long size, String name) {}
+
     private static Path extracted() {
         if (extractedDir != null) {
             return extractedDir;
         }
         String base = "/io/shoal/native/" + platform() + "/";
-        byte[][] bytes = new byte[BUNDLED.length][];
-        MessageDigest sha;
-        try {
-            sha = MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new ShoalException(0, "SHA-256 unavailable", e);
+        byte[] index = resource(base + "native.index");
+        Entry[] entries = parseIndex(index, base);
+        // The directory is named by the libraries' hashes as the index gives them: a fresh
+        // JVM neither hashes megabytes in its interpreter nor starts a digest provider.
+        StringBuilder name = new StringBuilder(32);
+        for (Entry e : entries) {
+            name.append(e.sha256(), 0, 32 / entries.length);
         }
-        for (int i = 0; i < BUNDLED.length; i++) {
-            try (InputStream in = NativeLoader.class.getResourceAsStream(base + BUNDLED[i])) {
-                if (in == null) {
-                    throw new ShoalException(0, "the jar holds no native library for " + platform()
-                            + " (" + base + BUNDLED[i] + "); put " + LIBSHOAL + " and " + LIBJNI
-                            + " on java.library.path");
-                }
-                bytes[i] = in.readAllBytes();
-            } catch (IOException e) {
-                throw new ShoalException(0, "reading " + base + BUNDLED[i] + " from the jar", e);
-            }
-            sha.update(BUNDLED[i].getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            sha.update(bytes[i]);
-        }
-        String hash = hex(sha.digest()).substring(0, 32);
+        String hash = name.toString();
         IOException first = null;
         for (Path root : cacheRoots()) {
             try {
                 Path dir = root.resolve(hash);
                 privateDir(root);
                 privateDir(dir);
-                for (int i = 0; i < BUNDLED.length; i++) {
-                    install(dir.resolve(BUNDLED[i]), bytes[i]);
+                for (Entry e : entries) {
+                    install(dir.resolve(e.name()), e, base);
                 }
                 extractedDir = dir;
                 return dir;
@@ -118,6 +108,56 @@ public final class NativeLoader {
         }
         throw new ShoalException(0, "cannot extract the native libraries (set shoal.native.cache"
                 + " to a writable directory, or put them on java.library.path)", first);
+    }
+
+    private static byte[] resource(String path) {
+        try (InputStream in = NativeLoader.class.getResourceAsStream(path)) {
+            if (in == null) {
+                throw new ShoalException(0, "the jar holds no native library for " + platform()
+                        + " (" + path + "); put " + LIBSHOAL + " and " + LIBJNI
+                        + " on java.library.path");
+            }
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new ShoalException(0, "reading " + path + " from the jar", e);
+        }
+    }
+
+    private static Entry[] parseIndex(byte[] index, String base) {
+        String[] lines = new String(index, java.nio.charset.StandardCharsets.UTF_8).split("\n");
+        Entry[] out = new Entry[BUNDLED.length];
+        for (String line : lines) {
+            String[] f = line.trim().split(" ");
+            if (f.length != 3) {
+                continue;
+            }
+            for (int i = 0; i < BUNDLED.length; i++) {
+                if (BUNDLED[i].equals(f[2])) {
+                    if (!f[0].matches("[0-9a-f]{64}")) {
+                        throw new ShoalException(0, base + "native.index: bad SHA-256 in " + line);
+                    }
+                    try {
+                        out[i] = new Entry(f[0], Long.parseLong(f[1]), f[2]);
+                    } catch (NumberFormatException e) {
+                        throw new ShoalException(0, base + "native.index: bad size in " + line, e);
+                    }
+                }
+            }
+        }
+        for (int i = 0; i < BUNDLED.length; i++) {
+            if (out[i] == null) {
+                throw new ShoalException(0, base + "native.index does not list " + BUNDLED[i]);
+            }
+        }
+        return out;
+    }
+
+    private static byte[] sha256(byte[] bytes) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(bytes);
+        } catch (NoSuchAlgorithmException e) {
+            throw new ShoalException(0, "SHA-256 unavailable", e);
+        }
     }
 
     private static Path[] cacheRoots() {
@@ -161,10 +201,22 @@ public final class NativeLoader {
         }
     }
 
-    private static void install(Path target, byte[] bytes) throws IOException {
+    /**
+     * Puts the library of {@code e} at {@code target} unless it is there. A file of the
+     * right size in the directory is taken as whole without reading it: the directory is
+     * the user's own and closed to others ({@link #privateDir}), so only that user could
+     * have changed it (as they could change the jar), and a file appears there only by an
+     * atomic rename of whole, verified bytes. Bytes read from the jar are checked against
+     * the index before they are installed.
+     */
+    private static void install(Path target, Entry e, String base) throws IOException {
         if (Files.isRegularFile(target, java.nio.file.LinkOption.NOFOLLOW_LINKS)
-                && Arrays.equals(Files.readAllBytes(target), bytes)) {
+                && Files.size(target) == e.size()) {
             return;
+        }
+        byte[] bytes = resource(base + e.name());
+        if (bytes.length != e.size() || !hex(sha256(bytes)).equals(e.sha256())) {
+            throw new ShoalException(0, base + e.name() + " in the jar does not match native.index");
         }
         // Written aside then renamed: a process that finds the name finds whole bytes.
         Path tmp = Files.createTempFile(target.getParent(), target.getFileName().toString(), ".tmp");
@@ -172,7 +224,7 @@ public final class NativeLoader {
             Files.write(tmp, bytes);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
+            } catch (AtomicMoveNotSupportedException ex) {
                 Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
             }
         } finally {
