@@ -35,9 +35,8 @@ pub fn pipe() -> Result<(i32, i32)> {
 pub fn dgram_pair() -> Result<(i32, i32)> {
     let mut fds = [0i32; 2];
     // SAFETY: `fds` has room for the two descriptors.
-    check(
-        unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) } as isize,
-    )?;
+    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
+    check(r as isize)?;
     Ok((fds[0], fds[1]))
 }
 
