@@ -73,3 +73,20 @@ impl Check {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Check;
+
+    #[test]
+    fn a_lost_a_repeated_and_an_unread_record_are_counted() {
+        let mut c = Check::new(2);
+        for (id, seq) in [(0, 0), (1, 0), (0, 2), (0, 2), (1, 1)] {
+            assert!(c.see(id, seq));
+        }
+        assert!(!c.see(5, 0), "a writer that is not in the run");
+        // Writer 0 wrote 3 (seq 1 never read), writer 1 wrote 3 (seq 2 never read).
+        c.finish(&[3, 3]);
+        assert_eq!((c.got, c.gaps, c.disorder), (5, 2, 1));
+    }
+}
