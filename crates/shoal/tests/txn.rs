@@ -696,8 +696,10 @@ fn crash_at_every_transaction_fail_point_mixed() {
     crash_at_every_fail_point(3);
 }
 
-/// One crash driver at a time: the recovery point's counter is the process's, armed and
-/// cleared by each driver.
+/// One user of this process's fail points at a time: the recovery point's counter is the
+/// process's, armed and cleared by each crash driver, and `failpoints::setup` (which
+/// [`uid_readers_never_see_half_a_transaction`] calls) removes every fail point configured
+/// so far, a driver's counter included.
 #[cfg(feature = "failpoints")]
 static CRASH_DRIVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -723,11 +725,15 @@ fn crash_at_every_fail_point(kind: usize) {
                     .unwrap();
             }
             // The recovery point is reached by this process recovering a child killed
-            // after its commit: arm it here, then kill the child at `txn.half_applied`.
-            let (child_fp, recover_here) = if name.starts_with("recover.") {
-                ("txn.half_applied:5".to_string(), true)
+            // after its commit: arm it here, before the child runs, so that a recovery
+            // whenever it comes is counted, then kill the child at `txn.half_applied`.
+            let (child_fp, recovered) = if name.starts_with("recover.") {
+                (
+                    "txn.half_applied:5".to_string(),
+                    Some(shoal::failpoints::counter(name).unwrap()),
+                )
             } else {
-                (format!("{name}:{hit}"), false)
+                (format!("{name}:{hit}"), None)
             };
             let out = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
@@ -755,12 +761,16 @@ fn crash_at_every_fail_point(kind: usize) {
                 crashed += 1;
                 reached = true;
             }
-            if recover_here {
+            if let Some(n) = recovered {
                 // A recovery that runs (the first read of a key of the dead transaction
                 // waits 10 ms, then recovers) reaches the point; count it.
-                let n = shoal::failpoints::counter(name).unwrap();
                 let _ = contents(&m);
-                assert!(n.load(Ordering::SeqCst) > 0, "{name}: no recovery ran");
+                assert!(
+                    n.load(Ordering::SeqCst) > 0,
+                    "{name}: no recovery ran (child {}, stderr: {})",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 shoal::failpoints::clear(name);
             }
             let r = s.check().unwrap();
@@ -1101,6 +1111,7 @@ fn transfers_across_variable_and_fixed_maps_keep_the_sum() {
 #[test]
 fn uid_readers_never_see_half_a_transaction() {
     const ME: &str = "uid_readers_never_see_half_a_transaction";
+    let _one = CRASH_DRIVER.lock().unwrap_or_else(|e| e.into_inner());
     let d = tmp();
     let s = store(&d);
     let u = var_map(&s, "u", true);
