@@ -869,3 +869,251 @@ JNIEXPORT void FN(fixedIterClose)(JNIEnv *env, jclass c, jlong h) {
     (void)env, (void)c;
     shoal_fixed_iter_close((shoal_fixed_iter *)(intptr_t)h);
 }
+
+/* ---- queue sets -------------------------------------------------------------------- */
+
+#define QSET(h) ((shoal_queue *)(intptr_t)(h))
+#define E_WORDS 5 /* io.shoal.internal.NativeApi.E_WORDS: data, len, index, from, redelivered */
+
+/* Throws the exception of status st with a message of the shim's own. */
+static void fail_msg(JNIEnv *env, shoal_status st, const char *m) {
+    if ((*env)->ExceptionCheck(env)) return;
+    jbyteArray msg = (*env)->NewByteArray(env, (jsize)strlen(m));
+    if (!msg) return;
+    (*env)->SetByteArrayRegion(env, msg, 0, (jsize)strlen(m), (const jbyte *)m);
+    jobject ex = (*env)->CallStaticObjectMethod(env, g_status, g_exception, (jint)st, msg);
+    if (ex && !(*env)->ExceptionCheck(env)) (*env)->Throw(env, (jthrowable)ex);
+}
+
+static void elem_out(const shoal_element *e, jlong *w) {
+    w[0] = (jlong)(intptr_t)e->data;
+    w[1] = (jlong)e->len;
+    w[2] = (jlong)e->index;
+    w[3] = (jlong)e->from;
+    w[4] = (jlong)e->redelivered;
+}
+
+static void elem_in(const jlong *w, shoal_element *e) {
+    e->data = (uint8_t *)(intptr_t)w[0];
+    e->len = (size_t)w[1];
+    e->index = (uint64_t)w[2];
+    e->from = (uint32_t)w[3];
+    e->redelivered = (uint32_t)w[4];
+}
+
+JNIEXPORT jlong FN(queueOpen)(JNIEnv *env, jclass c, jlong s, jbyteArray name_a, jboolean create,
+                              jlong element_size, jlong elements, jobjectArray queues_a,
+                              jlongArray limits_a, jbyteArray initial_a, jboolean redeliver) {
+    (void)c;
+    shoal_queue_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.element_size = (size_t)element_size;
+    o.elements = (uint64_t)elements;
+    o.redeliver = redeliver ? 1 : 0;
+    jsize n = queues_a ? (*env)->GetArrayLength(env, queues_a) : 0;
+    if (limits_a && (*env)->GetArrayLength(env, limits_a) != n) {
+        fail_msg(env, SHOAL_INVALID, "queue names and limits differ in number");
+        return 0;
+    }
+    /* One allocation for the name pointers, the limits and the names' bytes. */
+    size_t bytes = 0;
+    for (jsize i = 0; i < n; i++) {
+        jbyteArray q = (jbyteArray)(*env)->GetObjectArrayElement(env, queues_a, i);
+        if (!q) {
+            fail_msg(env, SHOAL_NULL_POINTER, "a queue name is null");
+            return 0;
+        }
+        bytes += (size_t)(*env)->GetArrayLength(env, q);
+        (*env)->DeleteLocalRef(env, q);
+    }
+    size_t total = (size_t)n * (sizeof(char *) + sizeof(uint64_t)) + bytes + 1;
+    char *mem = malloc(total);
+    if (!mem) {
+        fail_oom(env);
+        return 0;
+    }
+    const char **names = (const char **)mem;
+    uint64_t *limits = (uint64_t *)(mem + (size_t)n * sizeof(char *));
+    char *text = (char *)(limits + n);
+    for (jsize i = 0; i < n; i++) {
+        jbyteArray q = (jbyteArray)(*env)->GetObjectArrayElement(env, queues_a, i);
+        jsize len = (*env)->GetArrayLength(env, q);
+        (*env)->GetByteArrayRegion(env, q, 0, len, (jbyte *)text);
+        (*env)->DeleteLocalRef(env, q);
+        names[i] = text;
+        text += len;
+    }
+    for (jsize i = 0; i < n; i++) limits[i] = 0;
+    if (limits_a) (*env)->GetLongArrayRegion(env, limits_a, 0, n, (jlong *)limits);
+    o.queues = n ? names : NULL;
+    o.n_queues = (size_t)n;
+    o.limits = n ? limits : NULL;
+    in_t init_b;
+    if (!in_get(env, initial_a, &init_b)) {
+        free(mem);
+        return 0;
+    }
+    o.initial = init_b.null ? NULL : init_b.p;
+    in_t name_b;
+    if (!in_get(env, name_a, &name_b)) {
+        in_free(&init_b);
+        free(mem);
+        return 0;
+    }
+    shoal_queue *q = NULL;
+    shoal_status st = shoal_queue_open((shoal_store *)(intptr_t)s, name_b.null ? NULL : name_b.p,
+                                       create ? &o : NULL, &q);
+    in_free(&name_b);
+    in_free(&init_b);
+    free(mem);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return 0;
+    }
+    return (jlong)(intptr_t)q;
+}
+
+JNIEXPORT void FN(queueClose)(JNIEnv *env, jclass c, jlong h) {
+    (void)env, (void)c;
+    shoal_queue_close(QSET(h));
+}
+
+JNIEXPORT jint FN(queueIndex)(JNIEnv *env, jclass c, jlong h, jbyteArray name_a) {
+    (void)c;
+    IN_STR(name, name_a);
+    uint32_t q = 0;
+    shoal_status st = shoal_queue_index(QSET(h), name, &q);
+    in_free(&name_b);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return 0;
+    }
+    return (jint)q;
+}
+
+JNIEXPORT jboolean FN(queuePull)(JNIEnv *env, jclass c, jlong h, jint q, jlong timeout_ms, jlongArray out_a) {
+    (void)c;
+    shoal_element e;
+    shoal_status st = shoal_queue_pull(QSET(h), (uint32_t)q, (uint64_t)timeout_ms, &e);
+    if (st == SHOAL_EMPTY) return JNI_FALSE;
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return JNI_FALSE;
+    }
+    jlong w[E_WORDS];
+    elem_out(&e, w);
+    (*env)->SetLongArrayRegion(env, out_a, 0, E_WORDS, w);
+    return JNI_TRUE;
+}
+
+JNIEXPORT jint FN(queuePullMany)(JNIEnv *env, jclass c, jlong h, jint q, jint max, jlongArray out_a) {
+    (void)c;
+    if (max <= 0 || (*env)->GetArrayLength(env, out_a) < (jlong)max * E_WORDS) {
+        fail_msg(env, SHOAL_INVALID, "pull_many: no room for the elements");
+        return 0;
+    }
+    shoal_element *es = malloc((size_t)max * sizeof *es);
+    jlong *w = malloc((size_t)max * E_WORDS * sizeof *w);
+    if (!es || !w) {
+        free(es), free(w);
+        fail_oom(env);
+        return 0;
+    }
+    size_t got = 0;
+    shoal_status st = shoal_queue_pull_many(QSET(h), (uint32_t)q, es, (size_t)max, &got);
+    if (st == SHOAL_OK) {
+        for (size_t i = 0; i < got; i++) elem_out(&es[i], w + i * E_WORDS);
+        (*env)->SetLongArrayRegion(env, out_a, 0, (jsize)(got * E_WORDS), w);
+    }
+    free(es), free(w);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return 0;
+    }
+    return (jint)got;
+}
+
+JNIEXPORT void FN(queuePush)(JNIEnv *env, jclass c, jlong h, jint q, jlongArray e_a) {
+    (void)c;
+    jlong w[E_WORDS];
+    (*env)->GetLongArrayRegion(env, e_a, 0, E_WORDS, w);
+    if ((*env)->ExceptionCheck(env)) return;
+    shoal_element e;
+    elem_in(w, &e);
+    shoal_status st = shoal_queue_push(QSET(h), (uint32_t)q, &e);
+    if (st != SHOAL_OK) fail(env, st);
+}
+
+JNIEXPORT void FN(queuePushMany)(JNIEnv *env, jclass c, jlong h, jint q, jlongArray e_a, jint n) {
+    (void)c;
+    if (n <= 0 || (*env)->GetArrayLength(env, e_a) < (jlong)n * E_WORDS) {
+        fail_msg(env, SHOAL_INVALID, "push_many: fewer element words than elements");
+        return;
+    }
+    shoal_element *es = malloc((size_t)n * sizeof *es);
+    jlong *w = malloc((size_t)n * E_WORDS * sizeof *w);
+    if (!es || !w) {
+        free(es), free(w);
+        fail_oom(env);
+        return;
+    }
+    (*env)->GetLongArrayRegion(env, e_a, 0, n * E_WORDS, w);
+    for (jint i = 0; i < n; i++) elem_in(w + (size_t)i * E_WORDS, &es[i]);
+    shoal_status st = shoal_queue_push_many(QSET(h), (uint32_t)q, es, (size_t)n);
+    free(es), free(w);
+    if (st != SHOAL_OK) fail(env, st);
+}
+
+JNIEXPORT void FN(queueRelease)(JNIEnv *env, jclass c, jlong h, jlongArray e_a) {
+    (void)c;
+    jlong w[E_WORDS];
+    (*env)->GetLongArrayRegion(env, e_a, 0, E_WORDS, w);
+    if ((*env)->ExceptionCheck(env)) return;
+    shoal_element e;
+    elem_in(w, &e);
+    shoal_status st = shoal_queue_release(QSET(h), &e);
+    if (st != SHOAL_OK) fail(env, st);
+}
+
+JNIEXPORT jlong FN(queueMove)(JNIEnv *env, jclass c, jlong h, jint from, jint to, jlong max) {
+    (void)c;
+    size_t moved = 0;
+    shoal_status st = shoal_queue_move(QSET(h), (uint32_t)from, (uint32_t)to, (size_t)max, &moved);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return 0;
+    }
+    return (jlong)moved;
+}
+
+JNIEXPORT jlong FN(queueLen)(JNIEnv *env, jclass c, jlong h, jint q) {
+    (void)c;
+    uint64_t n = 0;
+    shoal_status st = shoal_queue_len(QSET(h), (uint32_t)q, &n);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return 0;
+    }
+    return (jlong)n;
+}
+
+JNIEXPORT jlong FN(queueReclaim)(JNIEnv *env, jclass c, jlong h) {
+    (void)c;
+    uint64_t n = 0;
+    shoal_status st = shoal_queue_reclaim(QSET(h), &n);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return 0;
+    }
+    return (jlong)n;
+}
+
+/* A direct buffer over a held element's bytes in place (the memory stays the store's:
+ * the buffer frees nothing). */
+JNIEXPORT jobject FN(directBuffer)(JNIEnv *env, jclass c, jlong address, jlong length) {
+    (void)c;
+    jobject b = (*env)->NewDirectByteBuffer(env, (void *)(intptr_t)address, length);
+    if (!b && !(*env)->ExceptionCheck(env)) fail_msg(env, SHOAL_ERROR, "this JVM does not support direct buffers over native memory");
+    return b;
+}

@@ -5,7 +5,8 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * An open store: one file of named maps shared by every process that opens it. Thread-safe.
+ * An open store: one file of named maps and queue sets shared by every process that opens
+ * it. Thread-safe.
  * Close it when done ({@code try}-with-resources); maps and cells opened from it then
  * refuse further calls with {@link ClosedException}. Their native handles are freed when
  * they are garbage-collected (they keep the file mapped until then), so a map in use by
@@ -241,6 +242,51 @@ public final class ShoalStore implements AutoCloseable {
     public <T> ShoalCell<T> cell(String name, Codec<T> codec, T initial) {
         ShoalMap<byte[], T> m = map(name, Codecs.BYTES, codec);
         return new ShoalCell<>(m, codec, initial);
+    }
+
+    /**
+     * Opens the queue set {@code name}, creating it with {@code options} if there is none
+     * (an existing set keeps its own geometry and queues: {@code options} are not compared
+     * with them). The set's elements take room in the file when it is created.
+     *
+     * @param name the set's name: 1 to 224 bytes of UTF-8, not a map's name
+     * @param options the set's geometry and queues
+     * @return the set
+     * @throws InvalidArgumentException if a map has that name, or an option is out of the
+     *     library's range (a queue name too long, too many queues, ...)
+     * @throws StoreFullException if the store has no room for the set
+     */
+    public ShoalQueueSet queueSet(String name, QueueOptions options) {
+        checkText(name, "queue set name");
+        Objects.requireNonNull(options, "options");
+        synchronized (this) {
+            live();
+            long[] limits = new long[options.limits.size()];
+            for (int i = 0; i < limits.length; i++) {
+                limits[i] = options.limits.get(i);
+            }
+            long q = api.queueOpen(h, name, true, options.elementSize, options.elements,
+                    options.queues.toArray(new String[0]), limits, options.initial, options.redeliver);
+            return new ShoalQueueSet(api, q, this, name);
+        }
+    }
+
+    /**
+     * Opens the existing queue set {@code name}, as another process (in any language)
+     * created it.
+     *
+     * @param name the set's name
+     * @return the set
+     * @throws NotFoundException if there is no such set
+     * @throws InvalidArgumentException if {@code name} is a map
+     */
+    public ShoalQueueSet queueSet(String name) {
+        checkText(name, "queue set name");
+        synchronized (this) {
+            live();
+            long q = api.queueOpen(h, name, false, 0, 0, null, null, null, false);
+            return new ShoalQueueSet(api, q, this, name);
+        }
     }
 
     /**

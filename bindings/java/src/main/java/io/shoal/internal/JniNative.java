@@ -1,5 +1,6 @@
 package io.shoal.internal;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -414,5 +415,117 @@ final class JniNative implements NativeApi {
     @Override
     public void fixedIterClose(long iter) {
         fixedIterClose0(iter);
+    }
+
+    // ---- queue sets --------------------------------------------------------------------
+
+    private static native long queueOpen0(long store, byte[] name, boolean create, long elementSize, long elements,
+            byte[][] queues, long[] limits, byte[] initial, boolean redeliver);
+
+    @Override
+    public long queueOpen(long store, String name, boolean create, long elementSize, long elements, String[] queues,
+            long[] limits, String initial, boolean redeliver) {
+        byte[][] qs = null;
+        if (queues != null) {
+            qs = new byte[queues.length][];
+            for (int i = 0; i < queues.length; i++) {
+                qs[i] = z(queues[i]);
+            }
+        }
+        return queueOpen0(store, z(name), create, elementSize, elements, qs, limits,
+                initial == null ? null : z(initial), redeliver);
+    }
+
+    private static native void queueClose0(long set);
+
+    @Override
+    public void queueClose(long set) {
+        queueClose0(set);
+    }
+
+    private static native int queueIndex0(long set, byte[] name);
+
+    @Override
+    public int queueIndex(long set, String name) {
+        return queueIndex0(set, z(name));
+    }
+
+    private static native boolean queuePull0(long set, int q, long timeoutMs, long[] out);
+
+    @Override
+    public boolean queuePull(long set, int q, long timeoutMs, long[] out) {
+        return queuePull0(set, q, timeoutMs, out);
+    }
+
+    private static native int queuePullMany0(long set, int q, int max, long[] out);
+
+    @Override
+    public int queuePullMany(long set, int q, int max, long[] out) {
+        return queuePullMany0(set, q, max, out);
+    }
+
+    private static native void queuePush0(long set, int q, long[] e);
+
+    @Override
+    public void queuePush(long set, int q, long[] e) {
+        queuePush0(set, q, e);
+    }
+
+    private static native void queuePushMany0(long set, int q, long[] elems, int n);
+
+    @Override
+    public void queuePushMany(long set, int q, long[] elems, int n) {
+        queuePushMany0(set, q, elems, n);
+    }
+
+    private static native void queueRelease0(long set, long[] e);
+
+    @Override
+    public void queueRelease(long set, long[] e) {
+        queueRelease0(set, e);
+    }
+
+    private static native long queueMove0(long set, int from, int to, long max);
+
+    @Override
+    public long queueMove(long set, int from, int to, long max) {
+        return queueMove0(set, from, to, max);
+    }
+
+    private static native long queueLen0(long set, int q);
+
+    @Override
+    public long queueLen(long set, int q) {
+        return queueLen0(set, q);
+    }
+
+    private static native long queueReclaim0(long set);
+
+    @Override
+    public long queueReclaim(long set) {
+        return queueReclaim0(set);
+    }
+
+    private static native ByteBuffer directBuffer0(long address, long length);
+
+    @Override
+    public Region region(long address, int length) {
+        ByteBuffer b = directBuffer0(address, length);
+        return new Region() {
+            @Override
+            public ByteBuffer buffer() {
+                return b;
+            }
+
+            @Override
+            public boolean revocable() {
+                return false;
+            }
+
+            @Override
+            public void revoke() {
+                // A direct buffer made by JNI cannot be revoked; see Element.buffer().
+            }
+        };
     }
 }

@@ -1,5 +1,6 @@
 package io.shoal.internal;
 
+import java.nio.ByteBuffer;
 import java.util.List;
 
 /**
@@ -221,4 +222,105 @@ public interface NativeApi {
 
     /** @param iter an iterator handle to free */
     void fixedIterClose(long iter);
+
+    // ---- queue sets --------------------------------------------------------------------
+
+    /**
+     * Indexes into the words of one element ({@code shoal_element}) in the arrays of the
+     * queue calls: its address in this process, its size, its index in the set, the queue
+     * it was pulled from, and 1 if it was redelivered.
+     */
+    int E_DATA = 0, E_LEN = 1, E_INDEX = 2, E_FROM = 3, E_REDELIVERED = 4, E_WORDS = 5;
+
+    /**
+     * {@code shoal_queue_open}.
+     *
+     * @param store a store handle
+     * @param name the set's name
+     * @param create create the set with these options if it is missing (else: open an
+     *     existing one, {@link io.shoal.NotFoundException} if there is none)
+     * @param elementSize bytes per element
+     * @param elements elements in the set
+     * @param queues the names of the queues besides {@code free}
+     * @param limits the depth limit of each of {@code queues} (0: none)
+     * @param initial the queue elements start in, or null for {@code free}
+     * @param redeliver a dead holder's elements go back to the queue they came from
+     * @return a queue set handle
+     */
+    long queueOpen(long store, String name, boolean create, long elementSize, long elements, String[] queues,
+            long[] limits, String initial, boolean redeliver);
+
+    /** @param set a queue set handle to free */
+    void queueClose(long set);
+
+    /** @param set a queue set @param name a queue's name @return its index */
+    int queueIndex(long set, String name);
+
+    /**
+     * {@code shoal_queue_pull}.
+     *
+     * @param set a queue set
+     * @param q a queue index
+     * @param timeoutMs how long to wait for a push if the queue is empty (0: not at all)
+     * @param out receives the element's {@link #E_WORDS} words
+     * @return false if no element came
+     */
+    boolean queuePull(long set, int q, long timeoutMs, long[] out);
+
+    /**
+     * {@code shoal_queue_pull_many}.
+     *
+     * @param set a queue set
+     * @param q a queue index
+     * @param max at most this many, and {@code out} has room for their words
+     * @param out receives {@link #E_WORDS} words per element
+     * @return how many were pulled
+     */
+    int queuePullMany(long set, int q, int max, long[] out);
+
+    /** @param set a queue set @param q a queue index @param e an element's words */
+    void queuePush(long set, int q, long[] e);
+
+    /** @param set a queue set @param q a queue index @param elems n elements' words @param n how many */
+    void queuePushMany(long set, int q, long[] elems, int n);
+
+    /** @param set a queue set @param e the words of an element to give back where it came from */
+    void queueRelease(long set, long[] e);
+
+    /** @param set a queue set @param from a queue @param to another @param max at most this many @return how many moved */
+    long queueMove(long set, int from, int to, long max);
+
+    /** @param set a queue set @param q a queue index @return its length */
+    long queueLen(long set, int q);
+
+    /** @param set a queue set @return how many elements of dead holders went back */
+    long queueReclaim(long set);
+
+    /**
+     * Views of an element's bytes in place.
+     *
+     * @param address the element's first byte in this process
+     * @param length its size
+     * @return the views
+     */
+    Region region(long address, int length);
+
+    /** The bytes of a held element, seen from Java with no copy. */
+    interface Region {
+        /** @return a direct buffer over the bytes (the same one each time) */
+        ByteBuffer buffer();
+
+        /**
+         * @return whether {@link #revoke} makes the buffers unusable (FFM: they belong to an
+         *     arena it closes); JNI cannot revoke a direct buffer
+         */
+        boolean revocable();
+
+        /**
+         * Makes every buffer and segment over the bytes throw on use, if {@link #revocable}.
+         *
+         * @throws IllegalStateException if another thread is using them right now
+         */
+        void revoke();
+    }
 }

@@ -7,6 +7,7 @@ import io.shoal.NoSpaceException;
 import io.shoal.NotAStoreException;
 import io.shoal.NotFoundException;
 import io.shoal.PermissionDeniedException;
+import io.shoal.QueueFullException;
 import io.shoal.ReadOnlyException;
 import io.shoal.ShoalException;
 import io.shoal.ShoalIOException;
@@ -65,6 +66,10 @@ public final class Status {
     public static final int STALE_UID = 19;
     /** {@code SHOAL_READ_ONLY}. */
     public static final int READ_ONLY = 20;
+    /** {@code SHOAL_EMPTY}. */
+    public static final int EMPTY = 21;
+    /** {@code SHOAL_QUEUE_FULL}. */
+    public static final int QUEUE_FULL = 22;
 
     /**
      * {@link #exception} with the message as UTF-8 bytes: what the JNI shim calls from C
@@ -105,6 +110,7 @@ public final class Status {
             case IO: return new ShoalIOException(status, m);
             case STALE_UID: return new StaleUidException(status, m);
             case READ_ONLY: return new ReadOnlyException(status, m);
+            case QUEUE_FULL: return new QueueFullException(status, m);
             default: return new ShoalException(status, m);
         }
     }

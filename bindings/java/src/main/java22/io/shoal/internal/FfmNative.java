@@ -15,6 +15,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -207,6 +208,39 @@ final class FfmNative implements NativeApi {
     }
     private static final class FIXED_ITER_CLOSE {
         static final MethodHandle H = mh("shoal_fixed_iter_close", I, J);
+    }
+    private static final class QUEUE_OPEN {
+        static final MethodHandle H = mh("shoal_queue_open", I, J, A, A, A);
+    }
+    private static final class QUEUE_CLOSE {
+        static final MethodHandle H = mh("shoal_queue_close", I, J);
+    }
+    private static final class QUEUE_INDEX {
+        static final MethodHandle H = mh("shoal_queue_index", I, J, A, A);
+    }
+    private static final class QUEUE_PULL {
+        static final MethodHandle H = mh("shoal_queue_pull", I, J, I, J, A);
+    }
+    private static final class QUEUE_PULL_MANY {
+        static final MethodHandle H = mh("shoal_queue_pull_many", I, J, I, A, J, A);
+    }
+    private static final class QUEUE_PUSH {
+        static final MethodHandle H = mh("shoal_queue_push", I, J, I, A);
+    }
+    private static final class QUEUE_PUSH_MANY {
+        static final MethodHandle H = mh("shoal_queue_push_many", I, J, I, A, J);
+    }
+    private static final class QUEUE_RELEASE {
+        static final MethodHandle H = mh("shoal_queue_release", I, J, A);
+    }
+    private static final class QUEUE_MOVE {
+        static final MethodHandle H = mh("shoal_queue_move", I, J, I, I, J, A);
+    }
+    private static final class QUEUE_LEN {
+        static final MethodHandle H = mh("shoal_queue_len", I, J, I, A);
+    }
+    private static final class QUEUE_RECLAIM {
+        static final MethodHandle H = mh("shoal_queue_reclaim", I, J, A);
     }
 
     // Callbacks: one upcall stub each for the life of the process. They run on the calling
@@ -1192,5 +1226,248 @@ final class FfmNative implements NativeApi {
         } catch (Throwable t) {
             throw wrap(t);
         }
+    }
+
+    // ---- queue sets --------------------------------------------------------------------
+
+    // shoal_element: u8 *data; size_t len; u64 index; u32 from, redelivered: 32 bytes.
+    private static final long ELEMENT = 32;
+
+    private static void elementOut(MemorySegment s, long off, long[] w, int woff) {
+        w[woff + E_DATA] = s.get(JAVA_LONG, off);
+        w[woff + E_LEN] = s.get(JAVA_LONG, off + 8);
+        w[woff + E_INDEX] = s.get(JAVA_LONG, off + 16);
+        w[woff + E_FROM] = Integer.toUnsignedLong(s.get(JAVA_INT, off + 24));
+        w[woff + E_REDELIVERED] = s.get(JAVA_INT, off + 28);
+    }
+
+    private static void elementIn(long[] w, int woff, MemorySegment s, long off) {
+        s.set(JAVA_LONG, off, w[woff + E_DATA]);
+        s.set(JAVA_LONG, off + 8, w[woff + E_LEN]);
+        s.set(JAVA_LONG, off + 16, w[woff + E_INDEX]);
+        s.set(JAVA_INT, off + 24, (int) w[woff + E_FROM]);
+        s.set(JAVA_INT, off + 28, (int) w[woff + E_REDELIVERED]);
+    }
+
+    @Override
+    public long queueOpen(long store, String name, boolean create, long elementSize, long elements, String[] queues,
+            long[] limits, String initial, boolean redeliver) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment opts = MemorySegment.NULL;
+            if (create) {
+                // shoal_queue_options: size_t struct_size, element_size; u64 elements;
+                // const char *const *queues; size_t n_queues; const u64 *limits;
+                // const char *initial; u32 redeliver (+ 4 bytes of padding).
+                int n = queues == null ? 0 : queues.length;
+                opts = arena.allocate(64, 8);
+                opts.set(JAVA_LONG, 0, 64);
+                opts.set(JAVA_LONG, 8, elementSize);
+                opts.set(JAVA_LONG, 16, elements);
+                if (n > 0) {
+                    MemorySegment names = arena.allocate(8L * n, 8);
+                    MemorySegment lims = arena.allocate(8L * n, 8);
+                    for (int i = 0; i < n; i++) {
+                        names.set(ADDRESS, 8L * i, cstr(arena, queues[i]));
+                        lims.set(JAVA_LONG, 8L * i, limits == null ? 0 : limits[i]);
+                    }
+                    opts.set(ADDRESS, 24, names);
+                    opts.set(ADDRESS, 40, lims);
+                }
+                opts.set(JAVA_LONG, 32, n);
+                opts.set(ADDRESS, 48, initial == null ? MemorySegment.NULL : cstr(arena, initial));
+                opts.set(JAVA_INT, 56, redeliver ? 1 : 0);
+            }
+            MemorySegment out = arena.allocate(J);
+            int st = (int) QUEUE_OPEN.H.invokeExact(store, cstr(arena, name), opts, out);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return out.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public void queueClose(long set) {
+        try {
+            int st = (int) QUEUE_CLOSE.H.invokeExact(set);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public int queueIndex(long set, String name) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(J);
+            int st = (int) QUEUE_INDEX.H.invokeExact(set, cstr(arena, name), out);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return out.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public boolean queuePull(long set, int q, long timeoutMs, long[] out) {
+        MemorySegment w = SCRATCH.get().w;
+        try {
+            int st = (int) QUEUE_PULL.H.invokeExact(set, q, timeoutMs, w);
+            if (st == Status.EMPTY) {
+                return false;
+            }
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            elementOut(w, 0, out, 0);
+            return true;
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public int queuePullMany(long set, int q, int max, long[] out) {
+        Scratch s = SCRATCH.get();
+        try {
+            MemorySegment es = s.out(ELEMENT * max);
+            int st = (int) QUEUE_PULL_MANY.H.invokeExact(set, q, es, (long) max, s.w);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            int got = (int) s.w.get(JAVA_LONG, 0);
+            for (int i = 0; i < got; i++) {
+                elementOut(es, ELEMENT * i, out, i * E_WORDS);
+            }
+            return got;
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public void queuePush(long set, int q, long[] e) {
+        MemorySegment w = SCRATCH.get().w;
+        try {
+            elementIn(e, 0, w, 0);
+            int st = (int) QUEUE_PUSH.H.invokeExact(set, q, w);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public void queuePushMany(long set, int q, long[] elems, int n) {
+        Scratch s = SCRATCH.get();
+        try {
+            MemorySegment es = s.out(ELEMENT * n);
+            for (int i = 0; i < n; i++) {
+                elementIn(elems, i * E_WORDS, es, ELEMENT * i);
+            }
+            int st = (int) QUEUE_PUSH_MANY.H.invokeExact(set, q, es, (long) n);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public void queueRelease(long set, long[] e) {
+        MemorySegment w = SCRATCH.get().w;
+        try {
+            elementIn(e, 0, w, 0);
+            int st = (int) QUEUE_RELEASE.H.invokeExact(set, w);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public long queueMove(long set, int from, int to, long max) {
+        MemorySegment w = SCRATCH.get().w;
+        try {
+            int st = (int) QUEUE_MOVE.H.invokeExact(set, from, to, max, w);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return w.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public long queueLen(long set, int q) {
+        MemorySegment w = SCRATCH.get().w;
+        try {
+            int st = (int) QUEUE_LEN.H.invokeExact(set, q, w);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return w.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public long queueReclaim(long set) {
+        MemorySegment w = SCRATCH.get().w;
+        try {
+            int st = (int) QUEUE_RECLAIM.H.invokeExact(set, w);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return w.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    /**
+     * An element's bytes as a segment of an arena of its own, closed when the element is
+     * pushed or given back: every buffer and segment over them then throws instead of
+     * reaching bytes another holder owns. Shared, because an element may pass between
+     * threads; made only when the bytes are first asked for, because closing a shared
+     * arena costs a handshake with every thread of the JVM.
+     */
+    private static final class FfmRegion implements Region {
+        private final Arena arena = Arena.ofShared();
+        private final ByteBuffer buffer;
+
+        FfmRegion(long address, int length) {
+            buffer = MemorySegment.ofAddress(address).reinterpret(length, arena, null).asByteBuffer();
+        }
+
+        @Override
+        public ByteBuffer buffer() {
+            return buffer;
+        }
+
+        @Override
+        public boolean revocable() {
+            return true;
+        }
+
+        @Override
+        public void revoke() {
+            arena.close();
+        }
+    }
+
+    @Override
+    public Region region(long address, int length) {
+        return new FfmRegion(address, length);
     }
 }
