@@ -5,7 +5,12 @@
  *                       map "c_typed", which records utf8 keys and i64 values ("t0".."t4":
  *                       i * 1000 - 1);
  *   interop read PATH   checks what Java wrote: map "j_str_int" {"a": 1, "é": -2} and the
- *                       cell "j_cell" (the empty key) holding 42.
+ *                       cell "j_cell" (the empty key) holding 42;
+ *   interop queue PATH  passes elements of the queue set "jq" back to Java: pulls the three
+ *                       Java pushed to "to_other" (waiting for each), checks they start
+ *                       "java0000".."java0002" in that order, writes "cccc" over their
+ *                       first four bytes and pushes them to "to_java"; then pulls one from
+ *                       "free", writes "from-c" in it and pushes it to "to_java".
  * Exits 0 when all is as expected, 1 with a message otherwise.
  */
 #include <stdint.h>
@@ -43,7 +48,7 @@ static int expect(shoal_map *m, const char *key, int64_t want) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: interop write|read PATH\n");
+        fprintf(stderr, "usage: interop write|read|queue PATH\n");
         return 2;
     }
     shoal_store *s = NULL;
@@ -80,6 +85,31 @@ int main(int argc, char **argv) {
         int64_t r = 0;
         if ((st = shoal_fixed_add(f, "counter1", 8, 77, &r)) != SHOAL_OK) return fail("add", st);
         shoal_fixed_close(f);
+    } else if (strcmp(argv[1], "queue") == 0) {
+        shoal_queue *qs = NULL;
+        if ((st = shoal_queue_open(s, "jq", NULL, &qs)) != SHOAL_OK) return fail("jq", st);
+        uint32_t freeq, other, java;
+        if ((st = shoal_queue_index(qs, "free", &freeq)) != SHOAL_OK) return fail("free", st);
+        if ((st = shoal_queue_index(qs, "to_other", &other)) != SHOAL_OK) return fail("to_other", st);
+        if ((st = shoal_queue_index(qs, "to_java", &java)) != SHOAL_OK) return fail("to_java", st);
+        for (int i = 0; i < 3; i++) {
+            shoal_element e;
+            if ((st = shoal_queue_pull(qs, other, 30000, &e)) != SHOAL_OK) return fail("pull to_other", st);
+            char want[16];
+            snprintf(want, sizeof want, "java%04d", i);
+            if (e.len < 8 || memcmp(e.data, want, 8) != 0) {
+                fprintf(stderr, "element %llu: expected %s, got %.8s\n", (unsigned long long)e.index, want,
+                        (const char *)e.data);
+                return 1;
+            }
+            memcpy(e.data, "cccc", 4);
+            if ((st = shoal_queue_push(qs, java, &e)) != SHOAL_OK) return fail("push to_java", st);
+        }
+        shoal_element e;
+        if ((st = shoal_queue_pull(qs, freeq, 0, &e)) != SHOAL_OK) return fail("pull free", st);
+        memcpy(e.data, "from-c", 6);
+        if ((st = shoal_queue_push(qs, java, &e)) != SHOAL_OK) return fail("push to_java", st);
+        shoal_queue_close(qs);
     } else {
         shoal_map *m = NULL;
         if ((st = shoal_map_open(s, "j_str_int", 0, NULL, &m)) != SHOAL_OK) return fail("j_str_int", st);

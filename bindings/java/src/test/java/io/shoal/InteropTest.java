@@ -130,4 +130,72 @@ class InteropTest {
             assertThrows(InvalidArgumentException.class, () -> s.map("c_typed", Codecs.STRING, Codecs.STRING));
         }
     }
+
+    /** Java's side of the queue passes: three elements out, four back (see interop.c "queue"). */
+    private static ShoalQueueSet sendThree(ShoalStore s) {
+        ShoalQueueSet qs = s.queueSet("jq", QueueOptions.of(32, 6).queue("to_other").queue("to_java"));
+        int free = qs.queue("free"), other = qs.queue("to_other");
+        for (int i = 0; i < 3; i++) {
+            Element e = qs.pull(free);
+            e.buffer().put(String.format("java%04d", i).getBytes(StandardCharsets.US_ASCII));
+            qs.push(other, e);
+        }
+        return qs;
+    }
+
+    private static void expectBack(ShoalQueueSet qs, String mark, String fresh) {
+        int free = qs.queue("free"), java = qs.queue("to_java");
+        assertEquals(0, qs.len(qs.queue("to_other")));
+        assertEquals(4, qs.len(java));
+        for (int i = 0; i < 3; i++) {
+            try (Element e = qs.pull(java)) {
+                byte[] b = new byte[8];
+                e.buffer().get(b);
+                assertEquals(String.format("%s%04d", mark, i), new String(b, StandardCharsets.US_ASCII));
+                qs.push(free, e);
+            }
+        }
+        try (Element e = qs.pull(java)) {
+            byte[] b = new byte[fresh.length()];
+            e.buffer().get(b);
+            assertEquals(fresh, new String(b, StandardCharsets.US_ASCII));
+            qs.push(free, e);
+        }
+        assertEquals(6, qs.len(free));
+    }
+
+    @Test
+    void queueElementsPassBetweenJavaAndPython(@TempDir Path dir) throws Exception {
+        String python = tool("shoal.test.python");
+        Path file = dir.resolve("pyq.shoal");
+        try (ShoalStore s = Shoal.open(file); ShoalQueueSet qs = sendThree(s)) {
+            String script = String.join("\n",
+                    "import shoal, sys",
+                    "s = shoal.open(sys.argv[1], create=False)",
+                    "qs = s.queues('jq')",
+                    "free, other, java = qs.queue('free'), qs.queue('to_other'), qs.queue('to_java')",
+                    "for i in range(3):",
+                    "    e = qs.pull_wait(other, 30)",
+                    "    assert bytes(e.data[0:8]) == b'java%04d' % i, bytes(e.data[0:8])",
+                    "    e.data[0:4] = b'pyth'",
+                    "    qs.push(java, e)",
+                    "e = qs.pull(free)",
+                    "e.data[0:7] = b'from-py'",
+                    "qs.push(java, e)",
+                    "s.close()",
+                    "print('ok')");
+            assertTrue(run(List.of(python, "-c", script, file.toString())).contains("ok"));
+            expectBack(qs, "pyth", "from-py");
+        }
+    }
+
+    @Test
+    void queueElementsPassBetweenJavaAndC(@TempDir Path dir) throws Exception {
+        String prog = tool("shoal.test.cprog");
+        Path file = dir.resolve("cq.shoal");
+        try (ShoalStore s = Shoal.open(file); ShoalQueueSet qs = sendThree(s)) {
+            assertTrue(run(List.of(prog, "queue", file.toString())).contains("ok"));
+            expectBack(qs, "cccc", "from-c");
+        }
+    }
 }
