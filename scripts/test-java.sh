@@ -4,7 +4,8 @@
 # from the jar on JDK 17 (the JNI path) and on JDK 22+ (the FFM path) - the randomized
 # comparison with ConcurrentHashMap, the multi-JVM kill test, the interop test with
 # Python (the binding in bindings/python/.venv, installed here if missing) and C (a program
-# compiled here) - then uses the jar from a clean project with no JVM flags on both JDKs.
+# compiled here), the queue sets' tests (QueueTest, QueueMultiProcessTest) - then uses the
+# jar from a clean project with no JVM flags on both JDKs.
 #
 #   bash scripts/test-java.sh [extra mvn args, e.g. -Dshoal.test.seed=123]
 #
@@ -111,7 +112,8 @@ out=$(XDG_CACHE_HOME="$SCRATCH/cache" "$JDK25/bin/java" -cp "$JAR:$SCRATCH/class
 case "$out" in ok\ *) ;; *) cat "$SCRATCH/err" >&2; exit 1 ;; esac
 [ "$(stat -c %s "$cached")" = "$size" ] || { echo "the cut library was not rewritten" >&2; exit 1; }
 echo "a cut library in the cache was rewritten: $out"
-# The Java 22+ part of the API (SegmentCodec, in META-INF/versions/22) from javac --release 22.
+# The Java 22+ part of the API (SegmentCodec and Element.segment(), in META-INF/versions/22)
+# from javac --release 22.
 cat > "$SCRATCH/Seg.java" <<'JAVA'
 import io.shoal.*;
 import java.lang.foreign.MemorySegment;
@@ -124,6 +126,26 @@ public class Seg {
             m.put(MemorySegment.ofArray(new byte[] {1, 2}), MemorySegment.ofArray(new byte[] {3}));
             byte[] v = m.get(MemorySegment.ofArray(new byte[] {1, 2})).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
             if (v.length != 1 || v[0] != 3) throw new AssertionError();
+            // A queue element's bytes as a segment (Element.segment(), Java 22+ only):
+            // written in place, seen by the next holder, unusable once pushed.
+            try (ShoalQueueSet qs = store.queueSet("q", QueueOptions.of(16, 2).queue("work"))) {
+                int free = qs.queue("free"), work = qs.queue("work");
+                Element e = qs.pull(free);
+                MemorySegment seg = e.segment();
+                if (seg.byteSize() != 16) throw new AssertionError(seg);
+                seg.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, 0x1234_5678_9abcL);
+                qs.push(work, e);
+                try {
+                    seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
+                    throw new AssertionError("a pushed element's segment still works");
+                } catch (IllegalStateException expected) {
+                    // revoked at the push
+                }
+                try (Element got = qs.pull(work)) {
+                    long x = got.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                    if (x != 0x1234_5678_9abcL) throw new AssertionError(Long.toHexString(x));
+                }
+            }
             System.out.println("ok segments");
         } finally {
             Shoal.remove(name);

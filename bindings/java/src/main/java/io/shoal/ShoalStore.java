@@ -6,11 +6,10 @@ import java.util.Objects;
 
 /**
  * An open store: one file of named maps and queue sets shared by every process that opens
- * it. Thread-safe.
- * Close it when done ({@code try}-with-resources); maps and cells opened from it then
- * refuse further calls with {@link ClosedException}. Their native handles are freed when
- * they are garbage-collected (they keep the file mapped until then), so a map in use by
- * another thread while the store closes is never freed under it.
+ * it. Thread-safe. Close it when done ({@code try}-with-resources); maps, cells and queue
+ * sets opened from it then refuse further calls with {@link ClosedException}. Their native
+ * handles are freed when they are garbage-collected (they keep the file mapped until
+ * then), so a map in use by another thread while the store closes is never freed under it.
  */
 public final class ShoalStore implements AutoCloseable {
     private static final int KIND_VARIABLE = 1;
