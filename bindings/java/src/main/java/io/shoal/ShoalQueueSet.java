@@ -213,7 +213,7 @@ public final class ShoalQueueSet implements AutoCloseable {
         }
         long ms;
         try {
-            ms = timeout.toMillis() + (timeout.toNanosPart() % 1_000_000 == 0 ? 0 : 1);
+            ms = Math.addExact(timeout.toMillis(), timeout.toNanosPart() % 1_000_000 == 0 ? 0 : 1);
         } catch (ArithmeticException e) {
             ms = Long.MAX_VALUE;
         }
