@@ -647,10 +647,8 @@ mod ops {
         if form.dups() {
             return w.put(&k, v, PutMode::Insert);
         }
-        // Whether the key was new: the tree says whether it wrote, not whether it added.
-        let had = w.tree_has(&k);
         w.put(&k, v, PutMode::Upsert)?;
-        Ok(!had)
+        Ok(w.tree.last_put_added())
     }
 
     pub(super) fn put_if_absent(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {

@@ -692,8 +692,9 @@ impl<'a> Write<'a> {
         } = f;
         let mut pool = pages.pool;
         let sh = pool.tx.sh;
-        for (off, buf) in &written {
-            write_page(sh, *off, buf);
+        for (off, buf) in written {
+            write_page(sh, off, &buf);
+            buf.recycle();
         }
         for p in replaced {
             pool.free(p);
@@ -718,19 +719,19 @@ impl<'a> Write<'a> {
         self.tree.get(key)
     }
 
-    /// Whether `key` has an entry, as this transaction sees it (its value not read).
-    pub fn tree_has(&self, key: &[u8]) -> bool {
-        self.tree.has(key)
-    }
-
     /// The first entry at or after `key` as this transaction sees it.
     pub fn first_ge(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.tree.first_ge(key)
     }
 }
 
+/// Writes a whole page: page-aligned, so every word is the page's own and is stored
+/// whole, with none of the edge merges of a write at any offset (the commit's hot loop).
 fn write_page(sh: &Shared, off: u64, p: &PageBuf) {
-    sh.r.write_bytes(off, p.bytes());
+    let dst = sh.r.words(off, PAGE_BYTES as usize / 8);
+    for (w, b) in dst.iter().zip(p.bytes().chunks_exact(8)) {
+        w.store(u64::from_le_bytes(b.try_into().expect("8 bytes")), Relaxed);
+    }
 }
 
 /// Starts one write transaction on each map of `maps` (of one store), taking their writer

@@ -184,7 +184,27 @@ impl PageRead for PageBuf {
         u64::from_le_bytes(self.b[at..at + 8].try_into().unwrap())
     }
     fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> Ordering {
-        self.b[at..at + len].cmp(key)
+        let a = &self.b[at..at + len];
+        let n = len.min(key.len());
+        let mut i = 0;
+        // Eight bytes at a time as big-endian integers, as the file's pages compare: keys
+        // that share their heads make every compare of a search reach here, and a call to
+        // `memcmp` for a 16-byte key costs more than the compare itself.
+        while i + 8 <= n {
+            let x = u64::from_be_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+            let y = u64::from_be_bytes(key[i..i + 8].try_into().expect("8 bytes"));
+            if x != y {
+                return x.cmp(&y);
+            }
+            i += 8;
+        }
+        while i < n {
+            if a[i] != key[i] {
+                return a[i].cmp(&key[i]);
+            }
+            i += 1;
+        }
+        len.cmp(&key.len())
     }
     fn copy_out(&self, at: usize, dst: &mut [u8]) {
         dst.copy_from_slice(&self.b[at..at + dst.len()]);
@@ -195,21 +215,50 @@ impl PageRead for PageBuf {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Full;
 
+/// Buffers a thread keeps for its next pages at most (16 MiB).
+const SPARE_MAX: usize = 4096;
+
+thread_local! {
+    /// Page buffers that committed transactions of this thread no longer use. A
+    /// transaction of a thousand puts copies as many pages: handing them back to the heap
+    /// at each commit returns its top to the kernel, and the next transaction pays a page
+    /// fault per buffer to get them back.
+    static SPARE: std::cell::RefCell<Vec<Box<[u8; PAGE]>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A page buffer, its bytes unspecified (a spare one if the thread has one).
+fn buffer() -> Box<[u8; PAGE]> {
+    SPARE
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| Box::new([0u8; PAGE]))
+}
+
 impl PageBuf {
     /// An empty page of `kind`.
     pub fn new(kind: u16) -> PageBuf {
-        let mut p = PageBuf {
-            b: Box::new([0u8; PAGE]),
-        };
+        let mut b = buffer();
+        b.fill(0);
+        let mut p = PageBuf { b };
         p.put16(0, kind);
         p.set_heap_lo(PAGE);
         p
     }
 
-    /// A page copied from `bytes` (which must be a page).
-    pub fn from_bytes(bytes: &[u8]) -> PageBuf {
-        let mut b = Box::new([0u8; PAGE]);
-        b.copy_from_slice(bytes);
+    /// Hands the page's buffer to the thread's next pages.
+    pub fn recycle(self) {
+        SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_MAX {
+                s.push(self.b);
+            }
+        });
+    }
+
+    /// A copy of page `p`, read straight into the new buffer (no staging copy).
+    pub fn copy_of(p: &impl PageRead) -> PageBuf {
+        let mut b = buffer();
+        p.copy_out(0, &mut b[..]);
         PageBuf { b }
     }
 
@@ -287,16 +336,24 @@ impl PageBuf {
 
     /// Rewrites the heap with no dead bytes, entries in slot order.
     pub fn compact(&mut self) {
-        let old = self.b.clone();
-        let oldp = PageBuf { b: old };
-        let n = self.n();
+        // The old heap on the stack: a copy of the page costs less than a buffer from the
+        // heap, and compaction comes with most edits of a full page.
+        let old: [u8; PAGE] = *self.b;
+        let (n, leaf) = (self.n(), self.kind() == LEAF);
         let mut lo = PAGE;
         for i in 0..n {
             let s = HDR + SLOT * i;
-            let off = oldp.u16_at(s) as usize;
-            let len = oldp.entry_len(i);
+            let off = self.u16_at(s) as usize;
+            let klen = self.u16_at(s + 2) as usize;
+            // The entry's length from the old heap: the new one is being written over it.
+            let len = if leaf {
+                let w = u32::from_le_bytes(old[off..off + 4].try_into().expect("4 bytes"));
+                4 + klen + (w & !OUT_OF_LINE) as usize
+            } else {
+                klen + 16
+            };
             lo -= len;
-            self.b[lo..lo + len].copy_from_slice(&oldp.b[off..off + len]);
+            self.b[lo..lo + len].copy_from_slice(&old[off..off + len]);
             self.put16(s, lo as u16);
         }
         self.set_heap_lo(lo);

@@ -11,7 +11,37 @@
 use super::overflow;
 use super::page::{PageBuf, PageRead, BRANCH, LEAF};
 use crate::error::Result;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for page offsets: the transaction's maps are keyed by them, looked up on every
+/// step of every put, and SipHash (the standard maps' default, built against crafted keys
+/// that a writer's own page offsets cannot be) costs more than the lookup around it.
+#[derive(Default, Clone, Copy)]
+pub struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        // Offsets are multiples of a page: the page number (`>> 12`) carries the entropy.
+        // A multiply spreads it to the high bits (the table's tags), and the fold brings
+        // them back to the low ones (its bucket index).
+        let h = (self.0 ^ (self.0 >> 12)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^ (h >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
+/// A map keyed by page offset.
+pub type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<PageHasher>>;
+/// A set of page offsets.
+pub type HashSet<K> = StdHashSet<K, BuildHasherDefault<PageHasher>>;
 
 /// The offset of no page (an empty tree's root).
 pub const NO_PAGE: u64 = 0;
@@ -112,6 +142,8 @@ pub struct WriteTxn<S: Pages> {
     saves: Vec<Savepoint<S::Mark>>,
     /// An append is under way: full pages on the right edge split at their end.
     appending: bool,
+    /// The last put added a key (rather than replaced a value or wrote nothing).
+    added: bool,
     /// Overflow pages this transaction wrote and then dropped while a savepoint was open:
     /// not handed back to the pool until no savepoint is, because their bytes are in the
     /// file, where a rollback could not restore them if they were written over.
@@ -141,13 +173,14 @@ impl<S: Pages> WriteTxn<S> {
         WriteTxn {
             store,
             root,
-            own: HashMap::new(),
+            own: HashMap::default(),
             replaced: Vec::new(),
-            direct: HashSet::new(),
+            direct: HashSet::default(),
             dropped_values: Vec::new(),
             saves: Vec::new(),
             deferred: Vec::new(),
             appending: false,
+            added: false,
         }
     }
 
@@ -189,7 +222,7 @@ impl<S: Pages> WriteTxn<S> {
             replaced: self.replaced.len(),
             deferred: self.deferred.len(),
             direct: self.direct.clone(),
-            undo: HashMap::new(),
+            undo: HashMap::default(),
             mark: self.store.mark(),
         };
         self.saves.push(sp);
@@ -268,7 +301,9 @@ impl<S: Pages> WriteTxn<S> {
     /// transaction that empties pages reuses them for the next ones it copies.
     fn drop_own(&mut self, off: u64) {
         self.touch(off);
-        self.own.remove(&off);
+        if let Some(p) = self.own.remove(&off) {
+            p.recycle();
+        }
         self.store.recycle(off);
     }
 
@@ -284,12 +319,7 @@ impl<S: Pages> WriteTxn<S> {
         if self.own.contains_key(&off) {
             return Ok(off);
         }
-        let copy = {
-            let v = self.store.page(off);
-            let mut b = vec![0u8; super::page::PAGE];
-            v.copy_out(0, &mut b);
-            PageBuf::from_bytes(&b)
-        };
+        let copy = PageBuf::copy_of(&self.store.page(off));
         let kind = if level == 0 { LEAF } else { BRANCH };
         if let Err(what) = copy.validate(kind) {
             return Err(self.store.corrupt(format!("page {off:#x}: {what}")));
@@ -404,6 +434,7 @@ impl<S: Pages> WriteTxn<S> {
     /// Puts `key` → `value` as `mode` says; returns whether it wrote. An error (no page
     /// to allocate) leaves the transaction in no defined state: it must be dropped.
     pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
+        self.added = false;
         if !overflow::goes_out_of_line(key.len(), value.len()) {
             return self.put_as(key, value, false, mode);
         }
@@ -416,6 +447,12 @@ impl<S: Pages> WriteTxn<S> {
         self.direct.extend(pages);
         let r = overflow::reference(first, value.len() as u64);
         self.put_as(key, &r, true, mode)
+    }
+
+    /// Whether the last [`WriteTxn::put`] added its key (false: it replaced a value, or
+    /// wrote nothing): an upsert that must say so needs no search of its own before it.
+    pub fn last_put_added(&self) -> bool {
+        self.added
     }
 
     /// Whether `key` has an entry (its value not read).
@@ -443,11 +480,13 @@ impl<S: Pages> WriteTxn<S> {
                 depth: 0,
                 count: 1,
             };
+            self.added = true;
             return Ok(true);
         }
         let root = self.own(self.root.page, self.root.depth)?;
         let (wrote, added, split) = self.put_at(root, self.root.depth, key, (value, out), mode)?;
         self.root.page = root;
+        self.added = added;
         if added {
             self.root.count += 1;
         }
@@ -641,6 +680,7 @@ fn put_in_leaf(p: &mut PageBuf, key: &[u8], (value, out): (&[u8], bool)) {
 pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
+    use std::collections::{HashMap, HashSet};
 
     /// Pages in a hash map: committed ones shared, as the file would be.
     pub(crate) struct Mem<'a> {
@@ -845,6 +885,7 @@ pub(crate) mod tests {
                     match (r >> 60) % 8 {
                         0..=3 => {
                             assert!(t.put(&key, &val, PutMode::Upsert).unwrap());
+                            assert_eq!(t.last_put_added(), !m.contains_key(&key));
                             m.insert(key, val);
                         }
                         4 => {
