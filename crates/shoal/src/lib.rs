@@ -55,7 +55,10 @@ mod txn;
 pub use api::batch::Batch;
 pub use api::fixed::{FixedIter, FixedMap, FixedOptions, FixedStats};
 pub use api::kv::KvMap;
-pub use api::log::{FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats, Record};
+pub use api::log::{
+    FullPolicy, Log, LogOptions, LogReader, LogStats, ReaderStats, Record, RecordBatch,
+    RecordBatchIter, RecordFields, RecordRef,
+};
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::ordered::{
     MultiWriteTxn, Nestable, Nested, OrderedCursor, OrderedIter, OrderedMap, OrderedOptions,

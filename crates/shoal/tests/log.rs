@@ -369,20 +369,41 @@ fn writer_processes_records_are_read_exactly_once_in_order_per_writer() {
     let mut next = vec![0u64; WRITERS as usize];
     let mut seq = 0;
     let start = Instant::now();
+    let mut batch = shoal::RecordBatch::new();
+    let mut rounds = 0u64;
     while seq < WRITERS * RECORDS {
         assert!(
             start.elapsed() < Duration::from_secs(240),
             "stalled at {seq}: {next:?}"
         );
-        let Some(rec) = r.read_wait(Duration::from_millis(200)).unwrap() else {
-            continue;
+        // Single reads and batches of several sizes take turns on the one cursor.
+        rounds += 1;
+        let got: Vec<(u64, Vec<u8>, Vec<u8>)> = if rounds % 3 == 0 {
+            match r.read_wait(Duration::from_millis(200)).unwrap() {
+                Some(rec) => vec![(rec.seq(), rec.message().to_vec(), rec.fields()[0].1.clone())],
+                None => vec![],
+            }
+        } else {
+            let max = [1, 7, 64, 1000][(rounds % 4) as usize];
+            r.read_batch_wait(&mut batch, max, Duration::from_millis(200))
+                .unwrap();
+            assert!(batch.len() <= max);
+            batch
+                .iter()
+                .map(|x| {
+                    let f = x.fields().next().unwrap().1.to_vec();
+                    (x.seq(), x.message().to_vec(), f)
+                })
+                .collect()
         };
-        assert_eq!(rec.seq(), seq, "in sequence order, none skipped");
-        let (w, i) = parse(rec.message());
-        assert_eq!(i, next[w as usize], "writer {w}: in order, once each");
-        assert_eq!(rec.fields()[0].1, i.to_le_bytes());
-        next[w as usize] += 1;
-        seq += 1;
+        for (rs, msg, f) in got {
+            assert_eq!(rs, seq, "in sequence order, none skipped");
+            let (w, i) = parse(&msg);
+            assert_eq!(i, next[w as usize], "writer {w}: in order, once each");
+            assert_eq!(f, i.to_le_bytes());
+            next[w as usize] += 1;
+            seq += 1;
+        }
     }
     for k in &mut kids {
         assert!(k.wait().unwrap().success());
@@ -399,6 +420,7 @@ fn writer_processes_records_are_read_exactly_once_in_order_per_writer() {
 enum Op {
     Append(u8, u8),
     Read(u8),
+    ReadBatch(u8, u8),
     Remove(u8),
     Reopen,
 }
@@ -407,6 +429,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (any::<u8>(), 0..40u8).prop_map(|(l, n)| Op::Append(l, n)),
         5 => (0..3u8).prop_map(Op::Read),
+        3 => (0..3u8, 1..8u8).prop_map(|(r, n)| Op::ReadBatch(r, n)),
         1 => (0..3u8).prop_map(Op::Remove),
         1 => Just(Op::Reopen),
     ]
@@ -507,6 +530,29 @@ fn model_case(policy: FullPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
                     i,
                     r
                 );
+                let st = log.stats().unwrap();
+                let rs = st
+                    .readers
+                    .iter()
+                    .find(|x| x.name == format!("r{r}"))
+                    .unwrap();
+                prop_assert_eq!((rs.position, rs.missed), m.readers[r]);
+            }
+            Op::ReadBatch(r, max) => {
+                let mut batch = shoal::RecordBatch::new();
+                let n = log
+                    .reader(&format!("r{r}"))
+                    .unwrap()
+                    .read_batch(&mut batch, *max as usize)
+                    .unwrap();
+                prop_assert_eq!(n, batch.len());
+                let got: Vec<_> = batch
+                    .iter()
+                    .map(|x| (x.seq(), x.level(), x.message().to_vec()))
+                    .collect();
+                // A batch is the reads it replaces, in one call.
+                let want: Vec<_> = (0..*max).map_while(|_| m.read(*r)).collect();
+                prop_assert_eq!(got, want, "op {}: reader {}", i, r);
                 let st = log.stats().unwrap();
                 let rs = st
                     .readers

@@ -184,15 +184,22 @@ pub fn drain(
         }
     };
     match src {
-        Source::Shoal(_store, mut r) => loop {
-            let fin = done.load(SeqCst);
-            match r.read_wait(Duration::from_millis(50)) {
-                Ok(Some(rec)) => take(rec.message(), &mut check, &mut last),
-                Ok(None) if fin => break,
-                Ok(None) => {}
-                Err(e) => return Err(format!("reading the log: {e}")),
+        Source::Shoal(_store, mut r) => {
+            // Batches of up to 1,024 records, as a pipe's reader takes 64 KiB per `read`.
+            let mut batch = shoal::RecordBatch::new();
+            loop {
+                let fin = done.load(SeqCst);
+                match r.read_batch_wait(&mut batch, 1024, Duration::from_millis(50)) {
+                    Ok(0) if fin => break,
+                    Ok(_) => {
+                        for rec in &batch {
+                            take(rec.message(), &mut check, &mut last);
+                        }
+                    }
+                    Err(e) => return Err(format!("reading the log: {e}")),
+                }
             }
-        },
+        }
         Source::File(mut f, watch) => {
             use std::io::Read;
             let mut buf = vec![0u8; 1 << 16];

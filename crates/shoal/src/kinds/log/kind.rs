@@ -1,7 +1,7 @@
 //! The log as a [`Kind`] of object: its check, its rebuild in repair, its figures and its
 //! drop. It keeps no records in data chunks: its records live in its own ring.
 
-use super::read::{parse_fields, RawRecord};
+use super::read::parse_fields;
 use super::LogRef;
 use crate::error::Result;
 use crate::format::*;
@@ -79,7 +79,7 @@ impl LogRef {
             }
         }
         let mut published = 0;
-        let mut r = RawRecord::default();
+        let mut payload = Vec::new();
         for i in 0..self.slots {
             let so = self.slot_tab + i * self.stride;
             let st = sh.w(so + S_STATE).load(Acquire);
@@ -100,15 +100,13 @@ impl LogRef {
             }
             let w = |o: u64| sh.w(so + o).load(Acquire);
             let (lv, ml, pl) = (w(S_LEVEL), w(S_MSG_LEN), w(S_PAYLOAD_LEN));
-            r.msg_len = ml;
-            r.fields = (lv >> 8) & 0xffff;
-            r.payload.clear();
             sh.r.read_to_vec(
                 so + SLOT_HDR,
                 pl.min(self.max_record) as usize,
-                &mut r.payload,
+                &mut payload,
             );
-            if let Err(why) = parse_fields(&r, pl, lv, self.max_record) {
+            let fields = (lv >> 8) & 0xffff;
+            if let Err(why) = parse_fields(&payload, ml, fields, pl, lv, self.max_record) {
                 bad(format!("record {s} (slot {i}): {why}"));
                 continue;
             }

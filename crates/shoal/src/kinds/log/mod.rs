@@ -16,7 +16,7 @@ mod kind;
 pub(crate) mod read;
 
 pub(crate) use append::{append, Draft};
-pub(crate) use read::{read_next, Next, RawRecord};
+pub(crate) use read::{read_next, Next, RawBatch, RawHead};
 
 use crate::error::{Error, Result};
 use crate::format::*;

@@ -7,9 +7,10 @@ use crate::format::*;
 use crate::shared::Shared;
 use std::sync::atomic::{fence, Ordering::*};
 
-/// A record copied out of its slot.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RawRecord {
+/// The words of one record copied out of its slot; its payload is a range of the
+/// [`RawBatch`]'s bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RawHead {
     pub seq: u64,
     pub time: u64,
     pub pid: u32,
@@ -17,19 +18,37 @@ pub(crate) struct RawRecord {
     pub level: u8,
     pub fields: u64,
     pub msg_len: u64,
-    /// The payload length and level word as the slot gave them (checked by
-    /// [`parse_fields`]).
-    pub payload_len: u64,
-    pub level_word: u64,
-    /// The message, then the fields (each: key length and value length as u32, key,
-    /// value), checked to parse.
-    pub payload: Vec<u8>,
+    /// Where its payload (the message, then the fields, each: key length and value length
+    /// as u32, key, value; checked to parse) starts in the batch's bytes, and its length.
+    pub start: usize,
+    pub len: usize,
+}
+
+/// Records copied out of consecutive slots: their words, and their payloads back to back
+/// in one buffer, so a reader that keeps its batch allocates nothing per record.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RawBatch {
+    pub heads: Vec<RawHead>,
+    pub bytes: Vec<u8>,
+}
+
+impl RawBatch {
+    pub fn clear(&mut self) {
+        self.heads.clear();
+        self.bytes.clear();
+    }
+
+    /// The payload of record `i`.
+    pub fn payload(&self, i: usize) -> &[u8] {
+        let h = &self.heads[i];
+        &self.bytes[h.start..h.start + h.len]
+    }
 }
 
 /// What a read found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Next {
-    /// A record, copied into the caller's buffer; the cursor moved past it.
+    /// Records (at least one), copied into the caller's batch; the cursor moved past them.
     Record,
     /// Every reserved record was read.
     Empty,
@@ -41,16 +60,18 @@ pub(crate) enum Next {
 /// writer is alive (a writer usually publishes within a few hundred nanoseconds).
 const SPINS: u32 = 64;
 
-/// Reads the next record of the reader whose entry is `re` (state word `rstate`) into
-/// `out`, through txn slot `t`.
+/// Reads the next records of the reader whose entry is `re` (state word `rstate`), at most
+/// `max` (at least 1), into `out` (cleared first), through txn slot `t`.
 pub(crate) fn read_next(
     sh: &Shared,
     lg: &LogRef,
     t: u64,
     re: u64,
     rstate: u64,
-    out: &mut RawRecord,
+    max: usize,
+    out: &mut RawBatch,
 ) -> Result<Next> {
+    out.clear();
     let we = lg.writer(t);
     let me = sh.owner_word.load(Relaxed);
     if sh.w(we + W_OWNER).load(Relaxed) != me {
@@ -67,13 +88,13 @@ pub(crate) fn read_next(
             lg.id
         )))
     } else {
-        next(sh, lg, re, out)
+        next(sh, lg, re, max.max(1) as u64, out)
     };
     sh.w(we + W_STATE).store(W_IDLE, Release);
     r
 }
 
-fn next(sh: &Shared, lg: &LogRef, re: u64, out: &mut RawRecord) -> Result<Next> {
+fn next(sh: &Shared, lg: &LogRef, re: u64, max: u64, out: &mut RawBatch) -> Result<Next> {
     let cursor = sh.w(re + R_CURSOR);
     let tail = sh.w(lg.hdr + LH_TAIL);
     let mut spins = 0u32;
@@ -94,6 +115,37 @@ fn next(sh: &Shared, lg: &LogRef, re: u64, out: &mut RawRecord) -> Result<Next> 
             }
             continue;
         }
+        // The published records from `c` on, each copied and then checked not to have been
+        // overwritten during its copy; the cursor moves past all of them at once.
+        let mut k = c;
+        while k < tl.min(c + max) {
+            let so = lg.slot(k);
+            let st = sh.w(so + S_STATE).load(SeqCst);
+            if st != slot_state(k, RS_PUBLISHED) {
+                break;
+            }
+            let (lv, pl) = copy(sh, lg, so, k, out);
+            fence(Acquire);
+            if sh.w(so + S_STATE).load(SeqCst) != st {
+                // Overwritten during the copy: the next look counts it missed.
+                let h = out.heads.pop().expect("just pushed");
+                out.bytes.truncate(h.start);
+                break;
+            }
+            let h = *out.heads.last().expect("just pushed");
+            let payload = &out.bytes[h.start..];
+            if let Err(why) = parse_fields(payload, h.msg_len, h.fields, pl, lv, lg.max_record) {
+                return Err(sh.corrupt(format!("log {}: record {k} at {so:#x}: {why}", lg.id)));
+            }
+            k += 1;
+        }
+        if k > c {
+            if advance(sh, lg, re, c, k) {
+                return Ok(Next::Record);
+            }
+            out.clear();
+            continue; // another handle of the same reader took them
+        }
         let so = lg.slot(c);
         let st = sh.w(so + S_STATE).load(SeqCst);
         let (s, status) = (st >> 2, st & 3);
@@ -105,18 +157,7 @@ fn next(sh: &Shared, lg: &LogRef, re: u64, out: &mut RawRecord) -> Result<Next> 
             continue;
         }
         if s == c && status == RS_PUBLISHED {
-            copy(sh, lg, so, c, out)?;
-            fence(Acquire);
-            if sh.w(so + S_STATE).load(SeqCst) != st {
-                continue; // overwritten during the copy: the next look counts it missed
-            }
-            if let Err(why) = parse_fields(out, out.payload_len, out.level_word, lg.max_record) {
-                return Err(sh.corrupt(format!("log {}: record {c} at {so:#x}: {why}", lg.id)));
-            }
-            if advance(sh, lg, re, c, c + 1) {
-                return Ok(Next::Record);
-            }
-            continue; // another handle of the same reader took it
+            continue; // published since the look above
         }
         if s == c && status == RS_HOLE {
             if advance(sh, lg, re, c, c + 1) {
@@ -160,9 +201,10 @@ fn advance(sh: &Shared, lg: &LogRef, re: u64, from: u64, to: u64) -> bool {
     ok
 }
 
-/// Copies the record of slot `so` (sequence `seq`) into `out`; lengths are bounded by
-/// the slot, so a torn copy reads no byte outside it.
-fn copy(sh: &Shared, lg: &LogRef, so: u64, seq: u64, out: &mut RawRecord) -> Result<()> {
+/// Appends the record of slot `so` (sequence `seq`) to `out`; lengths are bounded by
+/// the slot, so a torn copy reads no byte outside it. Returns its level and payload-length
+/// words as the slot gave them, for [`parse_fields`].
+fn copy(sh: &Shared, lg: &LogRef, so: u64, seq: u64, out: &mut RawBatch) -> (u64, u64) {
     let w = |o: u64| sh.w(so + o).load(Relaxed);
     let (time, pt, lv, ml, pl) = (
         w(S_TIME),
@@ -171,39 +213,43 @@ fn copy(sh: &Shared, lg: &LogRef, so: u64, seq: u64, out: &mut RawRecord) -> Res
         w(S_MSG_LEN),
         w(S_PAYLOAD_LEN),
     );
-    out.seq = seq;
-    out.time = time;
-    out.pid = pt as u32;
-    out.tid = (pt >> 32) as u32;
-    out.level = lv as u8;
-    out.fields = (lv >> 8) & 0xffff;
-    out.msg_len = ml;
-    out.payload_len = pl;
-    out.level_word = lv;
     let n = pl.min(lg.max_record) as usize;
-    out.payload.clear();
-    sh.r.read_to_vec(so + SLOT_HDR, n, &mut out.payload);
-    Ok(())
+    let start = out.bytes.len();
+    out.bytes.resize(start + n, 0);
+    sh.r.read_bytes(so + SLOT_HDR, &mut out.bytes[start..]);
+    out.heads.push(RawHead {
+        seq,
+        time,
+        pid: pt as u32,
+        tid: (pt >> 32) as u32,
+        level: lv as u8,
+        fields: (lv >> 8) & 0xffff,
+        msg_len: ml,
+        start,
+        len: n,
+    });
+    (lv, pl)
 }
 
 /// Whether a record's words and payload agree: payload length `pl` within the slot,
-/// level word `lv` with no stray bits, the message within the payload, and exactly its
-/// fields after it. The reason when not.
+/// level word `lv` with no stray bits, the message (`msg_len` bytes) within the payload,
+/// and exactly its `fields` fields after it. The reason when not.
 pub(crate) fn parse_fields(
-    r: &RawRecord,
+    payload: &[u8],
+    msg_len: u64,
+    fields: u64,
     pl: u64,
     lv: u64,
     max: u64,
 ) -> std::result::Result<(), String> {
-    if pl > max || r.msg_len > pl || lv >> 24 != 0 {
+    if pl > max || msg_len > pl || lv >> 24 != 0 {
         return Err(format!(
-            "payload of {pl} bytes (message {}, level word {lv:#x}) does not fit a slot of {max}",
-            r.msg_len
+            "payload of {pl} bytes (message {msg_len}, level word {lv:#x}) does not fit a slot of {max}"
         ));
     }
-    let mut o = r.msg_len as usize;
-    for i in 0..r.fields {
-        let p = &r.payload;
+    let p = payload;
+    let mut o = msg_len as usize;
+    for i in 0..fields {
         if o + 8 > p.len() {
             return Err(format!("field {i} runs past the payload"));
         }
@@ -215,11 +261,8 @@ pub(crate) fn parse_fields(
             .filter(|x| *x <= p.len())
             .ok_or_else(|| format!("field {i} runs past the payload"))?;
     }
-    if o != r.payload.len() {
-        return Err(format!(
-            "{} bytes after the last field",
-            r.payload.len() - o
-        ));
+    if o != p.len() {
+        return Err(format!("{} bytes after the last field", p.len() - o));
     }
     Ok(())
 }
