@@ -248,7 +248,7 @@ impl Shared {
     }
 
     #[inline]
-    pub fn w(&self, off: u64) -> &crate::mem::AtomicU64 {
+    pub fn w(&self, off: u64) -> &crate::mem::SharedWord {
         self.r.word(off)
     }
 

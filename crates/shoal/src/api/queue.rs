@@ -818,11 +818,14 @@ impl Element<'_> {
     #[inline]
     pub fn words(&self) -> &[crate::mem::AtomicU64] {
         let n = self.len().div_ceil(8);
-        self.set
-            .inner
-            .sh
-            .r
-            .words(self.set.inner.q.element(self.idx), n)
+        // The holder's own writes need no backup hook (see `mem::SharedWord`).
+        crate::mem::SharedWord::as_atomics(
+            self.set
+                .inner
+                .sh
+                .r
+                .words(self.set.inner.q.element(self.idx), n),
+        )
     }
 
     /// The element's bytes, copied.

@@ -39,7 +39,9 @@
 //! optimistic read and the split protocols run unchanged under the randomized scheduler.
 
 mod mapping;
+mod word;
 pub(crate) use mapping::{How, Mapping};
+pub use word::SharedWord;
 
 #[cfg(shuttle)]
 pub use shuttle::sync::atomic::{fence, AtomicU64};
@@ -138,27 +140,28 @@ impl Region {
 
     /// The shared word at `off` (8-aligned, inside the region).
     #[inline(always)]
-    pub fn word(&self, off: u64) -> &AtomicU64 {
+    pub fn word(&self, off: u64) -> &SharedWord {
         debug_assert!(
             off % 8 == 0 && off + 8 <= self.len,
             "word {off:#x} out of region"
         );
         // SAFETY: in bounds and aligned (asserted by every caller's layout arithmetic,
         // checked in debug builds), backed per invariant 1, and accessed only atomically.
-        unsafe { &*(self.base.add(off as usize) as *const AtomicU64) }
+        SharedWord::from_atomic(unsafe { &*(self.base.add(off as usize) as *const AtomicU64) })
     }
 
     /// The `n` shared words from `off` (8-aligned, inside the region) as one slice: a
     /// queue set's element, read and written in place by its holder.
     #[inline]
-    pub fn words(&self, off: u64, n: usize) -> &[AtomicU64] {
+    pub fn words(&self, off: u64, n: usize) -> &[SharedWord] {
         assert!(
             off % 8 == 0 && off + 8 * n as u64 <= self.len,
             "words {off:#x}+{n} out of region"
         );
         // SAFETY: in bounds and aligned (asserted above), backed per invariant 1, and
-        // every word in it accessed only atomically, as `word`'s.
-        unsafe { std::slice::from_raw_parts(self.base.add(off as usize) as *const AtomicU64, n) }
+        // every word in it accessed only atomically, as `word`'s; `SharedWord` is a
+        // transparent `AtomicU64`.
+        unsafe { std::slice::from_raw_parts(self.base.add(off as usize) as *const SharedWord, n) }
     }
 
     /// The low half of the word at `off`, for `futex(2)` (which works on 32-bit words).
@@ -179,6 +182,7 @@ impl Region {
 
     #[inline(always)]
     fn store_word(&self, a: usize, w: u64) {
+        word::before_write(self.base as usize + a);
         // SAFETY: as for `load_word`.
         unsafe { (*(self.base.add(a) as *const AtomicU64)).store(w, Ordering::Relaxed) }
     }
@@ -629,17 +633,19 @@ impl Region {
         Region { cells, len }
     }
 
-    pub fn word(&self, off: u64) -> &AtomicU64 {
+    pub fn word(&self, off: u64) -> &SharedWord {
         assert!(
             off % 8 == 0 && off + 8 <= self.len,
             "word {off:#x} out of region"
         );
-        &self.cells[(off / 8) as usize]
+        SharedWord::from_atomic(&self.cells[(off / 8) as usize])
     }
 
-    pub fn words(&self, off: u64, n: usize) -> &[AtomicU64] {
+    pub fn words(&self, off: u64, n: usize) -> &[SharedWord] {
         assert!(off % 8 == 0 && off + 8 * n as u64 <= self.len);
-        &self.cells[(off / 8) as usize..(off / 8) as usize + n]
+        let cells = &self.cells[(off / 8) as usize..(off / 8) as usize + n];
+        // SAFETY: `SharedWord` is a transparent `AtomicU64` (shuttle's, here).
+        unsafe { &*(cells as *const [AtomicU64] as *const [SharedWord]) }
     }
 
     pub fn read_bytes(&self, off: u64, dst: &mut [u8]) {
