@@ -5,7 +5,8 @@
 //! the compiler could assume bytes do not change under it. Instead:
 //!
 //! * every shared *word* (locks, sequence numbers, slots, counters, offsets) is a naturally
-//!   aligned `AtomicU64` reached through [`Region::word`];
+//!   aligned `AtomicU64` reached through [`Region::word`], as a [`SharedWord`], whose
+//!   writes run the hot backup's copy-before-write hook first (`word.rs`);
 //! * record *bytes* (keys and values) are read and written with atomic copies
 //!   ([`Region::read_bytes`], [`Region::write_bytes`]), the technique of C++ P1478 and of
 //!   the `atomic-memcpy` crate (which only handles fixed-size `T`, hence this version for
