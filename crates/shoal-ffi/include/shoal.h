@@ -1174,6 +1174,78 @@ typedef struct shoal_element {
 } shoal_element;
 
 /**
+ * A queue set's geometry (`shoal_queue_get_info`). Set `struct_size` before the call.
+ */
+typedef struct shoal_queue_info {
+    /**
+     * In: `sizeof(shoal_queue_info)` as the caller was compiled with. Out: the number of
+     * bytes the library filled in.
+     */
+    size_t struct_size;
+    /**
+     * Bytes per element.
+     */
+    uint64_t element_size;
+    /**
+     * Elements in the set.
+     */
+    uint64_t elements;
+    /**
+     * Queues in the set; their indexes are 0 to `queues - 1`, in the order of creation.
+     */
+    uint64_t queues;
+} shoal_queue_info;
+
+/**
+ * Figures of one queue (`shoal_queue_get_stats`). Set `struct_size` before the call.
+ */
+typedef struct shoal_queue_stats {
+    /**
+     * In: `sizeof(shoal_queue_stats)` as the caller was compiled with. Out: the number of
+     * bytes the library filled in.
+     */
+    size_t struct_size;
+    /**
+     * Elements in the queue now.
+     */
+    uint64_t len;
+    /**
+     * Its depth limit (0: none).
+     */
+    uint64_t limit;
+    /**
+     * Elements pushed into it so far (moved in and handed back included).
+     */
+    uint64_t pushes;
+    /**
+     * Elements pulled from it so far (moved out included).
+     */
+    uint64_t pulls;
+    /**
+     * Times a pull slept waiting for it.
+     */
+    uint64_t waits;
+} shoal_queue_stats;
+
+/**
+ * A process that holds elements of a set (`shoal_queue_holders`).
+ */
+typedef struct shoal_queue_holder {
+    /**
+     * The process's id.
+     */
+    uint32_t pid;
+    /**
+     * Reserved (0).
+     */
+    uint32_t reserved;
+    /**
+     * Elements it holds.
+     */
+    uint64_t elements;
+} shoal_queue_holder;
+
+/**
  * Options for creating a log (`shoal_log_open`). Zero-initialise, set `struct_size`,
  * `slots` and `max_record`; every other field left 0 takes its default.
  */
@@ -3115,6 +3187,83 @@ shoal_status shoal_queue_len(const struct shoal_queue *set, uint32_t q, uint64_t
  * `set` is NULL or a live handle; `returned` is NULL or writable.
  */
 shoal_status shoal_queue_reclaim(const struct shoal_queue *set, uint64_t *returned);
+
+/**
+ * Takes the element at the head of the first non-empty queue among the `n` queues of
+ * `queues` (looked at in that order), waiting up to `timeout_ms` milliseconds for a push
+ * to any of them if all are empty (0: not at all). `out->from` says which queue it came
+ * from.
+ *
+ * Errors: `SHOAL_EMPTY` (no element came; `*out` untouched), `SHOAL_INVALID` (no such
+ * queue, or `n` is 0), `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_TIMEOUT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `queues` is NULL or has `n` readable entries; `out` is
+ * NULL or writable.
+ */
+shoal_status shoal_queue_pull_any(const struct shoal_queue *set,
+                                  const uint32_t *queues,
+                                  size_t n,
+                                  uint64_t timeout_ms,
+                                  struct shoal_element *out);
+
+/**
+ * Fills `*out` with the set's element size, element count and number of queues.
+ *
+ * Errors: `SHOAL_INVALID` (`out->struct_size` not set), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable bytes.
+ */
+shoal_status shoal_queue_get_info(const struct shoal_queue *set, struct shoal_queue_info *out);
+
+/**
+ * Copies the name of queue `q` into `buf` as a NUL-terminated string.
+ *
+ * * `len`: receives the name's length, not counting the NUL, whatever the outcome.
+ *
+ * Errors: `SHOAL_BUFFER_TOO_SMALL` when `cap < *len + 1` (nothing written to `buf`),
+ * `SHOAL_INVALID` (no such queue), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `buf` is NULL or has `cap` writable bytes; `len` is
+ * NULL or writable.
+ */
+shoal_status shoal_queue_name(const struct shoal_queue *set,
+                              uint32_t q,
+                              char *buf,
+                              size_t cap,
+                              size_t *len);
+
+/**
+ * Fills `*out` with the figures of queue `q`.
+ *
+ * Errors: `SHOAL_INVALID` (no such queue, or `out->struct_size` not set),
+ * `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable bytes.
+ */
+shoal_status shoal_queue_get_stats(const struct shoal_queue *set,
+                                   uint32_t q,
+                                   struct shoal_queue_stats *out);
+
+/**
+ * The processes that hold elements of the set now, with how many each: up to `cap` of
+ * them into `out`; `*n` receives how many there are (also when more than `cap`).
+ *
+ * Errors: `SHOAL_BUFFER_TOO_SMALL` (`*n > cap`: the first `cap` were written),
+ * `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or valid for `cap` writes; `n` is NULL or
+ * writable.
+ */
+shoal_status shoal_queue_holders(const struct shoal_queue *set,
+                                 struct shoal_queue_holder *out,
+                                 size_t cap,
+                                 size_t *n);
 
 /**
  * Opens the log `name` of a store, creating it with `opts` if `opts` is not NULL and
