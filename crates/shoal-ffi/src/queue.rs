@@ -94,6 +94,22 @@ fn queue(set: &shoal::QueueSet, q: u32) -> Res<shoal::Queue> {
     Ok(set.queue_at(q as usize)?)
 }
 
+/// Hands a pulled element (if one came) to C through `out`: `SHOAL_OK`, or `SHOAL_EMPTY`
+/// with `*out` untouched.
+///
+/// # Safety
+/// `out` is writable.
+unsafe fn give(got: Option<shoal::Element<'_>>, out: *mut shoal_element) -> shoal_status {
+    match got {
+        Some(e) => {
+            // SAFETY: writable (contract).
+            unsafe { out.write(to_c(e)) };
+            SHOAL_OK
+        }
+        None => SHOAL_EMPTY,
+    }
+}
+
 /// An element as C sees it, leaving it held.
 fn to_c(e: shoal::Element<'_>) -> shoal_element {
     let (data, len) = (e.as_ptr(), e.len());
@@ -256,14 +272,8 @@ pub unsafe extern "C" fn shoal_queue_pull(
         } else {
             s.pull_wait(q, Duration::from_millis(timeout_ms))?
         };
-        match got {
-            Some(e) => {
-                // SAFETY: non-NULL, writable by contract.
-                unsafe { out.write(to_c(e)) };
-                Ok(SHOAL_OK)
-            }
-            None => Ok(SHOAL_EMPTY),
-        }
+        // SAFETY: non-NULL, writable by contract.
+        Ok(unsafe { give(got, out) })
     })
 }
 
@@ -536,18 +546,10 @@ pub unsafe extern "C" fn shoal_queue_pull_any(
             // SAFETY: non-NULL with `n` readable entries (contract).
             unsafe { std::slice::from_raw_parts(queues, n) }
         };
-        let qs = qs
-            .iter()
-            .map(|q| queue(s, *q))
-            .collect::<Res<Vec<_>>>()?;
-        match s.pull_any(&qs, Duration::from_millis(timeout_ms))? {
-            Some(e) => {
-                // SAFETY: non-NULL, writable by contract.
-                unsafe { out.write(to_c(e)) };
-                Ok(SHOAL_OK)
-            }
-            None => Ok(SHOAL_EMPTY),
-        }
+        let qs = qs.iter().map(|q| queue(s, *q)).collect::<Res<Vec<_>>>()?;
+        let got = s.pull_any(&qs, Duration::from_millis(timeout_ms))?;
+        // SAFETY: non-NULL, writable by contract.
+        Ok(unsafe { give(got, out) })
     })
 }
 
