@@ -178,7 +178,7 @@ def test_handler_levels_fields_and_exceptions(store):
         ]
         logger.info("who", extra={"user": "ann", "n": 3, "raw": b"\x00\xff"})
         x = r.read()
-        assert x.fields == [(b"logger", b"shoal-test-levels"), (b"user", b"ann"), (b"n", b"3"), (b"raw", b"\x00\xff")]
+        assert x.fields == [(b"target", b"shoal-test-levels"), (b"user", b"ann"), (b"n", b"3"), (b"raw", b"\x00\xff")]
         try:
             1 / 0
         except ZeroDivisionError:
@@ -218,7 +218,7 @@ def test_handler_records_of_several_processes_all_come_out_in_order(store, path)
             continue
         wr, i = int(x.field("writer")), int(x.field("n"))
         assert x.text == f"record {i} of writer {wr}"
-        assert x.field("logger") == f"writer{wr}".encode()
+        assert x.field("target") == f"writer{wr}".encode()
         got[wr].append(i)
         total += 1
     for p in ps:

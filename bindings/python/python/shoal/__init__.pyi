@@ -768,7 +768,7 @@ class LogLevel(enum.IntEnum):
 
 class LogHandler(logging.Handler):
     """A logging.Handler appending each record to a shared log: level mapped by
-    level_of, fields `logger` and the `extra` attributes, exceptions in the message."""
+    level_of, fields `target` (the logger's name) and the `extra` attributes, exceptions in the message."""
 
     log: Log
     timeout: float | None

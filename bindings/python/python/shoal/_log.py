@@ -42,12 +42,13 @@ class LogHandler(logging.Handler):
 
     A record becomes a log record of level :meth:`level_of` ``(record.levelno)``, whose
     message is the formatted record (by default its message, then the traceback of
-    ``exc_info`` and the ``stack_info``), with the fields ``logger`` (the logger's name)
-    and one per ``extra`` attribute (str and bytes as they are, other values as ``str()``
-    gives them). A message too large for the log is cut to fit, with a field
-    ``truncated`` giving how many bytes were cut. Errors go to ``handleError``, as with
-    every handler. ``timeout``: how long an append to a log of the wait policy waits for
-    room (None: the store's lock timeout).
+    ``exc_info`` and the ``stack_info``), with the fields ``target`` (the logger's name,
+    under the key Rust's ``tracing`` and ``log`` adapters give a target) and one per
+    ``extra`` attribute (str and bytes as they are, other values as ``str()`` gives them).
+    A message too large for the log is cut to fit, with a field ``truncated`` giving how
+    many bytes were cut. Errors go to ``handleError``, as with every handler.
+    ``timeout``: how long an append to a log of the wait policy waits for room (None: the
+    store's lock timeout).
     """
 
     def __init__(self, log, level=logging.NOTSET, *, timeout=None):
@@ -73,9 +74,9 @@ class LogHandler(logging.Handler):
         return LogLevel.TRACE
 
     def fields_of(self, record):
-        """The fields of a log record: ``logger`` and the record's ``extra`` attributes,
+        """The fields of a log record: ``target`` (the logger's name) and the record's ``extra`` attributes,
         as (key, value) pairs of bytes."""
-        fields = [(b"logger", _bytes(record.name))]
+        fields = [(b"target", _bytes(record.name))]
         for k, v in record.__dict__.items():
             if k not in _STANDARD and not k.startswith("_"):
                 fields.append((_bytes(k), _bytes(v)))
