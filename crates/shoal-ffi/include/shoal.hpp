@@ -2585,9 +2585,10 @@ private:
 
 /// One record being written as a stream (`log.info() << "x=" << x;`): what is streamed
 /// into it becomes its message, and it is appended when the temporary is destroyed, at
-/// the end of the full expression. An append that fails throws from that destructor,
-/// unless an exception is already unwinding the stack (the record is then lost: a
-/// destructor cannot throw twice).
+/// the end of the full expression. An append that fails throws from that destructor. A
+/// statement that an exception leaves half done (a streamed expression threw) appends
+/// nothing: its record was never finished, and a destructor must not throw while an
+/// exception unwinds the stack.
 class LogLine {
 public:
     LogLine(const LogLine&) = delete;
@@ -2756,16 +2757,10 @@ private:
 };
 
 inline LogLine::~LogLine() noexcept(false) {
+    if (std::uncaught_exceptions() > unwinding_) return;
     std::vector<LogField> fs;
     fs.reserve(fields_.size());
     for (const auto& f : fields_) fs.emplace_back(f.first, f.second);
-    if (std::uncaught_exceptions() > unwinding_) {
-        try {
-            log_.append(level_, os_.str(), fs);
-        } catch (...) {
-        }
-        return;
-    }
     log_.append(level_, os_.str(), fs);
 }
 

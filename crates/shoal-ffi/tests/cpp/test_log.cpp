@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,6 +118,10 @@ TEST_F(LogTest, BadInputAndFullRingsFailClearly) {
     }
     // The stream form throws from the temporary's destructor, at the end of the statement.
     EXPECT_THROW(log.info() << std::string(101, 'x'), shoal::Error);
+    // A statement an exception leaves half done appends nothing (and does not terminate).
+    auto thrower = []() -> int { throw std::runtime_error("while streaming"); };
+    EXPECT_THROW(log.info() << "half " << thrower(), std::runtime_error);
+    EXPECT_FALSE(r.read());
     for (int i = 0; i < 4; i++) EXPECT_EQ(log.append(shoal::LogLevel::Info, "r"), std::optional<std::uint64_t>(i));
     EXPECT_EQ(log.append(shoal::LogLevel::Info, "dropped"), std::nullopt);
     EXPECT_THROW(log.reader(""), shoal::Error);
