@@ -380,11 +380,26 @@ impl LogReader {
         self.r.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `f` on the reader: at once if no other thread has it, else with the GIL
+    /// released while this thread waits for it (another thread's `read_wait` may hold it
+    /// for up to a step, and the interpreter must not stall meanwhile).
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut shoal::LogReader) -> R + Send,
+    ) -> R {
+        match self.r.try_lock() {
+            Ok(mut r) => f(&mut r),
+            Err(_) => py.detach(|| f(&mut self.lock())),
+        }
+    }
+
     /// The next record, waiting up to `timeout` (None: for ever) with the GIL released,
     /// in steps that let Ctrl-C through.
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<LogRecord>> {
+        // A timeout past what an Instant can hold is for ever.
         let until = match timeout {
-            Some(t) => Some(Instant::now() + secs("timeout", t)?),
+            Some(t) => Instant::now().checked_add(secs("timeout", t)?),
             None => None,
         };
         loop {
@@ -426,7 +441,7 @@ impl LogReader {
     /// The next record, or None at once if every record reserved so far was read (or the
     /// next one is still being written). The cursor moves past a record as it is returned.
     fn read(&self, py: Python<'_>) -> PyResult<Option<LogRecord>> {
-        let got = self.lock().read().py_err(py)?;
+        let got = self.with(py, |r| r.read()).py_err(py)?;
         Ok(got.map(|rec| LogRecord { rec }))
     }
 
@@ -446,7 +461,8 @@ impl LogReader {
     #[pyo3(signature = (max = 256))]
     fn read_many(&self, py: Python<'_>, max: usize) -> PyResult<Vec<LogRecord>> {
         let mut batch = shoal::RecordBatch::new();
-        self.lock().read_batch(&mut batch, max.max(1)).py_err(py)?;
+        self.with(py, |r| r.read_batch(&mut batch, max.max(1)))
+            .py_err(py)?;
         Ok(batch
             .iter()
             .map(|r| LogRecord { rec: r.to_record() })
@@ -467,21 +483,21 @@ impl LogReader {
 
     /// The next sequence number this reader reads.
     #[getter]
-    fn position(&self) -> u64 {
-        self.lock().position()
+    fn position(&self, py: Python<'_>) -> u64 {
+        self.with(py, |r| r.position())
     }
 
     /// Records overwritten before this reader (under its name) read them.
     #[getter]
-    fn missed(&self) -> u64 {
-        self.lock().missed()
+    fn missed(&self, py: Python<'_>) -> u64 {
+        self.with(py, |r| r.missed())
     }
 
     /// Holes this reader (under its name) passed: records whose writer died before
     /// publishing them.
     #[getter]
-    fn skipped(&self) -> u64 {
-        self.lock().skipped()
+    fn skipped(&self, py: Python<'_>) -> u64 {
+        self.with(py, |r| r.skipped())
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -495,13 +511,11 @@ impl LogReader {
         }
     }
 
-    fn __repr__(&self) -> String {
-        let r = self.lock();
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let (log, at) = self.with(py, |r| (r.log().name().to_owned(), r.position()));
         format!(
             "<shoal.LogReader {:?} of log {:?} at {}>",
-            self.name,
-            r.log().name(),
-            r.position()
+            self.name, log, at
         )
     }
 }

@@ -114,6 +114,10 @@ def test_waits_release_the_gil_and_iterators(store):
     assert r.read_wait(0.05) is None
     assert time.monotonic() - t0 >= 0.04
     assert r.read_wait(0) is None
+    with pytest.raises(shoal.InvalidArgument):
+        r.read_wait(-1)
+    log.append("now")
+    assert r.read_wait(1e19).text == "now"  # a deadline past what a clock holds: for ever
     # The appending thread needs the GIL: the record comes only if read_wait let it go.
     t = threading.Timer(0.2, lambda: log.append("from a thread"))
     t.start()
