@@ -2480,9 +2480,13 @@ enum class LogPolicy : std::uint32_t {
 /// each (the message, and per field its key, its value and 8 bytes), its full policy, and
 /// how many named readers it can have (0: 8).
 struct LogOptions {
+    /// Records the ring holds.
     std::uint64_t slots = 0;
+    /// The largest record, in bytes.
     std::size_t max_record = 0;
+    /// What an append to a full ring does.
     LogPolicy policy = LogPolicy::Overwrite;
+    /// Named readers it can have (0: 8).
     std::uint32_t readers = 0;
 };
 
@@ -2495,8 +2499,9 @@ struct LogRecord {
     std::uint64_t seq = 0;
     /// When it was appended, nanoseconds since the Unix epoch.
     std::uint64_t time_ns = 0;
-    /// Its writer's process and thread (gettid) ids.
+    /// Its writer's process id.
     std::uint32_t pid = 0;
+    /// Its writer's thread id (gettid).
     std::uint32_t tid = 0;
     /// Its level, as the writer gave it.
     std::uint8_t level = 0;
