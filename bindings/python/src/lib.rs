@@ -7,6 +7,7 @@ mod codec;
 mod errors;
 mod fixed;
 mod handle;
+mod log;
 mod map;
 mod ops;
 mod ordered;
@@ -30,6 +31,10 @@ fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::QueueSet>()?;
     m.add_class::<queue::Element>()?;
     m.add_class::<queue::QueueIter>()?;
+    m.add_class::<log::Log>()?;
+    m.add_class::<log::LogReader>()?;
+    m.add_class::<log::LogRecord>()?;
+    m.add_class::<log::LogFollow>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(store::remove, m)?)?;
     m.add_function(wrap_pyfunction!(store::backup_idle, m)?)?;

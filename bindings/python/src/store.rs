@@ -270,6 +270,46 @@ impl Store {
         )
     }
 
+    /// log(name, slots=None, max_record=None, *, policy="overwrite", readers=8) -> Log
+    ///
+    /// Opens the shared log `name`, creating it when `slots` and `max_record` are given
+    /// and there is none: a ring of `slots` records (2 to 2^32) of up to `max_record` bytes
+    /// each (the message, and per field its key, its value and 8 bytes; 1 to 1 MiB), that
+    /// when full overwrites its oldest records ("overwrite": readers count what they
+    /// missed), makes an append wait for room ("wait") or drops the new record ("drop"),
+    /// with room for `readers` named readers (1 to 256). An existing log is opened as it
+    /// is. Without sizes it opens an existing log (`shoal.NotFound` if there is none). A
+    /// log stays usable after `close()` of the store it came from.
+    #[pyo3(signature = (name, slots = None, max_record = None, *, policy = "overwrite",
+                        readers = 8))]
+    fn log(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        slots: Option<u64>,
+        max_record: Option<usize>,
+        policy: &str,
+        readers: usize,
+    ) -> PyResult<crate::log::Log> {
+        let st = self.get(py)?;
+        crate::log::open(
+            py,
+            &st,
+            self.core.lock_timeout,
+            name,
+            slots,
+            max_record,
+            policy,
+            readers,
+        )
+    }
+
+    /// Names of the logs in the store.
+    fn logs(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let st = self.get(py)?;
+        st.logs().py_err(py)
+    }
+
     /// fixed_map(name, key_size, value_size, create=True, *, key_type=None,
     /// value_type=None) -> FixedMap
     ///

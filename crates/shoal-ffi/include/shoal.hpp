@@ -34,6 +34,8 @@
 #include "shoal.h"
 
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -42,6 +44,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -2441,6 +2444,329 @@ inline std::optional<std::string> OrderedTxn::get(const OrderedMap& map, bytes_v
             v, "shoal_ordered_txn_get"))
         return std::nullopt;
     return v;
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Logs: a ring of records that every thread of every process appends to without a lock,
+// drained in order by named readers whose cursors live in the store file.
+
+/// The level numbers Shoal's bindings write (the log itself gives levels no meaning):
+/// the syslog severities, most severe first, and Trace below Debug. Python's
+/// shoal.LogLevel has the same numbers.
+enum class LogLevel : std::uint8_t {
+    Emergency = 0,
+    Alert = 1,
+    Critical = 2,
+    Error = 3,
+    Warning = 4,
+    Notice = 5,
+    Info = 6,
+    Debug = 7,
+    Trace = 8,
+};
+
+/// What an append does when the ring is full (shoal_log_options.policy).
+enum class LogPolicy : std::uint32_t {
+    /// Overwrite the oldest records; readers count what they missed.
+    Overwrite = SHOAL_LOG_OVERWRITE,
+    /// Wait for room, at most the append's timeout.
+    Wait = SHOAL_LOG_WAIT,
+    /// Drop the new record and count it (append returns nullopt).
+    Drop = SHOAL_LOG_DROP,
+};
+
+/// How a new log is made (Log): `slots` records (2 to 2^32) of up to `max_record` bytes
+/// each (the message, and per field its key, its value and 8 bytes), its full policy, and
+/// how many named readers it can have (0: 8).
+struct LogOptions {
+    /// Records the ring holds.
+    std::uint64_t slots = 0;
+    /// The largest record, in bytes.
+    std::size_t max_record = 0;
+    /// What an append to a full ring does.
+    LogPolicy policy = LogPolicy::Overwrite;
+    /// Named readers it can have (0: 8).
+    std::uint32_t readers = 0;
+};
+
+/// A field of a record being appended: a key and a value, both bytes.
+using LogField = std::pair<bytes_view, bytes_view>;
+
+/// A record as a LogReader read it (a copy).
+struct LogRecord {
+    /// Its sequence number: the order writers reserved records in, which readers read.
+    std::uint64_t seq = 0;
+    /// When it was appended, nanoseconds since the Unix epoch.
+    std::uint64_t time_ns = 0;
+    /// Its writer's process id.
+    std::uint32_t pid = 0;
+    /// Its writer's thread id (gettid).
+    std::uint32_t tid = 0;
+    /// Its level, as the writer gave it.
+    std::uint8_t level = 0;
+    /// Its message.
+    std::string message;
+    /// Its fields, in the writer's order.
+    std::vector<std::pair<std::string, std::string>> fields;
+
+    /// The value of the first field named `key`, or nullopt.
+    std::optional<std::string_view> field(std::string_view key) const {
+        for (const auto& f : fields)
+            if (f.first == key) return std::string_view(f.second);
+        return std::nullopt;
+    }
+};
+
+class Log;
+
+/// A named reader of a log (Log::reader): reads its records in sequence order, each once,
+/// from a cursor kept in the store file, so that a reader opened again under its name (by
+/// a restarted process) resumes where the last one stopped. Move-only; one thread at a
+/// time.
+class LogReader {
+public:
+    /// The next record, waiting up to `timeout` for a writer to publish one (zero: not
+    /// at all); nullopt if none came. Throws shoal::Error.
+    std::optional<LogRecord> read(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+        std::optional<LogRecord> out;
+        auto copy = [](void* ctx, const shoal_log_record* r) {
+            auto* o = static_cast<std::optional<LogRecord>*>(ctx);
+            // The callback must not unwind into the C library: a bad_alloc is caught and
+            // the record is then missing, which read reports by throwing.
+            try {
+                LogRecord rec;
+                rec.seq = r->seq;
+                rec.time_ns = r->time_ns;
+                rec.pid = r->pid;
+                rec.tid = r->tid;
+                rec.level = r->level;
+                rec.message.assign(r->message ? r->message : "", r->message_len);
+                for (std::size_t i = 0; i < r->n_fields; i++) {
+                    const shoal_log_field& f = r->fields[i];
+                    rec.fields.emplace_back(
+                        std::string(static_cast<const char*>(f.key), f.key_len),
+                        std::string(static_cast<const char*>(f.value), f.value_len));
+                }
+                *o = std::move(rec);
+            } catch (...) {
+            }
+        };
+        auto ms = timeout.count() < 0 ? 0 : static_cast<std::uint64_t>(timeout.count());
+        shoal_status rc = shoal_log_read(h_.get(), ms, copy, &out);
+        if (rc == SHOAL_EMPTY) return std::nullopt;
+        detail::check(rc, "shoal_log_read");
+        if (!out) throw std::bad_alloc();
+        return out;
+    }
+
+    /// read(timeout): the next record, waiting up to `timeout` for one.
+    std::optional<LogRecord> read_wait(std::chrono::milliseconds timeout) { return read(timeout); }
+
+    /// The next sequence number this reader reads.
+    std::uint64_t position() const { return stat(0); }
+    /// Records overwritten before this reader (under its name) read them.
+    std::uint64_t missed() const { return stat(1); }
+    /// Holes this reader passed: records whose writer died before publishing them.
+    std::uint64_t skipped() const { return stat(2); }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_log_reader* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class Log;
+    explicit LogReader(shoal_log_reader* r) noexcept : h_(r) {}
+    std::uint64_t stat(int which) const {
+        std::uint64_t v[3] = {0, 0, 0};
+        detail::check(shoal_log_reader_stats(h_.get(), &v[0], &v[1], &v[2]),
+                      "shoal_log_reader_stats");
+        return v[which];
+    }
+    struct Close {
+        void operator()(shoal_log_reader* r) const noexcept { shoal_log_reader_close(r); }
+    };
+    std::unique_ptr<shoal_log_reader, Close> h_;
+};
+
+/// One record being written as a stream (`log.info() << "x=" << x;`): what is streamed
+/// into it becomes its message, and it is appended when the temporary is destroyed, at
+/// the end of the full expression. An append that fails throws from that destructor. A
+/// statement that an exception leaves half done (a streamed expression threw) appends
+/// nothing: its record was never finished, and a destructor must not throw while an
+/// exception unwinds the stack.
+class LogLine {
+public:
+    LogLine(const LogLine&) = delete;
+    LogLine& operator=(const LogLine&) = delete;
+    LogLine(LogLine&&) = delete;
+    LogLine& operator=(LogLine&&) = delete;
+
+    /// Streams `v` into the message, as into a std::ostringstream.
+    template <class T>
+    LogLine& operator<<(const T& v) {
+        os_ << v;
+        return *this;
+    }
+    /// Adds a field to the record.
+    LogLine& field(bytes_view key, bytes_view value) {
+        fields_.emplace_back(std::string(key.str()), std::string(value.str()));
+        return *this;
+    }
+
+    ~LogLine() noexcept(false);
+
+private:
+    friend class Log;
+    LogLine(const Log& log, LogLevel level) : log_(log), level_(level), unwinding_(std::uncaught_exceptions()) {}
+    const Log& log_;
+    LogLevel level_;
+    int unwinding_;
+    std::ostringstream os_;
+    std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+/// A log of a store (shoal_log_open): a ring of records that every thread of every
+/// process may append to without a lock or a system call, drained in order by named
+/// readers. Move-only; closes its handle when destroyed (readers opened from it stay
+/// usable). Usable from many threads at once.
+class Log {
+public:
+    /// Opens the log `name`, creating it with `opts` if it does not exist (an existing log
+    /// keeps its geometry). Throws shoal::Error (SHOAL_INVALID for options out of range
+    /// or an object of another kind by that name).
+    Log(const Store& store, const std::string& name, const LogOptions& opts) {
+        shoal_log_options o{};
+        o.struct_size = sizeof o;
+        o.slots = opts.slots;
+        o.max_record = opts.max_record;
+        o.policy = static_cast<std::uint32_t>(opts.policy);
+        o.readers = opts.readers;
+        shoal_log* l = nullptr;
+        detail::check(shoal_log_open(store.handle(), name.c_str(), &o, &l), "shoal_log_open");
+        h_.reset(l);
+    }
+
+    /// Opens the existing log `name`. Throws shoal::Error (SHOAL_NOT_FOUND).
+    Log(const Store& store, const std::string& name) {
+        shoal_log* l = nullptr;
+        detail::check(shoal_log_open(store.handle(), name.c_str(), nullptr, &l), "shoal_log_open");
+        h_.reset(l);
+    }
+
+    /// Appends a record of `level`, `message` and `fields`: its sequence number, or
+    /// nullopt if the ring was full and the log drops. Under the wait policy it waits up
+    /// to `timeout` for room (zero: the store's lock timeout), then throws SHOAL_TIMEOUT.
+    /// A record larger than the log's max_record throws SHOAL_INVALID and appends nothing.
+    std::optional<std::uint64_t> append(LogLevel level, bytes_view message,
+                                        std::initializer_list<LogField> fields = {},
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        return append_raw(static_cast<std::uint8_t>(level), message, fields.begin(), fields.size(), timeout);
+    }
+    /// append with the fields in a vector.
+    std::optional<std::uint64_t> append(LogLevel level, bytes_view message,
+                                        const std::vector<LogField>& fields,
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        return append_raw(static_cast<std::uint8_t>(level), message, fields.data(), fields.size(), timeout);
+    }
+    /// append with a level number of the caller's own (0 to 255).
+    std::optional<std::uint64_t> append(std::uint8_t level, bytes_view message,
+                                        std::initializer_list<LogField> fields = {},
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        return append_raw(level, message, fields.begin(), fields.size(), timeout);
+    }
+
+    /// Appends a record of `level` whose message is `fmt` formatted as printf(3) does; its
+    /// sequence number as append. Throws shoal::Error (SHOAL_INVALID for a format
+    /// vsnprintf rejects, or a message larger than max_record).
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    std::optional<std::uint64_t> printf(LogLevel level, const char* fmt, ...) const {
+        char stack[512];
+        std::va_list ap;
+        va_start(ap, fmt);
+        int n = std::vsnprintf(stack, sizeof stack, fmt, ap);
+        va_end(ap);
+        if (n < 0) throw Error(SHOAL_INVALID, "shoal::Log::printf: vsnprintf rejected the format");
+        if (static_cast<std::size_t>(n) < sizeof stack)
+            return append(level, bytes_view(stack, static_cast<std::size_t>(n)));
+        std::string heap(static_cast<std::size_t>(n) + 1, '\0');
+        va_start(ap, fmt);
+        std::vsnprintf(heap.data(), heap.size(), fmt, ap);
+        va_end(ap);
+        return append(level, bytes_view(heap.data(), static_cast<std::size_t>(n)));
+    }
+
+    /// A record of `level` written as a stream: `log.line(shoal::LogLevel::Info) << "x="
+    /// << x;` appends it at the end of the statement (see LogLine).
+    LogLine line(LogLevel level) const { return LogLine(*this, level); }
+    /// line(LogLevel::Trace).
+    LogLine trace() const { return line(LogLevel::Trace); }
+    /// line(LogLevel::Debug).
+    LogLine debug() const { return line(LogLevel::Debug); }
+    /// line(LogLevel::Info).
+    LogLine info() const { return line(LogLevel::Info); }
+    /// line(LogLevel::Notice).
+    LogLine notice() const { return line(LogLevel::Notice); }
+    /// line(LogLevel::Warning).
+    LogLine warning() const { return line(LogLevel::Warning); }
+    /// line(LogLevel::Error).
+    LogLine error() const { return line(LogLevel::Error); }
+    /// line(LogLevel::Critical).
+    LogLine critical() const { return line(LogLevel::Critical); }
+
+    /// The reader `name`, created if the log has none by that name (a new reader starts
+    /// at the oldest record the ring holds). Throws shoal::Error (SHOAL_FULL at the log's
+    /// maximum of readers, SHOAL_INVALID for a bad name).
+    LogReader reader(const std::string& name) const {
+        shoal_log_reader* r = nullptr;
+        detail::check(shoal_log_reader_open(h_.get(), name.c_str(), &r), "shoal_log_reader_open");
+        return LogReader(r);
+    }
+
+    /// Forgets the reader `name` and its cursor; whether it existed.
+    bool remove_reader(const std::string& name) const {
+        std::uint32_t removed = 0;
+        detail::check(shoal_log_remove_reader(h_.get(), name.c_str(), &removed),
+                      "shoal_log_remove_reader");
+        return removed != 0;
+    }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_log* handle() const noexcept { return h_.get(); }
+
+private:
+    std::optional<std::uint64_t> append_raw(std::uint8_t level, bytes_view message,
+                                            const LogField* fields, std::size_t n,
+                                            std::chrono::milliseconds timeout) const {
+        std::vector<shoal_log_field> fs(n);
+        for (std::size_t i = 0; i < n; i++) {
+            fs[i].key = fields[i].first.data();
+            fs[i].key_len = fields[i].first.size();
+            fs[i].value = fields[i].second.data();
+            fs[i].value_len = fields[i].second.size();
+        }
+        auto ms = timeout.count() < 0 ? 0 : static_cast<std::uint64_t>(timeout.count());
+        std::uint64_t seq = 0;
+        detail::check(shoal_log_append(h_.get(), level, message.data(), message.size(),
+                                       fs.empty() ? nullptr : fs.data(), n, ms, &seq),
+                      "shoal_log_append");
+        if (seq == SHOAL_LOG_DROPPED) return std::nullopt;
+        return seq;
+    }
+
+    struct Close {
+        void operator()(shoal_log* l) const noexcept { shoal_log_close(l); }
+    };
+    std::unique_ptr<shoal_log, Close> h_;
+};
+
+inline LogLine::~LogLine() noexcept(false) {
+    if (std::uncaught_exceptions() > unwinding_) return;
+    std::vector<LogField> fs;
+    fs.reserve(fields_.size());
+    for (const auto& f : fields_) fs.emplace_back(f.first, f.second);
+    log_.append(level_, os_.str(), fs);
 }
 
 

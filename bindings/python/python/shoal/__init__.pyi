@@ -9,6 +9,9 @@ from typing import Any, Final, Generic, Literal, TypeVar, final, overload
 
 from typing_extensions import Self, deprecated
 
+import enum
+import logging
+
 __version__: str
 __all__ = [
     "open",
@@ -29,6 +32,12 @@ __all__ = [
     "QueueSet",
     "QueueIter",
     "Element",
+    "Log",
+    "LogReader",
+    "LogRecord",
+    "LogFollow",
+    "LogHandler",
+    "LogLevel",
     "CheckReport",
     "Batch",
     "KeysView",
@@ -290,6 +299,20 @@ class Store:
         """Opens the queue set `name`, creating it when element_size and elements are
         given (queues besides `free`, their depth limits, the initial queue, and whether a
         dead holder's elements go back to the queue they came from)."""
+    def log(
+        self,
+        name: str,
+        slots: int | None = None,
+        max_record: int | None = None,
+        *,
+        policy: Literal["overwrite", "wait", "drop"] = "overwrite",
+        readers: int = 8,
+    ) -> Log:
+        """Opens the shared log `name`, creating it when slots and max_record are given:
+        a ring of `slots` records of up to `max_record` bytes, its full policy, room for
+        `readers` named readers. Without sizes it opens an existing log (NotFound)."""
+    def logs(self) -> list[str]:
+        """Names of the logs in the store."""
     def transaction(self) -> Transaction:
         """A new multi-key transaction on this store's hash maps (FixedMap and Map)."""
     def snapshot_get(self, items: Iterable[tuple[FixedMap | Map, Any]]) -> list[Any]:
@@ -648,6 +671,112 @@ class QueueSet:
     def held(self) -> list[tuple[int, int]]: ...
     def reclaim(self) -> int: ...
     def iter(self, queue: int, timeout: float | None = None) -> QueueIter: ...
+
+_Bytes = str | bytes
+
+@final
+class Log:
+    """A shared log (Store.log): a ring of records every thread of every process may
+    append to without a lock, drained in order by named readers. Pickles to (path, name)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def slots(self) -> int: ...
+    @property
+    def max_record(self) -> int: ...
+    @property
+    def policy(self) -> Literal["overwrite", "wait", "drop"]: ...
+    def append(
+        self,
+        message: _Bytes,
+        level: int = 6,
+        fields: Mapping[_Bytes, _Bytes] | Iterable[tuple[_Bytes, _Bytes]] | None = None,
+        timeout: float | None = None,
+    ) -> int | None:
+        """Appends a record; its sequence number, or None if the drop policy dropped it.
+        A record larger than max_record raises InvalidArgument; the wait policy waits up
+        to `timeout` seconds for room (GIL released), then raises Timeout."""
+    def reader(self, name: str) -> LogReader:
+        """The named reader (created if absent), whose cursor is kept in the store file."""
+    def remove_reader(self, name: str) -> bool:
+        """Forgets the named reader and its cursor; whether it existed."""
+    def stats(self) -> dict[str, Any]:
+        """appended, dropped, holes, and readers (name, position, missed, skipped)."""
+
+@final
+class LogRecord:
+    """One record of a log, as a reader read it."""
+    @property
+    def seq(self) -> int: ...
+    @property
+    def time_ns(self) -> int: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def tid(self) -> int: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def message(self) -> bytes: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def fields(self) -> list[tuple[bytes, bytes]]: ...
+    def field(self, key: _Bytes, default: Any = None) -> Any:
+        """The value of the first field named `key`, or `default`."""
+
+@final
+class LogReader(Iterator[LogRecord]):
+    """A named reader of a log: records in sequence order, each once, from a cursor kept
+    in the store file. Iteration yields the records published so far; follow() waits."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def missed(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    def read(self) -> LogRecord | None: ...
+    def read_wait(self, timeout: float | None = None) -> LogRecord | None:
+        """The next record, waiting up to `timeout` seconds (None: for ever), GIL released."""
+    def read_many(self, max: int = 256) -> list[LogRecord]: ...
+    def follow(self, timeout: float | None = None) -> LogFollow: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> LogRecord: ...
+
+@final
+class LogFollow(Iterator[LogRecord]):
+    """Records of a reader as they come, waiting for each (LogReader.follow)."""
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> LogRecord: ...
+
+class LogLevel(enum.IntEnum):
+    """The level numbers Shoal's bindings write: syslog severities, and TRACE."""
+
+    EMERGENCY = 0
+    ALERT = 1
+    CRITICAL = 2
+    ERROR = 3
+    WARNING = 4
+    NOTICE = 5
+    INFO = 6
+    DEBUG = 7
+    TRACE = 8
+
+class LogHandler(logging.Handler):
+    """A logging.Handler appending each record to a shared log: level mapped by
+    level_of, fields `target` (the logger's name) and the `extra` attributes, exceptions in the message."""
+
+    log: Log
+    timeout: float | None
+    def __init__(self, log: Log, level: int | str = 0, *, timeout: float | None = None) -> None: ...
+    @staticmethod
+    def level_of(levelno: int) -> LogLevel: ...
+    def fields_of(self, record: logging.LogRecord) -> list[tuple[bytes, bytes]]: ...
+    def emit(self, record: logging.LogRecord) -> None: ...
 
 class _TxnList:
     def get(self, m: FixedMap | Map, key: Any) -> Self: ...
