@@ -334,7 +334,8 @@ fn transfers_under_kills_are_strictly_serializable() {
             seed: seed.wrapping_add(round),
             logs: true,
         };
-        let (t, end_vals) = lin_round(&rig, &s, &maps, &lincheck, secs, &start_vals);
+        let who = format!("seed {seed} (SHOAL_SEED), round {round}");
+        let (t, end_vals) = lin_round(&rig, &who, &s, &maps, &lincheck, secs, &start_vals);
         eprintln!(
             "seed {seed}: round {round}: {} kills, {} transactions and reads checked ({} moved \
              money, {} optimistic, {} consistent reads, {} killed in flight; longest {:.1} ms): \
@@ -398,9 +399,10 @@ fn transfers_under_kills_are_strictly_serializable() {
 /// every account joins the history (`final.tlin`), the sum and `Store::check` are
 /// checked, and Porcupine checks the round's history from `start` (every account's
 /// balance when the round began). Returns what the check counted and the balances at the
-/// end.
+/// end. `who` names the run and round in a failure.
 fn lin_round(
     rig: &Rig,
+    who: &str,
     s: &Store,
     maps: &[TxnMap],
     lincheck: &Path,
@@ -463,7 +465,7 @@ fn lin_round(
         };
         if let Some(st) = live[i].child.try_wait().unwrap() {
             panic!(
-                "seed {seed}: {} exited by itself with {st}:\n{}",
+                "{who}: {} exited by itself with {st}:\n{}",
                 live[i].name,
                 tail(&live[i].err)
             );
@@ -481,7 +483,7 @@ fn lin_round(
     std::thread::sleep(Duration::from_millis(300));
     rig.stop_all();
     let bad = rig.wait_all(&mut live, Duration::from_secs(60));
-    assert!(bad.is_empty(), "seed {seed}: {}", bad.join("\n"));
+    assert!(bad.is_empty(), "{who}: {}", bad.join("\n"));
     all.append(&mut live);
 
     // The last read of every account, after every worker is gone, joins the history.
@@ -504,10 +506,10 @@ fn lin_round(
     assert_eq!(
         vals.iter().sum::<u64>(),
         LIN_TOTAL,
-        "seed {seed}: the accounts' sum"
+        "{who}: the accounts' sum"
     );
     let r = s.check().unwrap();
-    assert!(r.is_ok(), "seed {seed}: check after the storm: {r}");
+    assert!(r.is_ok(), "{who}: check after the storm: {r}");
 
     let init: Vec<String> = start.iter().map(u64::to_string).collect();
     let t0 = Instant::now();
@@ -516,7 +518,7 @@ fn lin_round(
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "seed {seed}: the transactions' history is not strictly serializable (or the check \
+        "{who}: the transactions' history is not strictly serializable (or the check \
          failed); history (*.tlin) and its visualization kept in {}:\n{text}{}",
         rig.dir.display(),
         String::from_utf8_lossy(&out.stderr)
