@@ -22,9 +22,11 @@
 //! that explains every balance read and every transfer's outcome, in which every
 //! transaction cut short by a kill committed whole or not at all. It runs in rounds
 //! (`SHOAL_TXN_LIN_ROUNDS`, default 2) of `SHOAL_TXN_LIN_SECS` seconds (default 3), each
-//! checked apart from where the last one ended. Long form (docs/RELIABILITY.md):
-//! `SHOAL_TXN_LIN_ROUNDS=60 cargo test --release -p shoal-torture --test txn_storm --
-//! strictly_serializable --nocapture`.
+//! checked apart from where the last one ended; workers run in bursts, the first
+//! `SHOAL_TXN_LIN_ACTIVE_US` (default 3000) of every `SHOAL_TXN_LIN_PERIOD_US` (100000),
+//! at most `SHOAL_TXN_LIN_BURST_OPS` (300) operations each. Long form
+//! (docs/RELIABILITY.md): `SHOAL_TXN_LIN_ROUNDS=60 cargo test --release -p shoal-torture
+//! --test txn_storm -- strictly_serializable --nocapture`.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -412,7 +414,7 @@ fn lin_round(
     let seed = rig.seed;
     let period = env_u64("SHOAL_TXN_LIN_PERIOD_US", 100_000).max(1);
     let active = env_u64("SHOAL_TXN_LIN_ACTIVE_US", 3_000).min(period);
-    let burst = env_u64("SHOAL_TXN_LIN_BURST_OPS", 60);
+    let burst = env_u64("SHOAL_TXN_LIN_BURST_OPS", 300);
     let extra = [
         "--accounts".to_string(),
         LIN_ACCOUNTS.to_string(),
