@@ -808,6 +808,8 @@ func TestTxnModelRejectsWhatNoSerialOrderExplains(t *testing.T) {
 		oop(2, oread(0, 1, 2), ovals(70, 80, 150), 25, 30),
 		oop(0, topt(0, 2, 71), OOutput{Vals: []uint64{70, 150}}, 40, 50), // too little: no move
 		oop(2, oread(2, 0), ovals(150, 70), 60, 70),
+		oop(1, OInput{Kind: "ver", From: 1, To: 0, Amt: 80}, moved(80, 70), 80, 90),
+		oop(2, oread(0, 1), ovals(150, 0), 100, 110),
 	}
 	if !porcupine.CheckOperations(m, good) {
 		t.Fatal("a serializable history of locked and optimistic transfers was rejected")
@@ -831,6 +833,11 @@ func TestTxnModelRejectsWhatNoSerialOrderExplains(t *testing.T) {
 		// A condition that failed although the balance sufficed.
 		"a transfer refused with money enough": {
 			oop(0, oxfer(0, 1, 30), OOutput{Vals: []uint64{100, 100}}, 0, 10),
+		},
+		// A transfer watching a version that committed on a value changed before it.
+		"a versioned commit on a stale value": {
+			oop(0, oxfer(1, 0, 30), moved(100, 100), 0, 10),
+			oop(1, OInput{Kind: "ver", From: 1, To: 2, Amt: 5}, moved(100, 100), 20, 30),
 		},
 		// Strictness: a read after a completed commit sees it.
 		"a read older than a completed commit": {
@@ -864,7 +871,7 @@ func TestTxnBinaryAcceptsAndRejects(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	good := map[string]string{
-		"w0.tlin":    "W 1 0 0 11\nC 10 xfer 0 2 30\nR 20 100 100 ok\nC 30 opt 1 0 500\nR 40 100 70 no\nC 50 opt 2 1 5\n",
+		"w0.tlin":    "W 1 0 0 11\nC 10 xfer 0 2 30\nR 20 100 100 ok\nC 30 ver 1 0 500\nR 40 100 70 no\nC 50 opt 2 1 5\n",
 		"w1.tlin":    "W 2 1 0 12\nC 25 read 0,2\nR 28 70,130\nC 45 xfer 2 1 30\nR 48 130 100 ok\nC 60 read 0,1\nR 7",
 		"final.tlin": "W 99 99 0 13\nC 100 read 0,1,2\nR 110 70,135,95\n",
 	}
@@ -874,7 +881,7 @@ func TestTxnBinaryAcceptsAndRejects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a good history rejected: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "lincheck: txn: totals: ops=6 xfer=2 opt=1 moved=2 abort=0 put=0 read=2 pending=2") {
+	if !strings.Contains(string(out), "lincheck: txn: totals: ops=6 xfer=2 opt=0 ver=1 moved=2 abort=0 put=0 read=2 pending=2") {
 		t.Fatalf("wrong counts:\n%s", out)
 	}
 	// The killed optimistic transfer (w0's last) must have committed: without it the

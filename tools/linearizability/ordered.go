@@ -25,6 +25,8 @@ package main
 //	R <ns> <va> <vb> ok | no          amt if from holds that much (ok), else aborts (no)
 //	C <ns> opt <from> <to> <amt>      the same transfer, optimistic (read, compute, commit
 //	R <ns> <va> <vb> ok | no          if unchanged): one atomic step alike
+//	C <ns> ver <from> <to> <amt>      the same again, committed if a version is unchanged
+//	R <ns> <va> <vb> ok | no
 //	C <ns> abort <from> <to>          a transaction that reads both balances and aborts
 //	R <ns> <va> <vb>
 //	C <ns> put <key> <value>          a single put (its own transaction)
@@ -54,9 +56,9 @@ import (
 
 // OInput is one transaction.
 type OInput struct {
-	Kind     string // xfer, opt, abort, put, read
-	From, To int    // xfer, opt, abort
-	Amt      uint64 // xfer, opt
+	Kind     string // xfer, opt, ver, abort, put, read
+	From, To int    // xfer, opt, ver, abort
+	Amt      uint64 // xfer, opt, ver
 	Key      int    // put
 	Val      uint64 // put
 	Keys     []int  // read
@@ -65,8 +67,8 @@ type OInput struct {
 // OOutput is what it returned.
 type OOutput struct {
 	Unknown bool
-	Vals    []uint64 // xfer, opt, abort: the two balances read; read: the values
-	Moved   bool     // xfer, opt
+	Vals    []uint64 // xfer, opt, ver, abort: the two balances read; read: the values
+	Moved   bool     // xfer, opt, ver
 }
 
 // ostate: every key's value (never modified in place: a step copies).
@@ -75,7 +77,7 @@ type ostate []uint64
 func ostep(state, input, output interface{}) (bool, interface{}) {
 	st, in, out := state.(ostate), input.(OInput), output.(OOutput)
 	switch in.Kind {
-	case "xfer", "opt":
+	case "xfer", "opt", "ver":
 		va, vb := st[in.From], st[in.To]
 		moved := va >= in.Amt
 		if !out.Unknown && (out.Vals[0] != va || out.Vals[1] != vb || out.Moved != moved) {
@@ -137,12 +139,12 @@ func orderedModel(keys, accounts int, initial uint64, init []uint64) porcupine.M
 			res := "?"
 			if !out.Unknown {
 				res = fmt.Sprint(out.Vals)
-				if in.Kind == "xfer" || in.Kind == "opt" {
+				if in.Kind == "xfer" || in.Kind == "opt" || in.Kind == "ver" {
 					res += fmt.Sprintf(" moved=%v", out.Moved)
 				}
 			}
 			switch in.Kind {
-			case "xfer", "opt":
+			case "xfer", "opt", "ver":
 				return fmt.Sprintf("%s(%d->%d, %d) -> %s", in.Kind, in.From, in.To, in.Amt, res)
 			case "abort":
 				return fmt.Sprintf("abort(%d, %d) -> %s", in.From, in.To, res)
@@ -209,7 +211,7 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 			}
 			var in OInput
 			switch {
-			case (f[2] == "xfer" || f[2] == "opt") && len(f) == 6:
+			case (f[2] == "xfer" || f[2] == "opt" || f[2] == "ver") && len(f) == 6:
 				amt, e := strconv.ParseUint(f[5], 10, 64)
 				if e != nil {
 					return bad("bad amount")
@@ -247,8 +249,8 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 			in := cur.Input.(OInput)
 			var out OOutput
 			switch in.Kind {
-			case "xfer", "opt", "abort":
-				want := map[string]int{"xfer": 5, "opt": 5, "abort": 4}[in.Kind]
+			case "xfer", "opt", "ver", "abort":
+				want := map[string]int{"xfer": 5, "opt": 5, "ver": 5, "abort": 4}[in.Kind]
 				if len(f) != want {
 					return bad("malformed result")
 				}
@@ -355,16 +357,16 @@ func checkTransactions(label, dir string, paths []string, keys int, model porcup
 			os.Exit(4)
 		}
 	}
-	fmt.Printf("lincheck: %s: %d processes, %d transactions: %d transfers and %d optimistic ones (%d moved money), %d aborted, %d puts, %d snapshot reads, %d pending (killed in flight)\n",
-		label, len(paths), len(ops), counts["xfer"], counts["opt"], moved, counts["abort"], counts["put"], counts["read"], pending)
+	fmt.Printf("lincheck: %s: %d processes, %d transactions: %d transfers, %d optimistic ones and %d on a version (%d moved money), %d aborted, %d puts, %d snapshot reads, %d pending (killed in flight)\n",
+		label, len(paths), len(ops), counts["xfer"], counts["opt"], counts["ver"], moved, counts["abort"], counts["put"], counts["read"], pending)
 	longestNs := int64(0)
 	if longest.Input != nil {
 		longestNs = longest.Return - longest.Call
 		fmt.Printf("lincheck: %s: longest transaction: %v (%s)\n", label, time.Duration(longestNs),
 			model.DescribeOperation(longest.Input, longest.Output))
 	}
-	fmt.Printf("lincheck: %s: totals: ops=%d xfer=%d opt=%d moved=%d abort=%d put=%d read=%d pending=%d longest_ns=%d\n",
-		label, len(ops), counts["xfer"], counts["opt"], moved, counts["abort"], counts["put"], counts["read"], pending, longestNs)
+	fmt.Printf("lincheck: %s: totals: ops=%d xfer=%d opt=%d ver=%d moved=%d abort=%d put=%d read=%d pending=%d longest_ns=%d\n",
+		label, len(ops), counts["xfer"], counts["opt"], counts["ver"], moved, counts["abort"], counts["put"], counts["read"], pending, longestNs)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
 	fmt.Printf("lincheck: %s: %s in %v\n", label, res, time.Since(start).Round(time.Millisecond))

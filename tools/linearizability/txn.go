@@ -18,6 +18,9 @@ package main
 //	                                not (no); va, vb: both balances before it
 //	C <ns> opt <from> <to> <amt>    the same transfer, optimistic (Store::optimistic):
 //	R <ns> <va> <vb> ok | no        the balances its committed run read
+//	C <ns> ver <from> <to> <amt>    the same transfer, watching a version: from's value
+//	R <ns> <va> <vb> ok | no        and UID version read, committed only if the version
+//	                                is unchanged (Cond::version), else read again
 //	C <ns> read <k1,k2,...>         a consistent multi-key read: the values
 //	R <ns> <v1,v2,...>
 //

@@ -278,6 +278,7 @@ struct Totals {
     checked: u64,
     moved: u64,
     opt: u64,
+    ver: u64,
     reads: u64,
     pending: u64,
     /// The longest transaction's call to return, in ns.
@@ -340,12 +341,13 @@ fn transfers_under_kills_are_strictly_serializable() {
         let (t, end_vals) = lin_round(&rig, &who, &s, &maps, &lincheck, secs, &start_vals);
         eprintln!(
             "seed {seed}: round {round}: {} kills, {} transactions and reads checked ({} moved \
-             money, {} optimistic, {} consistent reads, {} killed in flight; longest {:.1} ms): \
-             strictly serializable (checked in {} ms)",
+             money, {} optimistic, {} on a version, {} consistent reads, {} killed in flight; \
+             longest {:.1} ms): strictly serializable (checked in {} ms)",
             t.kills,
             t.checked,
             t.moved,
             t.opt,
+            t.ver,
             t.reads,
             t.pending,
             t.longest_ns as f64 / 1e6,
@@ -355,6 +357,7 @@ fn transfers_under_kills_are_strictly_serializable() {
         sum.checked += t.checked;
         sum.moved += t.moved;
         sum.opt += t.opt;
+        sum.ver += t.ver;
         sum.reads += t.reads;
         sum.pending += t.pending;
         sum.longest_ns = sum.longest_ns.max(t.longest_ns);
@@ -378,11 +381,13 @@ fn transfers_under_kills_are_strictly_serializable() {
     }
     eprintln!(
         "seed {seed}: {rounds} rounds of {secs} s: {} kills, {} checked ({} moved money, {} \
-         optimistic, {} consistent reads, {} killed in flight); longest transaction {:.1} ms",
+         optimistic, {} on a version, {} consistent reads, {} killed in flight); longest \
+         transaction {:.1} ms",
         sum.kills,
         sum.checked,
         sum.moved,
         sum.opt,
+        sum.ver,
         sum.reads,
         sum.pending,
         sum.longest_ns as f64 / 1e6
@@ -390,6 +395,7 @@ fn transfers_under_kills_are_strictly_serializable() {
     assert!(
         sum.moved > 100 * rounds
             && sum.opt > 50 * rounds
+            && sum.ver > 50 * rounds
             && sum.reads > 100 * rounds
             && sum.kills > 5 * rounds,
         "seed {seed}: too little checked to prove anything"
@@ -537,6 +543,7 @@ fn lin_round(
         checked: total("ops="),
         moved: total("moved="),
         opt: total("opt="),
+        ver: total("ver="),
         reads: total("read="),
         pending: total("pending="),
         longest_ns: total("longest_ns="),

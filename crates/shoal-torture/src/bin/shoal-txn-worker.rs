@@ -25,8 +25,10 @@
 //!   lin-writer  transfers between two accounts, of one map or of two: a conditional
 //!               transaction (if the source holds the amount, move it; else read both
 //!               balances), or an optimistic one (read both, compute, commit if
-//!               unchanged); some conditional ones also insert a key that is not an
-//!               account (the maps grow under the storm); consistent reads
+//!               unchanged), or a watch on a version (read a `vacct` account's value
+//!               and UID version, commit if the version is unchanged: `Cond::version`);
+//!               some conditional ones also insert a key that is not an account (the
+//!               maps grow under the storm); consistent reads
 //!   lin-reader  consistent reads (`Store::snapshot_get`) of a few accounts or all
 //! ```
 //!
@@ -167,7 +169,7 @@ fn read(s: &Store, m: &TxnMap, accounts: u64, total: i64) {
 mod history {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
-    use shoal::{Cond, IntCmp, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget};
+    use shoal::{Cond, IntCmp, Map, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget};
     use shoal_torture::linlog::Lin;
     use shoal_torture::now_ns;
     use std::path::PathBuf;
@@ -257,6 +259,8 @@ mod history {
     struct Bank {
         s: Store,
         maps: Vec<TxnMap>,
+        /// `vacct`, for its keys' versions.
+        uids: Map,
         accounts: u64,
         total: u64,
     }
@@ -313,6 +317,43 @@ mod history {
             (va, vb, va >= amt)
         }
 
+        /// A watch on a version: reads the source account's value and its UID entry's
+        /// version (a key of `vacct`), computes, and commits only if the version is
+        /// still the same (`Cond::version`), else reads again. Returns both balances
+        /// before the commit (from its operations' results) and whether it moved money.
+        fn ver(&self, from: u64, to: u64, amt: u64) -> (u64, u64, bool) {
+            let ((mf, kf), (mt, kt)) = (self.at(from), self.at(to));
+            for _ in 0..1_000_000 {
+                let v1 = ok(self.uids.version(&kf), "version");
+                let x = ok(self.uids.get(&kf), "get");
+                // The value is the version's only if no change came between.
+                let Some(v) = v1.filter(|&v| ok(self.uids.version(&kf), "version") == Some(v))
+                else {
+                    continue;
+                };
+                let x = balance(x.as_deref(), from);
+                let t = self.s.transaction().when(Cond::version(mf, &kf, v));
+                let t = if x >= amt {
+                    t.then(TxnOp::put(mf, &kf, &((x - amt) as i64).to_le_bytes()))
+                        .then(TxnOp::add(mt, &kt, amt as i64))
+                } else {
+                    t.then(TxnOp::get(mf, &kf)).then(TxnOp::get(mt, &kt))
+                };
+                let out = ok(t.commit(), "commit a versioned transfer");
+                if out.succeeded {
+                    let (va, vb) = (
+                        balance(out.results[0].value.as_deref(), from),
+                        balance(out.results[1].value.as_deref(), to),
+                    );
+                    return (va, vb, x >= amt);
+                }
+            }
+            fail(
+                3,
+                format!("a versioned transfer from {from} never committed"),
+            )
+        }
+
         /// A consistent read of accounts `keys`; with every account among them, checks
         /// their sum.
         fn read(&self, keys: &[u64]) -> Vec<u64> {
@@ -347,14 +388,16 @@ mod history {
             ..Options::default()
         };
         let s = ok(Store::open_with(&a.store, &opts, OpenMode::Open), "open");
+        let uids = ok(s.open_map("vacct"), "vacct");
         let maps = vec![
             ok(s.fixed_map("acct", 8, 8), "acct").txn_map(),
-            ok(s.open_map("vacct"), "vacct").txn_map(),
+            uids.txn_map(),
             ok(s.open_map("pacct"), "pacct").txn_map(),
         ];
         let bank = Bank {
             s,
             maps,
+            uids,
             accounts: a.accounts,
             total: a.total,
         };
@@ -391,9 +434,17 @@ mod history {
                     let (va, vb, moved) = bank.xfer(from, to, amt, grow);
                     let r = if moved { "ok" } else { "no" };
                     lin.line('R', &format!("{va} {vb} {r}"));
-                } else {
+                } else if pick < 57 {
                     lin.line('C', &format!("opt {from} {to} {amt}"));
                     let (va, vb, moved) = bank.opt(from, to, amt);
+                    let r = if moved { "ok" } else { "no" };
+                    lin.line('R', &format!("{va} {vb} {r}"));
+                } else {
+                    // From an account of `vacct` (the map with UIDs).
+                    let from = a.accounts + from % a.accounts;
+                    let to = if to == from { (to + 1) % n } else { to };
+                    lin.line('C', &format!("ver {from} {to} {amt}"));
+                    let (va, vb, moved) = bank.ver(from, to, amt);
                     let r = if moved { "ok" } else { "no" };
                     lin.line('R', &format!("{va} {vb} {r}"));
                 }
