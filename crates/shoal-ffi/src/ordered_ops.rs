@@ -124,7 +124,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_append(
                 bytes(value, value_len, "value")?,
             )
         };
-        t.txn.append(m, key, value)?;
+        t.w().append(m, key, value)?;
         Ok(SHOAL_OK)
     })
 }
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_next_sequence(
         let t = unsafe { txn_mut(txn) }?;
         // SAFETY: forwarded contract.
         let m = unsafe { omap(map) }?;
-        let v = t.txn.next_sequence(m, n)?;
+        let v = t.w().next_sequence(m, n)?;
         // SAFETY: non-NULL, writable (caller's contract).
         unsafe { value.write(v) };
         Ok(SHOAL_OK)
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_set_marker(
     ffi(|| {
         // SAFETY: forwarded contract.
         let t = unsafe { txn_mut(txn) }?;
-        t.txn.set_marker(i, v)?;
+        t.w().set_marker(i, v)?;
         Ok(SHOAL_OK)
     })
 }
