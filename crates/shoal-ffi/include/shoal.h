@@ -3762,129 +3762,6 @@ shoal_status shoal_ordered_txn_commit(struct shoal_ordered_txn *txn, uint64_t *s
 shoal_status shoal_ordered_txn_abort(struct shoal_ordered_txn *txn);
 
 /**
- * Atomically, in a transaction of its own: if the value of `key` is `expected` (or
- * `key` is absent, with `SHOAL_CAS_EXPECT_ABSENT`), sets it to `new_value` (or removes
- * it, with `SHOAL_CAS_REMOVE`).
- *
- * Returns `SHOAL_OK` (it matched and was changed) or `SHOAL_MISMATCH` (nothing
- * changed). Errors: `SHOAL_INVALID` (unknown flags, a multimap, a key too long), and
- * those of `shoal_ordered_put`.
- *
- * # Safety
- * `map` is NULL or a live handle; `key`, `expected` and `new_value` NULL or readable
- * for their lengths.
- */
-shoal_status shoal_ordered_compare_and_swap(const struct shoal_ordered *map,
-                                            const void *key,
-                                            size_t key_len,
-                                            const void *expected,
-                                            size_t expected_len,
-                                            const void *new_value,
-                                            size_t new_len,
-                                            uint32_t flags);
-
-/**
- * Removes every entry with `lo <= key < hi` (NULL: no bound), in a transaction of its
- * own, and stores how many in `*removed` (NULL: not wanted).
- *
- * Errors: those of `shoal_ordered_put`.
- *
- * # Safety
- * `map` is NULL or a live handle; `lo` and `hi` NULL or readable `shoal_bytes` whose
- * data is readable for its length; `removed` NULL or writable.
- */
-shoal_status shoal_ordered_remove_range(const struct shoal_ordered *map,
-                                        const struct shoal_bytes *lo,
-                                        const struct shoal_bytes *hi,
-                                        uint64_t *removed);
-
-/**
- * Adds `key` → `value` to `map` in the transaction, past the map's largest key (in a
- * multimap, its largest pair): a sorted bulk load, which fills pages to the brim.
- *
- * Errors: `SHOAL_INVALID` (a key not above the largest, which leaves the transaction
- * usable; a key too long; a map not in the transaction; another thread), and those of
- * `shoal_ordered_txn_put`.
- *
- * # Safety
- * As `shoal_ordered_txn_put`.
- */
-shoal_status shoal_ordered_txn_append(struct shoal_ordered_txn *txn,
-                                      const struct shoal_ordered *map,
-                                      const void *key,
-                                      size_t key_len,
-                                      const void *value,
-                                      size_t value_len);
-
-/**
- * Stores `map`'s sequence (a persistent counter, 0 in a new map) as the transaction has
- * it in `*value`, then adds `n` to it: the commit keeps the sum, an abort drops it.
- *
- * Errors: `SHOAL_INVALID` (the sum passes 2^64, a map not in the transaction, another
- * thread), `SHOAL_NULL_POINTER`.
- *
- * # Safety
- * `txn` is NULL or a live transaction; `map` NULL or a live handle; `value` NULL or
- * writable.
- */
-shoal_status shoal_ordered_txn_next_sequence(struct shoal_ordered_txn *txn,
-                                             const struct shoal_ordered *map,
-                                             uint64_t n,
-                                             uint64_t *value);
-
-/**
- * Stores `map`'s sequence as of the latest commit in `*value`.
- *
- * Errors: `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
- *
- * # Safety
- * `map` is NULL or a live handle; `value` NULL or writable.
- */
-shoal_status shoal_ordered_sequence(const struct shoal_ordered *map, uint64_t *value);
-
-/**
- * Sets the store's marker `i` (below 14) to `v` when the transaction commits.
- *
- * Errors: `SHOAL_INVALID` (`i` of no marker, another thread), `SHOAL_NULL_POINTER`.
- *
- * # Safety
- * `txn` is NULL or a live transaction.
- */
-shoal_status shoal_ordered_txn_set_marker(struct shoal_ordered_txn *txn, uint64_t i, uint64_t v);
-
-/**
- * Stores the store's marker `i` (below 14) in `*value`: 0 until a commit over ordered
- * maps sets it.
- *
- * Errors: `SHOAL_INVALID` (`i` of no marker), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
- *
- * # Safety
- * `store` is NULL or a live handle; `value` NULL or writable.
- */
-shoal_status shoal_store_ordered_marker(const struct shoal_store *store,
-                                        uint64_t i,
-                                        uint64_t *value);
-
-/**
- * Calls `cb` with each value of `key`, in order (a multimap's; at most one in a map
- * without duplicates), all read from one snapshot, until `cb` returns non-zero; stores
- * how many values the key has in `*count` (NULL: not wanted).
- *
- * Errors: `SHOAL_INVALID` (a key of the wrong form), `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
- * `SHOAL_NULL_POINTER`.
- *
- * # Safety
- * `map` is NULL or a live handle; `key` NULL or readable for `key_len`; `cb` NULL or a
- * function that does not unwind; `count` NULL or writable.
- */
-shoal_status shoal_ordered_values(const struct shoal_ordered *map,
-                                  const void *key,
-                                  size_t key_len,
-                                  int32_t (*cb)(void *ctx, const void *value, size_t len),
-                                  void *ctx,
-                                  uint64_t *count);
-
-/**
  * Opens a cursor over a snapshot, standing on no entry until it moves. Free it with
  * `shoal_ordered_cursor_close`.
  *
@@ -4108,6 +3985,129 @@ shoal_status shoal_ordered_txn_nested_commit(struct shoal_ordered_txn *txn);
  * `txn` is NULL or a live transaction.
  */
 shoal_status shoal_ordered_txn_nested_abort(struct shoal_ordered_txn *txn);
+
+/**
+ * Atomically, in a transaction of its own: if the value of `key` is `expected` (or
+ * `key` is absent, with `SHOAL_CAS_EXPECT_ABSENT`), sets it to `new_value` (or removes
+ * it, with `SHOAL_CAS_REMOVE`).
+ *
+ * Returns `SHOAL_OK` (it matched and was changed) or `SHOAL_MISMATCH` (nothing
+ * changed). Errors: `SHOAL_INVALID` (unknown flags, a multimap, a key too long), and
+ * those of `shoal_ordered_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key`, `expected` and `new_value` NULL or readable
+ * for their lengths.
+ */
+shoal_status shoal_ordered_compare_and_swap(const struct shoal_ordered *map,
+                                            const void *key,
+                                            size_t key_len,
+                                            const void *expected,
+                                            size_t expected_len,
+                                            const void *new_value,
+                                            size_t new_len,
+                                            uint32_t flags);
+
+/**
+ * Removes every entry with `lo <= key < hi` (NULL: no bound), in a transaction of its
+ * own, and stores how many in `*removed` (NULL: not wanted).
+ *
+ * Errors: those of `shoal_ordered_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `lo` and `hi` NULL or readable `shoal_bytes` whose
+ * data is readable for its length; `removed` NULL or writable.
+ */
+shoal_status shoal_ordered_remove_range(const struct shoal_ordered *map,
+                                        const struct shoal_bytes *lo,
+                                        const struct shoal_bytes *hi,
+                                        uint64_t *removed);
+
+/**
+ * Adds `key` → `value` to `map` in the transaction, past the map's largest key (in a
+ * multimap, its largest pair): a sorted bulk load, which fills pages to the brim.
+ *
+ * Errors: `SHOAL_INVALID` (a key not above the largest, which leaves the transaction
+ * usable; a key too long; a map not in the transaction; another thread), and those of
+ * `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_txn_put`.
+ */
+shoal_status shoal_ordered_txn_append(struct shoal_ordered_txn *txn,
+                                      const struct shoal_ordered *map,
+                                      const void *key,
+                                      size_t key_len,
+                                      const void *value,
+                                      size_t value_len);
+
+/**
+ * Stores `map`'s sequence (a persistent counter, 0 in a new map) as the transaction has
+ * it in `*value`, then adds `n` to it: the commit keeps the sum, an abort drops it.
+ *
+ * Errors: `SHOAL_INVALID` (the sum passes 2^64, a map not in the transaction, another
+ * thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction; `map` NULL or a live handle; `value` NULL or
+ * writable.
+ */
+shoal_status shoal_ordered_txn_next_sequence(struct shoal_ordered_txn *txn,
+                                             const struct shoal_ordered *map,
+                                             uint64_t n,
+                                             uint64_t *value);
+
+/**
+ * Stores `map`'s sequence as of the latest commit in `*value`.
+ *
+ * Errors: `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `value` NULL or writable.
+ */
+shoal_status shoal_ordered_sequence(const struct shoal_ordered *map, uint64_t *value);
+
+/**
+ * Sets the store's marker `i` (below 14) to `v` when the transaction commits.
+ *
+ * Errors: `SHOAL_INVALID` (`i` of no marker, another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction.
+ */
+shoal_status shoal_ordered_txn_set_marker(struct shoal_ordered_txn *txn, uint64_t i, uint64_t v);
+
+/**
+ * Stores the store's marker `i` (below 14) in `*value`: 0 until a commit over ordered
+ * maps sets it.
+ *
+ * Errors: `SHOAL_INVALID` (`i` of no marker), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `store` is NULL or a live handle; `value` NULL or writable.
+ */
+shoal_status shoal_store_ordered_marker(const struct shoal_store *store,
+                                        uint64_t i,
+                                        uint64_t *value);
+
+/**
+ * Calls `cb` with each value of `key`, in order (a multimap's; at most one in a map
+ * without duplicates), all read from one snapshot, until `cb` returns non-zero; stores
+ * how many values the key has in `*count` (NULL: not wanted).
+ *
+ * Errors: `SHOAL_INVALID` (a key of the wrong form), `SHOAL_TOO_MANY`, `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` NULL or readable for `key_len`; `cb` NULL or a
+ * function that does not unwind; `count` NULL or writable.
+ */
+shoal_status shoal_ordered_values(const struct shoal_ordered *map,
+                                  const void *key,
+                                  size_t key_len,
+                                  int32_t (*cb)(void *ctx, const void *value, size_t len),
+                                  void *ctx,
+                                  uint64_t *count);
 
 /**
  * The key and value types the map recorded when it was created: `SHOAL_TYPE_` codes

@@ -115,7 +115,7 @@ impl shoal_ordered_txn {
     /// The innermost open level: the transaction or its innermost nested transaction.
     pub(crate) fn w(&mut self) -> &mut MultiWriteTxn<'static> {
         if let Some(n) = self.nested.last_mut() {
-            return &mut **n;
+            return n;
         }
         self.txn.as_deref_mut().expect("a live transaction")
     }
@@ -140,6 +140,28 @@ pub(crate) fn same_thread(t: ThreadId, what: &str) -> Res<()> {
         ));
     }
     Ok(())
+}
+
+/// Frees a handle made by `Box::into_raw` that belongs to the thread `thread` names:
+/// NULL is allowed; from another thread, `SHOAL_INVALID` and the handle stays.
+///
+/// # Safety
+/// `p` is NULL or a live handle, not used again after `SHOAL_OK`.
+pub(crate) unsafe fn close_bound<T>(
+    p: *mut T,
+    thread: impl FnOnce(&T) -> ThreadId,
+    what: &str,
+) -> shoal_status {
+    ffi(|| {
+        if p.is_null() {
+            return Ok(SHOAL_OK);
+        }
+        // SAFETY: a live handle (contract).
+        same_thread(thread(unsafe { &*p }), what)?;
+        // SAFETY: made by Box::into_raw, given back once.
+        drop(unsafe { Box::from_raw(p) });
+        Ok(SHOAL_OK)
+    })
 }
 
 /// # Safety
@@ -644,16 +666,8 @@ pub(crate) unsafe fn snap_ref<'a>(
 pub unsafe extern "C" fn shoal_ordered_snapshot_close(
     snap: *mut shoal_ordered_snapshot,
 ) -> shoal_status {
-    ffi(|| {
-        if snap.is_null() {
-            return Ok(SHOAL_OK);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { snap_ref(snap) }?;
-        // SAFETY: made by Box::into_raw, given back once.
-        drop(unsafe { Box::from_raw(snap) });
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { close_bound(snap, |s| s.thread, "snapshot") }
 }
 
 /// Copies the value of `key` as the snapshot has it. Returns and errors as
@@ -893,16 +907,8 @@ pub unsafe extern "C" fn shoal_ordered_iter_next(
 /// `iter` is NULL or a live iterator, not used again after `SHOAL_OK`.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_ordered_iter_close(iter: *mut shoal_ordered_iter) -> shoal_status {
-    ffi(|| {
-        if iter.is_null() {
-            return Ok(SHOAL_OK);
-        }
-        // SAFETY: a live iterator (contract).
-        same_thread(unsafe { (*iter).thread }, "iterator")?;
-        // SAFETY: made by Box::into_raw, given back once.
-        drop(unsafe { Box::from_raw(iter) });
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { close_bound(iter, |i| i.thread, "iterator") }
 }
 
 /// Begins a write transaction over `n` ordered maps of one store (their writer locks

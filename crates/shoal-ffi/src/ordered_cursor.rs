@@ -1,7 +1,7 @@
 //! Ordered maps from C: cursors over a snapshot, and nested write transactions
 //! (savepoints).
 
-use crate::ordered::{here, same_thread, snap_ref, txn_mut, SnapHold};
+use crate::ordered::{close_bound, here, same_thread, snap_ref, txn_mut, SnapHold};
 use crate::*;
 use shoal::OrderedCursor;
 use std::ffi::c_void;
@@ -416,16 +416,8 @@ pub unsafe extern "C" fn shoal_ordered_cursor_count_values(
 pub unsafe extern "C" fn shoal_ordered_cursor_close(
     cursor: *mut shoal_ordered_cursor,
 ) -> shoal_status {
-    ffi(|| {
-        if cursor.is_null() {
-            return Ok(SHOAL_OK);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { cur(cursor) }?;
-        // SAFETY: made by Box::into_raw, given back once.
-        drop(unsafe { Box::from_raw(cursor) });
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { close_bound(cursor, |c| c.thread, "cursor") }
 }
 
 /// Opens a nested transaction (a savepoint) inside the innermost open level of `txn`:
