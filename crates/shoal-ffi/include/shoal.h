@@ -4110,6 +4110,37 @@ shoal_status shoal_ordered_values(const struct shoal_ordered *map,
                                   uint64_t *count);
 
 /**
+ * Removes the pair (`key`, `value`) from a multimap (from a map without duplicates:
+ * `key`, if its value is `value`), in a transaction of its own.
+ *
+ * Returns `SHOAL_OK` (removed) or `SHOAL_NOT_FOUND` (no such pair). Errors: those of
+ * `shoal_ordered_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` and `value` NULL or readable for their lengths.
+ */
+shoal_status shoal_ordered_remove_value(const struct shoal_ordered *map,
+                                        const void *key,
+                                        size_t key_len,
+                                        const void *value,
+                                        size_t value_len);
+
+/**
+ * Removes the pair (`key`, `value`) from `map` in the transaction. Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (no such pair as the transaction sees it). Errors: as
+ * `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_txn_put`.
+ */
+shoal_status shoal_ordered_txn_remove_value(struct shoal_ordered_txn *txn,
+                                            const struct shoal_ordered *map,
+                                            const void *key,
+                                            size_t key_len,
+                                            const void *value,
+                                            size_t value_len);
+
+/**
  * The key and value types the map recorded when it was created: `SHOAL_TYPE_` codes
  * (`SHOAL_TYPE_NONE` when none was recorded; a code above 7, written by a newer library,
  * means bytes to this one) and the tags of `SHOAL_TYPE_USER` types (0 otherwise). Each

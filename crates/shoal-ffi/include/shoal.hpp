@@ -2258,6 +2258,8 @@ public:
     bool replace(const OrderedMap& map, bytes_view key, bytes_view value);
     /// Removes `key`; false if it was absent.
     bool remove(const OrderedMap& map, bytes_view key);
+    /// Removes the pair (key, value); false if there was no such pair.
+    bool remove_value(const OrderedMap& map, bytes_view key, bytes_view value);
     /// The value of `key` as this transaction sees it (its own writes included).
     std::optional<std::string> get(const OrderedMap& map, bytes_view key);
     /// Adds `key` -> `value` past the map's largest key (a sorted bulk load into full
@@ -2444,6 +2446,15 @@ public:
                       "shoal_ordered_remove_range");
         return n;
     }
+    /// Removes the pair (key, value) (a multimap's; otherwise `key` if its value is
+    /// `value`); false if there was no such pair.
+    bool remove_value(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_ordered_remove_value(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_ordered_remove_value");
+        return true;
+    }
     /// Every value of `key`, sorted (a multimap's; at most one otherwise).
     std::vector<std::string> values(bytes_view key) const {
         std::vector<std::string> out;
@@ -2568,6 +2579,14 @@ inline bool OrderedTxn::replace(const OrderedMap& map, bytes_view key, bytes_vie
                                          key.data(), key.size(), value.data(), value.size());
     if (rc == SHOAL_NOT_FOUND) return false;
     detail::check(rc, "shoal_ordered_txn_put_if_present");
+    return true;
+}
+inline bool OrderedTxn::remove_value(const OrderedMap& map, bytes_view key, bytes_view value) {
+    shoal_status rc = shoal_ordered_txn_remove_value(live("shoal_ordered_txn_remove_value"),
+                                                     map.handle(), key.data(), key.size(),
+                                                     value.data(), value.size());
+    if (rc == SHOAL_NOT_FOUND) return false;
+    detail::check(rc, "shoal_ordered_txn_remove_value");
     return true;
 }
 inline bool OrderedTxn::remove(const OrderedMap& map, bytes_view key) {

@@ -729,6 +729,16 @@ static void test_cursors_and_nested(void) {
     CHECK_RC(shoal_ordered_cursor_seek_value(c, "k", 1, "bb", 2, false), SHOAL_NOT_FOUND);
     shoal_ordered_cursor_close(c);
     shoal_ordered_snapshot_close(snap);
+    /* One pair goes, the key's others stay. */
+    REQUIRE_OK(shoal_ordered_remove_value(multi, "k", 1, "b", 1));
+    CHECK_RC(shoal_ordered_remove_value(multi, "k", 1, "b", 1), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){multi}, 1, &t));
+    REQUIRE_OK(shoal_ordered_txn_remove_value(t, multi, "k", 1, "a", 1));
+    CHECK_RC(shoal_ordered_txn_remove_value(t, multi, "k", 1, "a", 1), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+    char vals[64] = "";
+    REQUIRE_OK(shoal_ordered_values(multi, "k", 1, collect_values, vals, &nv));
+    CHECK(nv == 1 && strcmp(vals, "c,") == 0);
 
     /* A multimap's range iteration keeps every value of a key with many. */
     REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){multi}, 1, &t));

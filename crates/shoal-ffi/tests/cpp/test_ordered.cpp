@@ -253,6 +253,14 @@ TEST_F(OrderedTest, CursorsWalkBothWaysAndAmongValues) {
     EXPECT_TRUE(m.seek_value("k", "bb", true));
     EXPECT_EQ(m.value(), "c");
     EXPECT_FALSE(m.seek_value("k", "bb"));
+    EXPECT_TRUE(multi.remove_value("k", "b"));
+    EXPECT_FALSE(multi.remove_value("k", "b"));
+    {
+        shoal::OrderedTxn t = multi.write();
+        EXPECT_TRUE(t.remove_value(multi, "k", "a"));
+        t.commit();
+    }
+    EXPECT_EQ(multi.values("k"), std::vector<std::string>{"c"});
 }
 
 TEST_F(OrderedTest, NestedTransactionsRollBackOnException) {
