@@ -505,28 +505,50 @@ impl Store {
             .call1((slf,))
     }
 
-    /// ordered_map(name, *, key="bytes", value="bytes", create=True) -> OrderedMap
+    /// ordered_map(name, *, key=None, value="bytes", u64_keys=False, duplicates=False,
+    /// create=True) -> OrderedMap
     ///
-    /// Opens the ordered map `name` (keys kept sorted bytewise), creating it if it does
-    /// not exist (unless `create=False`, which raises `shoal.NotFound`). `key` is "bytes"
-    /// or "str" (codecs whose bytes sort as their values do); `value` any codec. Ordered
-    /// maps record no codecs: open a map with the codecs it was written with.
-    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true))]
+    /// Opens the ordered map `name`, creating it if it does not exist (unless
+    /// `create=False`, which raises `shoal.NotFound`). Keys are sorted bytewise, or as
+    /// unsigned 64-bit integers with `u64_keys=True`; `duplicates=True` makes a multimap
+    /// (several sorted values per key). An existing map must be opened with the options
+    /// it was created with (`shoal.InvalidArgument` otherwise). `key` is "bytes" or "str"
+    /// (codecs whose bytes sort as their values do), "uint" with `u64_keys` (the
+    /// defaults: "bytes", and "uint" with `u64_keys`); `value` any codec. Ordered maps
+    /// record no codecs: open a map with the codecs it was written with.
+    #[pyo3(signature = (name, *, key = None, value = "bytes", u64_keys = false, duplicates = false, create = true))]
+    #[allow(clippy::too_many_arguments)]
     fn ordered_map<'py>(
         slf: &Bound<'py, Self>,
         name: &str,
-        key: &str,
+        key: Option<&str>,
         value: &str,
+        u64_keys: bool,
+        duplicates: bool,
         create: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
         let st = this.get(py)?;
-        let native =
-            crate::ordered::OrderedNative::open(py, &this.core, &st, name, key, value, create)?;
+        let opts = shoal::OrderedOptions {
+            u64_keys,
+            duplicates,
+        };
+        let native = crate::ordered::OrderedNative::open(
+            py, &this.core, &st, name, key, value, opts, create,
+        )?;
         py.import("shoal._ordered")?
             .getattr("OrderedMap")?
             .call1((native, slf))
+    }
+
+    /// ordered_marker(i) -> int
+    ///
+    /// The store's marker `i` (0 to 13): a persistent number that a transaction over
+    /// ordered maps sets at its commit (`t.set_marker(i, v)`), 0 until one does.
+    fn ordered_marker(&self, py: Python<'_>, i: u64) -> PyResult<u64> {
+        let st = self.get(py)?;
+        st.ordered_marker(i).py_err(py)
     }
 
     /// Names of the ordered maps in the store (`maps()` lists the hash maps).

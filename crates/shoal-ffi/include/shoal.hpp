@@ -2057,6 +2057,113 @@ private:
     bool done_ = false;
 };
 
+/// A position in an ordered map's snapshot (OrderedSnapshot::cursor): it seeks, steps
+/// both ways and says where it stands. Every move returns whether the cursor then stands
+/// on an entry (after one that returns false, reposition it with first(), last() or a
+/// seek before stepping). In a multimap each (key, value) pair is an entry, in key order
+/// then value order; next_key/prev_key move between keys, next_value/prev_value among one
+/// key's values. The views key(), value() and entry() give stay valid until the next
+/// move. Move-only; bound to the thread that made it; it keeps its snapshot's view even
+/// after the snapshot object is destroyed.
+class OrderedCursor {
+public:
+    using value_type = std::pair<std::string_view, std::string_view>;
+
+    /// Moves to the first entry.
+    bool first() { return moved(shoal_ordered_cursor_first(h_.get()), "shoal_ordered_cursor_first"); }
+    /// Moves to the last entry.
+    bool last() { return moved(shoal_ordered_cursor_last(h_.get()), "shoal_ordered_cursor_last"); }
+    /// Moves to the next entry.
+    bool next() { return moved(shoal_ordered_cursor_next(h_.get()), "shoal_ordered_cursor_next"); }
+    /// Moves to the previous entry.
+    bool prev() { return moved(shoal_ordered_cursor_prev(h_.get()), "shoal_ordered_cursor_prev"); }
+    /// Moves to `key` (a multimap's first value of it); false (on no entry) if absent.
+    bool seek(bytes_view key) {
+        return moved(shoal_ordered_cursor_seek(h_.get(), key.data(), key.size()),
+                     "shoal_ordered_cursor_seek");
+    }
+    /// Moves to the first entry whose key is at least `key` (the ceiling).
+    bool seek_ge(bytes_view key) {
+        return moved(shoal_ordered_cursor_seek_ge(h_.get(), key.data(), key.size()),
+                     "shoal_ordered_cursor_seek_ge");
+    }
+    /// Moves to the last entry whose key is at most `key` (the floor).
+    bool seek_le(bytes_view key) {
+        return moved(shoal_ordered_cursor_seek_le(h_.get(), key.data(), key.size()),
+                     "shoal_ordered_cursor_seek_le");
+    }
+    /// Multimap: moves to the first value of the next key.
+    bool next_key() {
+        return moved(shoal_ordered_cursor_next_key(h_.get()), "shoal_ordered_cursor_next_key");
+    }
+    /// Multimap: moves to the last value of the previous key.
+    bool prev_key() {
+        return moved(shoal_ordered_cursor_prev_key(h_.get()), "shoal_ordered_cursor_prev_key");
+    }
+    /// Multimap: moves to the next value of the same key (false: stays at its last).
+    bool next_value() {
+        return moved(shoal_ordered_cursor_next_value(h_.get()),
+                     "shoal_ordered_cursor_next_value");
+    }
+    /// Multimap: moves to the previous value of the same key (false: stays at its first).
+    bool prev_value() {
+        return moved(shoal_ordered_cursor_prev_value(h_.get()),
+                     "shoal_ordered_cursor_prev_value");
+    }
+    /// Multimap: moves to the pair (key, value), or with `ge` to the first value of `key`
+    /// at least `value`.
+    bool seek_value(bytes_view key, bytes_view value, bool ge = false) {
+        return moved(shoal_ordered_cursor_seek_value(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size(), ge),
+                     "shoal_ordered_cursor_seek_value");
+    }
+    /// The entry the cursor stands on, or nullopt.
+    std::optional<value_type> entry() const {
+        const void *k = nullptr, *v = nullptr;
+        std::size_t kl = 0, vl = 0;
+        shoal_status rc = shoal_ordered_cursor_get(h_.get(), &k, &kl, &v, &vl);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_ordered_cursor_get");
+        return value_type{std::string_view(static_cast<const char*>(k), kl),
+                          std::string_view(static_cast<const char*>(v), vl)};
+    }
+    /// The key the cursor stands on (empty on no entry: check the last move or entry()).
+    std::string_view key() const { return entry().value_or(value_type{}).first; }
+    /// The value the cursor stands on (empty on no entry).
+    std::string_view value() const { return entry().value_or(value_type{}).second; }
+    /// The number of entries before the cursor's, or nullopt on no entry.
+    std::optional<std::uint64_t> position() const {
+        std::uint64_t p = 0;
+        shoal_status rc = shoal_ordered_cursor_position(h_.get(), &p);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_ordered_cursor_position");
+        return p;
+    }
+    /// The number of values of the key the cursor stands on (0 on no entry).
+    std::uint64_t count_values() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_cursor_count_values(h_.get(), &n),
+                      "shoal_ordered_cursor_count_values");
+        return n;
+    }
+
+    /// The C handle. Owned by this object.
+    shoal_ordered_cursor* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class OrderedSnapshot;
+    explicit OrderedCursor(shoal_ordered_cursor* c) noexcept : h_(c) {}
+    static bool moved(shoal_status rc, const char* name) {
+        if (rc == SHOAL_OK) return true;
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::raise(rc, name);
+    }
+    struct Close {
+        void operator()(shoal_ordered_cursor* c) const noexcept { shoal_ordered_cursor_close(c); }
+    };
+    std::unique_ptr<shoal_ordered_cursor, Close> h_;
+};
+
 /// A consistent view of an ordered map (OrderedMap::snapshot): every read sees the map as
 /// of one commit, for as long as it lives, and never makes a writer wait. Move-only;
 /// bound to the thread that took it (calls from another throw SHOAL_INVALID).
@@ -2118,6 +2225,13 @@ public:
         return OrderedRange(it);
     }
 
+    /// A cursor over this snapshot, standing on no entry until it moves.
+    OrderedCursor cursor() const {
+        shoal_ordered_cursor* c = nullptr;
+        detail::check(shoal_ordered_cursor_open(h_.get(), &c), "shoal_ordered_cursor_open");
+        return OrderedCursor(c);
+    }
+
     /// The C handle. Owned by this object.
     shoal_ordered_snapshot* handle() const noexcept { return h_.get(); }
 
@@ -2147,6 +2261,8 @@ public:
     bool replace(const OrderedMap& map, bytes_view key, bytes_view value);
     /// Removes `key`; false if it was absent.
     bool remove(const OrderedMap& map, bytes_view key);
+    /// Removes the pair (key, value); false if there was no such pair.
+    bool remove_value(const OrderedMap& map, bytes_view key, bytes_view value);
     /// The value of `key` as this transaction sees it (its own writes included).
     std::optional<std::string> get(const OrderedMap& map, bytes_view key);
     /// Adds `key` -> `value` past the map's largest key (a sorted bulk load into full
@@ -2168,12 +2284,53 @@ public:
     bool remove(bytes_view key) { return remove(*first_, key); }
     std::optional<std::string> get(bytes_view key) { return get(*first_, key); }
 
+    /// A nested transaction (a savepoint), RAII: `{ auto n = txn.nested(); ...;
+    /// n.commit(); }`. Until it ends, this transaction's calls act in it; commit() keeps
+    /// its writes in the parent; destroyed without commit() (an exception, an early
+    /// return) it undoes them, and the parent goes on. Nested ones nest again (end them
+    /// innermost first, as scopes do). Neither copyable nor movable.
+    class Nested {
+    public:
+        explicit Nested(OrderedTxn& txn) : t_(&txn) {
+            detail::check(
+                shoal_ordered_txn_nested_begin(txn.live("shoal_ordered_txn_nested_begin")),
+                "shoal_ordered_txn_nested_begin");
+        }
+        Nested(const Nested&) = delete;
+        Nested& operator=(const Nested&) = delete;
+        ~Nested() { abort(); }
+        /// Keeps this nested transaction's writes in its parent.
+        void commit() {
+            if (!open_) throw Error(SHOAL_INVALID, "the nested transaction is over");
+            open_ = false;
+            detail::check(
+                shoal_ordered_txn_nested_commit(t_->live("shoal_ordered_txn_nested_commit")),
+                "shoal_ordered_txn_nested_commit");
+        }
+        /// Undoes this nested transaction's writes (what the destructor does).
+        void abort() noexcept {
+            if (open_ && t_->h_) shoal_ordered_txn_nested_abort(t_->h_.get());
+            open_ = false;
+        }
+        /// Whether it is still open.
+        bool active() const noexcept { return open_ && t_->h_; }
+
+    private:
+        OrderedTxn* t_;
+        bool open_ = true;
+    };
+    /// Opens a nested transaction (see Nested).
+    Nested nested() { return Nested(*this); }
+
     /// Commits every write at once; returns the commit's sequence number. The
-    /// transaction is over afterwards, committed or (on an exception) not.
+    /// transaction is over afterwards, committed or (on an exception) not, except when
+    /// a nested transaction is still open (SHOAL_INVALID: it stays open).
     std::uint64_t commit() {
         std::uint64_t seq = 0;
-        shoal_ordered_txn* t = h_.release();
-        detail::check(shoal_ordered_txn_commit(t, &seq), "shoal_ordered_txn_commit");
+        shoal_status rc = shoal_ordered_txn_commit(live("shoal_ordered_txn_commit"), &seq);
+        if (rc == SHOAL_INVALID) detail::raise(rc, "shoal_ordered_txn_commit");
+        h_.release();
+        detail::check(rc, "shoal_ordered_txn_commit");
         return seq;
     }
     /// Drops every write (also what the destructor does without commit()).
@@ -2206,12 +2363,15 @@ public:
     /// Opens the ordered map `name` of `store`, creating it if absent and `create`.
     /// Throws shoal::Error (SHOAL_NOT_FOUND when absent and !create; SHOAL_INVALID for a
     /// map of another kind).
-    OrderedMap(const Store& store, std::string_view name, bool create = true) {
+    /// `form`: for a map it creates, SHOAL_ORDERED_U64_KEYS and/or SHOAL_ORDERED_DUPS (an
+    /// existing map opened with either must have been made with the same ones).
+    OrderedMap(const Store& store, std::string_view name, bool create = true,
+               std::uint32_t form = 0) {
         std::string n(name);
         shoal_ordered* m = nullptr;
-        detail::check(
-            shoal_ordered_open(store.handle(), n.c_str(), create ? SHOAL_MAP_CREATE : 0, &m),
-            "shoal_ordered_open");
+        detail::check(shoal_ordered_open(store.handle(), n.c_str(),
+                                         (create ? SHOAL_MAP_CREATE : 0) | form, &m),
+                      "shoal_ordered_open");
         h_.reset(m);
     }
 
@@ -2288,6 +2448,15 @@ public:
                                                  detail::bound_ptr(hi, b), &n),
                       "shoal_ordered_remove_range");
         return n;
+    }
+    /// Removes the pair (key, value) (a multimap's; otherwise `key` if its value is
+    /// `value`); false if there was no such pair.
+    bool remove_value(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_ordered_remove_value(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_ordered_remove_value");
+        return true;
     }
     /// Every value of `key`, sorted (a multimap's; at most one otherwise).
     std::vector<std::string> values(bytes_view key) const {
@@ -2413,6 +2582,14 @@ inline bool OrderedTxn::replace(const OrderedMap& map, bytes_view key, bytes_vie
                                          key.data(), key.size(), value.data(), value.size());
     if (rc == SHOAL_NOT_FOUND) return false;
     detail::check(rc, "shoal_ordered_txn_put_if_present");
+    return true;
+}
+inline bool OrderedTxn::remove_value(const OrderedMap& map, bytes_view key, bytes_view value) {
+    shoal_status rc = shoal_ordered_txn_remove_value(live("shoal_ordered_txn_remove_value"),
+                                                     map.handle(), key.data(), key.size(),
+                                                     value.data(), value.size());
+    if (rc == SHOAL_NOT_FOUND) return false;
+    detail::check(rc, "shoal_ordered_txn_remove_value");
     return true;
 }
 inline bool OrderedTxn::remove(const OrderedMap& map, bytes_view key) {

@@ -39,6 +39,7 @@ mod log;
 mod txn;
 
 mod ordered;
+mod ordered_cursor;
 mod ordered_ops;
 
 // The calls both kinds of map share (no exported items of its own).
@@ -52,6 +53,7 @@ pub use iter::*;
 pub use log::*;
 pub use map::*;
 pub use ordered::*;
+pub use ordered_cursor::*;
 pub use queue::*;
 pub use store::*;
 pub use txn::*;

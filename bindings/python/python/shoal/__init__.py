@@ -68,7 +68,15 @@ from ._shoal import (
 from ._views import ItemsView, KeysView, ValuesView
 from ._fixed import FixedMap
 from ._txn import Transaction, Watch
-from ._ordered import OrderedMap, OrderedSnapshot, OrderedTransaction, OrderedWrite
+from ._ordered import (
+    OrderedCursor,
+    OrderedMap,
+    OrderedNestedTransaction,
+    OrderedNestedWrite,
+    OrderedSnapshot,
+    OrderedTransaction,
+    OrderedWrite,
+)
 from ._log import LogHandler, LogLevel
 
 __version__ = "0.1.0"
@@ -85,7 +93,10 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "OrderedCursor",
     "OrderedMap",
+    "OrderedNestedTransaction",
+    "OrderedNestedWrite",
     "OrderedSnapshot",
     "OrderedTransaction",
     "OrderedWrite",
@@ -146,9 +157,11 @@ def _reopen_fixed(path, name, key_size, value_size, lock_timeout=5.0):
     return _reopen_store(path, lock_timeout).fixed_map(name, key_size, value_size, create=False)
 
 
-def _reopen_ordered(path, name, key, value, lock_timeout=5.0):
+def _reopen_ordered(path, name, key, value, u64_keys=False, duplicates=False, lock_timeout=5.0):
     """Unpickling helper: opens an existing store's ordered map again."""
-    return _reopen_store(path, lock_timeout).ordered_map(name, key=key, value=value, create=False)
+    return _reopen_store(path, lock_timeout).ordered_map(
+        name, key=key, value=value, u64_keys=u64_keys, duplicates=duplicates, create=False
+    )
 
 
 def _reopen_log(path, name, lock_timeout=5.0):
