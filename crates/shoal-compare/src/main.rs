@@ -4,6 +4,7 @@
 mod ordered;
 mod peers;
 mod report;
+mod txn;
 
 use peers::{Counts, Kv, Op, Phase, PHASES, REMOVE_PUT};
 use shoal_bench::{CountingAlloc, SplitMix64};
@@ -38,8 +39,9 @@ By default every system also gets a separate row with PUT in key order (`key ord
 report): sorted inserts append at the right edge of a B-tree, LMDB's and libmdbx's best case.
 
 Options:
-  --kind K          hash (this suite, the default) or ordered (ordered maps against LMDB
-                    and libmdbx: see --kind ordered --help)
+  --kind K          hash (this suite, the default), ordered (ordered maps against LMDB
+                    and libmdbx: see --kind ordered --help) or txn (2-key transfers in
+                    transactions against libmdbx, LMDB and Redis: see --kind txn --help)
   --keys N          keys (default 1M; accepts 1_000_000, 10M, 500k)
   --systems LIST    comma list among shoal,hashbrown,lmdb,lmdb-batch,mdbx,mdbx-batch,redis,
                     redis-pipe (default: all)
@@ -244,7 +246,7 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => a.dir = PathBuf::from(val()?),
             "--kind" => {
                 if val()? != "hash" {
-                    return Err("--kind: hash or ordered".into());
+                    return Err("--kind: hash, ordered or txn".into());
                 }
             }
             "--json" => a.json = true,
@@ -946,9 +948,13 @@ fn main() {
                 let rest: Vec<String> = argv[..i].iter().chain(&argv[i + 2..]).cloned().collect();
                 std::process::exit(ordered::main(&rest));
             }
+            Some("txn") => {
+                let rest: Vec<String> = argv[..i].iter().chain(&argv[i + 2..]).cloned().collect();
+                std::process::exit(txn::main(&rest));
+            }
             Some("hash") => {}
             k => {
-                eprintln!("shoal-compare: --kind {k:?}: hash (the default) or ordered");
+                eprintln!("shoal-compare: --kind {k:?}: hash (the default), ordered or txn");
                 std::process::exit(2);
             }
         }

@@ -796,6 +796,8 @@ pub enum Reply {
     Bulk(Option<Vec<u8>>),
     /// `-ERR …`.
     Error(String),
+    /// `*n`: an array of `n` replies, which follow (read each with [`Resp::read_into`]).
+    Array(i64),
 }
 
 impl Resp {
@@ -845,6 +847,7 @@ impl Resp {
             b'+' => Ok(Reply::Status(text())),
             b'-' => Ok(Reply::Error(text())),
             b':' => Ok(Reply::Int(num()?)),
+            b'*' => Ok(Reply::Array(num()?)),
             b'$' => {
                 let n = num()?;
                 if n < 0 {

@@ -43,7 +43,7 @@ fn kernel() -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-fn date_utc() -> String {
+pub(crate) fn date_utc() -> String {
     std::process::Command::new("date")
         .args(["-u", "+%Y-%m-%d %H:%M UTC"])
         .output()
@@ -54,7 +54,7 @@ fn date_utc() -> String {
 
 /// The commit the binary's sources are at (`git describe --always --dirty`), when run
 /// inside the repository.
-fn commit() -> String {
+pub(crate) fn commit() -> String {
     std::process::Command::new("git")
         .args(["describe", "--always", "--dirty", "--abbrev=7"])
         .output()

@@ -180,3 +180,55 @@ fn read_phases_last_min_secs_and_the_report_says_so() {
         assert!(text.contains(want), "report lacks {want:?}:\n{text}");
     }
 }
+
+/// `--kind txn`: every system moves money between accounts from 1 and 2 processes, and the
+/// accounts' sum after each row is the initial sum (the binary exits non-zero otherwise);
+/// the report has a table per process count and the targets.
+#[test]
+fn transfers_keep_every_systems_sum() {
+    let mut systems = vec!["shoal-fixed", "shoal-var", "mdbx", "lmdb"];
+    match redis_available() {
+        Ok(()) => systems.extend(["redis-multi", "redis-lua"]),
+        Err(why) => println!("Redis part of the transfer smoke test skipped: {why}"),
+    }
+    let md = std::env::temp_dir().join(format!("shoal-compare-txn-{}.md", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
+        .args(["--kind", "txn", "--accounts", "500", "--xfers", "6000"])
+        .args(["--balance", "100", "--procs", "1,2", "--repeats", "1"])
+        .args(["--min-secs", "0", "--pipeline", "7", "--systems"])
+        .arg(systems.join(","))
+        .arg("--md")
+        .arg(&md)
+        .output()
+        .expect("run shoal-compare");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "shoal-compare --kind txn failed: {stderr}"
+    );
+    let text = std::fs::read_to_string(&md).expect("Markdown report");
+    let _ = std::fs::remove_file(&md);
+    // 500 accounts of 100: the sum is 50000 in every row.
+    let rows = text
+        .lines()
+        .filter(|l| l.contains("| 50000 in each repeat |"));
+    assert_eq!(rows.count(), 2 * systems.len(), "{text}");
+    for want in [
+        "## 1 process",
+        "## 2 processes",
+        "## The targets",
+        "load average before:",
+        "- commit:",
+    ] {
+        assert!(text.contains(want), "report lacks {want:?}:\n{text}");
+    }
+    // Small balances and amounts up to 100: the systems that check decline some.
+    let declined = text
+        .lines()
+        .filter(|l| l.starts_with("| Shoal, fixed-size map |"))
+        .any(|l| !l.contains("| 0.000% |"));
+    assert!(
+        declined,
+        "no declined transfer with balances of 100:\n{text}"
+    );
+}

@@ -655,6 +655,13 @@ impl<'s> Transaction<'s> {
                 }
                 let (_, _, e) = m.locate(sh, k.h, sh.file_end())?;
                 k.seg = entry_seg(e);
+                // Every key's lock line and home bucket on their way at once: a commit's
+                // time is mostly these misses, which the locks and lookups below would
+                // otherwise take one after another.
+                match &k.map.0 {
+                    Target::Fixed(f) => f.f.prefetch_home(sh, k.seg, k.h),
+                    Target::Var(v) => v.m.prefetch_home(sh, k.seg, k.h),
+                }
                 locks.push((k.seg + S_LOCK, k.map.var().is_none()));
             }
             locks.sort_unstable();

@@ -94,15 +94,22 @@ impl FixedRef {
     pub(crate) fn prefetch_write(&self, sh: &Shared, key: &[u8], end: u64) {
         let h = hash(sh.g.seed, key);
         if let Ok((_, _, e)) = self.m.locate(sh, h, end) {
-            let seg = entry_seg(e);
-            let bo = self.bucket(seg, home_bucket(h, self.m.n_main));
-            let mut o = bo;
-            while o < bo + self.geo.bsize {
-                sh.r.prefetch(o);
-                o += 64;
-            }
-            sh.r.prefetch(seg + S_LOCK);
+            self.prefetch_home(sh, entry_seg(e), h);
         }
+    }
+
+    /// Starts loading every line of the home bucket of the key of hash `h` in segment
+    /// `seg`, and the segment's lock line: what a locked write of it waits on first. A
+    /// hint only (reads nothing it relies on).
+    #[inline]
+    pub(crate) fn prefetch_home(&self, sh: &Shared, seg: u64, h: u64) {
+        let bo = self.bucket(seg, home_bucket(h, self.m.n_main));
+        let mut o = bo;
+        while o < bo + self.geo.bsize {
+            sh.r.prefetch(o);
+            o += 64;
+        }
+        sh.r.prefetch(seg + S_LOCK);
     }
 
     /// Locks the segment of `h` for a writer and waits out the lock-free adders in it.

@@ -10,12 +10,17 @@ impl MapRef {
     /// step ahead of their liveness lookups, whose misses otherwise came one by one.
     pub(crate) fn prefetch_hash(&self, sh: &Shared, h: u64, end: u64) {
         if let Ok((_, _, e)) = self.locate(sh, h, end) {
-            let seg = entry_seg(e);
-            let bo = bucket_off(seg, home_bucket(h, self.n_main));
-            sh.r.prefetch(bo);
-            sh.r.prefetch(bo + 64);
-            sh.r.prefetch(seg + S_LOCK);
+            self.prefetch_home(sh, entry_seg(e), h);
         }
+    }
+
+    /// [`MapRef::prefetch_hash`] for a key whose segment `seg` is known.
+    #[inline]
+    pub(crate) fn prefetch_home(&self, sh: &Shared, seg: u64, h: u64) {
+        let bo = bucket_off(seg, home_bucket(h, self.n_main));
+        sh.r.prefetch(bo);
+        sh.r.prefetch(bo + 64);
+        sh.r.prefetch(seg + S_LOCK);
     }
 }
 
