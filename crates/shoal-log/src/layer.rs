@@ -5,6 +5,7 @@ use crate::level;
 use shoal::Log;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tracing_core::field::{Field, Visit};
 use tracing_core::{Event, Level, LevelFilter, Subscriber};
@@ -20,7 +21,8 @@ use tracing_subscriber::layer::{Context, Layer};
 ///
 /// Spans are not recorded: an event is written with its own fields. An append that fails
 /// (a log of the wait policy full past the timeout, a dropped log) is counted
-/// ([`ShoalLayer::failed`]); tracing has nobody to return it to.
+/// ([`ShoalLayer::failed`]); tracing has nobody to return it to. Clones share the count:
+/// keep one to read it after handing the layer to a subscriber.
 ///
 /// ```
 /// use tracing_subscriber::layer::SubscriberExt;
@@ -37,12 +39,12 @@ use tracing_subscriber::layer::{Context, Layer};
 /// assert_eq!(r.fields()[2], (b"n".to_vec(), b"3".to_vec()));
 /// # Ok::<(), shoal::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ShoalLayer {
     log: Log,
     max_level: LevelFilter,
     timeout: Option<Duration>,
-    failed: AtomicU64,
+    failed: Arc<AtomicU64>,
 }
 
 impl ShoalLayer {
@@ -53,7 +55,7 @@ impl ShoalLayer {
             log,
             max_level: LevelFilter::TRACE,
             timeout: None,
-            failed: AtomicU64::new(0),
+            failed: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -70,7 +72,7 @@ impl ShoalLayer {
         self
     }
 
-    /// Events whose append failed.
+    /// Events whose append failed (by this layer and its clones).
     pub fn failed(&self) -> u64 {
         self.failed.load(Ordering::Relaxed)
     }
