@@ -9,10 +9,13 @@
 //!   ([`Drainer::to_stderr`]), a callback ([`Drainer::to_callback`]) or any [`Sink`].
 //! - [`Format`]: records as text or JSON lines, the same as `shoal log tail --format` and
 //!   `shoal log drain` print.
-//! - [`ShoalLayer`]: a `tracing_subscriber` layer, and [`ShoalLogger`]: a `log` backend,
-//!   both appending each event or record with its level ([`level`]), target and fields.
+//! - `ShoalLayer`: a `tracing_subscriber` layer (feature `tracing`), and `ShoalLogger`:
+//!   a `log` backend (feature `log`), both appending each event or record with its level
+//!   ([`level`]), target and fields. Both features are on by default; a program that only
+//!   drains (the C library) leaves them out.
 //!
 //! ```
+//! # #[cfg(feature = "tracing")] {
 //! use tracing_subscriber::layer::SubscriberExt;
 //! # let d = tempfile::tempdir().unwrap();
 //! # let path = d.path().join("app.log");
@@ -28,25 +31,33 @@
 //! drainer.stop()?;
 //! let text = std::fs::read_to_string(&path)?;
 //! assert!(text.trim_end().ends_with(" 4 disk almost full target=rust_out disk=sda free_pct=4"), "{text}");
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(any(feature = "tracing", feature = "log"))]
 mod append;
 mod drain;
 pub mod format;
+#[cfg(feature = "tracing")]
 mod layer;
 pub mod level;
+#[cfg(feature = "log")]
 mod logger;
 
 pub use drain::{
     Callback, DrainError, DrainOptions, DrainStats, Drainer, FileSink, Sink, StderrSink,
 };
 pub use format::Format;
+#[cfg(feature = "tracing")]
 pub use layer::ShoalLayer;
+#[cfg(feature = "log")]
 pub use logger::ShoalLogger;
 
 /// The log level of a `tracing` level ([`level`]'s numbers).
+#[cfg(feature = "tracing")]
 pub use layer::level_of as tracing_level;
 /// The log level of a `log` level ([`level`]'s numbers).
+#[cfg(feature = "log")]
 pub use logger::level_of as log_level;
