@@ -791,3 +791,129 @@ func TestOrderedLogsParseAndTheBinaryRejectsCorruption(t *testing.T) {
 		t.Fatalf("a history with a half transfer seen: %v, want exit status 1\n%s", err, out)
 	}
 }
+
+// Hash-map transactions (-txn): 3 accounts at 100, transfers locked (xfer) and
+// optimistic (opt), consistent multi-key reads.
+
+func topt(from, to int, amt uint64) OInput {
+	return OInput{Kind: "opt", From: from, To: to, Amt: amt}
+}
+
+func TestTxnModelRejectsWhatNoSerialOrderExplains(t *testing.T) {
+	m := orderedModel(3, 0, 0, []uint64{100, 100, 100})
+	moved := func(a, b uint64) OOutput { return OOutput{Vals: []uint64{a, b}, Moved: true} }
+	good := []porcupine.Operation{
+		oop(0, oxfer(0, 1, 30), moved(100, 100), 0, 10),
+		oop(1, topt(1, 2, 50), moved(130, 100), 5, 20), // overlaps: after the xfer
+		oop(2, oread(0, 1, 2), ovals(70, 80, 150), 25, 30),
+		oop(0, topt(0, 2, 71), OOutput{Vals: []uint64{70, 150}}, 40, 50), // too little: no move
+		oop(2, oread(2, 0), ovals(150, 70), 60, 70),
+		oop(1, OInput{Kind: "ver", From: 1, To: 0, Amt: 80}, moved(80, 70), 80, 90),
+		oop(2, oread(0, 1), ovals(150, 0), 100, 110),
+	}
+	if !porcupine.CheckOperations(m, good) {
+		t.Fatal("a serializable history of locked and optimistic transfers was rejected")
+	}
+	for name, h := range map[string][]porcupine.Operation{
+		// A consistent read that saw the debit of a transfer and not its credit.
+		"a read of half a transfer": {
+			oop(0, oxfer(0, 1, 30), moved(100, 100), 0, 10),
+			oop(1, oread(0, 1, 2), ovals(70, 100, 100), 5, 30),
+		},
+		// An optimistic commit on balances that had changed before it (a lost update).
+		"an optimistic commit on stale reads": {
+			oop(0, oxfer(0, 1, 30), moved(100, 100), 0, 10),
+			oop(1, topt(0, 2, 10), moved(100, 100), 20, 30),
+		},
+		// Two concurrent transfers both read the balance before the other: no order.
+		"two transfers each before the other": {
+			oop(0, oxfer(0, 1, 30), moved(100, 100), 0, 10),
+			oop(1, topt(0, 2, 20), moved(100, 100), 0, 10),
+		},
+		// A condition that failed although the balance sufficed.
+		"a transfer refused with money enough": {
+			oop(0, oxfer(0, 1, 30), OOutput{Vals: []uint64{100, 100}}, 0, 10),
+		},
+		// A transfer watching a version that committed on a value changed before it.
+		"a versioned commit on a stale value": {
+			oop(0, oxfer(1, 0, 30), moved(100, 100), 0, 10),
+			oop(1, OInput{Kind: "ver", From: 1, To: 2, Amt: 5}, moved(100, 100), 20, 30),
+		},
+		// Strictness: a read after a completed commit sees it.
+		"a read older than a completed commit": {
+			oop(0, topt(0, 1, 30), moved(100, 100), 0, 10),
+			oop(1, oread(0), ovals(100), 20, 30),
+		},
+	} {
+		if porcupine.CheckOperations(m, h) {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// A transfer killed in flight committed whole or not at all, and once seen, stays.
+	killed := oop(0, topt(0, 1, 30), OOutput{Unknown: true}, 0, Infinity)
+	for _, seen := range [][]uint64{{100, 100}, {70, 130}} {
+		if !porcupine.CheckOperations(m, []porcupine.Operation{killed, oop(1, oread(0, 1), ovals(seen...), 10, 20)}) {
+			t.Errorf("a killed transfer then a read of %v was rejected", seen)
+		}
+	}
+	if porcupine.CheckOperations(m, []porcupine.Operation{killed, oop(1, oread(0, 1), ovals(70, 100), 10, 20)}) {
+		t.Error("half a killed transfer was accepted")
+	}
+	if porcupine.CheckOperations(m, []porcupine.Operation{killed,
+		oop(1, oread(1), ovals(130), 10, 20), oop(1, oread(1), ovals(100), 30, 40)}) {
+		t.Error("a killed transfer seen, then unseen, was accepted")
+	}
+}
+
+func TestTxnBinaryAcceptsAndRejects(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "lincheck")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	good := map[string]string{
+		"w0.tlin":    "W 1 0 0 11\nC 10 xfer 0 2 30\nR 20 100 100 ok\nC 30 ver 1 0 500\nR 40 100 70 no\nC 50 opt 2 1 5\n",
+		"w1.tlin":    "W 2 1 0 12\nC 25 read 0,2\nR 28 70,130\nC 45 xfer 2 1 30\nR 48 130 100 ok\nC 60 read 0,1\nR 7",
+		"final.tlin": "W 99 99 0 13\nC 100 read 0,1,2\nR 110 70,135,95\n",
+	}
+	dir := writeLogs(t, good)
+	args := []string{"-txn", "-keys", "3", "-initial", "100"}
+	out, err := exec.Command(exe, append(args, dir)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("a good history rejected: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "lincheck: txn: totals: ops=6 xfer=2 opt=0 ver=1 moved=2 abort=0 put=0 read=2 pending=2") {
+		t.Fatalf("wrong counts:\n%s", out)
+	}
+	// The killed optimistic transfer (w0's last) must have committed: without it the
+	// final read is not explained.
+	noKill := map[string]string{}
+	for k, v := range good {
+		noKill[k] = v
+	}
+	noKill["w0.tlin"] = strings.TrimSuffix(noKill["w0.tlin"], "C 50 opt 2 1 5\n")
+	if _, err := exec.Command(exe, append(args, writeLogs(t, noKill))...).CombinedOutput(); err == nil {
+		t.Fatal("a final read explained only by a transfer that never ran was accepted")
+	}
+	// The same history from other starting values is not explained.
+	if _, err := exec.Command(exe, append([]string{"-txn", "-keys", "3", "-init", "100,100,99"}, dir)...).CombinedOutput(); err == nil {
+		t.Fatal("a history checked from a starting state that does not explain it was accepted")
+	}
+	// A read of half a transfer: exit status 1, with a visualization.
+	good["w1.tlin"] = strings.Replace(good["w1.tlin"], "R 28 70,130", "R 28 70,100", 1)
+	dir = writeLogs(t, good)
+	out, err = exec.Command(exe, append(args, dir)...).CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "NOT LINEARIZABLE: txn transactions") {
+		t.Fatalf("a history with a half transfer seen: %v, want exit status 1\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lin-txn.html")); err != nil {
+		t.Fatalf("no visualization written: %v\n%s", err, out)
+	}
+	// Bad input: exit status 4.
+	for _, a := range [][]string{{"-txn", dir}, {"-txn", "-keys", "3", "-init", "1,2", dir}, {"-txn", "-keys", "3", t.TempDir()}} {
+		_, err := exec.Command(exe, a...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+			t.Errorf("lincheck %v: %v, want exit status 4", a, err)
+		}
+	}
+}

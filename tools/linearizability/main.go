@@ -5,9 +5,11 @@
 //	lincheck [-kills FILE] [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //	lincheck -queues [-timeout 10m] [-viz FILE.html] LOGDIR
 //	lincheck -ordered -keys N (-accounts N -initial N | -init V,...) [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
+//	lincheck -txn -keys N (-initial N | -init V,...) [-max-wait 10s] [-timeout 10m] [-viz FILE.html] LOGDIR
 //
 // With -queues it checks queue-set histories instead (queue.go); with -ordered,
-// ordered-map transaction histories (ordered.go).
+// ordered-map transaction histories (ordered.go); with -txn, hash-map transaction
+// histories (txn.go).
 //
 // Reads LOGDIR/*.lin (one per process; format in shoal-lin-worker.rs; any map kind:
 // variable, fixed-size, with UIDs). An operation whose process was killed before it
@@ -80,10 +82,11 @@ func main() {
 	viz := flag.String("viz", "", "on failure, write the failing keys' histories as HTML to FILE-KEY.html (default LOGDIR/lin-KEY.html)")
 	queues := flag.Bool("queues", false, "check queue-set histories (LOGDIR/*.qlin, see queue.go) instead of map histories")
 	ordered := flag.Bool("ordered", false, "check ordered-map transaction histories (LOGDIR/*.olin, see ordered.go) instead of map histories")
-	keys := flag.Int("keys", 0, "-ordered: keys in the store, both maps")
+	txn := flag.Bool("txn", false, "check hash-map transaction histories (LOGDIR/*.tlin, see txn.go) instead of map histories")
+	keys := flag.Int("keys", 0, "-ordered, -txn: keys in the store (-ordered: both maps)")
 	accounts := flag.Int("accounts", 0, "-ordered: accounts at the start of each map's keys")
-	initial := flag.Uint64("initial", 0, "-ordered: each account's starting balance")
-	initList := flag.String("init", "", "-ordered: every key's starting value, comma-separated (instead of -accounts/-initial)")
+	initial := flag.Uint64("initial", 0, "-ordered: each account's starting balance; -txn: every key's")
+	initList := flag.String("init", "", "-ordered, -txn: every key's starting value, comma-separated (instead of -accounts/-initial)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lincheck [-kills FILE] [-max-wait D] [-timeout D] [-viz FILE.html] LOGDIR")
@@ -92,6 +95,10 @@ func main() {
 	dir := flag.Arg(0)
 	if *queues {
 		checkQueues(dir, *timeout, *viz)
+		return
+	}
+	if *txn {
+		checkTxn(dir, *timeout, *maxWait, *viz, *keys, *initial, *initList)
 		return
 	}
 	if *ordered {

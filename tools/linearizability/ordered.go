@@ -23,6 +23,10 @@ package main
 //	W <ns> <slot> <gen> <pid>        first line
 //	C <ns> xfer <from> <to> <amt>     a transfer transaction: reads both balances, moves
 //	R <ns> <va> <vb> ok | no          amt if from holds that much (ok), else aborts (no)
+//	C <ns> opt <from> <to> <amt>      the same transfer, optimistic (read, compute, commit
+//	R <ns> <va> <vb> ok | no          if unchanged): one atomic step alike
+//	C <ns> ver <from> <to> <amt>      the same again, committed if a version is unchanged
+//	R <ns> <va> <vb> ok | no
 //	C <ns> abort <from> <to>          a transaction that reads both balances and aborts
 //	R <ns> <va> <vb>
 //	C <ns> put <key> <value>          a single put (its own transaction)
@@ -52,9 +56,9 @@ import (
 
 // OInput is one transaction.
 type OInput struct {
-	Kind     string // xfer, abort, put, read
-	From, To int    // xfer, abort
-	Amt      uint64 // xfer
+	Kind     string // xfer, opt, ver, abort, put, read
+	From, To int    // xfer, opt, ver, abort
+	Amt      uint64 // xfer, opt, ver
 	Key      int    // put
 	Val      uint64 // put
 	Keys     []int  // read
@@ -63,8 +67,8 @@ type OInput struct {
 // OOutput is what it returned.
 type OOutput struct {
 	Unknown bool
-	Vals    []uint64 // xfer, abort: the two balances read; read: the values
-	Moved   bool     // xfer
+	Vals    []uint64 // xfer, opt, ver, abort: the two balances read; read: the values
+	Moved   bool     // xfer, opt, ver
 }
 
 // ostate: every key's value (never modified in place: a step copies).
@@ -73,7 +77,7 @@ type ostate []uint64
 func ostep(state, input, output interface{}) (bool, interface{}) {
 	st, in, out := state.(ostate), input.(OInput), output.(OOutput)
 	switch in.Kind {
-	case "xfer":
+	case "xfer", "opt", "ver":
 		va, vb := st[in.From], st[in.To]
 		moved := va >= in.Amt
 		if !out.Unknown && (out.Vals[0] != va || out.Vals[1] != vb || out.Moved != moved) {
@@ -135,13 +139,13 @@ func orderedModel(keys, accounts int, initial uint64, init []uint64) porcupine.M
 			res := "?"
 			if !out.Unknown {
 				res = fmt.Sprint(out.Vals)
-				if in.Kind == "xfer" {
+				if in.Kind == "xfer" || in.Kind == "opt" || in.Kind == "ver" {
 					res += fmt.Sprintf(" moved=%v", out.Moved)
 				}
 			}
 			switch in.Kind {
-			case "xfer":
-				return fmt.Sprintf("xfer(%d->%d, %d) -> %s", in.From, in.To, in.Amt, res)
+			case "xfer", "opt", "ver":
+				return fmt.Sprintf("%s(%d->%d, %d) -> %s", in.Kind, in.From, in.To, in.Amt, res)
 			case "abort":
 				return fmt.Sprintf("abort(%d, %d) -> %s", in.From, in.To, res)
 			case "put":
@@ -207,12 +211,12 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 			}
 			var in OInput
 			switch {
-			case f[2] == "xfer" && len(f) == 6:
+			case (f[2] == "xfer" || f[2] == "opt" || f[2] == "ver") && len(f) == 6:
 				amt, e := strconv.ParseUint(f[5], 10, 64)
 				if e != nil {
 					return bad("bad amount")
 				}
-				in = OInput{Kind: "xfer", From: num(f[3]), To: num(f[4]), Amt: amt}
+				in = OInput{Kind: f[2], From: num(f[3]), To: num(f[4]), Amt: amt}
 			case f[2] == "abort" && len(f) == 5:
 				in = OInput{Kind: "abort", From: num(f[3]), To: num(f[4])}
 			case f[2] == "put" && len(f) == 5:
@@ -245,8 +249,8 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 			in := cur.Input.(OInput)
 			var out OOutput
 			switch in.Kind {
-			case "xfer", "abort":
-				want := map[string]int{"xfer": 5, "abort": 4}[in.Kind]
+			case "xfer", "opt", "ver", "abort":
+				want := map[string]int{"xfer": 5, "opt": 5, "ver": 5, "abort": 4}[in.Kind]
 				if len(f) != want {
 					return bad("malformed result")
 				}
@@ -256,7 +260,7 @@ func parseOLog(path string, client, keys int, emit func(porcupine.Operation)) er
 					return bad("bad balances")
 				}
 				out.Vals = []uint64{a, b}
-				if in.Kind == "xfer" {
+				if in.Kind != "abort" {
 					if f[4] != "ok" && f[4] != "no" {
 						return bad("bad transfer result")
 					}
@@ -312,6 +316,13 @@ func checkOrdered(dir string, timeout, maxWait time.Duration, viz string, keys, 
 		fmt.Fprintf(os.Stderr, "lincheck: no *.olin logs in %s\n", dir)
 		os.Exit(4)
 	}
+	checkTransactions("ordered", dir, paths, keys, orderedModel(keys, accounts, initial, init), timeout, maxWait, viz)
+}
+
+// checkTransactions checks the transaction logs `paths` (the *.olin format above) of
+// `keys` keys against `model`, prints what it counted (its lines start "lincheck:
+// LABEL:"), and exits with lincheck's statuses on failure.
+func checkTransactions(label, dir string, paths []string, keys int, model porcupine.Model, timeout, maxWait time.Duration, viz string) {
 	sort.Strings(paths)
 	var ops []porcupine.Operation
 	counts := map[string]int{}
@@ -346,30 +357,29 @@ func checkOrdered(dir string, timeout, maxWait time.Duration, viz string, keys, 
 			os.Exit(4)
 		}
 	}
-	fmt.Printf("lincheck: ordered: %d processes, %d transactions: %d transfers (%d moved money), %d aborted, %d puts, %d snapshot reads, %d pending (killed in flight)\n",
-		len(paths), len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending)
-	model := orderedModel(keys, accounts, initial, init)
+	fmt.Printf("lincheck: %s: %d processes, %d transactions: %d transfers, %d optimistic ones and %d on a version (%d moved money), %d aborted, %d puts, %d snapshot reads, %d pending (killed in flight)\n",
+		label, len(paths), len(ops), counts["xfer"], counts["opt"], counts["ver"], moved, counts["abort"], counts["put"], counts["read"], pending)
 	longestNs := int64(0)
 	if longest.Input != nil {
 		longestNs = longest.Return - longest.Call
-		fmt.Printf("lincheck: ordered: longest transaction: %v (%s)\n", time.Duration(longestNs),
+		fmt.Printf("lincheck: %s: longest transaction: %v (%s)\n", label, time.Duration(longestNs),
 			model.DescribeOperation(longest.Input, longest.Output))
 	}
-	fmt.Printf("lincheck: ordered: totals: ops=%d xfer=%d moved=%d abort=%d put=%d read=%d pending=%d longest_ns=%d\n",
-		len(ops), counts["xfer"], moved, counts["abort"], counts["put"], counts["read"], pending, longestNs)
+	fmt.Printf("lincheck: %s: totals: ops=%d xfer=%d opt=%d ver=%d moved=%d abort=%d put=%d read=%d pending=%d longest_ns=%d\n",
+		label, len(ops), counts["xfer"], counts["opt"], counts["ver"], moved, counts["abort"], counts["put"], counts["read"], pending, longestNs)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	fmt.Printf("lincheck: ordered: %s in %v\n", res, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("lincheck: %s: %s in %v\n", label, res, time.Since(start).Round(time.Millisecond))
 	switch res {
 	case porcupine.Illegal:
 		path := viz
 		if path == "" {
-			path = filepath.Join(dir, "lin-ordered.html")
+			path = filepath.Join(dir, "lin-"+label+".html")
 		}
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			path = "(none: " + err.Error() + ")"
 		}
-		fmt.Printf("lincheck: NOT LINEARIZABLE: ordered-map transactions; visualization: %s\n", path)
+		fmt.Printf("lincheck: NOT LINEARIZABLE: %s transactions; visualization: %s\n", label, path)
 		fmt.Println("lincheck: FAIL: the history is not linearizable")
 		os.Exit(1)
 	case porcupine.Unknown:

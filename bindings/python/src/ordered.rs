@@ -14,26 +14,31 @@ use crate::store::StoreCore;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use shoal::{MultiWriteTxn, OrderedMap, Snapshot};
-use std::collections::VecDeque;
+use shoal::{MultiWriteTxn, Nested, OrderedCursor, OrderedMap, OrderedOptions, Snapshot};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-/// Entries copied out of a snapshot per batch of an iterator: enough that the descent
-/// starting each batch costs little per entry, few enough that a loop that stops early
-/// copies little for nothing.
-const BATCH: usize = 128;
-
-/// The key codecs whose bytes sort as their values do ("str": UTF-8 keeps code point
-/// order).
-fn key_codec(name: &str) -> PyResult<Codec> {
+/// The key codecs whose bytes sort as the map sorts them: "bytes" or "str" (UTF-8 keeps
+/// code point order) in a map of byte keys, "uint" (8 little-endian bytes, the form the
+/// engine takes) in a map of integer keys. `None`: the map's natural one.
+fn key_codec(name: Option<&str>, u64_keys: bool) -> PyResult<Codec> {
+    let Some(name) = name else {
+        return Ok(if u64_keys { Codec::Uint } else { Codec::Bytes });
+    };
     let c = Codec::parse(name)?;
-    if !matches!(c, Codec::Bytes | Codec::Str) {
+    if u64_keys && c != Codec::Uint {
+        return Err(invalid(&format!(
+            "an ordered map with u64_keys=True sorts its keys as unsigned 64-bit integers, so \
+             their codec must be \"uint\", not {name:?}"
+        )));
+    }
+    if !u64_keys && !matches!(c, Codec::Bytes | Codec::Str) {
         return Err(invalid(&format!(
             "an ordered map's keys are sorted bytewise, so their codec must be \"bytes\" \
-             or \"str\" (whose bytes sort as the strings do), not {name:?}"
+             or \"str\" (whose bytes sort as the strings do), not {name:?} (integer keys: \
+             create the map with u64_keys=True and key=\"uint\")"
         )));
     }
     Ok(c)
@@ -103,13 +108,14 @@ impl<T> Drop for Owned<T> {
 /// A range's encoded bounds, `lo <= key < hi` (None: unbounded).
 type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
 
-/// What the native objects share: the store (to refuse calls once it is closed) and the
-/// codecs.
+/// What the native objects share: the store (to refuse calls once it is closed), the
+/// codecs and the map's form.
 #[derive(Clone)]
 struct Ctx {
     store: Arc<StoreCore>,
     kc: Codec,
     vc: Codec,
+    opts: OrderedOptions,
 }
 
 impl Ctx {
@@ -128,30 +134,55 @@ impl Ctx {
         Ok(self.vc.encode(v, "value")?.into_vec())
     }
 
+    /// `v` encoded, or `None` for `shoal.ABSENT` (compare-and-swap's "no value").
+    fn value_or_absent(&self, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Vec<u8>>> {
+        if v.is(crate::ops::absent(v.py())?) {
+            return Ok(None);
+        }
+        Ok(Some(self.vc.encode(v, what)?.into_vec()))
+    }
+
+    /// The smallest key greater than the encoded key `k`: `k` and a zero byte for byte
+    /// keys, `k + 1` for integer keys; `None` above the largest integer.
+    fn successor(&self, mut k: Vec<u8>) -> Option<Vec<u8>> {
+        if !self.opts.u64_keys {
+            k.push(0);
+            return Some(k);
+        }
+        // An integer key is 8 bytes (the codec made it).
+        let n = u64::from_le_bytes(k.as_slice().try_into().ok()?);
+        n.checked_add(1).map(|n| n.to_le_bytes().to_vec())
+    }
+
     /// A range's bounds as the engine takes them (`lo <= key < hi`): an exclusive lower
-    /// bound or an inclusive upper one becomes the next key up (the key and a zero byte,
-    /// the smallest key greater than it).
+    /// bound or an inclusive upper one becomes the next key up. `None`: the range is
+    /// empty (an exclusive lower bound at the largest integer key).
     fn bounds(
         &self,
         lo: Option<&Bound<'_, PyAny>>,
         hi: Option<&Bound<'_, PyAny>>,
         lo_incl: bool,
         hi_incl: bool,
-    ) -> PyResult<Bounds> {
-        let f = |b: Option<&Bound<'_, PyAny>>, incl_moves: bool| -> PyResult<Option<Vec<u8>>> {
+    ) -> PyResult<Option<Bounds>> {
+        let enc = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Vec<u8>>> {
             match b {
-                None => Ok(None),
-                Some(b) if b.is_none() => Ok(None),
-                Some(b) => {
-                    let mut k = self.key(b)?;
-                    if incl_moves {
-                        k.push(0);
-                    }
-                    Ok(Some(k))
-                }
+                Some(b) if !b.is_none() => Ok(Some(self.key(b)?)),
+                _ => Ok(None),
             }
         };
-        Ok((f(lo, !lo_incl)?, f(hi, hi_incl)?))
+        let lo = match enc(lo)? {
+            Some(k) if !lo_incl => match self.successor(k) {
+                Some(k) => Some(k),
+                None => return Ok(None),
+            },
+            lo => lo,
+        };
+        // Past the largest integer key, an inclusive upper bound is no bound.
+        let hi = match enc(hi)? {
+            Some(k) if hi_incl => self.successor(k),
+            hi => hi,
+        };
+        Ok(Some((lo, hi)))
     }
 
     fn entry<'py>(
@@ -180,6 +211,37 @@ struct SnapHold {
     _map: Box<OrderedMap>,
 }
 
+impl SnapHold {
+    /// The snapshot, for a cursor or iterator kept beside the `Rc` that holds it.
+    ///
+    /// # Safety
+    /// The reference must not outlive the `Rc<SnapHold>` it came from (whose contents
+    /// never move): keep that `Rc` in the same struct, after the borrower.
+    unsafe fn pinned(self: &Rc<Self>) -> &'static Snapshot<'static> {
+        // SAFETY: the caller's contract.
+        unsafe { &*(&self.snap as *const Snapshot<'static>) }
+    }
+}
+
+/// Clones of `maps`, each boxed, and `'static` references to them, for an engine object
+/// (transaction, snapshots) that borrows them.
+///
+/// # Safety
+/// The references must not outlive the boxes: the borrower is declared (so dropped)
+/// before them.
+#[allow(clippy::vec_box)] // each map boxed: the borrows never depend on the vector
+unsafe fn boxed_maps(
+    maps: &[PyRef<'_, OrderedNative>],
+) -> (Vec<Box<OrderedMap>>, Vec<&'static OrderedMap>) {
+    let boxes: Vec<Box<OrderedMap>> = maps.iter().map(|m| Box::new(m.map.clone())).collect();
+    // SAFETY: a Box's contents never move; the caller keeps the boxes alive longer.
+    let refs = boxes
+        .iter()
+        .map(|b| unsafe { &*(&**b as *const OrderedMap) })
+        .collect();
+    (boxes, refs)
+}
+
 fn hold(map: &OrderedMap) -> shoal::Result<Rc<SnapHold>> {
     let b = Box::new(map.clone());
     // SAFETY: the snapshot borrows the boxed map, which never moves and is dropped after
@@ -197,17 +259,19 @@ pub struct OrderedNative {
 }
 
 impl OrderedNative {
-    /// Opens (or creates) the ordered map `name` of a store.
+    /// Opens (or creates) the ordered map `name` of a store, of the form `opts`.
+    #[allow(clippy::too_many_arguments)]
     pub fn open(
         py: Python<'_>,
         core: &Arc<StoreCore>,
         st: &shoal::Store,
         name: &str,
-        key: &str,
+        key: Option<&str>,
         value: &str,
+        opts: OrderedOptions,
         create: bool,
     ) -> PyResult<OrderedNative> {
-        let kc = key_codec(key)?;
+        let kc = key_codec(key, opts.u64_keys)?;
         let vc = Codec::parse(value)?;
         let name_owned = name.to_owned();
         let map = py
@@ -215,7 +279,7 @@ impl OrderedNative {
                 if !create && st.map_kind(&name_owned)?.is_none() {
                     return Ok(None);
                 }
-                st.ordered_map(&name_owned).map(Some)
+                st.ordered_map_with(&name_owned, &opts).map(Some)
             })
             .py_err(py)?
             .ok_or_else(|| {
@@ -231,6 +295,7 @@ impl OrderedNative {
                 store: core.clone(),
                 kc,
                 vc,
+                opts,
             },
         })
     }
@@ -239,6 +304,11 @@ impl OrderedNative {
         self.cx.live(py)?;
         Ok(&self.map)
     }
+}
+
+/// The values of a list, decoded.
+fn values<'py>(py: Python<'py>, vc: Codec, vs: Vec<Vec<u8>>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    vs.iter().map(|v| vc.decode(py, v)).collect()
 }
 
 #[pymethods]
@@ -258,6 +328,18 @@ impl OrderedNative {
         self.cx.vc.name()
     }
 
+    /// Whether the map's keys are unsigned 64-bit integers.
+    #[getter]
+    fn u64_keys(&self) -> bool {
+        self.cx.opts.u64_keys
+    }
+
+    /// Whether the map is a multimap.
+    #[getter]
+    fn duplicates(&self) -> bool {
+        self.cx.opts.duplicates
+    }
+
     /// The value of `key`, or None.
     fn get<'py>(
         &self,
@@ -272,9 +354,9 @@ impl OrderedNative {
         }
     }
 
-    /// put(key, value, mode) -> bool: mode 0 sets (returns True), 1 only if absent, 2
-    /// only if present (returns whether it did). Waits for the map's writer lock with
-    /// the GIL released.
+    /// put(key, value, mode) -> bool: mode 0 sets (returns True; adds the pair in a
+    /// multimap), 1 only if absent, 2 only if present (returns whether it did). Waits for
+    /// the map's writer lock with the GIL released.
     fn put(
         &self,
         py: Python<'_>,
@@ -292,11 +374,87 @@ impl OrderedNative {
         .py_err(py)
     }
 
-    /// Removes `key`; whether it was there.
+    /// Removes `key` (every value of it in a multimap); whether it was there.
     fn remove(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = self.cx.key(key)?;
         let m = self.m(py)?;
         py.detach(|| m.remove(&k)).py_err(py)
+    }
+
+    /// Removes the pair (`key`, `value`); whether it was there.
+    fn remove_value(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (k, v) = (self.cx.key(key)?, self.cx.value(value)?);
+        let m = self.m(py)?;
+        py.detach(|| m.remove_value(&k, &v)).py_err(py)
+    }
+
+    /// Every value of `key`, sorted by their bytes.
+    fn get_all<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let k = self.cx.key(key)?;
+        let vs = self.m(py)?.get_all(&k).py_err(py)?;
+        values(py, self.cx.vc, vs)
+    }
+
+    /// The number of values of `key`.
+    fn count_values(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let k = self.cx.key(key)?;
+        self.m(py)?.count_values(&k).py_err(py)
+    }
+
+    /// compare_and_swap(key, expected, new) -> bool (ABSENT: no value), in a transaction
+    /// of its own.
+    fn compare_and_swap(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        expected: &Bound<'_, PyAny>,
+        new: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let k = self.cx.key(key)?;
+        let e = self.cx.value_or_absent(expected, "expected value")?;
+        let n = self.cx.value_or_absent(new, "value")?;
+        let m = self.m(py)?;
+        py.detach(|| m.compare_and_swap(&k, e.as_deref(), n.as_deref()))
+            .py_err(py)
+    }
+
+    /// remove_range(lo, hi, lo_incl, hi_incl) -> int removed, in a transaction of its own.
+    fn remove_range(
+        &self,
+        py: Python<'_>,
+        lo: Option<&Bound<'_, PyAny>>,
+        hi: Option<&Bound<'_, PyAny>>,
+        lo_incl: bool,
+        hi_incl: bool,
+    ) -> PyResult<u64> {
+        let Some((lo, hi)) = self.cx.bounds(lo, hi, lo_incl, hi_incl)? else {
+            return Ok(0);
+        };
+        let m = self.m(py)?;
+        py.detach(|| m.remove_range(lo.as_deref(), hi.as_deref()))
+            .py_err(py)
+    }
+
+    /// The map's sequence as of the latest commit.
+    #[getter]
+    fn sequence(&self, py: Python<'_>) -> PyResult<u64> {
+        self.m(py)?.map_sequence().py_err(py)
+    }
+
+    /// next_sequence(n) -> int: the sequence before adding `n`, in a transaction of its
+    /// own.
+    fn next_sequence(&self, py: Python<'_>, n: u64) -> PyResult<u64> {
+        let m = self.m(py)?;
+        py.detach(|| m.next_sequence(n)).py_err(py)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
@@ -312,7 +470,9 @@ impl OrderedNative {
         lo_incl: bool,
         hi_incl: bool,
     ) -> PyResult<u64> {
-        let (lo, hi) = self.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        let Some((lo, hi)) = self.cx.bounds(lo, hi, lo_incl, hi_incl)? else {
+            return Ok(0);
+        };
         self.m(py)?
             .count_range(lo.as_deref(), hi.as_deref())
             .py_err(py)
@@ -325,6 +485,12 @@ impl OrderedNative {
             hold: Owned::new(Some(h)),
             cx: self.cx.clone(),
         })
+    }
+
+    /// A cursor over a snapshot of its own, taken now.
+    fn cursor(&self, py: Python<'_>) -> PyResult<OrderedCursorNative> {
+        let h = hold(self.m(py)?).py_err(py)?;
+        Ok(OrderedCursorNative::new(h, self.cx.clone()))
     }
 
     /// range(lo, hi, lo_incl, hi_incl, reverse, what) -> iterator over a snapshot of its
@@ -340,9 +506,9 @@ impl OrderedNative {
         reverse: bool,
         what: u8,
     ) -> PyResult<OrderedIter> {
-        let (lo, hi) = self.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        let b = self.cx.bounds(lo, hi, lo_incl, hi_incl)?;
         let h = hold(self.m(py)?).py_err(py)?;
-        Ok(OrderedIter::new(h, self.cx.clone(), lo, hi, reverse, what))
+        OrderedIter::new(py, h, self.cx.clone(), b, reverse, what)
     }
 }
 
@@ -379,6 +545,23 @@ impl OrderedSnapshotNative {
         }
     }
 
+    /// Every value of `key` in the snapshot, sorted by their bytes.
+    fn get_all<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let k = self.cx.key(key)?;
+        let vs = self.h(py)?.snap.get_all(&k).py_err(py)?;
+        values(py, self.cx.vc, vs)
+    }
+
+    /// The number of values of `key` in the snapshot.
+    fn count_values(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let k = self.cx.key(key)?;
+        self.h(py)?.snap.count_values(&k).py_err(py)
+    }
+
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(self.h(py)?.snap.len() as usize)
     }
@@ -387,6 +570,12 @@ impl OrderedSnapshotNative {
     #[getter]
     fn sequence(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.h(py)?.snap.sequence())
+    }
+
+    /// The map's sequence (its persistent counter) in the snapshot.
+    #[getter]
+    fn map_sequence(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.h(py)?.snap.map_sequence())
     }
 
     /// count_range(lo, hi, lo_incl, hi_incl) -> int, exact.
@@ -398,7 +587,9 @@ impl OrderedSnapshotNative {
         lo_incl: bool,
         hi_incl: bool,
     ) -> PyResult<u64> {
-        let (lo, hi) = self.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        let Some((lo, hi)) = self.cx.bounds(lo, hi, lo_incl, hi_incl)? else {
+            return Ok(0);
+        };
         self.h(py)?
             .snap
             .count_range(lo.as_deref(), hi.as_deref())
@@ -417,12 +608,19 @@ impl OrderedSnapshotNative {
         reverse: bool,
         what: u8,
     ) -> PyResult<OrderedIter> {
-        let (lo, hi) = self.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        let b = self.cx.bounds(lo, hi, lo_incl, hi_incl)?;
         let h = self.h(py)?.clone();
-        Ok(OrderedIter::new(h, self.cx.clone(), lo, hi, reverse, what))
+        OrderedIter::new(py, h, self.cx.clone(), b, reverse, what)
     }
 
-    /// Ends the snapshot (iterators opened on it keep its view until they end).
+    /// A cursor over the snapshot (it keeps the snapshot's view after a close).
+    fn cursor(&self, py: Python<'_>) -> PyResult<OrderedCursorNative> {
+        let h = self.h(py)?.clone();
+        Ok(OrderedCursorNative::new(h, self.cx.clone()))
+    }
+
+    /// Ends the snapshot (iterators and cursors opened on it keep its view until they
+    /// end).
     fn close(&mut self) -> PyResult<()> {
         *self.hold.get_mut("snapshot")? = None;
         Ok(())
@@ -434,63 +632,49 @@ impl OrderedSnapshotNative {
     }
 }
 
-/// An iterator over a range of a snapshot, in batches.
+/// An engine iterator and the snapshot it reads; fields drop in order, the iterator
+/// before the snapshot it borrows.
+struct IterState {
+    it: shoal::OrderedIter<'static>,
+    _hold: Rc<SnapHold>,
+}
+
+/// An iterator over a range of a snapshot. It walks the engine's iterator (a cursor at
+/// each end), which keeps a multimap's values of one key together and steps integer
+/// keys as numbers.
 #[pyclass(module = "shoal._shoal", name = "OrderedIterator")]
 pub struct OrderedIter {
     /// None once exhausted (its snapshot is released then).
-    hold: Owned<Option<Rc<SnapHold>>>,
+    st: Owned<Option<IterState>>,
     cx: Ctx,
-    lo: Option<Vec<u8>>,
-    hi: Option<Vec<u8>>,
     rev: bool,
     what: u8,
-    /// The source has no entries past the batch.
-    last_batch: bool,
-    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
 }
 
 impl OrderedIter {
     fn new(
+        py: Python<'_>,
         hold: Rc<SnapHold>,
         cx: Ctx,
-        lo: Option<Vec<u8>>,
-        hi: Option<Vec<u8>>,
+        bounds: Option<Bounds>,
         rev: bool,
         what: u8,
-    ) -> OrderedIter {
-        OrderedIter {
-            hold: Owned::new(Some(hold)),
+    ) -> PyResult<OrderedIter> {
+        let st = match bounds {
+            None => None,
+            Some((lo, hi)) => {
+                // SAFETY: the iterator is kept beside `hold`, declared before it.
+                let snap = unsafe { hold.pinned() };
+                let it = snap.iter(lo.as_deref(), hi.as_deref()).py_err(py)?;
+                Some(IterState { it, _hold: hold })
+            }
+        };
+        Ok(OrderedIter {
+            st: Owned::new(st),
             cx,
-            lo,
-            hi,
             rev,
             what,
-            last_batch: false,
-            batch: VecDeque::new(),
-        }
-    }
-
-    fn refill(&mut self, h: &SnapHold) -> shoal::Result<()> {
-        let batch = &mut self.batch;
-        h.snap
-            .for_each(self.lo.as_deref(), self.hi.as_deref(), self.rev, |k, v| {
-                batch.push_back((k.to_vec(), v.to_vec()));
-                batch.len() < BATCH
-            })?;
-        if self.batch.len() < BATCH {
-            self.last_batch = true;
-        } else if let Some((k, _)) = self.batch.back() {
-            // The next batch starts just past the last key: forwards at the smallest key
-            // greater than it, backwards below it (the upper bound is exclusive).
-            if self.rev {
-                self.hi = Some(k.clone());
-            } else {
-                let mut n = k.clone();
-                n.push(0);
-                self.lo = Some(n);
-            }
-        }
-        Ok(())
+        })
     }
 }
 
@@ -502,22 +686,147 @@ impl OrderedIter {
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.cx.live(py)?;
-        if self.batch.is_empty() && !self.last_batch {
-            let Some(h) = self.hold.get("iterator")?.clone() else {
-                return Ok(None);
-            };
-            if let Err(e) = self.refill(&h) {
-                *self.hold.get_mut("iterator")? = None;
-                return Err(e).py_err(py);
+        let st = self.st.get_mut("iterator")?;
+        let Some(s) = st.as_mut() else {
+            return Ok(None);
+        };
+        let next = if self.rev {
+            s.it.next_back()
+        } else {
+            s.it.next()
+        };
+        match next {
+            Some(Ok((k, v))) => Ok(Some(self.cx.entry(py, &k, &v, self.what)?)),
+            Some(Err(e)) => {
+                *st = None;
+                Err(e).py_err(py)
             }
-        }
-        match self.batch.pop_front() {
-            Some((k, v)) => Ok(Some(self.cx.entry(py, &k, &v, self.what)?)),
             None => {
-                *self.hold.get_mut("iterator")? = None;
+                *st = None;
                 Ok(None)
             }
         }
+    }
+}
+
+/// An engine cursor and the snapshot it reads (the cursor drops first).
+struct CurState {
+    c: OrderedCursor<'static>,
+    _hold: Rc<SnapHold>,
+}
+
+/// A native cursor over a snapshot (`shoal.OrderedCursor` wraps it). Bound to its
+/// thread.
+#[pyclass(module = "shoal._shoal", name = "_OrderedCursor")]
+pub struct OrderedCursorNative {
+    /// None once closed.
+    st: Owned<Option<CurState>>,
+    cx: Ctx,
+}
+
+impl OrderedCursorNative {
+    fn new(hold: Rc<SnapHold>, cx: Ctx) -> OrderedCursorNative {
+        // SAFETY: the cursor is kept beside `hold`, declared before it.
+        let snap = unsafe { hold.pinned() };
+        OrderedCursorNative {
+            st: Owned::new(Some(CurState {
+                c: snap.cursor(),
+                _hold: hold,
+            })),
+            cx,
+        }
+    }
+
+    fn c(&mut self, py: Python<'_>) -> PyResult<&mut OrderedCursor<'static>> {
+        self.cx.live(py)?;
+        match self.st.get_mut("cursor")? {
+            Some(s) => Ok(&mut s.c),
+            None => Err(exc(py, "Closed", "the cursor was closed")),
+        }
+    }
+}
+
+#[pymethods]
+impl OrderedCursorNative {
+    /// step(how) -> bool: 0 first, 1 last, 2 next, 3 prev, 4 next_key, 5 prev_key,
+    /// 6 next_value, 7 prev_value; whether the cursor stands on an entry (for the value
+    /// moves: whether it moved).
+    fn step(&mut self, py: Python<'_>, how: u8) -> PyResult<bool> {
+        let c = self.c(py)?;
+        match how {
+            0 => c.first(),
+            1 => c.last(),
+            2 => c.move_next(),
+            3 => c.move_prev(),
+            4 => c.next_key(),
+            5 => c.prev_key(),
+            6 => c.next_value(),
+            _ => c.prev_value(),
+        }
+        .py_err(py)
+    }
+
+    /// seek(key, how) -> bool: 0 exactly `key`, 1 the first key >= it, 2 the last key
+    /// <= it.
+    fn seek(&mut self, py: Python<'_>, key: &Bound<'_, PyAny>, how: u8) -> PyResult<bool> {
+        let k = self.cx.key(key)?;
+        let c = self.c(py)?;
+        match how {
+            0 => c.seek(&k),
+            1 => c.seek_ge(&k),
+            _ => c.seek_le(&k),
+        }
+        .py_err(py)
+    }
+
+    /// seek_value(key, value, ge) -> bool: the pair (key, value), or with `ge` the first
+    /// value of `key` at least `value`.
+    fn seek_value(
+        &mut self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ge: bool,
+    ) -> PyResult<bool> {
+        let (k, v) = (self.cx.key(key)?, self.cx.value(value)?);
+        let c = self.c(py)?;
+        if ge {
+            c.seek_value_ge(&k, &v)
+        } else {
+            c.seek_value(&k, &v)
+        }
+        .py_err(py)
+    }
+
+    /// entry(what) -> the key (0), value (1) or (key, value) (2) the cursor stands on, or
+    /// None.
+    fn entry<'py>(&mut self, py: Python<'py>, what: u8) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let cx = self.cx.clone();
+        match self.c(py)?.entry() {
+            Some((k, v)) => Ok(Some(cx.entry(py, k, v, what)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The number of entries before the cursor's, or None on no entry.
+    fn position(&mut self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.c(py)?.position().py_err(py)
+    }
+
+    /// The number of values of the key the cursor stands on (0 on no entry).
+    fn count_values(&mut self, py: Python<'_>) -> PyResult<u64> {
+        self.c(py)?.count_values().py_err(py)
+    }
+
+    /// Ends the cursor (and its hold on the snapshot).
+    fn close(&mut self) -> PyResult<()> {
+        *self.st.get_mut("cursor")? = None;
+        Ok(())
+    }
+
+    #[getter]
+    fn closed(&self) -> PyResult<bool> {
+        Ok(self.st.get("cursor")?.is_none())
     }
 }
 
@@ -529,12 +838,42 @@ pub struct OrderedTxnNative {
     store: Arc<StoreCore>,
 }
 
-/// A transaction and the map handles it borrows.
+/// A transaction, its open nested transactions and the map handles it borrows.
 struct TxnState {
-    /// Declared before `_maps`, which it borrows: it drops first. None once over.
-    txn: Option<MultiWriteTxn<'static>>,
+    /// The open nested transactions, innermost last, each with its number. Each borrows
+    /// the one before (the first, `txn`): they are dropped innermost first (`Drop`), and
+    /// every write goes through the innermost.
+    nested: Vec<(u64, Nested<'static, MultiWriteTxn<'static>>)>,
+    /// The number of the next nested transaction (numbers are never reused, so that a
+    /// nested transaction that ended cannot be mistaken for a later one).
+    next_nested: u64,
+    /// Boxed, so that the nested transactions' borrows never depend on where this state
+    /// lives; declared before `_maps`, which it borrows. None once over.
+    txn: Option<Box<MultiWriteTxn<'static>>>,
     #[allow(clippy::vec_box)] // each map boxed: the borrows never depend on the vector
     _maps: Vec<Box<OrderedMap>>,
+}
+
+impl TxnState {
+    /// The innermost open level: the transaction itself or its innermost nested one.
+    fn top(&mut self) -> Option<&mut MultiWriteTxn<'static>> {
+        if let Some((_, n)) = self.nested.last_mut() {
+            return Some(&mut **n);
+        }
+        self.txn.as_deref_mut()
+    }
+
+    /// Ends every nested transaction, innermost first, undoing their writes.
+    fn drop_nested(&mut self) {
+        while self.nested.pop().is_some() {}
+    }
+}
+
+impl Drop for TxnState {
+    fn drop(&mut self) {
+        self.drop_nested();
+        self.txn = None;
+    }
 }
 
 impl OrderedTxnNative {
@@ -546,13 +885,9 @@ impl OrderedTxnNative {
         };
         first.cx.live(py)?;
         let store = first.cx.store.clone();
-        let boxes: Vec<Box<OrderedMap>> = maps.iter().map(|m| Box::new(m.map.clone())).collect();
-        // SAFETY: the transaction borrows the boxed maps, which never move and are dropped
-        // after it (field order).
-        let refs: Vec<&'static OrderedMap> = boxes
-            .iter()
-            .map(|b| unsafe { &*(&**b as *const OrderedMap) })
-            .collect();
+        // SAFETY: the transaction is dropped before the boxes (TxnState's Drop and field
+        // order).
+        let (boxes, refs) = unsafe { boxed_maps(&maps) };
         // Waiting for the writer locks with the GIL held would stall a thread of this
         // process that holds one and needs the GIL to finish its transaction.
         let txn = py
@@ -561,31 +896,40 @@ impl OrderedTxnNative {
             .py_err(py)?;
         Ok(OrderedTxnNative {
             st: Owned::new(TxnState {
-                txn: Some(txn),
+                nested: Vec::new(),
+                next_nested: 1,
+                txn: Some(Box::new(txn)),
                 _maps: boxes,
             }),
             store,
         })
     }
 
-    fn t(&mut self, py: Python<'_>) -> PyResult<&mut MultiWriteTxn<'static>> {
+    fn state(&mut self, py: Python<'_>) -> PyResult<&mut TxnState> {
         if self.store.store.load().is_none() {
             return Err(closed(py));
         }
-        self.st.get_mut("transaction")?.txn.as_mut().ok_or_else(|| {
-            exc(
-                py,
-                "InvalidArgument",
-                "the transaction is over (committed or aborted)",
-            )
-        })
+        self.st.get_mut("transaction")
     }
+
+    fn t(&mut self, py: Python<'_>) -> PyResult<&mut MultiWriteTxn<'static>> {
+        self.state(py)?.top().ok_or_else(|| over(py))
+    }
+}
+
+fn over(py: Python<'_>) -> PyErr {
+    exc(
+        py,
+        "InvalidArgument",
+        "the transaction is over (committed or aborted)",
+    )
 }
 
 #[pymethods]
 impl OrderedTxnNative {
-    /// put(map, key, value, mode) -> bool: mode 0 sets (returns whether the key was new),
-    /// 1 only if absent, 2 only if present (returns whether it did).
+    /// put(map, key, value, mode) -> bool: mode 0 sets (returns whether the key was new;
+    /// in a multimap adds the pair and returns whether it was new), 1 only if absent, 2
+    /// only if present (returns whether it did).
     fn put(
         &mut self,
         py: Python<'_>,
@@ -604,7 +948,7 @@ impl OrderedTxnNative {
         .py_err(py)
     }
 
-    /// Removes `key` from `map`; whether it was there.
+    /// Removes `key` (every value of it in a multimap) from `map`; whether it was there.
     fn remove(
         &mut self,
         py: Python<'_>,
@@ -613,6 +957,18 @@ impl OrderedTxnNative {
     ) -> PyResult<bool> {
         let k = map.cx.key(key)?;
         self.t(py)?.remove(&map.map, &k).py_err(py)
+    }
+
+    /// Removes the pair (`key`, `value`) from `map`; whether it was there.
+    fn remove_value(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (k, v) = (map.cx.key(key)?, map.cx.value(value)?);
+        self.t(py)?.remove_value(&map.map, &k, &v).py_err(py)
     }
 
     /// The value of `key` in `map` as the transaction sees it, or None.
@@ -629,28 +985,145 @@ impl OrderedTxnNative {
         }
     }
 
+    /// compare_and_swap(map, key, expected, new) -> bool (ABSENT: no value).
+    fn compare_and_swap(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        key: &Bound<'_, PyAny>,
+        expected: &Bound<'_, PyAny>,
+        new: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let k = map.cx.key(key)?;
+        let e = map.cx.value_or_absent(expected, "expected value")?;
+        let n = map.cx.value_or_absent(new, "value")?;
+        self.t(py)?
+            .compare_and_swap(&map.map, &k, e.as_deref(), n.as_deref())
+            .py_err(py)
+    }
+
+    /// remove_range(map, lo, hi, lo_incl, hi_incl) -> int removed.
+    #[allow(clippy::too_many_arguments)]
+    fn remove_range(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        lo: Option<&Bound<'_, PyAny>>,
+        hi: Option<&Bound<'_, PyAny>>,
+        lo_incl: bool,
+        hi_incl: bool,
+    ) -> PyResult<u64> {
+        let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        let t = self.t(py)?;
+        let Some((lo, hi)) = b else {
+            return Ok(0);
+        };
+        t.remove_range(&map.map, lo.as_deref(), hi.as_deref())
+            .py_err(py)
+    }
+
+    /// append(map, key, value): adds past the map's largest key (pair, in a multimap).
+    fn append(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let (k, v) = (map.cx.key(key)?, map.cx.value(value)?);
+        self.t(py)?.append(&map.map, &k, &v).py_err(py)
+    }
+
+    /// next_sequence(map, n) -> int: `map`'s sequence, then adds `n` to it.
+    fn next_sequence(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        n: u64,
+    ) -> PyResult<u64> {
+        self.t(py)?.next_sequence(&map.map, n).py_err(py)
+    }
+
+    /// set_marker(i, v): the store's marker `i` becomes `v` at the commit.
+    fn set_marker(&mut self, py: Python<'_>, i: u64, v: u64) -> PyResult<()> {
+        self.t(py)?.set_marker(i, v).py_err(py)
+    }
+
+    /// nest() -> int: opens a nested transaction inside the innermost open level;
+    /// returns its number.
+    fn nest(&mut self, py: Python<'_>) -> PyResult<u64> {
+        let st = self.state(py)?;
+        let parent: *mut MultiWriteTxn<'static> = st.top().ok_or_else(|| over(py))?;
+        // SAFETY: `parent` is the transaction (boxed: it never moves) or, through the
+        // innermost nested guard, the same transaction; the new guard is dropped before
+        // that guard and before the transaction (TxnState keeps the guards innermost
+        // last and drops them innermost first), and every use of the transaction goes
+        // through the innermost guard while it lives.
+        let guard: Nested<'static, MultiWriteTxn<'static>> = unsafe { (*parent).nested() };
+        let id = st.next_nested;
+        st.next_nested += 1;
+        st.nested.push((id, guard));
+        Ok(id)
+    }
+
+    /// unnest(id, keep): ends nested transaction `id` (which must be the innermost
+    /// open one), keeping its writes in its parent or undoing them.
+    fn unnest(&mut self, py: Python<'_>, id: u64, keep: bool) -> PyResult<()> {
+        let st = self.state(py)?;
+        match st.nested.last() {
+            Some((top, _)) if *top == id => {}
+            _ if st.nested.iter().any(|(n, _)| *n == id) => {
+                return Err(invalid(
+                    "a nested transaction inside this one is still open: end it first",
+                ))
+            }
+            _ => return Err(invalid("this nested transaction is over")),
+        }
+        let (_, guard) = st.nested.pop().expect("checked above");
+        if keep {
+            guard.commit();
+        }
+        Ok(())
+    }
+
+    /// Whether nested transaction `id` is still open.
+    fn nested_active(&self, id: u64) -> PyResult<bool> {
+        Ok(self
+            .st
+            .get("transaction")?
+            .nested
+            .iter()
+            .any(|(n, _)| *n == id))
+    }
+
     /// Commits every write at once; returns the commit's sequence number.
     fn commit(&mut self, py: Python<'_>) -> PyResult<u64> {
-        self.t(py)?;
-        let t = SameThread(
-            self.st
-                .get_mut("transaction")?
-                .txn
-                .take()
-                .expect("checked above"),
-        );
+        let st = self.state(py)?;
+        if st.txn.is_none() {
+            return Err(over(py));
+        }
+        if !st.nested.is_empty() {
+            return Err(invalid(
+                "a nested transaction is still open: commit or abort it before its parent",
+            ));
+        }
+        let t = SameThread(st.txn.take().expect("checked above"));
         // The commit may wait for the store's commit lock: without the GIL.
         py.detach(move || {
             let t = t; // the whole wrapper moves in, not its field
-            SameThread(t.0.commit())
+            let txn = *t.0;
+            SameThread(txn.commit())
         })
         .0
         .py_err(py)
     }
 
-    /// Drops every write (nothing if the transaction is over).
+    /// Drops every write, nested transactions' included (nothing if the transaction is
+    /// over).
     fn abort(&mut self) -> PyResult<()> {
-        self.st.get_mut("transaction")?.txn = None;
+        let st = self.st.get_mut("transaction")?;
+        st.drop_nested();
+        st.txn = None;
         Ok(())
     }
 
@@ -670,13 +1143,9 @@ pub fn snapshot_many(
         return Err(invalid("snapshot_many needs at least one ordered map"));
     };
     first.cx.live(py)?;
-    let boxes: Vec<Box<OrderedMap>> = maps.iter().map(|m| Box::new(m.map.clone())).collect();
-    // SAFETY: each snapshot borrows its own boxed map, which never moves and is dropped
-    // after it (SnapHold's field order).
-    let refs: Vec<&'static OrderedMap> = boxes
-        .iter()
-        .map(|b| unsafe { &*(&**b as *const OrderedMap) })
-        .collect();
+    // SAFETY: each snapshot borrows its own boxed map, and is dropped before it
+    // (SnapHold's field order).
+    let (boxes, refs) = unsafe { boxed_maps(&maps) };
     let snaps = refs[0].snapshot_with(&refs[1..]).py_err(py)?;
     Ok(snaps
         .into_iter()

@@ -270,6 +270,46 @@ impl Store {
         )
     }
 
+    /// log(name, slots=None, max_record=None, *, policy="overwrite", readers=8) -> Log
+    ///
+    /// Opens the shared log `name`, creating it when `slots` and `max_record` are given
+    /// and there is none: a ring of `slots` records (2 to 2^32) of up to `max_record` bytes
+    /// each (the message, and per field its key, its value and 8 bytes; 1 to 1 MiB), that
+    /// when full overwrites its oldest records ("overwrite": readers count what they
+    /// missed), makes an append wait for room ("wait") or drops the new record ("drop"),
+    /// with room for `readers` named readers (1 to 256). An existing log is opened as it
+    /// is. Without sizes it opens an existing log (`shoal.NotFound` if there is none). A
+    /// log stays usable after `close()` of the store it came from.
+    #[pyo3(signature = (name, slots = None, max_record = None, *, policy = "overwrite",
+                        readers = 8))]
+    fn log(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        slots: Option<u64>,
+        max_record: Option<usize>,
+        policy: &str,
+        readers: usize,
+    ) -> PyResult<crate::log::Log> {
+        let st = self.get(py)?;
+        crate::log::open(
+            py,
+            &st,
+            self.core.lock_timeout,
+            name,
+            slots,
+            max_record,
+            policy,
+            readers,
+        )
+    }
+
+    /// Names of the logs in the store.
+    fn logs(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let st = self.get(py)?;
+        st.logs().py_err(py)
+    }
+
     /// fixed_map(name, key_size, value_size, create=True, *, key_type=None,
     /// value_type=None) -> FixedMap
     ///
@@ -465,28 +505,50 @@ impl Store {
             .call1((slf,))
     }
 
-    /// ordered_map(name, *, key="bytes", value="bytes", create=True) -> OrderedMap
+    /// ordered_map(name, *, key=None, value="bytes", u64_keys=False, duplicates=False,
+    /// create=True) -> OrderedMap
     ///
-    /// Opens the ordered map `name` (keys kept sorted bytewise), creating it if it does
-    /// not exist (unless `create=False`, which raises `shoal.NotFound`). `key` is "bytes"
-    /// or "str" (codecs whose bytes sort as their values do); `value` any codec. Ordered
-    /// maps record no codecs: open a map with the codecs it was written with.
-    #[pyo3(signature = (name, *, key = "bytes", value = "bytes", create = true))]
+    /// Opens the ordered map `name`, creating it if it does not exist (unless
+    /// `create=False`, which raises `shoal.NotFound`). Keys are sorted bytewise, or as
+    /// unsigned 64-bit integers with `u64_keys=True`; `duplicates=True` makes a multimap
+    /// (several sorted values per key). An existing map must be opened with the options
+    /// it was created with (`shoal.InvalidArgument` otherwise). `key` is "bytes" or "str"
+    /// (codecs whose bytes sort as their values do), "uint" with `u64_keys` (the
+    /// defaults: "bytes", and "uint" with `u64_keys`); `value` any codec. Ordered maps
+    /// record no codecs: open a map with the codecs it was written with.
+    #[pyo3(signature = (name, *, key = None, value = "bytes", u64_keys = false, duplicates = false, create = true))]
+    #[allow(clippy::too_many_arguments)]
     fn ordered_map<'py>(
         slf: &Bound<'py, Self>,
         name: &str,
-        key: &str,
+        key: Option<&str>,
         value: &str,
+        u64_keys: bool,
+        duplicates: bool,
         create: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
         let st = this.get(py)?;
-        let native =
-            crate::ordered::OrderedNative::open(py, &this.core, &st, name, key, value, create)?;
+        let opts = shoal::OrderedOptions {
+            u64_keys,
+            duplicates,
+        };
+        let native = crate::ordered::OrderedNative::open(
+            py, &this.core, &st, name, key, value, opts, create,
+        )?;
         py.import("shoal._ordered")?
             .getattr("OrderedMap")?
             .call1((native, slf))
+    }
+
+    /// ordered_marker(i) -> int
+    ///
+    /// The store's marker `i` (0 to 13): a persistent number that a transaction over
+    /// ordered maps sets at its commit (`t.set_marker(i, v)`), 0 until one does.
+    fn ordered_marker(&self, py: Python<'_>, i: u64) -> PyResult<u64> {
+        let st = self.get(py)?;
+        st.ordered_marker(i).py_err(py)
     }
 
     /// Names of the ordered maps in the store (`maps()` lists the hash maps).

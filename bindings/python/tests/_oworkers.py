@@ -38,3 +38,20 @@ def kill_me_mid_transaction(path, ready):
         ready.set()
         while True:
             t[f"half{0:03d}"] = 0
+
+
+def take_sequences(path, name, n, out):
+    """Takes n numbers from ordered map `name`'s sequence, 3 at a time, and adds one
+    pair per number to the multimap `name`-log (so the parent can count them); puts the
+    numbers on `out`."""
+    with shoal.open(path, create=False) as s:
+        m = s.ordered_map(name, u64_keys=True)
+        log = s.ordered_map(f"{name}-log", key="str", value="uint", duplicates=True)
+        got = []
+        while len(got) < n:
+            first = m.next_sequence(3)
+            got.extend(range(first, first + 3))
+            with log.write() as t:
+                for v in range(first, first + 3):
+                    t.add("taken", v)
+        out.put(got)

@@ -369,12 +369,22 @@ pub fn rss_bytes() -> Option<u64> {
 
 /// CPU time consumed by the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine, so a
+/// timestamp taken in one process and a clock read in another can be subtracted.
+pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

@@ -177,6 +177,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
     }
     let sets = crate::queues::sets(&s)?;
     let ordered = crate::ordered::rows(&s)?;
+    let logs = crate::logstat::logs(&s)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     if json {
         let maps_json: Vec<serde_json::Value> = maps
@@ -214,6 +215,7 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             "maps": maps_json,
             "ordered_maps": ordered.iter().map(crate::ordered::Row::json).collect::<Vec<_>>(),
             "queue_sets": crate::queues::json(&sets),
+            "logs": crate::logstat::json(&logs),
         });
         writeln!(out, "{v}")?;
         out.flush()?;
@@ -303,6 +305,10 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
         writeln!(out)?;
         out.write_all(crate::queues::table(&sets, None).as_bytes())?;
     }
+    if !logs.is_empty() {
+        writeln!(out)?;
+        out.write_all(crate::logstat::table(&logs).as_bytes())?;
+    }
     out.flush()?;
     Ok(())
 }
@@ -347,6 +353,16 @@ pub fn ls(
                     )?;
                 } else {
                     writeln!(out, "{}", r.name)?;
+                }
+            }
+            let left = left.saturating_sub(crate::ordered::rows(&s)?.len() as u64);
+            if long {
+                for v in crate::logstat::logs(&s)?.iter().take(left as usize) {
+                    writeln!(out, "{}", crate::logstat::long_line(v))?;
+                }
+            } else {
+                for name in s.logs()?.into_iter().take(left as usize) {
+                    writeln!(out, "{name}")?;
                 }
             }
         }

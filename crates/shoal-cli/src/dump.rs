@@ -38,7 +38,9 @@ naming it, so that it reads as a number and loads back to the same 8 bytes:
 
 An ordered map has a line {\"map\": \"idx\", \"kind\": \"ordered\"} first, and its entries \
 follow in key order, all from one snapshot (one commit of the map). Ordered maps come after \
-the hash maps.
+the hash maps. A map of integer keys adds \"u64_keys\": true to its line (each key is then \
+its 8 little-endian bytes), a multimap \"duplicates\": true (one line per (key, value) \
+pair, a key's values in order).
 
 Maps come one after the other; entries within a hash map are in no particular order. Readers \
 must ignore blank lines and must reject unknown fields. The dump is streamed: the store \
@@ -185,7 +187,7 @@ impl AnyMap {
                 m.key_size(),
                 m.value_size()
             )),
-            AnyMap::Ordered(_) => Some(",\"kind\":\"ordered\"".into()),
+            AnyMap::Ordered(m) => Some(crate::ordered::kind_fields(m)),
         }
     }
 
@@ -376,6 +378,15 @@ struct MapOpts {
 /// entry unless it is a map-only line.
 type Line = (String, Option<MapOpts>, Option<(Vec<u8>, Vec<u8>)>);
 
+/// The boolean field `f` of a map line (false when absent).
+fn flag(o: &serde_json::Map<String, Value>, f: &str) -> Result<bool, String> {
+    match o.get(f) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(format!("\"{f}\" must be true or false")),
+    }
+}
+
 fn parse_line(line: &str) -> Result<Line, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(o) = v else {
@@ -393,6 +404,8 @@ fn parse_line(line: &str) -> Result<Line, String> {
                 | "value_size"
                 | "key_type"
                 | "value_type"
+                | "u64_keys"
+                | "duplicates"
         )
     }) {
         return Err(format!("unknown field {extra:?}"));
@@ -422,8 +435,8 @@ fn parse_line(line: &str) -> Result<Line, String> {
             Some(MapKind::Variable { uids: false })
         }
         (Some(Value::String(k)), None) if k == "ordered" => Some(MapKind::Ordered {
-            u64_keys: false,
-            duplicates: false,
+            u64_keys: flag(&o, "u64_keys")?,
+            duplicates: flag(&o, "duplicates")?,
         }),
         _ => {
             return Err(
@@ -433,6 +446,11 @@ fn parse_line(line: &str) -> Result<Line, String> {
             )
         }
     };
+    if !matches!(kind, Some(MapKind::Ordered { .. }))
+        && (o.contains_key("u64_keys") || o.contains_key("duplicates"))
+    {
+        return Err("\"u64_keys\" and \"duplicates\" need \"kind\": \"ordered\"".into());
+    }
     let ty = |f: &str| -> Result<Option<shoal::DataType>, String> {
         match o.get(f) {
             None => Ok(None),
@@ -498,9 +516,15 @@ fn load_target(s: &Store, name: &str, opts: Option<MapOpts>) -> shoal::Result<An
             true,
         )?),
         Some(MapKind::Ordered {
-            u64_keys: false,
-            duplicates: false,
-        }) => AnyMap::Ordered(s.ordered_map(name)?),
+            u64_keys,
+            duplicates,
+        }) => AnyMap::Ordered(s.ordered_map_with(
+            name,
+            &shoal::OrderedOptions {
+                u64_keys,
+                duplicates,
+            },
+        )?),
         Some(k) => {
             return Err(shoal::Error::InvalidArgument(format!(
                 "load does not write maps of this kind: {k}"

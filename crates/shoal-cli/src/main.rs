@@ -13,6 +13,7 @@ mod dump;
 mod fail;
 mod human;
 mod logs;
+mod logstat;
 mod ordered;
 mod qbench;
 mod queues;
@@ -53,8 +54,9 @@ enum Cmd {
         long_about = "Show a store's header facts (format version, file size, maximum size, chunk \
         size, creation time, table sizes), its space use (data, live, dead and free bytes, \
         chunks cleaned), each map (entries, live bytes, segments, splits, directory depth), \
-        each ordered map (entries, 4 KiB pages, their bytes and bytes per entry) and the \
-        number of other processes attached to it now."
+        each ordered map (entries, 4 KiB pages, their bytes and bytes per entry), each queue \
+        set, each log (slots, slot size, full policy, tail, dropped records, holes) with its \
+        readers' cursors, and the number of other processes attached to it now."
     )]
     Stat {
         /// The store (a bare name means /dev/shm/NAME.shoal)
@@ -65,7 +67,7 @@ enum Cmd {
     },
     /// List the maps of a store, or the keys of one map
     #[command(
-        long_about = "List the maps of a store (one name a line; ordered maps last), or with MAP \
+        long_about = "List the maps of a store (one name a line; ordered maps, then logs, last), or with MAP \
         the keys of that map (one a line, in no particular order; an ordered map's in key \
         order). Keys that are not printable UTF-8 are shown \
         with \\xNN escapes; use --hex or --base64 for exact output."
@@ -79,7 +81,7 @@ enum Cmd {
         /// Print at most this many lines
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
-        /// Long listing: maps with their entries and live bytes; keys with their value sizes
+        /// Long listing: maps with their entries and live bytes, logs with their tail and size; keys with their value sizes
         #[arg(short, long)]
         long: bool,
         #[command(flatten)]

@@ -88,15 +88,31 @@ pub fn table(rows: &[Row]) -> String {
     )
 }
 
+/// The fields of a dump's map line for `m` after its name: the kind, and the options it
+/// was created with (only those set, so that a plain map's line stays as it was).
+pub fn kind_fields(m: &OrderedMap) -> String {
+    let o = m.options();
+    let mut f = String::from(",\"kind\":\"ordered\"");
+    if o.u64_keys {
+        f.push_str(",\"u64_keys\":true");
+    }
+    if o.duplicates {
+        f.push_str(",\"duplicates\":true");
+    }
+    f
+}
+
 /// Writes every entry of `m` as dump lines (after its `"kind": "ordered"` line), in key
 /// order, from one snapshot: the dump of an ordered map is a consistent copy of one
-/// commit. Returns the number of entries.
+/// commit. A map of integer keys writes each key as its 8 little-endian bytes, a
+/// multimap one line per (key, value) pair. Returns the number of entries.
 pub fn dump(out: &mut impl Write, m: &OrderedMap, mut each: impl FnMut()) -> Result<u64, Fail> {
     let mut name = Vec::new();
     serde_json::to_writer(&mut name, m.name()).map_err(std::io::Error::from)?;
     out.write_all(b"{\"map\":")?;
     out.write_all(&name)?;
-    out.write_all(b",\"kind\":\"ordered\"}\n")?;
+    out.write_all(kind_fields(m).as_bytes())?;
+    out.write_all(b"}\n")?;
     let snap = m.snapshot()?;
     let mut n = 0u64;
     let mut err: Option<std::io::Error> = None;

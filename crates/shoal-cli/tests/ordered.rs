@@ -195,3 +195,104 @@ fn stat_ls_get_put_del() {
     // The hash map beside it is untouched by all this.
     assert_eq!(ok(&["get", &a, "hash", "h"]), "1\n");
 }
+
+#[test]
+fn integer_keys_and_multimaps_round_trip() {
+    let d = tmp();
+    let a = d.path().join("a.shoal").to_str().unwrap().to_string();
+    let b = d.path().join("b.shoal").to_str().unwrap().to_string();
+    {
+        let s = shoal::Store::open(&a).unwrap();
+        let ints = s
+            .ordered_map_with(
+                "ints",
+                &shoal::OrderedOptions {
+                    u64_keys: true,
+                    duplicates: false,
+                },
+            )
+            .unwrap();
+        // Out of order, and with keys whose little-endian bytes sort otherwise.
+        for n in [256u64, 1, 65536, u64::MAX, 0, 255, 2] {
+            ints.put(&n.to_le_bytes(), format!("n{n}").as_bytes())
+                .unwrap();
+        }
+        let multi = s
+            .ordered_map_with(
+                "multi",
+                &shoal::OrderedOptions {
+                    u64_keys: false,
+                    duplicates: true,
+                },
+            )
+            .unwrap();
+        for (k, v) in [
+            (&b"k"[..], &b"b"[..]),
+            (b"k", b"a"),
+            (b"j", b"\xff\x00"),
+            (b"k", b""),
+            (b"", b"z"),
+        ] {
+            multi.put(k, v).unwrap();
+        }
+        let both = s
+            .ordered_map_with(
+                "both",
+                &shoal::OrderedOptions {
+                    u64_keys: true,
+                    duplicates: true,
+                },
+            )
+            .unwrap();
+        for (n, v) in [(7u64, "x"), (7, "w"), (3, "y")] {
+            both.put(&n.to_le_bytes(), v.as_bytes()).unwrap();
+        }
+    }
+    let dump = ok(&["dump", &a]);
+    assert!(dump.contains(r#"{"map":"ints","kind":"ordered","u64_keys":true}"#));
+    assert!(dump.contains(r#"{"map":"multi","kind":"ordered","duplicates":true}"#));
+    let (code, _, err) = run(&["load", &b], dump.as_bytes());
+    assert_eq!(code, 0, "{err}");
+    // The loaded store dumps to the same text: same maps, options, entries and order.
+    assert_eq!(ok(&["dump", &b]), dump);
+    let s = shoal::Store::open_existing(&b).unwrap();
+    assert_eq!(
+        s.map_kind("both").unwrap(),
+        Some(shoal::MapKind::Ordered {
+            u64_keys: true,
+            duplicates: true
+        })
+    );
+    let ints = s
+        .ordered_map_with(
+            "ints",
+            &shoal::OrderedOptions {
+                u64_keys: true,
+                duplicates: false,
+            },
+        )
+        .unwrap();
+    let keys: Vec<u64> = ints
+        .range(None, None)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| u64::from_le_bytes(k.try_into().unwrap()))
+        .collect();
+    assert_eq!(keys, vec![0, 1, 2, 255, 256, 65536, u64::MAX]);
+    assert_eq!(
+        s.ordered_map("multi").unwrap().get_all(b"k").unwrap(),
+        vec![b"".to_vec(), b"a".to_vec(), b"b".to_vec()]
+    );
+    // Loading again into the same store keeps each map's options; a line asking other
+    // options for an existing map is refused.
+    let (code, _, err) = run(&["load", &b], dump.as_bytes());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ok(&["dump", &b]), dump);
+    let bad = "{\"map\":\"ints\",\"kind\":\"ordered\"}\n";
+    assert_ne!(run(&["load", &b], bad.as_bytes()).0, 0);
+    let bad = "{\"map\":\"x\",\"u64_keys\":true}\n";
+    let (code, _, err) = run(&["load", &b], bad.as_bytes());
+    assert_ne!(code, 0);
+    assert!(err.contains("u64_keys"), "{err}");
+    assert_eq!(run(&["check", &b], b"").0, 0);
+}

@@ -583,6 +583,20 @@ typedef struct shoal_map shoal_map;
 typedef struct shoal_ordered shoal_ordered;
 
 /**
+ * A position in an ordered map's snapshot (`shoal_ordered_cursor_open`): it seeks,
+ * steps both ways, and says where it stands. Each move returns `SHOAL_OK` when the
+ * cursor then stands on an entry, `SHOAL_NOT_FOUND` when it stands on none. In a
+ * multimap each (key, value) pair is an entry, in key order then value order.
+ *
+ * After a move that returns `SHOAL_NOT_FOUND`, reposition the cursor (first, last or
+ * a seek) before stepping with next or prev.
+ *
+ * Thread safety: used only by the thread that opened it. It holds its own reference
+ * to the snapshot: closing the snapshot first is allowed.
+ */
+typedef struct shoal_ordered_cursor shoal_ordered_cursor;
+
+/**
  * A range iteration over a snapshot (`shoal_ordered_range`,
  * `shoal_ordered_snapshot_range`), in key order or its reverse.
  *
@@ -1189,6 +1203,78 @@ typedef struct shoal_element {
      */
     uint32_t redelivered;
 } shoal_element;
+
+/**
+ * A queue set's geometry (`shoal_queue_get_info`). Set `struct_size` before the call.
+ */
+typedef struct shoal_queue_info {
+    /**
+     * In: `sizeof(shoal_queue_info)` as the caller was compiled with. Out: the number of
+     * bytes the library filled in.
+     */
+    size_t struct_size;
+    /**
+     * Bytes per element.
+     */
+    uint64_t element_size;
+    /**
+     * Elements in the set.
+     */
+    uint64_t elements;
+    /**
+     * Queues in the set; their indexes are 0 to `queues - 1`, in the order of creation.
+     */
+    uint64_t queues;
+} shoal_queue_info;
+
+/**
+ * Figures of one queue (`shoal_queue_get_stats`). Set `struct_size` before the call.
+ */
+typedef struct shoal_queue_stats {
+    /**
+     * In: `sizeof(shoal_queue_stats)` as the caller was compiled with. Out: the number of
+     * bytes the library filled in.
+     */
+    size_t struct_size;
+    /**
+     * Elements in the queue now.
+     */
+    uint64_t len;
+    /**
+     * Its depth limit (0: none).
+     */
+    uint64_t limit;
+    /**
+     * Elements pushed into it so far (moved in and handed back included).
+     */
+    uint64_t pushes;
+    /**
+     * Elements pulled from it so far (moved out included).
+     */
+    uint64_t pulls;
+    /**
+     * Times a pull slept waiting for it.
+     */
+    uint64_t waits;
+} shoal_queue_stats;
+
+/**
+ * A process that holds elements of a set (`shoal_queue_holders`).
+ */
+typedef struct shoal_queue_holder {
+    /**
+     * The process's id.
+     */
+    uint32_t pid;
+    /**
+     * Reserved (0).
+     */
+    uint32_t reserved;
+    /**
+     * Elements it holds.
+     */
+    uint64_t elements;
+} shoal_queue_holder;
 
 /**
  * Options for creating a log (`shoal_log_open`). Zero-initialise, set `struct_size`,
@@ -3168,6 +3254,83 @@ shoal_status shoal_queue_len(const struct shoal_queue *set, uint32_t q, uint64_t
 shoal_status shoal_queue_reclaim(const struct shoal_queue *set, uint64_t *returned);
 
 /**
+ * Takes the element at the head of the first non-empty queue among the `n` queues of
+ * `queues` (looked at in that order), waiting up to `timeout_ms` milliseconds for a push
+ * to any of them if all are empty (0: not at all). `out->from` says which queue it came
+ * from.
+ *
+ * Errors: `SHOAL_EMPTY` (no element came; `*out` untouched), `SHOAL_INVALID` (no such
+ * queue, or `n` is 0), `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_TIMEOUT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `queues` is NULL or has `n` readable entries; `out` is
+ * NULL or writable.
+ */
+shoal_status shoal_queue_pull_any(const struct shoal_queue *set,
+                                  const uint32_t *queues,
+                                  size_t n,
+                                  uint64_t timeout_ms,
+                                  struct shoal_element *out);
+
+/**
+ * Fills `*out` with the set's element size, element count and number of queues.
+ *
+ * Errors: `SHOAL_INVALID` (`out->struct_size` not set), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable bytes.
+ */
+shoal_status shoal_queue_get_info(const struct shoal_queue *set, struct shoal_queue_info *out);
+
+/**
+ * Copies the name of queue `q` into `buf` as a NUL-terminated string.
+ *
+ * * `len`: receives the name's length, not counting the NUL, whatever the outcome.
+ *
+ * Errors: `SHOAL_BUFFER_TOO_SMALL` when `cap < *len + 1` (nothing written to `buf`),
+ * `SHOAL_INVALID` (no such queue), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `buf` is NULL or has `cap` writable bytes; `len` is
+ * NULL or writable.
+ */
+shoal_status shoal_queue_name(const struct shoal_queue *set,
+                              uint32_t q,
+                              char *buf,
+                              size_t cap,
+                              size_t *len);
+
+/**
+ * Fills `*out` with the figures of queue `q`.
+ *
+ * Errors: `SHOAL_INVALID` (no such queue, or `out->struct_size` not set),
+ * `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable bytes.
+ */
+shoal_status shoal_queue_get_stats(const struct shoal_queue *set,
+                                   uint32_t q,
+                                   struct shoal_queue_stats *out);
+
+/**
+ * The processes that hold elements of the set now, with how many each: up to `cap` of
+ * them into `out`; `*n` receives how many there are (also when more than `cap`).
+ *
+ * Errors: `SHOAL_BUFFER_TOO_SMALL` (`*n > cap`: the first `cap` were written),
+ * `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `set` is NULL or a live handle; `out` is NULL or valid for `cap` writes; `n` is NULL or
+ * writable.
+ */
+shoal_status shoal_queue_holders(const struct shoal_queue *set,
+                                 struct shoal_queue_holder *out,
+                                 size_t cap,
+                                 size_t *n);
+
+/**
  * Opens the log `name` of a store, creating it with `opts` if `opts` is not NULL and
  * there is none; returns a handle on it. An existing log keeps its geometry.
  *
@@ -3819,9 +3982,10 @@ shoal_status shoal_ordered_txn_get(struct shoal_ordered_txn *txn,
  * failure, when nothing was committed). `sequence`, if not NULL, receives the commit's
  * number.
  *
- * Errors: `SHOAL_INVALID` (another thread; the transaction stays open), `SHOAL_FULL`,
- * `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`, `SHOAL_CORRUPT` (a write of it failed before:
- * nothing committed), `SHOAL_NULL_POINTER`.
+ * Errors: `SHOAL_INVALID` (another thread, or a nested transaction still open: the
+ * transaction stays open), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`,
+ * `SHOAL_CORRUPT` (a write of it failed before: nothing committed),
+ * `SHOAL_NULL_POINTER`.
  *
  * # Safety
  * `txn` is NULL or a live transaction, not used again unless `SHOAL_INVALID` is
@@ -3838,6 +4002,231 @@ shoal_status shoal_ordered_txn_commit(struct shoal_ordered_txn *txn, uint64_t *s
  * `txn` is NULL or a live transaction, not used again after `SHOAL_OK`.
  */
 shoal_status shoal_ordered_txn_abort(struct shoal_ordered_txn *txn);
+
+/**
+ * Opens a cursor over a snapshot, standing on no entry until it moves. Free it with
+ * `shoal_ordered_cursor_close`.
+ *
+ * Errors: `SHOAL_INVALID` (another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `snap` is NULL or a live snapshot; `out` NULL or writable.
+ */
+shoal_status shoal_ordered_cursor_open(const struct shoal_ordered_snapshot *snap,
+                                       struct shoal_ordered_cursor **out);
+
+/**
+ * Moves to the first entry. Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (the snapshot is
+ * empty). Errors: `SHOAL_INVALID` (another thread), `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_first(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Moves to the last entry. Returns and errors as `shoal_ordered_cursor_first`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_last(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Moves to the next entry. Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (past the last).
+ * Errors as `shoal_ordered_cursor_first`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_next(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Moves to the previous entry. Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (before the
+ * first). Errors as `shoal_ordered_cursor_first`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_prev(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Moves to `key` (in a multimap, its first value). Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (absent: the cursor stands on no entry). Errors: `SHOAL_INVALID`
+ * (a key of the wrong form, another thread), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor; `key` NULL or readable for `key_len` bytes.
+ */
+shoal_status shoal_ordered_cursor_seek(struct shoal_ordered_cursor *cursor,
+                                       const void *key,
+                                       size_t key_len);
+
+/**
+ * Moves to the first entry whose key is at least `key` (in a multimap, that key's
+ * first value). Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (every key is smaller).
+ * Errors as `shoal_ordered_cursor_seek`.
+ *
+ * # Safety
+ * As `shoal_ordered_cursor_seek`.
+ */
+shoal_status shoal_ordered_cursor_seek_ge(struct shoal_ordered_cursor *cursor,
+                                          const void *key,
+                                          size_t key_len);
+
+/**
+ * Moves to the last entry whose key is at most `key` (in a multimap, that key's last
+ * value). Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (every key is larger). Errors as
+ * `shoal_ordered_cursor_seek`.
+ *
+ * # Safety
+ * As `shoal_ordered_cursor_seek`.
+ */
+shoal_status shoal_ordered_cursor_seek_le(struct shoal_ordered_cursor *cursor,
+                                          const void *key,
+                                          size_t key_len);
+
+/**
+ * Multimap: moves to the first value of the next key. Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (no next key, or the cursor stood on no entry). Errors:
+ * `SHOAL_INVALID` (a map without duplicates, another thread), `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_next_key(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Multimap: moves to the last value of the previous key. Returns and errors as
+ * `shoal_ordered_cursor_next_key`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_prev_key(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Multimap: moves to the next value of the same key. Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (at the key's last value: the cursor stays there). Errors as
+ * `shoal_ordered_cursor_next_key`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_next_value(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Multimap: moves to the previous value of the same key. Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (at the key's first value: the cursor stays there). Errors as
+ * `shoal_ordered_cursor_next_key`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_prev_value(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Multimap: moves to the pair (`key`, `value`), or, with `ge` true, to the first value
+ * of `key` at least `value`. Returns
+ * `SHOAL_OK` or `SHOAL_NOT_FOUND` (no such pair: the cursor stands on no entry).
+ * Errors as `shoal_ordered_cursor_next_key`, plus a key and value too long together.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor; `key` and `value` NULL or readable for their
+ * lengths.
+ */
+shoal_status shoal_ordered_cursor_seek_value(struct shoal_ordered_cursor *cursor,
+                                             const void *key,
+                                             size_t key_len,
+                                             const void *value,
+                                             size_t value_len,
+                                             bool ge);
+
+/**
+ * Points `*key`/`*value` at the entry the cursor stands on (with their lengths; either
+ * pair of out-parameters may be NULL to skip it). The pointers stay valid until the
+ * cursor's next move or its close; they may be NULL when their length is 0.
+ *
+ * Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (on no entry). Errors: `SHOAL_INVALID`
+ * (another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor; the out-parameters NULL or writable.
+ */
+shoal_status shoal_ordered_cursor_get(struct shoal_ordered_cursor *cursor,
+                                      const void **key,
+                                      size_t *key_len,
+                                      const void **value,
+                                      size_t *value_len);
+
+/**
+ * Stores where the cursor stands in `*position`: the number of entries before its
+ * entry (0 for the first), in time logarithmic in the map's size. Returns `SHOAL_OK`
+ * or `SHOAL_NOT_FOUND` (on no entry). Errors: `SHOAL_INVALID` (another thread),
+ * `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor; `position` NULL or writable.
+ */
+shoal_status shoal_ordered_cursor_position(struct shoal_ordered_cursor *cursor, uint64_t *position);
+
+/**
+ * Stores the number of values of the key the cursor stands on in `*count` (1 in a map
+ * without duplicates; 0 on no entry).
+ *
+ * Errors: `SHOAL_INVALID` (another thread), `SHOAL_CORRUPT`, `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor; `count` NULL or writable.
+ */
+shoal_status shoal_ordered_cursor_count_values(struct shoal_ordered_cursor *cursor,
+                                               uint64_t *count);
+
+/**
+ * Frees a cursor (and its hold on the snapshot). NULL is allowed.
+ *
+ * Errors: `SHOAL_INVALID` (another thread; the cursor stays open).
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor, not used again after `SHOAL_OK`.
+ */
+shoal_status shoal_ordered_cursor_close(struct shoal_ordered_cursor *cursor);
+
+/**
+ * Opens a nested transaction (a savepoint) inside the innermost open level of `txn`:
+ * until it ends, the transaction's calls act in it; `shoal_ordered_txn_nested_commit`
+ * keeps its writes (and markers) in its parent, `shoal_ordered_txn_nested_abort` undoes
+ * them as if never made. Nested transactions nest again; the commit of `txn` needs
+ * every nested one ended (`SHOAL_INVALID` otherwise); an abort of `txn` drops them.
+ *
+ * Errors: `SHOAL_INVALID` (another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction.
+ */
+shoal_status shoal_ordered_txn_nested_begin(struct shoal_ordered_txn *txn);
+
+/**
+ * Ends the innermost nested transaction of `txn`, keeping its writes in its parent.
+ *
+ * Errors: `SHOAL_INVALID` (none open, another thread), `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction.
+ */
+shoal_status shoal_ordered_txn_nested_commit(struct shoal_ordered_txn *txn);
+
+/**
+ * Ends the innermost nested transaction of `txn`, undoing its writes.
+ *
+ * Errors: as `shoal_ordered_txn_nested_commit`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction.
+ */
+shoal_status shoal_ordered_txn_nested_abort(struct shoal_ordered_txn *txn);
 
 /**
  * Atomically, in a transaction of its own: if the value of `key` is `expected` (or
@@ -3961,6 +4350,37 @@ shoal_status shoal_ordered_values(const struct shoal_ordered *map,
                                   int32_t (*cb)(void *ctx, const void *value, size_t len),
                                   void *ctx,
                                   uint64_t *count);
+
+/**
+ * Removes the pair (`key`, `value`) from a multimap (from a map without duplicates:
+ * `key`, if its value is `value`), in a transaction of its own.
+ *
+ * Returns `SHOAL_OK` (removed) or `SHOAL_NOT_FOUND` (no such pair). Errors: those of
+ * `shoal_ordered_put`.
+ *
+ * # Safety
+ * `map` is NULL or a live handle; `key` and `value` NULL or readable for their lengths.
+ */
+shoal_status shoal_ordered_remove_value(const struct shoal_ordered *map,
+                                        const void *key,
+                                        size_t key_len,
+                                        const void *value,
+                                        size_t value_len);
+
+/**
+ * Removes the pair (`key`, `value`) from `map` in the transaction. Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (no such pair as the transaction sees it). Errors: as
+ * `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * As `shoal_ordered_txn_put`.
+ */
+shoal_status shoal_ordered_txn_remove_value(struct shoal_ordered_txn *txn,
+                                            const struct shoal_ordered *map,
+                                            const void *key,
+                                            size_t key_len,
+                                            const void *value,
+                                            size_t value_len);
 
 /**
  * The key and value types the map recorded when it was created: `SHOAL_TYPE_` codes

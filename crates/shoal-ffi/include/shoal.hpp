@@ -34,6 +34,8 @@
 #include "shoal.h"
 
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -42,6 +44,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -2054,6 +2057,113 @@ private:
     bool done_ = false;
 };
 
+/// A position in an ordered map's snapshot (OrderedSnapshot::cursor): it seeks, steps
+/// both ways and says where it stands. Every move returns whether the cursor then stands
+/// on an entry (after one that returns false, reposition it with first(), last() or a
+/// seek before stepping). In a multimap each (key, value) pair is an entry, in key order
+/// then value order; next_key/prev_key move between keys, next_value/prev_value among one
+/// key's values. The views key(), value() and entry() give stay valid until the next
+/// move. Move-only; bound to the thread that made it; it keeps its snapshot's view even
+/// after the snapshot object is destroyed.
+class OrderedCursor {
+public:
+    using value_type = std::pair<std::string_view, std::string_view>;
+
+    /// Moves to the first entry.
+    bool first() { return moved(shoal_ordered_cursor_first(h_.get()), "shoal_ordered_cursor_first"); }
+    /// Moves to the last entry.
+    bool last() { return moved(shoal_ordered_cursor_last(h_.get()), "shoal_ordered_cursor_last"); }
+    /// Moves to the next entry.
+    bool next() { return moved(shoal_ordered_cursor_next(h_.get()), "shoal_ordered_cursor_next"); }
+    /// Moves to the previous entry.
+    bool prev() { return moved(shoal_ordered_cursor_prev(h_.get()), "shoal_ordered_cursor_prev"); }
+    /// Moves to `key` (a multimap's first value of it); false (on no entry) if absent.
+    bool seek(bytes_view key) {
+        return moved(shoal_ordered_cursor_seek(h_.get(), key.data(), key.size()),
+                     "shoal_ordered_cursor_seek");
+    }
+    /// Moves to the first entry whose key is at least `key` (the ceiling).
+    bool seek_ge(bytes_view key) {
+        return moved(shoal_ordered_cursor_seek_ge(h_.get(), key.data(), key.size()),
+                     "shoal_ordered_cursor_seek_ge");
+    }
+    /// Moves to the last entry whose key is at most `key` (the floor).
+    bool seek_le(bytes_view key) {
+        return moved(shoal_ordered_cursor_seek_le(h_.get(), key.data(), key.size()),
+                     "shoal_ordered_cursor_seek_le");
+    }
+    /// Multimap: moves to the first value of the next key.
+    bool next_key() {
+        return moved(shoal_ordered_cursor_next_key(h_.get()), "shoal_ordered_cursor_next_key");
+    }
+    /// Multimap: moves to the last value of the previous key.
+    bool prev_key() {
+        return moved(shoal_ordered_cursor_prev_key(h_.get()), "shoal_ordered_cursor_prev_key");
+    }
+    /// Multimap: moves to the next value of the same key (false: stays at its last).
+    bool next_value() {
+        return moved(shoal_ordered_cursor_next_value(h_.get()),
+                     "shoal_ordered_cursor_next_value");
+    }
+    /// Multimap: moves to the previous value of the same key (false: stays at its first).
+    bool prev_value() {
+        return moved(shoal_ordered_cursor_prev_value(h_.get()),
+                     "shoal_ordered_cursor_prev_value");
+    }
+    /// Multimap: moves to the pair (key, value), or with `ge` to the first value of `key`
+    /// at least `value`.
+    bool seek_value(bytes_view key, bytes_view value, bool ge = false) {
+        return moved(shoal_ordered_cursor_seek_value(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size(), ge),
+                     "shoal_ordered_cursor_seek_value");
+    }
+    /// The entry the cursor stands on, or nullopt.
+    std::optional<value_type> entry() const {
+        const void *k = nullptr, *v = nullptr;
+        std::size_t kl = 0, vl = 0;
+        shoal_status rc = shoal_ordered_cursor_get(h_.get(), &k, &kl, &v, &vl);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_ordered_cursor_get");
+        return value_type{std::string_view(static_cast<const char*>(k), kl),
+                          std::string_view(static_cast<const char*>(v), vl)};
+    }
+    /// The key the cursor stands on (empty on no entry: check the last move or entry()).
+    std::string_view key() const { return entry().value_or(value_type{}).first; }
+    /// The value the cursor stands on (empty on no entry).
+    std::string_view value() const { return entry().value_or(value_type{}).second; }
+    /// The number of entries before the cursor's, or nullopt on no entry.
+    std::optional<std::uint64_t> position() const {
+        std::uint64_t p = 0;
+        shoal_status rc = shoal_ordered_cursor_position(h_.get(), &p);
+        if (rc == SHOAL_NOT_FOUND) return std::nullopt;
+        detail::check(rc, "shoal_ordered_cursor_position");
+        return p;
+    }
+    /// The number of values of the key the cursor stands on (0 on no entry).
+    std::uint64_t count_values() const {
+        std::uint64_t n = 0;
+        detail::check(shoal_ordered_cursor_count_values(h_.get(), &n),
+                      "shoal_ordered_cursor_count_values");
+        return n;
+    }
+
+    /// The C handle. Owned by this object.
+    shoal_ordered_cursor* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class OrderedSnapshot;
+    explicit OrderedCursor(shoal_ordered_cursor* c) noexcept : h_(c) {}
+    static bool moved(shoal_status rc, const char* name) {
+        if (rc == SHOAL_OK) return true;
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::raise(rc, name);
+    }
+    struct Close {
+        void operator()(shoal_ordered_cursor* c) const noexcept { shoal_ordered_cursor_close(c); }
+    };
+    std::unique_ptr<shoal_ordered_cursor, Close> h_;
+};
+
 /// A consistent view of an ordered map (OrderedMap::snapshot): every read sees the map as
 /// of one commit, for as long as it lives, and never makes a writer wait. Move-only;
 /// bound to the thread that took it (calls from another throw SHOAL_INVALID).
@@ -2115,6 +2225,13 @@ public:
         return OrderedRange(it);
     }
 
+    /// A cursor over this snapshot, standing on no entry until it moves.
+    OrderedCursor cursor() const {
+        shoal_ordered_cursor* c = nullptr;
+        detail::check(shoal_ordered_cursor_open(h_.get(), &c), "shoal_ordered_cursor_open");
+        return OrderedCursor(c);
+    }
+
     /// The C handle. Owned by this object.
     shoal_ordered_snapshot* handle() const noexcept { return h_.get(); }
 
@@ -2144,6 +2261,8 @@ public:
     bool replace(const OrderedMap& map, bytes_view key, bytes_view value);
     /// Removes `key`; false if it was absent.
     bool remove(const OrderedMap& map, bytes_view key);
+    /// Removes the pair (key, value); false if there was no such pair.
+    bool remove_value(const OrderedMap& map, bytes_view key, bytes_view value);
     /// The value of `key` as this transaction sees it (its own writes included).
     std::optional<std::string> get(const OrderedMap& map, bytes_view key);
     /// Adds `key` -> `value` past the map's largest key (a sorted bulk load into full
@@ -2165,12 +2284,53 @@ public:
     bool remove(bytes_view key) { return remove(*first_, key); }
     std::optional<std::string> get(bytes_view key) { return get(*first_, key); }
 
+    /// A nested transaction (a savepoint), RAII: `{ auto n = txn.nested(); ...;
+    /// n.commit(); }`. Until it ends, this transaction's calls act in it; commit() keeps
+    /// its writes in the parent; destroyed without commit() (an exception, an early
+    /// return) it undoes them, and the parent goes on. Nested ones nest again (end them
+    /// innermost first, as scopes do). Neither copyable nor movable.
+    class Nested {
+    public:
+        explicit Nested(OrderedTxn& txn) : t_(&txn) {
+            detail::check(
+                shoal_ordered_txn_nested_begin(txn.live("shoal_ordered_txn_nested_begin")),
+                "shoal_ordered_txn_nested_begin");
+        }
+        Nested(const Nested&) = delete;
+        Nested& operator=(const Nested&) = delete;
+        ~Nested() { abort(); }
+        /// Keeps this nested transaction's writes in its parent.
+        void commit() {
+            if (!open_) throw Error(SHOAL_INVALID, "the nested transaction is over");
+            open_ = false;
+            detail::check(
+                shoal_ordered_txn_nested_commit(t_->live("shoal_ordered_txn_nested_commit")),
+                "shoal_ordered_txn_nested_commit");
+        }
+        /// Undoes this nested transaction's writes (what the destructor does).
+        void abort() noexcept {
+            if (open_ && t_->h_) shoal_ordered_txn_nested_abort(t_->h_.get());
+            open_ = false;
+        }
+        /// Whether it is still open.
+        bool active() const noexcept { return open_ && t_->h_; }
+
+    private:
+        OrderedTxn* t_;
+        bool open_ = true;
+    };
+    /// Opens a nested transaction (see Nested).
+    Nested nested() { return Nested(*this); }
+
     /// Commits every write at once; returns the commit's sequence number. The
-    /// transaction is over afterwards, committed or (on an exception) not.
+    /// transaction is over afterwards, committed or (on an exception) not, except when
+    /// a nested transaction is still open (SHOAL_INVALID: it stays open).
     std::uint64_t commit() {
         std::uint64_t seq = 0;
-        shoal_ordered_txn* t = h_.release();
-        detail::check(shoal_ordered_txn_commit(t, &seq), "shoal_ordered_txn_commit");
+        shoal_status rc = shoal_ordered_txn_commit(live("shoal_ordered_txn_commit"), &seq);
+        if (rc == SHOAL_INVALID) detail::raise(rc, "shoal_ordered_txn_commit");
+        h_.release();
+        detail::check(rc, "shoal_ordered_txn_commit");
         return seq;
     }
     /// Drops every write (also what the destructor does without commit()).
@@ -2203,12 +2363,15 @@ public:
     /// Opens the ordered map `name` of `store`, creating it if absent and `create`.
     /// Throws shoal::Error (SHOAL_NOT_FOUND when absent and !create; SHOAL_INVALID for a
     /// map of another kind).
-    OrderedMap(const Store& store, std::string_view name, bool create = true) {
+    /// `form`: for a map it creates, SHOAL_ORDERED_U64_KEYS and/or SHOAL_ORDERED_DUPS (an
+    /// existing map opened with either must have been made with the same ones).
+    OrderedMap(const Store& store, std::string_view name, bool create = true,
+               std::uint32_t form = 0) {
         std::string n(name);
         shoal_ordered* m = nullptr;
-        detail::check(
-            shoal_ordered_open(store.handle(), n.c_str(), create ? SHOAL_MAP_CREATE : 0, &m),
-            "shoal_ordered_open");
+        detail::check(shoal_ordered_open(store.handle(), n.c_str(),
+                                         (create ? SHOAL_MAP_CREATE : 0) | form, &m),
+                      "shoal_ordered_open");
         h_.reset(m);
     }
 
@@ -2285,6 +2448,15 @@ public:
                                                  detail::bound_ptr(hi, b), &n),
                       "shoal_ordered_remove_range");
         return n;
+    }
+    /// Removes the pair (key, value) (a multimap's; otherwise `key` if its value is
+    /// `value`); false if there was no such pair.
+    bool remove_value(bytes_view key, bytes_view value) const {
+        shoal_status rc = shoal_ordered_remove_value(h_.get(), key.data(), key.size(),
+                                                     value.data(), value.size());
+        if (rc == SHOAL_NOT_FOUND) return false;
+        detail::check(rc, "shoal_ordered_remove_value");
+        return true;
     }
     /// Every value of `key`, sorted (a multimap's; at most one otherwise).
     std::vector<std::string> values(bytes_view key) const {
@@ -2412,6 +2584,14 @@ inline bool OrderedTxn::replace(const OrderedMap& map, bytes_view key, bytes_vie
     detail::check(rc, "shoal_ordered_txn_put_if_present");
     return true;
 }
+inline bool OrderedTxn::remove_value(const OrderedMap& map, bytes_view key, bytes_view value) {
+    shoal_status rc = shoal_ordered_txn_remove_value(live("shoal_ordered_txn_remove_value"),
+                                                     map.handle(), key.data(), key.size(),
+                                                     value.data(), value.size());
+    if (rc == SHOAL_NOT_FOUND) return false;
+    detail::check(rc, "shoal_ordered_txn_remove_value");
+    return true;
+}
 inline bool OrderedTxn::remove(const OrderedMap& map, bytes_view key) {
     shoal_status rc = shoal_ordered_txn_remove(live("shoal_ordered_txn_remove"), map.handle(),
                                                key.data(), key.size());
@@ -2441,6 +2621,329 @@ inline std::optional<std::string> OrderedTxn::get(const OrderedMap& map, bytes_v
             v, "shoal_ordered_txn_get"))
         return std::nullopt;
     return v;
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Logs: a ring of records that every thread of every process appends to without a lock,
+// drained in order by named readers whose cursors live in the store file.
+
+/// The level numbers Shoal's bindings write (the log itself gives levels no meaning):
+/// the syslog severities, most severe first, and Trace below Debug. Python's
+/// shoal.LogLevel has the same numbers.
+enum class LogLevel : std::uint8_t {
+    Emergency = 0,
+    Alert = 1,
+    Critical = 2,
+    Error = 3,
+    Warning = 4,
+    Notice = 5,
+    Info = 6,
+    Debug = 7,
+    Trace = 8,
+};
+
+/// What an append does when the ring is full (shoal_log_options.policy).
+enum class LogPolicy : std::uint32_t {
+    /// Overwrite the oldest records; readers count what they missed.
+    Overwrite = SHOAL_LOG_OVERWRITE,
+    /// Wait for room, at most the append's timeout.
+    Wait = SHOAL_LOG_WAIT,
+    /// Drop the new record and count it (append returns nullopt).
+    Drop = SHOAL_LOG_DROP,
+};
+
+/// How a new log is made (Log): `slots` records (2 to 2^32) of up to `max_record` bytes
+/// each (the message, and per field its key, its value and 8 bytes), its full policy, and
+/// how many named readers it can have (0: 8).
+struct LogOptions {
+    /// Records the ring holds.
+    std::uint64_t slots = 0;
+    /// The largest record, in bytes.
+    std::size_t max_record = 0;
+    /// What an append to a full ring does.
+    LogPolicy policy = LogPolicy::Overwrite;
+    /// Named readers it can have (0: 8).
+    std::uint32_t readers = 0;
+};
+
+/// A field of a record being appended: a key and a value, both bytes.
+using LogField = std::pair<bytes_view, bytes_view>;
+
+/// A record as a LogReader read it (a copy).
+struct LogRecord {
+    /// Its sequence number: the order writers reserved records in, which readers read.
+    std::uint64_t seq = 0;
+    /// When it was appended, nanoseconds since the Unix epoch.
+    std::uint64_t time_ns = 0;
+    /// Its writer's process id.
+    std::uint32_t pid = 0;
+    /// Its writer's thread id (gettid).
+    std::uint32_t tid = 0;
+    /// Its level, as the writer gave it.
+    std::uint8_t level = 0;
+    /// Its message.
+    std::string message;
+    /// Its fields, in the writer's order.
+    std::vector<std::pair<std::string, std::string>> fields;
+
+    /// The value of the first field named `key`, or nullopt.
+    std::optional<std::string_view> field(std::string_view key) const {
+        for (const auto& f : fields)
+            if (f.first == key) return std::string_view(f.second);
+        return std::nullopt;
+    }
+};
+
+class Log;
+
+/// A named reader of a log (Log::reader): reads its records in sequence order, each once,
+/// from a cursor kept in the store file, so that a reader opened again under its name (by
+/// a restarted process) resumes where the last one stopped. Move-only; one thread at a
+/// time.
+class LogReader {
+public:
+    /// The next record, waiting up to `timeout` for a writer to publish one (zero: not
+    /// at all); nullopt if none came. Throws shoal::Error.
+    std::optional<LogRecord> read(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+        std::optional<LogRecord> out;
+        auto copy = [](void* ctx, const shoal_log_record* r) {
+            auto* o = static_cast<std::optional<LogRecord>*>(ctx);
+            // The callback must not unwind into the C library: a bad_alloc is caught and
+            // the record is then missing, which read reports by throwing.
+            try {
+                LogRecord rec;
+                rec.seq = r->seq;
+                rec.time_ns = r->time_ns;
+                rec.pid = r->pid;
+                rec.tid = r->tid;
+                rec.level = r->level;
+                rec.message.assign(r->message ? r->message : "", r->message_len);
+                for (std::size_t i = 0; i < r->n_fields; i++) {
+                    const shoal_log_field& f = r->fields[i];
+                    rec.fields.emplace_back(
+                        std::string(static_cast<const char*>(f.key), f.key_len),
+                        std::string(static_cast<const char*>(f.value), f.value_len));
+                }
+                *o = std::move(rec);
+            } catch (...) {
+            }
+        };
+        auto ms = timeout.count() < 0 ? 0 : static_cast<std::uint64_t>(timeout.count());
+        shoal_status rc = shoal_log_read(h_.get(), ms, copy, &out);
+        if (rc == SHOAL_EMPTY) return std::nullopt;
+        detail::check(rc, "shoal_log_read");
+        if (!out) throw std::bad_alloc();
+        return out;
+    }
+
+    /// read(timeout): the next record, waiting up to `timeout` for one.
+    std::optional<LogRecord> read_wait(std::chrono::milliseconds timeout) { return read(timeout); }
+
+    /// The next sequence number this reader reads.
+    std::uint64_t position() const { return stat(0); }
+    /// Records overwritten before this reader (under its name) read them.
+    std::uint64_t missed() const { return stat(1); }
+    /// Holes this reader passed: records whose writer died before publishing them.
+    std::uint64_t skipped() const { return stat(2); }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_log_reader* handle() const noexcept { return h_.get(); }
+
+private:
+    friend class Log;
+    explicit LogReader(shoal_log_reader* r) noexcept : h_(r) {}
+    std::uint64_t stat(int which) const {
+        std::uint64_t v[3] = {0, 0, 0};
+        detail::check(shoal_log_reader_stats(h_.get(), &v[0], &v[1], &v[2]),
+                      "shoal_log_reader_stats");
+        return v[which];
+    }
+    struct Close {
+        void operator()(shoal_log_reader* r) const noexcept { shoal_log_reader_close(r); }
+    };
+    std::unique_ptr<shoal_log_reader, Close> h_;
+};
+
+/// One record being written as a stream (`log.info() << "x=" << x;`): what is streamed
+/// into it becomes its message, and it is appended when the temporary is destroyed, at
+/// the end of the full expression. An append that fails throws from that destructor. A
+/// statement that an exception leaves half done (a streamed expression threw) appends
+/// nothing: its record was never finished, and a destructor must not throw while an
+/// exception unwinds the stack.
+class LogLine {
+public:
+    LogLine(const LogLine&) = delete;
+    LogLine& operator=(const LogLine&) = delete;
+    LogLine(LogLine&&) = delete;
+    LogLine& operator=(LogLine&&) = delete;
+
+    /// Streams `v` into the message, as into a std::ostringstream.
+    template <class T>
+    LogLine& operator<<(const T& v) {
+        os_ << v;
+        return *this;
+    }
+    /// Adds a field to the record.
+    LogLine& field(bytes_view key, bytes_view value) {
+        fields_.emplace_back(std::string(key.str()), std::string(value.str()));
+        return *this;
+    }
+
+    ~LogLine() noexcept(false);
+
+private:
+    friend class Log;
+    LogLine(const Log& log, LogLevel level) : log_(log), level_(level), unwinding_(std::uncaught_exceptions()) {}
+    const Log& log_;
+    LogLevel level_;
+    int unwinding_;
+    std::ostringstream os_;
+    std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+/// A log of a store (shoal_log_open): a ring of records that every thread of every
+/// process may append to without a lock or a system call, drained in order by named
+/// readers. Move-only; closes its handle when destroyed (readers opened from it stay
+/// usable). Usable from many threads at once.
+class Log {
+public:
+    /// Opens the log `name`, creating it with `opts` if it does not exist (an existing log
+    /// keeps its geometry). Throws shoal::Error (SHOAL_INVALID for options out of range
+    /// or an object of another kind by that name).
+    Log(const Store& store, const std::string& name, const LogOptions& opts) {
+        shoal_log_options o{};
+        o.struct_size = sizeof o;
+        o.slots = opts.slots;
+        o.max_record = opts.max_record;
+        o.policy = static_cast<std::uint32_t>(opts.policy);
+        o.readers = opts.readers;
+        shoal_log* l = nullptr;
+        detail::check(shoal_log_open(store.handle(), name.c_str(), &o, &l), "shoal_log_open");
+        h_.reset(l);
+    }
+
+    /// Opens the existing log `name`. Throws shoal::Error (SHOAL_NOT_FOUND).
+    Log(const Store& store, const std::string& name) {
+        shoal_log* l = nullptr;
+        detail::check(shoal_log_open(store.handle(), name.c_str(), nullptr, &l), "shoal_log_open");
+        h_.reset(l);
+    }
+
+    /// Appends a record of `level`, `message` and `fields`: its sequence number, or
+    /// nullopt if the ring was full and the log drops. Under the wait policy it waits up
+    /// to `timeout` for room (zero: the store's lock timeout), then throws SHOAL_TIMEOUT.
+    /// A record larger than the log's max_record throws SHOAL_INVALID and appends nothing.
+    std::optional<std::uint64_t> append(LogLevel level, bytes_view message,
+                                        std::initializer_list<LogField> fields = {},
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        return append_raw(static_cast<std::uint8_t>(level), message, fields.begin(), fields.size(), timeout);
+    }
+    /// append with the fields in a vector.
+    std::optional<std::uint64_t> append(LogLevel level, bytes_view message,
+                                        const std::vector<LogField>& fields,
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        return append_raw(static_cast<std::uint8_t>(level), message, fields.data(), fields.size(), timeout);
+    }
+    /// append with a level number of the caller's own (0 to 255).
+    std::optional<std::uint64_t> append(std::uint8_t level, bytes_view message,
+                                        std::initializer_list<LogField> fields = {},
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        return append_raw(level, message, fields.begin(), fields.size(), timeout);
+    }
+
+    /// Appends a record of `level` whose message is `fmt` formatted as printf(3) does; its
+    /// sequence number as append. Throws shoal::Error (SHOAL_INVALID for a format
+    /// vsnprintf rejects, or a message larger than max_record).
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    std::optional<std::uint64_t> printf(LogLevel level, const char* fmt, ...) const {
+        char stack[512];
+        std::va_list ap;
+        va_start(ap, fmt);
+        int n = std::vsnprintf(stack, sizeof stack, fmt, ap);
+        va_end(ap);
+        if (n < 0) throw Error(SHOAL_INVALID, "shoal::Log::printf: vsnprintf rejected the format");
+        if (static_cast<std::size_t>(n) < sizeof stack)
+            return append(level, bytes_view(stack, static_cast<std::size_t>(n)));
+        std::string heap(static_cast<std::size_t>(n) + 1, '\0');
+        va_start(ap, fmt);
+        std::vsnprintf(heap.data(), heap.size(), fmt, ap);
+        va_end(ap);
+        return append(level, bytes_view(heap.data(), static_cast<std::size_t>(n)));
+    }
+
+    /// A record of `level` written as a stream: `log.line(shoal::LogLevel::Info) << "x="
+    /// << x;` appends it at the end of the statement (see LogLine).
+    LogLine line(LogLevel level) const { return LogLine(*this, level); }
+    /// line(LogLevel::Trace).
+    LogLine trace() const { return line(LogLevel::Trace); }
+    /// line(LogLevel::Debug).
+    LogLine debug() const { return line(LogLevel::Debug); }
+    /// line(LogLevel::Info).
+    LogLine info() const { return line(LogLevel::Info); }
+    /// line(LogLevel::Notice).
+    LogLine notice() const { return line(LogLevel::Notice); }
+    /// line(LogLevel::Warning).
+    LogLine warning() const { return line(LogLevel::Warning); }
+    /// line(LogLevel::Error).
+    LogLine error() const { return line(LogLevel::Error); }
+    /// line(LogLevel::Critical).
+    LogLine critical() const { return line(LogLevel::Critical); }
+
+    /// The reader `name`, created if the log has none by that name (a new reader starts
+    /// at the oldest record the ring holds). Throws shoal::Error (SHOAL_FULL at the log's
+    /// maximum of readers, SHOAL_INVALID for a bad name).
+    LogReader reader(const std::string& name) const {
+        shoal_log_reader* r = nullptr;
+        detail::check(shoal_log_reader_open(h_.get(), name.c_str(), &r), "shoal_log_reader_open");
+        return LogReader(r);
+    }
+
+    /// Forgets the reader `name` and its cursor; whether it existed.
+    bool remove_reader(const std::string& name) const {
+        std::uint32_t removed = 0;
+        detail::check(shoal_log_remove_reader(h_.get(), name.c_str(), &removed),
+                      "shoal_log_remove_reader");
+        return removed != 0;
+    }
+
+    /// The C handle, for calls this wrapper does not cover. Owned by this object.
+    shoal_log* handle() const noexcept { return h_.get(); }
+
+private:
+    std::optional<std::uint64_t> append_raw(std::uint8_t level, bytes_view message,
+                                            const LogField* fields, std::size_t n,
+                                            std::chrono::milliseconds timeout) const {
+        std::vector<shoal_log_field> fs(n);
+        for (std::size_t i = 0; i < n; i++) {
+            fs[i].key = fields[i].first.data();
+            fs[i].key_len = fields[i].first.size();
+            fs[i].value = fields[i].second.data();
+            fs[i].value_len = fields[i].second.size();
+        }
+        auto ms = timeout.count() < 0 ? 0 : static_cast<std::uint64_t>(timeout.count());
+        std::uint64_t seq = 0;
+        detail::check(shoal_log_append(h_.get(), level, message.data(), message.size(),
+                                       fs.empty() ? nullptr : fs.data(), n, ms, &seq),
+                      "shoal_log_append");
+        if (seq == SHOAL_LOG_DROPPED) return std::nullopt;
+        return seq;
+    }
+
+    struct Close {
+        void operator()(shoal_log* l) const noexcept { shoal_log_close(l); }
+    };
+    std::unique_ptr<shoal_log, Close> h_;
+};
+
+inline LogLine::~LogLine() noexcept(false) {
+    if (std::uncaught_exceptions() > unwinding_) return;
+    std::vector<LogField> fs;
+    fs.reserve(fields_.size());
+    for (const auto& f : fields_) fs.emplace_back(f.first, f.second);
+    log_.append(level_, os_.str(), fs);
 }
 
 

@@ -40,6 +40,7 @@ mod log_drain;
 mod txn;
 
 mod ordered;
+mod ordered_cursor;
 mod ordered_ops;
 
 // The calls both kinds of map share (no exported items of its own).
@@ -54,6 +55,7 @@ pub use log::*;
 pub use log_drain::*;
 pub use map::*;
 pub use ordered::*;
+pub use ordered_cursor::*;
 pub use queue::*;
 pub use store::*;
 pub use txn::*;

@@ -12,8 +12,7 @@
 use crate::atomic::shoal_bytes;
 use crate::store::store_ref;
 use crate::*;
-use shoal::{MultiWriteTxn, OrderedMap, Snapshot};
-use std::collections::VecDeque;
+use shoal::{MultiWriteTxn, Nested, OrderedIter, OrderedMap, Snapshot};
 use std::ffi::{c_char, c_void};
 use std::rc::Rc;
 use std::thread::ThreadId;
@@ -46,9 +45,21 @@ pub struct shoal_ordered {
 
 /// A snapshot and the map handle it borrows. Fields drop in order: the snapshot (which
 /// releases its pin) before the map it refers to.
-struct SnapHold {
-    snap: Snapshot<'static>,
+pub(crate) struct SnapHold {
+    pub(crate) snap: Snapshot<'static>,
     _map: Box<OrderedMap>,
+}
+
+impl SnapHold {
+    /// The snapshot, for a cursor kept beside the `Rc` that holds it.
+    ///
+    /// # Safety
+    /// The reference must not outlive the `Rc<SnapHold>` it came from (whose contents
+    /// never move): keep that `Rc` in the same struct, after the borrower.
+    pub(crate) unsafe fn pinned(self: &Rc<Self>) -> &'static Snapshot<'static> {
+        // SAFETY: the caller's contract.
+        unsafe { &*(&self.snap as *const Snapshot<'static>) }
+    }
 }
 
 /// A consistent view of an ordered map (`shoal_ordered_snapshot_open`): every read
@@ -59,8 +70,8 @@ struct SnapHold {
 /// `SHOAL_INVALID`). Iterators opened on it hold their own reference: closing the
 /// snapshot before them is allowed.
 pub struct shoal_ordered_snapshot {
-    hold: Rc<SnapHold>,
-    thread: ThreadId,
+    pub(crate) hold: Rc<SnapHold>,
+    pub(crate) thread: ThreadId,
 }
 
 /// A range iteration over a snapshot (`shoal_ordered_range`,
@@ -68,15 +79,13 @@ pub struct shoal_ordered_snapshot {
 ///
 /// Thread safety: used only by the thread that opened it.
 pub struct shoal_ordered_iter {
-    hold: Rc<SnapHold>,
+    /// The engine's iterator (a cursor at each end, which keeps a multimap's values of
+    /// one key together and steps integer keys as numbers); None once done. Declared
+    /// before `_hold`: it borrows the snapshot, so it must drop first.
+    it: Option<OrderedIter<'static>>,
+    _hold: Rc<SnapHold>,
     thread: ThreadId,
-    /// Where the next batch starts: the lower bound going forwards, the upper going
-    /// backwards (`None`: unbounded).
-    lo: Option<Vec<u8>>,
-    hi: Option<Vec<u8>>,
     rev: bool,
-    done: bool,
-    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
     /// The entry returned last: the pointers handed out point into it.
     current: Option<(Vec<u8>, Vec<u8>)>,
 }
@@ -88,24 +97,42 @@ pub struct shoal_ordered_iter {
 ///
 /// Thread safety: used only by the thread that began it.
 pub struct shoal_ordered_txn {
-    /// Declared before `maps`: it borrows them, so it must drop first.
-    pub(crate) txn: MultiWriteTxn<'static>,
+    /// The open nested transactions, innermost last. Each borrows the one before (the
+    /// first, `txn`), so they drop innermost first (`Drop`), and while one is open every
+    /// write goes through the innermost.
+    pub(crate) nested: Vec<Nested<'static, MultiWriteTxn<'static>>>,
+    /// Boxed, so that the nested transactions' borrows never depend on where this
+    /// struct is; declared before `maps`: it borrows them, so it must drop first.
+    pub(crate) txn: Option<Box<MultiWriteTxn<'static>>>,
     /// Boxed one by one: the transaction's references stay valid whatever happens to the
     /// vector (the guarantee does not rest on never growing it).
     #[allow(clippy::vec_box)]
-    maps: Vec<Box<OrderedMap>>,
+    _maps: Vec<Box<OrderedMap>>,
     thread: ThreadId,
 }
 
-/// Entries copied per batch of an iterator: large enough that the descent that starts
-/// each batch costs little per entry, small enough to copy little that is not wanted.
-const BATCH: usize = 128;
+impl shoal_ordered_txn {
+    /// The innermost open level: the transaction or its innermost nested transaction.
+    pub(crate) fn w(&mut self) -> &mut MultiWriteTxn<'static> {
+        if let Some(n) = self.nested.last_mut() {
+            return n;
+        }
+        self.txn.as_deref_mut().expect("a live transaction")
+    }
+}
 
-fn here() -> ThreadId {
+impl Drop for shoal_ordered_txn {
+    fn drop(&mut self) {
+        while self.nested.pop().is_some() {}
+        self.txn = None;
+    }
+}
+
+pub(crate) fn here() -> ThreadId {
     std::thread::current().id()
 }
 
-fn same_thread(t: ThreadId, what: &str) -> Res<()> {
+pub(crate) fn same_thread(t: ThreadId, what: &str) -> Res<()> {
     if t != here() {
         return Err(Fail::new(
             SHOAL_INVALID,
@@ -113,6 +140,28 @@ fn same_thread(t: ThreadId, what: &str) -> Res<()> {
         ));
     }
     Ok(())
+}
+
+/// Frees a handle made by `Box::into_raw` that belongs to the thread `thread` names:
+/// NULL is allowed; from another thread, `SHOAL_INVALID` and the handle stays.
+///
+/// # Safety
+/// `p` is NULL or a live handle, not used again after `SHOAL_OK`.
+pub(crate) unsafe fn close_bound<T>(
+    p: *mut T,
+    thread: impl FnOnce(&T) -> ThreadId,
+    what: &str,
+) -> shoal_status {
+    ffi(|| {
+        if p.is_null() {
+            return Ok(SHOAL_OK);
+        }
+        // SAFETY: a live handle (contract).
+        same_thread(thread(unsafe { &*p }), what)?;
+        // SAFETY: made by Box::into_raw, given back once.
+        drop(unsafe { Box::from_raw(p) });
+        Ok(SHOAL_OK)
+    })
 }
 
 /// # Safety
@@ -253,7 +302,7 @@ pub unsafe extern "C" fn shoal_ordered_close(map: *mut shoal_ordered) -> shoal_s
     })
 }
 
-fn absent() -> Fail {
+pub(crate) fn absent() -> Fail {
     Fail::new(SHOAL_NOT_FOUND, "no such key")
 }
 
@@ -475,6 +524,37 @@ pub unsafe extern "C" fn shoal_ordered_count_range(
     })
 }
 
+/// The `n` maps of a C array (at least one), each cloned into a box, and `'static`
+/// references to the boxes for an engine object that borrows them.
+///
+/// # Safety
+/// `maps` is NULL or has `n` readable elements, each NULL or a live handle; the
+/// references must not outlive the boxes.
+#[allow(clippy::vec_box, clippy::type_complexity)] // each map boxed: borrows never depend on the vector
+unsafe fn boxed_maps(
+    maps: *const *const shoal_ordered,
+    n: usize,
+) -> Res<(Vec<Box<OrderedMap>>, Vec<&'static OrderedMap>)> {
+    if maps.is_null() {
+        return Err(null("maps"));
+    }
+    if n == 0 {
+        return Err(Fail::new(SHOAL_INVALID, "n is 0: pass at least one map"));
+    }
+    let mut boxes = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: i < n readable elements, each NULL or live (contract).
+        let m = unsafe { omap(*maps.add(i)) }.map_err(|f| kv::item(i, f))?;
+        boxes.push(Box::new(m.clone()));
+    }
+    // SAFETY: a Box's contents never move; the caller drops the borrower first.
+    let refs = boxes
+        .iter()
+        .map(|b| unsafe { &*(&**b as *const OrderedMap) })
+        .collect();
+    Ok((boxes, refs))
+}
+
 /// A snapshot of `map` bound to the map handle's clone it borrows.
 fn hold_one(map: &OrderedMap) -> Res<Rc<SnapHold>> {
     let b = Box::new(map.clone());
@@ -544,24 +624,9 @@ pub unsafe extern "C" fn shoal_ordered_snapshot_open_many(
             // SAFETY: n writable elements (contract).
             unsafe { out.add(i).write(std::ptr::null_mut()) };
         }
-        if maps.is_null() {
-            return Err(null("maps"));
-        }
-        if n == 0 {
-            return Err(Fail::new(SHOAL_INVALID, "n is 0: pass at least one map"));
-        }
-        let mut boxes = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY: i < n readable elements, each NULL or live (contract).
-            let m = unsafe { omap(*maps.add(i)) }.map_err(|f| kv::item(i, f))?;
-            boxes.push(Box::new(m.clone()));
-        }
-        // SAFETY: each snapshot borrows its own boxed map, which never moves and is
-        // dropped after it (SnapHold's field order).
-        let refs: Vec<&'static OrderedMap> = boxes
-            .iter()
-            .map(|b| unsafe { &*(&**b as *const OrderedMap) })
-            .collect();
+        // SAFETY: forwarded contract; each snapshot borrows its own boxed map and is
+        // dropped before it (SnapHold's field order).
+        let (boxes, refs) = unsafe { boxed_maps(maps, n) }?;
         let snaps = refs[0].snapshot_with(&refs[1..])?;
         for (i, (snap, b)) in snaps.into_iter().zip(boxes).enumerate() {
             let h = shoal_ordered_snapshot {
@@ -577,7 +642,9 @@ pub unsafe extern "C" fn shoal_ordered_snapshot_open_many(
 
 /// # Safety
 /// `p` is NULL or a live snapshot.
-unsafe fn snap_ref<'a>(p: *const shoal_ordered_snapshot) -> Res<&'a shoal_ordered_snapshot> {
+pub(crate) unsafe fn snap_ref<'a>(
+    p: *const shoal_ordered_snapshot,
+) -> Res<&'a shoal_ordered_snapshot> {
     if p.is_null() {
         return Err(null("snapshot"));
     }
@@ -599,16 +666,8 @@ unsafe fn snap_ref<'a>(p: *const shoal_ordered_snapshot) -> Res<&'a shoal_ordere
 pub unsafe extern "C" fn shoal_ordered_snapshot_close(
     snap: *mut shoal_ordered_snapshot,
 ) -> shoal_status {
-    ffi(|| {
-        if snap.is_null() {
-            return Ok(SHOAL_OK);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { snap_ref(snap) }?;
-        // SAFETY: made by Box::into_raw, given back once.
-        drop(unsafe { Box::from_raw(snap) });
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { close_bound(snap, |s| s.thread, "snapshot") }
 }
 
 /// Copies the value of `key` as the snapshot has it. Returns and errors as
@@ -702,14 +761,13 @@ fn iter_of(
             format!("unknown range flags {flags:#x}"),
         ));
     }
+    // SAFETY: the iterator is kept beside `hold`, declared before it.
+    let it = unsafe { hold.pinned() }.iter(lo.as_deref(), hi.as_deref())?;
     Ok(Box::into_raw(Box::new(shoal_ordered_iter {
-        hold,
+        it: Some(it),
+        _hold: hold,
         thread: here(),
-        lo,
-        hi,
         rev: flags & SHOAL_ORDERED_REVERSE != 0,
-        done: false,
-        batch: VecDeque::new(),
         current: None,
     })))
 }
@@ -776,34 +834,6 @@ pub unsafe extern "C" fn shoal_ordered_range(
     })
 }
 
-impl shoal_ordered_iter {
-    /// Copies the next batch of entries out of the snapshot.
-    fn refill(&mut self) -> Res<()> {
-        let (lo, hi, rev) = (self.lo.clone(), self.hi.clone(), self.rev);
-        let batch = &mut self.batch;
-        self.hold
-            .snap
-            .for_each(lo.as_deref(), hi.as_deref(), rev, |k, v| {
-                batch.push_back((k.to_vec(), v.to_vec()));
-                batch.len() < BATCH
-            })?;
-        match self.batch.back() {
-            _ if self.batch.len() < BATCH => self.done = true,
-            // The next batch starts just past the last key: going forwards, at the
-            // smallest key greater than it (the key and a zero byte); backwards, below
-            // it (the upper bound is exclusive).
-            Some((k, _)) if !rev => {
-                let mut next = k.clone();
-                next.push(0);
-                self.lo = Some(next);
-            }
-            Some((k, _)) => self.hi = Some(k.clone()),
-            None => self.done = true,
-        }
-        Ok(())
-    }
-}
-
 /// Moves to the next entry and points `*key`/`*value` at it (with their lengths).
 ///
 /// The pointers stay valid until the next call on this iterator or its close; they may be
@@ -834,16 +864,21 @@ pub unsafe extern "C" fn shoal_ordered_iter_next(
         let key = out_ptr(key, "key")?;
         let key_len = out_ptr(key_len, "key_len")?;
         it.current = None;
-        if it.batch.is_empty() && !it.done {
-            if let Err(e) = it.refill() {
-                it.done = true;
-                it.batch.clear();
-                return Err(e);
+        let rev = it.rev;
+        let next = it
+            .it
+            .as_mut()
+            .and_then(|i| if rev { i.next_back() } else { i.next() });
+        let e = match next {
+            Some(Ok(e)) => e,
+            Some(Err(e)) => {
+                it.it = None;
+                return Err(e.into());
             }
-        }
-        let Some(e) = it.batch.pop_front() else {
-            it.done = true;
-            return Err(Fail::new(SHOAL_DONE, "end of iteration"));
+            None => {
+                it.it = None;
+                return Err(Fail::new(SHOAL_DONE, "end of iteration"));
+            }
         };
         let (k, v) = it.current.insert(e);
         let p = |b: &[u8]| {
@@ -872,16 +907,8 @@ pub unsafe extern "C" fn shoal_ordered_iter_next(
 /// `iter` is NULL or a live iterator, not used again after `SHOAL_OK`.
 #[no_mangle]
 pub unsafe extern "C" fn shoal_ordered_iter_close(iter: *mut shoal_ordered_iter) -> shoal_status {
-    ffi(|| {
-        if iter.is_null() {
-            return Ok(SHOAL_OK);
-        }
-        // SAFETY: a live iterator (contract).
-        same_thread(unsafe { (*iter).thread }, "iterator")?;
-        // SAFETY: made by Box::into_raw, given back once.
-        drop(unsafe { Box::from_raw(iter) });
-        Ok(SHOAL_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { close_bound(iter, |i| i.thread, "iterator") }
 }
 
 /// Begins a write transaction over `n` ordered maps of one store (their writer locks
@@ -906,28 +933,14 @@ pub unsafe extern "C" fn shoal_ordered_txn_begin(
         let out = out_ptr(out, "out")?;
         // SAFETY: non-NULL, writable (contract).
         unsafe { out.write(std::ptr::null_mut()) };
-        if maps.is_null() {
-            return Err(null("maps"));
-        }
-        if n == 0 {
-            return Err(Fail::new(SHOAL_INVALID, "n is 0: pass at least one map"));
-        }
-        let mut boxes = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY: i < n readable elements, each NULL or live (contract).
-            let m = unsafe { omap(*maps.add(i)) }.map_err(|f| kv::item(i, f))?;
-            boxes.push(Box::new(m.clone()));
-        }
-        // SAFETY: the transaction borrows the boxed maps, which never move and are
-        // dropped after it (shoal_ordered_txn's field order).
-        let refs: Vec<&'static OrderedMap> = boxes
-            .iter()
-            .map(|b| unsafe { &*(&**b as *const OrderedMap) })
-            .collect();
+        // SAFETY: forwarded contract; the transaction borrows the boxed maps and is
+        // dropped before them (shoal_ordered_txn's Drop and field order).
+        let (boxes, refs) = unsafe { boxed_maps(maps, n) }?;
         let txn = refs[0].write_with(&refs[1..])?;
         let h = Box::into_raw(Box::new(shoal_ordered_txn {
-            txn,
-            maps: boxes,
+            nested: Vec::new(),
+            txn: Some(Box::new(txn)),
+            _maps: boxes,
             thread: here(),
         }));
         // SAFETY: as above.
@@ -970,12 +983,12 @@ unsafe fn txn_put(
         let value = unsafe { bytes(value, value_len, "value") }?;
         match how {
             Put::Upsert => {
-                t.txn.put(m, key, value)?;
+                t.w().put(m, key, value)?;
             }
-            Put::IfAbsent if !t.txn.put_if_absent(m, key, value)? => {
+            Put::IfAbsent if !t.w().put_if_absent(m, key, value)? => {
                 return Err(Fail::new(SHOAL_EXISTS, "the key is present"))
             }
-            Put::IfPresent if !t.txn.put_if_present(m, key, value)? => return Err(absent()),
+            Put::IfPresent if !t.w().put_if_present(m, key, value)? => return Err(absent()),
             _ => {}
         }
         Ok(SHOAL_OK)
@@ -1062,7 +1075,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_remove(
         let m = unsafe { omap(map) }?;
         // SAFETY: forwarded contract.
         let key = unsafe { bytes(key, key_len, "key") }?;
-        if !t.txn.remove(m, key)? {
+        if !t.w().remove(m, key)? {
             return Err(absent());
         }
         Ok(SHOAL_OK)
@@ -1093,7 +1106,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_get(
         // SAFETY: forwarded contract.
         let key = unsafe { bytes(key, key_len, "key") }?;
         let value_len = out_ptr(value_len, "value_len")?;
-        let v = t.txn.get(m, key)?.ok_or_else(absent)?;
+        let v = t.w().get(m, key)?.ok_or_else(absent)?;
         // SAFETY: forwarded contract.
         unsafe { give_value(&v, buf, cap, value_len) }?;
         Ok(SHOAL_OK)
@@ -1104,9 +1117,10 @@ pub unsafe extern "C" fn shoal_ordered_txn_get(
 /// failure, when nothing was committed). `sequence`, if not NULL, receives the commit's
 /// number.
 ///
-/// Errors: `SHOAL_INVALID` (another thread; the transaction stays open), `SHOAL_FULL`,
-/// `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`, `SHOAL_CORRUPT` (a write of it failed before:
-/// nothing committed), `SHOAL_NULL_POINTER`.
+/// Errors: `SHOAL_INVALID` (another thread, or a nested transaction still open: the
+/// transaction stays open), `SHOAL_FULL`, `SHOAL_NO_SPACE`, `SHOAL_TIMEOUT`,
+/// `SHOAL_CORRUPT` (a write of it failed before: nothing committed),
+/// `SHOAL_NULL_POINTER`.
 ///
 /// # Safety
 /// `txn` is NULL or a live transaction, not used again unless `SHOAL_INVALID` is
@@ -1118,12 +1132,17 @@ pub unsafe extern "C" fn shoal_ordered_txn_commit(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract (checks the thread before taking ownership).
-        unsafe { txn_mut(txn) }?;
+        if !unsafe { txn_mut(txn) }?.nested.is_empty() {
+            return Err(Fail::new(
+                SHOAL_INVALID,
+                "a nested transaction is still open: commit or abort it before its parent",
+            ));
+        }
         // SAFETY: made by Box::into_raw, given back once.
-        let t = unsafe { Box::from_raw(txn) };
-        let shoal_ordered_txn { txn, maps, .. } = *t;
-        let r = txn.commit();
-        drop(maps);
+        let mut t = unsafe { Box::from_raw(txn) };
+        let w = t.txn.take().expect("a live transaction");
+        let r = w.commit();
+        drop(t);
         let seq = r?;
         // SAFETY: NULL or writable (contract).
         unsafe { write_opt(sequence, seq) };

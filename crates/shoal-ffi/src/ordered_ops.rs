@@ -124,7 +124,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_append(
                 bytes(value, value_len, "value")?,
             )
         };
-        t.txn.append(m, key, value)?;
+        t.w().append(m, key, value)?;
         Ok(SHOAL_OK)
     })
 }
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_next_sequence(
         let t = unsafe { txn_mut(txn) }?;
         // SAFETY: forwarded contract.
         let m = unsafe { omap(map) }?;
-        let v = t.txn.next_sequence(m, n)?;
+        let v = t.w().next_sequence(m, n)?;
         // SAFETY: non-NULL, writable (caller's contract).
         unsafe { value.write(v) };
         Ok(SHOAL_OK)
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_set_marker(
     ffi(|| {
         // SAFETY: forwarded contract.
         let t = unsafe { txn_mut(txn) }?;
-        t.txn.set_marker(i, v)?;
+        t.w().set_marker(i, v)?;
         Ok(SHOAL_OK)
     })
 }
@@ -259,6 +259,73 @@ pub unsafe extern "C" fn shoal_ordered_values(
         if !count.is_null() {
             // SAFETY: non-NULL, writable (caller's contract).
             unsafe { count.write(snap.count_values(key)?) };
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Removes the pair (`key`, `value`) from a multimap (from a map without duplicates:
+/// `key`, if its value is `value`), in a transaction of its own.
+///
+/// Returns `SHOAL_OK` (removed) or `SHOAL_NOT_FOUND` (no such pair). Errors: those of
+/// `shoal_ordered_put`.
+///
+/// # Safety
+/// `map` is NULL or a live handle; `key` and `value` NULL or readable for their lengths.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_ordered_remove_value(
+    map: *const shoal_ordered,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { omap(map) }?;
+        // SAFETY: forwarded contract.
+        let (key, value) = unsafe {
+            (
+                bytes(key, key_len, "key")?,
+                bytes(value, value_len, "value")?,
+            )
+        };
+        if !m.remove_value(key, value)? {
+            return Err(crate::ordered::absent());
+        }
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Removes the pair (`key`, `value`) from `map` in the transaction. Returns `SHOAL_OK` or
+/// `SHOAL_NOT_FOUND` (no such pair as the transaction sees it). Errors: as
+/// `shoal_ordered_txn_put`.
+///
+/// # Safety
+/// As `shoal_ordered_txn_put`.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_ordered_txn_remove_value(
+    txn: *mut shoal_ordered_txn,
+    map: *const shoal_ordered,
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let t = unsafe { txn_mut(txn) }?;
+        // SAFETY: forwarded contract.
+        let m = unsafe { omap(map) }?;
+        // SAFETY: forwarded contract.
+        let (key, value) = unsafe {
+            (
+                bytes(key, key_len, "key")?,
+                bytes(value, value_len, "value")?,
+            )
+        };
+        if !t.w().remove_value(m, key, value)? {
+            return Err(crate::ordered::absent());
         }
         Ok(SHOAL_OK)
     })

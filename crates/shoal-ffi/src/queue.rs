@@ -94,6 +94,22 @@ fn queue(set: &shoal::QueueSet, q: u32) -> Res<shoal::Queue> {
     Ok(set.queue_at(q as usize)?)
 }
 
+/// Hands a pulled element (if one came) to C through `out`: `SHOAL_OK`, or `SHOAL_EMPTY`
+/// with `*out` untouched.
+///
+/// # Safety
+/// `out` is writable.
+unsafe fn give(got: Option<shoal::Element<'_>>, out: *mut shoal_element) -> shoal_status {
+    match got {
+        Some(e) => {
+            // SAFETY: writable (contract).
+            unsafe { out.write(to_c(e)) };
+            SHOAL_OK
+        }
+        None => SHOAL_EMPTY,
+    }
+}
+
 /// An element as C sees it, leaving it held.
 fn to_c(e: shoal::Element<'_>) -> shoal_element {
     let (data, len) = (e.as_ptr(), e.len());
@@ -256,14 +272,8 @@ pub unsafe extern "C" fn shoal_queue_pull(
         } else {
             s.pull_wait(q, Duration::from_millis(timeout_ms))?
         };
-        match got {
-            Some(e) => {
-                // SAFETY: non-NULL, writable by contract.
-                unsafe { out.write(to_c(e)) };
-                Ok(SHOAL_OK)
-            }
-            None => Ok(SHOAL_EMPTY),
-        }
+        // SAFETY: non-NULL, writable by contract.
+        Ok(unsafe { give(got, out) })
     })
 }
 
@@ -499,6 +509,230 @@ pub unsafe extern "C" fn shoal_queue_reclaim(
         let n = s.reclaim()?;
         // SAFETY: NULL or writable by contract.
         unsafe { write_opt(returned, n) };
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Takes the element at the head of the first non-empty queue among the `n` queues of
+/// `queues` (looked at in that order), waiting up to `timeout_ms` milliseconds for a push
+/// to any of them if all are empty (0: not at all). `out->from` says which queue it came
+/// from.
+///
+/// Errors: `SHOAL_EMPTY` (no element came; `*out` untouched), `SHOAL_INVALID` (no such
+/// queue, or `n` is 0), `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_TIMEOUT`,
+/// `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `set` is NULL or a live handle; `queues` is NULL or has `n` readable entries; `out` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_queue_pull_any(
+    set: *const shoal_queue,
+    queues: *const u32,
+    n: usize,
+    timeout_ms: u64,
+    out: *mut shoal_element,
+) -> shoal_status {
+    ffi(|| {
+        let out = out_ptr(out, "out")?;
+        // SAFETY: forwarded contract.
+        let s = unsafe { set_ref(set) }?;
+        if queues.is_null() && n > 0 {
+            return Err(null("queues"));
+        }
+        let qs: &[u32] = if n == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL with `n` readable entries (contract).
+            unsafe { std::slice::from_raw_parts(queues, n) }
+        };
+        let qs = qs.iter().map(|q| queue(s, *q)).collect::<Res<Vec<_>>>()?;
+        let got = s.pull_any(&qs, Duration::from_millis(timeout_ms))?;
+        // SAFETY: non-NULL, writable by contract.
+        Ok(unsafe { give(got, out) })
+    })
+}
+
+/// A queue set's geometry (`shoal_queue_get_info`). Set `struct_size` before the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shoal_queue_info {
+    /// In: `sizeof(shoal_queue_info)` as the caller was compiled with. Out: the number of
+    /// bytes the library filled in.
+    pub struct_size: usize,
+    /// Bytes per element.
+    pub element_size: u64,
+    /// Elements in the set.
+    pub elements: u64,
+    /// Queues in the set; their indexes are 0 to `queues - 1`, in the order of creation.
+    pub queues: u64,
+}
+
+// SAFETY: repr(C), starts with struct_size: usize, then u64s only.
+unsafe impl Versioned for shoal_queue_info {}
+
+/// Fills `*out` with the set's element size, element count and number of queues.
+///
+/// Errors: `SHOAL_INVALID` (`out->struct_size` not set), `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `set` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_queue_get_info(
+    set: *const shoal_queue,
+    out: *mut shoal_queue_info,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let s = unsafe { set_ref(set) }?;
+        let v = shoal_queue_info {
+            struct_size: std::mem::size_of::<shoal_queue_info>(),
+            element_size: s.element_size() as u64,
+            elements: s.elements(),
+            queues: s.queue_names().len() as u64,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { write_versioned(out, v, "out") }?;
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Copies the name of queue `q` into `buf` as a NUL-terminated string.
+///
+/// * `len`: receives the name's length, not counting the NUL, whatever the outcome.
+///
+/// Errors: `SHOAL_BUFFER_TOO_SMALL` when `cap < *len + 1` (nothing written to `buf`),
+/// `SHOAL_INVALID` (no such queue), `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `set` is NULL or a live handle; `buf` is NULL or has `cap` writable bytes; `len` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_queue_name(
+    set: *const shoal_queue,
+    q: u32,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let s = unsafe { set_ref(set) }?;
+        let len = out_ptr(len, "len")?;
+        let name = &s.queue_names()[queue(s, q)?.index()];
+        // SAFETY: forwarded contract.
+        unsafe { copy_out(name.as_bytes(), buf as *mut c_void, cap, len, true, "buf") }?;
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Figures of one queue (`shoal_queue_get_stats`). Set `struct_size` before the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shoal_queue_stats {
+    /// In: `sizeof(shoal_queue_stats)` as the caller was compiled with. Out: the number of
+    /// bytes the library filled in.
+    pub struct_size: usize,
+    /// Elements in the queue now.
+    pub len: u64,
+    /// Its depth limit (0: none).
+    pub limit: u64,
+    /// Elements pushed into it so far (moved in and handed back included).
+    pub pushes: u64,
+    /// Elements pulled from it so far (moved out included).
+    pub pulls: u64,
+    /// Times a pull slept waiting for it.
+    pub waits: u64,
+}
+
+// SAFETY: repr(C), starts with struct_size: usize, then u64s only.
+unsafe impl Versioned for shoal_queue_stats {}
+
+/// Fills `*out` with the figures of queue `q`.
+///
+/// Errors: `SHOAL_INVALID` (no such queue, or `out->struct_size` not set),
+/// `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `set` is NULL or a live handle; `out` is NULL or has `out->struct_size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_queue_get_stats(
+    set: *const shoal_queue,
+    q: u32,
+    out: *mut shoal_queue_stats,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let s = unsafe { set_ref(set) }?;
+        let st = s.stats(queue(s, q)?)?;
+        let v = shoal_queue_stats {
+            struct_size: std::mem::size_of::<shoal_queue_stats>(),
+            len: st.len,
+            limit: st.limit,
+            pushes: st.pushes,
+            pulls: st.pulls,
+            waits: st.waits,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { write_versioned(out, v, "out") }?;
+        Ok(SHOAL_OK)
+    })
+}
+
+/// A process that holds elements of a set (`shoal_queue_holders`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shoal_queue_holder {
+    /// The process's id.
+    pub pid: u32,
+    /// Reserved (0).
+    pub reserved: u32,
+    /// Elements it holds.
+    pub elements: u64,
+}
+
+/// The processes that hold elements of the set now, with how many each: up to `cap` of
+/// them into `out`; `*n` receives how many there are (also when more than `cap`).
+///
+/// Errors: `SHOAL_BUFFER_TOO_SMALL` (`*n > cap`: the first `cap` were written),
+/// `SHOAL_NOT_FOUND` (the set was dropped), `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `set` is NULL or a live handle; `out` is NULL or valid for `cap` writes; `n` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_queue_holders(
+    set: *const shoal_queue,
+    out: *mut shoal_queue_holder,
+    cap: usize,
+    n: *mut usize,
+) -> shoal_status {
+    ffi(|| {
+        let n = out_ptr(n, "n")?;
+        if out.is_null() && cap > 0 {
+            return Err(null("out"));
+        }
+        // SAFETY: forwarded contract.
+        let s = unsafe { set_ref(set) }?;
+        let held = s.held()?;
+        for (i, h) in held.iter().take(cap).enumerate() {
+            // SAFETY: `out` is valid for `cap` > i writes (contract).
+            unsafe {
+                out.add(i).write(shoal_queue_holder {
+                    pid: h.pid,
+                    reserved: 0,
+                    elements: h.elements,
+                })
+            };
+        }
+        // SAFETY: non-NULL, writable by contract.
+        unsafe { n.write(held.len()) };
+        if held.len() > cap {
+            return Err(Fail::new(
+                SHOAL_BUFFER_TOO_SMALL,
+                format!("out: {} holders, room for {cap}", held.len()),
+            ));
+        }
         Ok(SHOAL_OK)
     })
 }

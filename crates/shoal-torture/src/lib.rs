@@ -8,13 +8,15 @@
 //! * [`acklog`]: the per-writer log of announced and acknowledged operations;
 //! * [`verify`]: the check of a map's final state against those logs;
 //! * [`harness`]: spawning, killing and reaping workers;
-//! * [`crash`]: the per-fail-point crash driver's workload and model.
+//! * [`crash`]: the per-fail-point crash driver's workload and model;
+//! * [`linlog`]: the history log of the transaction storms, for the Porcupine checker.
 
 #![warn(missing_docs)]
 
 pub mod acklog;
 pub mod crash;
 pub mod harness;
+pub mod linlog;
 pub mod value;
 pub mod verify;
 

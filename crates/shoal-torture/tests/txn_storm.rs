@@ -13,11 +13,31 @@
 //! Short form (the test command): `SHOAL_TXN_STORM_SECS` seconds, default 8. Long form
 //! (docs/RELIABILITY.md): `SHOAL_TXN_STORM_SECS=600 cargo test --release -p shoal-torture
 //! --test txn_storm -- --nocapture`. `SHOAL_SEED` repeats a run's random choices.
+//!
+//! The history storm (`transfers_under_kills_are_strictly_serializable`) logs every
+//! operation, with its call and return times and its result, and has the Porcupine
+//! checker (`lincheck -txn`, tools/linearizability/txn.go) check each round's history for
+//! strict serializability: one order of all committed transactions and consistent reads,
+//! each an atomic step of the whole store at an instant between its call and its return,
+//! that explains every balance read and every transfer's outcome, in which every
+//! transaction cut short by a kill committed whole or not at all. It runs in rounds
+//! (`SHOAL_TXN_LIN_ROUNDS`, default 2) of `SHOAL_TXN_LIN_SECS` seconds (default 3), each
+//! checked apart from where the last one ended; workers run in bursts, the first
+//! `SHOAL_TXN_LIN_ACTIVE_US` (default 3000) of every `SHOAL_TXN_LIN_PERIOD_US` (100000),
+//! at most `SHOAL_TXN_LIN_BURST_OPS` (300) operations each. Long form
+//! (docs/RELIABILITY.md): `SHOAL_TXN_LIN_ROUNDS=60 cargo test --release -p shoal-torture
+//! --test txn_storm -- strictly_serializable --nocapture`.
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use shoal::{
     Cond, FixedOptions, IntCmp, MapOptions, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget,
 };
-use shoal_torture::harness::{env_u64, seed, Scratch};
+use shoal_torture::harness::{env_u64, seed, tail, Rig, Scratch, Worker};
+use shoal_torture::now_ns;
+use shoal_torture::value::Wid;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -195,4 +215,410 @@ fn storm(kind: &str) {
     );
     assert!(kills > 10, "only {kills} kills");
     assert!(grown > 0, "no transfer inserted a key");
+}
+
+/// The history storm's accounts per map (three maps: fixed, variable with UIDs,
+/// variable without), each starting at `LIN_INITIAL`: few, so that Porcupine checks a
+/// round of the whole store in seconds.
+const LIN_ACCOUNTS: u64 = 3;
+const LIN_INITIAL: u64 = 100;
+const LIN_TOTAL: u64 = 3 * LIN_ACCOUNTS * LIN_INITIAL;
+const LIN_ROLES: [&str; 5] = [
+    "lin-writer",
+    "lin-writer",
+    "lin-writer",
+    "lin-writer",
+    "lin-reader",
+];
+
+/// Opens the history storm's store and its three maps, in account-number order.
+fn lin_maps(s: &Store, create: bool) -> Vec<TxnMap> {
+    let small = FixedOptions {
+        segment_buckets: 2,
+        stash_buckets: 1,
+        ..Default::default()
+    };
+    let var = |uids| MapOptions {
+        segment_buckets: 1,
+        stash_buckets: 1,
+        uids,
+        ..MapOptions::default()
+    };
+    vec![
+        s.fixed_map_with("acct", 8, 8, &small, create)
+            .unwrap()
+            .txn_map(),
+        s.map_with("vacct", &var(true), create).unwrap().txn_map(),
+        s.map_with("pacct", &var(false), create).unwrap().txn_map(),
+    ]
+}
+
+/// Every account's balance, from one consistent read.
+fn lin_read_all(s: &Store, maps: &[TxnMap]) -> Vec<u64> {
+    let keys: Vec<(usize, [u8; 8])> = (0..3 * LIN_ACCOUNTS)
+        .map(|i| {
+            (
+                (i / LIN_ACCOUNTS) as usize,
+                (i % LIN_ACCOUNTS).to_le_bytes(),
+            )
+        })
+        .collect();
+    let req: Vec<(&TxnMap, &[u8])> = keys.iter().map(|(m, k)| (&maps[*m], &k[..])).collect();
+    s.snapshot_get(&req)
+        .unwrap()
+        .iter()
+        .map(|v| u64::from_le_bytes(v.as_deref().unwrap().try_into().unwrap()))
+        .collect()
+}
+
+/// What one round's check counted.
+#[derive(Default)]
+struct Totals {
+    kills: u64,
+    checked: u64,
+    moved: u64,
+    opt: u64,
+    ver: u64,
+    reads: u64,
+    pending: u64,
+    /// The longest transaction's call to return, in ns.
+    longest_ns: u64,
+    /// How long the check took, in ms.
+    check_ms: u64,
+}
+
+/// Transfers between accounts of a fixed-size map, a variable-size map with UIDs and
+/// one without (within one map and across two), locked and optimistic, with consistent
+/// readers, under SIGKILLs: every round's history is strictly serializable (see the
+/// crate comment). A deliberately broken copy of the last round's history (a read of
+/// every account summing to more than the total) is rejected, which shows the check
+/// can fail.
+#[test]
+fn transfers_under_kills_are_strictly_serializable() {
+    let seed = seed();
+    let secs = env_u64("SHOAL_TXN_LIN_SECS", 3);
+    let rounds = env_u64("SHOAL_TXN_LIN_ROUNDS", 2).max(1);
+    let scratch = Scratch::new("txn-lin", seed);
+    let store = scratch.path.join("bank.shoal");
+    let opts = Options {
+        chunk_size: 64 * 1024,
+        lock_timeout: Duration::from_secs(30),
+        ..Options::default()
+    };
+    let s = Store::open_with(&store, &opts, OpenMode::CreateNew).unwrap();
+    let maps = lin_maps(&s, true);
+    for i in 0..3 * LIN_ACCOUNTS {
+        let m = &maps[(i / LIN_ACCOUNTS) as usize];
+        s.transaction()
+            .then(TxnOp::put(
+                m,
+                &(i % LIN_ACCOUNTS).to_le_bytes(),
+                &(LIN_INITIAL as i64).to_le_bytes(),
+            ))
+            .commit()
+            .unwrap();
+    }
+    let lincheck = shoal_torture::harness::lincheck(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/linearizability"),
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("lincheck"),
+        seed,
+    );
+    let mut start_vals = vec![LIN_INITIAL; 3 * LIN_ACCOUNTS as usize];
+    let mut sum = Totals::default();
+    let (mut last, mut last_start) = (PathBuf::new(), Vec::new());
+    for round in 0..rounds {
+        let dir = scratch.path.join(format!("round-{round}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rig = Rig {
+            exe: EXE.into(),
+            stop: dir.join("STOP"),
+            dir,
+            store: store.clone(),
+            seed: seed.wrapping_add(round),
+            logs: true,
+        };
+        let who = format!("seed {seed} (SHOAL_SEED), round {round}");
+        let (t, end_vals) = lin_round(&rig, &who, &s, &maps, &lincheck, secs, &start_vals);
+        eprintln!(
+            "seed {seed}: round {round}: {} kills, {} transactions and reads checked ({} moved \
+             money, {} optimistic, {} on a version, {} consistent reads, {} killed in flight; \
+             longest {:.1} ms): strictly serializable (checked in {} ms)",
+            t.kills,
+            t.checked,
+            t.moved,
+            t.opt,
+            t.ver,
+            t.reads,
+            t.pending,
+            t.longest_ns as f64 / 1e6,
+            t.check_ms
+        );
+        sum.kills += t.kills;
+        sum.checked += t.checked;
+        sum.moved += t.moved;
+        sum.opt += t.opt;
+        sum.ver += t.ver;
+        sum.reads += t.reads;
+        sum.pending += t.pending;
+        sum.longest_ns = sum.longest_ns.max(t.longest_ns);
+        last = rig.dir.clone();
+        last_start = std::mem::replace(&mut start_vals, end_vals);
+    }
+    broken_history_is_rejected(seed, &lincheck, &last, &last_start);
+    // Transactions still commit, across all three maps.
+    let k = |i: u64| (i % LIN_ACCOUNTS).to_le_bytes();
+    let m = |i: u64| &maps[(i / LIN_ACCOUNTS) as usize];
+    for i in 0..3 * LIN_ACCOUNTS {
+        let j = (i + 1) % (3 * LIN_ACCOUNTS);
+        let out = s
+            .transaction()
+            .when(Cond::int(m(i), &k(i), IntCmp::Ge, 0))
+            .then(TxnOp::add(m(i), &k(i), 0))
+            .then(TxnOp::add(m(j), &k(j), 0))
+            .commit()
+            .unwrap();
+        assert!(out.succeeded, "seed {seed}");
+    }
+    eprintln!(
+        "seed {seed}: {rounds} rounds of {secs} s: {} kills, {} checked ({} moved money, {} \
+         optimistic, {} on a version, {} consistent reads, {} killed in flight); longest \
+         transaction {:.1} ms",
+        sum.kills,
+        sum.checked,
+        sum.moved,
+        sum.opt,
+        sum.ver,
+        sum.reads,
+        sum.pending,
+        sum.longest_ns as f64 / 1e6
+    );
+    assert!(
+        sum.moved > 100 * rounds
+            && sum.opt > 50 * rounds
+            && sum.ver > 50 * rounds
+            && sum.reads > 100 * rounds
+            && sum.kills > 5 * rounds,
+        "seed {seed}: too little checked to prove anything"
+    );
+}
+
+/// One round of the history storm: the workers started, SIGKILLed at random moments of
+/// their bursts and replaced for `secs` seconds, stopped; then a last consistent read of
+/// every account joins the history (`final.tlin`), the sum and `Store::check` are
+/// checked, and Porcupine checks the round's history from `start` (every account's
+/// balance when the round began). Returns what the check counted and the balances at the
+/// end. `who` names the run and round in a failure.
+fn lin_round(
+    rig: &Rig,
+    who: &str,
+    s: &Store,
+    maps: &[TxnMap],
+    lincheck: &Path,
+    secs: u64,
+    start: &[u64],
+) -> (Totals, Vec<u64>) {
+    let seed = rig.seed;
+    let period = env_u64("SHOAL_TXN_LIN_PERIOD_US", 100_000).max(1);
+    let active = env_u64("SHOAL_TXN_LIN_ACTIVE_US", 3_000).min(period);
+    let burst = env_u64("SHOAL_TXN_LIN_BURST_OPS", 300);
+    let extra = [
+        "--accounts".to_string(),
+        LIN_ACCOUNTS.to_string(),
+        "--total".into(),
+        LIN_TOTAL.to_string(),
+        "--period-us".into(),
+        period.to_string(),
+        "--active-us".into(),
+        active.to_string(),
+        "--burst-ops".into(),
+        burst.to_string(),
+    ];
+    let args: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut all: Vec<Worker> = Vec::new();
+    let mut live: Vec<Worker> = LIN_ROLES
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let wid = Wid {
+                slot: i as u32,
+                gen: 0,
+            };
+            rig.spawn(r, wid, &args)
+        })
+        .collect();
+    let began = Instant::now();
+    let mut kills = 0;
+    let mut newest: Option<usize> = None;
+    while began.elapsed() < Duration::from_secs(secs) {
+        // A random moment of the burst of the next period or the one after (sleep to
+        // shortly before it, then spin to the moment); now and then, right after the
+        // last kill instead, so that a worker dies inside `Store::open` too.
+        let i = match newest {
+            Some(i) if rng.random_range(0..8) == 0 => {
+                std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
+                i
+            }
+            _ => {
+                let p = period * 1000;
+                let next = (now_ns() / p + 1 + rng.random_range(0..2)) * p;
+                let at = next + rng.random_range(0..active.max(1) * 1000);
+                let early = next.saturating_sub(2_000_000.min(p / 4));
+                std::thread::sleep(Duration::from_nanos(early.saturating_sub(now_ns())));
+                while now_ns() < at {
+                    std::hint::spin_loop();
+                }
+                rng.random_range(0..live.len())
+            }
+        };
+        if let Some(st) = live[i].child.try_wait().unwrap() {
+            panic!(
+                "{who}: {} exited by itself with {st}:\n{}",
+                live[i].name,
+                tail(&live[i].err)
+            );
+        }
+        rig.kill(&mut live[i]);
+        kills += 1;
+        let wid = Wid {
+            slot: live[i].wid.slot,
+            gen: live[i].wid.gen + 1,
+        };
+        let fresh = rig.spawn(LIN_ROLES[i], wid, &args);
+        all.push(std::mem::replace(&mut live[i], fresh));
+        newest = Some(i);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    rig.stop_all();
+    let bad = rig.wait_all(&mut live, Duration::from_secs(60));
+    assert!(bad.is_empty(), "{who}: {}", bad.join("\n"));
+    all.append(&mut live);
+
+    // The last read of every account, after every worker is gone, joins the history.
+    let call = now_ns();
+    let vals = lin_read_all(s, maps);
+    let ret = now_ns();
+    let n = 3 * LIN_ACCOUNTS;
+    let keys: Vec<String> = (0..n).map(|k| k.to_string()).collect();
+    let shown: Vec<String> = vals.iter().map(u64::to_string).collect();
+    let mut f = std::fs::File::create(rig.dir.join("final.tlin")).unwrap();
+    write!(
+        f,
+        "W {call} 99 0 {}\nC {call} read {}\nR {ret} {}\n",
+        std::process::id(),
+        keys.join(","),
+        shown.join(",")
+    )
+    .unwrap();
+    drop(f);
+    assert_eq!(
+        vals.iter().sum::<u64>(),
+        LIN_TOTAL,
+        "{who}: the accounts' sum"
+    );
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{who}: check after the storm: {r}");
+
+    let init: Vec<String> = start.iter().map(u64::to_string).collect();
+    let t0 = Instant::now();
+    let out = run_lincheck(lincheck, &rig.dir, &init.join(","));
+    let check_ms = t0.elapsed().as_millis() as u64;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{who}: the transactions' history is not strictly serializable (or the check \
+         failed); history (*.tlin) and its visualization kept in {}:\n{text}{}",
+        rig.dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let total = |what: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("lincheck: txn: totals: "))
+            .and_then(|t| t.split_whitespace().find_map(|kv| kv.strip_prefix(what)))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let t = Totals {
+        kills,
+        checked: total("ops="),
+        moved: total("moved="),
+        opt: total("opt="),
+        ver: total("ver="),
+        reads: total("read="),
+        pending: total("pending="),
+        longest_ns: total("longest_ns="),
+        check_ms,
+    };
+    (t, vals)
+}
+
+fn run_lincheck(lincheck: &Path, dir: &Path, init: &str) -> std::process::Output {
+    Command::new(lincheck)
+        .args(["-txn", "-timeout", "5m", "-keys"])
+        .arg((3 * LIN_ACCOUNTS).to_string())
+        .arg("-init")
+        .arg(init)
+        .arg(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", lincheck.display()))
+}
+
+/// A copy of round `dir`'s history with one more consistent read of every account, just
+/// after the first transfer that moved money returned, whose balances sum to one more
+/// than the total (no state of the store does): the checker must reject it. `start`:
+/// the balances when the round began (with them, the round's own history passed).
+fn broken_history_is_rejected(seed: u64, lincheck: &Path, dir: &Path, start: &[u64]) {
+    let broken = dir.join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    let mut first_move: Option<u64> = None;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "tlin") {
+            let text = std::fs::read(&p).unwrap();
+            // A killed worker's mapped log: what was written, then zero bytes.
+            let text = &text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())];
+            let text = String::from_utf8_lossy(text);
+            let mut moving = false;
+            for l in text.lines() {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                match f.as_slice() {
+                    ["C", _, "xfer" | "opt", ..] => moving = true,
+                    ["R", t, _, _, "ok"] if moving => {
+                        let t: u64 = t.parse().unwrap();
+                        first_move = Some(first_move.map_or(t, |m| m.min(t)));
+                        moving = false;
+                    }
+                    _ => moving = false,
+                }
+            }
+            std::fs::copy(&p, broken.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let t = first_move.expect("a transfer that moved money");
+    let mut vals = vec![LIN_INITIAL; 3 * LIN_ACCOUNTS as usize];
+    vals[0] += 1;
+    let shown: Vec<String> = vals.iter().map(u64::to_string).collect();
+    let keys: Vec<String> = (0..3 * LIN_ACCOUNTS).map(|k| k.to_string()).collect();
+    std::fs::write(
+        broken.join("broken.tlin"),
+        format!(
+            "W {t} 98 0 0\nC {} read {}\nR {} {}\n",
+            t + 1,
+            keys.join(","),
+            t + 2,
+            shown.join(",")
+        ),
+    )
+    .unwrap();
+    let init: Vec<String> = start.iter().map(u64::to_string).collect();
+    let out = run_lincheck(lincheck, &broken, &init.join(","));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.code() == Some(1) && text.contains("NOT LINEARIZABLE"),
+        "seed {seed}: a history with a read of more money than the total was not rejected \
+         ({}); history in {}:\n{text}{}",
+        out.status,
+        broken.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -495,6 +495,18 @@ impl Model {
     }
 }
 
+/// Reader `r`'s position and missed count in the log's stats are the model's.
+fn reader_matches(log: &shoal::Log, m: &Model, r: u8) -> Result<(), TestCaseError> {
+    let st = log.stats().unwrap();
+    let rs = st
+        .readers
+        .iter()
+        .find(|x| x.name == format!("r{r}"))
+        .unwrap();
+    prop_assert_eq!((rs.position, rs.missed), m.readers[&r]);
+    Ok(())
+}
+
 fn model_case(policy: FullPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
     let d = shm_dir();
     let path = d.path().join("l.shoal");
@@ -530,13 +542,7 @@ fn model_case(policy: FullPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
                     i,
                     r
                 );
-                let st = log.stats().unwrap();
-                let rs = st
-                    .readers
-                    .iter()
-                    .find(|x| x.name == format!("r{r}"))
-                    .unwrap();
-                prop_assert_eq!((rs.position, rs.missed), m.readers[r]);
+                reader_matches(&log, &m, *r)?;
             }
             Op::ReadBatch(r, max) => {
                 let mut batch = shoal::RecordBatch::new();
@@ -553,13 +559,7 @@ fn model_case(policy: FullPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
                 // A batch is the reads it replaces, in one call.
                 let want: Vec<_> = (0..*max).map_while(|_| m.read(*r)).collect();
                 prop_assert_eq!(got, want, "op {}: reader {}", i, r);
-                let st = log.stats().unwrap();
-                let rs = st
-                    .readers
-                    .iter()
-                    .find(|x| x.name == format!("r{r}"))
-                    .unwrap();
-                prop_assert_eq!((rs.position, rs.missed), m.readers[r]);
+                reader_matches(&log, &m, *r)?;
             }
             Op::Remove(r) => {
                 let had = m.readers.remove(r).is_some();

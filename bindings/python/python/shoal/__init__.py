@@ -50,6 +50,10 @@ from ._shoal import (
     Batch,
     CheckReport,
     Element,
+    Log,
+    LogFollow,
+    LogReader,
+    LogRecord,
     Map,
     MapIterator,
     QueueIter,
@@ -64,7 +68,16 @@ from ._shoal import (
 from ._views import ItemsView, KeysView, ValuesView
 from ._fixed import FixedMap
 from ._txn import Transaction, Watch
-from ._ordered import OrderedMap, OrderedSnapshot, OrderedTransaction, OrderedWrite
+from ._ordered import (
+    OrderedCursor,
+    OrderedMap,
+    OrderedNestedTransaction,
+    OrderedNestedWrite,
+    OrderedSnapshot,
+    OrderedTransaction,
+    OrderedWrite,
+)
+from ._log import LogHandler, LogLevel
 
 __version__ = "0.1.0"
 
@@ -80,7 +93,10 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "OrderedCursor",
     "OrderedMap",
+    "OrderedNestedTransaction",
+    "OrderedNestedWrite",
     "OrderedSnapshot",
     "OrderedTransaction",
     "OrderedWrite",
@@ -89,6 +105,12 @@ __all__ = [
     "QueueSet",
     "QueueIter",
     "Element",
+    "Log",
+    "LogReader",
+    "LogRecord",
+    "LogFollow",
+    "LogHandler",
+    "LogLevel",
     "CheckReport",
     "Batch",
     "KeysView",
@@ -135,6 +157,13 @@ def _reopen_fixed(path, name, key_size, value_size, lock_timeout=5.0):
     return _reopen_store(path, lock_timeout).fixed_map(name, key_size, value_size, create=False)
 
 
-def _reopen_ordered(path, name, key, value, lock_timeout=5.0):
+def _reopen_ordered(path, name, key, value, u64_keys=False, duplicates=False, lock_timeout=5.0):
     """Unpickling helper: opens an existing store's ordered map again."""
-    return _reopen_store(path, lock_timeout).ordered_map(name, key=key, value=value, create=False)
+    return _reopen_store(path, lock_timeout).ordered_map(
+        name, key=key, value=value, u64_keys=u64_keys, duplicates=duplicates, create=False
+    )
+
+
+def _reopen_log(path, name, lock_timeout=5.0):
+    """Unpickling helper: opens an existing store's log again (in any process)."""
+    return _reopen_store(path, lock_timeout).log(name)

@@ -9,6 +9,9 @@ from typing import Any, Final, Generic, Literal, TypeVar, final, overload
 
 from typing_extensions import Self, deprecated
 
+import enum
+import logging
+
 __version__: str
 __all__ = [
     "open",
@@ -20,7 +23,10 @@ __all__ = [
     "Map",
     "MapIterator",
     "FixedMap",
+    "OrderedCursor",
     "OrderedMap",
+    "OrderedNestedTransaction",
+    "OrderedNestedWrite",
     "OrderedSnapshot",
     "OrderedTransaction",
     "OrderedWrite",
@@ -29,6 +35,12 @@ __all__ = [
     "QueueSet",
     "QueueIter",
     "Element",
+    "Log",
+    "LogReader",
+    "LogRecord",
+    "LogFollow",
+    "LogHandler",
+    "LogLevel",
     "CheckReport",
     "Batch",
     "KeysView",
@@ -290,6 +302,20 @@ class Store:
         """Opens the queue set `name`, creating it when element_size and elements are
         given (queues besides `free`, their depth limits, the initial queue, and whether a
         dead holder's elements go back to the queue they came from)."""
+    def log(
+        self,
+        name: str,
+        slots: int | None = None,
+        max_record: int | None = None,
+        *,
+        policy: Literal["overwrite", "wait", "drop"] = "overwrite",
+        readers: int = 8,
+    ) -> Log:
+        """Opens the shared log `name`, creating it when slots and max_record are given:
+        a ring of `slots` records of up to `max_record` bytes, its full policy, room for
+        `readers` named readers. Without sizes it opens an existing log (NotFound)."""
+    def logs(self) -> list[str]:
+        """Names of the logs in the store."""
     def transaction(self) -> Transaction:
         """A new multi-key transaction on this store's hash maps (FixedMap and Map)."""
     def snapshot_get(self, items: Iterable[tuple[FixedMap | Map, Any]]) -> list[Any]:
@@ -319,21 +345,77 @@ class Store:
         value_size), ("ordered", None, None), or None if there is no such map."""
     @overload
     def ordered_map(
-        self, name: str, *, key: Literal["bytes"] = "bytes", value: Literal["bytes"] = "bytes", create: bool = True
+        self,
+        name: str,
+        *,
+        key: Literal["bytes"] | None = None,
+        value: Literal["bytes"] = "bytes",
+        u64_keys: Literal[False] = False,
+        duplicates: bool = False,
+        create: bool = True,
     ) -> OrderedMap[bytes, bytes]: ...
     @overload
     def ordered_map(
-        self, name: str, *, key: Literal["str"], value: Literal["bytes"] = "bytes", create: bool = True
+        self,
+        name: str,
+        *,
+        key: Literal["str"],
+        value: Literal["bytes"] = "bytes",
+        u64_keys: Literal[False] = False,
+        duplicates: bool = False,
+        create: bool = True,
     ) -> OrderedMap[str, bytes]: ...
     @overload
-    def ordered_map(self, name: str, *, key: Literal["str"], value: Literal["str"], create: bool = True) -> OrderedMap[str, str]: ...
+    def ordered_map(
+        self,
+        name: str,
+        *,
+        key: Literal["str"],
+        value: Literal["str"],
+        u64_keys: Literal[False] = False,
+        duplicates: bool = False,
+        create: bool = True,
+    ) -> OrderedMap[str, str]: ...
     @overload
-    def ordered_map(self, name: str, *, key: Literal["str"], value: Literal["int", "uint"], create: bool = True) -> OrderedMap[str, int]: ...
+    def ordered_map(
+        self,
+        name: str,
+        *,
+        key: Literal["str"],
+        value: Literal["int", "uint"],
+        u64_keys: Literal[False] = False,
+        duplicates: bool = False,
+        create: bool = True,
+    ) -> OrderedMap[str, int]: ...
     @overload
-    def ordered_map(self, name: str, *, key: str = "bytes", value: str = "bytes", create: bool = True) -> OrderedMap[Any, Any]:
-        """Opens the ordered map `name` (keys sorted bytewise), creating it unless
-        create=False. key: "bytes" or "str"; value: any codec. Ordered maps record no
-        codecs: open a map with the codecs it was written with."""
+    def ordered_map(
+        self,
+        name: str,
+        *,
+        key: Literal["uint"] | None = None,
+        value: Literal["bytes"] = "bytes",
+        u64_keys: Literal[True],
+        duplicates: bool = False,
+        create: bool = True,
+    ) -> OrderedMap[int, bytes]: ...
+    @overload
+    def ordered_map(
+        self,
+        name: str,
+        *,
+        key: str | None = None,
+        value: str = "bytes",
+        u64_keys: bool = False,
+        duplicates: bool = False,
+        create: bool = True,
+    ) -> OrderedMap[Any, Any]:
+        """Opens the ordered map `name`, creating it unless create=False. Keys sorted
+        bytewise (key: "bytes" or "str"), or as unsigned 64-bit integers with
+        u64_keys=True (key: "uint"); duplicates=True makes a multimap. An existing map
+        must be opened with the options it was created with. value: any codec. Ordered
+        maps record no codecs: open a map with the codecs it was written with."""
+    def ordered_marker(self, i: int) -> int:
+        """The store's marker i (0 to 13), set by an ordered transaction's commit."""
     def ordered_maps(self) -> list[str]:
         """Names of the ordered maps in the store (maps() lists the hash maps)."""
     def ordered_write(self, maps: Iterable[OrderedMap[Any, Any]]) -> OrderedTransaction:
@@ -649,6 +731,112 @@ class QueueSet:
     def reclaim(self) -> int: ...
     def iter(self, queue: int, timeout: float | None = None) -> QueueIter: ...
 
+_Bytes = str | bytes
+
+@final
+class Log:
+    """A shared log (Store.log): a ring of records every thread of every process may
+    append to without a lock, drained in order by named readers. Pickles to (path, name)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def slots(self) -> int: ...
+    @property
+    def max_record(self) -> int: ...
+    @property
+    def policy(self) -> Literal["overwrite", "wait", "drop"]: ...
+    def append(
+        self,
+        message: _Bytes,
+        level: int = 6,
+        fields: Mapping[_Bytes, _Bytes] | Iterable[tuple[_Bytes, _Bytes]] | None = None,
+        timeout: float | None = None,
+    ) -> int | None:
+        """Appends a record; its sequence number, or None if the drop policy dropped it.
+        A record larger than max_record raises InvalidArgument; the wait policy waits up
+        to `timeout` seconds for room (GIL released), then raises Timeout."""
+    def reader(self, name: str) -> LogReader:
+        """The named reader (created if absent), whose cursor is kept in the store file."""
+    def remove_reader(self, name: str) -> bool:
+        """Forgets the named reader and its cursor; whether it existed."""
+    def stats(self) -> dict[str, Any]:
+        """appended, dropped, holes, and readers (name, position, missed, skipped)."""
+
+@final
+class LogRecord:
+    """One record of a log, as a reader read it."""
+    @property
+    def seq(self) -> int: ...
+    @property
+    def time_ns(self) -> int: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def tid(self) -> int: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def message(self) -> bytes: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def fields(self) -> list[tuple[bytes, bytes]]: ...
+    def field(self, key: _Bytes, default: Any = None) -> Any:
+        """The value of the first field named `key`, or `default`."""
+
+@final
+class LogReader(Iterator[LogRecord]):
+    """A named reader of a log: records in sequence order, each once, from a cursor kept
+    in the store file. Iteration yields the records published so far; follow() waits."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def missed(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    def read(self) -> LogRecord | None: ...
+    def read_wait(self, timeout: float | None = None) -> LogRecord | None:
+        """The next record, waiting up to `timeout` seconds (None: for ever), GIL released."""
+    def read_many(self, max: int = 256) -> list[LogRecord]: ...
+    def follow(self, timeout: float | None = None) -> LogFollow: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> LogRecord: ...
+
+@final
+class LogFollow(Iterator[LogRecord]):
+    """Records of a reader as they come, waiting for each (LogReader.follow)."""
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> LogRecord: ...
+
+class LogLevel(enum.IntEnum):
+    """The level numbers Shoal's bindings write: syslog severities, and TRACE."""
+
+    EMERGENCY = 0
+    ALERT = 1
+    CRITICAL = 2
+    ERROR = 3
+    WARNING = 4
+    NOTICE = 5
+    INFO = 6
+    DEBUG = 7
+    TRACE = 8
+
+class LogHandler(logging.Handler):
+    """A logging.Handler appending each record to a shared log: level mapped by
+    level_of, fields `target` (the logger's name) and the `extra` attributes, exceptions in the message."""
+
+    log: Log
+    timeout: float | None
+    def __init__(self, log: Log, level: int | str = 0, *, timeout: float | None = None) -> None: ...
+    @staticmethod
+    def level_of(levelno: int) -> LogLevel: ...
+    def fields_of(self, record: logging.LogRecord) -> list[tuple[bytes, bytes]]: ...
+    def emit(self, record: logging.LogRecord) -> None: ...
+
 class _TxnList:
     def get(self, m: FixedMap | Map, key: Any) -> Self: ...
     def put(self, m: FixedMap | Map, key: Any, value: Any) -> Self: ...
@@ -747,6 +935,16 @@ class _OrderedReads(Generic[_K, _V]):
         """The largest key <= key, or None."""
     def lower_key(self, key: _K) -> _K | None:
         """The largest key < key, or None."""
+    def estimate_range(
+        self, minimum: _K | None = None, maximum: _K | None = None, inclusive: tuple[bool, bool] = (True, False)
+    ) -> int:
+        """libmdbx's estimate_range: here exact, as count_range."""
+    def get_all(self, key: _K) -> list[_V]:
+        """Every value of key, sorted (a multimap's; at most one otherwise)."""
+    def count_values(self, key: _K) -> int:
+        """The number of values of key."""
+    def cursor(self) -> OrderedCursor[_K, _V]:
+        """A cursor over a snapshot: seeks, moves both ways, positions."""
 
 class OrderedMap(_OrderedReads[_K, _V], MutableMapping[_K, _V], Generic[_K, _V]):
     """A map whose keys are kept sorted bytewise (Store.ordered_map): a MutableMapping
@@ -782,6 +980,31 @@ class OrderedMap(_OrderedReads[_K, _V], MutableMapping[_K, _V], Generic[_K, _V])
         """A consistent view as of the latest commit."""
     def write(self) -> OrderedWrite[_K, _V]:
         """A write transaction on this map."""
+    @property
+    def u64_keys(self) -> bool:
+        """Whether the keys are unsigned 64-bit integers."""
+    @property
+    def duplicates(self) -> bool:
+        """Whether the map is a multimap."""
+    @property
+    def sequence(self) -> int:
+        """The map's persistent counter as of the latest commit."""
+    def next_sequence(self, n: int = 1) -> int:
+        """Adds n to the map's sequence (one transaction); returns its value before."""
+    def add(self, key: _K, value: _V) -> bool:
+        """Multimap: adds the pair; whether it was new."""
+    def remove_value(self, key: _K, value: _V) -> bool:
+        """Removes the pair (key, value); whether it was there."""
+    def compare_and_swap(self, key: _K, expected: _V | _AbsentType, new: _V | _AbsentType) -> bool:
+        """If the value is expected (ABSENT: absent), sets it to new (ABSENT: removes)."""
+    def remove_range(
+        self, minimum: _K | None = None, maximum: _K | None = None, inclusive: tuple[bool, bool] = (True, False)
+    ) -> int:
+        """Removes the entries in the range (one transaction); returns how many."""
+    def append(self, key: _K, value: _V) -> None:
+        """Adds key -> value past the largest key (one transaction)."""
+    def extend_sorted(self, items: Iterable[tuple[_K, _V]]) -> int:
+        """Sorted bulk load in one transaction; returns how many."""
 
 class OrderedSnapshot(_OrderedReads[_K, _V], Mapping[_K, _V], Generic[_K, _V]):
     """A consistent view of an ordered map as of one commit. Bound to its thread."""
@@ -797,6 +1020,9 @@ class OrderedSnapshot(_OrderedReads[_K, _V], Mapping[_K, _V], Generic[_K, _V]):
     @property
     def sequence(self) -> int:
         """The number of the commit the snapshot shows."""
+    @property
+    def map_sequence(self) -> int:
+        """The map's persistent counter in this snapshot."""
     def close(self) -> None:
         """Ends the snapshot."""
     @property
@@ -807,7 +1033,8 @@ class OrderedSnapshot(_OrderedReads[_K, _V], Mapping[_K, _V], Generic[_K, _V]):
 
 class OrderedTransaction:
     """A write transaction over ordered maps of one store: commit() or the end of a with
-    block commits all at once; abort() or an exception drops everything."""
+    block commits all at once; abort() or an exception drops everything; nested() opens
+    a savepoint."""
 
     sequence: int | None
     def __init__(self, native: Any, maps: list[OrderedMap[Any, Any]]) -> None: ...
@@ -815,7 +1042,17 @@ class OrderedTransaction:
     def put_if_absent(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> bool: ...
     def put_if_present(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> bool: ...
     def remove(self, m: OrderedMap[Any, Any], key: Any) -> bool: ...
+    def remove_value(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> bool: ...
     def get(self, m: OrderedMap[Any, Any], key: Any, default: Any = None) -> Any: ...
+    def compare_and_swap(self, m: OrderedMap[Any, Any], key: Any, expected: Any, new: Any) -> bool: ...
+    def remove_range(
+        self, m: OrderedMap[Any, Any], minimum: Any = None, maximum: Any = None, inclusive: tuple[bool, bool] = (True, False)
+    ) -> int: ...
+    def append(self, m: OrderedMap[Any, Any], key: Any, value: Any) -> None: ...
+    def extend_sorted(self, m: OrderedMap[Any, Any], items: Iterable[tuple[Any, Any]]) -> int: ...
+    def next_sequence(self, m: OrderedMap[Any, Any], n: int = 1) -> int: ...
+    def set_marker(self, i: int, value: int) -> None: ...
+    def nested(self) -> OrderedNestedTransaction: ...
     def commit(self) -> int: ...
     def abort(self) -> None: ...
     @property
@@ -833,6 +1070,64 @@ class OrderedWrite(OrderedTransaction, Generic[_K, _V]):
     def __contains__(self, key: object) -> bool: ...
     def get(self, key: _K, default: Any = None) -> Any: ...  # type: ignore[override]
     def put(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
+    def add(self, key: _K, value: _V) -> bool: ...
     def put_if_absent(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
     def put_if_present(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
     def remove(self, key: _K) -> bool: ...  # type: ignore[override]
+    def remove_value(self, key: _K, value: _V) -> bool: ...  # type: ignore[override]
+    def compare_and_swap(self, key: _K, expected: _V | _AbsentType, new: _V | _AbsentType) -> bool: ...  # type: ignore[override]
+    def remove_range(  # type: ignore[override]
+        self, minimum: _K | None = None, maximum: _K | None = None, inclusive: tuple[bool, bool] = (True, False)
+    ) -> int: ...
+    def append(self, key: _K, value: _V) -> None: ...  # type: ignore[override]
+    def extend_sorted(self, items: Iterable[tuple[_K, _V]]) -> int: ...  # type: ignore[override]
+    def next_sequence(self, n: int = 1) -> int: ...  # type: ignore[override]
+    def nested(self) -> OrderedNestedWrite[_K, _V]: ...  # type: ignore[override]
+
+class _NestedLevel:
+    def commit(self) -> None: ...
+    def abort(self) -> None: ...
+    @property
+    def active(self) -> bool: ...
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]: ...
+
+class OrderedNestedTransaction(_NestedLevel, OrderedTransaction):  # type: ignore[misc]
+    """A transaction nested in an OrderedTransaction: commit() keeps its writes in the
+    parent, abort() or an exception out of its with block undoes them."""
+
+class OrderedNestedWrite(_NestedLevel, OrderedWrite[_K, _V]):  # type: ignore[misc]
+    """A transaction nested in an OrderedWrite, with its map-less forms."""
+
+class OrderedCursor(Generic[_K, _V]):
+    """A position in a snapshot of an ordered map: every move returns whether it stands
+    on an entry; iteration yields (key, value) from there on. Bound to its thread."""
+
+    def __init__(self, native: Any) -> None: ...
+    def first(self) -> bool: ...
+    def last(self) -> bool: ...
+    def next(self) -> bool: ...
+    def prev(self) -> bool: ...
+    def seek(self, key: _K) -> bool: ...
+    def seek_ge(self, key: _K) -> bool: ...
+    def seek_le(self, key: _K) -> bool: ...
+    def next_key(self) -> bool: ...
+    def prev_key(self) -> bool: ...
+    def next_value(self) -> bool: ...
+    def prev_value(self) -> bool: ...
+    def seek_value(self, key: _K, value: _V) -> bool: ...
+    def seek_value_ge(self, key: _K, value: _V) -> bool: ...
+    @property
+    def key(self) -> _K | None: ...
+    @property
+    def value(self) -> _V | None: ...
+    @property
+    def item(self) -> tuple[_K, _V] | None: ...
+    @property
+    def position(self) -> int | None: ...
+    def count_values(self) -> int: ...
+    def __iter__(self) -> Iterator[tuple[_K, _V]]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...

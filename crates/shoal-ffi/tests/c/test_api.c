@@ -2990,6 +2990,54 @@ static void test_queue(void) {
     REQUIRE_OK(shoal_queue_reclaim(qs, &back));
     CHECK(back == 0);
 
+    /* Geometry, names, figures, holders. */
+    shoal_queue_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    REQUIRE_OK(shoal_queue_get_info(qs, &info));
+    CHECK(info.struct_size == sizeof info && info.element_size == 100 && info.elements == 8 &&
+          info.queues == 3);
+    char qname[8];
+    size_t qlen = 0;
+    REQUIRE_OK(shoal_queue_name(qs, b2a, qname, sizeof qname, &qlen));
+    CHECK(qlen == 3 && strcmp(qname, "b2a") == 0);
+    CHECK_RC(shoal_queue_name(qs, b2a, qname, 3, &qlen), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(qlen == 3);
+    CHECK_RC(shoal_queue_name(qs, 3, qname, sizeof qname, &qlen), SHOAL_INVALID);
+    shoal_queue_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    REQUIRE_OK(shoal_queue_get_stats(qs, b2a, &st));
+    /* b2a: 2 pushed by push_many, 2 moved out to a2b; limit 2; 30 ms of waiting above. */
+    CHECK(st.len == 0 && st.limit == 2 && st.pushes == 2 && st.pulls == 2 && st.waits >= 1);
+    st.struct_size = 0;
+    CHECK_RC(shoal_queue_get_stats(qs, b2a, &st), SHOAL_INVALID);
+    shoal_element h1;
+    REQUIRE_OK(shoal_queue_pull(qs, a2b, 0, &h1));
+    shoal_queue_holder holders[2];
+    size_t nh = 99;
+    REQUIRE_OK(shoal_queue_holders(qs, holders, 2, &nh));
+    CHECK(nh == 1 && holders[0].pid == (uint32_t)getpid() && holders[0].elements == 1);
+    CHECK_RC(shoal_queue_holders(qs, NULL, 0, &nh), SHOAL_BUFFER_TOO_SMALL);
+    CHECK(nh == 1);
+    REQUIRE_OK(shoal_queue_release(qs, &h1));
+
+    /* pull_any: the first non-empty queue in the order given, and which one it was. */
+    const uint32_t order[] = {b2a, a2b, free_q};
+    shoal_element any;
+    REQUIRE_OK(shoal_queue_pull_any(qs, order, 3, 0, &any));
+    CHECK(any.from == a2b);
+    REQUIRE_OK(shoal_queue_push(qs, b2a, &any));
+    REQUIRE_OK(shoal_queue_pull_any(qs, order, 3, 0, &any));
+    CHECK(any.from == b2a);
+    REQUIRE_OK(shoal_queue_push(qs, a2b, &any));
+    const uint32_t only_b2a[] = {b2a};
+    CHECK_RC(shoal_queue_pull_any(qs, only_b2a, 1, 20, &any), SHOAL_EMPTY);
+    CHECK_RC(shoal_queue_pull_any(qs, order, 0, 0, &any), SHOAL_INVALID);
+    const uint32_t bad[] = {b2a, 9};
+    CHECK_RC(shoal_queue_pull_any(qs, bad, 2, 0, &any), SHOAL_INVALID);
+    CHECK_RC(shoal_queue_pull_any(qs, NULL, 1, 0, &any), SHOAL_NULL_POINTER);
+
     /* Another handle sees the same set; a map of that name is refused in C's words. */
     shoal_queue *again = NULL;
     REQUIRE_OK(shoal_queue_open(s, "jobs", NULL, &again));

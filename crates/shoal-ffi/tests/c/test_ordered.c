@@ -2,7 +2,8 @@
  * a sorted reference, range iterators both ways across batch boundaries, exact counts,
  * snapshots that keep their view while writers commit, write transactions over two maps
  * (commit, abort, own writes), calls from the wrong thread, and a second process that
- * commits transfers between two maps while this one checks every snapshot's sum. */
+ * commits transfers between two maps while this one checks every snapshot's sum; cursors
+ * over integer keys and multimaps, and nested transactions. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -593,6 +594,218 @@ static void test_forms_and_more_writes(void) {
     shoal_store_close(s);
 }
 
+/* The cursor stands on key `k` (8-byte integer) with `pos` entries before it. */
+static void check_at_u64(shoal_ordered_cursor *c, uint64_t k, uint64_t pos) {
+    const void *kp = NULL;
+    size_t kl = 0;
+    uint64_t got = 0, p = 0;
+    REQUIRE_OK(shoal_ordered_cursor_get(c, &kp, &kl, NULL, NULL));
+    CHECK(kl == 8);
+    if (kl == 8) memcpy(&got, kp, 8);
+    CHECK(got == k);
+    REQUIRE_OK(shoal_ordered_cursor_position(c, &p));
+    CHECK(p == pos);
+}
+
+/* The cursor stands on the pair (k, v) of one-character strings. */
+static void check_at_pair(shoal_ordered_cursor *c, const char *k, const char *v) {
+    const void *kp = NULL, *vp = NULL;
+    size_t kl = 0, vl = 0;
+    REQUIRE_OK(shoal_ordered_cursor_get(c, &kp, &kl, &vp, &vl));
+    CHECK(kl == strlen(k) && memcmp(kp, k, kl) == 0);
+    CHECK(vl == strlen(v) && memcmp(vp, v, vl) == 0);
+}
+
+static void test_cursors_and_nested(void) {
+    shoal_store *s = fresh("cursors");
+    if (!s) { CHECK(0); return; }
+    shoal_ordered *ints = NULL, *multi = NULL, *plain = NULL;
+    REQUIRE_OK(shoal_ordered_open(s, "ints", SHOAL_MAP_CREATE | SHOAL_ORDERED_U64_KEYS, &ints));
+    REQUIRE_OK(shoal_ordered_open(s, "multi", SHOAL_MAP_CREATE | SHOAL_ORDERED_DUPS, &multi));
+    REQUIRE_OK(shoal_ordered_open(s, "plain", SHOAL_MAP_CREATE, &plain));
+    /* Integer keys 0, 3, ..., 897, loaded in order. */
+    const shoal_ordered *one[1] = {ints};
+    shoal_ordered_txn *t = NULL;
+    REQUIRE_OK(shoal_ordered_txn_begin(one, 1, &t));
+    for (uint64_t i = 0; i < 300; i++) {
+        uint64_t k = i * 3;
+        REQUIRE_OK(shoal_ordered_txn_append(t, ints, &k, 8, "v", 1));
+    }
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+
+    /* A range iteration over integer keys runs past the iterator's internal batches. */
+    shoal_ordered_iter *it = NULL;
+    REQUIRE_OK(shoal_ordered_range(ints, NULL, NULL, SHOAL_ORDERED_REVERSE, &it));
+    const void *kp = NULL;
+    size_t kl = 0;
+    uint64_t seen = 0, want = 897, k = 0;
+    shoal_status rc;
+    while ((rc = shoal_ordered_iter_next(it, &kp, &kl, NULL, NULL)) == SHOAL_OK) {
+        memcpy(&k, kp, 8);
+        CHECK(k == want);
+        want -= 3;
+        seen++;
+    }
+    CHECK_RC(rc, SHOAL_DONE);
+    CHECK(seen == 300);
+    shoal_ordered_iter_close(it);
+
+    shoal_ordered_snapshot *snap = NULL;
+    shoal_ordered_cursor *c = NULL;
+    REQUIRE_OK(shoal_ordered_snapshot_open(ints, &snap));
+    REQUIRE_OK(shoal_ordered_cursor_open(snap, &c));
+    /* The cursor keeps the snapshot's view after the snapshot handle closes and a writer
+     * commits. */
+    shoal_ordered_snapshot_close(snap);
+    k = 4;
+    REQUIRE_OK(shoal_ordered_put(ints, &k, 8, "w", 1));
+    CHECK_RC(shoal_ordered_cursor_get(c, &kp, &kl, NULL, NULL), SHOAL_NOT_FOUND);
+    uint64_t pos = 0;
+    CHECK_RC(shoal_ordered_cursor_position(c, &pos), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_cursor_first(c));
+    check_at_u64(c, 0, 0);
+    CHECK_RC(shoal_ordered_cursor_seek(c, &k, 8), SHOAL_NOT_FOUND); /* 4: not in the view */
+    REQUIRE_OK(shoal_ordered_cursor_seek_ge(c, &k, 8));
+    check_at_u64(c, 6, 2);
+    REQUIRE_OK(shoal_ordered_cursor_seek_le(c, &k, 8));
+    check_at_u64(c, 3, 1);
+    REQUIRE_OK(shoal_ordered_cursor_next(c));
+    check_at_u64(c, 6, 2);
+    REQUIRE_OK(shoal_ordered_cursor_prev(c));
+    REQUIRE_OK(shoal_ordered_cursor_prev(c));
+    check_at_u64(c, 0, 0);
+    CHECK_RC(shoal_ordered_cursor_prev(c), SHOAL_NOT_FOUND);
+    k = 6;
+    REQUIRE_OK(shoal_ordered_cursor_seek(c, &k, 8));
+    check_at_u64(c, 6, 2);
+    REQUIRE_OK(shoal_ordered_cursor_last(c));
+    check_at_u64(c, 897, 299);
+    uint64_t nv = 0;
+    REQUIRE_OK(shoal_ordered_cursor_count_values(c, &nv));
+    CHECK(nv == 1);
+    CHECK_RC(shoal_ordered_cursor_next(c), SHOAL_NOT_FOUND);
+    k = 1000;
+    CHECK_RC(shoal_ordered_cursor_seek_ge(c, &k, 8), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_ordered_cursor_seek_ge(c, "short", 5), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_cursor_next_key(c), SHOAL_INVALID); /* not a multimap */
+    CHECK_RC(shoal_ordered_cursor_first(NULL), SHOAL_NULL_POINTER);
+    REQUIRE_OK(shoal_ordered_cursor_close(c));
+    REQUIRE_OK(shoal_ordered_cursor_close(NULL));
+
+    /* Multimap moves: j:{z}, k:{a,b,c}, m:{x}. */
+    const char *pairs[][2] = {{"k", "b"}, {"m", "x"}, {"k", "a"}, {"j", "z"}, {"k", "c"}};
+    for (int i = 0; i < 5; i++) REQUIRE_OK(shoal_ordered_put(multi, pairs[i][0], 1, pairs[i][1], 1));
+    REQUIRE_OK(shoal_ordered_snapshot_open(multi, &snap));
+    REQUIRE_OK(shoal_ordered_cursor_open(snap, &c));
+    REQUIRE_OK(shoal_ordered_cursor_first(c));
+    check_at_pair(c, "j", "z");
+    CHECK_RC(shoal_ordered_cursor_next_value(c), SHOAL_NOT_FOUND);
+    check_at_pair(c, "j", "z"); /* stayed */
+    REQUIRE_OK(shoal_ordered_cursor_next_key(c));
+    check_at_pair(c, "k", "a");
+    REQUIRE_OK(shoal_ordered_cursor_count_values(c, &nv));
+    CHECK(nv == 3);
+    REQUIRE_OK(shoal_ordered_cursor_next_value(c));
+    check_at_pair(c, "k", "b");
+    REQUIRE_OK(shoal_ordered_cursor_position(c, &pos));
+    CHECK(pos == 2);
+    REQUIRE_OK(shoal_ordered_cursor_next_key(c));
+    check_at_pair(c, "m", "x");
+    CHECK_RC(shoal_ordered_cursor_next_key(c), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_cursor_last(c));
+    REQUIRE_OK(shoal_ordered_cursor_prev_key(c));
+    check_at_pair(c, "k", "c");
+    REQUIRE_OK(shoal_ordered_cursor_prev_value(c));
+    check_at_pair(c, "k", "b");
+    REQUIRE_OK(shoal_ordered_cursor_seek_le(c, "l", 1));
+    check_at_pair(c, "k", "c");
+    REQUIRE_OK(shoal_ordered_cursor_seek(c, "k", 1));
+    check_at_pair(c, "k", "a");
+    REQUIRE_OK(shoal_ordered_cursor_seek_value(c, "k", 1, "b", 1, false));
+    check_at_pair(c, "k", "b");
+    REQUIRE_OK(shoal_ordered_cursor_seek_value(c, "k", 1, "bb", 2, true));
+    check_at_pair(c, "k", "c");
+    CHECK_RC(shoal_ordered_cursor_seek_value(c, "k", 1, "d", 1, true), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_ordered_cursor_seek_value(c, "k", 1, "bb", 2, false), SHOAL_NOT_FOUND);
+    shoal_ordered_cursor_close(c);
+    shoal_ordered_snapshot_close(snap);
+    /* One pair goes, the key's others stay. */
+    REQUIRE_OK(shoal_ordered_remove_value(multi, "k", 1, "b", 1));
+    CHECK_RC(shoal_ordered_remove_value(multi, "k", 1, "b", 1), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){multi}, 1, &t));
+    REQUIRE_OK(shoal_ordered_txn_remove_value(t, multi, "k", 1, "a", 1));
+    CHECK_RC(shoal_ordered_txn_remove_value(t, multi, "k", 1, "a", 1), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+    char vals[64] = "";
+    REQUIRE_OK(shoal_ordered_values(multi, "k", 1, collect_values, vals, &nv));
+    CHECK(nv == 1 && strcmp(vals, "c,") == 0);
+
+    /* A multimap's range iteration keeps every value of a key with many. */
+    REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){multi}, 1, &t));
+    char v[16];
+    for (int i = 0; i < 400; i++) {
+        snprintf(v, sizeof v, "%04d", i);
+        REQUIRE_OK(shoal_ordered_txn_put(t, multi, "n", 1, v, strlen(v)));
+    }
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+    shoal_bytes lo = B("n"), hi = B("n\x01");
+    REQUIRE_OK(shoal_ordered_range(multi, &lo, &hi, 0, &it));
+    seen = 0;
+    const void *vp = NULL;
+    size_t vl = 0;
+    while ((rc = shoal_ordered_iter_next(it, &kp, &kl, &vp, &vl)) == SHOAL_OK) {
+        snprintf(v, sizeof v, "%04d", (int)seen);
+        CHECK(vl == 4 && memcmp(vp, v, 4) == 0);
+        seen++;
+    }
+    CHECK_RC(rc, SHOAL_DONE);
+    CHECK(seen == 400);
+    shoal_ordered_iter_close(it);
+
+    /* Nested transactions: an aborted one leaves nothing, a committed one stays in its
+     * parent, the parent commits only with none open. */
+    REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){plain}, 1, &t));
+    REQUIRE_OK(shoal_ordered_txn_put(t, plain, "a", 1, "1", 1));
+    CHECK_RC(shoal_ordered_txn_nested_commit(t), SHOAL_INVALID); /* none open */
+    REQUIRE_OK(shoal_ordered_txn_nested_begin(t));
+    REQUIRE_OK(shoal_ordered_txn_put(t, plain, "b", 1, "2", 1));
+    REQUIRE_OK(shoal_ordered_txn_remove(t, plain, "a", 1));
+    REQUIRE_OK(shoal_ordered_txn_set_marker(t, 2, 5));
+    REQUIRE_OK(shoal_ordered_txn_nested_abort(t));
+    size_t len = 0;
+    /* Present: its one byte does not fit a buffer of none. */
+    CHECK_RC(shoal_ordered_txn_get(t, plain, "a", 1, NULL, 0, &len), SHOAL_BUFFER_TOO_SMALL);
+    CHECK_RC(shoal_ordered_txn_get(t, plain, "b", 1, NULL, 0, &len), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_txn_nested_begin(t));
+    REQUIRE_OK(shoal_ordered_txn_put(t, plain, "c", 1, "3", 1));
+    REQUIRE_OK(shoal_ordered_txn_nested_begin(t));
+    REQUIRE_OK(shoal_ordered_txn_put(t, plain, "d", 1, "4", 1));
+    REQUIRE_OK(shoal_ordered_txn_nested_commit(t));
+    CHECK_RC(shoal_ordered_txn_commit(t, NULL), SHOAL_INVALID); /* one still open */
+    REQUIRE_OK(shoal_ordered_txn_nested_commit(t));
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+    uint64_t n = 0, mark = 9;
+    REQUIRE_OK(shoal_ordered_len(plain, &n));
+    CHECK(n == 3); /* a, c, d */
+    CHECK_RC(shoal_ordered_get(plain, "b", 1, NULL, 0, &len), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_store_ordered_marker(s, 2, &mark));
+    CHECK(mark == 0);
+    /* A nested commit is undone by its parent's abort, open nested ones included. */
+    REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){plain}, 1, &t));
+    REQUIRE_OK(shoal_ordered_txn_nested_begin(t));
+    REQUIRE_OK(shoal_ordered_txn_put(t, plain, "e", 1, "5", 1));
+    REQUIRE_OK(shoal_ordered_txn_nested_commit(t));
+    REQUIRE_OK(shoal_ordered_txn_nested_begin(t));
+    REQUIRE_OK(shoal_ordered_txn_abort(t));
+    CHECK_RC(shoal_ordered_get(plain, "e", 1, NULL, 0, &len), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_ordered_txn_nested_begin(NULL), SHOAL_NULL_POINTER);
+
+    shoal_ordered_close(ints);
+    shoal_ordered_close(multi);
+    shoal_ordered_close(plain);
+    shoal_store_close(s);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ordered-XXXXXX", base ? base : "/tmp");
@@ -606,6 +819,7 @@ int main(void) {
     RUN(test_snapshots_keep_their_view);
     RUN(test_transactions);
     RUN(test_forms_and_more_writes);
+    RUN(test_cursors_and_nested);
     RUN(test_handles_stay_on_their_thread);
     RUN(test_two_processes);
     int rc = finish();

@@ -207,3 +207,104 @@ TEST_F(OrderedTest, CompareAndSwapRangesAppendsSequencesAndValues) {
     ASSERT_EQ(shoal_store_ordered_marker(store.handle(), 2, &mark), SHOAL_OK);
     EXPECT_EQ(mark, 99u);
 }
+
+namespace {
+
+std::string u64key(std::uint64_t n) { return std::string(reinterpret_cast<const char*>(&n), 8); }
+
+TEST_F(OrderedTest, CursorsWalkBothWaysAndAmongValues) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap ints(store, "ints", true, SHOAL_ORDERED_U64_KEYS);
+    for (std::uint64_t i = 0; i < 200; i++) ints.put(u64key(i * 10), std::to_string(i));
+    shoal::OrderedSnapshot snap = ints.snapshot();
+    shoal::OrderedCursor c = snap.cursor();
+    EXPECT_FALSE(c.entry().has_value());
+    EXPECT_TRUE(c.seek_ge(u64key(15)));
+    EXPECT_EQ(c.value(), "2");
+    EXPECT_EQ(c.position(), std::optional<std::uint64_t>(2));
+    EXPECT_TRUE(c.seek_le(u64key(15)));
+    EXPECT_EQ(c.value(), "1");
+    EXPECT_FALSE(c.seek(u64key(15)));
+    EXPECT_FALSE(c.position().has_value());
+    // A full walk forwards and backwards sees every key in numeric order.
+    std::vector<std::string> fwd, back;
+    for (bool on = c.first(); on; on = c.next()) fwd.emplace_back(c.value());
+    for (bool on = c.last(); on; on = c.prev()) back.emplace_back(c.value());
+    ASSERT_EQ(fwd.size(), 200u);
+    std::reverse(back.begin(), back.end());
+    EXPECT_EQ(fwd, back);
+    EXPECT_EQ(fwd[199], "199");
+    EXPECT_THROW(c.next_key(), shoal::Error);  // not a multimap
+
+    shoal::OrderedMap multi(store, "multi", true, SHOAL_ORDERED_DUPS);
+    for (const char* kv : {"kb", "ka", "jz", "kc", "mx"}) multi.put(std::string(1, kv[0]), std::string(1, kv[1]));
+    shoal::OrderedCursor m = multi.snapshot().cursor();  // outlives its snapshot object
+    ASSERT_TRUE(m.seek("k"));
+    EXPECT_EQ(m.value(), "a");
+    EXPECT_EQ(m.count_values(), 3u);
+    EXPECT_TRUE(m.next_value());
+    EXPECT_TRUE(m.next_value());
+    EXPECT_FALSE(m.next_value());
+    EXPECT_EQ(m.value(), "c");
+    EXPECT_TRUE(m.next_key());
+    EXPECT_EQ(m.key(), "m");
+    EXPECT_TRUE(m.prev_key());
+    EXPECT_EQ(m.value(), "c");
+    EXPECT_TRUE(m.seek_value("k", "bb", true));
+    EXPECT_EQ(m.value(), "c");
+    EXPECT_FALSE(m.seek_value("k", "bb"));
+    EXPECT_TRUE(multi.remove_value("k", "b"));
+    EXPECT_FALSE(multi.remove_value("k", "b"));
+    {
+        shoal::OrderedTxn t = multi.write();
+        EXPECT_TRUE(t.remove_value(multi, "k", "a"));
+        t.commit();
+    }
+    EXPECT_EQ(multi.values("k"), std::vector<std::string>{"c"});
+}
+
+TEST_F(OrderedTest, NestedTransactionsRollBackOnException) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap m = store.ordered_map("n");
+    {
+        shoal::OrderedTxn t = m.write();
+        t.put("a", "1");
+        try {
+            auto n = t.nested();
+            t.put("b", "2");
+            t.remove("a");
+            throw std::runtime_error("undo the nested writes");
+        } catch (const std::runtime_error&) {
+        }
+        EXPECT_TRUE(t.get("a").has_value());
+        EXPECT_FALSE(t.get("b").has_value());
+        {
+            auto n = t.nested();
+            t.put("c", "3");
+            {
+                auto inner = t.nested();
+                t.put("d", "4");
+                inner.commit();
+            }
+            EXPECT_THROW(t.commit(), shoal::Error);  // n is still open
+            EXPECT_TRUE(t.active());
+            n.commit();
+            EXPECT_FALSE(n.active());
+            EXPECT_THROW(n.commit(), shoal::Error);
+        }
+        t.commit();
+    }
+    EXPECT_EQ(m.size(), 3u);
+    EXPECT_FALSE(m.contains("b"));
+    EXPECT_EQ(m.get("d"), std::optional<std::string>("4"));
+    {
+        // A nested commit is undone by the parent's abort (here, its destructor).
+        shoal::OrderedTxn t = m.write();
+        auto n = t.nested();
+        t.put("e", "5");
+        n.commit();
+    }
+    EXPECT_FALSE(m.contains("e"));
+}
+
+}  // namespace

@@ -26,7 +26,8 @@
 //! (accounts first, then the other keys) is `m * (accounts + extra) + s`. The log (LOG
 //! with the extension `olin`, for `lincheck -ordered`, whose `ordered.go` gives the
 //! format) has a line before each operation (`C`, with CLOCK_MONOTONIC ns) and one after
-//! it returned (`R`), in a mapped file (see [`Lin`]), so a kill leaves whole lines.
+//! it returned (`R`), in a mapped file (see `shoal_torture::linlog::Lin`), so a kill
+//! leaves whole lines.
 //! `--period-us P --active-us A` runs transactions only in the first A µs of every P
 //! (CLOCK_MONOTONIC, so all workers burst together, and the harness kills inside
 //! bursts): the history stays short enough to check while kills land mid-transaction.
@@ -35,6 +36,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::{OrderedMap, Store};
+use shoal_torture::linlog::Lin;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -102,80 +104,6 @@ fn fail(code: i32, what: String) -> ! {
 
 fn ok<T>(r: shoal::Result<T>, what: &str) -> T {
     r.unwrap_or_else(|e| fail(3, format!("{what}: {e}")))
-}
-
-/// The history log: a file of `LOG_CAP` bytes (sparse: tmpfs stores only what is
-/// written) mapped shared, so a line is logged by copying it into memory, with no system
-/// call (a kill then lands inside a transaction far more often than inside the logging).
-/// Each line's text is stored before its newline, in program order: a SIGKILL (delivered
-/// at an instruction boundary; every store before it reaches the file) can leave only a
-/// last line without its newline, which the checker ignores. The rest of the file is
-/// zero bytes (truncated away at a normal exit).
-struct Lin {
-    base: *mut u8,
-    pos: usize,
-    f: std::fs::File,
-}
-
-const LOG_CAP: usize = 1 << 28;
-
-impl Lin {
-    fn create(path: &std::path::Path) -> Lin {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(path)
-            .and_then(|f| f.set_len(LOG_CAP as u64).map(|()| f))
-            .unwrap_or_else(|e| fail(3, format!("log {}: {e}", path.display())));
-        use std::os::fd::AsRawFd;
-        // SAFETY: a fresh shared mapping of the whole file, which we keep open; nothing
-        // else in this process touches it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                LOG_CAP,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            fail(
-                3,
-                format!("mmap the log: {}", std::io::Error::last_os_error()),
-            );
-        }
-        Lin {
-            base: base.cast(),
-            pos: 0,
-            f,
-        }
-    }
-
-    fn line(&mut self, kind: char, what: &str) {
-        let line = format!("{kind} {} {what}", shoal_torture::now_ns());
-        let b = line.as_bytes();
-        if self.pos + b.len() + 1 > LOG_CAP {
-            fail(3, "the log is full".into());
-        }
-        // SAFETY: in bounds (checked above) of our private use of the mapping.
-        unsafe {
-            std::ptr::copy_nonoverlapping(b.as_ptr(), self.base.add(self.pos), b.len());
-            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-            std::ptr::write_volatile(self.base.add(self.pos + b.len()), b'\n');
-        }
-        self.pos += b.len() + 1;
-    }
-
-    /// At a normal exit: cuts the file to what was written.
-    fn finish(&self) {
-        if let Err(e) = self.f.set_len(self.pos as u64) {
-            fail(3, format!("truncate the log: {e}"));
-        }
-    }
 }
 
 /// The maps and the key numbering.

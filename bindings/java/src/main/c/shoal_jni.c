@@ -1109,6 +1109,114 @@ JNIEXPORT jlong FN(queueReclaim)(JNIEnv *env, jclass c, jlong h) {
     return (jlong)n;
 }
 
+JNIEXPORT jboolean FN(queuePullAny)(JNIEnv *env, jclass c, jlong h, jintArray qs_a, jlong timeout_ms,
+                                    jlongArray out_a) {
+    (void)c;
+    jsize n = (*env)->GetArrayLength(env, qs_a);
+    uint32_t stack[16];
+    uint32_t *qs = n <= 16 ? stack : malloc((size_t)n * sizeof *qs);
+    if (!qs) {
+        fail_oom(env);
+        return JNI_FALSE;
+    }
+    jint *raw = (*env)->GetIntArrayElements(env, qs_a, NULL);
+    if (!raw) {
+        if (qs != stack) free(qs);
+        return JNI_FALSE;
+    }
+    for (jsize i = 0; i < n; i++) qs[i] = (uint32_t)raw[i];
+    (*env)->ReleaseIntArrayElements(env, qs_a, raw, JNI_ABORT);
+    shoal_element e;
+    shoal_status st = shoal_queue_pull_any(QSET(h), qs, (size_t)n, (uint64_t)timeout_ms, &e);
+    if (qs != stack) free(qs);
+    if (st == SHOAL_EMPTY) return JNI_FALSE;
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return JNI_FALSE;
+    }
+    jlong w[E_WORDS];
+    elem_out(&e, w);
+    (*env)->SetLongArrayRegion(env, out_a, 0, E_WORDS, w);
+    return JNI_TRUE;
+}
+
+static jlongArray out_longs(JNIEnv *env, const jlong *v, jsize n) {
+    jlongArray r = (*env)->NewLongArray(env, n);
+    if (r) (*env)->SetLongArrayRegion(env, r, 0, n, v);
+    return r;
+}
+
+JNIEXPORT jlongArray FN(queueInfo)(JNIEnv *env, jclass c, jlong h) {
+    (void)c;
+    shoal_queue_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    shoal_status st = shoal_queue_get_info(QSET(h), &info);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return NULL;
+    }
+    jlong v[3] = {(jlong)info.element_size, (jlong)info.elements, (jlong)info.queues};
+    return out_longs(env, v, 3);
+}
+
+JNIEXPORT jbyteArray FN(queueName)(JNIEnv *env, jclass c, jlong h, jint q) {
+    (void)c;
+    char buf[128]; /* queue names are at most 120 bytes */
+    size_t len = 0;
+    shoal_status st = shoal_queue_name(QSET(h), (uint32_t)q, buf, sizeof buf, &len);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return NULL;
+    }
+    return out_bytes(env, buf, len);
+}
+
+JNIEXPORT jlongArray FN(queueStats)(JNIEnv *env, jclass c, jlong h, jint q) {
+    (void)c;
+    shoal_queue_stats s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    shoal_status st = shoal_queue_get_stats(QSET(h), (uint32_t)q, &s);
+    if (st != SHOAL_OK) {
+        fail(env, st);
+        return NULL;
+    }
+    jlong v[5] = {(jlong)s.len, (jlong)s.limit, (jlong)s.pushes, (jlong)s.pulls, (jlong)s.waits};
+    return out_longs(env, v, 5);
+}
+
+JNIEXPORT jlongArray FN(queueHolders)(JNIEnv *env, jclass c, jlong h) {
+    (void)c;
+    size_t n = 0;
+    shoal_status st = shoal_queue_holders(QSET(h), NULL, 0, &n);
+    for (;;) {
+        if (st != SHOAL_OK && st != SHOAL_BUFFER_TOO_SMALL) {
+            fail(env, st);
+            return NULL;
+        }
+        size_t cap = n + 4; /* holders may come meanwhile */
+        shoal_queue_holder *hs = malloc(cap * sizeof *hs);
+        jlong *v = malloc(cap * 2 * sizeof *v);
+        if (!hs || !v) {
+            free(hs), free(v);
+            fail_oom(env);
+            return NULL;
+        }
+        st = shoal_queue_holders(QSET(h), hs, cap, &n);
+        if (st == SHOAL_OK) {
+            for (size_t i = 0; i < n; i++) {
+                v[2 * i] = (jlong)hs[i].pid;
+                v[2 * i + 1] = (jlong)hs[i].elements;
+            }
+            jlongArray r = out_longs(env, v, (jsize)(2 * n));
+            free(hs), free(v);
+            return r;
+        }
+        free(hs), free(v);
+    }
+}
+
 /* A direct buffer over a held element's bytes in place (the memory stays the store's:
  * the buffer frees nothing). */
 JNIEXPORT jobject FN(directBuffer)(JNIEnv *env, jclass c, jlong address, jlong length) {

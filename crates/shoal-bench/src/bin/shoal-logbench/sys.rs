@@ -11,17 +11,7 @@ fn check(r: isize) -> Result<usize> {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine, so a
-/// writer's timestamp and a reader's can be subtracted.
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use shoal_bench::mono_ns;
 
 /// A pipe, both ends inherited by children (no close-on-exec): (read end, write end).
 pub fn pipe() -> Result<(i32, i32)> {

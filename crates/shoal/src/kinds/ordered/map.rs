@@ -3,7 +3,7 @@
 use super::area;
 use super::cursor::{self, Cursor};
 use super::file::{is_page, FilePage, FilePages};
-use super::page::{PageBuf, PageRead, BRANCH, LEAF};
+use super::page::{PageBuf, PageCopy, PageRead, BRANCH, LEAF, PAGE};
 use super::pool::Pool;
 use super::tree::{Finished, PageSource, Pages, PutMode, Root, WriteTxn};
 use crate::error::{Error, Result};
@@ -265,28 +265,42 @@ impl Snap {
             }
         };
         let mut steps = 0u64;
-        // One key and one value buffer for the whole walk, and each leaf checked once and
-        // read entry after entry in place: the cursor moves only from leaf to leaf.
-        let (mut k, mut v) = (Vec::new(), Vec::new());
+        // Each leaf checked once, copied whole into one buffer for the whole walk (the
+        // snapshot's pin keeps it from changing), and read entry after entry from the copy:
+        // the cursor moves only from leaf to leaf.
+        let mut buf = Box::new([0u8; PAGE]);
+        let mut v;
         while on {
             let (leaf, mut i) = c.at().expect("on an entry");
-            let p = page_of(sh, leaf, 0)?;
-            let n = p.n();
+            let n = page_of(sh, leaf, 0)?.n();
+            sh.r.read_bytes(leaf, &mut buf[..]);
+            let p = PageCopy(&buf);
             loop {
                 steps += 1;
                 if steps > self.root.count.saturating_add(1) {
                     return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
                 }
                 let (ka, kl) = p.key_at(i);
-                p.read_into(ka, kl, &mut k);
-                if rev && lo.is_some_and(|l| k.as_slice() < l) {
+                let k = p.slice(ka, kl);
+                if rev && lo.is_some_and(|l| k < l) {
                     return Ok(());
                 }
-                if !rev && hi.is_some_and(|h| k.as_slice() >= h) {
+                if !rev && hi.is_some_and(|h| k >= h) {
                     return Ok(());
                 }
-                leaf_value_into(sh, &p, i, &mut v)?;
-                if !f(&k, &v) {
+                let value = if let Some((first, len)) = p.value_ref(i) {
+                    v = super::overflow::read(&FilePages { sh }, first, len)
+                        .map_err(|w| sh.corrupt(format!("ordered map: {w}")))?;
+                    &v[..]
+                } else if p.out_of_line(i) {
+                    return Err(sh.corrupt(format!(
+                        "ordered map: page {leaf:#x} entry {i} has a value reference of the wrong size"
+                    )));
+                } else {
+                    let (va, vl) = p.value_at(i);
+                    p.slice(va, vl)
+                };
+                if !f(k, value) {
                     return Ok(());
                 }
                 if rev {

@@ -211,6 +211,45 @@ impl PageRead for PageBuf {
     }
 }
 
+/// A copy of a file page in private memory, read as the file's pages are: every read
+/// clamped to the page, so a copy of a corrupt page gives wrong answers (which `check`
+/// reports), never a panic. A walk copies each leaf once and reads its entries here, with
+/// plain loads, instead of with an atomic copy per key and per value.
+#[derive(Clone, Copy)]
+pub struct PageCopy<'a>(pub &'a [u8; PAGE]);
+
+impl PageCopy<'_> {
+    fn bytes_at<const N: usize>(&self, at: usize) -> [u8; N] {
+        let at = at.min(PAGE - N);
+        self.0[at..at + N].try_into().expect("N bytes")
+    }
+
+    /// The `len` bytes at `at` (as `key_at` and `value_at` give them: inside the page).
+    pub fn slice(&self, at: usize, len: usize) -> &[u8] {
+        let at = at.min(PAGE);
+        &self.0[at..at + len.min(PAGE - at)]
+    }
+}
+
+impl PageRead for PageCopy<'_> {
+    fn u16_at(&self, at: usize) -> u16 {
+        u16::from_le_bytes(self.bytes_at(at))
+    }
+    fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.bytes_at(at))
+    }
+    fn u64_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.bytes_at(at))
+    }
+    fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> Ordering {
+        self.slice(at, len).cmp(key)
+    }
+    fn copy_out(&self, at: usize, dst: &mut [u8]) {
+        let src = self.slice(at, dst.len());
+        dst[..src.len()].copy_from_slice(src);
+    }
+}
+
 /// Why an edit did not fit.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Full;

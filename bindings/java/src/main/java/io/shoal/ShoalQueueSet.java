@@ -207,20 +207,47 @@ public final class ShoalQueueSet implements AutoCloseable {
      * @throws IllegalArgumentException if {@code timeout} is negative
      */
     public Element pull(int q, Duration timeout) {
-        Objects.requireNonNull(timeout, "timeout");
-        if (timeout.isNegative()) {
-            throw new IllegalArgumentException("negative timeout " + timeout);
-        }
-        long ms;
-        try {
-            ms = Math.addExact(timeout.toMillis(), timeout.toNanosPart() % 1_000_000 == 0 ? 0 : 1);
-        } catch (ArithmeticException e) {
-            ms = Long.MAX_VALUE;
-        }
+        long ms = millis(timeout);
         live();
         long[] w = new long[NativeApi.E_WORDS];
         try {
             return api.queuePull(h, q, ms, w) ? adopt(w, 0) : null;
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** A timeout in whole milliseconds, rounded up, saturating. */
+    private static long millis(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative()) {
+            throw new IllegalArgumentException("negative timeout " + timeout);
+        }
+        try {
+            return Math.addExact(timeout.toMillis(), timeout.toNanosPart() % 1_000_000 == 0 ? 0 : 1);
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    /**
+     * Takes the element at the head of the first non-empty queue among {@code queues}
+     * (looked at in that order), waiting up to {@code timeout} for a push to any of them
+     * if all are empty. {@link Element#fromQueue()} says which queue it came from.
+     *
+     * @param timeout how long to wait at most; zero: not at all (rounded up to whole milliseconds)
+     * @param queues queue numbers, at least one
+     * @return the element, now held by this process, or null if none came in time
+     * @throws InvalidArgumentException if a queue does not exist or none is given
+     * @throws IllegalArgumentException if {@code timeout} is negative
+     */
+    public Element pullAny(Duration timeout, int... queues) {
+        long ms = millis(timeout);
+        Objects.requireNonNull(queues, "queues");
+        live();
+        long[] w = new long[NativeApi.E_WORDS];
+        try {
+            return api.queuePullAny(h, queues, ms, w) ? adopt(w, 0) : null;
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -402,6 +429,82 @@ public final class ShoalQueueSet implements AutoCloseable {
         } finally {
             Reference.reachabilityFence(this);
         }
+    }
+
+    /** @return the size of every element of the set, in bytes */
+    public int elementSize() {
+        return (int) info()[0];
+    }
+
+    /** @return how many elements the set has */
+    public long elements() {
+        return info()[1];
+    }
+
+    private long[] info() {
+        live();
+        try {
+            return api.queueInfo(h);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The set's queues, by number: {@code queueNames().get(q)} is queue {@code q}'s name
+     * ({@link #queue(String)} is the other way).
+     *
+     * @return the names, in the order of creation
+     */
+    public List<String> queueNames() {
+        int n = (int) info()[2];
+        List<String> r = new ArrayList<>(n);
+        try {
+            for (int q = 0; q < n; q++) {
+                r.add(api.queueName(h, q));
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        return Collections.unmodifiableList(r);
+    }
+
+    /**
+     * Figures of one queue.
+     *
+     * @param q a queue number
+     * @return its name, length, limit and counters now
+     * @throws InvalidArgumentException if there is no queue {@code q}
+     */
+    public QueueStats stats(int q) {
+        live();
+        try {
+            long[] v = api.queueStats(h, q);
+            return new QueueStats(api.queueName(h, q), v[0], v[1], v[2], v[3], v[4]);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The processes that hold elements of the set now (of every language), with how many
+     * each: a process that dies holding some shows here until its elements go back.
+     *
+     * @return one entry per holding process
+     */
+    public List<QueueHolder> holders() {
+        live();
+        long[] v;
+        try {
+            v = api.queueHolders(h);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        List<QueueHolder> r = new ArrayList<>(v.length / 2);
+        for (int i = 0; i + 1 < v.length; i += 2) {
+            r.add(new QueueHolder((int) v[i], v[i + 1]));
+        }
+        return r;
     }
 
     /**

@@ -94,6 +94,40 @@ class QueueTest {
     }
 
     @Test
+    void setsTellTheirGeometryNamesFiguresAndHolders() {
+        try (ShoalQueueSet qs = make()) {
+            int free = qs.queue("free"), work = qs.queue("work"), done = qs.queue("done");
+            assertEquals(64, qs.elementSize());
+            assertEquals(8, qs.elements());
+            assertEquals(List.of("free", "work", "done"), qs.queueNames());
+            assertTrue(qs.holders().isEmpty());
+            Element a = qs.pull(free), b = qs.pull(free);
+            assertEquals(List.of(new QueueHolder((int) ProcessHandle.current().pid(), 2)), qs.holders());
+            qs.push(done, a);
+            assertNull(qs.pull(work, Duration.ofMillis(20)));
+            QueueStats st = qs.stats(done);
+            assertEquals(new QueueStats("done", 1, 2, 1, 0, 0), st);
+            assertTrue(qs.stats(work).waits() >= 1, "the 20 ms pull slept");
+            assertEquals(2, qs.stats(free).pulls());
+            assertThrows(InvalidArgumentException.class, () -> qs.stats(3));
+
+            // pullAny: the first non-empty queue in the order given, and which one it was.
+            Element any = qs.pullAny(Duration.ZERO, work, done, free);
+            assertEquals(done, any.fromQueue());
+            assertEquals(a.index(), any.index());
+            qs.push(work, any);
+            any = qs.pullAny(Duration.ZERO, done, work);
+            assertEquals(work, any.fromQueue());
+            any.close();
+            assertNull(qs.pullAny(Duration.ofMillis(20), done));
+            assertThrows(InvalidArgumentException.class, () -> qs.pullAny(Duration.ZERO));
+            assertThrows(InvalidArgumentException.class, () -> qs.pullAny(Duration.ZERO, work, 9));
+            assertThrows(IllegalArgumentException.class, () -> qs.pullAny(Duration.ofMillis(-1), work));
+            b.close();
+        }
+    }
+
+    @Test
     void queuesAreFirstInFirstOutByPushOrder() {
         try (ShoalQueueSet qs = make()) {
             int free = qs.queue("free"), work = qs.queue("work");

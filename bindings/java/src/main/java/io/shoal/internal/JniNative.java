@@ -506,6 +506,41 @@ final class JniNative implements NativeApi {
         return queueReclaim0(set);
     }
 
+    private static native boolean queuePullAny0(long set, int[] queues, long timeoutMs, long[] out);
+
+    @Override
+    public boolean queuePullAny(long set, int[] queues, long timeoutMs, long[] out) {
+        return queuePullAny0(set, queues, timeoutMs, out);
+    }
+
+    private static native long[] queueInfo0(long set);
+
+    @Override
+    public long[] queueInfo(long set) {
+        return queueInfo0(set);
+    }
+
+    private static native byte[] queueName0(long set, int q);
+
+    @Override
+    public String queueName(long set, int q) {
+        return str(queueName0(set, q));
+    }
+
+    private static native long[] queueStats0(long set, int q);
+
+    @Override
+    public long[] queueStats(long set, int q) {
+        return queueStats0(set, q);
+    }
+
+    private static native long[] queueHolders0(long set);
+
+    @Override
+    public long[] queueHolders(long set) {
+        return queueHolders0(set);
+    }
+
     private static native ByteBuffer directBuffer0(long address, long length);
 
     @Override

@@ -297,6 +297,29 @@ public interface NativeApi {
     long queueReclaim(long set);
 
     /**
+     * {@code shoal_queue_pull_any}.
+     *
+     * @param set a queue set
+     * @param queues queue indexes, looked at in this order
+     * @param timeoutMs how long to wait for a push if all are empty (0: not at all)
+     * @param out receives the element's {@link #E_WORDS} words
+     * @return false if no element came
+     */
+    boolean queuePullAny(long set, int[] queues, long timeoutMs, long[] out);
+
+    /** @param set a queue set @return element size, elements, queues ({@code shoal_queue_get_info}) */
+    long[] queueInfo(long set);
+
+    /** @param set a queue set @param q a queue index @return its name */
+    String queueName(long set, int q);
+
+    /** @param set a queue set @param q a queue index @return len, limit, pushes, pulls, waits */
+    long[] queueStats(long set, int q);
+
+    /** @param set a queue set @return (pid, elements held) pairs, one per holding process */
+    long[] queueHolders(long set);
+
+    /**
      * Views of an element's bytes in place.
      *
      * @param address the element's first byte in this process

@@ -242,6 +242,21 @@ final class FfmNative implements NativeApi {
     private static final class QUEUE_RECLAIM {
         static final MethodHandle H = mh("shoal_queue_reclaim", I, J, A);
     }
+    private static final class QUEUE_PULL_ANY {
+        static final MethodHandle H = mh("shoal_queue_pull_any", I, J, A, J, J, A);
+    }
+    private static final class QUEUE_INFO {
+        static final MethodHandle H = mh("shoal_queue_get_info", I, J, A);
+    }
+    private static final class QUEUE_NAME {
+        static final MethodHandle H = mh("shoal_queue_name", I, J, I, A, J, A);
+    }
+    private static final class QUEUE_STATS {
+        static final MethodHandle H = mh("shoal_queue_get_stats", I, J, I, A);
+    }
+    private static final class QUEUE_HOLDERS {
+        static final MethodHandle H = mh("shoal_queue_holders", I, J, A, J, A);
+    }
 
     // Callbacks: one upcall stub each for the life of the process. They run on the calling
     // thread, synchronously, so they hand their results over through a thread-local.
@@ -1430,6 +1445,113 @@ final class FfmNative implements NativeApi {
                 throw fail(st);
             }
             return w.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public boolean queuePullAny(long set, int[] queues, long timeoutMs, long[] out) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment qs = arena.allocate(4L * Math.max(1, queues.length), 4);
+            for (int i = 0; i < queues.length; i++) {
+                qs.setAtIndex(JAVA_INT, i, queues[i]);
+            }
+            MemorySegment e = arena.allocate(ELEMENT, 8);
+            int st = (int) QUEUE_PULL_ANY.H.invokeExact(set, qs, (long) queues.length, timeoutMs, e);
+            if (st == Status.EMPTY) {
+                return false;
+            }
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            elementOut(e, 0, out, 0);
+            return true;
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    /** A versioned struct of {@code n} u64s after its struct_size, set for the call. */
+    private static MemorySegment versioned(Arena arena, int n) {
+        MemorySegment out = arena.allocate(8L * (n + 1), 8);
+        out.set(JAVA_LONG, 0, 8L * (n + 1));
+        return out;
+    }
+
+    private static long[] words(MemorySegment out, int n) {
+        long[] v = new long[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = out.get(JAVA_LONG, 8L * (i + 1));
+        }
+        return v;
+    }
+
+    @Override
+    public long[] queueInfo(long set) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = versioned(arena, 3);
+            int st = (int) QUEUE_INFO.H.invokeExact(set, out);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return words(out, 3);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public String queueName(long set, int q) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(128); // queue names are at most 120 bytes
+            MemorySegment len = arena.allocate(J);
+            int st = (int) QUEUE_NAME.H.invokeExact(set, q, buf, 128L, len);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return new String(bytes(buf, len.get(JAVA_LONG, 0)), StandardCharsets.UTF_8);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public long[] queueStats(long set, int q) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = versioned(arena, 5);
+            int st = (int) QUEUE_STATS.H.invokeExact(set, q, out);
+            if (st != Status.OK) {
+                throw fail(st);
+            }
+            return words(out, 5);
+        } catch (Throwable t) {
+            throw wrap(t);
+        }
+    }
+
+    @Override
+    public long[] queueHolders(long set) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment n = arena.allocate(J);
+            int st = (int) QUEUE_HOLDERS.H.invokeExact(set, MemorySegment.NULL, 0L, n);
+            for (;;) {
+                if (st != Status.OK && st != Status.BUFFER_TOO_SMALL) {
+                    throw fail(st);
+                }
+                long cap = n.get(JAVA_LONG, 0) + 4; // holders may come meanwhile
+                MemorySegment hs = arena.allocate(16L * cap, 8);
+                st = (int) QUEUE_HOLDERS.H.invokeExact(set, hs, cap, n);
+                if (st == Status.OK) {
+                    int got = (int) n.get(JAVA_LONG, 0);
+                    long[] v = new long[2 * got];
+                    for (int i = 0; i < got; i++) {
+                        v[2 * i] = Integer.toUnsignedLong(hs.get(JAVA_INT, 16L * i));
+                        v[2 * i + 1] = hs.get(JAVA_LONG, 16L * i + 8);
+                    }
+                    return v;
+                }
+            }
         } catch (Throwable t) {
             throw wrap(t);
         }
