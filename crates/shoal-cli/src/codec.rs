@@ -74,32 +74,7 @@ pub fn encode_hex(b: &[u8]) -> String {
     s
 }
 
-/// Bytes as one line of text for humans: printable UTF-8 as it is; control characters,
-/// backslashes and bytes that are not UTF-8 escaped (`\n`, `\t`, `\\`, `\xNN`).
-pub fn escape(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len());
-    for chunk in b.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\\' => s.push_str("\\\\"),
-                '\n' => s.push_str("\\n"),
-                '\t' => s.push_str("\\t"),
-                '\r' => s.push_str("\\r"),
-                c if c.is_control() => {
-                    let mut buf = [0u8; 4];
-                    for x in c.encode_utf8(&mut buf).bytes() {
-                        s.push_str(&format!("\\x{x:02x}"));
-                    }
-                }
-                c => s.push(c),
-            }
-        }
-        for x in chunk.invalid() {
-            s.push_str(&format!("\\x{x:02x}"));
-        }
-    }
-    s
-}
+pub use shoal_log::format::escape;
 
 /// Bytes written in `enc` for output on one line (text is escaped, see [`escape`]).
 pub fn encode_line(b: &[u8], enc: Encoding) -> String {
@@ -131,11 +106,5 @@ mod tests {
         assert_eq!(decode(b"aGk=", Encoding::Base64, "key").unwrap(), b"hi");
         assert_eq!(decode(b"aGk", Encoding::Base64, "key").unwrap(), b"hi");
         assert!(decode(b"!!", Encoding::Base64, "key").is_err());
-    }
-
-    #[test]
-    fn escapes() {
-        assert_eq!(escape("héllo".as_bytes()), "héllo");
-        assert_eq!(escape(b"a\nb\\c\x00\xff"), "a\\nb\\\\c\\x00\\xff");
     }
 }

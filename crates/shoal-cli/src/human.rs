@@ -53,27 +53,7 @@ pub fn percent(part: u64, whole: u64) -> String {
     }
 }
 
-/// Unix nanoseconds as `YYYY-MM-DD hh:mm:ss UTC`.
-pub fn utc(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
+pub use shoal_log::format::utc;
 
 /// A plain text table: a header row, then the rows; columns are right-aligned except the
 /// ones listed in `left`. Every line ends with a newline.
@@ -127,14 +107,11 @@ mod tests {
     }
 
     #[test]
-    fn counts_and_dates() {
+    fn counts() {
         assert_eq!(count(0), "0");
         assert_eq!(count(999), "999");
         assert_eq!(count(1000), "1,000");
         assert_eq!(count(1234567), "1,234,567");
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(951_782_400_000_000_000), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc(1_700_000_000_000_000_000), "2023-11-14 22:13:20 UTC");
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! `shoal log tail`: prints the records of a log, and with `--follow` the new ones as
-//! they come.
+//! they come; `shoal log drain`: writes them to a file rotated by size, until Ctrl-C.
+//! Both format records with `shoal_log::Format`.
 
-use crate::codec::escape;
 use crate::fail::Fail;
-use crate::{cmds, human, signal};
-use shoal::{LogReader, Record};
+use crate::{cmds, signal};
+use shoal::LogReader;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -15,9 +15,18 @@ pub enum Format {
     /// One line each: sequence number, UTC time with nanoseconds, pid, tid, level,
     /// message, then key=value fields (bytes that are not printable UTF-8 escaped)
     Text,
-    /// One JSON object a line: seq, time_ns, pid, tid, level, message, fields (strings,
-    /// invalid UTF-8 replaced by U+FFFD)
+    /// One JSON object a line: seq, time_ns, pid, tid, level, message, fields (in the
+    /// writer's order; strings, invalid UTF-8 replaced by U+FFFD)
     Json,
+}
+
+impl From<Format> for shoal_log::Format {
+    fn from(f: Format) -> shoal_log::Format {
+        match f {
+            Format::Text => shoal_log::Format::Text,
+            Format::Json => shoal_log::Format::Json,
+        }
+    }
 }
 
 pub const TAIL_HELP: &str = "Print the records of LOG, oldest first, then with --follow \
@@ -39,10 +48,7 @@ pub fn tail(
     reader: Option<&str>,
 ) -> Result<(), Fail> {
     let s = cmds::open_existing(store)?;
-    let log = s.open_log(log).map_err(|e| match e {
-        shoal::Error::NotFound(_) => Fail::err(format!("no log {log:?} in the store")),
-        e => e.into(),
-    })?;
+    let log = open_log(&s, log)?;
     let own = format!("tail-{}", std::process::id());
     let name = reader.unwrap_or(&own);
     let mut r = log.reader(name)?;
@@ -62,7 +68,15 @@ pub fn tail(
     Ok(())
 }
 
+fn open_log(s: &shoal::Store, log: &str) -> Result<shoal::Log, Fail> {
+    s.open_log(log).map_err(|e| match e {
+        shoal::Error::NotFound(_) => Fail::err(format!("no log {log:?} in the store")),
+        e => e.into(),
+    })
+}
+
 fn print_records(r: &mut LogReader, follow: bool, format: Format) -> Result<(), Fail> {
+    let format = shoal_log::Format::from(format);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     loop {
@@ -76,7 +90,7 @@ fn print_records(r: &mut LogReader, follow: bool, format: Format) -> Result<(), 
         };
         match rec {
             Some(rec) => {
-                writeln!(out, "{}", line(&rec, format))?;
+                writeln!(out, "{}", format.line(&rec))?;
             }
             None if follow => out.flush()?,
             None => break,
@@ -86,47 +100,54 @@ fn print_records(r: &mut LogReader, follow: bool, format: Format) -> Result<(), 
     Ok(())
 }
 
-/// One record as a line of `format`.
-pub fn line(r: &Record, format: Format) -> String {
-    match format {
-        Format::Text => {
-            let utc = human::utc(r.time_ns());
-            let mut l = format!(
-                "{} {}.{:09} {} {} {} {}",
-                r.seq(),
-                &utc[..utc.len() - 4],
-                r.time_ns() % 1_000_000_000,
-                r.pid(),
-                r.tid(),
-                r.level(),
-                escape(r.message())
-            );
-            for (k, v) in r.fields() {
-                l.push_str(&format!(" {}={}", escape(k), escape(v)));
-            }
-            l
-        }
-        Format::Json => {
-            let fields: serde_json::Map<String, serde_json::Value> = r
-                .fields()
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        String::from_utf8_lossy(k).into_owned(),
-                        String::from_utf8_lossy(v).into_owned().into(),
-                    )
-                })
-                .collect();
-            serde_json::json!({
-                "seq": r.seq(),
-                "time_ns": r.time_ns(),
-                "pid": r.pid(),
-                "tid": r.tid(),
-                "level": r.level(),
-                "message": String::from_utf8_lossy(r.message()),
-                "fields": fields,
-            })
-            .to_string()
-        }
+pub const DRAIN_HELP: &str = "Write the records of LOG to FILE, one line each, oldest \
+    first, then the new ones as they are published, until Ctrl-C (or SIGTERM), rotating \
+    FILE by size: before a line would take it past --rotate-bytes, FILE is renamed \
+    FILE.1 (FILE.1 becoming FILE.2, and so on up to FILE.KEEP; the oldest beyond is \
+    deleted) and a new FILE is started. An existing FILE is appended to.\n\n\
+    It reads as the named reader --cursor (default: drain), whose cursor is kept in the \
+    store: a drain started again resumes where the last one stopped. On Ctrl-C it writes \
+    the records published by then and exits. This is the drainer thread of the shoal-log \
+    crate (`shoal_log::Drainer`), which a program can start in itself with one call.\n\n\
+    Records the reader missed (overwritten before it read them) and holes (records whose \
+    writer died before publishing them) are reported on stderr at the end.";
+
+/// `shoal log drain`.
+pub fn drain(
+    store: &Path,
+    log: &str,
+    to: &Path,
+    rotate_bytes: u64,
+    keep: usize,
+    cursor: &str,
+    format: Format,
+) -> Result<(), Fail> {
+    let s = cmds::open_existing(store)?;
+    let log = open_log(&s, log)?;
+    let sink = shoal_log::FileSink::open(to, format.into(), rotate_bytes, keep)
+        .map_err(|e| Fail::err(format!("cannot open {}: {e}", to.display())))?;
+    signal::catch_interrupts();
+    let opts = shoal_log::DrainOptions::new()
+        .cursor(cursor)
+        .poll(Duration::from_millis(50));
+    let drainer = shoal_log::Drainer::start(&log, &opts, sink).map_err(drain_fail)?;
+    while !signal::interrupted() && !drainer.is_finished() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = drainer.stop().map_err(drain_fail)?;
+    if st.missed > 0 || st.skipped > 0 {
+        eprintln!(
+            "{} records overwritten before they were read; {} holes (writers that died \
+             before publishing)",
+            st.missed, st.skipped
+        );
+    }
+    Ok(())
+}
+
+fn drain_fail(e: shoal_log::DrainError) -> Fail {
+    match e {
+        shoal_log::DrainError::Log(e) => e.into(),
+        e => Fail::err(e.to_string()),
     }
 }

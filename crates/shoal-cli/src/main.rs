@@ -294,6 +294,30 @@ enum LogCmd {
         #[arg(long, value_name = "NAME")]
         reader: Option<String>,
     },
+    /// Write a log's records to a file rotated by size, and the new ones as they come
+    #[command(long_about = logs::DRAIN_HELP)]
+    Drain {
+        /// The store (a bare name means /dev/shm/NAME.shoal)
+        store: PathBuf,
+        /// The log
+        #[arg(value_parser = map_name)]
+        log: String,
+        /// The file to write
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Rotate the file before a line would take it past this many bytes (0: never)
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        rotate_bytes: u64,
+        /// How many rotated files to keep (FILE.1 ... FILE.K; 0: start FILE again)
+        #[arg(long, value_name = "K", default_value_t = 5)]
+        keep: usize,
+        /// The named reader to read as, whose cursor is kept in the store
+        #[arg(long, value_name = "NAME", default_value = "drain")]
+        cursor: String,
+        /// How records are written
+        #[arg(long, value_enum, default_value_t = logs::Format::Text)]
+        format: logs::Format,
+    },
 }
 
 /// The command line of one benchmark worker process, `shoal bench-worker ...`, which
@@ -424,6 +448,15 @@ fn run(cli: Cli) -> Result<(), Fail> {
             format,
             reader,
         }) => logs::tail(&store, &log, follow, format, reader.as_deref()),
+        Cmd::Log(LogCmd::Drain {
+            store,
+            log,
+            to,
+            rotate_bytes,
+            keep,
+            cursor,
+            format,
+        }) => logs::drain(&store, &log, &to, rotate_bytes, keep, &cursor, format),
         Cmd::Completions { shell } => {
             let mut out = std::io::stdout().lock();
             clap_complete::generate(shell, &mut Cli::command(), "shoal", &mut out);

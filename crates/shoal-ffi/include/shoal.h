@@ -168,6 +168,17 @@
 #define SHOAL_LOG_DROPPED UINT64_MAX
 
 /**
+ * `shoal_log_drain_options.format`: text lines (`seq time pid tid level message
+ * key=value...`, as `shoal log tail` prints).
+ */
+#define SHOAL_LOG_FORMAT_TEXT 0
+
+/**
+ * `shoal_log_drain_options.format`: one JSON object a line.
+ */
+#define SHOAL_LOG_FORMAT_JSON 1
+
+/**
  * `shoal_txn_cond.kind`: the key is present.
  */
 #define SHOAL_TXN_PRESENT 1
@@ -535,6 +546,12 @@ typedef struct shoal_iter shoal_iter;
  * `shoal_log_close`. The handle keeps its store mapped.
  */
 typedef struct shoal_log shoal_log;
+
+/**
+ * A running drainer (`shoal_log_drainer_start`); `shoal_log_drainer_stop` stops and
+ * frees it.
+ */
+typedef struct shoal_log_drainer shoal_log_drainer;
 
 /**
  * A named reader of a log (`shoal_log_reader_open`): a cursor kept in the store file.
@@ -1359,6 +1376,40 @@ typedef struct shoal_log_record {
  * during the call. The callback must not unwind out of itself.
  */
 typedef void (*shoal_log_record_fn)(void *ctx, const struct shoal_log_record *record);
+
+/**
+ * Options of a drainer (`shoal_log_drainer_start`). Zero-initialise and set
+ * `struct_size`; every other field left 0 takes its default.
+ */
+typedef struct shoal_log_drain_options {
+    /**
+     * `sizeof(shoal_log_drain_options)` as the caller was compiled with. Required.
+     */
+    size_t struct_size;
+    /**
+     * The name of the reader to read as, NUL-terminated (NULL: `"drain"`). Its cursor is
+     * kept in the store: a drainer started again under the same name resumes there.
+     */
+    const char *cursor;
+    /**
+     * The file to write, NUL-terminated (created, or appended to), or NULL: the callback
+     * given to `shoal_log_drainer_start`, or stderr without one.
+     */
+    const char *path;
+    /**
+     * Rotate the file before a line would take it past this many bytes (0: never): it is
+     * renamed `path.1` (`path.1` becoming `path.2`, and so on up to `path.keep`).
+     */
+    uint64_t rotate_bytes;
+    /**
+     * How many rotated files to keep (0: a full file is started again).
+     */
+    uint32_t keep;
+    /**
+     * `SHOAL_LOG_FORMAT_TEXT` (0) or `SHOAL_LOG_FORMAT_JSON`, for the file and stderr.
+     */
+    uint32_t format;
+} shoal_log_drain_options;
 
 /**
  * A condition of `shoal_txn_commit`, on one key of a hash map.
@@ -3405,6 +3456,48 @@ shoal_status shoal_log_reader_stats(const struct shoal_log_reader *reader,
 shoal_status shoal_log_remove_reader(const struct shoal_log *log,
                                      const char *name,
                                      uint32_t *removed);
+
+/**
+ * Starts a thread in this process that drains `log`: it reads the records through the
+ * named reader `opts->cursor`, sleeping while there are none (a writer's record wakes
+ * it), and writes them to the file `opts->path` (rotated by size), or hands each to `f`
+ * (with `ctx`) on its thread, or, with neither, writes them to stderr. `opts` may be
+ * NULL (every default: the reader `drain`, stderr or `f`). Stores the drainer in `*out`.
+ *
+ * The cursor moves as records are read, before they are written: a process killed in
+ * between loses those records (each is written at most once).
+ *
+ * Errors: `SHOAL_INVALID` (both `opts->path` and `f`, an unknown format, a bad reader
+ * name, a bad options struct), `SHOAL_FULL` (the log has its maximum of readers),
+ * `SHOAL_IO` (the file cannot be opened), `SHOAL_NOT_FOUND` (the log was dropped),
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `log` is NULL or a live handle; `opts` is NULL or has `opts->struct_size` readable
+ * bytes whose strings are NULL or NUL-terminated; `f`, if set, is safe to call with `ctx`
+ * from another thread until `shoal_log_drainer_stop` returns, and must not unwind; `out`
+ * is NULL or writable.
+ */
+shoal_status shoal_log_drainer_start(const struct shoal_log *log,
+                                     const struct shoal_log_drain_options *opts,
+                                     shoal_log_record_fn f,
+                                     void *ctx,
+                                     struct shoal_log_drainer **out);
+
+/**
+ * Stops a drainer and frees it: it writes the records published by now, flushes its
+ * file and ends. Stores in `*records` (if not NULL) how many records it wrote. NULL is
+ * allowed (nothing to stop).
+ *
+ * Errors: the error that stopped the drainer earlier, if one did (`SHOAL_IO`: the file
+ * could not be written or rotated; `SHOAL_NOT_FOUND`: the log was dropped; ...); the
+ * drainer is freed all the same.
+ *
+ * # Safety
+ * `drainer` is NULL or a live handle, not used again after this call; `records` is NULL
+ * or writable.
+ */
+shoal_status shoal_log_drainer_stop(struct shoal_log_drainer *drainer, uint64_t *records);
 
 /**
  * Commits a transaction on `store`'s hash maps (fixed-size and variable-size, mixed

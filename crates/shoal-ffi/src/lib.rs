@@ -36,6 +36,7 @@ mod fixed;
 mod queue;
 
 mod log;
+mod log_drain;
 mod txn;
 
 mod ordered;
@@ -51,6 +52,7 @@ pub use atomic::*;
 pub use fixed::*;
 pub use iter::*;
 pub use log::*;
+pub use log_drain::*;
 pub use map::*;
 pub use ordered::*;
 pub use ordered_cursor::*;

@@ -1,0 +1,178 @@
+//! The `log` backend: records of several threads of two processes come out of the log
+//! with their level, message, target and key/values, each once and in order per thread;
+//! the level filter holds; a record too large is cut and says so; a failed append is
+//! counted.
+
+use shoal::{FullPolicy, LogOptions, Store};
+use shoal_log::{level, ShoalLogger};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const THREADS: u64 = 3;
+const RECORDS: u64 = 500;
+
+fn spawn_writer(path: &Path, id: u64) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "log_writer",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SHOAL_LOG_PATH", path)
+        .env("SHOAL_LOG_WRITER", id.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The writer processes, killed if the test fails before it waited for them: a writer
+/// waiting for room in a ring nobody reads any more must not outlive the test.
+struct Kids(Vec<std::process::Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for k in &mut self.0 {
+            let _ = k.kill();
+            let _ = k.wait();
+        }
+    }
+}
+
+#[test]
+#[ignore = "run as a child by the tests of this file"]
+fn log_writer() {
+    let Ok(path) = std::env::var("SHOAL_LOG_PATH") else {
+        return;
+    };
+    let p: u64 = std::env::var("SHOAL_LOG_WRITER").unwrap().parse().unwrap();
+    let s = Store::open_existing(&path).unwrap();
+    let log = s.open_log("app").unwrap();
+    ShoalLogger::new(log, log::LevelFilter::Debug)
+        .with_timeout(Duration::from_secs(120))
+        .install()
+        .unwrap();
+    std::thread::scope(|sc| {
+        for t in 0..THREADS {
+            sc.spawn(move || {
+                for i in 0..RECORDS {
+                    match i % 3 {
+                        0 => log::info!(target: "app::a", proc = p, thread = t, i; "record {i}"),
+                        1 => log::debug!(proc = p, thread = t, i, flag = true; "record {i}"),
+                        _ => log::error!(target: "app::c", proc = p, thread = t, i; "record {i}"),
+                    }
+                    log::trace!("below the logger's level: not written");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn records_of_several_threads_of_two_processes_come_out_with_their_key_values() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("l.shoal");
+    let s = Store::open(&path).unwrap();
+    // A ring much smaller than what is written: the writers wait for the reader.
+    let log = s
+        .log("app", &LogOptions::new(128, 256).policy(FullPolicy::Wait))
+        .unwrap();
+    let mut r = log.reader("drain").unwrap();
+    let mut kids = Kids((0..2).map(|p| spawn_writer(&path, p)).collect());
+    let mut next: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut batch = shoal::RecordBatch::new();
+    let (mut n, mut seq) = (0, 0);
+    let start = Instant::now();
+    while n < 2 * THREADS * RECORDS {
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "stalled at {n}: {next:?}"
+        );
+        r.read_batch_wait(&mut batch, 100, Duration::from_millis(200))
+            .unwrap();
+        for rec in &batch {
+            assert_eq!(rec.seq(), seq);
+            seq += 1;
+            let f: HashMap<&[u8], &str> = rec
+                .fields()
+                .map(|(k, v)| (k, std::str::from_utf8(v).unwrap()))
+                .collect();
+            let num = |k: &str| -> u64 { f[k.as_bytes()].parse().unwrap() };
+            let (p, t, i) = (num("proc"), num("thread"), num("i"));
+            let want = next.entry((p, t)).or_insert(0);
+            assert_eq!(i, *want, "process {p} thread {t}: in order, once each");
+            *want += 1;
+            assert_eq!(rec.message(), format!("record {i}").as_bytes());
+            assert_eq!(rec.fields().next().unwrap().0, b"target", "target first");
+            let (lvl, target) = match i % 3 {
+                0 => (level::INFO, "app::a"),
+                1 => (level::DEBUG, "log_backend"),
+                _ => (level::ERROR, "app::c"),
+            };
+            assert_eq!((rec.level(), f[&b"target"[..]]), (lvl, target));
+            if i % 3 == 1 {
+                assert_eq!(f[&b"flag"[..]], "true");
+            }
+            n += 1;
+        }
+    }
+    for k in &mut kids.0 {
+        assert!(k.wait().unwrap().success());
+    }
+    assert!(r.read().unwrap().is_none(), "nothing more: no trace record");
+    assert_eq!(next.len() as u64, 2 * THREADS);
+}
+
+#[test]
+fn a_record_too_large_is_cut_to_fit_and_failures_are_counted() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let s = Store::open(d.path().join("l.shoal")).unwrap();
+    let log = s.log("app", &LogOptions::new(16, 100)).unwrap();
+    let mut r = log.reader("drain").unwrap();
+    let logger = ShoalLogger::new(log.clone(), log::LevelFilter::Info);
+    let long = "x".repeat(300);
+    let emit = |level: log::Level, msg: &str| {
+        let kvs = [("big", "y".repeat(200)), ("k", "v".to_string())];
+        let kvs: Vec<(&str, &str)> = kvs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        log::Log::log(
+            &logger,
+            &log::Record::builder()
+                .level(level)
+                .target("t")
+                .args(format_args!("{msg}"))
+                .key_values(&kvs.as_slice())
+                .build(),
+        );
+    };
+    emit(log::Level::Debug, "below the level");
+    emit(log::Level::Warn, &long);
+    let rec = r.read().unwrap().expect("the cut record");
+    assert!(
+        r.read().unwrap().is_none(),
+        "the debug record was not written"
+    );
+    let size = rec.message().len()
+        + rec
+            .fields()
+            .iter()
+            .map(|(k, v)| 8 + k.len() + v.len())
+            .sum::<usize>();
+    assert!(size <= 100, "{size}");
+    // Fields go from the last while they leave no room (both after the target), then
+    // the message is cut.
+    let f = rec.fields();
+    assert_eq!(f[0], (b"target".to_vec(), b"t".to_vec()));
+    assert_eq!(f[1].0, b"truncated", "{f:?}");
+    let cut: usize = std::str::from_utf8(&f[1].1).unwrap().parse().unwrap();
+    let whole = 300 + (8 + 6 + 1) + (8 + 3 + 200) + (8 + 1 + 1);
+    assert_eq!(cut, whole - size + (8 + 9 + f[1].1.len()));
+    assert!(!rec.message().is_empty() && rec.message().iter().all(|&b| b == b'x'));
+    assert_eq!(rec.level(), level::WARNING);
+    assert_eq!(logger.failed(), 0);
+    s.drop_map("app").unwrap();
+    emit(log::Level::Error, "into a dropped log");
+    assert_eq!(logger.failed(), 1);
+}

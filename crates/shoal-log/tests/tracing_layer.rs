@@ -1,0 +1,173 @@
+//! The `tracing` layer: events of several threads of two processes come out of the log
+//! with their level, message, target and fields, each once and in order per thread; a
+//! record too large is cut and says so; a failed append is counted.
+
+use shoal::{FullPolicy, LogOptions, Store};
+use shoal_log::{level, ShoalLayer};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tracing_subscriber::layer::SubscriberExt;
+
+const THREADS: u64 = 3;
+const EVENTS: u64 = 500;
+
+fn spawn_writer(path: &Path, id: u64) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "tracing_writer",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SHOAL_LOG_PATH", path)
+        .env("SHOAL_LOG_WRITER", id.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The writer processes, killed if the test fails before it waited for them: a writer
+/// waiting for room in a ring nobody reads any more must not outlive the test.
+struct Kids(Vec<std::process::Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for k in &mut self.0 {
+            let _ = k.kill();
+            let _ = k.wait();
+        }
+    }
+}
+
+#[test]
+#[ignore = "run as a child by the tests of this file"]
+fn tracing_writer() {
+    let Ok(path) = std::env::var("SHOAL_LOG_PATH") else {
+        return;
+    };
+    let p: u64 = std::env::var("SHOAL_LOG_WRITER").unwrap().parse().unwrap();
+    let s = Store::open_existing(&path).unwrap();
+    let log = s.open_log("app").unwrap();
+    let layer = ShoalLayer::new(log).with_timeout(Duration::from_secs(120));
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+    std::thread::scope(|sc| {
+        for t in 0..THREADS {
+            sc.spawn(move || {
+                for i in 0..EVENTS {
+                    match i % 3 {
+                        0 => tracing::info!(proc = p, thread = t, i, ok = true, "event {i}"),
+                        1 => tracing::warn!(proc = p, thread = t, i, name = "w", "event {i}"),
+                        _ => tracing::error!(proc = p, thread = t, i, err = ?(p, t), "event {i}"),
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn events_of_several_threads_of_two_processes_come_out_with_their_fields() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let path = d.path().join("l.shoal");
+    let s = Store::open(&path).unwrap();
+    // A ring much smaller than what is written: the writers wait for the reader.
+    let log = s
+        .log("app", &LogOptions::new(128, 256).policy(FullPolicy::Wait))
+        .unwrap();
+    let mut r = log.reader("drain").unwrap();
+    let mut kids = Kids((0..2).map(|p| spawn_writer(&path, p)).collect());
+    let mut next: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut batch = shoal::RecordBatch::new();
+    let (mut n, mut seq) = (0, 0);
+    let start = Instant::now();
+    while n < 2 * THREADS * EVENTS {
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "stalled at {n}: {next:?}"
+        );
+        r.read_batch_wait(&mut batch, 100, Duration::from_millis(200))
+            .unwrap();
+        for rec in &batch {
+            assert_eq!(rec.seq(), seq);
+            seq += 1;
+            let f: HashMap<&[u8], &str> = rec
+                .fields()
+                .map(|(k, v)| (k, std::str::from_utf8(v).unwrap()))
+                .collect();
+            let num = |k: &str| -> u64 { f[k.as_bytes()].parse().unwrap() };
+            let (p, t, i) = (num("proc"), num("thread"), num("i"));
+            let want = next.entry((p, t)).or_insert(0);
+            assert_eq!(i, *want, "process {p} thread {t}: in order, once each");
+            *want += 1;
+            assert_eq!(rec.message(), format!("event {i}").as_bytes());
+            assert_eq!(f[&b"target"[..]], "tracing_layer");
+            assert_eq!(rec.fields().next().unwrap().0, b"target", "target first");
+            match i % 3 {
+                0 => {
+                    assert_eq!(rec.level(), level::INFO);
+                    assert_eq!(f[&b"ok"[..]], "true");
+                }
+                1 => {
+                    assert_eq!(rec.level(), level::WARNING);
+                    assert_eq!(f[&b"name"[..]], "w");
+                }
+                _ => {
+                    assert_eq!(rec.level(), level::ERROR);
+                    assert_eq!(f[&b"err"[..]], format!("({p}, {t})"));
+                }
+            }
+            n += 1;
+        }
+    }
+    for k in &mut kids.0 {
+        assert!(k.wait().unwrap().success());
+    }
+    assert!(r.read().unwrap().is_none(), "nothing more");
+    assert_eq!(next.len() as u64, 2 * THREADS);
+}
+
+#[test]
+fn a_record_too_large_is_cut_to_fit_and_failures_are_counted() {
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let s = Store::open(d.path().join("l.shoal")).unwrap();
+    let log = s.log("app", &LogOptions::new(16, 100)).unwrap();
+    let mut r = log.reader("drain").unwrap();
+    let layer = ShoalLayer::new(log.clone()).with_max_level(tracing::Level::DEBUG);
+    let sub = tracing_subscriber::registry().with(layer.clone());
+    tracing::subscriber::with_default(sub, || {
+        let long = "é".repeat(100);
+        // The message's room is odd: the cut must step back to a character's start.
+        tracing::debug!(k = "vv", "{long}");
+        tracing::trace!("above the layer's level: not written");
+    });
+    let rec = r.read().unwrap().expect("the cut record");
+    assert!(
+        r.read().unwrap().is_none(),
+        "the trace event was not written"
+    );
+    let size = rec.message().len()
+        + rec
+            .fields()
+            .iter()
+            .map(|(k, v)| 8 + k.len() + v.len())
+            .sum::<usize>();
+    assert!(size <= 100, "{size}");
+    let msg = std::str::from_utf8(rec.message()).expect("cut at a character boundary");
+    assert!(msg.chars().all(|c| c == 'é') && !msg.is_empty(), "{msg}");
+    let f = rec.fields();
+    assert_eq!(f[0], (b"target".to_vec(), b"tracing_layer".to_vec()));
+    assert_eq!(f[1], (b"k".to_vec(), b"vv".to_vec()));
+    assert_eq!(f[2].0, b"truncated");
+    let cut: usize = std::str::from_utf8(&f[2].1).unwrap().parse().unwrap();
+    assert_eq!(cut, 200 - msg.len());
+    assert_eq!(layer.failed(), 0);
+    // A dropped log: the append fails, and is counted.
+    s.drop_map("app").unwrap();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        tracing::info!("into a dropped log");
+    });
+    assert_eq!(layer.failed(), 1);
+}
