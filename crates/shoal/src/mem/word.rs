@@ -196,8 +196,11 @@ mod tests {
         static SEEN: RefCell<Option<Vec<usize>>> = const { RefCell::new(None) };
     }
 
+    // Other tests' threads write while the hook is on, some from their thread-local
+    // destructors (a txn slot released as its thread exits): the hook must not touch a
+    // thread-local that is gone, nor record theirs.
     fn record(addr: usize) {
-        SEEN.with(|s| {
+        let _ = SEEN.try_with(|s| {
             if let Some(v) = s.borrow_mut().as_mut() {
                 v.push(addr);
             }
@@ -263,6 +266,7 @@ mod tests {
             "a read hooked"
         );
         SEEN.with(|s| *s.borrow_mut() = None);
+        write_hook_on(false);
         drop(writes);
         // `r` points into `buf`: it is not used past here.
         drop(buf);
