@@ -3,44 +3,16 @@
 //! the level filter holds; a record too large is cut and says so; a failed append is
 //! counted.
 
+mod common;
+
+use common::{spawn_writer, Kids};
 use shoal::{FullPolicy, LogOptions, Store};
 use shoal_log::{level, ShoalLogger};
 use std::collections::HashMap;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const THREADS: u64 = 3;
 const RECORDS: u64 = 500;
-
-fn spawn_writer(path: &Path, id: u64) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "log_writer",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("SHOAL_LOG_PATH", path)
-        .env("SHOAL_LOG_WRITER", id.to_string())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// The writer processes, killed if the test fails before it waited for them: a writer
-/// waiting for room in a ring nobody reads any more must not outlive the test.
-struct Kids(Vec<std::process::Child>);
-
-impl Drop for Kids {
-    fn drop(&mut self) {
-        for k in &mut self.0 {
-            let _ = k.kill();
-            let _ = k.wait();
-        }
-    }
-}
 
 #[test]
 #[ignore = "run as a child by the tests of this file"]
@@ -81,7 +53,11 @@ fn records_of_several_threads_of_two_processes_come_out_with_their_key_values() 
         .log("app", &LogOptions::new(128, 256).policy(FullPolicy::Wait))
         .unwrap();
     let mut r = log.reader("drain").unwrap();
-    let mut kids = Kids((0..2).map(|p| spawn_writer(&path, p)).collect());
+    let mut kids = Kids(
+        (0..2)
+            .map(|p| spawn_writer("log_writer", &path, p))
+            .collect(),
+    );
     let mut next: HashMap<(u64, u64), u64> = HashMap::new();
     let mut batch = shoal::RecordBatch::new();
     let (mut n, mut seq) = (0, 0);
