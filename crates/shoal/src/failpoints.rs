@@ -106,6 +106,11 @@ pub const ORDERED_NAMES: &[&str] = &[
     "ordered.commit.published",
 ];
 
+/// The fail points of a hot backup, in the order it reaches them: its epoch stored as
+/// preparing, each block's claim by the walk, and the walk done before the epoch ends.
+/// Their driver is `crates/shoal-torture/tests/backup_storm.rs`.
+pub const BACKUP_NAMES: &[&str] = &["backup.epoch_start", "backup.claim", "backup.epoch_end"];
+
 /// The fail points of a multi-key transaction's commit, in the order it reaches them:
 /// all segment locks held, the plan built (new keys' cells written), the redo list
 /// committed, half of it applied, all of it applied. Their crash driver is

@@ -31,6 +31,7 @@
 
 mod alloc;
 mod api;
+mod backup;
 pub mod check;
 mod cleaner;
 mod deadline;

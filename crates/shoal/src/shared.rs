@@ -104,6 +104,11 @@ pub(crate) struct Shared {
     pub read_only: bool,
     /// The kinds of objects' hooks (intent recovery).
     pub hooks: &'static Hooks,
+    /// The hot backup epoch whose block copies this process makes before its writes to
+    /// this mapping (`backup::join`), 0 none.
+    pub backup_joined: AtomicU64,
+    /// Held while joining or leaving an epoch, so that threads join it once.
+    pub backup_join: Mutex<()>,
 }
 
 impl Shared {
@@ -141,6 +146,8 @@ impl Shared {
             pretouch: None,
             read_only: false,
             hooks,
+            backup_joined: AtomicU64::new(0),
+            backup_join: Mutex::new(()),
         }
     }
 
@@ -356,36 +363,20 @@ impl Shared {
 
     /// Whether the txn whose owner word is `owner` belongs to a live process.
     pub fn owner_alive(&self, owner: u64) -> bool {
-        if owner == 0 {
-            return false;
-        }
-        if owner == self.owner_word.load(Relaxed) {
-            return true;
-        }
-        let (p, gen) = txn_owner_parts(owner);
-        if p >= self.g.n_proc {
-            return false;
-        }
-        let slot = self.g.proc_slot(p);
-        if self.w(slot + P_STATE).load(Acquire) == 0
-            || (self.w(slot + P_GEN).load(Acquire) & ((1 << 47) - 1)) != gen
-        {
-            return false;
-        }
-        self.proc_locked(p)
+        owner_alive_in(
+            &self.r,
+            &self.g,
+            &self.file,
+            self.owner_word.load(Relaxed),
+            owner,
+        )
     }
 
     /// Whether process slot `p`'s liveness byte is locked (by anyone but this process's
     /// main descriptor). An error (it should not happen) counts as "alive": never steal
     /// on doubt.
     pub fn proc_locked(&self, p: u64) -> bool {
-        #[cfg(not(shuttle))]
-        return sys::byte_locked(self.file.as_raw_fd(), sys::LIVENESS_BASE + p).unwrap_or(true);
-        #[cfg(shuttle)]
-        {
-            let _ = p;
-            true
-        }
+        proc_locked_in(&self.file, p)
     }
 
     /// Marks process slot `p` free (`state` 0) if its process is dead: only while this
@@ -488,11 +479,56 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        // Before the mapping unmaps: its range must not stay under a backup's copier.
+        crate::mem::copy::forget(self.r.base_ptr() as usize);
         self.unregister();
         if let Some(g) = &self.pretouch {
             g.close();
         }
         // The mapping is unmapped when its field drops, after this: the pretouch thread,
         // the one other user of its addresses, is kept off it by the guard closed above.
+    }
+}
+
+/// Whether the txn whose owner word is `owner` belongs to a live process, in the store
+/// mapped at `r` with geometry `g` and opened as `file` (`mine`: this process's owner
+/// word). For those who hold a store's parts but not its [`Shared`] (a hot backup's
+/// copier).
+pub fn owner_alive_in(
+    r: &crate::mem::Region,
+    g: &Geometry,
+    file: &File,
+    mine: u64,
+    owner: u64,
+) -> bool {
+    if owner == 0 {
+        return false;
+    }
+    if owner == mine {
+        return true;
+    }
+    let (p, gen) = txn_owner_parts(owner);
+    if p >= g.n_proc {
+        return false;
+    }
+    let slot = g.proc_slot(p);
+    if r.word(slot + P_STATE).load(Acquire) == 0
+        || (r.word(slot + P_GEN).load(Acquire) & ((1 << 47) - 1)) != gen
+    {
+        return false;
+    }
+    proc_locked_in(file, p)
+}
+
+/// Whether process slot `p`'s liveness byte is locked (by anyone but the open file
+/// description of `file`, this process's main descriptor). An error (it should not
+/// happen) counts as "alive": never steal on doubt.
+fn proc_locked_in(file: &File, p: u64) -> bool {
+    #[cfg(not(shuttle))]
+    return sys::byte_locked(file.as_raw_fd(), sys::LIVENESS_BASE + p).unwrap_or(true);
+    #[cfg(shuttle)]
+    {
+        let _ = (file, p);
+        true
     }
 }

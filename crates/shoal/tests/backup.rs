@@ -271,3 +271,136 @@ fn a_backup_killed_midway_leaves_no_file_and_the_store_usable() {
     Store::backup_idle(&src, &dst).unwrap();
     verify(&dst);
 }
+
+/// `Store::backup` on a store open here: the copy holds every kind, passes `check`, and
+/// the store goes on.
+#[test]
+fn a_hot_backup_of_an_open_store_holds_every_kind_and_passes_check() {
+    let d = tmp();
+    let (src, dst) = (d.path().join("s.shoal"), d.path().join("copy.shoal"));
+    build(&src);
+    let s = Store::open_existing(&src).unwrap();
+    let n = s.backup(&dst).unwrap();
+    assert_eq!(n, std::fs::metadata(&src).unwrap().len());
+    s.map("m").unwrap().put(b"after", b"x").unwrap();
+    verify(&dst);
+    let c = Store::open_existing(&dst).unwrap();
+    assert_eq!(c.open_map("m").unwrap().get(b"after").unwrap(), None);
+    drop(c);
+    let e = s.backup(&dst).unwrap_err();
+    assert!(matches!(e, Error::AlreadyExists(_)), "{e}");
+    // A thread inside its own ordered write transaction cannot wait for itself.
+    let o = s.ordered_map("o").unwrap();
+    let w = o.write().unwrap();
+    let e = s.backup(d.path().join("c2.shoal")).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    drop(w);
+    s.backup(d.path().join("c2.shoal")).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".shoal-backup-"))
+        .collect();
+    // Other tests may run a backup meanwhile: none of ours may be left.
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&src).unwrap());
+    assert!(
+        !leftovers.iter().any(|n| n.contains(&format!("-{ino:x}-"))),
+        "{leftovers:?}"
+    );
+}
+
+/// Bank transfers between accounts (two-key transactions on a fixed map, threads of this
+/// process) while backups are taken: every copy is one instant's state, so its sum is
+/// exact, and it passes `check`; so do variable-map, ordered-map and log writers
+/// running at the same time.
+#[test]
+fn copies_taken_during_transfers_keep_the_sum() {
+    use shoal::{Cond, IntCmp, TxnOp};
+    use std::sync::atomic::{AtomicBool, Ordering::*};
+    use std::sync::Arc;
+    const ACCOUNTS: u64 = 2_000;
+    const START: i64 = 1_000;
+    let d = tmp();
+    let src = d.path().join("s.shoal");
+    let s = Arc::new(Store::open(&src).unwrap());
+    let f = s.fixed_map("acct", 8, 8).unwrap();
+    for i in 0..ACCOUNTS {
+        f.put(&i.to_le_bytes(), &START.to_le_bytes()).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    println!("seed {seed}");
+    let mut threads = Vec::new();
+    for w in 0..3u64 {
+        let (s, stop) = (s.clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let f = s.fixed_map("acct", 8, 8).unwrap();
+            let mut x = seed ^ (w + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut n = 0u64;
+            while !stop.load(Relaxed) || n < 200 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let (a, b) = (x % ACCOUNTS, (x >> 20) % ACCOUNTS);
+                if a == b {
+                    continue;
+                }
+                let amt = 1 + (x >> 40) as i64 % 50;
+                let (ka, kb) = (a.to_le_bytes(), b.to_le_bytes());
+                s.transaction()
+                    .when(Cond::int(&f, &ka, IntCmp::Ge, amt))
+                    .then(TxnOp::add(&f, &ka, -amt))
+                    .then(TxnOp::add(&f, &kb, amt))
+                    .commit()
+                    .unwrap();
+                n += 1;
+            }
+            n
+        }));
+    }
+    {
+        // Writers of the other kinds: their structures must come whole too.
+        let (s, stop) = (s.clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let m = s.map("var").unwrap();
+            let o = s.ordered_map("ord").unwrap();
+            let l = s.log("log", &LogOptions::new(64, 256)).unwrap();
+            let mut i = 0u64;
+            while !stop.load(Relaxed) || i < 200 {
+                let k = (i % 3_000).to_le_bytes();
+                m.put(&k, &vec![i as u8; 10 + (i % 300) as usize]).unwrap();
+                o.put(&k, &i.to_le_bytes()).unwrap();
+                l.append(1, &k).unwrap();
+                i += 1;
+            }
+            i
+        }));
+    }
+    for round in 0..6 {
+        let dst = d.path().join(format!("copy{round}.shoal"));
+        s.backup(&dst).unwrap();
+        let c = Store::open_existing(&dst).unwrap();
+        let r = c.check().unwrap();
+        assert!(r.is_ok(), "seed {seed}, copy {round}: {r}");
+        let cf = c.fixed_map("acct", 8, 8).unwrap();
+        let mut sum = 0i64;
+        for i in 0..ACCOUNTS {
+            let v = cf.get(&i.to_le_bytes()).unwrap().expect("account");
+            sum += i64::from_le_bytes(v.try_into().unwrap());
+        }
+        assert_eq!(
+            sum,
+            ACCOUNTS as i64 * START,
+            "seed {seed}: copy {round} is not one instant's state"
+        );
+        drop(c);
+        std::fs::remove_file(&dst).unwrap();
+    }
+    stop.store(true, Relaxed);
+    for t in threads {
+        assert!(t.join().unwrap() >= 200);
+    }
+}

@@ -54,13 +54,13 @@ fn store_v6(dir: &tempfile::TempDir) -> Store {
     };
     let (version, flags) = (word(8), word(16));
     assert_eq!(
-        flags & 1520,
-        1520,
-        "a new store has FIXED_GROUPS, FIXED_TAGS, CLEAN_LANES, QUEUES, LOGS and ORDERED"
+        flags & 3568,
+        3568,
+        "a new store has FIXED_GROUPS, FIXED_TAGS, CLEAN_LANES, QUEUES, LOGS, ORDERED and BACKUP"
     );
     f.write_all_at(&((version & !0xffff_ffff) | 6).to_le_bytes(), 8)
         .unwrap();
-    f.write_all_at(&(flags & !1520).to_le_bytes(), 16).unwrap();
+    f.write_all_at(&(flags & !3568).to_le_bytes(), 16).unwrap();
     store(dir)
 }
 

@@ -28,6 +28,7 @@ const FLAG_CLEAN_LANES: u64 = 64;
 const FLAG_QUEUES: u64 = 128;
 const FLAG_LOGS: u64 = 256;
 const FLAG_ORDERED: u64 = 1024;
+const FLAG_BACKUP: u64 = 2048;
 /// Cleaning lanes 1 to 7 (version 9), 64 bytes each.
 const H_LANES: u64 = 1024;
 const H_CHUNKS_OFF: u64 = 96;
@@ -110,16 +111,18 @@ fn downgrade(path: &Path, to: u64) {
         | FLAG_CLEAN_LANES
         | FLAG_QUEUES
         | FLAG_LOGS
-        | FLAG_ORDERED;
+        | FLAG_ORDERED
+        | FLAG_BACKUP;
     let flags = read_u64(&f, H_FLAGS);
     assert_eq!(
         flags & all,
         all,
         "a version-11 store (without checksums) has short records, in-place values, \
-         fixed maps of groups with tags, cleaning lanes, queue sets, logs and ordered maps"
+         fixed maps of groups with tags, cleaning lanes, queue sets, logs, ordered maps and \
+         write sections for hot backups"
     );
     set_version(path, to);
-    let flags = flags & !FLAG_LOGS & !FLAG_ORDERED;
+    let flags = flags & !FLAG_LOGS & !FLAG_ORDERED & !FLAG_BACKUP;
     write_u64(&f, H_FLAGS, flags);
     if to >= 10 {
         return;

@@ -103,7 +103,7 @@ pub(crate) mod tests {
             "precondition: the run is reused"
         );
         // The late free of "a's dead record".
-        let tx = Txn::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
+        let tx = crate::txn::Op::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
         free_large(&tx, off, serial);
         assert_eq!(m.get(b"b").unwrap(), Some(vb.clone()));
         // Even naming the run's current serial, a free finds b live and keeps it.
@@ -183,7 +183,7 @@ pub(crate) mod tests {
         let holder = {
             let sh = s.sh.clone();
             std::thread::spawn(move || {
-                let tx = Txn::new(&sh, crate::txn::thread_txn(&sh).unwrap());
+                let tx = crate::txn::Op::new(&sh, crate::txn::thread_txn(&sh).unwrap());
                 for i in 0..sh.g.clean_lanes {
                     assert!(tx.try_lock(lane(i).0));
                 }
@@ -198,7 +198,7 @@ pub(crate) mod tests {
         m.put(key, &v).unwrap();
         hold_tx.send(()).unwrap();
         holder.join().unwrap();
-        let tx = Txn::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
+        let tx = crate::txn::Op::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
         assert_eq!(
             s.stats().unwrap().file_size,
             before,
@@ -234,7 +234,7 @@ pub(crate) mod tests {
         let sh = &*s.sh;
         let (ra, rb) = adjacent_large_records(&s, &m, 3);
         m.remove(b"a").unwrap();
-        let tx = Txn::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
+        let tx = crate::txn::Op::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
         let mark = || {
             tx.lock(H_ALLOC_LOCK).unwrap();
             let marked = mark_released(&tx).unwrap();
@@ -270,7 +270,7 @@ pub(crate) mod tests {
         let (ra, rb) = adjacent_large_records(&s, &m, 3);
         // b's run is released while a is live; then a's run is freed, not released.
         m.remove(b"b").unwrap();
-        let tx = Txn::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
+        let tx = crate::txn::Op::new(sh, crate::txn::thread_txn(&s.sh).unwrap());
         let before = allocated(sh);
         let released = release_free(&tx).unwrap();
         assert!(released >= 3 * cs - HEADER_PAGE, "released {released}");

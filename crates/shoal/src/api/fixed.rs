@@ -6,7 +6,7 @@ use crate::format::*;
 use crate::hashmap::{self, STAGE};
 use crate::kinds::fixed::*;
 use crate::shared::Shared;
-use crate::txn::Txn;
+
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
 
@@ -118,9 +118,9 @@ impl FixedMap {
         self.f.m.timeout
     }
 
-    pub(crate) fn txn(&self) -> Result<Txn<'_>> {
+    pub(crate) fn txn(&self) -> Result<crate::txn::Op<'_>> {
         let t = crate::txn::thread_txn(&self.sh)?;
-        let mut tx = Txn::new(&self.sh, t);
+        let mut tx = crate::txn::Op::new(&self.sh, t);
         tx.timeout = self.f.m.timeout;
         Ok(tx)
     }

@@ -483,7 +483,8 @@ impl Log {
             return Err(kl::append::too_large(lg, &self.inner.name, len));
         }
         let t = crate::txn::thread_txn(&self.inner.sh)?;
-        kl::append(sh, lg, t, &d, timeout)
+        let section = crate::txn::Section::enter(sh, t);
+        kl::append(sh, lg, t, &section, &d, timeout)
     }
 
     /// The reader `name`, created if the log has none by that name: a cursor kept in the
@@ -503,7 +504,7 @@ impl Log {
             return Err(lg.dropped());
         }
         let t = crate::txn::thread_txn(&self.inner.sh)?;
-        let mut tx = crate::txn::Txn::new(sh, t);
+        let mut tx = crate::txn::Op::new(sh, t);
         tx.timeout = self.inner.timeout;
         let lock = lg.hdr + LH_READERS_LOCK;
         tx.lock(lock)?;
@@ -563,7 +564,7 @@ impl Log {
         let _call = crate::deadline::call();
         let (sh, lg) = (&*self.inner.sh, &self.inner.lg);
         let t = crate::txn::thread_txn(&self.inner.sh)?;
-        let mut tx = crate::txn::Txn::new(sh, t);
+        let mut tx = crate::txn::Op::new(sh, t);
         tx.timeout = self.inner.timeout;
         let lock = lg.hdr + LH_READERS_LOCK;
         tx.lock(lock)?;
@@ -670,6 +671,8 @@ impl LogReader {
     fn read_raw(&mut self, max: usize, batch: &mut RecordBatch) -> Result<Next> {
         let inner = &self.log.inner;
         let t = crate::txn::thread_txn(&inner.sh)?;
+        // Reading moves the reader's cursor in the file: a write.
+        let _section = crate::txn::Section::enter(&inner.sh, t);
         let e = self.entry();
         kl::read_next(&inner.sh, &inner.lg, t, e, self.rstate, max, &mut batch.raw)
     }

@@ -279,9 +279,9 @@ impl QueueSet {
         }
     }
 
-    fn txn(&self) -> Result<Txn<'_>> {
+    fn txn(&self) -> Result<crate::txn::Op<'_>> {
         let t = crate::txn::thread_txn(&self.inner.sh)?;
-        let mut tx = Txn::new(&self.inner.sh, t);
+        let mut tx = crate::txn::Op::new(&self.inner.sh, t);
         tx.timeout = self.inner.timeout;
         Ok(tx)
     }
@@ -518,7 +518,8 @@ impl QueueSet {
             }
             // Wake at least every SWEEP_EVERY to look for dead holders: an element a dead
             // process held comes back with no push to wake anyone.
-            wait::sleep(sh, &qes, left.min(SWEEP_EVERY));
+            tx.section
+                .pause(|| wait::sleep(sh, &qes, left.min(SWEEP_EVERY)));
         }
     }
 

@@ -604,7 +604,7 @@ impl<'s> Transaction<'s> {
         self.validate()?;
         let sh = &**self.sh;
         let t = crate::txn::thread_txn(self.sh)?;
-        let mut tx = Txn::new(sh, t);
+        let mut tx = crate::txn::Op::new(sh, t);
         tx.timeout = self.timeout;
         if tx.holds_locks() {
             return Err(Error::InvalidArgument(

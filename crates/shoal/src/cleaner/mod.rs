@@ -138,7 +138,7 @@ mod tests {
         );
         let mut copy = vec![0u8; len as usize];
         sh.r.read_bytes(old, &mut copy);
-        let tx = Txn::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
+        let tx = crate::txn::Op::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
         let new = crate::alloc::append(&tx, &[&copy], crate::alloc::Purpose::Cleaner).unwrap();
         m.put(b"key", &v1).unwrap();
         assert_eq!(
@@ -164,7 +164,7 @@ mod tests {
         let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
         let sh = s.sh.clone();
         let holder = std::thread::spawn(move || {
-            let tx = Txn::new(&sh, crate::txn::thread_txn(&sh).unwrap());
+            let tx = crate::txn::Op::new(&sh, crate::txn::thread_txn(&sh).unwrap());
             for i in 0..sh.g.clean_lanes {
                 tx.lock(lane(i).0).unwrap();
             }
@@ -230,7 +230,7 @@ mod tests {
         for i in (0..5_000u32).filter(|i| i % 10 != 0) {
             m.remove(&i.to_le_bytes()).unwrap();
         }
-        let tx = Txn::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
+        let tx = crate::txn::Op::new(&s.sh, crate::txn::thread_txn(&s.sh).unwrap());
         let own = tx.idx % sh.g.clean_lanes;
         let idle = (own + 3) % sh.g.clean_lanes;
         assert_ne!(own, idle, "precondition: eight lanes");

@@ -59,6 +59,10 @@ pub const FLAG_LOGS: u64 = 256;
 /// [`KIND_ORDERED`], the ordered area [`H_ORDERED`]). Set in every new store; never on
 /// an older file, whose libraries would take an ordered map for a hash map.
 pub const FLAG_ORDERED: u64 = 1024;
+/// Header flag (version 11): the store's writers keep write sections (`T_KIND`'s high
+/// half) and obey the hot backup's epoch in [`H_BACKUP`]. Set in every new store; a file
+/// without it (an older one) has writers that know no backup, so it is never copied hot.
+pub const FLAG_BACKUP: u64 = 2048;
 pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_SHORT_RECORDS
     | FLAG_IN_PLACE
@@ -68,7 +72,8 @@ pub const KNOWN_FLAGS: u64 = FLAG_CHECKSUMS
     | FLAG_CLEAN_LANES
     | FLAG_QUEUES
     | FLAG_LOGS
-    | FLAG_ORDERED;
+    | FLAG_ORDERED
+    | FLAG_BACKUP;
 /// Longest value overwritten in place: its bytes span at most 19 words, which with the
 /// bucket header fill the 20 entries of a redo list.
 pub const IN_PLACE_MAX: u64 = 8 * (T_NREDO - 2);
@@ -192,6 +197,9 @@ pub struct Geometry {
     /// The store may hold ordered maps (`FLAG_ORDERED`): true for a new store, as the
     /// header's flag says for an existing one.
     pub ordered: bool,
+    /// The store's writers keep write sections for hot backups (`FLAG_BACKUP`): true for
+    /// a new store, as the header's flag says for an existing one.
+    pub backup: bool,
 }
 
 impl Geometry {
@@ -258,6 +266,7 @@ impl Geometry {
             queues: true,
             logs: true,
             ordered: true,
+            backup: true,
         }
     }
 }
@@ -325,6 +334,9 @@ pub fn initial_image(g: &Geometry, size: u64) -> Vec<(u64, Vec<u8>)> {
     }
     if g.ordered {
         flags |= FLAG_ORDERED;
+    }
+    if g.backup {
+        flags |= FLAG_BACKUP;
     }
     put(&mut h, H_FLAGS, &flags.to_le_bytes());
     let mut out = Vec::new();
@@ -478,6 +490,12 @@ pub fn parse_header(
             "header: flag ORDERED in a version-{version} file (it came with version 11)"
         ));
     }
+    g.backup = read_u64(h, H_FLAGS) & FLAG_BACKUP != 0;
+    if g.backup && version < 11 {
+        return bad(format!(
+            "header: flag BACKUP in a version-{version} file (it came with version 11)"
+        ));
+    }
     if (g.proc_off, g.txn_off, g.catalog_off, g.chunks_off)
         != (
             read_u64(h, H_PROC_OFF),
@@ -503,4 +521,31 @@ pub fn parse_header(
         ));
     }
     Ok((g, size, end))
+}
+
+// ---- Hot backup (FORMAT.md, "Hot backup") ----
+/// The hot backup's epoch (`FLAG_BACKUP` only): 0 while no backup runs; else the
+/// backup's phase ([`EPOCH_PREPARING`] or [`EPOCH_ACTIVE`]) in bits 0..1, its txn slot
+/// in bits 2..21 and the low 42 bits of its process's attach generation in bits 22..63
+/// (see [`backup_epoch`]).
+pub const H_BACKUP: u64 = 120;
+/// Epoch phase: writers wait at the entry of their write sections; the backup waits for
+/// the sections in flight to end.
+pub const EPOCH_PREPARING: u64 = 1;
+/// Epoch phase: the copy's instant is past; every write copies its block first.
+pub const EPOCH_ACTIVE: u64 = 2;
+/// Bits of `T_KIND` that hold the intent kind; the high half counts the owning thread's
+/// open write sections.
+pub const KIND_MASK: u64 = 0xffff_ffff;
+/// One open write section in `T_KIND`.
+pub const SECTION_ONE: u64 = 1 << 32;
+
+/// Encodes a backup epoch: its phase, the backup's txn slot and its process's attach
+/// generation (the generation tells the slot's owner at the epoch's start from a later one).
+pub fn backup_epoch(phase: u64, slot: u64, proc_gen: u64) -> u64 {
+    phase | (slot & 0xf_ffff) << 2 | (proc_gen & ((1 << 42) - 1)) << 22
+}
+/// Decodes (phase, txn slot, low bits of the process generation) from an epoch word.
+pub fn backup_epoch_parts(e: u64) -> (u64, u64, u64) {
+    (e & 3, (e >> 2) & 0xf_ffff, e >> 22)
 }

@@ -170,7 +170,7 @@ impl MapRef {
             return read_only_retries(sh, self, cursor, || once(None));
         }
         let t = crate::txn::thread_txn(sh)?;
-        let tx = Txn::new(sh, t);
+        let tx = crate::txn::Op::new(sh, t);
         let seg = lock(&tx, cursor.reverse_bits())?;
         let r = once(Some(seg));
         tx.unlock(seg + S_LOCK);

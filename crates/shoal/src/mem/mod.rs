@@ -39,6 +39,7 @@
 //! Under `cfg(shuttle)` the region is a heap array of shuttle's atomics, so the lock, the
 //! optimistic read and the split protocols run unchanged under the randomized scheduler.
 
+pub(crate) mod copy;
 mod mapping;
 mod word;
 pub(crate) use mapping::{How, Mapping};

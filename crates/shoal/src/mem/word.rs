@@ -19,41 +19,27 @@
 use shuttle::sync::atomic::AtomicU64;
 #[cfg(not(shuttle))]
 use std::sync::atomic::AtomicU64;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Whether some store of this process may need blocks copied before they are written.
-static HOOK_ON: AtomicBool = AtomicBool::new(false);
+/// How many reasons this process has to run the hook: stores under a hot backup
+/// (`copy::register`), and the test below. 0: writes skip it.
+static HOOK_ON: AtomicUsize = AtomicUsize::new(0);
 
-/// The function that copies the block holding an address before it is written
-/// ([`set_write_hook`]); 0 while none is set.
-static HOOK: AtomicUsize = AtomicUsize::new(0);
-
-/// Installs `hook`, called with the address of every shared word or byte about to be
-/// written while [`write_hook_on`] is set. It must return only once that address may be
-/// written (its block copied, or no copy wanted). Set once; later calls keep the first.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "installed by the hot backup's copy before write")
-)]
-pub fn set_write_hook(hook: fn(usize)) {
-    let _ = HOOK.compare_exchange(0, hook as usize, Ordering::AcqRel, Ordering::Acquire);
-}
-
-/// Turns the hook on or off for every write of this process. On: set before any write of
-/// a backup's epoch (the epoch's owner orders that); off: when no store of the process
-/// has a backup in progress.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "set by the hot backup's copy before write")
-)]
-pub fn write_hook_on(on: bool) {
-    HOOK_ON.store(on, Ordering::SeqCst);
+/// Counts a reason to run the hook on (`true`) or off (`false`). The first "on" is
+/// ordered before any write that needs a copy by whoever turns it on (the section that
+/// joins a backup's epoch).
+pub(crate) fn write_hook_on(on: bool) {
+    if on {
+        HOOK_ON.fetch_add(1, Ordering::SeqCst);
+    } else {
+        HOOK_ON.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Runs the write hook for the shared address `addr` if it is on.
 #[inline(always)]
 pub fn before_write(addr: usize) {
-    if HOOK_ON.load(Ordering::Relaxed) {
+    if HOOK_ON.load(Ordering::Relaxed) != 0 {
         run_hook(addr);
     }
 }
@@ -61,13 +47,9 @@ pub fn before_write(addr: usize) {
 #[cold]
 #[inline(never)]
 fn run_hook(addr: usize) {
-    let h = HOOK.load(Ordering::Acquire);
-    if h != 0 {
-        // SAFETY: `h` is non-zero, so `set_write_hook` stored it, from a `fn(usize)`; a
-        // function pointer round-trips through usize on every platform Shoal builds for.
-        let f = unsafe { std::mem::transmute::<usize, fn(usize)>(h) };
-        f(addr);
-    }
+    #[cfg(test)]
+    tests::record(addr);
+    super::copy::before_write(addr);
 }
 
 /// A shared 64-bit word of the store file: an `AtomicU64` whose writes run
@@ -199,7 +181,7 @@ mod tests {
     // Other tests' threads write while the hook is on, some from their thread-local
     // destructors (a txn slot released as its thread exits): the hook must not touch a
     // thread-local that is gone, nor record theirs.
-    fn record(addr: usize) {
+    pub(super) fn record(addr: usize) {
         let _ = SEEN.try_with(|s| {
             if let Some(v) = s.borrow_mut().as_mut() {
                 v.push(addr);
@@ -211,7 +193,6 @@ mod tests {
     /// inside what it writes, and no load does.
     #[test]
     fn every_write_runs_the_hook_and_no_read_does() {
-        set_write_hook(record);
         write_hook_on(true);
         let mut buf = vec![0u64; 64];
         // SAFETY: a heap buffer of 512 bytes, 8-aligned, accessed only through the

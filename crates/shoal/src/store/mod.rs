@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
 use crate::txn::thread_txn;
-use crate::txn::Txn;
+
 pub(crate) use maps::recorded_types;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -274,9 +274,9 @@ impl Store {
         &self.sh.path
     }
 
-    fn txn(&self) -> Result<Txn<'_>> {
+    fn txn(&self) -> Result<crate::txn::Op<'_>> {
         let t = thread_txn(&self.sh)?;
-        Ok(Txn::new(&self.sh, t))
+        Ok(crate::txn::Op::new(&self.sh, t))
     }
 }
 

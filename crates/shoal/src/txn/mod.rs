@@ -21,12 +21,14 @@
 mod plan;
 mod recover;
 mod redo;
+mod section;
 mod slots;
 
 pub(crate) use plan::{too_large, Plan};
 pub(crate) use recover::{reclaim_dead, recover_txn};
 use redo::apply_entry;
 pub(crate) use redo::Redo;
+pub(crate) use section::Section;
 pub(crate) use slots::thread_txn;
 
 use crate::deadline::Wait;
@@ -35,6 +37,37 @@ use crate::format::*;
 use crate::shared::Shared;
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
+
+/// A call's txn slot and its write section (see `section`): what a write operation
+/// holds from its first shared write to its last. Dereferences to the [`Txn`].
+pub(crate) struct Op<'a> {
+    pub tx: Txn<'a>,
+    pub section: Section<'a>,
+}
+
+impl<'a> Op<'a> {
+    /// Opens a write section on the calling thread's txn slot `t` and its [`Txn`].
+    #[inline]
+    pub fn new(sh: &'a Shared, t: u64) -> Op<'a> {
+        Op {
+            section: Section::enter(sh, t),
+            tx: Txn::new(sh, t),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Op<'a> {
+    type Target = Txn<'a>;
+    fn deref(&self) -> &Txn<'a> {
+        &self.tx
+    }
+}
+
+impl<'a> std::ops::DerefMut for Op<'a> {
+    fn deref_mut(&mut self) -> &mut Txn<'a> {
+        &mut self.tx
+    }
+}
 
 /// A thread's txn slot in one store.
 #[derive(Clone, Copy)]
@@ -269,7 +302,9 @@ impl<'a> Txn<'a> {
                 .store(*val, Relaxed);
         }
         sh.w(self.base + T_REDO_N).store(redo.n as u64, Relaxed);
-        sh.w(self.base + T_KIND).store(kind, Relaxed);
+        // The high half counts this thread's write sections (`section`): kept.
+        let k = sh.w(self.base + T_KIND);
+        k.store(kind | (k.load(Relaxed) & !KIND_MASK), Relaxed);
         sh.w(self.base + T_INTENT).store(1, Release);
     }
 
@@ -445,7 +480,7 @@ mod tests {
         let sh = s.sh.clone();
         std::thread::spawn(move || {
             let me = crate::txn::thread_txn(&sh).unwrap();
-            let mut tx = Txn::new(&sh, me);
+            let mut tx = Op::new(&sh, me);
             tx.timeout = Duration::from_millis(100);
             let _ = tx_done.send(tx.lock(H_CATALOG_LOCK));
         });

@@ -106,7 +106,7 @@ fn recover_slot(sh: &Shared, t: u64, free: bool) -> Result<bool> {
 
 fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
     if sh.w(base + T_INTENT).load(Acquire) == 1 {
-        let kind = sh.w(base + T_KIND).load(Acquire);
+        let kind = sh.w(base + T_KIND).load(Acquire) & KIND_MASK;
         match kind {
             I_REDO => {
                 let n = sh.w(base + T_REDO_N).load(Acquire).min(T_NREDO);

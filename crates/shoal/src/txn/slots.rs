@@ -38,7 +38,7 @@ fn scrub(sh: &Shared, t: u64) {
     for i in 0..T_NHELD {
         sh.w(b + T_HELD + 8 * i).store(0, Relaxed);
     }
-    for o in [T_RECOVERING, T_INTENT, T_LARGE, T_ADDING] {
+    for o in [T_RECOVERING, T_INTENT, T_KIND, T_LARGE, T_ADDING] {
         sh.w(b + o).store(0, Relaxed);
     }
     // Dead bytes the slot's last thread counted but did not report (it died first).

@@ -5,7 +5,7 @@ use crate::format::*;
 use crate::kinds::varmap::{checksum_failed, read_record_header, record_crc_ok, Hit, MapRef};
 use crate::shared::Shared;
 use crate::txn::thread_txn;
-use crate::txn::Txn;
+
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
@@ -157,9 +157,9 @@ impl Map {
         self.m.id
     }
 
-    fn txn(&self) -> Result<Txn<'_>> {
+    fn txn(&self) -> Result<crate::txn::Op<'_>> {
         let t = thread_txn(&self.sh)?;
-        let mut tx = Txn::new(&self.sh, t);
+        let mut tx = crate::txn::Op::new(&self.sh, t);
         tx.timeout = self.m.timeout;
         Ok(tx)
     }

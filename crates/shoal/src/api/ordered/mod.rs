@@ -82,9 +82,9 @@ impl OrderedMap {
         }
     }
 
-    fn txn(&self) -> Result<Txn<'_>> {
+    fn txn(&self) -> Result<crate::txn::Op<'_>> {
         let t = crate::txn::thread_txn(&self.sh)?;
-        let mut tx = Txn::new(&self.sh, t);
+        let mut tx = crate::txn::Op::new(&self.sh, t);
         tx.timeout = self.timeout;
         Ok(tx)
     }
@@ -107,12 +107,13 @@ impl OrderedMap {
     /// it, up to the store's lock timeout); readers never wait.
     pub fn write(&self) -> Result<WriteTxn<'_>> {
         let _call = crate::deadline::call();
-        let tx = self.txn()?;
-        let w = self.m.begin(tx)?;
+        let op = self.txn()?;
+        let w = self.m.begin(op.tx)?;
         Ok(WriteTxn {
             w: Some(w),
             markers: Vec::new(),
             saved_markers: Vec::new(),
+            _section: op.section,
         })
     }
 
@@ -618,6 +619,9 @@ pub struct WriteTxn<'m> {
     markers: Vec<(u64, u64)>,
     /// `markers` at each open savepoint.
     saved_markers: Vec<Vec<(u64, u64)>>,
+    /// Open for the transaction's life: its pages and writer lock are half a write until
+    /// it ends (see `txn::section`). Dropped after `Drop::drop` has aborted it.
+    _section: crate::txn::Section<'m>,
 }
 
 /// The writes of a transaction on one map, the same for [`WriteTxn`] and
@@ -885,6 +889,8 @@ pub struct MultiWriteTxn<'m> {
     parts: Vec<Write<'m>>,
     markers: Vec<(u64, u64)>,
     saved_markers: Vec<Vec<(u64, u64)>>,
+    /// Open for the transaction's life, as [`WriteTxn`]'s.
+    _section: crate::txn::Section<'m>,
 }
 
 impl<'m> MultiWriteTxn<'m> {
@@ -1004,15 +1010,16 @@ impl OrderedMap {
     pub fn write_with<'m>(&'m self, others: &[&'m OrderedMap]) -> Result<MultiWriteTxn<'m>> {
         let _call = crate::deadline::call();
         self.same_store(others)?;
-        let tx = self.txn()?;
+        let op = self.txn()?;
         let mut refs = vec![self.m];
         refs.extend(others.iter().map(|o| o.m));
-        let parts = begin_many(tx, &refs)?;
+        let parts = begin_many(op.tx, &refs)?;
         Ok(MultiWriteTxn {
-            tx,
+            tx: op.tx,
             parts,
             markers: Vec::new(),
             saved_markers: Vec::new(),
+            _section: op.section,
         })
     }
 

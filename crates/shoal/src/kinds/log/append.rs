@@ -40,6 +40,7 @@ pub(crate) fn append(
     sh: &Shared,
     lg: &LogRef,
     t: u64,
+    section: &crate::txn::Section<'_>,
     d: &Draft<'_>,
     timeout: Duration,
 ) -> Result<Option<u64>> {
@@ -54,7 +55,7 @@ pub(crate) fn append(
     let tail = sh.w(lg.hdr + LH_TAIL);
     sh.w(we + W_STATE)
         .store(W_RESERVING | tail.load(SeqCst), SeqCst);
-    let r = reserve_and_write(sh, lg, we, d, timeout);
+    let r = reserve_and_write(sh, lg, we, section, d, timeout);
     sh.w(we + W_STATE).store(W_IDLE, Release);
     if let Ok(Some(_)) = r {
         lg.wake_readers(sh);
@@ -66,6 +67,7 @@ fn reserve_and_write(
     sh: &Shared,
     lg: &LogRef,
     we: u64,
+    section: &crate::txn::Section<'_>,
     d: &Draft<'_>,
     timeout: Duration,
 ) -> Result<Option<u64>> {
@@ -74,7 +76,7 @@ fn reserve_and_write(
         return Err(lg.dropped());
     }
     crate::rt::failpoint!("log.reserving");
-    let Some(seq) = reserve(sh, lg, timeout)? else {
+    let Some(seq) = reserve(sh, lg, section, timeout)? else {
         return Ok(None);
     };
     sh.w(we + W_STATE).store(W_WRITING | seq, SeqCst);
@@ -121,7 +123,12 @@ fn reserve_and_write(
 /// others a compare-and-swap that never passes the slowest reader by a whole ring (a
 /// fetch-add past the room would own a number with no slot to write it in). None: the
 /// ring is full and the policy drops.
-fn reserve(sh: &Shared, lg: &LogRef, timeout: Duration) -> Result<Option<u64>> {
+fn reserve(
+    sh: &Shared,
+    lg: &LogRef,
+    section: &crate::txn::Section<'_>,
+    timeout: Duration,
+) -> Result<Option<u64>> {
     let tail = sh.w(lg.hdr + LH_TAIL);
     if lg.policy == LP_OVERWRITE {
         let s = tail.fetch_add(1, SeqCst);
@@ -164,7 +171,9 @@ fn reserve(sh: &Shared, lg: &LogRef, timeout: Duration) -> Result<Option<u64>> {
         let seen = super::futex_seen(sh, lg.hdr + LH_ROOM);
         rw.fetch_add(1, SeqCst);
         if !room(sh, lg, tail.load(SeqCst)) {
-            super::sleep_on(sh, lg.hdr + LH_ROOM, seen, ROOM_NAP);
+            // Room comes from a reader's call, which must not wait for this one: out of
+            // the write section while asleep (`txn::section`).
+            section.pause(|| super::sleep_on(sh, lg.hdr + LH_ROOM, seen, ROOM_NAP));
         }
         let _ = rw.fetch_update(SeqCst, Relaxed, |v| v.checked_sub(1));
     }
