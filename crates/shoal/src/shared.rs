@@ -109,6 +109,9 @@ pub(crate) struct Shared {
     pub backup_joined: AtomicU64,
     /// Held while joining or leaving an epoch, so that threads join it once.
     pub backup_join: Mutex<()>,
+    /// When (ms, `backup::check_due`'s clock) a joiner last looked whether the backup
+    /// of the joined epoch is alive.
+    pub backup_checked: AtomicU64,
 }
 
 impl Shared {
@@ -148,6 +151,7 @@ impl Shared {
             hooks,
             backup_joined: AtomicU64::new(0),
             backup_join: Mutex::new(()),
+            backup_checked: AtomicU64::new(0),
         }
     }
 
@@ -335,6 +339,7 @@ impl Shared {
         let gen = self.w(slot + P_GEN).load(Acquire).wrapping_add(1);
         self.w(slot + P_GEN).store(gen, Release);
         self.w(slot + P_PID).store(sys::pid() as u64, Relaxed);
+        self.w(slot + P_SECTIONS).store(0, Relaxed);
         self.w(slot + P_STATE).store(1, Release);
         if reg.proc_idx != u64::MAX {
             // Re-registering after fork(): attached, so hold the seize byte shared too.

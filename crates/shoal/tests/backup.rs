@@ -404,3 +404,136 @@ fn copies_taken_during_transfers_keep_the_sum() {
         assert!(t.join().unwrap() >= 200);
     }
 }
+
+#[cfg(feature = "failpoints")]
+#[test]
+#[ignore = "run as a child process by a_backup_killed_at_each_fail_point_stops_nobody"]
+fn hot_backup_child() {
+    let (Ok(src), Ok(dst), Ok(fp)) = (
+        std::env::var("SHOAL_BACKUP_SRC"),
+        std::env::var("SHOAL_BACKUP_DST"),
+        std::env::var("SHOAL_FP"),
+    ) else {
+        return;
+    };
+    let (name, hit) = fp.split_once(':').unwrap();
+    shoal::failpoints::setup();
+    shoal::failpoints::kill_at(name, hit.parse().unwrap()).unwrap();
+    let s = Store::open_existing(&src).unwrap();
+    s.backup(&dst).unwrap();
+    println!("done");
+}
+
+/// A backup killed at each of its steps (its epoch preparing, a block's claim by the
+/// walk, the walk done): writers of this process, transferring all along, never stop
+/// for more than moments; no output appears; the dead epoch is ended; the next backup
+/// copies one instant's state (its sum exact) and passes `check`.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_backup_killed_at_each_fail_point_stops_nobody() {
+    use shoal::{Cond, IntCmp, TxnOp};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+    use std::sync::Arc;
+    const ACCOUNTS: u64 = 500;
+    for name in shoal::failpoints::BACKUP_NAMES {
+        let hits: &[u64] = if *name == "backup.claim" {
+            &[1, 9, 60]
+        } else {
+            &[1]
+        };
+        for &hit in hits {
+            let d = tmp();
+            let (src, dst) = (d.path().join("s.shoal"), d.path().join("copy.shoal"));
+            build(&src);
+            let s = Arc::new(Store::open_existing(&src).unwrap());
+            let f = s.fixed_map("acct", 8, 8).unwrap();
+            for i in 0..ACCOUNTS {
+                f.put(&i.to_le_bytes(), &100i64.to_le_bytes()).unwrap();
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            let done = Arc::new(AtomicU64::new(0));
+            let writer = {
+                let (s, stop, done) = (s.clone(), stop.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let f = s.fixed_map("acct", 8, 8).unwrap();
+                    let mut i = 0u64;
+                    while !stop.load(Relaxed) {
+                        let (a, b) = ((i * 7) % ACCOUNTS, (i * 13 + 1) % ACCOUNTS);
+                        i += 1;
+                        if a == b {
+                            continue;
+                        }
+                        let (ka, kb) = (a.to_le_bytes(), b.to_le_bytes());
+                        s.transaction()
+                            .when(Cond::int(&f, &ka, IntCmp::Ge, 3))
+                            .then(TxnOp::add(&f, &ka, -3))
+                            .then(TxnOp::add(&f, &kb, 3))
+                            .commit()
+                            .unwrap();
+                        done.fetch_add(1, Relaxed);
+                    }
+                })
+            };
+            let out = Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "hot_backup_child", "--nocapture", "--ignored"])
+                .env("SHOAL_BACKUP_SRC", &src)
+                .env("SHOAL_BACKUP_DST", &dst)
+                .env("SHOAL_FP", format!("{name}:{hit}"))
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                !out.status.success() && !said.contains("done"),
+                "{name}:{hit}: the backup was not killed ({})",
+                out.status
+            );
+            assert!(
+                !dst.exists(),
+                "{name}:{hit}: a killed backup left its output"
+            );
+            // Writers go on: transfers keep committing after the death.
+            let before = done.load(Relaxed);
+            let t = std::time::Instant::now();
+            while done.load(Relaxed) < before + 1_000 {
+                assert!(
+                    t.elapsed() < std::time::Duration::from_secs(60),
+                    "{name}:{hit}: writers stopped after a backup died"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // The writers end the dead backup's epoch (header word 120) themselves.
+            let word120 = || {
+                let mut b = [0u8; 8];
+                std::os::unix::fs::FileExt::read_exact_at(
+                    &std::fs::File::open(&src).unwrap(),
+                    &mut b,
+                    120,
+                )
+                .unwrap();
+                u64::from_le_bytes(b)
+            };
+            while word120() != 0 {
+                assert!(
+                    t.elapsed() < std::time::Duration::from_secs(60),
+                    "{name}:{hit}: the dead backup's epoch stayed"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // The next backup makes a whole copy.
+            s.backup(&dst).unwrap();
+            stop.store(true, Relaxed);
+            writer.join().unwrap();
+            let c = Store::open_existing(&dst).unwrap();
+            let r = c.check().unwrap();
+            assert!(r.is_ok(), "{name}:{hit}: {r}");
+            let cf = c.fixed_map("acct", 8, 8).unwrap();
+            let sum: i64 = (0..ACCOUNTS)
+                .map(|i| {
+                    let v = cf.get(&i.to_le_bytes()).unwrap().unwrap();
+                    i64::from_le_bytes(v.try_into().unwrap())
+                })
+                .sum();
+            assert_eq!(sum, 100 * ACCOUNTS as i64, "{name}:{hit}: a torn copy");
+        }
+    }
+}

@@ -8,10 +8,14 @@
 //!
 //! ```text
 //! shoal-txn-worker ROLE STORE SEED ACCOUNTS TOTAL [fixed|var]      (runs until killed)
+//! roles: transfer, read, backup
 //! ```
 //!
-//! A reader that sees a wrong sum prints it on stderr and exits with status 2; any error is
-//! status 1.
+//! `backup` takes hot backups of the store (`Store::backup`) one after another, and checks
+//! each copy: it passes `check` and its accounts sum to the total (one instant's state).
+//!
+//! A reader or backup that sees a wrong sum prints it on stderr and exits with status 2;
+//! any error is status 1.
 //!
 //! **History mode** (the strict-serializability storm): every operation is logged with
 //! its call and return times and its result, for `lincheck -txn`
@@ -81,6 +85,7 @@ fn main() {
     match role.as_str() {
         "transfer" => transfer(&s, &m, seed, accounts),
         "read" => read(&s, &m, accounts, total),
+        "backup" => backup(&s, path, accounts, total, a.get(6).map(|x| x.as_str())),
         r => {
             eprintln!("unknown role {r:?}");
             std::process::exit(1)
@@ -162,6 +167,43 @@ fn read(s: &Store, m: &TxnMap, accounts: u64, total: i64) {
             eprintln!("snapshot sum {sum}, expected {total}: {vals:?}");
             std::process::exit(2);
         }
+    }
+}
+
+fn backup(s: &Store, path: &str, accounts: u64, total: i64, kind: Option<&str>) {
+    let dst = format!("{path}.copy-{}", std::process::id());
+    loop {
+        let _ = std::fs::remove_file(&dst);
+        if let Err(e) = s.backup(&dst) {
+            fail(e);
+        }
+        let c =
+            Store::open_with(&dst, &Options::default(), OpenMode::Open).unwrap_or_else(|e| fail(e));
+        let r = c.check().unwrap_or_else(|e| fail(e));
+        if !r.problems.is_empty() {
+            eprintln!("a copy fails check: {:?}", r.problems);
+            std::process::exit(2);
+        }
+        let m = match kind {
+            Some("var") => c.open_map("vacct").map(|m| m.txn_map()),
+            _ => c.fixed_map("acct", 8, 8).map(|m| m.txn_map()),
+        }
+        .unwrap_or_else(|e| fail(e));
+        let keys: Vec<[u8; 8]> = (0..accounts).map(|i| i.to_le_bytes()).collect();
+        let req: Vec<(&TxnMap, &[u8])> = keys.iter().map(|x| (&m, &x[..])).collect();
+        let vals = c.snapshot_get(&req).unwrap_or_else(|e| fail(e));
+        let sum: i64 = vals
+            .iter()
+            .map(|v| {
+                v.as_deref()
+                    .map_or(0, |b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            })
+            .sum();
+        if sum != total || vals.iter().any(|v| v.is_none()) {
+            eprintln!("a copy's sum is {sum}, expected {total}: {vals:?}");
+            std::process::exit(2);
+        }
+        println!("copy");
     }
 }
 

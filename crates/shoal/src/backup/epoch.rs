@@ -13,7 +13,7 @@ pub(crate) fn owner_alive(sh: &Shared, e: u64) -> bool {
         return false;
     }
     let owner = sh.w(sh.g.txn_slot(slot) + T_OWNER).load(Acquire);
-    owner != 0 && txn_owner_parts(owner).1 & ((1 << 42) - 1) == gen && sh.owner_alive(owner)
+    owner != 0 && txn_owner_parts(owner).1 & EPOCH_GEN_MASK == gen && sh.owner_alive(owner)
 }
 
 /// Ends epoch `e` if it is still the store's (its backup finished, gave up or died) and
@@ -52,6 +52,15 @@ pub(crate) fn wake(sh: &Shared) {
 /// sections were cut short by its death, which a copy takes as a crash does).
 pub(crate) fn in_section(sh: &Shared, t: u64) -> bool {
     sh.w(sh.g.txn_slot(t) + T_KIND).load(SeqCst) >= SECTION_ONE && sh.txn_alive(t)
+}
+
+/// Whether process slot `p` has a slotless write section open (`P_SECTIONS`) by a live
+/// process.
+pub(crate) fn process_in_section(sh: &Shared, p: u64) -> bool {
+    let slot = sh.g.proc_slot(p);
+    sh.w(slot + P_SECTIONS).load(SeqCst) >= SECTION_ONE
+        && sh.w(slot + P_STATE).load(Acquire) != 0
+        && (p == sh.proc_idx.load(Relaxed) || sh.proc_locked(p))
 }
 
 /// Write sections open on txn slot `t` (the calling thread's).

@@ -37,8 +37,13 @@ pub(crate) fn run(sh: &Shared, t: u64, out: &File) -> Result<u64> {
         ));
     }
     let gen = txn_owner_parts(sh.owner_word.load(Relaxed)).1;
-    let prep = backup_epoch(EPOCH_PREPARING, t, gen);
-    let active = backup_epoch(EPOCH_ACTIVE, t, gen);
+    // Every backup its own epoch: a process still joined to the last one (whose blocks
+    // are all written out) must see this one as new, and join it. Numbered per process
+    // (26 bits: they come back after 67 M backups of one process).
+    static NUMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let number = NUMBER.fetch_add(1, Relaxed) & ((1 << 26) - 1);
+    let prep = backup_epoch(EPOCH_PREPARING, t, gen, number);
+    let active = backup_epoch(EPOCH_ACTIVE, t, gen, number);
     let mut tries = 0;
     loop {
         take(sh, prep)?;
@@ -96,9 +101,15 @@ fn take(sh: &Shared, prep: u64) -> Result<()> {
 /// most. Sections entering meanwhile see the epoch preparing and wait at their entry.
 fn drained(sh: &Shared, t: u64) -> bool {
     let until = Instant::now() + PREPARE_LIMIT;
-    for u in (0..sh.g.n_txn).filter(|&u| u != t) {
+    let slots = (0..sh.g.n_txn).filter(|&u| u != t).map(Ok);
+    let procs = (0..sh.g.n_proc).map(Err);
+    for who in slots.chain(procs) {
+        let open = || match who {
+            Ok(u) => epoch::in_section(sh, u),
+            Err(p) => epoch::process_in_section(sh, p),
+        };
         let mut spins = 0u32;
-        while epoch::in_section(sh, u) {
+        while open() {
             if Instant::now() > until {
                 return false;
             }

@@ -526,8 +526,9 @@ pub fn parse_header(
 // ---- Hot backup (FORMAT.md, "Hot backup") ----
 /// The hot backup's epoch (`FLAG_BACKUP` only): 0 while no backup runs; else the
 /// backup's phase ([`EPOCH_PREPARING`] or [`EPOCH_ACTIVE`]) in bits 0..1, its txn slot
-/// in bits 2..21 and the low 42 bits of its process's attach generation in bits 22..63
-/// (see [`backup_epoch`]).
+/// in bits 2..21, the low 16 bits of its process's attach generation in bits 22..37 and
+/// the backup's number in its process in bits 38..63 (see [`backup_epoch`]), so that two
+/// backups from one thread have two epochs.
 pub const H_BACKUP: u64 = 120;
 /// Epoch phase: writers wait at the entry of their write sections; the backup waits for
 /// the sections in flight to end.
@@ -540,12 +541,17 @@ pub const KIND_MASK: u64 = 0xffff_ffff;
 /// One open write section in `T_KIND`.
 pub const SECTION_ONE: u64 = 1 << 32;
 
-/// Encodes a backup epoch: its phase, the backup's txn slot and its process's attach
-/// generation (the generation tells the slot's owner at the epoch's start from a later one).
-pub fn backup_epoch(phase: u64, slot: u64, proc_gen: u64) -> u64 {
-    phase | (slot & 0xf_ffff) << 2 | (proc_gen & ((1 << 42) - 1)) << 22
+/// Encodes a backup epoch: its phase, the backup's txn slot, its process's attach
+/// generation (which tells the slot's owner at the epoch's start from a later one) and
+/// the backup's number (which tells two backups of one thread apart).
+pub fn backup_epoch(phase: u64, slot: u64, proc_gen: u64, number: u64) -> u64 {
+    phase | (slot & 0xf_ffff) << 2 | (proc_gen & EPOCH_GEN_MASK) << 22 | number << 38
 }
+/// Bits of a process generation an epoch keeps: enough to tell the backup's attachment
+/// from the next few of its txn slot (a false "alive" holds writers at most until they
+/// cancel the epoch after 10 s).
+pub const EPOCH_GEN_MASK: u64 = (1 << 16) - 1;
 /// Decodes (phase, txn slot, low bits of the process generation) from an epoch word.
 pub fn backup_epoch_parts(e: u64) -> (u64, u64, u64) {
-    (e & 3, (e >> 2) & 0xf_ffff, e >> 22)
+    (e & 3, (e >> 2) & 0xf_ffff, (e >> 22) & EPOCH_GEN_MASK)
 }

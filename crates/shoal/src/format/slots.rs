@@ -10,6 +10,9 @@ pub const P_STATE: u64 = 0;
 /// Incremented on every attach; part of the identity of the slot's txn slots.
 pub const P_GEN: u64 = 8;
 pub const P_PID: u64 = 16;
+/// Write sections open by threads of the process that have no txn slot of the store (the
+/// recovery of dead threads at attach), in the high half (see `T_KIND`); 0 at attach.
+pub const P_SECTIONS: u64 = 24;
 
 // ---- Txn slots: one 512-byte slot per thread that uses the store ----
 pub const TXN_SLOT: u64 = 512;

@@ -51,6 +51,8 @@ pub(crate) fn forget(base: usize) {
 /// The hook: copies the block holding `addr` first if its range is under a backup. Runs
 /// from thread-local destructors too, so it uses no thread-local and never panics.
 pub(super) fn before_write(addr: usize) {
+    #[cfg(feature = "failpoints")]
+    audit::check();
     let hit = {
         let r = RANGES.read().unwrap_or_else(|e| e.into_inner());
         r.iter()
@@ -59,5 +61,90 @@ pub(super) fn before_write(addr: usize) {
     };
     if let Some((base, c)) = hit {
         c.before_write((addr - base) as u64 / BLOCK);
+    }
+}
+
+/// The audit of writes outside write sections (tests with fail points only): every shared
+/// write this process makes while `audit(true)` is in force, from a thread with no open
+/// section, is reported to `on_unsectioned` with a backtrace.
+#[cfg(feature = "failpoints")]
+pub(crate) mod audit {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, Ordering::*};
+
+    static ON: AtomicBool = AtomicBool::new(false);
+    static SINK: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    thread_local! {
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+        static BUSY: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// A section opened (`true`) or closed on this thread.
+    pub(crate) fn section(open: bool) {
+        let _ = DEPTH.try_with(|d| {
+            d.set(if open {
+                d.get() + 1
+            } else {
+                d.get().saturating_sub(1)
+            })
+        });
+    }
+
+    /// Sections open on this thread (every store).
+    #[cfg(test)]
+    pub(crate) fn depth() -> u32 {
+        DEPTH.with(|d| d.get())
+    }
+
+    /// Starts or stops the audit; stopping returns the backtraces of the writes found.
+    pub(crate) fn set(on: bool) -> Vec<String> {
+        if on != ON.swap(on, SeqCst) {
+            super::super::word::write_hook_on(on);
+        }
+        std::mem::take(&mut *SINK.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Turns the audit on for the whole process when `SHOAL_SECTION_AUDIT` is set (its
+    /// findings then go to stderr, each kind once): for processes of multi-process tests.
+    pub(crate) fn from_env() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            if std::env::var_os("SHOAL_SECTION_AUDIT").is_some() {
+                PRINT.store(true, SeqCst);
+                set(true);
+            }
+        });
+    }
+
+    static PRINT: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn check() {
+        if !ON.load(Relaxed) {
+            return;
+        }
+        let outside = DEPTH.try_with(|d| d.get() == 0).unwrap_or(false);
+        let reentered = BUSY.try_with(|b| b.replace(true)).unwrap_or(true);
+        if outside && !reentered {
+            let bt = std::backtrace::Backtrace::force_capture().to_string();
+            let mut sink = SINK.lock().unwrap_or_else(|e| e.into_inner());
+            if PRINT.load(Relaxed) {
+                let key: String = bt
+                    .lines()
+                    .filter(|l| l.contains("shoal::") && !l.contains("shoal::mem::"))
+                    .take(6)
+                    .collect::<Vec<_>>()
+                    .join(" <- ");
+                if !sink.contains(&key) {
+                    eprintln!("write outside a section: {key}");
+                    sink.push(key);
+                }
+            } else {
+                sink.push(bt);
+            }
+        }
+        if !reentered {
+            let _ = BUSY.try_with(|b| b.set(false));
+        }
     }
 }

@@ -142,6 +142,8 @@ pub(crate) fn open_file_mode(
     o: &Options,
     repair: bool,
 ) -> Result<(Store, Option<crate::repair::RepairReport>)> {
+    #[cfg(feature = "failpoints")]
+    crate::mem::copy::audit::from_env();
     let (file, key) = open_store_file(path)?;
     let mut reg = open_stores().lock().unwrap_or_else(|e| e.into_inner());
     if repair

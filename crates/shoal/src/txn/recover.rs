@@ -23,6 +23,9 @@ use std::sync::atomic::Ordering::*;
 /// `recover_slot`), so once the check passes the slot stays the dead txn's until we
 /// are done.
 pub(crate) fn recover_txn(sh: &Shared, t: u64) -> Result<()> {
+    // Readers recover too (a bucket a dead writer left odd): outside any section of
+    // theirs, and a replay is a write (`section`).
+    let _section = super::section::AnySection::enter(sh);
     recover_slot(sh, t, false).map(|_| ())
 }
 
@@ -184,6 +187,8 @@ fn recover_claimed(sh: &Shared, t: u64, base: u64) -> Result<()> {
 /// slots free. Called when a process attaches and when txn slots run out. The dead
 /// slots' data chunks stay with them, to be filled by the next thread that claims them.
 pub(crate) fn reclaim_dead(sh: &Shared) -> Result<usize> {
+    // Replaying a dead thread's writes is a write like any other (`section`).
+    let _section = super::section::AnySection::enter(sh);
     let mut freed = 0;
     for t in 0..sh.g.n_txn {
         let w = sh.w(sh.g.txn_slot(t) + T_OWNER);

@@ -38,6 +38,8 @@ impl<'a> Section<'a> {
     /// one waits while a backup prepares; nested ones never wait.
     #[inline]
     pub fn enter(sh: &'a Shared, t: u64) -> Section<'a> {
+        #[cfg(feature = "failpoints")]
+        crate::mem::copy::audit::section(true);
         let base = sh.g.txn_slot(t);
         if sh.g.backup {
             let w = sh.w(base + T_KIND);
@@ -78,6 +80,8 @@ impl Drop for Section<'_> {
             let cur = w.load(Relaxed);
             w.store(cur.saturating_sub(SECTION_ONE), Release);
         }
+        #[cfg(feature = "failpoints")]
+        crate::mem::copy::audit::section(false);
     }
 }
 
@@ -85,9 +89,22 @@ impl Drop for Section<'_> {
 #[cold]
 fn enter_outermost(sh: &Shared, base: u64, kind: u64) {
     let w = sh.w(base + T_KIND);
+    admit(
+        sh,
+        || {
+            w.swap(kind | SECTION_ONE, SeqCst);
+        },
+        || w.store(kind, SeqCst),
+    );
+}
+
+/// The entry protocol of a section (see the module comment): `announce` counts the
+/// section in (sequentially consistent), `withdraw` counts it out again while a backup
+/// prepares.
+fn admit(sh: &Shared, announce: impl Fn(), withdraw: impl Fn()) {
     let mut since: Option<Instant> = None;
     loop {
-        w.swap(kind | SECTION_ONE, SeqCst);
+        announce();
         let e = sh.w(H_BACKUP).load(SeqCst);
         match e & 3 {
             0 => {
@@ -97,7 +114,7 @@ fn enter_outermost(sh: &Shared, base: u64, kind: u64) {
                 return;
             }
             EPOCH_PREPARING => {
-                w.store(kind, SeqCst);
+                withdraw();
                 let first = *since.get_or_insert_with(Instant::now);
                 if !epoch::owner_alive(sh, e) || first.elapsed() > ENTRY_LIMIT {
                     epoch::end(sh, e);
@@ -109,13 +126,102 @@ fn enter_outermost(sh: &Shared, base: u64, kind: u64) {
                 // Active: this process copies blocks before writing them from now on. A
                 // process that cannot must not write uncopied blocks: it ends the epoch
                 // (the backup then fails) before it writes.
-                if sh.backup_joined.load(Acquire) == e || backup::join(sh, e) {
+                if sh.backup_joined.load(Acquire) == e {
+                    // A backup killed after its walk leaves an epoch that no copy ends:
+                    // its joiners look at its owner now and then, and end it.
+                    if !backup::check_due(sh) || epoch::owner_alive(sh, e) {
+                        return;
+                    }
+                } else if backup::join(sh, e) {
                     return;
                 }
                 epoch::end(sh, e);
             }
         }
     }
+}
+
+/// A write section of a thread that may have no txn slot of the store: the recovery of
+/// dead threads when a process attaches (or when slots run out), which replays their
+/// committed writes. On the thread's own slot if it has one (so it nests in the thread's
+/// open section), else on its process's slot (`P_SECTIONS`, shared by the process's
+/// slotless threads, hence counted with atomic adds).
+pub(crate) enum AnySection<'a> {
+    /// Open on the thread's own slot; closed when dropped.
+    Slot { _held: Section<'a> },
+    /// Counted in the process's slot word at this offset.
+    Process(&'a Shared, u64),
+    /// Not needed: a store without write sections, or a process not attached.
+    Off,
+}
+
+impl<'a> AnySection<'a> {
+    pub fn enter(sh: &'a Shared) -> AnySection<'a> {
+        if !sh.g.backup || sh.read_only {
+            return AnySection::Off;
+        }
+        if let Some(t) = super::slots::thread_slot(sh) {
+            return AnySection::Slot {
+                _held: Section::enter(sh, t),
+            };
+        }
+        let p = sh.proc_idx.load(Relaxed);
+        if p >= sh.g.n_proc {
+            return AnySection::Off; // not attached: it writes nothing shared
+        }
+        let off = sh.g.proc_slot(p) + P_SECTIONS;
+        let w = sh.w(off);
+        // Nested in this thread's own slotless section of the same store: counted, not
+        // checked (the backup is waiting for the outer one, or joined by it).
+        let nested = PROCESS_DEPTH
+            .try_with(|d| {
+                let (id, n) = d.get();
+                d.set((sh.id, if id == sh.id { n + 1 } else { 1 }));
+                id == sh.id && n > 0
+            })
+            .unwrap_or(false);
+        #[cfg(feature = "failpoints")]
+        crate::mem::copy::audit::section(true);
+        if nested {
+            w.fetch_add(SECTION_ONE, SeqCst);
+            return AnySection::Process(sh, off);
+        }
+        admit(
+            sh,
+            || {
+                w.fetch_add(SECTION_ONE, SeqCst);
+            },
+            || {
+                w.fetch_sub(SECTION_ONE, SeqCst);
+            },
+        );
+        AnySection::Process(sh, off)
+    }
+}
+
+impl Drop for AnySection<'_> {
+    fn drop(&mut self) {
+        if let AnySection::Process(sh, off) = *self {
+            let _ = PROCESS_DEPTH.try_with(|d| {
+                let (id, n) = d.get();
+                d.set((id, n.saturating_sub(1)));
+            });
+            sh.w(off).fetch_sub(SECTION_ONE, Release);
+            #[cfg(feature = "failpoints")]
+            crate::mem::copy::audit::section(false);
+        }
+    }
+}
+
+#[cfg(not(shuttle))]
+thread_local! {
+    /// This thread's open slotless sections: (store id, depth), for the one store whose
+    /// recovery it is doing.
+    static PROCESS_DEPTH: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((u64::MAX, 0)) };
+}
+#[cfg(shuttle)]
+shuttle::thread_local! {
+    static PROCESS_DEPTH: std::cell::Cell<(u64, u32)> = std::cell::Cell::new((u64::MAX, 0));
 }
 
 #[cfg(all(test, not(shuttle)))]
@@ -147,7 +253,7 @@ mod tests {
 
         // An epoch owned by this thread's own slot and attachment: alive.
         let gen = txn_owner_parts(sh.owner_word.load(SeqCst)).1;
-        let e = backup_epoch(EPOCH_PREPARING, t, gen);
+        let e = backup_epoch(EPOCH_PREPARING, t, gen, 7);
         sh.w(H_BACKUP).store(e, SeqCst);
         assert!(epoch::owner_alive(sh, e));
         let done = Arc::new(AtomicBool::new(false));
@@ -168,7 +274,7 @@ mod tests {
         assert_eq!(m.get(b"k").unwrap().as_deref(), Some(&b"w"[..]));
 
         // An epoch whose owner is gone (an attachment generation nobody has).
-        let dead = backup_epoch(EPOCH_PREPARING, t, gen + 1);
+        let dead = backup_epoch(EPOCH_PREPARING, t, gen + 1, 7);
         sh.w(H_BACKUP).store(dead, SeqCst);
         assert!(!epoch::owner_alive(sh, dead));
         m.put(b"k", b"x").unwrap();

@@ -100,6 +100,21 @@ shuttle::thread_local! {
     static TXNS: RefCell<Vec<TlsEntry>> = RefCell::new(Vec::new());
 }
 
+/// The calling thread's txn slot in `sh` if it has one (none claimed; none either in a
+/// thread-local destructor).
+pub(crate) fn thread_slot(sh: &Shared) -> Option<u64> {
+    let epoch = sh.epoch.load(Relaxed);
+    TXNS.try_with(|v| {
+        v.try_borrow().ok().and_then(|v| {
+            v.iter()
+                .find(|e| e.store_id == sh.id && e.epoch == epoch)
+                .map(|e| e.txn)
+        })
+    })
+    .ok()
+    .flatten()
+}
+
 /// The calling thread's txn slot in `sh`, claiming one on first use.
 #[inline]
 pub(crate) fn thread_txn(sh: &Arc<Shared>) -> Result<u64> {
