@@ -107,16 +107,16 @@ def overwrite_fixed_forever(path, name, key, ready):
 
 
 def pair_writer(path, ready, stop):
-    """Writes keys a and b of fixed map "pair" together, one transaction each, with the
+    """Writes key k of fixed maps "pa" and "pb" together, one transaction each, with the
     same counter, until `stop` is set; sets `ready` after its first 100 commits."""
     import struct
 
     with shoal.open(path) as s:
-        f = s.fixed_map("pair", 1, 8)
+        fa, fb = s.fixed_map("pa", 1, 8), s.fixed_map("pb", 1, 8)
         i = 0
         while not stop.is_set():
             i += 1
             x = struct.pack("<Q", i)
-            s.transaction().put(f, b"a", x).put(f, b"b", x).commit()
+            s.transaction().put(fa, b"k", x).put(fb, b"k", x).commit()
             if i == 100:
                 ready.set()
