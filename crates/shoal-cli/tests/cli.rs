@@ -501,7 +501,8 @@ fn backup_copies_an_idle_store_byte_for_byte() {
 }
 
 /// `shoal backup` of a store that this test process holds open and writes to, in
-/// two-key transfers, while the command runs: the command makes a hot backup, and the
+/// two-key transfers between two maps (a chunk apart in the file, so that a plain file
+/// copy tears them), while the command runs: the command makes a hot backup, and the
 /// copy passes `shoal check` and holds one instant's accounts (their sum exact).
 #[test]
 fn backup_copies_a_store_in_use_while_a_thread_writes() {
@@ -513,9 +514,11 @@ fn backup_copies_a_store_in_use_while_a_thread_writes() {
     let d = tmp();
     let s = store_in(&d, "hot.shoal");
     let st = Arc::new(shoal::Store::open(&s).unwrap());
-    let f = st.fixed_map("acct", 8, 8).unwrap();
-    for i in 0..ACCOUNTS {
-        f.put(&i.to_le_bytes(), &START.to_le_bytes()).unwrap();
+    for name in ["a", "b"] {
+        let f = st.fixed_map(name, 8, 8).unwrap();
+        for i in 0..ACCOUNTS {
+            f.put(&i.to_le_bytes(), &START.to_le_bytes()).unwrap();
+        }
     }
     let stop = Arc::new(AtomicBool::new(false));
     let seed = std::time::SystemTime::now()
@@ -525,7 +528,8 @@ fn backup_copies_a_store_in_use_while_a_thread_writes() {
     let writer = {
         let (st, stop) = (st.clone(), stop.clone());
         std::thread::spawn(move || {
-            let f = st.fixed_map("acct", 8, 8).unwrap();
+            let fa = st.fixed_map("a", 8, 8).unwrap();
+            let fb = st.fixed_map("b", 8, 8).unwrap();
             let m = st.map("var").unwrap();
             let mut x = seed | 1;
             let mut n = 0u64;
@@ -534,15 +538,13 @@ fn backup_copies_a_store_in_use_while_a_thread_writes() {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let (a, b) = (x % ACCOUNTS, (x >> 20) % ACCOUNTS);
-                if a == b {
-                    continue;
-                }
+                let (from, to) = if x >> 63 == 0 { (&fa, &fb) } else { (&fb, &fa) };
                 let amt = 1 + (x >> 40) as i64 % 50;
                 let (ka, kb) = (a.to_le_bytes(), b.to_le_bytes());
                 st.transaction()
-                    .when(Cond::int(&f, &ka, IntCmp::Ge, amt))
-                    .then(TxnOp::add(&f, &ka, -amt))
-                    .then(TxnOp::add(&f, &kb, amt))
+                    .when(Cond::int(from, &ka, IntCmp::Ge, amt))
+                    .then(TxnOp::add(from, &ka, -amt))
+                    .then(TxnOp::add(to, &kb, amt))
                     .commit()
                     .unwrap();
                 m.put(&(n % 1_000).to_le_bytes(), &[n as u8; 40]).unwrap();
@@ -552,7 +554,7 @@ fn backup_copies_a_store_in_use_while_a_thread_writes() {
         })
     };
     // Let the writer run before and during each copy.
-    let copies: Vec<String> = (0..3)
+    let copies: Vec<String> = (0..8)
         .map(|i| store_in(&d, &format!("hot{i}.shoal")))
         .collect();
     for copy in &copies {
@@ -571,14 +573,15 @@ fn backup_copies_a_store_in_use_while_a_thread_writes() {
     for copy in &copies {
         ok(&["check", copy]);
         let c = shoal::Store::open_existing(copy).unwrap();
-        let cf = c.fixed_map("acct", 8, 8).unwrap();
-        let sum: i64 = (0..ACCOUNTS)
-            .map(|i| {
+        let mut sum = 0i64;
+        for name in ["a", "b"] {
+            let cf = c.fixed_map(name, 8, 8).unwrap();
+            for i in 0..ACCOUNTS {
                 let v = cf.get(&i.to_le_bytes()).unwrap().expect("account");
-                i64::from_le_bytes(v.try_into().unwrap())
-            })
-            .sum();
-        assert_eq!(sum, ACCOUNTS as i64 * START, "seed {seed}: {copy}");
+                sum += i64::from_le_bytes(v.try_into().unwrap());
+            }
+        }
+        assert_eq!(sum, 2 * ACCOUNTS as i64 * START, "seed {seed}: {copy}");
     }
     // The store itself is unchanged by the copies and still in use.
     assert!(st.check().unwrap().is_ok());
