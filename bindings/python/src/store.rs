@@ -702,6 +702,26 @@ impl Store {
         })
     }
 
+    /// backup(file) -> int
+    ///
+    /// Writes a copy of the whole store (every map of every kind) as of one instant into
+    /// the new file `file`, while readers and writers in every process keep going (a hot
+    /// backup), and returns the bytes the copy spans. The copy passes `check()`;
+    /// restoring it is a file copy, and its first opener recovers it as after a crash at
+    /// that instant: every transaction committed by then, none after. Writers are held
+    /// up briefly (each saves a 64 KiB block before its first write to it). Raises
+    /// `shoal.AlreadyExists` if `file` exists (it appears whole or not at all),
+    /// `shoal.Timeout` if another backup of the store held it past the lock timeout or
+    /// ordered-map write transactions stayed open through the backup's waits (three of
+    /// 2 s), `shoal.InvalidArgument` for a store made by an older version (use
+    /// `shoal.backup_idle` once it is closed everywhere) or when this thread has an
+    /// ordered write transaction of the store open, and `shoal.ReadOnly` on a store
+    /// opened read-only.
+    fn backup(&self, py: Python<'_>, file: PathBuf) -> PyResult<u64> {
+        let st = self.get(py)?;
+        py.detach(|| st.backup(&file)).py_err(py)
+    }
+
     /// Reclaims dead record space now (writers normally do it a little at a time), then
     /// returns the pages of free chunks to the filesystem (the memory of a store in
     /// /dev/shm; the file's size stays); returns the number of chunks freed.
@@ -988,8 +1008,8 @@ pub fn repair<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Store, Bound<'py
 /// every map of every kind; the copy passes `check()`, and restoring it is a file copy.
 /// Returns the bytes copied. Processes that open the store during the copy wait until it
 /// is done. Raises `shoal.TooManyUsers` while the store is open anywhere (this process
-/// included: close it first; this is not a hot backup) and `shoal.AlreadyExists` if
-/// `file` exists; `file` appears whole or not at all.
+/// included: close it first, or use `Store.backup`, the hot backup) and
+/// `shoal.AlreadyExists` if `file` exists; `file` appears whole or not at all.
 #[pyfunction]
 pub fn backup_idle(py: Python<'_>, path: PathBuf, file: PathBuf) -> PyResult<u64> {
     py.detach(|| shoal::Store::backup_idle(&path, &file))

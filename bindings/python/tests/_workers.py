@@ -104,3 +104,19 @@ def overwrite_fixed_forever(path, name, key, ready):
     while True:
         for v in vals:
             m[key] = v
+
+
+def pair_writer(path, ready, stop):
+    """Writes key k of fixed maps "pa" and "pb" together, one transaction each, with the
+    same counter, until `stop` is set; sets `ready` after its first 100 commits."""
+    import struct
+
+    with shoal.open(path) as s:
+        fa, fb = s.fixed_map("pa", 1, 8), s.fixed_map("pb", 1, 8)
+        i = 0
+        while not stop.is_set():
+            i += 1
+            x = struct.pack("<Q", i)
+            s.transaction().put(fa, b"k", x).put(fb, b"k", x).commit()
+            if i == 100:
+                ready.set()

@@ -645,13 +645,21 @@ fn counted(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-/// `shoal compact`.
+/// `shoal backup`: the idle copy when nobody has the store open (byte for byte, and no
+/// attach, so it needs no free process slot and leaves the file untouched), else the hot
+/// backup through a handle of this process.
 pub fn backup(store: &Path, file: &Path) -> Result<(), Fail> {
     let t = std::time::Instant::now();
-    let n = shoal::Store::backup_idle(store, file)?;
+    let (n, how) = match shoal::Store::backup_idle(store, file) {
+        Err(shoal::Error::TooManyUsers(_)) => {
+            let s = open_existing(store)?;
+            (s.backup(file)?, "hot backup of a store in use")
+        }
+        r => (r?, "idle store"),
+    };
     writeln!(
         std::io::stdout().lock(),
-        "copied {} bytes to {} in {:.3} s",
+        "copied {} bytes to {} in {:.3} s ({how})",
         human::count(n),
         file.display(),
         t.elapsed().as_secs_f64()
@@ -659,6 +667,7 @@ pub fn backup(store: &Path, file: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
+/// `shoal compact`.
 pub fn compact(store: &Path) -> Result<(), Fail> {
     use std::os::unix::fs::MetadataExt;
     let s = open_existing(store)?;

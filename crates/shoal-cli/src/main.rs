@@ -200,14 +200,23 @@ enum Cmd {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Copy a store that nobody has open into a new file (a consistent backup)
+    /// Copy a store into a new file (a consistent backup), also while it is in use
     #[command(
-        long_about = "Copy a store into a new file FILE: a consistent copy of \
-        every map, which passes `shoal check`; restoring it is a file copy. The store must \
-        be idle: refused (exit status 2) while any process has it open, and processes that \
-        open it during the copy wait until it is done. FILE must not exist; it appears \
-        whole or not at all. Prints the bytes copied. A hot backup of a store in use is \
-        not built yet."
+        long_about = "Copy a store into a new file FILE: a copy of every map of every \
+        kind as of one instant, which passes `shoal check`; restoring it is a file copy \
+        (or opening FILE where it lies).\n\n\
+        When no process has the store open, the copy is byte for byte, and processes \
+        that open the store during it wait until it is done. When the store is in use, \
+        `shoal backup` opens it and makes a hot backup: readers and writers of every \
+        process keep going, each writer held up briefly (it saves a 64 KiB block before \
+        its first write to it); the copy holds every transaction committed at the \
+        instant the backup starts and none after, and its first opener recovers it as \
+        after a crash at that instant. A hot backup waits for the ordered-map write \
+        transactions in flight when it starts (it gives up with an error after about \
+        6 s), and needs a store made by this version (an older one must be closed \
+        everywhere first).\n\n\
+        FILE must not exist; it appears whole or not at all. Prints the bytes copied and \
+        which kind of copy was made. Needs write access to the store."
     )]
     Backup {
         /// The store (a bare name means /dev/shm/NAME.shoal)

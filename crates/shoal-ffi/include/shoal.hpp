@@ -375,6 +375,15 @@ public:
         return n;
     }
 
+    /// Writes a copy of the whole store as of one instant into the new file `file` while
+    /// readers and writers keep going (the hot backup, shoal_store_backup); returns the
+    /// bytes the copy spans. Throws shoal::Error (SHOAL_EXISTS when `file` exists).
+    std::uint64_t backup(const std::string& file) const {
+        std::uint64_t n = 0;
+        detail::check(shoal_store_backup(h_.get(), file.c_str(), &n), "shoal_store_backup");
+        return n;
+    }
+
     /// Writes everything through to stable storage (msync + fsync); for stores on disk.
     void flush() const { detail::check(shoal_store_flush(h_.get()), "shoal_store_flush"); }
 

@@ -373,6 +373,46 @@ pub unsafe extern "C" fn shoal_store_backup_idle(
     })
 }
 
+/// Writes a copy of the whole store (every map of every kind) as of one instant into the
+/// new file `file`, while readers and writers of every process keep going (the hot
+/// backup, `Store::backup`). The copy passes `shoal_store_check`; restoring it is a file
+/// copy, and its first opener recovers it as after a crash at that instant (every
+/// transaction committed by then, none after). Writers are held up briefly: each saves a
+/// 64 KiB block before its first write to it. A store nobody else has open can also be
+/// copied byte for byte, without a handle, by `shoal_store_backup_idle`.
+///
+/// * `file`: must not exist; it appears whole or not at all.
+/// * `bytes`: NULL, or receives the number of bytes the copy spans.
+///
+/// Errors: `SHOAL_EXISTS` (`file` exists), `SHOAL_TIMEOUT` (another backup of the store
+/// held it past the lock timeout, or ordered-map write transactions stayed open through
+/// the backup's three 2 s waits for them), `SHOAL_INVALID` (a store made by an older
+/// version, which only `shoal_store_backup_idle` copies; or the calling thread holds an
+/// ordered write transaction of this store open), `SHOAL_NOT_FOUND` (`file`'s directory
+/// does not exist), `SHOAL_READ_ONLY` (a handle opened read-only), `SHOAL_PERMISSION`,
+/// `SHOAL_TOO_MANY`, `SHOAL_IO`, `SHOAL_NO_SPACE`, `SHOAL_NULL_POINTER`.
+///
+/// # Safety
+/// `store` is NULL or a live handle; `file` is NULL or NUL-terminated; `bytes` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_store_backup(
+    store: *const shoal_store,
+    file: *const c_char,
+    bytes: *mut u64,
+) -> shoal_status {
+    ffi(|| {
+        // SAFETY: forwarded contract.
+        let s = unsafe { store_ref(store) }?;
+        // SAFETY: forwarded contract.
+        let file = OsStr::from_bytes(unsafe { c_bytes(file, "file") }?);
+        let n = s.backup(file)?;
+        // SAFETY: forwarded contract.
+        unsafe { write_opt(bytes, n) };
+        Ok(SHOAL_OK)
+    })
+}
+
 /// Copies the store file's path (NUL-terminated) into `buf`.
 ///
 /// * `buf`, `cap`: the caller's buffer and its size; `buf` may be NULL when `cap` is 0.

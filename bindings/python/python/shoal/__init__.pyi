@@ -183,7 +183,8 @@ def open(
 def backup_idle(path: str | os.PathLike[str], file: str | os.PathLike[str]) -> int:
     """Copies a store that no process has open into the new file `file` (a consistent
     copy that passes check(); restore by copying it back); returns the bytes copied.
-    Raises TooManyUsers while the store is open anywhere, AlreadyExists if `file` exists."""
+    Raises TooManyUsers while the store is open anywhere (then use Store.backup, the hot
+    backup), AlreadyExists if `file` exists."""
 
 def remove(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
     """Deletes the store file; processes that have it open keep their mapping."""
@@ -434,6 +435,11 @@ class Store:
     def batch(self) -> Batch:
         """A context manager: with sync_writes, this thread's writes to the store inside
         the block are flushed once, at its end, instead of once each."""
+    def backup(self, file: str | os.PathLike[str]) -> int:
+        """Writes a copy of the whole store as of one instant into the new file `file`
+        while readers and writers in every process keep going (a hot backup); returns the
+        bytes the copy spans. The copy passes check(); restore by copying it back.
+        Raises AlreadyExists if `file` exists, Timeout if the backup could not start."""
     def compact(self) -> int:
         """Reclaims dead record space now, then returns the pages of free chunks to the
         filesystem (the memory of a store in /dev/shm); returns the number of chunks freed."""

@@ -438,6 +438,109 @@ static void test_store_backup_idle(void) {
     shoal_store_destroy(p);
 }
 
+/* The writer of test_store_backup: transfers between two accounts in two maps (a chunk
+ * apart in the file, so that a plain file copy could tear them), one two-key transaction
+ * each, until told to stop; counts its commits. */
+struct backup_writer {
+    const shoal_store *s;
+    const shoal_fixed *fa, *fb;
+    int stop;
+    long commits;
+    shoal_status rc;
+};
+
+static void *backup_writer_run(void *arg) {
+    struct backup_writer *w = arg;
+    uint64_t ka = 1, kb = 2;
+    while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+        long n = __atomic_load_n(&w->commits, __ATOMIC_RELAXED);
+        int64_t amt = 1 + n % 7;
+        shoal_txn_op ops[2] = {
+            {w->fa, NULL, &ka, 8, SHOAL_TXN_ADD, 0, NULL, 0, -amt, NULL, 0, 0, 0, 0},
+            {w->fb, NULL, &kb, 8, SHOAL_TXN_ADD, 0, NULL, 0, amt, NULL, 0, 0, 0, 0},
+        };
+        bool ok = false;
+        shoal_status rc = shoal_txn_commit(w->s, NULL, 0, ops, 2, NULL, 0, &ok);
+        if (rc != SHOAL_OK || !ok) {
+            __atomic_store_n(&w->rc, rc == SHOAL_OK ? SHOAL_INVALID : rc, __ATOMIC_RELAXED);
+            break;
+        }
+        __atomic_store_n(&w->commits, n + 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* The hot backup of a store this process has open, while another thread commits
+ * transfers: the copy opens, passes check, and holds one instant's pair of accounts
+ * (their sum exact) and the entry written before. */
+static void test_store_backup(void) {
+    char c[512];
+    tpath(c, sizeof c, "hot-copy.shoal");
+    unlink(c);
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("hot.shoal", &s, &m)) { h_failures++; return; }
+    CHECK_RC(shoal_map_put(m, "k", 1, "v", 1, NULL), SHOAL_OK);
+    shoal_fixed *fa, *fb;
+    REQUIRE_OK(shoal_fixed_open(s, "a", 8, 8, SHOAL_MAP_CREATE, &fa));
+    REQUIRE_OK(shoal_fixed_open(s, "b", 8, 8, SHOAL_MAP_CREATE, &fb));
+    uint64_t ka = 1, kb = 2;
+    int64_t start = 1000000;
+    CHECK_RC(shoal_fixed_put(fa, &ka, 8, &start, 8, NULL), SHOAL_OK);
+    CHECK_RC(shoal_fixed_put(fb, &kb, 8, &start, 8, NULL), SHOAL_OK);
+    struct backup_writer w = {s, fa, fb, 0, 0, SHOAL_OK};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, backup_writer_run, &w) == 0);
+    /* Copy once the writer is going (bounded wait: 10 s). */
+    for (int i = 0; i < 10000 && __atomic_load_n(&w.commits, __ATOMIC_RELAXED) < 100 &&
+                    __atomic_load_n(&w.rc, __ATOMIC_RELAXED) == SHOAL_OK;
+         i++)
+        usleep(1000);
+    uint64_t n = 0;
+    CHECK_RC(shoal_store_backup(s, c, &n), SHOAL_OK);
+    CHECK(n > 0);
+    __atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(t, NULL);
+    CHECK_RC(w.rc, SHOAL_OK);
+    CHECK(w.commits > 0);
+    CHECK_RC(shoal_store_backup(s, c, NULL), SHOAL_EXISTS);
+    CHECK_RC(shoal_store_backup(NULL, c, &n), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_store_backup(s, NULL, &n), SHOAL_NULL_POINTER);
+    shoal_fixed_close(fa);
+    shoal_fixed_close(fb);
+    shoal_map_close(m);
+    shoal_store_close(s);
+
+    s = NULL;
+    m = NULL;
+    fa = fb = NULL;
+    REQUIRE_OK(shoal_store_open(c, NULL, &s));
+    shoal_check_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    CHECK_RC(shoal_store_check(s, &r, NULL, NULL), SHOAL_OK);
+    CHECK(r.problems == 0);
+    REQUIRE_OK(shoal_map_open(s, "m", 0, NULL, &m));
+    char buf[8];
+    size_t vl = 0;
+    CHECK_RC(shoal_map_get(m, "k", 1, buf, sizeof buf, &vl), SHOAL_OK);
+    CHECK(vl == 1 && buf[0] == 'v');
+    REQUIRE_OK(shoal_fixed_open(s, "a", 8, 8, 0, &fa));
+    REQUIRE_OK(shoal_fixed_open(s, "b", 8, 8, 0, &fb));
+    int64_t a = 0, b = 0;
+    CHECK_RC(shoal_fixed_get(fa, &ka, 8, &a, 8), SHOAL_OK);
+    CHECK_RC(shoal_fixed_get(fb, &kb, 8, &b, 8), SHOAL_OK);
+    CHECK(a + b == 2 * start);
+    CHECK(a < start); /* the writer had committed before the copy's instant */
+    shoal_fixed_close(fa);
+    shoal_fixed_close(fb);
+    shoal_map_close(m);
+    shoal_store_close(s);
+    shoal_store_destroy(c);
+    tpath(c, sizeof c, "hot.shoal");
+    shoal_store_destroy(c);
+}
+
 static void test_store_destroy_and_path(void) {
     char p[512];
     tpath(p, sizeof p, "destroy.shoal");
@@ -3557,6 +3660,7 @@ int main(void) {
     RUN(test_store_read_only);
     RUN(test_store_destroy_and_path);
     RUN(test_store_backup_idle);
+    RUN(test_store_backup);
     RUN(test_store_maps_and_drop);
     RUN(test_store_stats_compact);
     RUN(test_store_check);

@@ -879,6 +879,44 @@ TEST_F(ShoalTest, TransactionsAndSnapshots) {
     EXPECT_EQ(u64of(*f.get("aaaa")) + u64of(*f.get("bbbb")), 2000u);
 }
 
+// Store::backup while another thread commits transfers between two maps (a chunk apart in
+// the file): the copy opens, passes check, and holds one instant's pair of accounts.
+TEST_F(ShoalTest, HotBackupWhileAThreadWrites) {
+    const std::string copy = path_ + ".copy";
+    unlink(copy.c_str());
+    shoal::Store store(path_, small());
+    shoal::FixedMap fa = store.fixed_map("a", 4, 8);
+    shoal::FixedMap fb = store.fixed_map("b", 4, 8);
+    fa.put("aaaa", u64s(1000000));
+    fb.put("bbbb", u64s(1000000));
+    store.map("m").put("k", "v");
+    std::atomic<bool> stop{false};
+    std::atomic<long> commits{0};
+    std::thread writer([&] {
+        while (!stop.load()) {
+            store.transaction().then_add(fa, "aaaa", -3).then_add(fb, "bbbb", 3).commit();
+            commits++;
+        }
+    });
+    for (int i = 0; i < 10000 && commits.load() < 100; i++) usleep(1000);
+    std::uint64_t n = store.backup(copy);
+    stop = true;
+    writer.join();
+    EXPECT_GT(n, 0u);
+    EXPECT_GT(commits.load(), 0);
+    EXPECT_SHOAL_CODE(store.backup(copy), SHOAL_EXISTS);
+    {
+        shoal::Store c(copy);
+        EXPECT_TRUE(c.check().ok());
+        EXPECT_EQ(*c.map("m", false).get("k"), "v");
+        std::uint64_t a = u64of(*c.fixed_map("a", 4, 8, false).get("aaaa"));
+        std::uint64_t b = u64of(*c.fixed_map("b", 4, 8, false).get("bbbb"));
+        EXPECT_EQ(a + b, 2000000u);
+        EXPECT_LT(a, 1000000u);
+    }
+    shoal::Store::destroy(copy);
+}
+
 TEST_F(ShoalTest, FixedMapBatches) {
     shoal::Store store(path_, small());
     shoal::FixedMap f = store.fixed_map("batch", 8, 8);
