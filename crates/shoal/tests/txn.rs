@@ -1179,6 +1179,8 @@ fn variable_map_transactions_write_same_length_values_in_place() {
         chunk_size: 64 * 1024,
         max_size: 4 << 20,
         lock_timeout: Duration::from_secs(30),
+        // Values go in place only without checksums (the default on tmpfs only).
+        checksums: Some(false),
         ..Options::default()
     };
     let s = Store::open_with(d.path().join("t.shoal"), &opts, OpenMode::OpenOrCreate).unwrap();
