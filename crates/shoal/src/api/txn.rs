@@ -854,6 +854,9 @@ impl<'s> Transaction<'s> {
                             }
                         }
                     })();
+                    // Between two writes' plans: nothing shared may have changed yet (a
+                    // value in place, too, is only in the plan).
+                    crate::rt::failpoint!("txn.op_planned");
                     match step {
                         Ok(true) => {}
                         Ok(false) => {
