@@ -112,15 +112,19 @@ pub const ORDERED_NAMES: &[&str] = &[
 pub const BACKUP_NAMES: &[&str] = &["backup.epoch_start", "backup.claim", "backup.epoch_end"];
 
 /// The fail points of a multi-key transaction's commit, in the order it reaches them:
-/// all segment locks held, the plan built (new keys' cells written), the redo list
-/// committed, half of it applied, all of it applied. Their crash driver is
+/// all segment locks held, one write planned (of several), the plan built (new keys'
+/// cells written), the redo list committed, its bucket headers made odd and UID versions
+/// busy (no value byte changed yet, in place or not), half of it applied, all of it
+/// applied. Their crash driver is
 /// `crates/shoal/tests/txn.rs` (`crash_at_every_transaction_fail_point`). One more point
 /// is not a step of a mutation and not listed: `txn.snapshot_read`, reached by a snapshot
 /// read between its reads and its re-check.
 pub const TXN_NAMES: &[&str] = &[
     "txn.locked",
+    "txn.op_planned",
     "txn.planned",
     "txn.committed",
+    "txn.marked",
     "txn.half_applied",
     "txn.applied",
 ];

@@ -618,8 +618,9 @@ fn transactions_race_growth_and_snapshot_readers() {
 
 /// The commit protocol over a variable-size map with UIDs (kinds/varmap/txn.rs): the
 /// transfers of `transactions_race_growth_and_snapshot_readers` over accounts of such a
-/// map of 1+1-bucket segments (records appended under the segment locks, UID entries'
-/// locations and versions moved by every transfer), racing an inserter that splits the
+/// map of 1+1-bucket segments (8-byte balances overwritten in place through the redo
+/// list, each UID entry's version busy meanwhile and moved by every transfer), racing an
+/// inserter that splits the
 /// accounts' segments and a reader of every account through its UID and then with
 /// `snapshot_get`. Every snapshot sums to the total, every UID read is whole (a
 /// transfer's record, never a torn one), the end sum is exact, each account's UID still

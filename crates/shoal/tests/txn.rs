@@ -401,10 +401,13 @@ proptest! {
 
     /// Random transactions (conditions, both lists) against a `HashMap` model: the list
     /// chosen, every result, the contents and the entry count agree after each, and
-    /// `check` finds nothing wrong at the end. Tiny segments: inserts grow the map.
+    /// `check` finds nothing wrong at the end. Tiny segments: inserts grow the map. In a
+    /// store without checksums, a variable-size map's writes of present keys (8-byte
+    /// values) go in place; with checksums they append records.
     #[test]
     fn transactions_match_a_model(
         kind in 0usize..4,
+        checksums in any::<bool>(),
         txns in prop::collection::vec(
             (prop::collection::vec(mcond(), 0..3),
              prop::collection::vec(mop(), 0..6),
@@ -412,7 +415,13 @@ proptest! {
             1..40)
     ) {
         let d = tmp();
-        let s = store(&d);
+        let opts = Options {
+            chunk_size: 64 * 1024,
+            lock_timeout: Duration::from_secs(30),
+            checksums: Some(checksums),
+            ..Options::default()
+        };
+        let s = Store::open_with(d.path().join("t.shoal"), &opts, OpenMode::OpenOrCreate).unwrap();
         let m = Accts::new(&s, "m", KINDS[kind]);
         let mut model: HashMap<u8, i64> = HashMap::new();
         for (i, (conds, then, els)) in txns.into_iter().enumerate() {
@@ -681,11 +690,19 @@ fn crash_at_every_transaction_fail_point() {
 
 /// [`crash_at_every_transaction_fail_point`] with every account in a variable-size map
 /// with UIDs: records appended under the locks, slots, counters and UID entries in the
-/// plan.
+/// plan, and values of the same length in place with their versions busy.
 #[cfg(feature = "failpoints")]
 #[test]
 fn crash_at_every_transaction_fail_point_variable_uids() {
     crash_at_every_fail_point(2);
+}
+
+/// [`crash_at_every_transaction_fail_point`] with every account in a variable-size map
+/// without UIDs: 8-byte values written in place through the redo list, inserts appended.
+#[cfg(feature = "failpoints")]
+#[test]
+fn crash_at_every_transaction_fail_point_variable() {
+    crash_at_every_fail_point(1);
 }
 
 /// [`crash_at_every_transaction_fail_point`] with half the accounts in a fixed-size map
@@ -1154,5 +1171,133 @@ fn uid_readers_never_see_half_a_transaction() {
     }
     assert_eq!(u.get_by_uid(a).unwrap(), v(1));
     assert_eq!(u.get_by_uid(b).unwrap(), v(1));
+    check(&s);
+}
+
+// ---- Values in place ----
+
+/// A transaction's write of a value of the key's current length to a variable-size map
+/// (with and without UIDs) overwrites it in place, as a single-key put does: transfers
+/// append nothing and kill nothing (the store's dead bytes stay put), a key keeps its
+/// UID and its version moves by one per write, and a store too full for one more record
+/// still commits them. A value of another length still appends.
+#[test]
+fn variable_map_transactions_write_same_length_values_in_place() {
+    let d = tmp();
+    let opts = Options {
+        chunk_size: 64 * 1024,
+        max_size: 4 << 20,
+        lock_timeout: Duration::from_secs(30),
+        // Values go in place only without checksums (the default on tmpfs only).
+        checksums: Some(false),
+        ..Options::default()
+    };
+    let s = Store::open_with(d.path().join("t.shoal"), &opts, OpenMode::OpenOrCreate).unwrap();
+    let p = var_map(&s, "p", false);
+    let u = var_map(&s, "u", true);
+    for i in 0..8u64 {
+        p.put(&k(i), &v(100)).unwrap();
+        u.put(&k(i), &v(100)).unwrap();
+    }
+    let uid0 = u.uid(&k(0)).unwrap().unwrap();
+    let ver0 = u.version(&k(0)).unwrap().unwrap();
+    let dead0 = p.stats().unwrap().store_dead_bytes;
+    let transfer = |m: &Map, a: u64, b: u64| {
+        s.transaction()
+            .when(Cond::int(m, &k(a), IntCmp::Ge, 1))
+            .then(TxnOp::add(m, &k(a), -1))
+            .then(TxnOp::add(m, &k(b), 1))
+            .commit()
+            .unwrap()
+            .succeeded
+    };
+    for i in 0..50u64 {
+        assert!(transfer(&p, i % 8, (i + 3) % 8));
+        assert!(transfer(&u, 0, 1 + i % 7));
+    }
+    assert_eq!(
+        p.stats().unwrap().store_dead_bytes,
+        dead0,
+        "transfers of 8-byte values killed records: they appended instead of going in place"
+    );
+    assert_eq!(u.uid(&k(0)).unwrap(), Some(uid0));
+    assert_eq!(u.version(&k(0)).unwrap(), Some(ver0 + 50));
+    assert_eq!(u.get(&k(0)).unwrap().unwrap(), v(50));
+    // A value of another length appends a record; the old one dies.
+    p.put(b"other", &v(1)).unwrap();
+    let dead1 = p.stats().unwrap().store_dead_bytes;
+    s.transaction()
+        .then(TxnOp::put(&p, b"other", b"nine byte"))
+        .commit()
+        .unwrap();
+    assert!(p.stats().unwrap().store_dead_bytes > dead1);
+    assert_eq!(p.get(b"other").unwrap().as_deref(), Some(&b"nine byte"[..]));
+    // Fill the store: no record fits any more, yet in-place transfers still commit.
+    let mut n = 0u64;
+    loop {
+        match p.put(format!("fill{n}").as_bytes(), &[1u8; 200]) {
+            Ok(_) => n += 1,
+            Err(Error::StoreFull(_)) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    for i in 0..20u64 {
+        assert!(transfer(&p, i % 8, (i + 5) % 8));
+        assert!(transfer(&u, 1 + i % 7, 0));
+    }
+    let sum = |m: &Map| -> i64 {
+        (0..8u64)
+            .map(|i| i64::from_le_bytes(m.get(&k(i)).unwrap().unwrap()[..].try_into().unwrap()))
+            .sum()
+    };
+    assert_eq!((sum(&p), sum(&u)), (800, 800));
+    // A value of another length needs a record: no room for one.
+    let r = s
+        .transaction()
+        .then(TxnOp::put(&p, &k(0), b"nine byte"))
+        .commit();
+    assert!(matches!(r, Err(Error::StoreFull(_))), "{r:?}");
+    assert_eq!(p.get(&k(0)).unwrap().unwrap().len(), 8);
+    check(&s);
+}
+
+/// Values in place may cost a transaction more redo words than appends (an unaligned
+/// 40-byte value spans 6 words; its append costs a slot and a byte counter the writes
+/// share): a transaction that fits as appends and not in place still commits, with every
+/// value written, and one that fits neither way is "too large" with nothing changed.
+#[test]
+fn in_place_values_that_overflow_the_redo_list_fall_back_to_appends() {
+    let d = tmp();
+    let s = store(&d);
+    let p = var_map(&s, "p", false);
+    let old = [1u8; 40];
+    for i in 0..64u64 {
+        p.put(&k(i), &old).unwrap();
+    }
+    let new = [2u8; 40];
+    let mut t = s.transaction();
+    for i in 0..4u64 {
+        t = t.then(TxnOp::put(&p, &k(i * 9), &new));
+    }
+    let out = t.commit().unwrap();
+    assert!(out
+        .results
+        .iter()
+        .all(|r| r.applied && r.value.as_deref() == Some(&old[..])));
+    for i in 0..4u64 {
+        assert_eq!(p.get(&k(i * 9)).unwrap().as_deref(), Some(&new[..]));
+    }
+    // Twenty keys' appends cost at least 21 words: too large either way.
+    let mut t = s.transaction();
+    for i in 0..20u64 {
+        t = t.then(TxnOp::put(&p, &k(i * 3 + 1), &new));
+    }
+    match t.commit() {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("too large"), "{msg}"),
+        r => panic!("expected too large, got {r:?}"),
+    }
+    for i in 0..20u64 {
+        assert_eq!(p.get(&k(i * 3 + 1)).unwrap().as_deref(), Some(&old[..]));
+    }
     check(&s);
 }

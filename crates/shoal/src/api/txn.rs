@@ -239,8 +239,17 @@ enum OpKind {
 /// its home bucket's header when the slot is in the stash, and the map's entry and byte
 /// counters; with UIDs, a replace adds 2 (the entry's location and version), an insert 4
 /// (the free list or high-water mark, the entry's hash, location and version), a remove 3.
-/// A header or counter shared by several writes counts once: a 2-key transfer costs 4
-/// words in a fixed map, 5 in a variable one, 9 in one with UIDs.
+/// A header or counter shared by several writes counts once.
+///
+/// In a variable-size map, a put, put-if-present or add whose value has the length of
+/// the key's current value (at most [`crate::IN_PLACE_MAX_LEN`] bytes, or
+/// [`crate::IN_PLACE_MAX_UIDS_LEN`] with UIDs, in a store without checksums) overwrites it
+/// in place, as a single-key put does: nothing is appended and no record dies. It costs
+/// the value's words (one per word it touches: an 8-byte value not 8-aligned touches
+/// two) and its bucket's header, with UIDs one more (the entry's version). Should the
+/// list not fit that way, every write of it appends instead, at the costs above, so a
+/// list that fits as appends always commits. A 2-key transfer of 8-byte values costs 4
+/// words in a fixed map, 4 to 6 in a variable one, 6 to 8 in one with UIDs.
 #[derive(Clone)]
 pub struct TxnOp {
     map: TxnMap,
@@ -315,8 +324,8 @@ pub struct TxnOutcome {
 /// index segments (6 segments and UID maps together when a variable-size map is
 /// involved: its appends and UID table growth take the allocator's and directory's
 /// locks), and the chosen list's writes must fit one redo list of 20 words (costs on
-/// [`TxnOp`]): a 2-key transfer of 8-byte values takes 4 in a fixed map, 5 in a variable
-/// one. A variable-size map's record (key, value and header) must fit one data chunk.
+/// [`TxnOp`]): a 2-key transfer of 8-byte values takes 4 in a fixed map, at most 6 in a
+/// variable one (its values in place). A variable-size map's record (key, value and header) must fit one data chunk.
 /// Past any of these, `commit` is [`Error::InvalidArgument`] ("transaction too large")
 /// and nothing changes. A key written twice in one list, a key or value of the wrong
 /// size, a map of another store, an integer condition or add on a fixed map whose values
@@ -787,64 +796,96 @@ impl<'s> Transaction<'s> {
                 tx.lock(l)?;
                 held.locks.push(l);
             }
-            let mut plan = Plan::new();
-            let mut results = Vec::with_capacity(ops.len());
-            let mut appended: Vec<(u64, u64)> = Vec::new();
-            let mut olds: Vec<(u64, u64)> = Vec::new();
-            let mut full = None;
-            let mut r: Result<()> = Ok(());
-            for (&i, w) in at.iter().zip(&writes) {
-                let k = &keys[i];
-                let step = (|| -> Result<bool> {
-                    let Some(w) = w else { return Ok(true) };
-                    match &k.map.0 {
-                        Target::Fixed(f) => {
-                            let w = match w {
-                                Some(v) => TxnWrite::Put(v),
-                                None => TxnWrite::Remove,
-                            };
-                            f.f.plan_write(&tx, &mut plan, k.seg, k.h, k.key, w)
-                        }
-                        Target::Var(m) => {
-                            let hit = cur[i].hit.as_ref();
-                            let w = match w {
-                                Some(v) => {
-                                    let (off, len) = m.append(&tx, k.key, v)?;
-                                    appended.push((off, len));
-                                    VarWrite::Put(off, len)
-                                }
-                                None => VarWrite::Remove,
-                            };
-                            if let Some(h) = hit {
-                                olds.push((h.off, h.rec_len));
+            // A variable map's value of the key's current length goes in place (the
+            // single-key path's rule: `Map::in_place_ok`) when the whole plan fits that
+            // way. A value's words may cost more of the redo list than an append's slot
+            // and shared counter, so a plan that overflows with values in place is made
+            // again with every value appended: the limit stays the appends' one.
+            let mut in_place = true;
+            let (plan, results, appended, olds, full) = loop {
+                let mut plan = Plan::new();
+                let mut results = Vec::with_capacity(ops.len());
+                let mut appended: Vec<(u64, u64)> = Vec::new();
+                let mut olds: Vec<(u64, u64)> = Vec::new();
+                let mut went_in_place = false;
+                let mut full = None;
+                let mut r: Result<()> = Ok(());
+                for (&i, w) in at.iter().zip(&writes) {
+                    let k = &keys[i];
+                    let step = (|| -> Result<bool> {
+                        let Some(w) = w else { return Ok(true) };
+                        match &k.map.0 {
+                            Target::Fixed(f) => {
+                                let w = match w {
+                                    Some(v) => TxnWrite::Put(v),
+                                    None => TxnWrite::Remove,
+                                };
+                                f.f.plan_write(&tx, &mut plan, k.seg, k.h, k.key, w)
                             }
-                            m.m.plan_write(&tx, &mut plan, k.seg, k.h, hit, w)
+                            Target::Var(m) => {
+                                let hit = cur[i].hit.as_ref();
+                                let w = match w {
+                                    Some(v)
+                                        if in_place
+                                            && hit.is_some_and(|h| h.vlen == v.len() as u64)
+                                            && m.in_place_ok(Some(v)) =>
+                                    {
+                                        went_in_place = true;
+                                        return m.m.plan_write(
+                                            &tx,
+                                            &mut plan,
+                                            k.seg,
+                                            k.h,
+                                            hit,
+                                            VarWrite::InPlace(v),
+                                        );
+                                    }
+                                    Some(v) => {
+                                        let (off, len) = m.append(&tx, k.key, v)?;
+                                        appended.push((off, len));
+                                        VarWrite::Put(off, len)
+                                    }
+                                    None => VarWrite::Remove,
+                                };
+                                if let Some(h) = hit {
+                                    olds.push((h.off, h.rec_len));
+                                }
+                                m.m.plan_write(&tx, &mut plan, k.seg, k.h, hit, w)
+                            }
+                        }
+                    })();
+                    // Between two writes' plans: nothing shared may have changed yet (a
+                    // value in place, too, is only in the plan).
+                    crate::rt::failpoint!("txn.op_planned");
+                    match step {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            full = Some(i);
+                            break;
+                        }
+                        Err(e) => {
+                            r = Err(e);
+                            break;
                         }
                     }
-                })();
-                match step {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        full = Some(i);
-                        break;
-                    }
-                    Err(e) => {
-                        r = Err(e);
-                        break;
+                    results.push(OpResult {
+                        applied: w.is_some(),
+                        value: cur[i].value.clone(),
+                    });
+                }
+                if r.is_err() || full.is_some() {
+                    // Nothing was committed: the records appended for the plan are dead.
+                    for &(off, len) in &appended {
+                        crate::alloc::note_dead_own(&tx, off, len);
                     }
                 }
-                results.push(OpResult {
-                    applied: w.is_some(),
-                    value: cur[i].value.clone(),
-                });
-            }
-            if r.is_err() || full.is_some() {
-                // Nothing was committed: the records appended for the plan are dead.
-                for &(off, len) in &appended {
-                    crate::alloc::note_dead_own(&tx, off, len);
+                if r.is_err() && went_in_place && plan.overflowed() {
+                    in_place = false;
+                    continue;
                 }
-            }
-            r?;
+                r?;
+                break (plan, results, appended, olds, full);
+            };
             if let Some(i) = full {
                 // No free cell or slot for an insert: grow that segment by the ordinary
                 // path, with none of the transaction's locks held, and start again.
@@ -897,6 +938,9 @@ impl<'s> Transaction<'s> {
                 for (bo, odd) in plan.odd_headers() {
                     sh.w(bo).store(odd, Relaxed);
                 }
+                // Headers odd, versions busy, no value byte changed yet (an in-place
+                // value's bytes are changed only by the apply, which recovery replays).
+                crate::rt::failpoint!("txn.marked");
                 tx.apply_range(&redo, 0, redo.n / 2);
                 crate::rt::failpoint!("txn.half_applied");
                 tx.apply_range(&redo, redo.n / 2, redo.n);

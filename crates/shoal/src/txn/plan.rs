@@ -11,10 +11,13 @@ use std::sync::atomic::Ordering::*;
 pub(crate) struct Plan {
     /// Whole-word entries other than bucket headers (counters), and masked value bytes.
     words: Vec<(u64, u64)>,
-    /// Bucket headers: (offset, odd value made before the apply, final value).
+    /// The words readers validate with, bucket headers and UID versions: (offset, the
+    /// odd or busy value stored before the apply, final value).
     headers: Vec<(u64, u64, u64)>,
     /// Whether some entry of `words` is masked.
     masked: bool,
+    /// Whether an entry found no room (the plan is [`too_large`]).
+    overflowed: bool,
 }
 
 /// The error of a plan that does not fit one redo list.
@@ -31,6 +34,7 @@ impl Plan {
             words: Vec::new(),
             headers: Vec::new(),
             masked: false,
+            overflowed: false,
         }
     }
 
@@ -39,8 +43,14 @@ impl Plan {
         self.words.len() + self.headers.len()
     }
 
-    fn room(&self, n: usize) -> Result<()> {
+    /// Whether some write did not fit the redo list (its error was [`too_large`]).
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    fn room(&mut self, n: usize) -> Result<()> {
         if self.len() + n > T_NREDO as usize {
+            self.overflowed = true;
             return Err(too_large(&format!(
                 "its writes need more than {T_NREDO} redo words"
             )));

@@ -11,10 +11,13 @@ use crate::mem::fence;
 use crate::txn::{Plan, Txn};
 
 /// A write a transaction plans on one key of a variable-size map.
-pub(crate) enum VarWrite {
+pub(crate) enum VarWrite<'v> {
     /// Publish the record at (offset, length), appended by this thread and not yet
     /// published: insert the key or replace its value.
     Put(u64, u64),
+    /// Overwrite the present value's bytes where they are with these (the same length,
+    /// and a store and map that write in place: `Map::in_place_ok`).
+    InPlace(&'v [u8]),
     /// Remove the key (it is present).
     Remove,
 }
@@ -70,7 +73,7 @@ impl MapRef {
         seg: u64,
         h: u64,
         hit: Option<&Hit>,
-        w: VarWrite,
+        w: VarWrite<'_>,
     ) -> Result<bool> {
         let sh = tx.sh;
         let cnt_off = self.counter(tx, MC_COUNT);
@@ -108,6 +111,38 @@ impl MapRef {
                     let index = uid::plan_take(tx, self, plan, off, h)?;
                     uid::patch_record(sh, off, len, index);
                 }
+            }
+            (Some(hit), VarWrite::InPlace(v)) => {
+                if hit.vlen != v.len() as u64 {
+                    return Err(sh.corrupt(format!(
+                        "map {}: a transaction's in-place value has {} bytes, the key's {}",
+                        self.id,
+                        v.len(),
+                        hit.vlen
+                    )));
+                }
+                // The bytes already there: nothing a reader could tell apart changes (as
+                // in the single-key `write_in_place`), so nothing is planned.
+                if sh.r.bytes_eq(hit.val_off, v) {
+                    return Ok(true);
+                }
+                // The value's words (masked at its edges: a neighbouring record's bytes
+                // in a shared word are never written), then, after every value of the
+                // plan, its bucket's header: odd from the commit until the apply is
+                // done, as for a single-key in-place write. Readers by UID validate with
+                // the version instead, busy over the same span.
+                plan.set_bytes(hit.val_off, v)?;
+                self.plan_hdr(sh, plan, bucket_off(seg, hit.bucket), 0)?;
+                if uids {
+                    let (e, _) = self.uid_entry_of(sh, hit)?;
+                    uid::plan_version(sh, plan, e)?;
+                }
+            }
+            (None, VarWrite::InPlace(_)) => {
+                return Err(sh.corrupt(format!(
+                    "map {}: a transaction's in-place write found no key",
+                    self.id
+                )))
             }
             (Some(hit), VarWrite::Remove) => {
                 plan.set(slot_off(seg, hit.bucket, hit.slot), 0)?;

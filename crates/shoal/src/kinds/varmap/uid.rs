@@ -360,8 +360,9 @@ pub(crate) fn push_free(tx: &Txn, m: &MapRef, redo: &mut Redo, index: u64) -> Re
 /// (`Plan::set_header`), so that the version reads busy ([`E_VER_BUSY`]) from the commit
 /// until the apply's last step writes its final value. A reader by UID validates with the
 /// version and never with a bucket header: without the busy mark it could see one key's
-/// new entry and another's old one (the plan applies every entry before any header).
-fn plan_version(sh: &Shared, plan: &mut Plan, e: u64) -> Result<()> {
+/// new entry and another's old one (the plan applies every entry before any header), nor
+/// a value a transaction overwrites in place halfway.
+pub(crate) fn plan_version(sh: &Shared, plan: &mut Plan, e: u64) -> Result<()> {
     let first = sh.w(e + E_VER).load(Relaxed) & !E_VER_BUSY;
     let cur = plan.word(sh, e + E_VER) & !E_VER_BUSY;
     plan.set_header(
