@@ -24,7 +24,9 @@
 //!   value copy or record header in one unaligned load ([`Region::window`]). Two aligned
 //!   atomic words and the shifts that join them cost a get ~80 instructions more (of
 //!   ~490), and a shorter get is a faster one at 10 M keys (docs/benchmarks/single-get.md).
-//!   What such a load returns is validated like any other optimistic read.
+//!   What such a load returns is validated like any other optimistic read. An ordered
+//!   map's writer copies its pages in and out the same way, with block copies in assembly
+//!   ([`Region::read_block`], [`Region::write_block`]);
 //!
 //! Soundness rests on two invariants that the callers keep:
 //! 1. an offset passed here lies below the store's published `file_end`: every path that
@@ -267,6 +269,77 @@ impl Region {
             i += 8;
         }
         dst[n - 8..].copy_from_slice(&self.window(off + (n - 8) as u64, 8).to_le_bytes());
+    }
+
+    /// Copies `dst.len()` bytes starting at `off` out of the region in one block copy
+    /// (`rep movsb` on x86_64): an ordered map's writer copies the used bytes of each page
+    /// it changes, up to a page, where [`Region::read_bytes`]'s load per word costs twice
+    /// as much. An optimistic read like any other: the caller validates what it copied.
+    #[inline]
+    pub fn read_block(&self, off: u64, dst: &mut [u8]) {
+        debug_assert!(off + dst.len() as u64 <= self.len);
+        #[cfg(debug_assertions)]
+        self.debug_check_in_file(off, dst.len() as u64);
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            let src = self.base.wrapping_add(off as usize);
+            // SAFETY: `[off, off + len)` is inside the mapping and below the file end (the
+            // caller's bounds, invariant 1), and `dst` is the caller's own buffer of that
+            // length. The copy is in assembly, outside the Rust memory model, as
+            // `load_unaligned`'s load is: a concurrent writer of those bytes is no data
+            // race in Rust's sense. The direction flag is clear (the ABI's guarantee).
+            unsafe {
+                core::arch::asm!(
+                    "rep movsb",
+                    inout("rcx") dst.len() => _,
+                    inout("rsi") src => _,
+                    inout("rdi") dst.as_mut_ptr() => _,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        self.read_bytes(off, dst);
+    }
+
+    /// Writes `src` at `off` in one block copy (`rep movsb` on x86_64), after the hot
+    /// backup's hook for every 4 KiB the range touches (a backup copies blocks of whole
+    /// pages, so that is one call per block the write reaches). Only for bytes that no
+    /// other writer touches and no reader trusts before a later publication: an ordered
+    /// map's new page, which no committed tree reaches until the commit that follows.
+    #[inline]
+    pub fn write_block(&self, off: u64, src: &[u8]) {
+        let n = src.len() as u64;
+        if n == 0 {
+            return;
+        }
+        debug_assert!(off + n <= self.len);
+        let mut a = off;
+        while a < off + n {
+            word::before_write(self.base as usize + a as usize);
+            a = (a & !4095) + 4096;
+        }
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            let dst = self.base.wrapping_add(off as usize);
+            // SAFETY: `[off, off + n)` is inside the mapping and below the file end (the
+            // caller's bounds, invariant 1), and `src` is the caller's buffer of that
+            // length. The copy is in assembly, outside the Rust memory model: its stores
+            // race with no Rust access in Rust's sense, and the caller owns the bytes
+            // (see above), so no other writer's store is lost. The direction flag is
+            // clear (the ABI's guarantee).
+            unsafe {
+                core::arch::asm!(
+                    "rep movsb",
+                    inout("rcx") src.len() => _,
+                    inout("rsi") src.as_ptr() => _,
+                    inout("rdi") dst => _,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        self.write_bytes(off, src);
     }
 
     /// Replaces the contents of `dst` with the `n` bytes at `off`, reusing its allocation
@@ -681,6 +754,14 @@ impl Region {
             let sh = (a % 8) * 8;
             self.merge_word(a & !7, (*s as u64) << sh, 0xff << sh);
         }
+    }
+
+    pub fn read_block(&self, off: u64, dst: &mut [u8]) {
+        self.read_bytes(off, dst);
+    }
+
+    pub fn write_block(&self, off: u64, src: &[u8]) {
+        self.write_bytes(off, src);
     }
 
     pub fn merge_word(&self, off: u64, bits: u64, mask: u64) {

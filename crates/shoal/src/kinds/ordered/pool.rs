@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
 use crate::txn::Txn;
+use std::cell::Cell;
 use std::sync::atomic::Ordering::*;
 
 /// Pages of run `r`: all of its chunks' pages but the first (the run header's).
@@ -33,6 +34,14 @@ pub(crate) fn run_chunks(r: u64) -> u64 {
 pub(crate) fn pages_taken(sh: &Shared, pool: u64) -> u64 {
     let (r, i) = (pool >> 32, pool & 0xffff_ffff);
     (0..r).map(|q| run_pages(sh, q)).sum::<u64>() + i
+}
+
+thread_local! {
+    /// The oldest snapshot read, as this thread last computed it: (store id, ordered
+    /// area, commit). It only grows (a reader pins the current commit, never an older one:
+    /// `area::pin`), so the next transaction starts from it and scans the pins only when
+    /// the queue's head was freed after it, not once per transaction.
+    static SAFE: Cell<(u64, u64, u64)> = const { Cell::new((u64::MAX, 0, 0)) };
 }
 
 /// A pool's state at a savepoint.
@@ -67,6 +76,12 @@ pub(crate) struct Pool<'a> {
 impl<'a> Pool<'a> {
     /// The pool of the map at `hdr`, from its committed entry.
     pub fn new(tx: Txn<'a>, id: u64, hdr: u64, area: u64, entry: Entry) -> Pool<'a> {
+        let (store, a, seq) = SAFE.get();
+        let safe = if (store, a) == (tx.sh.id, area) {
+            seq
+        } else {
+            0
+        };
         Pool {
             tx,
             hdr,
@@ -76,7 +91,7 @@ impl<'a> Pool<'a> {
             recycled: Vec::new(),
             freed: Vec::new(),
             unstamped: Vec::new(),
-            safe: 0,
+            safe,
         }
     }
 
@@ -156,6 +171,7 @@ impl<'a> Pool<'a> {
         let (page, freed_at) = (sh.w(at).load(Acquire), sh.w(at + 8).load(Acquire));
         if freed_at > self.safe {
             self.safe = area::oldest_read(sh, self.area);
+            SAFE.set((sh.id, self.area, self.safe));
             if freed_at > self.safe {
                 return Ok(None);
             }
