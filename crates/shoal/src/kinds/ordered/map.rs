@@ -5,7 +5,9 @@ use super::cursor::{self, Cursor};
 use super::file::{is_page, FilePage, FilePages};
 use super::page::{PageBuf, PageCopy, PageRead, BRANCH, LEAF, PAGE};
 use super::pool::Pool;
-use super::tree::{Finished, PageSource, Pages, PutMode, Root, WriteTxn};
+use super::tree::{
+    give_back_list, give_back_own, Finished, PageSource, Pages, PutMode, Root, WriteTxn,
+};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
@@ -706,13 +708,14 @@ impl<'a> Write<'a> {
         } = f;
         let mut pool = pages.pool;
         let sh = pool.tx.sh;
-        for (off, buf) in written {
+        let mut written = written;
+        for (off, buf) in written.drain() {
             write_page(sh, off, &buf);
             buf.recycle();
         }
-        for p in replaced {
-            pool.free(p);
-        }
+        give_back_own(written);
+        pool.free_all(&replaced);
+        give_back_list(replaced);
         pool.queue_freed()?;
         let mut en = pool.entry;
         en.root = root.page;

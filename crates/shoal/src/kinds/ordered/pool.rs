@@ -13,6 +13,7 @@
 //! after `c`.
 
 use super::area::{self, Entry};
+use super::tree::{give_back_list, spare_list};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
@@ -88,9 +89,9 @@ impl<'a> Pool<'a> {
             id,
             area,
             entry,
-            recycled: Vec::new(),
-            freed: Vec::new(),
-            unstamped: Vec::new(),
+            recycled: spare_list(),
+            freed: spare_list(),
+            unstamped: spare_list(),
             safe,
         }
     }
@@ -136,11 +137,6 @@ impl<'a> Pool<'a> {
     /// A page the transaction took and no longer uses.
     pub fn recycle(&mut self, page: u64) {
         self.recycled.push(page);
-    }
-
-    /// A committed page the transaction replaced: free for snapshots after this commit.
-    pub fn free(&mut self, page: u64) {
-        self.freed.push(page);
     }
 
     /// The head of the free-page queue, if a reader no longer needs it.
@@ -292,10 +288,23 @@ impl<'a> Pool<'a> {
         Ok(())
     }
 
+    /// Committed pages the transaction replaced: free for snapshots after this commit.
+    pub fn free_all(&mut self, pages: &[u64]) {
+        self.freed.extend_from_slice(pages);
+    }
+
     /// Stamps the queue entries of this transaction with its commit number.
     pub fn stamp(&self, seq: u64) {
         for at in &self.unstamped {
             self.sh().w(*at).store(seq, Release);
+        }
+    }
+}
+
+impl Drop for Pool<'_> {
+    fn drop(&mut self) {
+        for v in [&mut self.recycled, &mut self.freed, &mut self.unstamped] {
+            give_back_list(std::mem::take(v));
         }
     }
 }
