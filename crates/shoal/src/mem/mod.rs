@@ -864,6 +864,36 @@ mod tests {
         unsafe { dealloc(base, layout) };
     }
 
+    /// Block copies (a page's used bytes, in and out) move exactly their bytes, at any
+    /// offset and length, across a page boundary too, and leave the bytes around alone.
+    #[test]
+    fn block_copies_move_exactly_their_bytes() {
+        const LEN: usize = 3 * 4096;
+        let layout = Layout::from_size_align(LEN, 4096).unwrap();
+        // SAFETY: as in the test above.
+        let base = unsafe { alloc_zeroed(layout) };
+        assert!(!base.is_null());
+        // SAFETY: the allocation above outlives `r`, and is reached only through it.
+        let r = unsafe { Region::from_raw(base, LEN as u64) };
+        let reference: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8 ^ 0xa5).collect();
+        r.write_bytes(0, &reference);
+        let mut expect = reference.clone();
+        let cases = [(0, 0), (0, 1), (3, 61), (64, 4096), (4000, 200), (4095, 4097), (8191, 1)];
+        for (k, (off, n)) in cases.into_iter().enumerate() {
+            let mut got = vec![0xeeu8; n];
+            r.read_block(off as u64, &mut got);
+            assert_eq!(got, &expect[off..off + n], "read_block off {off} n {n}");
+            let src: Vec<u8> = (0..n).map(|i| (i * 7 + k) as u8).collect();
+            r.write_block(off as u64, &src);
+            expect[off..off + n].copy_from_slice(&src);
+            let mut all = vec![0u8; LEN];
+            r.read_bytes(0, &mut all);
+            assert!(all == expect, "write_block off {off} n {n}");
+        }
+        // SAFETY: allocated above with this layout; the region is not used past here.
+        unsafe { dealloc(base, layout) };
+    }
+
     /// The checksum of every range near the ends of a region, windowed (short) or copied
     /// (long), is the `crc32c` crate's of the same bytes.
     #[test]
