@@ -878,7 +878,15 @@ mod tests {
         let reference: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8 ^ 0xa5).collect();
         r.write_bytes(0, &reference);
         let mut expect = reference.clone();
-        let cases = [(0, 0), (0, 1), (3, 61), (64, 4096), (4000, 200), (4095, 4097), (8191, 1)];
+        let cases = [
+            (0, 0),
+            (0, 1),
+            (3, 61),
+            (64, 4096),
+            (4000, 200),
+            (4095, 4097),
+            (8191, 1),
+        ];
         for (k, (off, n)) in cases.into_iter().enumerate() {
             let mut got = vec![0xeeu8; n];
             r.read_block(off as u64, &mut got);
