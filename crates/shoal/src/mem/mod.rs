@@ -24,7 +24,9 @@
 //!   value copy or record header in one unaligned load ([`Region::window`]). Two aligned
 //!   atomic words and the shifts that join them cost a get ~80 instructions more (of
 //!   ~490), and a shorter get is a faster one at 10 M keys (docs/benchmarks/single-get.md).
-//!   What such a load returns is validated like any other optimistic read.
+//!   What such a load returns is validated like any other optimistic read. An ordered
+//!   map's writer copies its pages in and out the same way, with block copies in assembly
+//!   ([`Region::read_block`], [`Region::write_block`]);
 //!
 //! Soundness rests on two invariants that the callers keep:
 //! 1. an offset passed here lies below the store's published `file_end`: every path that
@@ -268,6 +270,77 @@ impl Region {
             i += 8;
         }
         dst[n - 8..].copy_from_slice(&self.window(off + (n - 8) as u64, 8).to_le_bytes());
+    }
+
+    /// Copies `dst.len()` bytes starting at `off` out of the region in one block copy
+    /// (`rep movsb` on x86_64): an ordered map's writer copies the used bytes of each page
+    /// it changes, up to a page, where [`Region::read_bytes`]'s load per word costs twice
+    /// as much. An optimistic read like any other: the caller validates what it copied.
+    #[inline]
+    pub fn read_block(&self, off: u64, dst: &mut [u8]) {
+        debug_assert!(off + dst.len() as u64 <= self.len);
+        #[cfg(debug_assertions)]
+        self.debug_check_in_file(off, dst.len() as u64);
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            let src = self.base.wrapping_add(off as usize);
+            // SAFETY: `[off, off + len)` is inside the mapping and below the file end (the
+            // caller's bounds, invariant 1), and `dst` is the caller's own buffer of that
+            // length. The copy is in assembly, outside the Rust memory model, as
+            // `load_unaligned`'s load is: a concurrent writer of those bytes is no data
+            // race in Rust's sense. The direction flag is clear (the ABI's guarantee).
+            unsafe {
+                core::arch::asm!(
+                    "rep movsb",
+                    inout("rcx") dst.len() => _,
+                    inout("rsi") src => _,
+                    inout("rdi") dst.as_mut_ptr() => _,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        self.read_bytes(off, dst);
+    }
+
+    /// Writes `src` at `off` in one block copy (`rep movsb` on x86_64), after the hot
+    /// backup's hook for every 4 KiB the range touches (a backup copies blocks of whole
+    /// pages, so that is one call per block the write reaches). Only for bytes that no
+    /// other writer touches and no reader trusts before a later publication: an ordered
+    /// map's new page, which no committed tree reaches until the commit that follows.
+    #[inline]
+    pub fn write_block(&self, off: u64, src: &[u8]) {
+        let n = src.len() as u64;
+        if n == 0 {
+            return;
+        }
+        debug_assert!(off + n <= self.len);
+        let mut a = off;
+        while a < off + n {
+            word::before_write(self.base as usize + a as usize);
+            a = (a & !4095) + 4096;
+        }
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            let dst = self.base.wrapping_add(off as usize);
+            // SAFETY: `[off, off + n)` is inside the mapping and below the file end (the
+            // caller's bounds, invariant 1), and `src` is the caller's buffer of that
+            // length. The copy is in assembly, outside the Rust memory model: its stores
+            // race with no Rust access in Rust's sense, and the caller owns the bytes
+            // (see above), so no other writer's store is lost. The direction flag is
+            // clear (the ABI's guarantee).
+            unsafe {
+                core::arch::asm!(
+                    "rep movsb",
+                    inout("rcx") src.len() => _,
+                    inout("rsi") src.as_ptr() => _,
+                    inout("rdi") dst => _,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        self.write_bytes(off, src);
     }
 
     /// Replaces the contents of `dst` with the `n` bytes at `off`, reusing its allocation
@@ -684,6 +757,14 @@ impl Region {
         }
     }
 
+    pub fn read_block(&self, off: u64, dst: &mut [u8]) {
+        self.read_bytes(off, dst);
+    }
+
+    pub fn write_block(&self, off: u64, src: &[u8]) {
+        self.write_bytes(off, src);
+    }
+
     pub fn merge_word(&self, off: u64, bits: u64, mask: u64) {
         let w = self.word(off);
         let diff = (w.load(Ordering::Relaxed) ^ bits) & mask;
@@ -780,6 +861,44 @@ mod tests {
         let mut expect = reference.clone();
         expect[13..24].copy_from_slice(b"abcdefghijk");
         assert_eq!(all, expect);
+        // SAFETY: allocated above with this layout; the region is not used past here.
+        unsafe { dealloc(base, layout) };
+    }
+
+    /// Block copies (a page's used bytes, in and out) move exactly their bytes, at any
+    /// offset and length, across a page boundary too, and leave the bytes around alone.
+    #[test]
+    fn block_copies_move_exactly_their_bytes() {
+        const LEN: usize = 3 * 4096;
+        let layout = Layout::from_size_align(LEN, 4096).unwrap();
+        // SAFETY: as in the test above.
+        let base = unsafe { alloc_zeroed(layout) };
+        assert!(!base.is_null());
+        // SAFETY: the allocation above outlives `r`, and is reached only through it.
+        let r = unsafe { Region::from_raw(base, LEN as u64) };
+        let reference: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8 ^ 0xa5).collect();
+        r.write_bytes(0, &reference);
+        let mut expect = reference.clone();
+        let cases = [
+            (0, 0),
+            (0, 1),
+            (3, 61),
+            (64, 4096),
+            (4000, 200),
+            (4095, 4097),
+            (8191, 1),
+        ];
+        for (k, (off, n)) in cases.into_iter().enumerate() {
+            let mut got = vec![0xeeu8; n];
+            r.read_block(off as u64, &mut got);
+            assert_eq!(got, &expect[off..off + n], "read_block off {off} n {n}");
+            let src: Vec<u8> = (0..n).map(|i| (i * 7 + k) as u8).collect();
+            r.write_block(off as u64, &src);
+            expect[off..off + n].copy_from_slice(&src);
+            let mut all = vec![0u8; LEN];
+            r.read_bytes(0, &mut all);
+            assert!(all == expect, "write_block off {off} n {n}");
+        }
         // SAFETY: allocated above with this layout; the region is not used past here.
         unsafe { dealloc(base, layout) };
     }

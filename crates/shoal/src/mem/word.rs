@@ -227,6 +227,7 @@ mod tests {
             ("words", Box::new(|| r.words(64, 2)[1].store(4, SeqCst))),
             ("merge", Box::new(|| r.merge_word(64, 0xab00, 0xff00))),
             ("bytes", Box::new(|| r.write_bytes(67, &[1; 20]))),
+            ("block", Box::new(|| r.write_block(67, &[2; 20]))),
         ];
         for (what, op) in &writes {
             SEEN.with(|s| s.borrow_mut().as_mut().unwrap().clear());
@@ -242,6 +243,7 @@ mod tests {
         let mut out = [0u8; 20];
         let _ = (w.load(SeqCst), r.window(64, 8));
         r.read_bytes(67, &mut out);
+        r.read_block(67, &mut out);
         assert!(
             SEEN.with(|s| s.borrow().clone().unwrap()).is_empty(),
             "a read hooked"

@@ -203,11 +203,26 @@ pub(crate) fn set_pin(sh: &Shared, a: u64, t: u64, seq: Option<u64>) {
 pub(crate) fn oldest_read(sh: &Shared, a: u64) -> u64 {
     fence(SeqCst);
     let mut oldest = sh.w(a + OA_SEQ).load(SeqCst);
-    for t in 0..sh.g.n_txn {
-        let p = sh.w(a + OA_PINS + 8 * t).load(SeqCst);
-        if p != 0 && p - 1 < oldest && sh.txn_alive(t) {
+    let pins = sh.r.words(a + OA_PINS, sh.g.n_txn as usize);
+    let mut consider = |t: usize, p: u64| {
+        if p != 0 && p - 1 < oldest && sh.txn_alive(t as u64) {
             oldest = p - 1;
         }
+    };
+    let mut groups = pins.chunks_exact(8);
+    for (c, group) in groups.by_ref().enumerate() {
+        // Most slots pin nothing: eight loads and one branch per eight slots, where a
+        // branch per slot made this scan a tenth of a small write transaction's time.
+        let p: [u64; 8] = std::array::from_fn(|i| group[i].load(SeqCst));
+        if p.iter().fold(0, |acc, v| acc | v) != 0 {
+            for (i, v) in p.into_iter().enumerate() {
+                consider(8 * c + i, v);
+            }
+        }
+    }
+    let base = pins.len() - groups.remainder().len();
+    for (i, w) in groups.remainder().iter().enumerate() {
+        consider(base + i, w.load(SeqCst));
     }
     oldest
 }

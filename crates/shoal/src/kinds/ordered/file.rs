@@ -82,9 +82,13 @@ impl PageRead for FilePage<'_> {
     }
     fn copy_out(&self, at: usize, dst: &mut [u8]) {
         let n = dst.len().min(PAGE.saturating_sub(at));
-        self.sh
-            .r
-            .read_bytes(self.off + at.min(PAGE) as u64, &mut dst[..n]);
+        let src = self.off + at.min(PAGE) as u64;
+        // A key takes word loads; a page's share (a writer's copy-on-write) one block copy.
+        if n >= 64 {
+            self.sh.r.read_block(src, &mut dst[..n]);
+        } else {
+            self.sh.r.read_bytes(src, &mut dst[..n]);
+        }
         dst[n..].fill(0);
     }
 }

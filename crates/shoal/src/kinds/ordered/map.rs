@@ -5,7 +5,9 @@ use super::cursor::{self, Cursor};
 use super::file::{is_page, FilePage, FilePages};
 use super::page::{PageBuf, PageCopy, PageRead, BRANCH, LEAF, PAGE};
 use super::pool::Pool;
-use super::tree::{Finished, PageSource, Pages, PutMode, Root, WriteTxn};
+use super::tree::{
+    give_back_list, give_back_own, Finished, PageSource, Pages, PutMode, Root, WriteTxn,
+};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
@@ -706,13 +708,14 @@ impl<'a> Write<'a> {
         } = f;
         let mut pool = pages.pool;
         let sh = pool.tx.sh;
-        for (off, buf) in written {
+        let mut written = written;
+        for (off, buf) in written.drain() {
             write_page(sh, off, &buf);
             buf.recycle();
         }
-        for p in replaced {
-            pool.free(p);
-        }
+        give_back_own(written);
+        pool.free_all(&replaced);
+        give_back_list(replaced);
         pool.queue_freed()?;
         let mut en = pool.entry;
         en.root = root.page;
@@ -739,12 +742,18 @@ impl<'a> Write<'a> {
     }
 }
 
-/// Writes a whole page: page-aligned, so every word is the page's own and is stored
-/// whole, with none of the edge merges of a write at any offset (the commit's hot loop).
+/// Writes page `p` at `off`, a page this transaction took (no committed tree reaches it
+/// before the commit's publication, so no other writer touches it and no reader trusts
+/// it): of a leaf or branch only the bytes it uses, in block copies (the commit's hot
+/// loop), of an overflow page all of it.
 fn write_page(sh: &Shared, off: u64, p: &PageBuf) {
-    let dst = sh.r.words(off, PAGE_BYTES as usize / 8);
-    for (w, b) in dst.iter().zip(p.bytes().chunks_exact(8)) {
-        w.store(u64::from_le_bytes(b.try_into().expect("8 bytes")), Relaxed);
+    let b = p.bytes();
+    if p.kind() == LEAF || p.kind() == BRANCH {
+        let (head, heap) = p.used_ranges();
+        sh.r.write_block(off + head.start as u64, &b[head]);
+        sh.r.write_block(off + heap.start as u64, &b[heap]);
+    } else {
+        sh.r.write_block(off, &b[..]);
     }
 }
 

@@ -53,10 +53,16 @@ pub const VALUE_REF: usize = 16;
 /// The head of a key: its first four bytes, big-endian, zero-padded.
 #[inline]
 pub fn head(key: &[u8]) -> u32 {
-    let mut b = [0u8; 4];
-    let n = key.len().min(4);
-    b[..n].copy_from_slice(&key[..n]);
-    u32::from_be_bytes(b)
+    // No copy of a variable length (a call to `memcpy`): a page's check takes the head
+    // of every key it holds.
+    if let Some(b) = key.first_chunk::<4>() {
+        return u32::from_be_bytes(*b);
+    }
+    let mut h = 0u32;
+    for (i, &b) in key.iter().enumerate() {
+        h |= u32::from(b) << (24 - 8 * i);
+    }
+    h
 }
 
 /// Read access to a page, wherever it is.
@@ -147,6 +153,16 @@ pub trait PageRead {
             Ok(i) => i + 1,
             Err(i) => i,
         }
+    }
+    /// Copies the bytes the page uses into `dst`: its header and slots, and its heap
+    /// (from `heap_lo`, clamped into the page); the free bytes between are left as `dst`
+    /// has them. A page of a tree one level above the leaves is mostly free, and copying
+    /// only what is used costs a copy-on-write a fraction of the page.
+    fn copy_used(&self, dst: &mut [u8; PAGE]) {
+        let slots = (HDR + SLOT * self.n()).min(PAGE);
+        let lo = (self.u16_at(4) as usize).clamp(slots, PAGE);
+        self.copy_out(0, &mut dst[..slots]);
+        self.copy_out(lo, &mut dst[lo..]);
     }
     /// Branch: child `c` (0 = child0) and the entries under it.
     fn child(&self, c: usize) -> (u64, u64) {
@@ -294,11 +310,20 @@ impl PageBuf {
         });
     }
 
-    /// A copy of page `p`, read straight into the new buffer (no staging copy).
+    /// A copy of page `p`, read straight into the new buffer (no staging copy); of its
+    /// free bytes, only what [`PageRead::copy_used`] copies (the rest is unspecified, and
+    /// no edit reads it).
     pub fn copy_of(p: &impl PageRead) -> PageBuf {
         let mut b = buffer();
-        p.copy_out(0, &mut b[..]);
+        p.copy_used(&mut b);
         PageBuf { b }
+    }
+
+    /// The byte ranges a leaf or branch page uses: its header and slots, and its heap
+    /// (what a commit writes into the file; the free bytes between mean nothing).
+    pub fn used_ranges(&self) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        let slots = (HDR + SLOT * self.n()).min(PAGE);
+        (0..slots, self.heap_lo().clamp(slots, PAGE)..PAGE)
     }
 
     /// The page's bytes.
@@ -607,9 +632,7 @@ impl PageBuf {
             // Searches compare heads first: a head that is not its key's would send an
             // insert to the wrong place, and the page out of order.
             let (at, kl) = self.key_at(i);
-            let mut k4 = [0u8; 4];
-            self.copy_out(at, &mut k4[..kl.min(4)]);
-            if self.u32_at(s + 4) != u32::from_be_bytes(k4) {
+            if self.u32_at(s + 4) != head(&self.b[at..at + kl]) {
                 return Err(format!("entry {i}'s key head is not its key's"));
             }
             total += len;

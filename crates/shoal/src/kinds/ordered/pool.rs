@@ -13,10 +13,12 @@
 //! after `c`.
 
 use super::area::{self, Entry};
+use super::tree::{give_back_list, spare_list};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::shared::Shared;
 use crate::txn::Txn;
+use std::cell::Cell;
 use std::sync::atomic::Ordering::*;
 
 /// Pages of run `r`: all of its chunks' pages but the first (the run header's).
@@ -33,6 +35,14 @@ pub(crate) fn run_chunks(r: u64) -> u64 {
 pub(crate) fn pages_taken(sh: &Shared, pool: u64) -> u64 {
     let (r, i) = (pool >> 32, pool & 0xffff_ffff);
     (0..r).map(|q| run_pages(sh, q)).sum::<u64>() + i
+}
+
+thread_local! {
+    /// The oldest snapshot read, as this thread last computed it: (store id, ordered
+    /// area, commit). It only grows (a reader pins the current commit, never an older one:
+    /// `area::pin`), so the next transaction starts from it and scans the pins only when
+    /// the queue's head was freed after it, not once per transaction.
+    static SAFE: Cell<(u64, u64, u64)> = const { Cell::new((u64::MAX, 0, 0)) };
 }
 
 /// A pool's state at a savepoint.
@@ -67,16 +77,22 @@ pub(crate) struct Pool<'a> {
 impl<'a> Pool<'a> {
     /// The pool of the map at `hdr`, from its committed entry.
     pub fn new(tx: Txn<'a>, id: u64, hdr: u64, area: u64, entry: Entry) -> Pool<'a> {
+        let (store, a, seq) = SAFE.get();
+        let safe = if (store, a) == (tx.sh.id, area) {
+            seq
+        } else {
+            0
+        };
         Pool {
             tx,
             hdr,
             id,
             area,
             entry,
-            recycled: Vec::new(),
-            freed: Vec::new(),
-            unstamped: Vec::new(),
-            safe: 0,
+            recycled: spare_list(),
+            freed: spare_list(),
+            unstamped: spare_list(),
+            safe,
         }
     }
 
@@ -123,11 +139,6 @@ impl<'a> Pool<'a> {
         self.recycled.push(page);
     }
 
-    /// A committed page the transaction replaced: free for snapshots after this commit.
-    pub fn free(&mut self, page: u64) {
-        self.freed.push(page);
-    }
-
     /// The head of the free-page queue, if a reader no longer needs it.
     fn take_queued(&mut self) -> Result<Option<u64>> {
         let sh = self.sh();
@@ -156,6 +167,7 @@ impl<'a> Pool<'a> {
         let (page, freed_at) = (sh.w(at).load(Acquire), sh.w(at + 8).load(Acquire));
         if freed_at > self.safe {
             self.safe = area::oldest_read(sh, self.area);
+            SAFE.set((sh.id, self.area, self.safe));
             if freed_at > self.safe {
                 return Ok(None);
             }
@@ -276,10 +288,23 @@ impl<'a> Pool<'a> {
         Ok(())
     }
 
+    /// Committed pages the transaction replaced: free for snapshots after this commit.
+    pub fn free_all(&mut self, pages: &[u64]) {
+        self.freed.extend_from_slice(pages);
+    }
+
     /// Stamps the queue entries of this transaction with its commit number.
     pub fn stamp(&self, seq: u64) {
         for at in &self.unstamped {
             self.sh().w(*at).store(seq, Release);
+        }
+    }
+}
+
+impl Drop for Pool<'_> {
+    fn drop(&mut self) {
+        for v in [&mut self.recycled, &mut self.freed, &mut self.unstamped] {
+            give_back_list(std::mem::take(v));
         }
     }
 }

@@ -11,6 +11,7 @@
 use super::overflow;
 use super::page::{PageBuf, PageRead, BRANCH, LEAF};
 use crate::error::Result;
+use std::cell::RefCell;
 use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -42,6 +43,51 @@ impl Hasher for PageHasher {
 pub type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<PageHasher>>;
 /// A set of page offsets.
 pub type HashSet<K> = StdHashSet<K, BuildHasherDefault<PageHasher>>;
+
+thread_local! {
+    /// The page map of this thread's last committed write transaction, emptied, for its
+    /// next one: a transaction of one put otherwise spends more on the map's allocation
+    /// and growth than on a page's edit.
+    static SPARE_OWN: RefCell<Option<HashMap<u64, PageBuf>>> = const { RefCell::new(None) };
+    /// Lists of page offsets, emptied, for the same reason.
+    static SPARE_LISTS: RefCell<Vec<Vec<u64>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A page map for a write transaction (the thread's spare one if it has one).
+fn spare_own() -> HashMap<u64, PageBuf> {
+    SPARE_OWN
+        .with(|s| s.borrow_mut().take())
+        .unwrap_or_default()
+}
+
+/// Keeps a write transaction's page map, its pages taken out, for the thread's next one
+/// (unless it grew large: a bulk load's).
+pub fn give_back_own(mut m: HashMap<u64, PageBuf>) {
+    m.clear();
+    if m.capacity() <= 1024 {
+        SPARE_OWN.with(|s| *s.borrow_mut() = Some(m));
+    }
+}
+
+/// An empty list of page offsets (a spare one if the thread has one).
+pub fn spare_list() -> Vec<u64> {
+    SPARE_LISTS
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_default()
+}
+
+/// Keeps a list of page offsets, emptied, for the thread's next write transaction.
+pub fn give_back_list(mut v: Vec<u64>) {
+    v.clear();
+    if v.capacity() <= 4096 {
+        SPARE_LISTS.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < 8 {
+                s.push(v);
+            }
+        });
+    }
+}
 
 /// The offset of no page (an empty tree's root).
 pub const NO_PAGE: u64 = 0;
@@ -173,8 +219,8 @@ impl<S: Pages> WriteTxn<S> {
         WriteTxn {
             store,
             root,
-            own: HashMap::default(),
-            replaced: Vec::new(),
+            own: spare_own(),
+            replaced: spare_list(),
             direct: HashSet::default(),
             dropped_values: Vec::new(),
             saves: Vec::new(),
