@@ -1,4 +1,5 @@
-//! Values kept out of line: a chain of overflow pages that a leaf entry references.
+//! Values (and long keys) kept out of line: a chain of overflow pages that an entry
+//! references.
 //!
 //! A value too large to share a leaf (key and value over [`INLINE_MAX`]) goes into pages
 //! of its own, linked first to last; the leaf keeps a 16-byte reference (first page,
@@ -15,6 +16,11 @@ use crate::error::Result;
 /// The most bytes of key and value a leaf keeps inline (a quarter page, so that a split
 /// always makes room for the entry that caused it).
 pub const INLINE_MAX: usize = 1000;
+
+/// The longest key a tree may hold (a multimap's pair of the longest key, escaped, and
+/// the longest value is below it): a key reference to more is corrupt, and is not
+/// followed.
+pub const MAX_TREE_KEY: usize = 64 * 1024;
 
 /// Bytes of a value an overflow page holds.
 pub const PER_PAGE: usize = PAGE - OVERFLOW_HDR;
@@ -117,6 +123,15 @@ pub fn read<S: PageSource>(s: &S, first: u64, len: u64) -> std::result::Result<V
         p.copy_out(at, &mut out[start..]);
     })?;
     Ok(out)
+}
+
+/// Reads the key kept out of line at `first` of `len` bytes; `None` if its chain is not
+/// one, or longer than any key can be.
+pub fn read_key<S: PageSource>(s: &S, first: u64, len: u64) -> Option<Vec<u8>> {
+    if len > MAX_TREE_KEY as u64 {
+        return None;
+    }
+    read(s, first, len).ok()
 }
 
 /// The pages of the value at `first` of `len` bytes.
