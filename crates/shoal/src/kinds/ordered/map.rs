@@ -284,7 +284,8 @@ impl Snap {
                 if steps > self.root.count.saturating_add(1) {
                     return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
                 }
-                let k = if p.key_out(i) {
+                let (ka, kl, kout) = p.key_at_out(i);
+                let k = if kout {
                     kbuf = p
                         .key_of(i, &|first, len| super::overflow::read_key(&src, first, len))
                         .ok_or_else(|| {
@@ -294,7 +295,6 @@ impl Snap {
                         })?;
                     &kbuf[..]
                 } else {
-                    let (ka, kl) = p.key_at(i);
                     p.slice(ka, kl)
                 };
                 if rev && lo.is_some_and(|l| k < l) {

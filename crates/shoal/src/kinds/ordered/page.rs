@@ -112,12 +112,21 @@ pub trait PageRead {
     /// Entry `i`'s key bytes in the page: (offset, length), never past the page (a page
     /// of a corrupt file may say otherwise; a valid one never does). For a key kept out
     /// of line, its prefix and reference.
+    #[inline]
     fn key_at(&self, i: usize) -> (usize, usize) {
+        let (at, len, _) = self.key_at_out(i);
+        (at, len)
+    }
+    /// [`PageRead::key_at`], and whether the key is kept out of line, from one read of
+    /// the slot's `klen`.
+    #[inline]
+    fn key_at_out(&self, i: usize) -> (usize, usize, bool) {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
-        let klen = (self.u16_at(s + 2) & !KEY_OUT) as usize;
+        let raw = self.u16_at(s + 2);
+        let klen = (raw & !KEY_OUT) as usize;
         let data = (if self.kind() == LEAF { off + 4 } else { off }).min(PAGE);
-        (data, klen.min(PAGE - data))
+        (data, klen.min(PAGE - data), raw & KEY_OUT != 0)
     }
     /// Whether entry `i`'s key is kept out of line.
     fn key_out(&self, i: usize) -> bool {
@@ -157,8 +166,8 @@ pub trait PageRead {
         if eh != h {
             return eh.cmp(&h);
         }
-        let (at, len) = self.key_at(i);
-        if self.u16_at(s + 2) & KEY_OUT != 0 {
+        let (at, len, out) = self.key_at_out(i);
+        if out {
             return self.cmp_out_of_line(i, at, key, rest);
         }
         // Equal heads: both keys' first min(4, len) bytes are equal (zero padding can
@@ -176,6 +185,7 @@ pub trait PageRead {
                 Some(k) => k.as_slice().cmp(key),
                 None => Ordering::Less,
             },
+            Ordering::Equal => Ordering::Greater,
             o => o,
         }
     }
@@ -832,6 +842,31 @@ mod tests {
         assert!(!sep.0.is_empty());
         assert_eq!(p.total_count() + right.total_count(), 26);
         assert_eq!(p.n() + right.n() + 1, 3);
+    }
+
+    #[test]
+    fn a_key_kept_out_of_line_sorts_after_its_prefix_and_by_its_whole_bytes() {
+        // Entry 0: a key of 2000 bytes whose first 64 are `x`s, kept out of line; `rest`
+        // reads it from "page 7".
+        let long: Vec<u8> = [vec![b'x'; 64], vec![b'm'; 1936]].concat();
+        let mut stored = long[..KEY_PREFIX].to_vec();
+        stored.extend_from_slice(&7u64.to_le_bytes());
+        stored.extend_from_slice(&(long.len() as u64).to_le_bytes());
+        let mut p = PageBuf::new(LEAF);
+        p.leaf_insert_as(0, (&stored, true), b"v", false).unwrap();
+        p.validate(LEAF).unwrap();
+        let rest = |first, len| (first == 7 && len == 2000).then(|| long.clone());
+        let at = |k: &[u8]| p.search(k, &rest);
+        assert_eq!(at(&long), Ok(0));
+        // Keys that are its prefix, the 64 bytes kept in the page included, sort below.
+        assert_eq!(at(&long[..64]), Err(0));
+        assert_eq!(at(&long[..63]), Err(0));
+        assert_eq!(at(&long[..1999]), Err(0));
+        assert_eq!(at(&[long.clone(), vec![0]].concat()), Err(1));
+        assert_eq!(at(&[&long[..64], b"z".as_slice()].concat()), Err(1));
+        assert_eq!(at(&[&long[..64], b"a".as_slice()].concat()), Err(0));
+        assert_eq!(p.key_ref(0), Some((7, 2000)));
+        assert_eq!(p.key_of(0, &rest), Some(long.clone()));
     }
 
     #[test]
