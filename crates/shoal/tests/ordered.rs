@@ -623,7 +623,8 @@ fn a_broken_chain_of_a_long_key_is_reported_not_followed() {
         }
     };
     // The chain's first page made another kind, then the reference's length made huge.
-    let cases: [(&[(u64, &[u8])], &str); 2] = [
+    type Edits<'a> = &'a [(u64, &'a [u8])];
+    let cases: [(Edits, &str); 2] = [
         (&[(first, &[9, 0])], "kind"),
         (
             &[(entry + 4 + 72, &(1u64 << 40).to_le_bytes())],

@@ -156,6 +156,7 @@ fn verify(path: &Path) -> Vec<String> {
     let mut txns = BTreeSet::new();
     let mut bad_blobs = Vec::new();
     let mut bad_long = Vec::new();
+    let mut long = 0;
     for snap in &snaps {
         snap.for_each(None, None, false, |k, v| {
             if k.starts_with(b"acct:") {
@@ -166,6 +167,7 @@ fn verify(path: &Path) -> Vec<String> {
                 let ij = std::str::from_utf8(&ij[1500..]).unwrap();
                 let (i, j) = ij.split_once(':').unwrap();
                 let (i, j) = (i.parse().unwrap(), j.parse().unwrap());
+                long += 1;
                 if k != long_key(i, j).as_slice() || v != long_value(i, j).as_slice() {
                     bad_long.push((i, j));
                 }
@@ -180,6 +182,9 @@ fn verify(path: &Path) -> Vec<String> {
         .unwrap();
     }
     drop(snaps);
+    if acked.contains(&9) && long < 40 {
+        problems.push(format!("{long} long keys after the commit that put 40"));
+    }
     if !bad_long.is_empty() {
         problems.push(format!("keys kept out of line read wrong: {bad_long:?}"));
     }
