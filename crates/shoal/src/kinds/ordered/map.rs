@@ -285,17 +285,11 @@ impl Snap {
                     return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
                 }
                 let (ka, kl, kout) = p.key_at_out(i);
-                let k = if kout {
-                    kbuf = p
-                        .key_of(i, &|first, len| super::overflow::read_key(&src, first, len))
-                        .ok_or_else(|| {
-                            sh.corrupt(format!(
-                                "ordered map: page {leaf:#x} entry {i}: a key reference that leads nowhere"
-                            ))
-                        })?;
-                    &kbuf[..]
-                } else {
+                let k = if !kout {
                     p.slice(ka, kl)
+                } else {
+                    kbuf = copied_key(sh, &p, leaf, i)?;
+                    &kbuf[..]
                 };
                 if rev && lo.is_some_and(|l| k < l) {
                     return Ok(());
@@ -379,6 +373,20 @@ impl Snap {
         }
         Ok(())
     }
+}
+
+/// Entry `i` of the copy `p` of leaf `leaf`: its key kept out of line, read from its
+/// overflow pages (out of the walk's loop, which short keys keep small).
+#[cold]
+#[inline(never)]
+fn copied_key(sh: &Shared, p: &PageCopy<'_>, leaf: u64, i: usize) -> Result<Vec<u8>> {
+    let src = FilePages { sh };
+    p.key_of(i, &|first, len| super::overflow::read_key(&src, first, len))
+        .ok_or_else(|| {
+            sh.corrupt(format!(
+                "ordered map: page {leaf:#x} entry {i}: a key reference that leads nowhere"
+            ))
+        })
 }
 
 /// Leaf entry `i`'s key, read from its overflow pages if it is kept out of line.

@@ -780,10 +780,15 @@ impl<S: Pages> WriteTxn<S> {
     }
 }
 
-/// The separator between keys `left` and `right` (`left < right`): the shortest prefix of
-/// `right` above `left`, so branches hold short separators (and few out of line) even
-/// where keys are long.
+/// The separator between keys `left` and `right` (`left < right`): `right` itself if a
+/// page keeps it whole, else the shortest prefix of `right` above `left`, so that long keys
+/// rarely make separators kept out of line. Short keys keep whole separators: a compare
+/// reads whole 8-byte words of the file, and a separator cut short would end in a partial
+/// one, which costs more than the bytes it saves (gets were 10% slower).
 fn separator(left: &[u8], right: &[u8]) -> Vec<u8> {
+    if right.len() <= KEY_INLINE_MAX {
+        return right.to_vec();
+    }
     let common = left.iter().zip(right).take_while(|(a, b)| a == b).count();
     right[..(common + 1).min(right.len())].to_vec()
 }
