@@ -17,10 +17,7 @@ use crate::error::Result;
 /// always makes room for the entry that caused it).
 pub const INLINE_MAX: usize = 1000;
 
-/// The longest key a tree may hold (a multimap's pair of the longest key, escaped, and
-/// the longest value is below it): a key reference to more is corrupt, and is not
-/// followed.
-pub const MAX_TREE_KEY: usize = 64 * 1024;
+pub use super::page::MAX_TREE_KEY;
 
 /// Bytes of a value an overflow page holds.
 pub const PER_PAGE: usize = PAGE - OVERFLOW_HDR;

@@ -64,6 +64,10 @@ pub const KEY_INLINE_MAX: usize = 984;
 pub const KEY_PREFIX: usize = 64;
 /// The key bytes of an entry whose key is out of line: the prefix and the reference.
 pub const KEY_REF: usize = KEY_PREFIX + 16;
+/// The longest key a tree may hold (a multimap's pair of the longest key, escaped, and
+/// the longest value is below it): a key reference to more is corrupt, and is not
+/// followed.
+pub const MAX_TREE_KEY: usize = 64 * 1024;
 
 /// Reads the whole of a key kept out of line: (first page, length) to its bytes; `None`
 /// if they cannot be read (a corrupt chain, or a reader that must not follow it), and
@@ -715,6 +719,15 @@ impl PageBuf {
             if off < lo || off + len > PAGE {
                 return Err(format!("entry {i} ({len} bytes at {off}) leaves the page"));
             }
+            // A writer frees a key's pages by walking them: a length no key has could
+            // make that walk as long as the length allows.
+            if let Some((_, len)) = self.key_ref(i) {
+                if len <= KEY_INLINE_MAX as u64 || len > MAX_TREE_KEY as u64 {
+                    return Err(format!(
+                        "entry {i}'s key of {len} bytes is kept out of line"
+                    ));
+                }
+            }
             // Searches compare heads first: a head that is not its key's would send an
             // insert to the wrong place, and the page out of order.
             let (at, kl) = self.key_at(i);
@@ -867,6 +880,13 @@ mod tests {
         assert_eq!(at(&[&long[..64], b"a".as_slice()].concat()), Err(0));
         assert_eq!(p.key_ref(0), Some((7, 2000)));
         assert_eq!(p.key_of(0, &rest), Some(long.clone()));
+        // A reference to a length no key kept out of line has is refused.
+        let (kat, _) = p.key_at(0);
+        for bad in [10u64, 1 << 40] {
+            let mut q = p.clone();
+            q.put64(kat + KEY_PREFIX + 8, bad);
+            assert!(q.validate(LEAF).is_err(), "{bad}");
+        }
     }
 
     #[test]
