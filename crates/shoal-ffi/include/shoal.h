@@ -281,9 +281,9 @@
 #define SHOAL_MAX_ORDERED_ENTRY 1000
 
 /**
- * The longest key of an ordered map.
+ * The longest key of an ordered map (16 KiB), and the longest value of a multimap.
  */
-#define SHOAL_MAX_ORDERED_KEY 984
+#define SHOAL_MAX_ORDERED_KEY 16384
 
 /**
  * `shoal_ordered_open` flag: a new map's keys are 8-byte little-endian unsigned

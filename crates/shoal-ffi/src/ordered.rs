@@ -25,8 +25,8 @@ pub const SHOAL_ORDERED_REVERSE: u32 = 1;
 /// value is kept out of line, in pages of its own (any size).
 pub const SHOAL_MAX_ORDERED_ENTRY: usize = 1000;
 
-/// The longest key of an ordered map.
-pub const SHOAL_MAX_ORDERED_KEY: usize = 984;
+/// The longest key of an ordered map (16 KiB), and the longest value of a multimap.
+pub const SHOAL_MAX_ORDERED_KEY: usize = 16384;
 
 /// `shoal_ordered_open` flag: a new map's keys are 8-byte little-endian unsigned
 /// integers, sorted as numbers.

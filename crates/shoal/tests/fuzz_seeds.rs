@@ -158,6 +158,22 @@ fn fuzz_seeds() {
         }
         w.commit().unwrap();
     });
+    make(open_dir, "ordered-long", false, |s| {
+        // Keys kept out of line (past 984 bytes) sharing their first 1000 bytes, so the
+        // separators between them are out of line too; some removed, some with values
+        // out of line as well.
+        let m = s.ordered_map("long").unwrap();
+        let key = |i: u32| format!("{}{i:05}", "k".repeat(1000)).into_bytes();
+        let mut w = m.write().unwrap();
+        for i in 0..40u32 {
+            w.put(&key(i), &vec![i as u8; 10 + 100 * (i as usize % 15)])
+                .unwrap();
+        }
+        w.commit().unwrap();
+        for i in (0..40u32).step_by(4) {
+            m.remove(&key(i)).unwrap();
+        }
+    });
     make(open_dir, "ordered-free", false, |s| {
         // Two maps written by multi-map transactions, one short transaction at a time,
         // so both free-page queues wrap over many commits; a third map dropped.

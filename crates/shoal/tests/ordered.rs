@@ -569,3 +569,101 @@ fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
         "a put went to the wrong place: {r}"
     );
 }
+
+/// Keys longer than a page keeps whole are kept out of line, their chains of overflow
+/// pages named by a reference in the entry. A chain that is not one (a page of another
+/// kind, a length past any key's) is reported by `check`, and a read that needs the key
+/// gets `Corrupt`, never a panic or a long walk; every byte of the entries and chain
+/// headers changed in turn gives a clear answer too.
+#[test]
+fn a_broken_chain_of_a_long_key_is_reported_not_followed() {
+    use std::os::unix::fs::FileExt;
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    let key = |i: u8| {
+        let mut k = vec![b'p'; 1500];
+        k.push(i);
+        k
+    };
+    {
+        let s = Store::open(&path).unwrap();
+        let m = s.ordered_map("long").unwrap();
+        for i in 0..3u8 {
+            m.put(&key(i), &[i; 10]).unwrap();
+        }
+    }
+    let pristine = std::fs::read(&path).unwrap();
+    let word = |b: &[u8], off: u64| {
+        u64::from_le_bytes(b[off as usize..off as usize + 8].try_into().unwrap())
+    };
+    let n_txn = word(&pristine, 56) >> 32;
+    let area = word(&pristine, 112);
+    let seq = word(&pristine, area + 64);
+    let ring = (128 + 8 * n_txn).next_multiple_of(4096);
+    let table = area + ring + (seq % 16) * 8192;
+    let (root, depth) = (word(&pristine, table + 128), word(&pristine, table + 136));
+    assert_eq!(depth, 0, "three entries fit in one leaf");
+    let u16_at =
+        |off: u64| u16::from_le_bytes([pristine[off as usize], pristine[off as usize + 1]]);
+    // Slot 1: its key is out of line (bit 15 of klen); the entry is u32 vlen, 64 bytes of
+    // prefix, u64 first page, u64 length.
+    let entry = root + u16_at(root + 32 + 8) as u64;
+    assert_eq!(
+        u16_at(root + 32 + 8 + 2),
+        0x8000 | 80,
+        "key 1 kept out of line"
+    );
+    let first = word(&pristine, entry + 4 + 64);
+    assert_eq!(word(&pristine, entry + 4 + 72), 1501);
+    let write = |edits: &[(u64, &[u8])]| {
+        std::fs::write(&path, &pristine).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        for (at, b) in edits {
+            f.write_all_at(b, *at).unwrap();
+        }
+    };
+    // The chain's first page made another kind, then the reference's length made huge.
+    type Edits<'a> = &'a [(u64, &'a [u8])];
+    let cases: [(Edits, &str); 2] = [
+        (&[(first, &[9, 0])], "kind"),
+        (
+            &[(entry + 4 + 72, &(1u64 << 40).to_le_bytes())],
+            "out of line",
+        ),
+    ];
+    for (edits, what) in cases {
+        write(edits);
+        let s = Store::open(&path).unwrap();
+        let r = s.check().unwrap();
+        assert!(r.problems.iter().any(|p| p.contains(what)), "{what}: {r}");
+        let m = s.ordered_map("long").unwrap();
+        assert!(
+            matches!(m.range(None, None), Err(Error::Corrupt { .. })),
+            "{what}"
+        );
+        // Gets compare with the broken key: any answer but a panic.
+        for i in 0..3u8 {
+            let _ = m.get(&key(i));
+        }
+    }
+    // Every byte of the leaf's header and slots, of each entry's value length and key
+    // reference, and of the chain's header, changed.
+    let n = u16_at(root + 2) as u64;
+    let mut spots: Vec<u64> = (root..root + 32 + 8 * n).chain(first..first + 16).collect();
+    for i in 0..n {
+        let e = root + u16_at(root + 32 + 8 * i) as u64;
+        spots.extend((e..e + 4).chain(e + 4 + 64..e + 4 + 80));
+    }
+    for at in spots {
+        let b = pristine[at as usize];
+        write(&[(at, &[b ^ 0x5a])]);
+        let Ok(s) = Store::open(&path) else { continue };
+        let _ = s.check();
+        if let Ok(m) = s.ordered_map("long") {
+            let _ = m.range(None, None);
+            let _ = m.get(&key(1));
+            let _ = m.put(&key(7), b"v");
+            let _ = m.remove(&key(2));
+        }
+    }
+}

@@ -50,6 +50,16 @@ fn blob(i: u64) -> Vec<u8> {
     vec![i as u8; 5000 + 100 * i as usize]
 }
 
+/// A key kept out of line (past 984 bytes), sharing its first 1500 bytes with the others:
+/// separators between them are out of line too.
+fn long_key(i: u64, j: u64) -> Vec<u8> {
+    format!("long:{}{i:04}:{j:04}", "x".repeat(1500)).into_bytes()
+}
+
+fn long_value(i: u64, j: u64) -> Vec<u8> {
+    format!("{i}:{j}").repeat(20).into_bytes()
+}
+
 fn acks(path: &Path) -> std::path::PathBuf {
     path.with_extension("acks")
 }
@@ -111,6 +121,14 @@ fn ordered_worker() {
             if i >= 10 {
                 w.remove(blob_key(i - 10).as_bytes()).unwrap();
             }
+            // Long keys, added and dropped: their pages and their separators' written
+            // and freed by the same commit.
+            for j in 0..40u64 {
+                w.put(&long_key(i, j), &long_value(i, j)).unwrap();
+                if i >= 20 && j % 2 == 0 {
+                    w.remove(&long_key(i - 20, j)).unwrap();
+                }
+            }
         }
         w.commit().unwrap();
         drop(snap);
@@ -137,12 +155,22 @@ fn verify(path: &Path) -> Vec<String> {
     let mut sum = 0u64;
     let mut txns = BTreeSet::new();
     let mut bad_blobs = Vec::new();
+    let mut bad_long = Vec::new();
+    let mut long = 0;
     for snap in &snaps {
         snap.for_each(None, None, false, |k, v| {
             if k.starts_with(b"acct:") {
                 sum += u64::from_le_bytes(v.try_into().unwrap());
             } else if let Some(i) = k.strip_prefix(b"txn:") {
                 txns.insert(std::str::from_utf8(i).unwrap().parse::<u64>().unwrap());
+            } else if let Some(ij) = k.strip_prefix(b"long:") {
+                let ij = std::str::from_utf8(&ij[1500..]).unwrap();
+                let (i, j) = ij.split_once(':').unwrap();
+                let (i, j) = (i.parse().unwrap(), j.parse().unwrap());
+                long += 1;
+                if k != long_key(i, j).as_slice() || v != long_value(i, j).as_slice() {
+                    bad_long.push((i, j));
+                }
             } else if let Some(i) = k.strip_prefix(b"blob:") {
                 let i: u64 = std::str::from_utf8(i).unwrap().parse().unwrap();
                 if v != blob(i).as_slice() {
@@ -154,6 +182,12 @@ fn verify(path: &Path) -> Vec<String> {
         .unwrap();
     }
     drop(snaps);
+    if acked.contains(&9) && long < 40 {
+        problems.push(format!("{long} long keys after the commit that put 40"));
+    }
+    if !bad_long.is_empty() {
+        problems.push(format!("keys kept out of line read wrong: {bad_long:?}"));
+    }
     if !bad_blobs.is_empty() {
         problems.push(format!("values kept out of line read wrong: {bad_blobs:?}"));
     }

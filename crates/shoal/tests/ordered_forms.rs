@@ -316,20 +316,37 @@ fn a_map_keeps_its_options_and_refuses_others() {
 }
 
 #[test]
-fn a_multimap_counts_the_escaped_key_against_the_entry_limit() {
+fn a_multimap_takes_keys_and_values_up_to_the_key_limit() {
     let d = shm_dir();
     let s = Store::open(d.path().join("o.shoal")).unwrap();
     let m = s.ordered_map_with("multi", &DUPS).unwrap();
-    let limit = shoal::MAX_ORDERED_ENTRY;
-    // A key and value that fit a plain map's entry exactly do not fit a pair's.
-    let k = vec![7u8; limit - 10];
-    assert!(m.put(&k, &[1u8; 8]).is_ok());
+    let limit = shoal::MAX_ORDERED_KEY;
+    // The longest key, all zero bytes (each escaped to two), with values as long: the
+    // pairs share their first 32 KiB, so every compare reads past a page.
+    let z = vec![0u8; limit];
+    let mut vals: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; limit - i as usize]).collect();
+    for v in &vals {
+        m.put(&z, v).unwrap();
+    }
+    m.put(&z[..limit - 1], b"shorter key").unwrap();
+    vals.sort();
+    assert_eq!(m.get_all(&z).unwrap(), vals);
+    assert_eq!(m.count_values(&z).unwrap(), 5);
+    assert_eq!(
+        m.get_all(&z[..limit - 1]).unwrap(),
+        vec![b"shorter key".to_vec()]
+    );
     assert!(matches!(
-        m.put(&k, &[1u8; 9]),
+        m.put(&z, &vec![1u8; limit + 1]),
         Err(Error::InvalidArgument(_))
     ));
-    // Zero bytes take two.
-    let z = vec![0u8; limit / 2];
-    assert!(matches!(m.put(&z, b""), Err(Error::InvalidArgument(_))));
-    assert_eq!(m.len().unwrap(), 1);
+    assert!(matches!(
+        m.put(&vec![1u8; limit + 1], b""),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(m.remove_value(&z, &vals[2]).unwrap());
+    assert_eq!(m.count_values(&z).unwrap(), 4);
+    assert_eq!(m.len().unwrap(), 5);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
 }

@@ -150,3 +150,167 @@ fn gets_without_a_pin_never_see_a_page_being_rewritten() {
         }
     });
 }
+
+/// Keys up to 16 KiB, most longer than a page keeps whole and sharing prefixes of up to
+/// 3000 bytes (so compares, separators and seeks reach the overflow pages), through every
+/// read and write path: puts, removes, appends, compare-and-swap, range removal, nested
+/// transactions kept and undone, an aborted one; gets, cursors both ways with seeks,
+/// ranges both ways, prefixes, counts and estimates; then `check`. A key one byte past
+/// the limit is refused.
+#[test]
+fn long_keys_follow_a_btreemap_through_every_path() {
+    use shoal::{Error, MAX_ORDERED_KEY};
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let s = Store::open(d.path().join("long.shoal")).unwrap();
+    let m = s.ordered_map("long").unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut seed = 0x10_4e_u64;
+    // A shared prefix of one of a few lengths (within the 64 bytes kept in the page,
+    // past it, past a page's whole key), then a distinguishing tail.
+    let key = |r: u64| {
+        let plen = [0usize, 10, 64, 70, 984, 1200, 3000][(r % 7) as usize];
+        let mut k = vec![b'p'; plen];
+        k.extend_from_slice(format!("{:x}", (r >> 8) % 500).as_bytes());
+        k.resize(k.len() + ((r >> 20) % 4) as usize * 700, b'~');
+        k
+    };
+    for round in 0..6 {
+        let mut w = m.write().unwrap();
+        for _ in 0..300 {
+            let r = rng(&mut seed);
+            let k = key(r);
+            let v = vec![(r >> 40) as u8; (r >> 48) as usize % 1500];
+            match (r >> 56) % 6 {
+                0 => {
+                    assert_eq!(w.remove(&k).unwrap(), model.remove(&k).is_some());
+                }
+                1 => {
+                    let cur = model.get(&k).cloned();
+                    assert!(w.compare_and_swap(&k, cur.as_deref(), Some(&v)).unwrap());
+                    model.insert(k, v);
+                }
+                _ => {
+                    w.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+            }
+        }
+        // A nested transaction kept, and one undone.
+        {
+            let mut n = w.nested();
+            let k = key(rng(&mut seed));
+            n.put(&k, b"kept").unwrap();
+            n.commit();
+            model.insert(k, b"kept".to_vec());
+        }
+        {
+            let mut n = w.nested();
+            let first = model.keys().next().unwrap().clone();
+            n.remove(&first).unwrap();
+            n.put(&key(rng(&mut seed)), b"undone").unwrap();
+        }
+        if round == 2 {
+            let lo = model.keys().nth(model.len() / 4).unwrap().clone();
+            let hi = model.keys().nth(model.len() / 2).unwrap().clone();
+            let gone = model.range(lo.clone()..hi.clone()).count() as u64;
+            assert_eq!(w.remove_range(Some(&lo), Some(&hi)).unwrap(), gone);
+            model.retain(|k, _| *k < lo || *k >= hi);
+        }
+        // Appends past the largest key.
+        let mut last = model.keys().next_back().unwrap().clone();
+        for j in 0..40 {
+            last.extend_from_slice(format!("{j:02}").as_bytes());
+            last.truncate(MAX_ORDERED_KEY);
+            w.append(&last, b"appended").unwrap();
+            model.insert(last.clone(), b"appended".to_vec());
+            *last.last_mut().unwrap() = b'~';
+        }
+        w.commit().unwrap();
+        // An aborted transaction leaves nothing.
+        let mut w = m.write().unwrap();
+        w.put(&key(rng(&mut seed)), b"aborted").unwrap();
+        let any = model.keys().next().unwrap().clone();
+        w.remove(&any).unwrap();
+        w.abort();
+    }
+    let longest = vec![b'z'; MAX_ORDERED_KEY];
+    m.put(&longest, b"longest").unwrap();
+    model.insert(longest.clone(), b"longest".to_vec());
+    assert!(matches!(
+        m.put(&vec![b'z'; MAX_ORDERED_KEY + 1], b""),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(model.keys().filter(|k| k.len() > 984).count() > 300);
+
+    let snap = m.snapshot().unwrap();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
+    assert_eq!(snap.range(None, None).unwrap(), want);
+    let mut rev = want.clone();
+    rev.reverse();
+    assert_eq!(snap.range_rev(None, None).unwrap(), rev);
+    for (k, v) in &model {
+        assert_eq!(m.get(k).unwrap().as_ref(), Some(v));
+    }
+    let mut c = snap.cursor();
+    let mut fwd = Vec::new();
+    let mut on = c.first().unwrap();
+    while on {
+        fwd.push(c.key().unwrap().to_vec());
+        on = c.move_next().unwrap();
+    }
+    assert_eq!(fwd, model.keys().cloned().collect::<Vec<_>>());
+    let mut back = Vec::new();
+    on = c.last().unwrap();
+    while on {
+        back.push(c.key().unwrap().to_vec());
+        on = c.move_prev().unwrap();
+    }
+    back.reverse();
+    assert_eq!(back, fwd);
+    for _ in 0..400 {
+        let r = rng(&mut seed);
+        let mut probe = key(r);
+        if r % 3 == 0 {
+            probe.pop();
+        }
+        let ge = model.range(probe.clone()..).next().map(|(k, _)| k.clone());
+        let le = model
+            .range(..=probe.clone())
+            .next_back()
+            .map(|(k, _)| k.clone());
+        assert_eq!(
+            c.seek_ge(&probe)
+                .unwrap()
+                .then(|| c.key().unwrap().to_vec()),
+            ge
+        );
+        assert_eq!(
+            c.seek_le(&probe)
+                .unwrap()
+                .then(|| c.key().unwrap().to_vec()),
+            le
+        );
+        assert_eq!(c.seek(&probe).unwrap(), model.contains_key(&probe));
+        assert_eq!(m.get(&probe).unwrap(), model.get(&probe).cloned());
+        let hi = key(rng(&mut seed));
+        let want = if probe < hi {
+            model.range(probe.clone()..hi.clone()).count() as u64
+        } else {
+            0
+        };
+        assert_eq!(snap.count_range(Some(&probe), Some(&hi)).unwrap(), want);
+        assert_eq!(m.estimate_range(Some(&probe), Some(&hi)).unwrap(), want);
+        let pre = &probe[..probe.len().min(1100)];
+        let got: Vec<Vec<u8>> = snap.prefix(pre).unwrap().map(|e| e.unwrap().0).collect();
+        let want: Vec<Vec<u8>> = model
+            .keys()
+            .filter(|k| k.starts_with(pre))
+            .cloned()
+            .collect();
+        assert_eq!(got, want);
+    }
+    drop(c);
+    drop(snap);
+    let r = s.check().unwrap();
+    assert!(r.is_ok(), "{r}");
+}

@@ -16,9 +16,11 @@
 //!   mid-sequence and read later, after more writes, show the model as of the instant
 //!   they were taken;
 //! * keys of random lengths up to the longest ([`MAX_ORDERED_KEY`]), keys that are prefixes
-//!   of others, values from empty to several pages (past [`MAX_ORDERED_ENTRY`] of key and
-//!   value together a value is kept out of line); a key one byte too long is
-//!   `InvalidArgument`, from every write path, and changes nothing;
+//!   of others (long ones too: past 984 bytes a key is kept out of line with its first 64
+//!   bytes in the page, so compares of keys sharing longer prefixes read the rest), values
+//!   from empty to several pages (past [`MAX_ORDERED_ENTRY`] of key and value together a
+//!   value is kept out of line); a key one byte too long is `InvalidArgument`, from every
+//!   write path, and changes nothing;
 //! * a write naming a map outside a multi-map transaction is `InvalidArgument`;
 //! * closing and reopening the store between steps keeps every map's contents, and
 //!   `Store::check` finds no problem at the end of every case.
@@ -37,6 +39,9 @@ use std::fmt;
 use std::sync::Mutex;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The longest key a page keeps whole (longer ones are kept out of line).
+const LONG_KEY: usize = 984;
 
 // ---------------------------------------------------------------------------------------
 // Generated inputs
@@ -99,7 +104,7 @@ impl Val {
     fn bytes(self, key_len: usize) -> Vec<u8> {
         // Values that fill the leaf's limit with their key, and larger ones, out of line.
         let len = match self.len as usize {
-            n if n <= MAX_ORDERED_ENTRY => n.min(MAX_ORDERED_ENTRY - key_len),
+            n if n <= MAX_ORDERED_ENTRY => n.min(MAX_ORDERED_ENTRY.saturating_sub(key_len)),
             n => n,
         };
         (0..len)
@@ -172,7 +177,12 @@ enum End {
 }
 
 fn key() -> BoxedStrategy<K> {
-    let len = prop_oneof![4 => 0u16..4, 3 => 4u16..40, 1 => 40u16..=MAX_ORDERED_KEY as u16];
+    let len = prop_oneof![
+        4 => 0u16..4,
+        3 => 4u16..40,
+        1 => 40u16..=LONG_KEY as u16,
+        1 => (LONG_KEY as u16 + 1)..=MAX_ORDERED_KEY as u16,
+    ];
     (0u8..12, len).prop_map(|(tag, len)| K { tag, len }).boxed()
 }
 
@@ -260,8 +270,11 @@ fn op() -> BoxedStrategy<Op> {
 /// A bulk load: many puts into one map at once, so that cases reach trees of several
 /// levels (splits, then merges as removes follow).
 fn fill() -> BoxedStrategy<Op> {
-    // Tags of the whole byte range: mostly distinct keys, so the map grows.
-    let k = (any::<u8>(), 0u16..60).prop_map(|(tag, len)| K { tag, len });
+    // Tags of the whole byte range: mostly distinct keys, so the map grows. Some are kept
+    // out of line, and those of one tag are prefixes of one another: separators between
+    // them are long, some out of line too.
+    let len = prop_oneof![12 => 0u16..60, 1 => (LONG_KEY as u16 - 40)..3000];
+    let k = (any::<u8>(), len).prop_map(|(tag, len)| K { tag, len });
     (
         0u8..3,
         prop::collection::vec((k, val()), 50..600),
@@ -290,6 +303,7 @@ struct Seen {
     snapshot_reads_after_writes: u64,
     reopens: u64,
     entries_at_limit: u64,
+    long_keys: u64,
     largest_map: u64,
 }
 
@@ -301,6 +315,7 @@ impl Seen {
         self.snapshot_reads_after_writes += o.snapshot_reads_after_writes;
         self.reopens += o.reopens;
         self.entries_at_limit += o.entries_at_limit;
+        self.long_keys += o.long_keys;
         self.largest_map = self.largest_map.max(o.largest_map);
     }
 }
@@ -613,6 +628,12 @@ fn at_limit(s: &Step) -> bool {
         if k.len() + v.len() >= MAX_ORDERED_ENTRY)
 }
 
+/// Whether a step puts a key kept out of line.
+fn long_key(s: &Step) -> bool {
+    matches!(s, Step::Put(k, _) | Step::PutIfAbsent(k, _) | Step::PutIfPresent(k, _)
+        if k.len() > LONG_KEY)
+}
+
 struct Case {
     _dir: tempfile::TempDir,
     path: std::path::PathBuf,
@@ -711,6 +732,7 @@ impl Case {
                     if k.len() + v.len() >= MAX_ORDERED_ENTRY {
                         self.seen.entries_at_limit += 1;
                     }
+                    self.seen.long_keys += (k.len() > LONG_KEY) as u64;
                     let map = &maps[m];
                     match op {
                         Op::Put(..) => {
@@ -817,6 +839,7 @@ impl Case {
                     if at_limit(&s) {
                         self.seen.entries_at_limit += 1;
                     }
+                    self.seen.long_keys += long_key(&s) as u64;
                     let c = format!("{c}: {}", describe(&s));
                     let got = match &s {
                         Step::Put(k, v) => ok(&c, w.put(k, v))?,
@@ -895,6 +918,7 @@ impl Case {
                     if at_limit(&s) {
                         self.seen.entries_at_limit += 1;
                     }
+                    self.seen.long_keys += long_key(&s) as u64;
                     let c = format!("{c}: {}", describe(&s));
                     let got = match &s {
                         Step::Put(k, v) => ok(&c, t.put(map, k, v))?,
@@ -1049,6 +1073,7 @@ fn ordered_maps_follow_a_btreemap_through_every_operation() {
                 "entries at the leaf's limit or out of line",
                 total.entries_at_limit,
             ),
+            ("puts of keys kept out of line", total.long_keys),
         ],
     );
 }

@@ -196,9 +196,8 @@ class OrderedMap(_Reads, _MutableMapping):
     by their encoded bytes; iteration, ``items()``, ``len()`` and ranges count every
     (key, value) pair, so a key repeats once per value; ``m[k]`` is the key's first value,
     ``m[k] = v`` makes ``v`` its only value, ``add(k, v)`` adds one, ``remove_value(k, v)``
-    removes one and ``del m[k]`` all. Keys take at most 984 bytes encoded
-    (``shoal.InvalidArgument`` beyond; in a multimap a key and value together at most
-    1000); values any size (a multimap's at most that).
+    removes one and ``del m[k]`` all. Keys take at most 16 KiB (16384 bytes) encoded
+    (``shoal.InvalidArgument`` beyond); values any size (a multimap's at most 16 KiB).
     """
 
     __slots__ = ("_n", "_store", "__weakref__")

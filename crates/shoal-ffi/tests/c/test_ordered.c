@@ -168,7 +168,7 @@ static void test_point_calls_against_a_reference(void) {
     CHECK_RC(shoal_ordered_get(o, "big", 3, buf, 4, &n), SHOAL_BUFFER_TOO_SMALL);
     CHECK(n == 10);
     CHECK_RC(shoal_ordered_get(o, "big", 3, NULL, 0, &n), SHOAL_BUFFER_TOO_SMALL);
-    static char huge[SHOAL_MAX_ORDERED_ENTRY + 1];
+    static char huge[SHOAL_MAX_ORDERED_KEY + 1];
     CHECK_RC(shoal_ordered_put(o, huge, SHOAL_MAX_ORDERED_KEY + 1, "v", 1), SHOAL_INVALID);
     CHECK_RC(shoal_ordered_put(o, huge, SHOAL_MAX_ORDERED_KEY, "v", 1), SHOAL_OK);
     CHECK_RC(shoal_ordered_put(o, "x", 1, huge, SHOAL_MAX_ORDERED_ENTRY - 1), SHOAL_OK);

@@ -91,7 +91,7 @@ TEST_F(OrderedTest, PointCallsAndRangesMatchStdMap) {
 
     // Too large a key is an error, not a crash.
     try {
-        m.put(std::string(SHOAL_MAX_ORDERED_ENTRY, 'x'), "v");
+        m.put(std::string(SHOAL_MAX_ORDERED_KEY + 1, 'x'), "v");
         ADD_FAILURE() << "no error";
     } catch (const shoal::Error& e) {
         EXPECT_EQ(e.code(), SHOAL_INVALID);

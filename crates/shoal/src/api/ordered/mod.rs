@@ -19,13 +19,12 @@ use std::time::Duration;
 
 /// The most bytes of key and value together an ordered map keeps in its tree's leaf (a
 /// quarter of a page, so that any page split leaves room for the entry that caused it). A
-/// larger value is kept out of line, in pages of its own; a multimap's (key, value) pair
-/// is one such entry, and must fit.
+/// larger value is kept out of line, in pages of its own, and so is a key longer than
+/// `MAX_ORDERED_ENTRY - 16` bytes (its leaf keeps its first 64 bytes).
 pub const MAX_ORDERED_ENTRY: usize = 1000;
 
-/// The longest key of an ordered map (what a leaf holds beside the reference to a value
-/// kept out of line).
-pub const MAX_ORDERED_KEY: usize = MAX_ORDERED_ENTRY - 16;
+/// The longest key of an ordered map (16 KiB), and the longest value of a multimap.
+pub const MAX_ORDERED_KEY: usize = 16 * 1024;
 
 /// A map whose keys are kept sorted (bytewise), shared by every process that opens the
 /// store: point reads, range scans and counts over consistent snapshots, and write
@@ -346,16 +345,13 @@ impl<'s> Form<'s> {
         } else {
             (keys::tree_key(self.flags, key)?, value)
         };
-        if self.dups() && k.len() > MAX_ORDERED_ENTRY {
+        if self.dups() && value.len() > MAX_ORDERED_KEY {
             return Err(Error::InvalidArgument(format!(
-                "a multimap keeps at most {MAX_ORDERED_ENTRY} bytes of key and value \
-                 together, the key counted with one more byte per zero byte and two \
-                 (this key has {}, this value {})",
-                key.len(),
+                "a multimap keeps values of at most {MAX_ORDERED_KEY} bytes (this one has {})",
                 value.len()
             )));
         }
-        if !self.dups() && k.len() > MAX_ORDERED_KEY {
+        if key.len() > MAX_ORDERED_KEY {
             return Err(Error::InvalidArgument(format!(
                 "ordered maps keep keys of at most {MAX_ORDERED_KEY} bytes (this one has {})",
                 key.len()

@@ -71,15 +71,18 @@ impl Kind for OrderedRef {
                 ));
                 continue;
             }
-            let key = |i: usize| {
-                let (a, l) = p.key_at(i);
-                let mut k = vec![0u8; l];
-                p.copy_out(a, &mut k);
-                k
-            };
+            let rest = |first, len| super::overflow::read_key(&src, first, len);
+            let key = |i: usize| p.key_of(i, &rest);
             let mut prev: Option<Vec<u8>> = None;
             for i in 0..p.n() {
-                let k = key(i);
+                if let Err(what) = self.check_key_pages(&src, &p, i, &mut seen) {
+                    problems.push(format!("{name}page {off:#x}: key {i}: {what}"));
+                    continue;
+                }
+                let Some(k) = key(i) else {
+                    problems.push(format!("{name}page {off:#x}: key {i} cannot be read"));
+                    continue;
+                };
                 // Searches trust the heads: one that is not its key's misleads them.
                 if p.u32_at(HDR + SLOT * i + 4) != head(&k) {
                     problems.push(format!(
@@ -97,7 +100,8 @@ impl Kind for OrderedRef {
             if level == 0 {
                 total += p.n() as u64;
                 for i in 0..p.n() {
-                    if let Err(what) = self.entry_form_ok(&key(i), p.value_at(i).1) {
+                    let k = key(i).unwrap_or_default();
+                    if let Err(what) = self.entry_form_ok(&k, p.value_at(i).1) {
                         problems.push(format!("{name}page {off:#x}: entry {i}: {what}"));
                     }
                     let Some((first, len)) = p.value_ref(i) else {
@@ -127,8 +131,9 @@ impl Kind for OrderedRef {
                 continue;
             }
             for c in 0..=p.n() {
-                let clo = if c == 0 { lo.clone() } else { Some(key(c - 1)) };
-                let chi = if c == p.n() { hi.clone() } else { Some(key(c)) };
+                // A separator that cannot be read bounds nothing (it is reported above).
+                let clo = if c == 0 { lo.clone() } else { key(c - 1) };
+                let chi = if c == p.n() { hi.clone() } else { key(c) };
                 stack.push((p.child(c).0, level - 1, clo, chi));
             }
         }
@@ -197,6 +202,41 @@ impl Kind for OrderedRef {
 impl OrderedRef {
     /// Whether a leaf entry has the form the map's flags give every entry: an integer
     /// key of 8 bytes, a multimap's escaped pair with no value.
+    /// Entry `i`'s key, if kept out of line: its chain is one, of a length only an
+    /// out-of-line key has, starts with the entry's prefix, and its pages are reached
+    /// once (`seen`).
+    fn check_key_pages(
+        &self,
+        src: &FilePages<'_>,
+        p: &super::file::FilePage<'_>,
+        i: usize,
+        seen: &mut std::collections::HashSet<u64>,
+    ) -> std::result::Result<(), String> {
+        use super::page::{KEY_INLINE_MAX, KEY_PREFIX};
+        if !p.key_out(i) {
+            return Ok(());
+        }
+        let Some((first, len)) = p.key_ref(i) else {
+            return Err("a key reference of the wrong size".into());
+        };
+        if len <= KEY_INLINE_MAX as u64 || len > super::overflow::MAX_TREE_KEY as u64 {
+            return Err(format!("a key of {len} bytes kept out of line"));
+        }
+        for v in super::overflow::pages(src, first, len)? {
+            if !super::file::is_page(src.sh, v) || !seen.insert(v) {
+                return Err(format!(
+                    "page {v:#x} of a key is not a page, or is reached twice"
+                ));
+            }
+        }
+        let whole = super::overflow::read(src, first, len)?;
+        let (at, _) = p.key_at(i);
+        if p.cmp_bytes(at, KEY_PREFIX, &whole[..KEY_PREFIX]).is_ne() {
+            return Err("a key's prefix is not its key's".into());
+        }
+        Ok(())
+    }
+
     fn entry_form_ok(&self, k: &[u8], vlen: usize) -> std::result::Result<(), String> {
         if self.flags & OF_DUPS != 0 {
             if vlen != 0 {

@@ -231,7 +231,10 @@ impl Snap {
 
     /// The leaf and index of `key`.
     fn find(&self, sh: &Shared, key: &[u8]) -> Result<Option<(u64, usize)>> {
-        find(sh, self.root, key)
+        let src = FilePages { sh };
+        find(sh, self.root, key, &|first, len| {
+            super::overflow::read_key(&src, first, len)
+        })
     }
 
     /// A cursor's walk: calls `f` with each (key, value) from `lo` (inclusive) up to `hi`
@@ -272,6 +275,7 @@ impl Snap {
         // the cursor moves only from leaf to leaf.
         let mut buf = Box::new([0u8; PAGE]);
         let mut v;
+        let mut kbuf;
         while on {
             let (leaf, mut i) = c.at().expect("on an entry");
             let n = page_of(sh, leaf, 0)?.n();
@@ -282,8 +286,13 @@ impl Snap {
                 if steps > self.root.count.saturating_add(1) {
                     return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
                 }
-                let (ka, kl) = p.key_at(i);
-                let k = p.slice(ka, kl);
+                let (ka, kl, kout) = p.key_at_out(i);
+                let k = if !kout {
+                    p.slice(ka, kl)
+                } else {
+                    kbuf = copied_key(sh, &p, leaf, i)?;
+                    &kbuf[..]
+                };
                 if rev && lo.is_some_and(|l| k < l) {
                     return Ok(());
                 }
@@ -330,9 +339,7 @@ impl Snap {
             return Ok(None);
         };
         let p = page_of(sh, leaf, 0)?;
-        let (ka, kl) = p.key_at(i);
-        let mut k = vec![0u8; kl];
-        p.copy_out(ka, &mut k);
+        let k = leaf_key(sh, &p, i)?;
         Ok(Some((k, leaf_value(sh, &p, i)?)))
     }
 
@@ -368,6 +375,32 @@ impl Snap {
         }
         Ok(())
     }
+}
+
+/// Entry `i` of the copy `p` of leaf `leaf`: its key kept out of line, read from its
+/// overflow pages (out of the walk's loop, which short keys keep small).
+#[cold]
+#[inline(never)]
+fn copied_key(sh: &Shared, p: &PageCopy<'_>, leaf: u64, i: usize) -> Result<Vec<u8>> {
+    let src = FilePages { sh };
+    p.key_of(i, &|first, len| super::overflow::read_key(&src, first, len))
+        .ok_or_else(|| {
+            sh.corrupt(format!(
+                "ordered map: page {leaf:#x} entry {i}: a key reference that leads nowhere"
+            ))
+        })
+}
+
+/// Leaf entry `i`'s key, read from its overflow pages if it is kept out of line.
+pub(crate) fn leaf_key(sh: &Shared, p: &FilePage<'_>, i: usize) -> Result<Vec<u8>> {
+    let src = FilePages { sh };
+    p.key_of(i, &|first, len| super::overflow::read_key(&src, first, len))
+        .ok_or_else(|| {
+            sh.corrupt(format!(
+                "ordered map: page {:#x} entry {i}: a key reference that leads nowhere",
+                p.off
+            ))
+        })
 }
 
 /// Leaf entry `i`'s value, read from its overflow pages if it is kept out of line.
@@ -429,7 +462,13 @@ pub(crate) enum Step<'k> {
 }
 
 /// The leaf and index of `key` in the tree of `root`.
-fn find(sh: &Shared, root: Root, key: &[u8]) -> Result<Option<(u64, usize)>> {
+/// `rest` reads keys kept out of line.
+fn find(
+    sh: &Shared,
+    root: Root,
+    key: &[u8],
+    rest: &impl super::page::KeyRest,
+) -> Result<Option<(u64, usize)>> {
     if root.page == 0 {
         return Ok(None);
     }
@@ -437,9 +476,9 @@ fn find(sh: &Shared, root: Root, key: &[u8]) -> Result<Option<(u64, usize)>> {
     for level in (0..=root.depth).rev() {
         let p = page_of(sh, off, level)?;
         if level == 0 {
-            return Ok(p.search(key).ok().map(|i| (off, i)));
+            return Ok(p.search(key, rest).ok().map(|i| (off, i)));
         }
-        off = p.child(p.child_index(key)).0;
+        off = p.child(p.child_index(key, rest)).0;
     }
     unreachable!("the loop returns at level 0")
 }
@@ -467,7 +506,14 @@ impl OrderedRef {
             depth: en.depth as u32,
             count: en.count,
         };
-        let r = find(sh, root, key).map(|at| match at {
+        // A key kept out of line is read with a pin: its reference, read from a page that
+        // a commit may have reused meanwhile, could name any pages.
+        let long = std::cell::Cell::new(false);
+        let rest = |_, _| {
+            long.set(true);
+            None
+        };
+        let r = find(sh, root, key, &rest).map(|at| match at {
             None => Some(false),
             Some((leaf, i)) => {
                 let p = FilePage { sh, off: leaf };
@@ -484,7 +530,7 @@ impl OrderedRef {
         // The reads above come before the second look at the sequence number (a seqlock's
         // read side): a page rewritten after a commit is seen with that commit's number.
         fence(Acquire);
-        if sh.w(a + OA_SEQ).load(Relaxed) != s1 {
+        if sh.w(a + OA_SEQ).load(Relaxed) != s1 || long.get() {
             return Ok(None);
         }
         // An error (a page of the wrong kind) on an unchanged tree is the tree's own.
@@ -495,10 +541,8 @@ impl OrderedRef {
 fn entry_key(sh: &Shared, c: &Cursor) -> Vec<u8> {
     let (leaf, i) = c.at().expect("on an entry");
     let p = FilePage { sh, off: leaf };
-    let (ka, kl) = p.key_at(i);
-    let mut k = vec![0u8; kl];
-    p.copy_out(ka, &mut k);
-    k
+    // A reference that leads nowhere reads as no key: the walk that follows reports it.
+    leaf_key(sh, &p, i).unwrap_or_default()
 }
 
 fn deep(sh: &Shared, depth: u64) -> Error {

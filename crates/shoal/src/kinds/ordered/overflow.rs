@@ -1,4 +1,5 @@
-//! Values kept out of line: a chain of overflow pages that a leaf entry references.
+//! Values (and long keys) kept out of line: a chain of overflow pages that an entry
+//! references.
 //!
 //! A value too large to share a leaf (key and value over [`INLINE_MAX`]) goes into pages
 //! of its own, linked first to last; the leaf keeps a 16-byte reference (first page,
@@ -15,6 +16,8 @@ use crate::error::Result;
 /// The most bytes of key and value a leaf keeps inline (a quarter page, so that a split
 /// always makes room for the entry that caused it).
 pub const INLINE_MAX: usize = 1000;
+
+pub use super::page::MAX_TREE_KEY;
 
 /// Bytes of a value an overflow page holds.
 pub const PER_PAGE: usize = PAGE - OVERFLOW_HDR;
@@ -117,6 +120,15 @@ pub fn read<S: PageSource>(s: &S, first: u64, len: u64) -> std::result::Result<V
         p.copy_out(at, &mut out[start..]);
     })?;
     Ok(out)
+}
+
+/// Reads the key kept out of line at `first` of `len` bytes; `None` if its chain is not
+/// one, or longer than any key can be.
+pub fn read_key<S: PageSource>(s: &S, first: u64, len: u64) -> Option<Vec<u8>> {
+    if len > MAX_TREE_KEY as u64 {
+        return None;
+    }
+    read(s, first, len).ok()
 }
 
 /// The pages of the value at `first` of `len` bytes.

@@ -22,6 +22,12 @@
 //! child holding the keys from its separator up to the next one, and `count` the entries
 //! under it (a counted B+tree: `count_range` is exact in O(log n)).
 //!
+//! A key longer than [`KEY_INLINE_MAX`] is kept out of line: bit 15 of its slot's `klen`
+//! ([`KEY_OUT`]) is set, and the entry's key bytes are its first [`KEY_PREFIX`] bytes and
+//! a 16-byte reference (u64 first page, u64 length) to overflow pages that hold the whole
+//! key. A compare reads the prefix first and follows the reference only on a tie, through
+//! a [`KeyRest`] (the pages are the tree's business, not the page's).
+//!
 //! The writer edits pages in its own buffers ([`PageBuf`]) and copies them into the file
 //! at commit; readers search pages in the file through [`PageRead`], since a committed page
 //! never changes until no snapshot can reach it.
@@ -49,6 +55,33 @@ pub const OVERFLOW_HDR: usize = 16;
 pub const OUT_OF_LINE: u32 = 1 << 31;
 /// Bytes of such a reference: u64 first page, u64 the value's length.
 pub const VALUE_REF: usize = 16;
+/// Bit of a slot's `klen`: the entry's key is kept out of line.
+pub const KEY_OUT: u16 = 1 << 15;
+/// The longest key a page keeps whole (with a reference to a value kept out of line, an
+/// entry of the most bytes a leaf keeps inline).
+pub const KEY_INLINE_MAX: usize = 984;
+/// Bytes of an out-of-line key that its entry keeps, to settle most compares in the page.
+pub const KEY_PREFIX: usize = 64;
+/// The key bytes of an entry whose key is out of line: the prefix and the reference.
+pub const KEY_REF: usize = KEY_PREFIX + 16;
+/// The longest key a tree may hold (a multimap's pair of the longest key, escaped, and
+/// the longest value is below it): a key reference to more is corrupt, and is not
+/// followed.
+pub const MAX_TREE_KEY: usize = 64 * 1024;
+
+/// Reads the whole of a key kept out of line: (first page, length) to its bytes; `None`
+/// if they cannot be read (a corrupt chain, or a reader that must not follow it), and
+/// then the compare's answer is unspecified (the caller knows to distrust it).
+pub trait KeyRest {
+    /// The key at `first` of `len` bytes.
+    fn whole_key(&self, first: u64, len: u64) -> Option<Vec<u8>>;
+}
+
+impl<F: Fn(u64, u64) -> Option<Vec<u8>>> KeyRest for F {
+    fn whole_key(&self, first: u64, len: u64) -> Option<Vec<u8>> {
+        self(first, len)
+    }
+}
 
 /// The head of a key: its first four bytes, big-endian, zero-padded.
 #[inline]
@@ -86,34 +119,95 @@ pub trait PageRead {
     fn n(&self) -> usize {
         self.u16_at(2) as usize
     }
-    /// Entry `i`'s key: (offset, length), never past the page (a page of a corrupt file
-    /// may say otherwise; a valid one never does).
+    /// Entry `i`'s key bytes in the page: (offset, length), never past the page (a page
+    /// of a corrupt file may say otherwise; a valid one never does). For a key kept out
+    /// of line, its prefix and reference.
+    #[inline]
     fn key_at(&self, i: usize) -> (usize, usize) {
+        let (at, len, _) = self.key_at_out(i);
+        (at, len)
+    }
+    /// [`PageRead::key_at`], and whether the key is kept out of line, from one read of
+    /// the slot's `klen`.
+    #[inline]
+    fn key_at_out(&self, i: usize) -> (usize, usize, bool) {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
-        let klen = self.u16_at(s + 2) as usize;
+        let raw = self.u16_at(s + 2);
+        let klen = (raw & !KEY_OUT) as usize;
         let data = (if self.kind() == LEAF { off + 4 } else { off }).min(PAGE);
-        (data, klen.min(PAGE - data))
+        (data, klen.min(PAGE - data), raw & KEY_OUT != 0)
+    }
+    /// Whether entry `i`'s key is kept out of line.
+    fn key_out(&self, i: usize) -> bool {
+        self.u16_at(HDR + SLOT * i + 2) & KEY_OUT != 0
+    }
+    /// Entry `i`'s reference to the overflow pages of its key (first page, length), if
+    /// its key is kept out of line.
+    fn key_ref(&self, i: usize) -> Option<(u64, u64)> {
+        if !self.key_out(i) {
+            return None;
+        }
+        let (at, len) = self.key_at(i);
+        (len == KEY_REF).then(|| {
+            (
+                self.u64_at(at + KEY_PREFIX),
+                self.u64_at(at + KEY_PREFIX + 8),
+            )
+        })
+    }
+    /// Entry `i`'s whole key, read through `rest` if it is kept out of line (`None` if
+    /// `rest` cannot read it, or the entry's reference is malformed).
+    fn key_of(&self, i: usize, rest: &impl KeyRest) -> Option<Vec<u8>> {
+        if self.key_out(i) {
+            let (first, len) = self.key_ref(i)?;
+            return rest.whole_key(first, len);
+        }
+        let (at, len) = self.key_at(i);
+        let mut k = vec![0u8; len];
+        self.copy_out(at, &mut k);
+        Some(k)
     }
     /// Compares entry `i`'s key with `key` (whose head is `h`).
-    fn cmp_entry(&self, i: usize, key: &[u8], h: u32) -> Ordering {
+    #[inline]
+    fn cmp_entry(&self, i: usize, key: &[u8], h: u32, rest: &impl KeyRest) -> Ordering {
         let s = HDR + SLOT * i;
         let eh = self.u32_at(s + 4);
         if eh != h {
             return eh.cmp(&h);
         }
-        let (at, len) = self.key_at(i);
+        let (at, len, out) = self.key_at_out(i);
+        if out {
+            return self.cmp_out_of_line(i, at, key, rest);
+        }
         // Equal heads: both keys' first min(4, len) bytes are equal (zero padding can
         // only tie a shorter key with one that has zero bytes there, so compare fully).
         self.cmp_bytes(at, len, key)
     }
+    /// [`PageRead::cmp_entry`] for an entry whose key is out of line, its bytes at `at`.
+    #[cold]
+    fn cmp_out_of_line(&self, i: usize, at: usize, key: &[u8], rest: &impl KeyRest) -> Ordering {
+        let pre = &key[..key.len().min(KEY_PREFIX)];
+        match self.cmp_bytes(at, KEY_PREFIX, pre) {
+            // The entry's key is longer than its prefix, so above `key` if `key` ends
+            // within it; past the prefix only the whole key settles it.
+            Ordering::Equal if key.len() > KEY_PREFIX => match self.key_of(i, rest) {
+                Some(k) => k.as_slice().cmp(key),
+                None => Ordering::Less,
+            },
+            Ordering::Equal => Ordering::Greater,
+            o => o,
+        }
+    }
     /// Binary search: `Ok(i)` where entry `i` has `key`, else `Err(i)` where it would go.
-    fn search(&self, key: &[u8]) -> Result<usize, usize> {
+    /// `rest` reads keys kept out of line.
+    #[inline]
+    fn search(&self, key: &[u8], rest: &impl KeyRest) -> Result<usize, usize> {
         let h = head(key);
         let (mut lo, mut hi) = (0usize, self.n());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.cmp_entry(mid, key, h) {
+            match self.cmp_entry(mid, key, h, rest) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(mid),
@@ -126,7 +220,7 @@ pub trait PageRead {
     fn value_at(&self, i: usize) -> (usize, usize) {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
-        let klen = self.u16_at(s + 2) as usize;
+        let klen = (self.u16_at(s + 2) & !KEY_OUT) as usize;
         let at = (off + 4 + klen).min(PAGE);
         (
             at,
@@ -148,8 +242,9 @@ pub trait PageRead {
         (len == VALUE_REF).then(|| (self.u64_at(at), self.u64_at(at + 8)))
     }
     /// Branch: the child index that holds `key` (0 = child0, i + 1 = entry i's child).
-    fn child_index(&self, key: &[u8]) -> usize {
-        match self.search(key) {
+    #[inline]
+    fn child_index(&self, key: &[u8], rest: &impl KeyRest) -> usize {
+        match self.search(key, rest) {
             Ok(i) => i + 1,
             Err(i) => i,
         }
@@ -264,6 +359,15 @@ impl PageRead for PageCopy<'_> {
         let src = self.slice(at, dst.len());
         dst[..src.len()].copy_from_slice(src);
     }
+}
+
+/// Key bytes for a page, kept out of line if `.1` (then a prefix and a reference).
+pub type Key<'a> = (&'a [u8], bool);
+
+/// A [`KeyRest`] that reads nothing: for pages that hold no key kept out of line.
+#[cfg(test)]
+pub fn no_rest(_: u64, _: u64) -> Option<Vec<u8>> {
+    None
 }
 
 /// Why an edit did not fit.
@@ -408,7 +512,7 @@ impl PageBuf {
         for i in 0..n {
             let s = HDR + SLOT * i;
             let off = self.u16_at(s) as usize;
-            let klen = self.u16_at(s + 2) as usize;
+            let klen = (self.u16_at(s + 2) & !KEY_OUT) as usize;
             // The entry's length from the old heap: the new one is being written over it.
             let len = if leaf {
                 let w = u32::from_le_bytes(old[off..off + 4].try_into().expect("4 bytes"));
@@ -428,7 +532,7 @@ impl PageBuf {
     fn entry_len(&self, i: usize) -> usize {
         let s = HDR + SLOT * i;
         let off = self.u16_at(s) as usize;
-        let klen = self.u16_at(s + 2) as usize;
+        let klen = (self.u16_at(s + 2) & !KEY_OUT) as usize;
         if self.kind() == LEAF {
             4 + klen + (self.u32_at(off) & !OUT_OF_LINE) as usize
         } else {
@@ -436,9 +540,10 @@ impl PageBuf {
         }
     }
 
-    /// Inserts a slot at `i` for an entry of `len` heap bytes and key `key`; returns the
-    /// entry's offset.
-    fn insert_slot(&mut self, i: usize, key: &[u8], len: usize) -> Result<usize, Full> {
+    /// Inserts a slot at `i` for an entry of `len` heap bytes and key bytes `key` (kept
+    /// out of line if `key.1`); returns the entry's offset.
+    fn insert_slot(&mut self, i: usize, key: Key<'_>, len: usize) -> Result<usize, Full> {
+        let (key, out) = key;
         self.make_room(len + SLOT)?;
         let n = self.n();
         let s = HDR + SLOT * i;
@@ -446,7 +551,7 @@ impl PageBuf {
         let off = self.heap_lo() - len;
         self.set_heap_lo(off);
         self.put16(s, off as u16);
-        self.put16(s + 2, key.len() as u16);
+        self.put16(s + 2, key.len() as u16 | if out { KEY_OUT } else { 0 });
         self.put32(s + 4, head(key));
         self.set_n(n + 1);
         Ok(off)
@@ -455,7 +560,7 @@ impl PageBuf {
     /// Leaf: inserts (key, value) at slot `i` (from a search's `Err(i)`).
     #[cfg(test)]
     pub fn leaf_insert(&mut self, i: usize, key: &[u8], value: &[u8]) -> Result<(), Full> {
-        self.leaf_insert_as(i, key, value, false)
+        self.leaf_insert_as(i, (key, false), value, false)
     }
 
     /// Leaf: inserts (key, value) at slot `i`, `value` being a reference to overflow
@@ -463,13 +568,15 @@ impl PageBuf {
     pub fn leaf_insert_as(
         &mut self,
         i: usize,
-        key: &[u8],
+        key: Key<'_>,
         value: &[u8],
         out_of_line: bool,
     ) -> Result<(), Full> {
         debug_assert_eq!(self.kind(), LEAF);
         debug_assert!(!out_of_line || value.len() == VALUE_REF);
-        let off = self.insert_slot(i, key, 4 + key.len() + value.len())?;
+        debug_assert!(!key.1 || key.0.len() == KEY_REF);
+        let off = self.insert_slot(i, key, 4 + key.0.len() + value.len())?;
+        let key = key.0;
         let flag = if out_of_line { OUT_OF_LINE } else { 0 };
         self.put32(off, value.len() as u32 | flag);
         self.b[off + 4..off + 4 + key.len()].copy_from_slice(key);
@@ -508,25 +615,27 @@ impl PageBuf {
         }
         let (kat, klen) = self.key_at(i);
         let key = self.b[kat..kat + klen].to_vec();
+        let kout = self.key_out(i);
         // The room check counts the old entry's bytes as reclaimable.
         let old = self.entry_len(i) + SLOT;
         if self.room() + old < Self::entry_size(LEAF, klen, value.len()) {
             return Err(Full);
         }
         self.remove(i);
-        self.leaf_insert_as(i, &key, value, out_of_line)
+        self.leaf_insert_as(i, (&key, kout), value, out_of_line)
     }
 
     /// Branch: inserts separator `key` with `child` (holding `count` entries) at slot `i`.
     pub fn branch_insert(
         &mut self,
         i: usize,
-        key: &[u8],
+        key: Key<'_>,
         child: u64,
         count: u64,
     ) -> Result<(), Full> {
         debug_assert_eq!(self.kind(), BRANCH);
-        let off = self.insert_slot(i, key, key.len() + 16)?;
+        let off = self.insert_slot(i, key, key.0.len() + 16)?;
+        let key = key.0;
         self.b[off..off + key.len()].copy_from_slice(key);
         self.put64(off + key.len(), child);
         self.put64(off + key.len() + 8, count);
@@ -544,9 +653,10 @@ impl PageBuf {
     }
 
     /// Splits the page at its middle by bytes: keeps the lower half, returns the upper
-    /// half and the separator (the upper half's first key; a branch moves that entry's
-    /// child to the new page's child0 and drops the entry).
-    pub fn split(&mut self) -> (PageBuf, Vec<u8>) {
+    /// half and the key bytes of its first entry, with whether that key is out of line (a
+    /// branch moves that entry's child to the new page's child0 and drops the entry, whose
+    /// key, and its overflow pages, become the separator above).
+    pub fn split(&mut self) -> (PageBuf, (Vec<u8>, bool)) {
         let n = self.n();
         debug_assert!(n >= 2);
         let kind = self.kind();
@@ -564,16 +674,17 @@ impl PageBuf {
         }
         let mut right = PageBuf::new(kind);
         let (kat, klen) = self.key_at(at);
-        let sep = self.b[kat..kat + klen].to_vec();
+        let sep = (self.b[kat..kat + klen].to_vec(), self.key_out(at));
         let mut j = 0;
         for i in at..n {
             let (ka, kl) = self.key_at(i);
             let key = self.b[ka..ka + kl].to_vec();
+            let kout = self.key_out(i);
             if kind == LEAF {
                 let (va, vl) = self.value_at(i);
                 let v = self.b[va..va + vl].to_vec();
                 right
-                    .leaf_insert_as(j, &key, &v, self.out_of_line(i))
+                    .leaf_insert_as(j, (&key, kout), &v, self.out_of_line(i))
                     .expect("half a page fits a page");
                 j += 1;
             } else {
@@ -582,7 +693,7 @@ impl PageBuf {
                     right.set_child0(c, cnt);
                 } else {
                     right
-                        .branch_insert(j, &key, c, cnt)
+                        .branch_insert(j, (&key, kout), c, cnt)
                         .expect("half a page fits a page");
                     j += 1;
                 }
@@ -610,7 +721,11 @@ impl PageBuf {
         for i in 0..n {
             let s = HDR + SLOT * i;
             let off = self.u16_at(s) as usize;
-            let klen = self.u16_at(s + 2) as usize;
+            let raw = self.u16_at(s + 2);
+            let klen = (raw & !KEY_OUT) as usize;
+            if raw & KEY_OUT != 0 && klen != KEY_REF {
+                return Err(format!("entry {i}'s key reference has {klen} bytes"));
+            }
             let len = if kind == LEAF {
                 if off < lo || off + 4 > PAGE {
                     return Err(format!("entry {i} at {off} is outside the heap"));
@@ -628,6 +743,15 @@ impl PageBuf {
             };
             if off < lo || off + len > PAGE {
                 return Err(format!("entry {i} ({len} bytes at {off}) leaves the page"));
+            }
+            // A writer frees a key's pages by walking them: a length no key has could
+            // make that walk as long as the length allows.
+            if let Some((_, len)) = self.key_ref(i) {
+                if len <= KEY_INLINE_MAX as u64 || len > MAX_TREE_KEY as u64 {
+                    return Err(format!(
+                        "entry {i}'s key of {len} bytes is kept out of line"
+                    ));
+                }
             }
             // Searches compare heads first: a head that is not its key's would send an
             // insert to the wrong place, and the page out of order.
@@ -693,7 +817,7 @@ mod tests {
                 let vlen = ((r >> 40) % 40) as usize;
                 let val = vec![(r >> 50) as u8; vlen];
                 match (r >> 60) % 4 {
-                    0 | 1 => match p.search(&key) {
+                    0 | 1 => match p.search(&key, &no_rest) {
                         Ok(i) => {
                             if p.leaf_set_value(i, &val).is_ok() {
                                 model.insert(key, val);
@@ -706,7 +830,7 @@ mod tests {
                         }
                     },
                     2 => {
-                        if let Ok(i) = p.search(&key) {
+                        if let Ok(i) = p.search(&key, &no_rest) {
                             p.remove(i);
                             model.remove(&key);
                         }
@@ -714,8 +838,8 @@ mod tests {
                     _ => {
                         if p.n() >= 2 && p.room() < 600 {
                             let (right, sep) = p.split();
-                            assert_eq!(leaf_contents(&right)[0].0, sep, "seed {seed0}");
-                            let upper: BTreeMap<_, _> = model.split_off(&sep);
+                            assert_eq!(leaf_contents(&right)[0].0, sep.0, "seed {seed0}");
+                            let upper: BTreeMap<_, _> = model.split_off(&sep.0);
                             assert_eq!(
                                 leaf_contents(&right),
                                 upper.into_iter().collect::<Vec<_>>(),
@@ -739,9 +863,10 @@ mod tests {
         let mut p = PageBuf::new(BRANCH);
         p.set_child0(100, 5);
         for (i, k) in [b"b".as_slice(), b"d", b"f"].iter().enumerate() {
-            p.branch_insert(i, k, 101 + i as u64, 6 + i as u64).unwrap();
+            p.branch_insert(i, (k, false), 101 + i as u64, 6 + i as u64)
+                .unwrap();
         }
-        let child_of = |k: &[u8]| p.child(p.child_index(k)).0;
+        let child_of = |k: &[u8]| p.child(p.child_index(k, &no_rest)).0;
         assert_eq!(child_of(b"a"), 100);
         assert_eq!(child_of(b""), 100);
         assert_eq!(child_of(b"b"), 101);
@@ -750,9 +875,41 @@ mod tests {
         assert_eq!(child_of(b"zz"), 103);
         assert_eq!(p.total_count(), 5 + 6 + 7 + 8);
         let (right, sep) = p.split();
-        assert!(!sep.is_empty());
+        assert!(!sep.0.is_empty());
         assert_eq!(p.total_count() + right.total_count(), 26);
         assert_eq!(p.n() + right.n() + 1, 3);
+    }
+
+    #[test]
+    fn a_key_kept_out_of_line_sorts_after_its_prefix_and_by_its_whole_bytes() {
+        // Entry 0: a key of 2000 bytes whose first 64 are `x`s, kept out of line; `rest`
+        // reads it from "page 7".
+        let long: Vec<u8> = [vec![b'x'; 64], vec![b'm'; 1936]].concat();
+        let mut stored = long[..KEY_PREFIX].to_vec();
+        stored.extend_from_slice(&7u64.to_le_bytes());
+        stored.extend_from_slice(&(long.len() as u64).to_le_bytes());
+        let mut p = PageBuf::new(LEAF);
+        p.leaf_insert_as(0, (&stored, true), b"v", false).unwrap();
+        p.validate(LEAF).unwrap();
+        let rest = |first, len| (first == 7 && len == 2000).then(|| long.clone());
+        let at = |k: &[u8]| p.search(k, &rest);
+        assert_eq!(at(&long), Ok(0));
+        // Keys that are its prefix, the 64 bytes kept in the page included, sort below.
+        assert_eq!(at(&long[..64]), Err(0));
+        assert_eq!(at(&long[..63]), Err(0));
+        assert_eq!(at(&long[..1999]), Err(0));
+        assert_eq!(at(&[long.clone(), vec![0]].concat()), Err(1));
+        assert_eq!(at(&[&long[..64], b"z".as_slice()].concat()), Err(1));
+        assert_eq!(at(&[&long[..64], b"a".as_slice()].concat()), Err(0));
+        assert_eq!(p.key_ref(0), Some((7, 2000)));
+        assert_eq!(p.key_of(0, &rest), Some(long.clone()));
+        // A reference to a length no key kept out of line has is refused.
+        let (kat, _) = p.key_at(0);
+        for bad in [10u64, 1 << 40] {
+            let mut q = p.clone();
+            q.put64(kat + KEY_PREFIX + 8, bad);
+            assert!(q.validate(LEAF).is_err(), "{bad}");
+        }
     }
 
     #[test]
