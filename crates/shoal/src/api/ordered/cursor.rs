@@ -2,10 +2,10 @@
 
 use super::{Form, Snapshot};
 use crate::error::{Error, Result};
-use crate::kinds::ordered::map::Write;
 use crate::kinds::ordered::cursor::Cursor as TreeCursor;
 use crate::kinds::ordered::keys;
 use crate::kinds::ordered::map::Step;
+use crate::kinds::ordered::map::Write;
 
 /// What a cursor reads: a snapshot's tree, or a write transaction's own.
 pub(super) trait Source {
@@ -261,7 +261,12 @@ impl Core {
         Ok(false)
     }
 
-    pub(super) fn seek_value(&mut self, src: &impl Source, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub(super) fn seek_value(
+        &mut self,
+        src: &impl Source,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool> {
         if !self.seek_value_ge(src, key, value)? || self.entry() != Some((key, value)) {
             self.at = None;
         }
@@ -633,9 +638,9 @@ impl<S: Source> RawIter<S> {
             }
             Ok(false) => {
                 self.left = 0;
-                Some(Err(self
-                    .src
-                    .corrupt("ordered map: a range ended before its count of entries")))
+                Some(Err(self.src.corrupt(
+                    "ordered map: a range ended before its count of entries",
+                )))
             }
             Err(e) => {
                 self.left = 0;
