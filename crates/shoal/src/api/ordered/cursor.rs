@@ -417,6 +417,103 @@ macro_rules! cursor_moves {
     };
 }
 
+/// The moves and reads of every ordered-map cursor, [`OrderedCursor`] and
+/// [`WriteCursor`] (whose own methods say what each does), for code that takes either:
+/// `&mut dyn CursorMoves`.
+pub trait CursorMoves {
+    /// See [`OrderedCursor::first`].
+    fn first(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::last`].
+    fn last(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::seek`].
+    fn seek(&mut self, key: &[u8]) -> Result<bool>;
+    /// See [`OrderedCursor::seek_ge`].
+    fn seek_ge(&mut self, key: &[u8]) -> Result<bool>;
+    /// See [`OrderedCursor::seek_le`].
+    fn seek_le(&mut self, key: &[u8]) -> Result<bool>;
+    /// See [`OrderedCursor::move_next`].
+    fn move_next(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::move_prev`].
+    fn move_prev(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::entry`].
+    fn entry(&self) -> Option<(&[u8], &[u8])>;
+    /// See [`OrderedCursor::position`].
+    fn position(&self) -> Result<Option<u64>>;
+    /// See [`OrderedCursor::next_key`].
+    fn next_key(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::prev_key`].
+    fn prev_key(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::next_value`].
+    fn next_value(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::prev_value`].
+    fn prev_value(&mut self) -> Result<bool>;
+    /// See [`OrderedCursor::seek_value`].
+    fn seek_value(&mut self, key: &[u8], value: &[u8]) -> Result<bool>;
+    /// See [`OrderedCursor::seek_value_ge`].
+    fn seek_value_ge(&mut self, key: &[u8], value: &[u8]) -> Result<bool>;
+    /// See [`OrderedCursor::count_values`].
+    fn count_values(&self) -> Result<u64>;
+}
+
+/// [`CursorMoves`] for a cursor type, by its own methods of the same names.
+macro_rules! impl_cursor_moves {
+    ($t:ty) => {
+        impl CursorMoves for $t {
+            fn first(&mut self) -> Result<bool> {
+                <$t>::first(self)
+            }
+            fn last(&mut self) -> Result<bool> {
+                <$t>::last(self)
+            }
+            fn seek(&mut self, key: &[u8]) -> Result<bool> {
+                <$t>::seek(self, key)
+            }
+            fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
+                <$t>::seek_ge(self, key)
+            }
+            fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
+                <$t>::seek_le(self, key)
+            }
+            fn move_next(&mut self) -> Result<bool> {
+                <$t>::move_next(self)
+            }
+            fn move_prev(&mut self) -> Result<bool> {
+                <$t>::move_prev(self)
+            }
+            fn entry(&self) -> Option<(&[u8], &[u8])> {
+                <$t>::entry(self)
+            }
+            fn position(&self) -> Result<Option<u64>> {
+                <$t>::position(self)
+            }
+            fn next_key(&mut self) -> Result<bool> {
+                <$t>::next_key(self)
+            }
+            fn prev_key(&mut self) -> Result<bool> {
+                <$t>::prev_key(self)
+            }
+            fn next_value(&mut self) -> Result<bool> {
+                <$t>::next_value(self)
+            }
+            fn prev_value(&mut self) -> Result<bool> {
+                <$t>::prev_value(self)
+            }
+            fn seek_value(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+                <$t>::seek_value(self, key, value)
+            }
+            fn seek_value_ge(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+                <$t>::seek_value_ge(self, key, value)
+            }
+            fn count_values(&self) -> Result<u64> {
+                <$t>::count_values(self)
+            }
+        }
+    };
+}
+
+impl_cursor_moves!(OrderedCursor<'_>);
+impl_cursor_moves!(WriteCursor<'_, '_>);
+
 /// A position in a [`Snapshot`]: seeks, steps both ways, and where it stands
 /// ([`Snapshot::cursor`]). Every move returns whether the cursor stands on an entry; it
 /// then holds that entry's key and value. In a multimap each (key, value) pair is an
@@ -470,6 +567,15 @@ pub struct WriteCursor<'t, 'm> {
 pub struct CursorPlace {
     core: Core,
     map: (u64, u64),
+}
+
+impl CursorPlace {
+    /// The key and value of the entry the cursor stood on when its place was kept
+    /// (`None`: on no entry, or in a gap); writes since show only once it is taken up
+    /// again.
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        self.core.entry()
+    }
 }
 
 impl<'t, 'm> WriteCursor<'t, 'm> {

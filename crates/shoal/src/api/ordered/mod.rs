@@ -2,7 +2,7 @@
 
 mod cursor;
 
-pub use cursor::{CursorPlace, OrderedCursor, OrderedIter, WriteCursor, WriteIter};
+pub use cursor::{CursorMoves, CursorPlace, OrderedCursor, OrderedIter, WriteCursor, WriteIter};
 
 use crate::error::{Error, Result};
 use crate::format::{MARKERS, OF_DUPS, OF_U64_KEYS};
