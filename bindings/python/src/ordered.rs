@@ -895,6 +895,22 @@ impl OrderedTxnNative {
     fn t(&mut self, py: Python<'_>) -> PyResult<&mut MultiWriteTxn<'static>> {
         self.state(py)?.top().ok_or_else(|| over(py))
     }
+
+    /// Runs `f` on the innermost level with a range's encoded bounds; `empty` for a
+    /// range with none (`Ctx::bounds`' `None`).
+    fn in_range<R>(
+        &mut self,
+        py: Python<'_>,
+        b: Option<Bounds>,
+        empty: R,
+        f: impl FnOnce(&mut MultiWriteTxn<'static>, Option<&[u8]>, Option<&[u8]>) -> shoal::Result<R>,
+    ) -> PyResult<R> {
+        let t = self.t(py)?;
+        let Some((lo, hi)) = b else {
+            return Ok(empty);
+        };
+        f(t, lo.as_deref(), hi.as_deref()).py_err(py)
+    }
 }
 
 fn over(py: Python<'_>) -> PyErr {
@@ -994,12 +1010,7 @@ impl OrderedTxnNative {
         hi_incl: bool,
     ) -> PyResult<u64> {
         let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
-        let t = self.t(py)?;
-        let Some((lo, hi)) = b else {
-            return Ok(0);
-        };
-        t.remove_range(&map.map, lo.as_deref(), hi.as_deref())
-            .py_err(py)
+        self.in_range(py, b, 0, |t, lo, hi| t.remove_range(&map.map, lo, hi))
     }
 
     /// append(map, key, value): adds past the map's largest key (pair, in a multimap).
@@ -1044,16 +1055,13 @@ impl OrderedTxnNative {
         what: u8,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
-        let t = self.t(py)?;
-        let Some((lo, hi)) = b else {
-            return Ok(Vec::new());
-        };
-        let es = if reverse {
-            t.range_rev(&map.map, lo.as_deref(), hi.as_deref())
-        } else {
-            t.range(&map.map, lo.as_deref(), hi.as_deref())
-        }
-        .py_err(py)?;
+        let es = self.in_range(py, b, Vec::new(), |t, lo, hi| {
+            if reverse {
+                t.range_rev(&map.map, lo, hi)
+            } else {
+                t.range(&map.map, lo, hi)
+            }
+        })?;
         es.iter()
             .map(|(k, v)| map.cx.entry(py, k, v, what))
             .collect()
@@ -1071,12 +1079,7 @@ impl OrderedTxnNative {
         hi_incl: bool,
     ) -> PyResult<u64> {
         let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
-        let t = self.t(py)?;
-        let Some((lo, hi)) = b else {
-            return Ok(0);
-        };
-        t.count_range(&map.map, lo.as_deref(), hi.as_deref())
-            .py_err(py)
+        self.in_range(py, b, 0, |t, lo, hi| t.count_range(&map.map, lo, hi))
     }
 
     /// The number of entries of `map` as the transaction has it.

@@ -193,12 +193,18 @@ unsafe fn go(
     ffi(|| {
         // SAFETY: forwarded contract.
         let c = unsafe { cur(p) }?;
-        if c.with(f)? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(SHOAL_NOT_FOUND, "the cursor stands on no entry"))
-        }
+        on_entry(c.with(f)?)
     })
+}
+
+/// `SHOAL_OK` if a cursor stands (or stood, for a write at it) on an entry, else
+/// `SHOAL_NOT_FOUND`.
+fn on_entry(on: bool) -> Res<shoal_status> {
+    if on {
+        Ok(SHOAL_OK)
+    } else {
+        Err(Fail::new(SHOAL_NOT_FOUND, "the cursor stands on no entry"))
+    }
 }
 
 /// Moves to the first entry. Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (the snapshot is
@@ -561,11 +567,7 @@ pub unsafe extern "C" fn shoal_ordered_cursor_put_current(
         let value = unsafe { bytes(value, value_len, "value") }?;
         // SAFETY: forwarded contract.
         let t = unsafe { txn_cur(cursor) }?;
-        if t.with(|c| c.put_current(value))? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(SHOAL_NOT_FOUND, "the cursor stands on no entry"))
-        }
+        on_entry(t.with(|c| c.put_current(value))?)
     })
 }
 
@@ -584,11 +586,7 @@ pub unsafe extern "C" fn shoal_ordered_cursor_remove_current(
     ffi(|| {
         // SAFETY: forwarded contract.
         let t = unsafe { txn_cur(cursor) }?;
-        if t.with(|c| c.remove_current())? {
-            Ok(SHOAL_OK)
-        } else {
-            Err(Fail::new(SHOAL_NOT_FOUND, "the cursor stands on no entry"))
-        }
+        on_entry(t.with(|c| c.remove_current())?)
     })
 }
 

@@ -972,155 +972,104 @@ trait Tx<'m>: Nestable + Sized {
     fn nest(&mut self) -> Nested<'_, Self>;
 }
 
-impl<'m> Tx<'m> for WriteTxn<'m> {
-    fn put(&mut self, _: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
-        WriteTxn::put(self, k, v)
-    }
-    fn put_if_absent(&mut self, _: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
-        WriteTxn::put_if_absent(self, k, v)
-    }
-    fn put_if_present(&mut self, _: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
-        WriteTxn::put_if_present(self, k, v)
-    }
-    fn remove(&mut self, _: &OrderedMap, k: &[u8]) -> shoal::Result<bool> {
-        WriteTxn::remove(self, k)
-    }
-    fn get(&mut self, _: &OrderedMap, k: &[u8]) -> shoal::Result<Option<Vec<u8>>> {
-        WriteTxn::get(self, k)
-    }
+/// The map argument of a [`MultiWriteTxn`]'s calls, in [`tx_impl`].
+fn on(m: &OrderedMap) -> &OrderedMap {
+    m
+}
+
+/// [`Tx`] for transaction type `$t`, by its own calls: with `on` they take the map first
+/// (a [`MultiWriteTxn`]'s), without it they have theirs (a [`WriteTxn`]'s). `$extra`: the
+/// calls whose shapes differ between the two.
+macro_rules! tx_impl {
+    ($t:ident $(, $on:ident)?; $($extra:item)*) => {
+        impl<'m> Tx<'m> for $t<'m> {
+            fn put(&mut self, _m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
+                $t::put(self, $($on(_m),)? k, v)
+            }
+            fn put_if_absent(&mut self, _m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
+                $t::put_if_absent(self, $($on(_m),)? k, v)
+            }
+            fn put_if_present(&mut self, _m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
+                $t::put_if_present(self, $($on(_m),)? k, v)
+            }
+            fn remove(&mut self, _m: &OrderedMap, k: &[u8]) -> shoal::Result<bool> {
+                $t::remove(self, $($on(_m),)? k)
+            }
+            fn get(&mut self, _m: &OrderedMap, k: &[u8]) -> shoal::Result<Option<Vec<u8>>> {
+                $t::get(self, $($on(_m),)? k)
+            }
+            fn cursor_at(
+                &mut self,
+                _m: &OrderedMap,
+                p: shoal::CursorPlace,
+            ) -> shoal::Result<WriteCursor<'_, 'm>> {
+                $t::cursor_at(self, $($on(_m),)? p)
+            }
+            fn iter(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<WriteIter<'_, 'm>> {
+                $t::iter(self, $($on(_m),)? lo, hi)
+            }
+            fn prefix(&self, _m: &OrderedMap, p: &[u8]) -> shoal::Result<WriteIter<'_, 'm>> {
+                $t::prefix(self, $($on(_m),)? p)
+            }
+            fn range(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<Entries> {
+                $t::range(self, $($on(_m),)? lo, hi)
+            }
+            fn range_rev(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<Entries> {
+                $t::range_rev(self, $($on(_m),)? lo, hi)
+            }
+            fn count_range(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<u64> {
+                $t::count_range(self, $($on(_m),)? lo, hi)
+            }
+            fn first(&self, _m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
+                $t::first(self, $($on(_m))?)
+            }
+            fn last(&self, _m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
+                $t::last(self, $($on(_m))?)
+            }
+            fn nest(&mut self) -> Nested<'_, Self> {
+                self.nested()
+            }
+            $($extra)*
+        }
+    };
+}
+
+tx_impl!(WriteTxn;
     fn cursor(&mut self, _: &OrderedMap) -> shoal::Result<WriteCursor<'_, 'm>> {
         Ok(WriteTxn::cursor(self))
-    }
-    fn cursor_at(
-        &mut self,
-        _: &OrderedMap,
-        p: shoal::CursorPlace,
-    ) -> shoal::Result<WriteCursor<'_, 'm>> {
-        WriteTxn::cursor_at(self, p)
-    }
-    fn iter(
-        &self,
-        _: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<WriteIter<'_, 'm>> {
-        WriteTxn::iter(self, lo, hi)
-    }
-    fn prefix(&self, _: &OrderedMap, p: &[u8]) -> shoal::Result<WriteIter<'_, 'm>> {
-        WriteTxn::prefix(self, p)
-    }
-    fn range(
-        &self,
-        _: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<Entries> {
-        WriteTxn::range(self, lo, hi)
-    }
-    fn range_rev(
-        &self,
-        _: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<Entries> {
-        WriteTxn::range_rev(self, lo, hi)
-    }
-    fn count_range(
-        &self,
-        _: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<u64> {
-        WriteTxn::count_range(self, lo, hi)
-    }
-    fn first(&self, _: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
-        WriteTxn::first(self)
-    }
-    fn last(&self, _: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
-        WriteTxn::last(self)
     }
     fn len(&self, _: &OrderedMap) -> shoal::Result<u64> {
         Ok(WriteTxn::len(self))
     }
-    fn nest(&mut self) -> Nested<'_, Self> {
-        self.nested()
-    }
-}
-
-impl<'m> Tx<'m> for MultiWriteTxn<'m> {
-    fn put(&mut self, m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
-        MultiWriteTxn::put(self, m, k, v)
-    }
-    fn put_if_absent(&mut self, m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
-        MultiWriteTxn::put_if_absent(self, m, k, v)
-    }
-    fn put_if_present(&mut self, m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
-        MultiWriteTxn::put_if_present(self, m, k, v)
-    }
-    fn remove(&mut self, m: &OrderedMap, k: &[u8]) -> shoal::Result<bool> {
-        MultiWriteTxn::remove(self, m, k)
-    }
-    fn get(&mut self, m: &OrderedMap, k: &[u8]) -> shoal::Result<Option<Vec<u8>>> {
-        MultiWriteTxn::get(self, m, k)
-    }
+);
+tx_impl!(MultiWriteTxn, on;
     fn cursor(&mut self, m: &OrderedMap) -> shoal::Result<WriteCursor<'_, 'm>> {
         MultiWriteTxn::cursor(self, m)
-    }
-    fn cursor_at(
-        &mut self,
-        m: &OrderedMap,
-        p: shoal::CursorPlace,
-    ) -> shoal::Result<WriteCursor<'_, 'm>> {
-        MultiWriteTxn::cursor_at(self, m, p)
-    }
-    fn iter(
-        &self,
-        m: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<WriteIter<'_, 'm>> {
-        MultiWriteTxn::iter(self, m, lo, hi)
-    }
-    fn prefix(&self, m: &OrderedMap, p: &[u8]) -> shoal::Result<WriteIter<'_, 'm>> {
-        MultiWriteTxn::prefix(self, m, p)
-    }
-    fn range(
-        &self,
-        m: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<Entries> {
-        MultiWriteTxn::range(self, m, lo, hi)
-    }
-    fn range_rev(
-        &self,
-        m: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<Entries> {
-        MultiWriteTxn::range_rev(self, m, lo, hi)
-    }
-    fn count_range(
-        &self,
-        m: &OrderedMap,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> shoal::Result<u64> {
-        MultiWriteTxn::count_range(self, m, lo, hi)
-    }
-    fn first(&self, m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
-        MultiWriteTxn::first(self, m)
-    }
-    fn last(&self, m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
-        MultiWriteTxn::last(self, m)
     }
     fn len(&self, m: &OrderedMap) -> shoal::Result<u64> {
         MultiWriteTxn::len(self, m)
     }
-    fn nest(&mut self) -> Nested<'_, Self> {
-        self.nested()
-    }
-}
+);
 
 /// Runs the steps `tops` of a transaction over the maps `inside` (each step names a map
 /// of the store by index; one outside the transaction is refused) against `next`, the

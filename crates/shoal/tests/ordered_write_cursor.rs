@@ -126,6 +126,22 @@ fn writes_at_a_cursor_and_the_gap_a_removal_leaves() {
         w.range(None, None).unwrap(),
         vec![kv("a", "1"), kv("b2", "x")]
     );
+    // A cursor in a gap stays there when the removed key is put back through the
+    // transaction; the entry put back is what its next move finds, either way.
+    let place = {
+        let mut c = w.cursor();
+        assert!(c.seek(b"a").unwrap());
+        assert!(c.remove_current().unwrap());
+        c.into_place()
+    };
+    w.put(b"a", b"2").unwrap();
+    let mut c = w.cursor_at(place.clone()).unwrap();
+    assert_eq!(c.entry(), None, "still in the gap");
+    assert!(c.move_next().unwrap());
+    assert_eq!(c.entry(), Some((&b"a"[..], &b"2"[..])));
+    let mut c = w.cursor_at(place).unwrap();
+    assert!(c.move_prev().unwrap());
+    assert_eq!(c.entry(), Some((&b"a"[..], &b"2"[..])));
     // A value too large for a multimap-less entry limit is refused, and the entry stays.
     {
         let mut c = w.cursor();
@@ -139,7 +155,7 @@ fn writes_at_a_cursor_and_the_gap_a_removal_leaves() {
     w.commit().unwrap();
     assert_eq!(
         m.range(None, None).unwrap(),
-        vec![kv("a", "1"), kv("b2", "x")]
+        vec![kv("a", "2"), kv("b2", "x")]
     );
 }
 
@@ -183,12 +199,19 @@ fn a_cursor_place_survives_writes_through_the_transaction_and_nested_aborts() {
     assert_eq!(c.entry(), None);
     let place = c.into_place();
     {
+        // The removed key put back in a nested transaction: the cursor stays in the gap,
+        // and a move either way finds the entry put back.
         let mut n = w.nested();
         n.put(&key(2001), b"back").unwrap();
         let mut c = n.cursor_at(place.clone()).unwrap();
+        assert_eq!(c.entry(), None);
+        assert!(c.move_next().unwrap());
         assert_eq!(c.entry(), Some((&key(2001)[..], &b"back"[..])));
         assert!(c.move_prev().unwrap());
         assert_eq!(c.key(), Some(&key(2000)[..]));
+        let mut c = n.cursor_at(place.clone()).unwrap();
+        assert!(c.move_prev().unwrap());
+        assert_eq!(c.key(), Some(&key(2001)[..]));
         n.abort();
     }
     // A place taken inside a nested transaction on an entry it put, taken up again after
@@ -196,7 +219,8 @@ fn a_cursor_place_survives_writes_through_the_transaction_and_nested_aborts() {
     let place = {
         let mut n = w.nested();
         n.put(&key(2001), b"back").unwrap();
-        let c = n.cursor_at(place).unwrap();
+        let mut c = n.cursor_at(place).unwrap();
+        assert!(c.move_next().unwrap());
         assert_eq!(c.entry(), Some((&key(2001)[..], &b"back"[..])));
         let inner = c.into_place();
         n.abort();

@@ -122,12 +122,10 @@ impl Core {
             return Ok(());
         }
         self.changes = src.changes();
-        let gap = match self.at.take() {
-            Some((k, _, _)) => Some(k),
-            None => self.gap.take(),
-        };
         self.c = TreeCursor::new();
-        let Some(k) = gap else {
+        // A cursor in a gap stays there (an entry put back into it is what its next move
+        // either way finds); one on nothing stays on nothing.
+        let Some((k, _, _)) = self.at.take() else {
             return Ok(());
         };
         if !self.go(src, Step::Ge(&k))? || self.at.as_ref().is_none_or(|(t, _, _)| *t != k) {
