@@ -334,7 +334,9 @@ TEST_F(OrderedTest, CursorsOfAWriteTransactionSeeItsWritesAndWriteAtThemselves) 
             auto n = t.nested();
             t.remove("bb");
             EXPECT_FALSE(c.entry().has_value());
-        }  // aborted: bb is back
+        }  // aborted: bb is back, and the cursor still in the gap the removal left
+        EXPECT_FALSE(c.entry().has_value());
+        EXPECT_TRUE(c.next());
         EXPECT_EQ(c.value(), "again");
         t.commit();
         EXPECT_THROW(c.first(), shoal::Error);  // the transaction is over
