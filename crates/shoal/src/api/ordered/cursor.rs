@@ -543,14 +543,14 @@ impl<'a> OrderedCursor<'a> {
 
 /// A position in a write transaction's map, reading the map as the transaction has it:
 /// its own writes (and those of its nested transactions still open or committed into
-/// it) included, those of nested transactions aborted gone ([`WriteTxn::cursor`],
-/// [`MultiWriteTxn::cursor`]). It moves as an [`OrderedCursor`] does, and writes at
+/// it) included, those of nested transactions aborted gone ([`WriteTxn::cursor`](super::WriteTxn::cursor),
+/// [`MultiWriteTxn::cursor`](super::MultiWriteTxn::cursor)). It moves as an [`OrderedCursor`] does, and writes at
 /// where it stands ([`WriteCursor::put_current`], [`WriteCursor::remove_current`]).
 ///
 /// It borrows the transaction exclusively, so the transaction writes only through it
 /// while it lives. To write through the transaction between moves, keep the cursor's
 /// place with [`WriteCursor::into_place`] and take it up again with
-/// [`WriteTxn::cursor_at`] after the writes: the cursor then stands on its entry as the
+/// [`WriteTxn::cursor_at`](super::WriteTxn::cursor_at) after the writes: the cursor then stands on its entry as the
 /// writes left it (its value read again), or, if they removed it, in the gap it left,
 /// from which the next move forward goes to the first entry after it and the next move
 /// back to the last one before it.
@@ -560,7 +560,7 @@ pub struct WriteCursor<'t, 'm> {
 }
 
 /// Where a [`WriteCursor`] stood ([`WriteCursor::into_place`]), to take up again on the
-/// same map of the same transaction ([`WriteTxn::cursor_at`], [`MultiWriteTxn::cursor_at`]).
+/// same map of the same transaction ([`WriteTxn::cursor_at`](super::WriteTxn::cursor_at), [`MultiWriteTxn::cursor_at`](super::MultiWriteTxn::cursor_at)).
 #[derive(Clone)]
 pub struct CursorPlace {
     core: Core,
@@ -610,7 +610,7 @@ impl<'t, 'm> WriteCursor<'t, 'm> {
     cursor_moves!();
 
     /// Where the cursor stands, to take up again after writes through the transaction
-    /// ([`WriteTxn::cursor_at`]).
+    /// ([`WriteTxn::cursor_at`](super::WriteTxn::cursor_at)).
     pub fn into_place(self) -> CursorPlace {
         CursorPlace {
             map: (self.w.m.id, self.w.m.cat_word),
@@ -655,7 +655,7 @@ impl<'t, 'm> WriteCursor<'t, 'm> {
         Ok(true)
     }
 
-    /// Puts `key` → `value` as [`WriteTxn::put`] does, and moves the cursor to the entry
+    /// Puts `key` → `value` as [`WriteTxn::put`](super::WriteTxn::put) does, and moves the cursor to the entry
     /// (in a multimap, the pair); returns whether the key (the pair) was new.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
         let new = super::ops::put(self.w, key, value)?;
@@ -776,7 +776,7 @@ impl<'a> OrderedIter<'a> {
 }
 
 /// The entries of a range of a map as a write transaction has it, in key order, or from
-/// the end ([`WriteTxn::iter`], [`WriteTxn::prefix`]). It borrows the transaction, which
+/// the end ([`WriteTxn::iter`](super::WriteTxn::iter), [`WriteTxn::prefix`](super::WriteTxn::prefix)). It borrows the transaction, which
 /// writes nothing while it lives.
 pub struct WriteIter<'t, 'm>(RawIter<&'t Write<'m>>);
 
