@@ -28,6 +28,7 @@ fn _shoal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ordered::OrderedSnapshotNative>()?;
     m.add_class::<ordered::OrderedIter>()?;
     m.add_class::<ordered::OrderedCursorNative>()?;
+    m.add_class::<ordered::OrderedTxnCursorNative>()?;
     m.add_class::<ordered::OrderedTxnNative>()?;
     m.add_class::<queue::QueueSet>()?;
     m.add_class::<queue::Element>()?;

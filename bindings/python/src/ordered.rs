@@ -14,7 +14,10 @@ use crate::store::StoreCore;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use shoal::{MultiWriteTxn, Nested, OrderedCursor, OrderedMap, OrderedOptions, Snapshot};
+use shoal::{
+    CursorMoves, CursorPlace, MultiWriteTxn, Nested, OrderedCursor, OrderedMap, OrderedOptions,
+    Snapshot, WriteCursor,
+};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -752,31 +755,14 @@ impl OrderedCursorNative {
     /// 6 next_value, 7 prev_value; whether the cursor stands on an entry (for the value
     /// moves: whether it moved).
     fn step(&mut self, py: Python<'_>, how: u8) -> PyResult<bool> {
-        let c = self.c(py)?;
-        match how {
-            0 => c.first(),
-            1 => c.last(),
-            2 => c.move_next(),
-            3 => c.move_prev(),
-            4 => c.next_key(),
-            5 => c.prev_key(),
-            6 => c.next_value(),
-            _ => c.prev_value(),
-        }
-        .py_err(py)
+        step(self.c(py)?, how).py_err(py)
     }
 
     /// seek(key, how) -> bool: 0 exactly `key`, 1 the first key >= it, 2 the last key
     /// <= it.
     fn seek(&mut self, py: Python<'_>, key: &Bound<'_, PyAny>, how: u8) -> PyResult<bool> {
         let k = self.cx.key(key)?;
-        let c = self.c(py)?;
-        match how {
-            0 => c.seek(&k),
-            1 => c.seek_ge(&k),
-            _ => c.seek_le(&k),
-        }
-        .py_err(py)
+        seek(self.c(py)?, &k, how).py_err(py)
     }
 
     /// seek_value(key, value, ge) -> bool: the pair (key, value), or with `ge` the first
@@ -789,13 +775,7 @@ impl OrderedCursorNative {
         ge: bool,
     ) -> PyResult<bool> {
         let (k, v) = (self.cx.key(key)?, self.cx.value(value)?);
-        let c = self.c(py)?;
-        if ge {
-            c.seek_value_ge(&k, &v)
-        } else {
-            c.seek_value(&k, &v)
-        }
-        .py_err(py)
+        seek_value(self.c(py)?, &k, &v, ge).py_err(py)
     }
 
     /// entry(what) -> the key (0), value (1) or (key, value) (2) the cursor stands on, or
@@ -915,6 +895,22 @@ impl OrderedTxnNative {
     fn t(&mut self, py: Python<'_>) -> PyResult<&mut MultiWriteTxn<'static>> {
         self.state(py)?.top().ok_or_else(|| over(py))
     }
+
+    /// Runs `f` on the innermost level with a range's encoded bounds; `empty` for a
+    /// range with none (`Ctx::bounds`' `None`).
+    fn in_range<R>(
+        &mut self,
+        py: Python<'_>,
+        b: Option<Bounds>,
+        empty: R,
+        f: impl FnOnce(&mut MultiWriteTxn<'static>, Option<&[u8]>, Option<&[u8]>) -> shoal::Result<R>,
+    ) -> PyResult<R> {
+        let t = self.t(py)?;
+        let Some((lo, hi)) = b else {
+            return Ok(empty);
+        };
+        f(t, lo.as_deref(), hi.as_deref()).py_err(py)
+    }
 }
 
 fn over(py: Python<'_>) -> PyErr {
@@ -1014,12 +1010,7 @@ impl OrderedTxnNative {
         hi_incl: bool,
     ) -> PyResult<u64> {
         let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
-        let t = self.t(py)?;
-        let Some((lo, hi)) = b else {
-            return Ok(0);
-        };
-        t.remove_range(&map.map, lo.as_deref(), hi.as_deref())
-            .py_err(py)
+        self.in_range(py, b, 0, |t, lo, hi| t.remove_range(&map.map, lo, hi))
     }
 
     /// append(map, key, value): adds past the map's largest key (pair, in a multimap).
@@ -1047,6 +1038,97 @@ impl OrderedTxnNative {
     /// set_marker(i, v): the store's marker `i` becomes `v` at the commit.
     fn set_marker(&mut self, py: Python<'_>, i: u64, v: u64) -> PyResult<()> {
         self.t(py)?.set_marker(i, v).py_err(py)
+    }
+
+    /// range(map, lo, hi, lo_incl, hi_incl, reverse, what) -> list of `map`'s entries
+    /// as the transaction has them (what: 0 keys, 1 values, 2 items).
+    #[allow(clippy::too_many_arguments)]
+    fn range<'py>(
+        &mut self,
+        py: Python<'py>,
+        map: PyRef<'py, OrderedNative>,
+        lo: Option<&Bound<'py, PyAny>>,
+        hi: Option<&Bound<'py, PyAny>>,
+        lo_incl: bool,
+        hi_incl: bool,
+        reverse: bool,
+        what: u8,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        let es = self.in_range(py, b, Vec::new(), |t, lo, hi| {
+            if reverse {
+                t.range_rev(&map.map, lo, hi)
+            } else {
+                t.range(&map.map, lo, hi)
+            }
+        })?;
+        es.iter()
+            .map(|(k, v)| map.cx.entry(py, k, v, what))
+            .collect()
+    }
+
+    /// count_range(map, lo, hi, lo_incl, hi_incl) -> int, exact, as the transaction has
+    /// `map`.
+    fn count_range(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        lo: Option<&Bound<'_, PyAny>>,
+        hi: Option<&Bound<'_, PyAny>>,
+        lo_incl: bool,
+        hi_incl: bool,
+    ) -> PyResult<u64> {
+        let b = map.cx.bounds(lo, hi, lo_incl, hi_incl)?;
+        self.in_range(py, b, 0, |t, lo, hi| t.count_range(&map.map, lo, hi))
+    }
+
+    /// The number of entries of `map` as the transaction has it.
+    fn len(&mut self, py: Python<'_>, map: PyRef<'_, OrderedNative>) -> PyResult<u64> {
+        self.t(py)?.len(&map.map).py_err(py)
+    }
+
+    /// Every value of `key` in `map` as the transaction has them, sorted.
+    fn get_all<'py>(
+        &mut self,
+        py: Python<'py>,
+        map: PyRef<'py, OrderedNative>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let k = map.cx.key(key)?;
+        let vs = self.t(py)?.get_all(&map.map, &k).py_err(py)?;
+        values(py, map.cx.vc, vs)
+    }
+
+    /// The number of values of `key` in `map` as the transaction has them.
+    fn count_values(
+        &mut self,
+        py: Python<'_>,
+        map: PyRef<'_, OrderedNative>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let k = map.cx.key(key)?;
+        self.t(py)?.count_values(&map.map, &k).py_err(py)
+    }
+
+    /// cursor(map) -> a cursor over `map` as the transaction has it.
+    fn cursor(
+        slf: Bound<'_, Self>,
+        map: Bound<'_, OrderedNative>,
+    ) -> PyResult<OrderedTxnCursorNative> {
+        let py = slf.py();
+        {
+            let mut t = slf.borrow_mut();
+            // A map outside the transaction is refused now rather than at the first move.
+            t.t(py)?.cursor(&map.borrow().map).py_err(py)?;
+        }
+        let cx = map.borrow().cx.clone();
+        Ok(OrderedTxnCursorNative {
+            txn: slf.unbind(),
+            map: map.unbind(),
+            place: None,
+            open: true,
+            cx,
+        })
     }
 
     /// nest() -> int: opens a nested transaction inside the innermost open level;
@@ -1131,6 +1213,144 @@ impl OrderedTxnNative {
     #[getter]
     fn active(&self) -> PyResult<bool> {
         Ok(self.st.get("transaction")?.txn.is_some())
+    }
+}
+
+/// A native cursor over a map as a write transaction has it (`shoal.OrderedCursor`
+/// wraps it): it keeps only its place, taken up on the transaction's innermost open
+/// level at each call, so that the transaction stays writable between calls; the
+/// engine then finds its entry again as the writes left it, or the gap they left.
+#[pyclass(module = "shoal._shoal", name = "_OrderedTxnCursor")]
+pub struct OrderedTxnCursorNative {
+    txn: Py<OrderedTxnNative>,
+    map: Py<OrderedNative>,
+    place: Option<CursorPlace>,
+    open: bool,
+    cx: Ctx,
+}
+
+impl OrderedTxnCursorNative {
+    /// Runs `f` on the cursor taken up on the transaction.
+    fn with<R>(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut WriteCursor<'_, '_>) -> shoal::Result<R>,
+    ) -> PyResult<R> {
+        if !self.open {
+            return Err(exc(py, "Closed", "the cursor was closed"));
+        }
+        let mut t = self.txn.borrow_mut(py);
+        let map = self.map.borrow(py);
+        let top = t.t(py)?;
+        let mut c = match self.place.take() {
+            Some(p) => top.cursor_at(&map.map, p),
+            None => top.cursor(&map.map),
+        }
+        .py_err(py)?;
+        let r = f(&mut c);
+        self.place = Some(c.into_place());
+        r.py_err(py)
+    }
+}
+
+#[pymethods]
+impl OrderedTxnCursorNative {
+    /// step(how) -> bool: as the snapshot cursor's.
+    fn step(&mut self, py: Python<'_>, how: u8) -> PyResult<bool> {
+        self.with(py, |c| step(c, how))
+    }
+
+    /// seek(key, how) -> bool: as the snapshot cursor's.
+    fn seek(&mut self, py: Python<'_>, key: &Bound<'_, PyAny>, how: u8) -> PyResult<bool> {
+        let k = self.cx.key(key)?;
+        self.with(py, |c| seek(c, &k, how))
+    }
+
+    /// seek_value(key, value, ge) -> bool: as the snapshot cursor's.
+    fn seek_value(
+        &mut self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ge: bool,
+    ) -> PyResult<bool> {
+        let (k, v) = (self.cx.key(key)?, self.cx.value(value)?);
+        self.with(py, |c| seek_value(c, &k, &v, ge))
+    }
+
+    /// entry(what) -> the entry the cursor stands on as the transaction has it now, or
+    /// None.
+    fn entry<'py>(&mut self, py: Python<'py>, what: u8) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let e = self.with(py, |c| Ok(c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))))?;
+        match e {
+            Some((k, v)) => Ok(Some(self.cx.entry(py, &k, &v, what)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The number of entries before the cursor's, or None on no entry.
+    fn position(&mut self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.with(py, |c| c.position())
+    }
+
+    /// The number of values of the key the cursor stands on (0 on no entry).
+    fn count_values(&mut self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |c| c.count_values())
+    }
+
+    /// Sets the value of the entry the cursor stands on; whether it stood on one.
+    fn put_current(&mut self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let v = self.cx.value(value)?;
+        self.with(py, |c| c.put_current(&v))
+    }
+
+    /// Removes the entry the cursor stands on; whether it stood on one.
+    fn remove_current(&mut self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |c| c.remove_current())
+    }
+
+    /// Ends the cursor.
+    fn close(&mut self) -> PyResult<()> {
+        self.open = false;
+        self.place = None;
+        Ok(())
+    }
+
+    #[getter]
+    fn closed(&self) -> PyResult<bool> {
+        Ok(!self.open)
+    }
+}
+
+/// A cursor's step, as `_OrderedCursor.step` numbers them.
+fn step(c: &mut dyn CursorMoves, how: u8) -> shoal::Result<bool> {
+    match how {
+        0 => c.first(),
+        1 => c.last(),
+        2 => c.move_next(),
+        3 => c.move_prev(),
+        4 => c.next_key(),
+        5 => c.prev_key(),
+        6 => c.next_value(),
+        _ => c.prev_value(),
+    }
+}
+
+/// A cursor's seek, as `_OrderedCursor.seek` numbers them.
+fn seek(c: &mut dyn CursorMoves, k: &[u8], how: u8) -> shoal::Result<bool> {
+    match how {
+        0 => c.seek(k),
+        1 => c.seek_ge(k),
+        _ => c.seek_le(k),
+    }
+}
+
+/// A cursor's seek to a pair.
+fn seek_value(c: &mut dyn CursorMoves, k: &[u8], v: &[u8], ge: bool) -> shoal::Result<bool> {
+    if ge {
+        c.seek_value_ge(k, v)
+    } else {
+        c.seek_value(k, v)
     }
 }
 

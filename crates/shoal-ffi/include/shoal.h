@@ -583,16 +583,25 @@ typedef struct shoal_map shoal_map;
 typedef struct shoal_ordered shoal_ordered;
 
 /**
- * A position in an ordered map's snapshot (`shoal_ordered_cursor_open`): it seeks,
- * steps both ways, and says where it stands. Each move returns `SHOAL_OK` when the
- * cursor then stands on an entry, `SHOAL_NOT_FOUND` when it stands on none. In a
- * multimap each (key, value) pair is an entry, in key order then value order.
+ * A position in an ordered map's snapshot (`shoal_ordered_cursor_open`), or in a map
+ * as a write transaction has it, its own writes included
+ * (`shoal_ordered_txn_cursor_open`): it seeks, steps both ways, and says where it
+ * stands. Each move returns `SHOAL_OK` when the cursor then stands on an entry,
+ * `SHOAL_NOT_FOUND` when it stands on none. In a multimap each (key, value) pair is an
+ * entry, in key order then value order.
  *
  * After a move that returns `SHOAL_NOT_FOUND`, reposition the cursor (first, last or
  * a seek) before stepping with next or prev.
  *
- * Thread safety: used only by the thread that opened it. It holds its own reference
- * to the snapshot: closing the snapshot first is allowed.
+ * A cursor on a write transaction reads its innermost open nested transaction, and
+ * stays usable across the transaction's writes: it then stands on its entry as they
+ * left it or, if they removed it, in the gap it left (next goes to the entry after it,
+ * prev to the one before). It writes at where it stands
+ * (`shoal_ordered_cursor_put_current`, `shoal_ordered_cursor_remove_current`). Once the
+ * transaction ends, every call on it but close is `SHOAL_INVALID`.
+ *
+ * Thread safety: used only by the thread that opened it. A snapshot's cursor holds its
+ * own reference to the snapshot: closing the snapshot first is allowed.
  */
 typedef struct shoal_ordered_cursor shoal_ordered_cursor;
 
@@ -4042,6 +4051,24 @@ shoal_status shoal_ordered_cursor_open(const struct shoal_ordered_snapshot *snap
                                        struct shoal_ordered_cursor **out);
 
 /**
+ * Opens a cursor over `map` as the write transaction `txn` has it (its own writes, and
+ * those of its open nested transactions, included), standing on no entry until it
+ * moves. The cursor functions (`shoal_ordered_cursor_*`) take it as they take a
+ * snapshot's; it also writes at where it stands. Free it with
+ * `shoal_ordered_cursor_close` (before or after the transaction ends).
+ *
+ * Errors: `SHOAL_INVALID` (a map not in the transaction, another thread),
+ * `SHOAL_NULL_POINTER`.
+ *
+ * # Safety
+ * `txn` is NULL or a live transaction; `map` NULL or a live handle; `out` NULL or
+ * writable.
+ */
+shoal_status shoal_ordered_txn_cursor_open(struct shoal_ordered_txn *txn,
+                                           const struct shoal_ordered *map,
+                                           struct shoal_ordered_cursor **out);
+
+/**
  * Moves to the first entry. Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (the snapshot is
  * empty). Errors: `SHOAL_INVALID` (another thread), `SHOAL_CORRUPT`,
  * `SHOAL_NULL_POINTER`.
@@ -4173,7 +4200,9 @@ shoal_status shoal_ordered_cursor_seek_value(struct shoal_ordered_cursor *cursor
 /**
  * Points `*key`/`*value` at the entry the cursor stands on (with their lengths; either
  * pair of out-parameters may be NULL to skip it). The pointers stay valid until the
- * cursor's next move or its close; they may be NULL when their length is 0.
+ * cursor's next call or its close; they may be NULL when their length is 0. A cursor on
+ * a write transaction reads its entry again first, as the transaction's writes since
+ * its last call left it (`SHOAL_NOT_FOUND` if they removed it).
  *
  * Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (on no entry). Errors: `SHOAL_INVALID`
  * (another thread), `SHOAL_NULL_POINTER`.
@@ -4209,6 +4238,34 @@ shoal_status shoal_ordered_cursor_position(struct shoal_ordered_cursor *cursor, 
  */
 shoal_status shoal_ordered_cursor_count_values(struct shoal_ordered_cursor *cursor,
                                                uint64_t *count);
+
+/**
+ * Sets the value of the entry the cursor stands on to `value`, in its write
+ * transaction; the cursor stays on it (in a multimap, the pair with the old value gives
+ * way to the pair with `value`, and the cursor stands on that). Returns `SHOAL_OK` or
+ * `SHOAL_NOT_FOUND` (on no entry: nothing written).
+ *
+ * Errors: `SHOAL_INVALID` (a snapshot's cursor, an ended transaction, a value too long
+ * for a multimap's pair, another thread), and the errors of `shoal_ordered_txn_put`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor; `value` NULL or readable for `value_len` bytes.
+ */
+shoal_status shoal_ordered_cursor_put_current(struct shoal_ordered_cursor *cursor,
+                                              const void *value,
+                                              size_t value_len);
+
+/**
+ * Removes the entry the cursor stands on, in its write transaction; the cursor then
+ * stands in the gap it left (next goes to the entry after it, prev to the one before).
+ * Returns `SHOAL_OK` or `SHOAL_NOT_FOUND` (on no entry: nothing removed).
+ *
+ * Errors: as `shoal_ordered_cursor_put_current`.
+ *
+ * # Safety
+ * `cursor` is NULL or a live cursor.
+ */
+shoal_status shoal_ordered_cursor_remove_current(struct shoal_ordered_cursor *cursor);
 
 /**
  * Frees a cursor (and its hold on the snapshot). NULL is allowed.

@@ -2072,8 +2072,15 @@ private:
 /// seek before stepping). In a multimap each (key, value) pair is an entry, in key order
 /// then value order; next_key/prev_key move between keys, next_value/prev_value among one
 /// key's values. The views key(), value() and entry() give stay valid until the next
-/// move. Move-only; bound to the thread that made it; it keeps its snapshot's view even
-/// after the snapshot object is destroyed.
+/// call on the cursor. Move-only; bound to the thread that made it; it keeps its
+/// snapshot's view even after the snapshot object is destroyed.
+///
+/// A cursor of a write transaction (OrderedTxn::cursor) reads the map as the transaction
+/// has it, its own writes and its open nested transactions' included, and writes at
+/// where it stands (put_current, remove_current). It stays usable across the
+/// transaction's writes: it then stands on its entry as they left it or, if they removed
+/// it, in the gap it left (next() goes to the entry after it, prev() to the one before).
+/// Once the transaction is over, its calls throw SHOAL_INVALID.
 class OrderedCursor {
 public:
     using value_type = std::pair<std::string_view, std::string_view>;
@@ -2156,11 +2163,25 @@ public:
         return n;
     }
 
+    /// Write transaction's cursor: sets the value of the entry it stands on (in a
+    /// multimap, replaces the pair; the cursor follows it); false if on no entry.
+    bool put_current(bytes_view value) {
+        return moved(shoal_ordered_cursor_put_current(h_.get(), value.data(), value.size()),
+                     "shoal_ordered_cursor_put_current");
+    }
+    /// Write transaction's cursor: removes the entry it stands on, leaving the cursor in
+    /// its gap; false if on no entry.
+    bool remove_current() {
+        return moved(shoal_ordered_cursor_remove_current(h_.get()),
+                     "shoal_ordered_cursor_remove_current");
+    }
+
     /// The C handle. Owned by this object.
     shoal_ordered_cursor* handle() const noexcept { return h_.get(); }
 
 private:
     friend class OrderedSnapshot;
+    friend class OrderedTxn;
     explicit OrderedCursor(shoal_ordered_cursor* c) noexcept : h_(c) {}
     static bool moved(shoal_status rc, const char* name) {
         if (rc == SHOAL_OK) return true;
@@ -2292,6 +2313,12 @@ public:
     bool replace(bytes_view key, bytes_view value) { return replace(*first_, key, value); }
     bool remove(bytes_view key) { return remove(*first_, key); }
     std::optional<std::string> get(bytes_view key) { return get(*first_, key); }
+
+    /// A cursor over `map` as this transaction has it (see OrderedCursor), standing on no
+    /// entry until it moves.
+    OrderedCursor cursor(const OrderedMap& map);
+    /// A cursor over the first map as this transaction has it.
+    OrderedCursor cursor() { return cursor(*first_); }
 
     /// A nested transaction (a savepoint), RAII: `{ auto n = txn.nested(); ...;
     /// n.commit(); }`. Until it ends, this transaction's calls act in it; commit() keeps
@@ -2619,6 +2646,13 @@ inline std::uint64_t OrderedTxn::next_sequence(const OrderedMap& map, std::uint6
                                                   map.handle(), n, &v),
                   "shoal_ordered_txn_next_sequence");
     return v;
+}
+inline OrderedCursor OrderedTxn::cursor(const OrderedMap& map) {
+    shoal_ordered_cursor* c = nullptr;
+    detail::check(shoal_ordered_txn_cursor_open(live("shoal_ordered_txn_cursor_open"),
+                                                map.handle(), &c),
+                  "shoal_ordered_txn_cursor_open");
+    return OrderedCursor(c);
 }
 inline std::optional<std::string> OrderedTxn::get(const OrderedMap& map, bytes_view key) {
     shoal_ordered_txn* t = live("shoal_ordered_txn_get");

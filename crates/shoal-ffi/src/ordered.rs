@@ -109,6 +109,9 @@ pub struct shoal_ordered_txn {
     #[allow(clippy::vec_box)]
     _maps: Vec<Box<OrderedMap>>,
     thread: ThreadId,
+    /// The cursors opened on the transaction hold weak references to it: a cursor used
+    /// after the transaction ended finds it gone instead of following a freed pointer.
+    pub(crate) alive: Rc<()>,
 }
 
 impl shoal_ordered_txn {
@@ -942,6 +945,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_begin(
             txn: Some(Box::new(txn)),
             _maps: boxes,
             thread: here(),
+            alive: Rc::new(()),
         }));
         // SAFETY: as above.
         unsafe { out.write(h) };

@@ -62,8 +62,9 @@ pub use api::log::{
 };
 pub use api::map::{Iter, Keys, Map, MapStats, PutOutcome};
 pub use api::ordered::{
-    MultiWriteTxn, Nestable, Nested, OrderedCursor, OrderedIter, OrderedMap, OrderedOptions,
-    Snapshot, WriteTxn, MAX_ORDERED_ENTRY, MAX_ORDERED_KEY,
+    CursorMoves, CursorPlace, MultiWriteTxn, Nestable, Nested, OrderedCursor, OrderedIter,
+    OrderedMap, OrderedOptions, Snapshot, WriteCursor, WriteIter, WriteTxn, MAX_ORDERED_ENTRY,
+    MAX_ORDERED_KEY,
 };
 pub use api::queue::{Element, Held, Holder, Queue, QueueSet, QueueSetOptions, QueueStats};
 pub use api::txn::{

@@ -33,7 +33,10 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
-use shoal::{Error, OrderedMap, Snapshot, Store, MAX_ORDERED_ENTRY, MAX_ORDERED_KEY};
+use shoal::{
+    Error, MultiWriteTxn, Nestable, Nested, OrderedMap, Snapshot, Store, WriteCursor, WriteIter,
+    WriteTxn, MAX_ORDERED_ENTRY, MAX_ORDERED_KEY,
+};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Mutex;
@@ -126,6 +129,30 @@ enum TxOp {
     Outside(KeyRef),
     /// A put of an entry over the limit.
     TooBig(KeyRef),
+    /// A read of the transaction's own state (ranges, counts, ends, iterators).
+    Read(Read),
+    /// A walk of a cursor over the transaction's own state, writing at the cursor too.
+    Cursor(Vec<Move>),
+    /// A nested transaction: committed into its parent (true) or aborted.
+    Nested(Vec<TxOp>, bool),
+}
+
+/// A move of a cursor inside a write transaction, or a write at it.
+#[derive(Clone, Debug)]
+enum Move {
+    First,
+    Last,
+    Seek(KeyRef),
+    SeekGe(KeyRef),
+    SeekLe(KeyRef),
+    Next,
+    Prev,
+    /// Sets the value of the entry the cursor stands on.
+    PutCurrent(Val),
+    /// Removes the entry the cursor stands on.
+    RemoveCurrent,
+    /// Keeps the cursor's place, writes `put` through the transaction, takes it up again.
+    Detour(KeyRef, Val),
 }
 
 /// A read of a snapshot (or of the map).
@@ -222,7 +249,24 @@ fn read() -> BoxedStrategy<Read> {
     .boxed()
 }
 
-fn tx_op() -> BoxedStrategy<TxOp> {
+fn a_move() -> BoxedStrategy<Move> {
+    prop_oneof![
+        1 => Just(Move::First),
+        1 => Just(Move::Last),
+        1 => key_ref().prop_map(Move::Seek),
+        2 => key_ref().prop_map(Move::SeekGe),
+        2 => key_ref().prop_map(Move::SeekLe),
+        5 => Just(Move::Next),
+        4 => Just(Move::Prev),
+        1 => val().prop_map(Move::PutCurrent),
+        2 => Just(Move::RemoveCurrent),
+        1 => (key_ref(), val()).prop_map(|(k, v)| Move::Detour(k, v)),
+    ]
+    .boxed()
+}
+
+/// A step of a transaction with no nested transaction in it.
+fn flat_tx_op() -> BoxedStrategy<TxOp> {
     prop_oneof![
         6 => (key_ref(), val()).prop_map(|(k, v)| TxOp::Put(k, v)),
         1 => (key_ref(), val()).prop_map(|(k, v)| TxOp::PutIfAbsent(k, v)),
@@ -231,6 +275,17 @@ fn tx_op() -> BoxedStrategy<TxOp> {
         2 => key_ref().prop_map(TxOp::Get),
         1 => key_ref().prop_map(TxOp::Outside),
         1 => key_ref().prop_map(TxOp::TooBig),
+        2 => read().prop_map(TxOp::Read),
+        2 => prop::collection::vec(a_move(), 1..16).prop_map(TxOp::Cursor),
+    ]
+    .boxed()
+}
+
+fn tx_op() -> BoxedStrategy<TxOp> {
+    prop_oneof![
+        12 => flat_tx_op(),
+        1 => (prop::collection::vec(flat_tx_op(), 0..12), any::<bool>())
+            .prop_map(|(ops, keep)| TxOp::Nested(ops, keep)),
     ]
     .boxed()
 }
@@ -305,6 +360,12 @@ struct Seen {
     entries_at_limit: u64,
     long_keys: u64,
     largest_map: u64,
+    /// Cursor moves inside write transactions that landed on an entry.
+    txn_cursor_hits: u64,
+    /// Cursor moves from the gap a removal at the cursor left, landing on an entry.
+    gap_moves: u64,
+    /// Nested transactions aborted after writing.
+    nested_aborts: u64,
 }
 
 impl Seen {
@@ -317,6 +378,9 @@ impl Seen {
         self.entries_at_limit += o.entries_at_limit;
         self.long_keys += o.long_keys;
         self.largest_map = self.largest_map.max(o.largest_map);
+        self.txn_cursor_hits += o.txn_cursor_hits;
+        self.gap_moves += o.gap_moves;
+        self.nested_aborts += o.nested_aborts;
     }
 }
 
@@ -807,54 +871,30 @@ impl Case {
         tops: &[TxOp],
         end: End,
     ) -> Result<(), TestCaseError> {
-        let committed = self.models[m].clone();
+        let committed = self.models.clone();
         let mut next = committed.clone();
         let mut w = ok(ctx, map.write())?;
-        for (j, top) in tops.iter().enumerate() {
-            let c = format!("{ctx}: step {j}");
-            match *top {
-                TxOp::Get(k) => {
-                    let k = resolve(&next, k);
-                    same(
-                        &format!("{c}: get {}", show(&k)),
-                        ok(&c, w.get(&k))?,
-                        next.get(&k).cloned(),
-                    )?;
-                }
-                TxOp::Outside(k) => {
-                    let k = resolve(&next, k);
-                    same(
-                        &format!("{c}: read from outside the transaction {}", show(&k)),
-                        ok(&c, map.get(&k))?,
-                        committed.get(&k).cloned(),
-                    )?;
-                }
-                TxOp::TooBig(k) => {
-                    let (k, v) = too_big(&next, k);
-                    invalid(&c, w.put(&k, &v))?;
-                    invalid(&c, w.put_if_absent(&k, &v))?;
-                }
-                _ => {
-                    let s = step_of(&next, top).unwrap();
-                    if at_limit(&s) {
-                        self.seen.entries_at_limit += 1;
-                    }
-                    self.seen.long_keys += long_key(&s) as u64;
-                    let c = format!("{c}: {}", describe(&s));
-                    let got = match &s {
-                        Step::Put(k, v) => ok(&c, w.put(k, v))?,
-                        Step::PutIfAbsent(k, v) => ok(&c, w.put_if_absent(k, v))?,
-                        Step::PutIfPresent(k, v) => ok(&c, w.put_if_present(k, v))?,
-                        Step::Remove(k) => ok(&c, w.remove(k))?,
-                    };
-                    same(&c, got, model_step(&mut next, &s))?;
-                }
-            }
+        let tops: Vec<(u8, TxOp)> = tops.iter().map(|t| (m as u8, t.clone())).collect();
+        // The one map of a single-map transaction is found by its index: the other
+        // entries of `maps` are never named.
+        let mut maps: Vec<OrderedMap> = Vec::new();
+        for _ in 0..=m {
+            maps.push(map.clone());
         }
+        tx_steps(
+            &mut self.seen,
+            ctx,
+            &mut w,
+            &maps,
+            &[m],
+            &committed,
+            &mut next,
+            &tops,
+        )?;
         match end {
             End::Commit => {
                 ok(ctx, w.commit())?;
-                self.models[m] = next;
+                self.models[m] = next.swap_remove(m);
                 self.seen.commits += 1;
             }
             End::Abort => {
@@ -877,59 +917,20 @@ impl Case {
         tops: &[(u8, TxOp)],
         end: End,
     ) -> Result<(), TestCaseError> {
+        let committed = self.models.clone();
         let mut next = self.models.clone();
         let others: Vec<&OrderedMap> = inside[1..].iter().map(|&j| &maps[j]).collect();
         let mut t = ok(ctx, maps[inside[0]].write_with(&others))?;
-        for (j, (m, top)) in tops.iter().enumerate() {
-            let m = *m as usize % self.n;
-            let map = &maps[m];
-            let c = format!("{ctx}: step {j} on map {m}");
-            if !inside.contains(&m) && !matches!(top, TxOp::Outside(_)) {
-                let k = resolve(&next[m], KeyRef::Old(0));
-                invalid(&c, t.put(map, &k, b"v"))?;
-                invalid(&c, t.remove(map, &k))?;
-                invalid(&c, t.get(map, &k))?;
-                continue;
-            }
-            match *top {
-                TxOp::Get(k) => {
-                    let k = resolve(&next[m], k);
-                    same(
-                        &format!("{c}: get {}", show(&k)),
-                        ok(&c, t.get(map, &k))?,
-                        next[m].get(&k).cloned(),
-                    )?;
-                }
-                TxOp::Outside(k) => {
-                    let k = resolve(&next[m], k);
-                    same(
-                        &format!("{c}: read from outside the transaction {}", show(&k)),
-                        ok(&c, map.get(&k))?,
-                        self.models[m].get(&k).cloned(),
-                    )?;
-                }
-                TxOp::TooBig(k) => {
-                    let (k, v) = too_big(&next[m], k);
-                    invalid(&c, t.put(map, &k, &v))?;
-                    invalid(&c, t.put_if_present(map, &k, &v))?;
-                }
-                _ => {
-                    let s = step_of(&next[m], top).unwrap();
-                    if at_limit(&s) {
-                        self.seen.entries_at_limit += 1;
-                    }
-                    self.seen.long_keys += long_key(&s) as u64;
-                    let c = format!("{c}: {}", describe(&s));
-                    let got = match &s {
-                        Step::Put(k, v) => ok(&c, t.put(map, k, v))?,
-                        Step::PutIfAbsent(k, v) => ok(&c, t.put_if_absent(map, k, v))?,
-                        Step::PutIfPresent(k, v) => ok(&c, t.put_if_present(map, k, v))?,
-                        Step::Remove(k) => ok(&c, t.remove(map, k))?,
-                    };
-                    same(&c, got, model_step(&mut next[m], &s))?;
-                }
-            }
-        }
+        tx_steps(
+            &mut self.seen,
+            ctx,
+            &mut t,
+            maps,
+            inside,
+            &committed,
+            &mut next,
+            tops,
+        )?;
         match end {
             End::Commit => {
                 ok(ctx, t.commit())?;
@@ -950,6 +951,501 @@ impl Case {
         }
         Ok(())
     }
+}
+
+/// The calls of a transaction's steps, the same on a [`WriteTxn`] (which ignores the
+/// map: it has one) and a [`MultiWriteTxn`].
+trait Tx<'m>: Nestable + Sized {
+    fn put(&mut self, m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool>;
+    fn put_if_absent(&mut self, m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool>;
+    fn put_if_present(&mut self, m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool>;
+    fn remove(&mut self, m: &OrderedMap, k: &[u8]) -> shoal::Result<bool>;
+    fn get(&mut self, m: &OrderedMap, k: &[u8]) -> shoal::Result<Option<Vec<u8>>>;
+    fn cursor(&mut self, m: &OrderedMap) -> shoal::Result<WriteCursor<'_, 'm>>;
+    fn cursor_at(
+        &mut self,
+        m: &OrderedMap,
+        p: shoal::CursorPlace,
+    ) -> shoal::Result<WriteCursor<'_, 'm>>;
+    fn iter(
+        &self,
+        m: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> shoal::Result<WriteIter<'_, 'm>>;
+    fn prefix(&self, m: &OrderedMap, p: &[u8]) -> shoal::Result<WriteIter<'_, 'm>>;
+    fn range(&self, m: &OrderedMap, lo: Option<&[u8]>, hi: Option<&[u8]>)
+        -> shoal::Result<Entries>;
+    fn range_rev(
+        &self,
+        m: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> shoal::Result<Entries>;
+    fn count_range(
+        &self,
+        m: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> shoal::Result<u64>;
+    fn first(&self, m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>>;
+    fn last(&self, m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>>;
+    fn len(&self, m: &OrderedMap) -> shoal::Result<u64>;
+    fn nest(&mut self) -> Nested<'_, Self>;
+}
+
+/// The map argument of a [`MultiWriteTxn`]'s calls, in [`tx_impl`].
+fn on(m: &OrderedMap) -> &OrderedMap {
+    m
+}
+
+/// [`Tx`] for transaction type `$t`, by its own calls: with `on` they take the map first
+/// (a [`MultiWriteTxn`]'s), without it they have theirs (a [`WriteTxn`]'s). `$extra`: the
+/// calls whose shapes differ between the two.
+macro_rules! tx_impl {
+    ($t:ident $(, $on:ident)?; $($extra:item)*) => {
+        impl<'m> Tx<'m> for $t<'m> {
+            fn put(&mut self, _m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
+                $t::put(self, $($on(_m),)? k, v)
+            }
+            fn put_if_absent(&mut self, _m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
+                $t::put_if_absent(self, $($on(_m),)? k, v)
+            }
+            fn put_if_present(&mut self, _m: &OrderedMap, k: &[u8], v: &[u8]) -> shoal::Result<bool> {
+                $t::put_if_present(self, $($on(_m),)? k, v)
+            }
+            fn remove(&mut self, _m: &OrderedMap, k: &[u8]) -> shoal::Result<bool> {
+                $t::remove(self, $($on(_m),)? k)
+            }
+            fn get(&mut self, _m: &OrderedMap, k: &[u8]) -> shoal::Result<Option<Vec<u8>>> {
+                $t::get(self, $($on(_m),)? k)
+            }
+            fn cursor_at(
+                &mut self,
+                _m: &OrderedMap,
+                p: shoal::CursorPlace,
+            ) -> shoal::Result<WriteCursor<'_, 'm>> {
+                $t::cursor_at(self, $($on(_m),)? p)
+            }
+            fn iter(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<WriteIter<'_, 'm>> {
+                $t::iter(self, $($on(_m),)? lo, hi)
+            }
+            fn prefix(&self, _m: &OrderedMap, p: &[u8]) -> shoal::Result<WriteIter<'_, 'm>> {
+                $t::prefix(self, $($on(_m),)? p)
+            }
+            fn range(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<Entries> {
+                $t::range(self, $($on(_m),)? lo, hi)
+            }
+            fn range_rev(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<Entries> {
+                $t::range_rev(self, $($on(_m),)? lo, hi)
+            }
+            fn count_range(
+                &self,
+                _m: &OrderedMap,
+                lo: Option<&[u8]>,
+                hi: Option<&[u8]>,
+            ) -> shoal::Result<u64> {
+                $t::count_range(self, $($on(_m),)? lo, hi)
+            }
+            fn first(&self, _m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
+                $t::first(self, $($on(_m))?)
+            }
+            fn last(&self, _m: &OrderedMap) -> shoal::Result<Option<(Vec<u8>, Vec<u8>)>> {
+                $t::last(self, $($on(_m))?)
+            }
+            fn nest(&mut self) -> Nested<'_, Self> {
+                self.nested()
+            }
+            $($extra)*
+        }
+    };
+}
+
+tx_impl!(WriteTxn;
+    fn cursor(&mut self, _: &OrderedMap) -> shoal::Result<WriteCursor<'_, 'm>> {
+        Ok(WriteTxn::cursor(self))
+    }
+    fn len(&self, _: &OrderedMap) -> shoal::Result<u64> {
+        Ok(WriteTxn::len(self))
+    }
+);
+tx_impl!(MultiWriteTxn, on;
+    fn cursor(&mut self, m: &OrderedMap) -> shoal::Result<WriteCursor<'_, 'm>> {
+        MultiWriteTxn::cursor(self, m)
+    }
+    fn len(&self, m: &OrderedMap) -> shoal::Result<u64> {
+        MultiWriteTxn::len(self, m)
+    }
+);
+
+/// Runs the steps `tops` of a transaction over the maps `inside` (each step names a map
+/// of the store by index; one outside the transaction is refused) against `next`, the
+/// models as the transaction has them, and `committed`, as readers outside have them.
+#[allow(clippy::too_many_arguments)]
+fn tx_steps<'m, T: Tx<'m>>(
+    seen: &mut Seen,
+    ctx: &str,
+    t: &mut T,
+    maps: &[OrderedMap],
+    inside: &[usize],
+    committed: &[Model],
+    next: &mut Vec<Model>,
+    tops: &[(u8, TxOp)],
+) -> Result<(), TestCaseError> {
+    let n = committed.len();
+    for (j, (m, top)) in tops.iter().enumerate() {
+        let m = *m as usize % n;
+        let map = &maps[m];
+        let c = format!("{ctx}: step {j} on map {m}");
+        if !inside.contains(&m) && !matches!(top, TxOp::Outside(_)) {
+            let k = resolve(&next[m], KeyRef::Old(0));
+            invalid(&c, t.put(map, &k, b"v"))?;
+            invalid(&c, t.remove(map, &k))?;
+            invalid(&c, t.get(map, &k))?;
+            invalid(&c, t.cursor(map).map(|_| ()))?;
+            invalid(&c, t.range(map, None, None))?;
+            continue;
+        }
+        match top {
+            TxOp::Get(k) => {
+                let k = resolve(&next[m], *k);
+                same(
+                    &format!("{c}: get {}", show(&k)),
+                    ok(&c, t.get(map, &k))?,
+                    next[m].get(&k).cloned(),
+                )?;
+            }
+            TxOp::Outside(k) => {
+                let k = resolve(&next[m], *k);
+                same(
+                    &format!("{c}: read from outside the transaction {}", show(&k)),
+                    ok(&c, map.get(&k))?,
+                    committed[m].get(&k).cloned(),
+                )?;
+            }
+            TxOp::TooBig(k) => {
+                let (k, v) = too_big(&next[m], *k);
+                invalid(&c, t.put(map, &k, &v))?;
+                invalid(&c, t.put_if_present(map, &k, &v))?;
+            }
+            TxOp::Read(r) => tx_read(&c, t, map, &next[m], r)?,
+            TxOp::Cursor(moves) => {
+                let model = &mut next[m];
+                tx_cursor(seen, &c, t, map, model, moves)?;
+            }
+            TxOp::Nested(ops, keep) => {
+                let before = next.clone();
+                let inner: Vec<(u8, TxOp)> = ops.iter().map(|o| (m as u8, o.clone())).collect();
+                let mut nested = t.nest();
+                tx_steps(
+                    seen,
+                    &c,
+                    &mut *nested,
+                    maps,
+                    inside,
+                    committed,
+                    next,
+                    &inner,
+                )?;
+                if *keep {
+                    nested.commit();
+                } else {
+                    nested.abort();
+                    if *next != before {
+                        seen.nested_aborts += 1;
+                    }
+                    *next = before;
+                }
+                // The parent reads what the nested transaction left it.
+                let got = ok(&c, t.range(map, None, None))?;
+                let want: Entries = next[m]
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                same_entries(&format!("{c}: after the nested transaction"), &got, &want)?;
+            }
+            _ => {
+                let s = step_of(&next[m], top).unwrap();
+                if at_limit(&s) {
+                    seen.entries_at_limit += 1;
+                }
+                seen.long_keys += long_key(&s) as u64;
+                let c = format!("{c}: {}", describe(&s));
+                let got = match &s {
+                    Step::Put(k, v) => ok(&c, t.put(map, k, v))?,
+                    Step::PutIfAbsent(k, v) => ok(&c, t.put_if_absent(map, k, v))?,
+                    Step::PutIfPresent(k, v) => ok(&c, t.put_if_present(map, k, v))?,
+                    Step::Remove(k) => ok(&c, t.remove(map, k))?,
+                };
+                same(&c, got, model_step(&mut next[m], &s))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a read of a transaction's own state against the model it should have.
+fn tx_read<'m, T: Tx<'m>>(
+    ctx: &str,
+    t: &mut T,
+    map: &OrderedMap,
+    model: &Model,
+    r: &Read,
+) -> Result<(), TestCaseError> {
+    let b = |k: &Option<KeyRef>| k.map(|k| resolve(model, k));
+    match r {
+        Read::Get(k) => {
+            let k = resolve(model, *k);
+            same(
+                &format!("{ctx}: txn get {}", show(&k)),
+                ok(ctx, t.get(map, &k))?,
+                model.get(&k).cloned(),
+            )
+        }
+        Read::Range(lo, hi, rev) => {
+            let (lo, hi) = (b(lo), b(hi));
+            let mut want = model_range(model, &lo, &hi);
+            let got = if *rev {
+                want.reverse();
+                ok(ctx, t.range_rev(map, lo.as_deref(), hi.as_deref()))?
+            } else {
+                ok(ctx, t.range(map, lo.as_deref(), hi.as_deref()))?
+            };
+            let what = format!(
+                "{ctx}: txn range{} {:?}..{:?}",
+                if *rev { "_rev" } else { "" },
+                lo.as_deref().map(show),
+                hi.as_deref().map(show)
+            );
+            same_entries(&what, &got, &want)
+        }
+        Read::Prefix(lo, hi, rev, n) => {
+            let (lo, hi) = (b(lo), b(hi));
+            // The first n + 1 entries from the chosen end, then the rest from the other.
+            let want = model_range(model, &lo, &hi);
+            let it = ok(ctx, t.iter(map, lo.as_deref(), hi.as_deref()))?;
+            let mut it = it.map(|e| e.map_err(|e| fail(format!("{ctx}: txn iter: {e}"))));
+            let k = (*n as usize + 1).min(want.len());
+            let mut got = Vec::new();
+            for _ in 0..k {
+                let e = if *rev { it.next_back() } else { it.next() };
+                got.push(e.ok_or_else(|| fail(format!("{ctx}: txn iter ended early")))??);
+            }
+            let rest: Vec<_> = if *rev {
+                it.collect::<Result<_, _>>()?
+            } else {
+                let mut r: Vec<_> = it.rev().collect::<Result<_, _>>()?;
+                r.reverse();
+                r
+            };
+            let mut all = got;
+            if *rev {
+                all.reverse();
+                let mut v = rest;
+                v.extend(all);
+                all = v;
+            } else {
+                all.extend(rest);
+            }
+            same_entries(&format!("{ctx}: txn iter from both ends"), &all, &want)?;
+            // A prefix scan: the entries whose key starts with the low bound.
+            if let Some(p) = lo {
+                let got: Entries = ok(ctx, t.prefix(map, &p)?.collect())?;
+                let want: Entries = model
+                    .range(p.clone()..)
+                    .take_while(|(k, _)| k.starts_with(&p))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                same_entries(&format!("{ctx}: txn prefix {}", show(&p)), &got, &want)?;
+            }
+            Ok(())
+        }
+        Read::Count(lo, hi) => {
+            let (lo, hi) = (b(lo), b(hi));
+            same(
+                &format!(
+                    "{ctx}: txn count_range {:?}..{:?}",
+                    lo.as_deref().map(show),
+                    hi.as_deref().map(show)
+                ),
+                ok(ctx, t.count_range(map, lo.as_deref(), hi.as_deref()))?,
+                model_range(model, &lo, &hi).len() as u64,
+            )
+        }
+        Read::Ends => {
+            let kv = |e: Option<(&Vec<u8>, &Vec<u8>)>| e.map(|(k, v)| (k.clone(), v.clone()));
+            same(
+                &format!("{ctx}: txn len"),
+                ok(ctx, t.len(map))?,
+                model.len() as u64,
+            )?;
+            same(
+                &format!("{ctx}: txn first"),
+                ok(ctx, t.first(map))?,
+                kv(model.first_key_value()),
+            )?;
+            same(
+                &format!("{ctx}: txn last"),
+                ok(ctx, t.last(map))?,
+                kv(model.last_key_value()),
+            )
+        }
+    }
+}
+
+/// Where a model cursor stands.
+#[derive(Clone, Debug)]
+enum At {
+    Nothing,
+    On(Vec<u8>),
+    /// Where the entry it stood on was before it was removed at the cursor.
+    Gap(Vec<u8>),
+}
+
+/// Walks a cursor over a transaction's own state, writing at it, against the model.
+fn tx_cursor<'m, T: Tx<'m>>(
+    seen: &mut Seen,
+    ctx: &str,
+    t: &mut T,
+    map: &OrderedMap,
+    model: &mut Model,
+    moves: &[Move],
+) -> Result<(), TestCaseError> {
+    use std::ops::Bound::{Excluded, Unbounded};
+    let mut at = At::Nothing;
+    let mut c = ok(ctx, t.cursor(map))?;
+    for (j, mv) in moves.iter().enumerate() {
+        let cx = format!("{ctx}: cursor move {j} {mv:?} from {at:?}");
+        let key_of = |e: Option<(&Vec<u8>, &Vec<u8>)>| e.map(|(k, _)| k.clone());
+        let to = |k: Option<Vec<u8>>| k.map_or(At::Nothing, At::On);
+        let from_gap = matches!(at, At::Gap(_));
+        let landed = match mv {
+            Move::First => to(key_of(model.first_key_value())),
+            Move::Last => to(key_of(model.last_key_value())),
+            Move::Seek(k) => {
+                let k = resolve(model, *k);
+                to(model.contains_key(&k).then_some(k))
+            }
+            Move::SeekGe(k) => to(key_of(model.range(resolve(model, *k)..).next())),
+            Move::SeekLe(k) => to(key_of(model.range(..=resolve(model, *k)).next_back())),
+            Move::Next => match &at {
+                // A cursor on nothing is not stepped (where it goes is not what this
+                // test models).
+                At::Nothing => continue,
+                At::On(k) => to(key_of(model.range((Excluded(k.clone()), Unbounded)).next())),
+                At::Gap(g) => to(key_of(model.range(g.clone()..).next())),
+            },
+            Move::Prev => match &at {
+                At::Nothing => continue,
+                At::On(k) => to(key_of(model.range(..k.clone()).next_back())),
+                At::Gap(g) => to(key_of(model.range(..=g.clone()).next_back())),
+            },
+            Move::PutCurrent(v) => {
+                let want = matches!(at, At::On(_));
+                let k = match &at {
+                    At::On(k) => k.clone(),
+                    _ => Vec::new(),
+                };
+                let v = v.bytes(k.len());
+                same(&cx, ok(&cx, c.put_current(&v))?, want)?;
+                if want {
+                    model.insert(k, v);
+                }
+                at.clone()
+            }
+            Move::RemoveCurrent => {
+                let want = matches!(at, At::On(_));
+                same(&cx, ok(&cx, c.remove_current())?, want)?;
+                match &at {
+                    At::On(k) => {
+                        model.remove(k);
+                        At::Gap(k.clone())
+                    }
+                    other => other.clone(),
+                }
+            }
+            Move::Detour(k, v) => {
+                let place = c.into_place();
+                let k = resolve(model, *k);
+                let v = v.bytes(k.len());
+                ok(&cx, t.put(map, &k, &v))?;
+                model.insert(k, v);
+                c = ok(&cx, t.cursor_at(map, place))?;
+                at.clone()
+            }
+        };
+        let on = match mv {
+            Move::First => Some(c.first()),
+            Move::Last => Some(c.last()),
+            Move::Seek(k) => Some(c.seek(&resolve(model, *k))),
+            Move::SeekGe(k) => Some(c.seek_ge(&resolve(model, *k))),
+            Move::SeekLe(k) => Some(c.seek_le(&resolve(model, *k))),
+            Move::Next => Some(c.move_next()),
+            Move::Prev => Some(c.move_prev()),
+            _ => None,
+        };
+        if let Some(on) = on {
+            same(
+                &format!("{cx}: stands on an entry"),
+                ok(&cx, on)?,
+                matches!(landed, At::On(_)),
+            )?;
+        }
+        let moved = matches!(
+            mv,
+            Move::First
+                | Move::Last
+                | Move::Seek(_)
+                | Move::SeekGe(_)
+                | Move::SeekLe(_)
+                | Move::Next
+                | Move::Prev
+        );
+        let want = match &landed {
+            At::On(k) => Some((k.clone(), model[k].clone())),
+            _ => None,
+        };
+        let got = c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()));
+        if got != want {
+            let brief =
+                |e: &Option<(Vec<u8>, Vec<u8>)>| e.as_ref().map(|(k, v)| (show(k), v.len()));
+            return Err(fail(format!(
+                "{cx}: entry {:?}, want {:?} (or the same key with other value bytes)",
+                brief(&got),
+                brief(&want)
+            )));
+        }
+        if let At::On(k) = &landed {
+            if moved {
+                seen.txn_cursor_hits += 1;
+                if from_gap {
+                    seen.gap_moves += 1;
+                }
+            }
+            same(
+                &format!("{cx}: position"),
+                ok(&cx, c.position())?,
+                Some(model.range(..k.clone()).count() as u64),
+            )?;
+        }
+        at = landed;
+    }
+    Ok(())
 }
 
 /// Marks the snapshots of map `m` as having seen a commit since they were taken.
@@ -1074,6 +1570,15 @@ fn ordered_maps_follow_a_btreemap_through_every_operation() {
                 total.entries_at_limit,
             ),
             ("puts of keys kept out of line", total.long_keys),
+            (
+                "cursor moves inside write transactions",
+                total.txn_cursor_hits,
+            ),
+            ("cursor moves from a removed entry's gap", total.gap_moves),
+            (
+                "nested transactions aborted after writing",
+                total.nested_aborts,
+            ),
         ],
     );
 }

@@ -76,6 +76,7 @@ from ._ordered import (
     OrderedSnapshot,
     OrderedTransaction,
     OrderedWrite,
+    OrderedWriteView,
 )
 from ._log import LogHandler, LogLevel
 
@@ -100,6 +101,7 @@ __all__ = [
     "OrderedSnapshot",
     "OrderedTransaction",
     "OrderedWrite",
+    "OrderedWriteView",
     "Transaction",
     "Watch",
     "QueueSet",

@@ -17,6 +17,7 @@ __all__ = [
     "OrderedSnapshot",
     "OrderedTransaction",
     "OrderedWrite",
+    "OrderedWriteView",
 ]
 
 _KEYS, _VALUES, _ITEMS = 0, 1, 2
@@ -422,6 +423,62 @@ class OrderedSnapshot(_Reads, _Mapping):
         return f"<shoal.OrderedSnapshot of {self._map.name!r} at commit {self._n.sequence}>"
 
 
+class _TxnReads:
+    """The native reads ``_Reads`` takes (``get``, ``__len__``, ``count_range``, ``range``,
+    ``get_all``, ``count_values``), of one map as a write transaction has it."""
+
+    __slots__ = ("_t", "_m")
+
+    def __init__(self, t, m):
+        self._t = t
+        self._m = m
+
+    def get(self, key):
+        return self._t.get(self._m, key)
+
+    def __len__(self):
+        return self._t.len(self._m)
+
+    def count_range(self, lo, hi, lo_in, hi_in):
+        return self._t.count_range(self._m, lo, hi, lo_in, hi_in)
+
+    def range(self, lo, hi, lo_in, hi_in, rev, what):
+        return iter(self._t.range(self._m, lo, hi, lo_in, hi_in, rev, what))
+
+    def get_all(self, key):
+        return self._t.get_all(self._m, key)
+
+    def count_values(self, key):
+        return self._t.count_values(self._m, key)
+
+
+class OrderedWriteView(_Reads, _Mapping):
+    """One map as a write transaction has it, its own writes included
+    (``OrderedTransaction.view(m)``): a read-only ``Mapping`` with the map's range reads
+    (slices, ``irange``, ``count_range``, seeks) and ``cursor()``. Range reads return
+    what the transaction has when they are called (a slice is a list; an ``irange`` the
+    entries as of its call)."""
+
+    __slots__ = ("_n", "_map", "_txn")
+
+    def __init__(self, txn, m):
+        self._txn = txn
+        self._map = m
+        self._n = _TxnReads(txn._t, m._n)
+
+    @property
+    def map(self):
+        """The map this is a view of."""
+        return self._map
+
+    def cursor(self) -> "OrderedCursor":
+        """A cursor over the map as the transaction has it (see ``OrderedCursor``)."""
+        return self._txn.cursor(self._map)
+
+    def __repr__(self):
+        return f"<shoal.OrderedWriteView of {self._map.name!r}>"
+
+
 def _need_dups(m):
     if not m.duplicates:
         raise InvalidArgument(
@@ -511,6 +568,20 @@ class OrderedTransaction:
         (``Store.ordered_marker(i)`` reads it)."""
         self._t.set_marker(i, value)
 
+    def view(self, m) -> "OrderedWriteView":
+        """``m`` as this transaction has it, its own writes (and its nested
+        transactions') included: slices, iteration, ``irange``, ``count_range``,
+        ``first``/``last``, seeks and ``cursor()`` (see ``OrderedWriteView``)."""
+        return OrderedWriteView(self, m)
+
+    def cursor(self, m) -> "OrderedCursor":
+        """A cursor over ``m`` as this transaction has it, its own writes included. It
+        writes at where it stands (``put_current``, ``remove_current``) and stays usable
+        across the transaction's writes: it then stands on its entry as they left it or,
+        if they removed it, in the gap it left (``next()`` goes to the entry after it,
+        ``prev()`` to the one before). Once the transaction is over its calls raise."""
+        return OrderedCursor(self._t.cursor(m._n))
+
     def nested(self):
         """A nested transaction (a savepoint): ``with t.nested() as n:`` -- writes made
         through ``n`` (or ``t``) in the block stay in ``t`` if the block ends normally,
@@ -550,13 +621,16 @@ class OrderedTransaction:
         return False
 
 
-class OrderedWrite(OrderedTransaction):
+class OrderedWrite(_Reads, OrderedTransaction):  # type: ignore[misc]
     """A write transaction on one ordered map (``OrderedMap.write()``), with the
     map-less forms ``t[k] = v``, ``t[k]``, ``del t[k]``, ``k in t``, ``t.get(k)``,
     ``t.put_if_absent(k, v)``, ``t.put_if_present(k, v)``, ``t.remove(k)``,
     ``t.add(k, v)``, ``t.remove_value(k, v)``, ``t.compare_and_swap(k, e, n)``,
     ``t.remove_range(lo, hi)``, ``t.append(k, v)``, ``t.extend_sorted(items)``,
-    ``t.next_sequence(n)``; see ``OrderedTransaction`` for commit, abort and nested
+    ``t.next_sequence(n)``, and the map's reads as the transaction has it (its own
+    writes included): slices ``t[lo:hi]``, iteration, ``len(t)``, ``irange``,
+    ``count_range``, ``first``/``last``, seeks, ``get_all``, ``count_values`` and
+    ``cursor()``; see ``OrderedTransaction`` for commit, abort and nested
     transactions."""
 
     __slots__ = ()
@@ -567,6 +641,20 @@ class OrderedWrite(OrderedTransaction):
     def _m(self):
         return self._maps[0]
 
+    @property
+    def _n(self):
+        return _TxnReads(self._t, self._maps[0]._n)
+
+    def __bool__(self):
+        # A transaction is an object to use, not a container to test: true even when its
+        # map is empty (``len`` says that).
+        return True
+
+    def cursor(self) -> "OrderedCursor":  # type: ignore[override]
+        """A cursor over the map as this transaction has it: see
+        ``OrderedTransaction.cursor``."""
+        return OrderedTransaction.cursor(self, self._maps[0])
+
     def __setitem__(self, key, value):
         n = self._m()._n
         if n.duplicates:
@@ -574,23 +662,9 @@ class OrderedWrite(OrderedTransaction):
             self._t.remove(n, key)
         self._t.put(n, key, value, 0)
 
-    def __getitem__(self, key):
-        v = self._t.get(self._m()._n, key)
-        if v is None:
-            raise KeyError(key)
-        return v
-
     def __delitem__(self, key):
         if not self._t.remove(self._m()._n, key):
             raise KeyError(key)
-
-    def __contains__(self, key):
-        return self._t.get(self._m()._n, key) is not None
-
-    def get(self, key, default=None):  # type: ignore[override]
-        """The value of ``key`` as this transaction sees it, or ``default``."""
-        v = self._t.get(self._m()._n, key)
-        return default if v is None else v
 
     def put(self, key, value) -> bool:  # type: ignore[override]
         """Sets ``key`` to ``value``; whether the key was new (in a multimap: adds the
@@ -680,7 +754,7 @@ class OrderedNestedTransaction(_NestedLevel, OrderedTransaction):
     __slots__ = ("_id",)
 
 
-class OrderedNestedWrite(_NestedLevel, OrderedWrite):
+class OrderedNestedWrite(_NestedLevel, OrderedWrite):  # type: ignore[misc]
     """A transaction nested in an ``OrderedWrite`` (``t.nested()``), with its map-less
     forms; see ``OrderedNestedTransaction``."""
 
@@ -693,10 +767,12 @@ OrderedWrite._nested_type = OrderedNestedWrite  # type: ignore[attr-defined]
 
 class OrderedCursor:
     """A position in a snapshot of an ordered map (``OrderedMap.cursor()``,
-    ``OrderedSnapshot.cursor()``). Every move returns whether the cursor stands on an
-    entry; ``key``, ``value`` and ``item`` are that entry's (None on no entry), and
-    ``position`` its rank. Iterating a cursor yields ``(key, value)`` from where it
-    stands onwards (from the first entry if it has not moved yet), moving it.
+    ``OrderedSnapshot.cursor()``), or in a map as a write transaction has it
+    (``OrderedTransaction.cursor(m)``, ``OrderedWrite.cursor()``), which also writes at
+    where it stands (``put_current``, ``remove_current``). Every move returns whether the
+    cursor stands on an entry; ``key``, ``value`` and ``item`` are that entry's (None on
+    no entry), and ``position`` its rank. Iterating a cursor yields ``(key, value)`` from
+    where it stands onwards (from the first entry if it has not moved yet), moving it.
 
     In a multimap each (key, value) pair is an entry, in key order then value order;
     ``next_key``/``prev_key`` move between keys, ``next_value``/``prev_value`` among
@@ -799,6 +875,25 @@ class OrderedCursor:
     def count_values(self) -> int:
         """The number of values of the key the cursor stands on (0 on no entry)."""
         return self._c.count_values()
+
+    def _writer(self):
+        if not hasattr(self._c, "put_current"):
+            raise InvalidArgument(
+                "a snapshot's cursor does not write: take one from a write transaction"
+            )
+        return self._c
+
+    def put_current(self, value) -> bool:
+        """Write transaction's cursor: sets the value of the entry it stands on (in a
+        multimap the pair with the old value gives way to the new pair, and the cursor
+        follows it); False, writing nothing, on no entry."""
+        return self._writer().put_current(value)
+
+    def remove_current(self) -> bool:
+        """Write transaction's cursor: removes the entry it stands on, leaving the cursor
+        in the gap (``next()`` goes to the entry after it, ``prev()`` to the one before);
+        False on no entry."""
+        return self._writer().remove_current()
 
     def __iter__(self):
         if not self._moved:

@@ -806,6 +806,110 @@ static void test_cursors_and_nested(void) {
     shoal_store_close(s);
 }
 
+/* Cursors on a write transaction: they see its own writes (and its nested ones'), write
+ * at where they stand, stay usable across writes through the transaction, and refuse
+ * every call once it ends. */
+static void test_txn_cursors(void) {
+    shoal_store *s = fresh("txn-cursors");
+    if (!s) { CHECK(0); return; }
+    shoal_ordered *m = NULL, *multi = NULL, *other = NULL;
+    REQUIRE_OK(shoal_ordered_open(s, "m", SHOAL_MAP_CREATE, &m));
+    REQUIRE_OK(shoal_ordered_open(s, "multi", SHOAL_MAP_CREATE | SHOAL_ORDERED_DUPS, &multi));
+    REQUIRE_OK(shoal_ordered_open(s, "other", SHOAL_MAP_CREATE, &other));
+    REQUIRE_OK(shoal_ordered_put(m, "a", 1, "1", 1));
+    REQUIRE_OK(shoal_ordered_put(m, "c", 1, "1", 1));
+    shoal_ordered_txn *t = NULL;
+    REQUIRE_OK(shoal_ordered_txn_begin((const shoal_ordered *[]){m, multi}, 2, &t));
+    shoal_ordered_cursor *c = NULL;
+    CHECK_RC(shoal_ordered_txn_cursor_open(t, other, &c), SHOAL_INVALID);
+    CHECK(c == NULL);
+    REQUIRE_OK(shoal_ordered_txn_cursor_open(t, m, &c));
+    /* Writes through the transaction after the cursor opened are seen by it. */
+    REQUIRE_OK(shoal_ordered_txn_put(t, m, "b", 1, "2", 1));
+    REQUIRE_OK(shoal_ordered_cursor_first(c));
+    check_at_pair(c, "a", "1");
+    REQUIRE_OK(shoal_ordered_cursor_next(c));
+    check_at_pair(c, "b", "2");
+    uint64_t pos = 0;
+    REQUIRE_OK(shoal_ordered_cursor_position(c, &pos));
+    CHECK(pos == 1);
+    /* Its entry replaced through the transaction: read again. */
+    REQUIRE_OK(shoal_ordered_txn_put(t, m, "b", 1, "3", 1));
+    check_at_pair(c, "b", "3");
+    /* Written at the cursor. */
+    REQUIRE_OK(shoal_ordered_cursor_put_current(c, "4", 1));
+    check_at_pair(c, "b", "4");
+    char buf[8];
+    size_t vl = 0;
+    REQUIRE_OK(shoal_ordered_txn_get(t, m, "b", 1, buf, sizeof buf, &vl));
+    CHECK(vl == 1 && buf[0] == '4');
+    /* Removed at the cursor: it stands in the gap; next and prev leave it. */
+    REQUIRE_OK(shoal_ordered_cursor_remove_current(c));
+    const void *kp = NULL;
+    size_t kl = 0;
+    CHECK_RC(shoal_ordered_cursor_get(c, &kp, &kl, NULL, NULL), SHOAL_NOT_FOUND);
+    CHECK_RC(shoal_ordered_cursor_remove_current(c), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_cursor_next(c));
+    check_at_pair(c, "c", "1");
+    /* Its entry removed in a nested transaction: gone while it is open, back after its
+     * abort. */
+    REQUIRE_OK(shoal_ordered_txn_nested_begin(t));
+    REQUIRE_OK(shoal_ordered_txn_remove(t, m, "c", 1));
+    CHECK_RC(shoal_ordered_cursor_get(c, &kp, &kl, NULL, NULL), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_cursor_prev(c));
+    check_at_pair(c, "a", "1");
+    REQUIRE_OK(shoal_ordered_txn_nested_abort(t));
+    REQUIRE_OK(shoal_ordered_cursor_next(c));
+    check_at_pair(c, "c", "1");
+    CHECK_RC(shoal_ordered_cursor_next(c), SHOAL_NOT_FOUND);
+
+    /* A multimap's values, the transaction's own among the committed. */
+    shoal_ordered_cursor *mc = NULL;
+    REQUIRE_OK(shoal_ordered_txn_put(t, multi, "k", 1, "b", 1));
+    REQUIRE_OK(shoal_ordered_txn_put(t, multi, "k", 1, "a", 1));
+    REQUIRE_OK(shoal_ordered_txn_cursor_open(t, multi, &mc));
+    REQUIRE_OK(shoal_ordered_cursor_seek(mc, "k", 1));
+    check_at_pair(mc, "k", "a");
+    uint64_t nv = 0;
+    REQUIRE_OK(shoal_ordered_cursor_count_values(mc, &nv));
+    CHECK(nv == 2);
+    REQUIRE_OK(shoal_ordered_cursor_next_value(mc));
+    check_at_pair(mc, "k", "b");
+    REQUIRE_OK(shoal_ordered_cursor_put_current(mc, "0", 1));
+    check_at_pair(mc, "k", "0");
+    REQUIRE_OK(shoal_ordered_cursor_seek_value(mc, "k", 1, "a", 1, false));
+
+    /* A snapshot's cursor does not write. */
+    shoal_ordered_snapshot *snap = NULL;
+    shoal_ordered_cursor *sc = NULL;
+    REQUIRE_OK(shoal_ordered_snapshot_open(m, &snap));
+    REQUIRE_OK(shoal_ordered_cursor_open(snap, &sc));
+    REQUIRE_OK(shoal_ordered_cursor_first(sc));
+    CHECK_RC(shoal_ordered_cursor_remove_current(sc), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_cursor_put_current(sc, "x", 1), SHOAL_INVALID);
+    shoal_ordered_cursor_close(sc);
+    shoal_ordered_snapshot_close(snap);
+
+    REQUIRE_OK(shoal_ordered_txn_commit(t, NULL));
+    /* The transaction is over: its cursors refuse every call but close. */
+    CHECK_RC(shoal_ordered_cursor_first(c), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_cursor_get(c, &kp, &kl, NULL, NULL), SHOAL_INVALID);
+    CHECK_RC(shoal_ordered_cursor_remove_current(mc), SHOAL_INVALID);
+    REQUIRE_OK(shoal_ordered_cursor_close(c));
+    REQUIRE_OK(shoal_ordered_cursor_close(mc));
+    uint64_t n = 0;
+    CHECK_RC(shoal_ordered_get(m, "b", 1, buf, sizeof buf, &vl), SHOAL_NOT_FOUND);
+    REQUIRE_OK(shoal_ordered_len(m, &n));
+    CHECK(n == 2);
+    char vals[64] = "";
+    REQUIRE_OK(shoal_ordered_values(multi, "k", 1, collect_values, vals, &nv));
+    CHECK(nv == 2 && strcmp(vals, "0,a,") == 0);
+    shoal_ordered_close(m);
+    shoal_ordered_close(multi);
+    shoal_ordered_close(other);
+    shoal_store_close(s);
+}
+
 int main(void) {
     const char *base = getenv("SHOAL_TEST_DIR");
     snprintf(g_dir, sizeof g_dir, "%s/shoal-ordered-XXXXXX", base ? base : "/tmp");
@@ -820,6 +924,7 @@ int main(void) {
     RUN(test_transactions);
     RUN(test_forms_and_more_writes);
     RUN(test_cursors_and_nested);
+    RUN(test_txn_cursors);
     RUN(test_handles_stay_on_their_thread);
     RUN(test_two_processes);
     int rc = finish();

@@ -307,4 +307,47 @@ TEST_F(OrderedTest, NestedTransactionsRollBackOnException) {
     EXPECT_FALSE(m.contains("e"));
 }
 
+TEST_F(OrderedTest, CursorsOfAWriteTransactionSeeItsWritesAndWriteAtThemselves) {
+    shoal::Store store(path_, opts_);
+    shoal::OrderedMap m = store.ordered_map("w");
+    for (const char* k : {"a", "b", "c", "d"}) m.put(k, "old");
+    {
+        shoal::OrderedTxn t = m.write();
+        t.remove("b");
+        t.put("bb", "new");
+        shoal::OrderedCursor c = t.cursor();
+        std::vector<std::string> keys;
+        for (bool on = c.first(); on; on = c.next()) keys.emplace_back(c.key());
+        EXPECT_EQ(keys, (std::vector<std::string>{"a", "bb", "c", "d"}));
+        ASSERT_TRUE(c.seek("c"));
+        EXPECT_EQ(c.position(), std::optional<std::uint64_t>(2));
+        EXPECT_TRUE(c.put_current("set"));
+        EXPECT_EQ(t.get("c"), std::optional<std::string>("set"));
+        EXPECT_TRUE(c.remove_current());
+        EXPECT_FALSE(c.entry().has_value());  // in the gap c left
+        EXPECT_TRUE(c.prev());
+        EXPECT_EQ(c.key(), "bb");
+        // A write through the transaction shows at the cursor.
+        t.put("bb", "again");
+        EXPECT_EQ(c.value(), "again");
+        {
+            auto n = t.nested();
+            t.remove("bb");
+            EXPECT_FALSE(c.entry().has_value());
+        }  // aborted: bb is back, and the cursor still in the gap the removal left
+        EXPECT_FALSE(c.entry().has_value());
+        EXPECT_TRUE(c.next());
+        EXPECT_EQ(c.value(), "again");
+        t.commit();
+        EXPECT_THROW(c.first(), shoal::Error);  // the transaction is over
+    }
+    EXPECT_EQ(m.size(), 3u);
+    EXPECT_FALSE(m.contains("c"));
+    EXPECT_EQ(m.get("bb"), std::optional<std::string>("again"));
+    // A snapshot's cursor does not write.
+    shoal::OrderedCursor s = m.snapshot().cursor();
+    ASSERT_TRUE(s.first());
+    EXPECT_THROW(s.remove_current(), shoal::Error);
+}
+
 }  // namespace

@@ -2,7 +2,7 @@
 
 mod cursor;
 
-pub use cursor::{OrderedCursor, OrderedIter};
+pub use cursor::{CursorMoves, CursorPlace, OrderedCursor, OrderedIter, WriteCursor, WriteIter};
 
 use crate::error::{Error, Result};
 use crate::format::{MARKERS, OF_DUPS, OF_U64_KEYS};
@@ -641,6 +641,56 @@ mod ops {
         first_of(w, Form::of(w), key)
     }
 
+    pub(super) fn iter<'t, 'm>(
+        w: &'t Write<'m>,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<WriteIter<'t, 'm>> {
+        let (lo, hi) = Form::of(w).bounds(lo, hi)?;
+        WriteIter::new(w, lo, hi)
+    }
+
+    pub(super) fn prefix<'t, 'm>(w: &'t Write<'m>, prefix: &[u8]) -> Result<WriteIter<'t, 'm>> {
+        let (lo, hi) = cursor::prefix_bounds(&Form::of(w), prefix)?;
+        WriteIter::new(w, Some(lo), hi)
+    }
+
+    pub(super) fn range(
+        w: &Write<'_>,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        rev: bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let it = iter(w, lo, hi)?;
+        if rev {
+            it.rev().collect()
+        } else {
+            it.collect()
+        }
+    }
+
+    pub(super) fn end(w: &Write<'_>, last: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut it = iter(w, None, None)?;
+        if last { it.next_back() } else { it.next() }.transpose()
+    }
+
+    pub(super) fn count_range(w: &Write<'_>, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        let (lo, hi) = Form::of(w).bounds(lo, hi)?;
+        Ok(w.count_range(lo.as_deref(), hi.as_deref()))
+    }
+
+    pub(super) fn count_values(w: &Write<'_>, key: &[u8]) -> Result<u64> {
+        let (lo, hi) = Form::of(w).key_span(key)?;
+        Ok(w.count_range(Some(&lo), Some(&hi)))
+    }
+
+    pub(super) fn get_all(w: &Write<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let (lo, hi) = Form::of(w).key_span(key)?;
+        WriteIter::new(w, Some(lo), Some(hi))?
+            .map(|kv| kv.map(|(_, v)| v))
+            .collect()
+    }
+
     pub(super) fn put(w: &mut Write<'_>, key: &[u8], value: &[u8]) -> Result<bool> {
         let form = Form::of(w);
         let (k, v) = form.entry(key, value)?;
@@ -803,6 +853,87 @@ impl<'m> WriteTxn<'m> {
         ops::get(self.w.as_ref().expect("a live transaction"), key)
     }
 
+    fn r(&self) -> &Write<'m> {
+        self.w.as_ref().expect("a live transaction")
+    }
+
+    /// A cursor over the map as this transaction has it (its own writes included),
+    /// standing on no entry until it moves: see [`WriteCursor`]. The transaction writes
+    /// only through the cursor while the cursor lives.
+    pub fn cursor(&mut self) -> WriteCursor<'_, 'm> {
+        WriteCursor::new(self.w(), None).expect("a cursor on no entry finds nothing to read")
+    }
+
+    /// A cursor taken up again where [`WriteCursor::into_place`] left it, after any
+    /// writes since: on its entry as they left it, or in the gap they left (see
+    /// [`WriteCursor`]). A place of another map is `InvalidArgument`.
+    pub fn cursor_at(&mut self, place: CursorPlace) -> Result<WriteCursor<'_, 'm>> {
+        WriteCursor::new(self.w(), Some(place))
+    }
+
+    /// The entries with `lo <= key < hi` (no bound where `None`) as this transaction has
+    /// them, one by one in key order, or from the end with `next_back` / `.rev()`.
+    pub fn iter(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<WriteIter<'_, 'm>> {
+        ops::iter(self.r(), lo, hi)
+    }
+
+    /// The entries whose key starts with `prefix`, as this transaction has them; see
+    /// [`Snapshot::prefix`].
+    pub fn prefix(&self, prefix: &[u8]) -> Result<WriteIter<'_, 'm>> {
+        ops::prefix(self.r(), prefix)
+    }
+
+    /// The entries with `lo <= key < hi` as this transaction has them, in key order.
+    pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        ops::range(self.r(), lo, hi, false)
+    }
+
+    /// The entries with `lo <= key < hi` as this transaction has them, in reverse key
+    /// order.
+    pub fn range_rev(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        ops::range(self.r(), lo, hi, true)
+    }
+
+    /// The first entry as this transaction has it.
+    pub fn first(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        ops::end(self.r(), false)
+    }
+
+    /// The last entry as this transaction has it.
+    pub fn last(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        ops::end(self.r(), true)
+    }
+
+    /// The number of entries (in a multimap, pairs) with `lo <= key < hi` as this
+    /// transaction has them, exact, in time logarithmic in the map's size.
+    pub fn count_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        ops::count_range(self.r(), lo, hi)
+    }
+
+    /// Entries in the map (in a multimap, pairs) as this transaction has it.
+    pub fn len(&self) -> u64 {
+        self.r().len()
+    }
+
+    /// Whether the map is empty as this transaction has it.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every value of `key` as this transaction has them, sorted.
+    pub fn get_all(&self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        ops::get_all(self.r(), key)
+    }
+
+    /// The number of values of `key` as this transaction has them.
+    pub fn count_values(&self, key: &[u8]) -> Result<u64> {
+        ops::count_values(self.r(), key)
+    }
+
     /// If the value of `key` is `expected` (`None`: absent), sets it to `new` (`None`:
     /// removes it) and returns true; else changes nothing and returns false. Not in a
     /// multimap (`InvalidArgument`).
@@ -889,17 +1020,112 @@ pub struct MultiWriteTxn<'m> {
     _section: crate::txn::Section<'m>,
 }
 
+fn not_in_txn(map: &OrderedMap) -> Error {
+    Error::InvalidArgument(format!(
+        "ordered map {:?} is not in this transaction",
+        map.name
+    ))
+}
+
 impl<'m> MultiWriteTxn<'m> {
     fn part(&mut self, map: &OrderedMap) -> Result<&mut Write<'m>> {
         self.parts
             .iter_mut()
             .find(|w| w.m.id == map.m.id && w.m.cat_word == map.m.cat_word)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "ordered map {:?} is not in this transaction",
-                    map.name
-                ))
-            })
+            .ok_or_else(|| not_in_txn(map))
+    }
+
+    fn part_ref(&self, map: &OrderedMap) -> Result<&Write<'m>> {
+        self.parts
+            .iter()
+            .find(|w| w.m.id == map.m.id && w.m.cat_word == map.m.cat_word)
+            .ok_or_else(|| not_in_txn(map))
+    }
+
+    /// A cursor over `map` as this transaction has it: see [`WriteTxn::cursor`].
+    pub fn cursor(&mut self, map: &OrderedMap) -> Result<WriteCursor<'_, 'm>> {
+        WriteCursor::new(self.part(map)?, None)
+    }
+
+    /// A cursor on `map` taken up again where it was left: see [`WriteTxn::cursor_at`].
+    pub fn cursor_at(
+        &mut self,
+        map: &OrderedMap,
+        place: CursorPlace,
+    ) -> Result<WriteCursor<'_, 'm>> {
+        WriteCursor::new(self.part(map)?, Some(place))
+    }
+
+    /// The entries of `map` with `lo <= key < hi` as this transaction has them: see
+    /// [`WriteTxn::iter`].
+    pub fn iter(
+        &self,
+        map: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<WriteIter<'_, 'm>> {
+        ops::iter(self.part_ref(map)?, lo, hi)
+    }
+
+    /// The entries of `map` whose key starts with `prefix`: see [`WriteTxn::prefix`].
+    pub fn prefix(&self, map: &OrderedMap, prefix: &[u8]) -> Result<WriteIter<'_, 'm>> {
+        ops::prefix(self.part_ref(map)?, prefix)
+    }
+
+    /// The entries of `map` with `lo <= key < hi`, in key order: see [`WriteTxn::range`].
+    pub fn range(
+        &self,
+        map: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        ops::range(self.part_ref(map)?, lo, hi, false)
+    }
+
+    /// The entries of `map` with `lo <= key < hi`, in reverse key order.
+    pub fn range_rev(
+        &self,
+        map: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        ops::range(self.part_ref(map)?, lo, hi, true)
+    }
+
+    /// The first entry of `map` as this transaction has it.
+    pub fn first(&self, map: &OrderedMap) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        ops::end(self.part_ref(map)?, false)
+    }
+
+    /// The last entry of `map` as this transaction has it.
+    pub fn last(&self, map: &OrderedMap) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        ops::end(self.part_ref(map)?, true)
+    }
+
+    /// The number of entries of `map` with `lo <= key < hi`: see
+    /// [`WriteTxn::count_range`].
+    pub fn count_range(
+        &self,
+        map: &OrderedMap,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<u64> {
+        ops::count_range(self.part_ref(map)?, lo, hi)
+    }
+
+    /// Entries in `map` as this transaction has it.
+    pub fn len(&self, map: &OrderedMap) -> Result<u64> {
+        Ok(self.part_ref(map)?.len())
+    }
+
+    /// Every value of `key` in `map` as this transaction has them, sorted.
+    pub fn get_all(&self, map: &OrderedMap, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        ops::get_all(self.part_ref(map)?, key)
+    }
+
+    /// The number of values of `key` in `map` as this transaction has them.
+    pub fn count_values(&self, map: &OrderedMap, key: &[u8]) -> Result<u64> {
+        ops::count_values(self.part_ref(map)?, key)
     }
 
     /// Sets `key` to `value` in `map`; returns whether the key (in a multimap, the pair)

@@ -352,15 +352,7 @@ impl Snap {
     /// Moves `c` as `how` says, over this snapshot's tree; whether it stands on an entry.
     pub fn step(&self, sh: &Shared, c: &mut Cursor, how: Step<'_>) -> Result<bool> {
         self.check_tree_top(sh)?;
-        let src = FilePages { sh };
-        Ok(match how {
-            Step::First => c.first(&src, self.root),
-            Step::Last => c.last(&src, self.root),
-            Step::Ge(k) => c.seek_ge(&src, self.root, k),
-            Step::Le(k) => c.seek_le(&src, self.root, k),
-            Step::Next => c.next(&src),
-            Step::Prev => c.prev(&src),
-        })
+        Ok(how.apply(c, &FilePages { sh }, self.root))
     }
 
     /// Entries with `lo <= key < hi`.
@@ -459,6 +451,20 @@ pub(crate) enum Step<'k> {
     Next,
     /// One entry back.
     Prev,
+}
+
+impl Step<'_> {
+    /// Moves `c` over the tree of `root` in `s`; whether it stands on an entry.
+    pub fn apply<S: PageSource>(self, c: &mut Cursor, s: &S, root: Root) -> bool {
+        match self {
+            Step::First => c.first(s, root),
+            Step::Last => c.last(s, root),
+            Step::Ge(k) => c.seek_ge(s, root, k),
+            Step::Le(k) => c.seek_le(s, root, k),
+            Step::Next => c.next(s),
+            Step::Prev => c.prev(s),
+        }
+    }
 }
 
 /// The leaf and index of `key` in the tree of `root`.
@@ -622,6 +628,10 @@ pub(crate) struct Write<'a> {
     pub poisoned: bool,
     /// `poisoned` at each open savepoint.
     saved_poison: Vec<bool>,
+    /// Moves on at every change of the tree (a write, a rollback): a cursor that walked
+    /// an older state finds its place again by its key, as its path may name pages the
+    /// change copied, freed or reused.
+    pub changes: u64,
 }
 
 impl OrderedRef {
@@ -661,6 +671,7 @@ impl OrderedRef {
             tree: WriteTxn::new(PoolPages { pool }, root),
             poisoned: false,
             saved_poison: Vec::new(),
+            changes: 0,
         })
     }
 }
@@ -669,6 +680,7 @@ impl<'a> Write<'a> {
     /// Puts as `mode` says.
     pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<bool> {
         self.usable()?;
+        self.changes += 1;
         let r = self.tree.put(key, value, mode);
         self.poisoned |= r.is_err();
         r
@@ -677,6 +689,7 @@ impl<'a> Write<'a> {
     /// Appends past the largest key (a sorted bulk load); false if `key` is not above it.
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
         self.usable()?;
+        self.changes += 1;
         let r = self.tree.append(key, value);
         self.poisoned |= r.is_err();
         r
@@ -685,6 +698,7 @@ impl<'a> Write<'a> {
     /// Removes `key`.
     pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
         self.usable()?;
+        self.changes += 1;
         let r = self.tree.remove(key);
         self.poisoned |= r.is_err();
         r
@@ -723,6 +737,7 @@ impl<'a> Write<'a> {
         } else {
             self.tree.rollback();
             self.poisoned = p;
+            self.changes += 1;
         }
     }
 
@@ -783,6 +798,32 @@ impl<'a> Write<'a> {
     /// The first entry at or after `key` as this transaction sees it.
     pub fn first_ge(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.tree.first_ge(key)
+    }
+
+    /// Moves `c` as `how` says over the tree as this transaction has it; whether it
+    /// stands on an entry.
+    pub fn step(&self, c: &mut Cursor, how: Step<'_>) -> bool {
+        how.apply(c, &self.tree, self.tree.root())
+    }
+
+    /// The (key, value) of the entry `c` stands on, as this transaction has it.
+    pub fn entry_at(&self, c: &Cursor) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.tree.entry_at(c)
+    }
+
+    /// The number of entries whose key is below `key`, as this transaction has them.
+    pub fn rank(&self, key: &[u8]) -> u64 {
+        cursor::rank(&self.tree, self.tree.root(), key)
+    }
+
+    /// Entries with `lo <= key < hi`, as this transaction has them.
+    pub fn count_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> u64 {
+        cursor::count_range(&self.tree, self.tree.root(), lo, hi)
+    }
+
+    /// Entries in the tree as this transaction has it.
+    pub fn len(&self) -> u64 {
+        self.tree.root().count
     }
 }
 

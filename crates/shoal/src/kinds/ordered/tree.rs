@@ -148,8 +148,10 @@ struct Savepoint<M> {
 }
 
 /// A page as a write transaction sees it: its own copy, or a committed page.
-enum View<'a, P: PageRead> {
+pub enum View<'a, P: PageRead> {
+    /// A page this transaction wrote.
     Own(&'a PageBuf),
+    /// A committed page.
     Committed(P),
 }
 
@@ -160,6 +162,36 @@ macro_rules! view {
             View::Committed(ref $p) => $e,
         }
     };
+}
+
+impl<P: PageRead> PageRead for View<'_, P> {
+    fn u16_at(&self, at: usize) -> u16 {
+        view!(*self, p => p.u16_at(at))
+    }
+    fn u32_at(&self, at: usize) -> u32 {
+        view!(*self, p => p.u32_at(at))
+    }
+    fn u64_at(&self, at: usize) -> u64 {
+        view!(*self, p => p.u64_at(at))
+    }
+    fn cmp_bytes(&self, at: usize, len: usize, key: &[u8]) -> std::cmp::Ordering {
+        view!(*self, p => p.cmp_bytes(at, len, key))
+    }
+    fn copy_out(&self, at: usize, dst: &mut [u8]) {
+        view!(*self, p => p.copy_out(at, dst))
+    }
+}
+
+/// A write transaction's tree as a source of pages (its own copies over the committed
+/// ones), so that the cursors of snapshots walk it as they walk a snapshot's tree.
+impl<S: Pages> PageSource for WriteTxn<S> {
+    type Page<'a>
+        = View<'a, S::Page<'a>>
+    where
+        Self: 'a;
+    fn page(&self, off: u64) -> Self::Page<'_> {
+        self.view(off)
+    }
 }
 
 /// What a put does when the key is there, or is not.
@@ -431,6 +463,30 @@ impl<S: Pages> WriteTxn<S> {
         self.touch(off);
         self.own.insert(off, p);
         Ok(off)
+    }
+
+    /// The tree as this transaction has it now.
+    pub fn root(&self) -> Root {
+        self.root
+    }
+
+    /// The (key, value) of the entry cursor `c` stands on in this transaction's tree,
+    /// copied; `None` if it stands on none.
+    pub fn entry_at(&self, c: &super::cursor::Cursor) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let Some((leaf, i)) = c.at() else {
+            return Ok(None);
+        };
+        view!(self.view(leaf), p => {
+            if p.kind() != LEAF || i >= p.n() {
+                return Err(self.store.corrupt(format!(
+                    "page {leaf:#x} is not a leaf with an entry {i}"
+                )));
+            }
+            let (ka, kl) = p.key_at(i);
+            let mut k = vec![0u8; kl];
+            p.copy_out(ka, &mut k);
+            self.value_of(p, i).map(|v| Some((k, v)))
+        })
     }
 
     /// The value of `key`, copied.
