@@ -186,6 +186,14 @@ impl PutOrders {
     }
 }
 
+/// `--min-secs`: the shortest a timed phase runs, in seconds (0 to 3600).
+fn parse_min_secs(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+        .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))
+}
+
 fn parse_count(s: &str) -> Result<usize, String> {
     let t = s.trim().replace(['_', ','], "");
     let (num, mult) = match t.chars().last() {
@@ -278,14 +286,7 @@ fn parse_args() -> Result<Args, String> {
                     })
                     .collect();
             }
-            "--min-secs" => {
-                let v = val()?;
-                a.min_secs = v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
-                    .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))?
-            }
+            "--min-secs" => a.min_secs = parse_min_secs(&val()?)?,
             _ => return Err(format!("unknown argument {arg:?} (see --help)")),
         }
     }

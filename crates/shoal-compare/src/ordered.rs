@@ -8,7 +8,8 @@
 //! snapshot is its read transaction.
 
 use crate::peers::{he, mrc, mval, LmdbKv, Lookup, MdbxKv, Single};
-use crate::{fork_worker, parse_count, reap, share, Worker};
+use crate::report::{fmt_ops, median_spread};
+use crate::{fork_worker, parse_count, parse_min_secs, reap, share, Worker};
 use mdbx_sys as mx;
 use shoal_bench::key_val;
 use std::fs::File;
@@ -235,14 +236,7 @@ fn parse(args: &[String]) -> Result<OArgs, String> {
                     })
                     .collect();
             }
-            "--min-secs" => {
-                let v = val()?;
-                a.min_secs = v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
-                    .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))?
-            }
+            "--min-secs" => a.min_secs = parse_min_secs(&val()?)?,
             _ => {
                 return Err(format!(
                     "unknown argument {arg:?} (see --kind ordered --help)"
@@ -1220,39 +1214,19 @@ pub fn main(args: &[String]) -> i32 {
 
 /// A phase's median over the repeats, and half the range over it.
 fn median(reps: &[Rep], ph: OPhase, cpu: bool) -> Option<(f64, f64)> {
-    let mut r: Vec<f64> = reps
-        .iter()
-        .filter_map(|x| {
-            x.0.iter().find(|(q, _)| *q == ph).map(|(_, p)| {
-                if cpu {
-                    p.ops as f64 / p.cpu_secs.max(1e-9)
-                } else {
-                    p.rate()
-                }
+    median_spread(
+        reps.iter()
+            .filter_map(|x| {
+                x.0.iter().find(|(q, _)| *q == ph).map(|(_, p)| {
+                    if cpu {
+                        p.ops as f64 / p.cpu_secs.max(1e-9)
+                    } else {
+                        p.rate()
+                    }
+                })
             })
-        })
-        .collect();
-    if r.is_empty() {
-        return None;
-    }
-    r.sort_by(f64::total_cmp);
-    let m = r[(r.len() - 1) / 2];
-    let spread = if m > 0.0 {
-        (r[r.len() - 1] - r[0]) / 2.0 / m
-    } else {
-        0.0
-    };
-    Some((m, spread))
-}
-
-fn human(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
+            .collect(),
+    )
 }
 
 /// Targets of the issue: (phase, processes, ratio Shoal / libmdbx at least).
@@ -1350,7 +1324,7 @@ fn markdown(
             for &ph in &a.phases {
                 match median(&reps[i], ph, cpu) {
                     Some((m, sp)) => {
-                        let _ = write!(s, " {} ±{:.0}% |", human(m), sp * 100.0);
+                        let _ = write!(s, " {} ±{:.0}% |", fmt_ops(m), sp * 100.0);
                     }
                     None => {
                         let _ = write!(s, " |");
