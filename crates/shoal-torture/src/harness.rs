@@ -363,3 +363,77 @@ pub fn lincheck(src: &Path, out: &Path, seed: u64) -> PathBuf {
     );
     out.to_owned()
 }
+
+/// A kill-storm worker's command line: `STORE ROLE --id N --gen N --seed N --stop FILE
+/// --log FILE` and the worker's own options, each `--NAME N` (a number).
+pub struct WorkerArgs {
+    /// The store.
+    pub store: PathBuf,
+    /// The worker's role.
+    pub role: String,
+    /// Its slot.
+    pub id: u64,
+    /// Its generation (1 more at each restart of the slot).
+    pub gen: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The file whose appearance tells it to finish.
+    pub stop: PathBuf,
+    /// Its log (the worker sets the extension).
+    pub log: PathBuf,
+    nums: Vec<(String, u64)>,
+}
+
+impl WorkerArgs {
+    /// Parses `args` (the arguments after the program's name); `numbers`: the names of the
+    /// worker's own options. A missing value, a number that is not one, an unknown option,
+    /// or a missing STORE or ROLE end the process with status 1 and say so.
+    pub fn parse(args: &[String], numbers: &[&str]) -> WorkerArgs {
+        let fail = |what: String| -> ! {
+            eprintln!("{what}");
+            std::process::exit(1);
+        };
+        let [store, role, opts @ ..] = args else {
+            fail("usage: STORE ROLE [--NAME VALUE]...".into())
+        };
+        let mut out = WorkerArgs {
+            store: store.into(),
+            role: role.clone(),
+            id: 0,
+            gen: 0,
+            seed: 0,
+            stop: PathBuf::new(),
+            log: PathBuf::new(),
+            nums: Vec::new(),
+        };
+        let mut it = opts.iter();
+        while let Some(k) = it.next() {
+            let v = it
+                .next()
+                .unwrap_or_else(|| fail(format!("{k} needs a value")));
+            let n = || {
+                v.parse::<u64>()
+                    .unwrap_or_else(|_| fail(format!("{k}: {v:?} is not a number")))
+            };
+            match k.as_str() {
+                "--id" => out.id = n(),
+                "--gen" => out.gen = n(),
+                "--seed" => out.seed = n(),
+                "--stop" => out.stop = v.into(),
+                "--log" => out.log = v.into(),
+                k if numbers.contains(&k) => out.nums.push((k.to_string(), n())),
+                _ => fail(format!("unknown option {k}")),
+            }
+        }
+        out
+    }
+
+    /// The value of the worker's own option `name` (the last one given), or `default`.
+    pub fn num(&self, name: &str, default: u64) -> u64 {
+        self.nums
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map_or(default, |&(_, v)| v)
+    }
+}
