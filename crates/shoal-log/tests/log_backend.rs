@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{drain_two_writers, writer_log};
+use common::{drain_two_writers, the_cut_record, writer_log};
 use shoal::{LogOptions, Store};
 use shoal_log::{level, ShoalLogger};
 use std::time::Duration;
@@ -84,18 +84,7 @@ fn a_record_too_large_is_cut_to_fit_and_failures_are_counted() {
     };
     emit(log::Level::Debug, "below the level");
     emit(log::Level::Warn, &long);
-    let rec = r.read().unwrap().expect("the cut record");
-    assert!(
-        r.read().unwrap().is_none(),
-        "the debug record was not written"
-    );
-    let size = rec.message().len()
-        + rec
-            .fields()
-            .iter()
-            .map(|(k, v)| 8 + k.len() + v.len())
-            .sum::<usize>();
-    assert!(size <= 100, "{size}");
+    let (rec, size) = the_cut_record(&mut r, "the debug record");
     // Fields go from the last while they leave no room (both after the target), then
     // the message is cut.
     let f = rec.fields();

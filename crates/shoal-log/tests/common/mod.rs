@@ -2,7 +2,7 @@
 //! ignored test), killed if the test fails before it waited for them, and the drain that
 //! checks what they wrote.
 
-use shoal::{FullPolicy, Log, LogOptions, RecordRef, Store};
+use shoal::{FullPolicy, Log, LogOptions, LogReader, Record, RecordRef, Store};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -99,4 +99,21 @@ impl Drop for Kids {
             let _ = k.wait();
         }
     }
+}
+
+/// The one record the reader has (the adapter cut it to fit the log's records of 100
+/// bytes), after which it has none (`what` was not written), and that record's size as
+/// the log counts it (the message, and per field its key, its value and 8 bytes), checked
+/// to fit.
+pub fn the_cut_record(r: &mut LogReader, what: &str) -> (Record, usize) {
+    let rec = r.read().unwrap().expect("the cut record");
+    assert!(r.read().unwrap().is_none(), "{what} was not written");
+    let size = rec.message().len()
+        + rec
+            .fields()
+            .iter()
+            .map(|(k, v)| 8 + k.len() + v.len())
+            .sum::<usize>();
+    assert!(size <= 100, "{size}");
+    (rec, size)
 }
