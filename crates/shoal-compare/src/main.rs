@@ -504,6 +504,14 @@ impl Worker {
     }
 }
 
+/// Waits for the setup child to say it is ready (or why it failed), then ends it.
+fn setup_done(setup: Worker) -> Result<(), String> {
+    let mut setup = vec![setup];
+    let r = setup[0].recv();
+    reap(setup);
+    r.map(drop)
+}
+
 fn reap(workers: Vec<Worker>) {
     for mut w in workers {
         let _ = w.send("exit");
@@ -784,10 +792,7 @@ fn drive(
         }
         writeln!(reps, "ready").map_err(|e| e.to_string())
     })?;
-    let mut setup = vec![setup];
-    let r = setup[0].recv();
-    reap(std::mem::take(&mut setup));
-    r?;
+    setup_done(setup)?;
     let mut workers: Vec<Worker> = Vec::new();
     let mut out: Repeat = (Vec::new(), None);
     let result = (|| {

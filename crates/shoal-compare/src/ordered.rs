@@ -9,7 +9,7 @@
 
 use crate::peers::{he, mrc, mval, LmdbKv, Lookup, MdbxKv, Single};
 use crate::report::{fmt_ops, median_spread};
-use crate::{fork_worker, parse_count, parse_min_secs, reap, share, Worker};
+use crate::{fork_worker, parse_count, parse_min_secs, reap, setup_done, share, Worker};
 use mdbx_sys as mx;
 use shoal_bench::key_val;
 use std::fs::File;
@@ -1041,10 +1041,7 @@ fn drive(s: &Shared<'_>) -> Result<Rep, String> {
         }
         writeln!(reps, "ready").map_err(|e| e.to_string())
     })?;
-    let mut setup = vec![setup];
-    let r = setup[0].recv();
-    reap(std::mem::take(&mut setup));
-    r?;
+    setup_done(setup)?;
     let mut workers: Vec<Worker> = Vec::new();
     let mut out: Rep = (Vec::new(), None);
     let phases: Vec<OPhase> = if s.plan.sorted {

@@ -9,7 +9,9 @@
 
 use crate::peers::{he, mrc, mval, LmdbKv, MdbxKv, RedisServer, Reply, Resp, Single};
 use crate::report::{fmt_ops, median_spread};
-use crate::{fork_worker, parse_count, parse_min_secs, proc_cpu_ns, reap, share, Worker};
+use crate::{
+    fork_worker, parse_count, parse_min_secs, proc_cpu_ns, reap, setup_done, share, Worker,
+};
 use mdbx_sys as mx;
 use shoal::{Cond, IntCmp, TxnOp, TxnTarget};
 use shoal_bench::{key_val, SplitMix64};
@@ -804,10 +806,7 @@ fn drive(s: &Shared<'_>, server: Option<u32>) -> Result<Rep, String> {
         }
         writeln!(reps, "ready").map_err(|e| e.to_string())
     })?;
-    let mut setup = vec![setup];
-    let r = setup[0].recv();
-    reap(std::mem::take(&mut setup));
-    r?;
+    setup_done(setup)?;
     let mut workers: Vec<Worker> = Vec::new();
     let result = (|| {
         for w in 0..s.plan.p {
