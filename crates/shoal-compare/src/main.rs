@@ -504,6 +504,28 @@ impl Worker {
     }
 }
 
+/// The start of a comparison mode: its arguments parsed by `parse` (a usage error is
+/// said), the peers' output quieted, and its scratch directory
+/// `DIR/shoal-compare-TAG-PID` created (`dir` picks DIR from the arguments). `None`
+/// (exit status 2) if either fails.
+fn start<A>(
+    args: &[String],
+    parse: fn(&[String]) -> Result<A, String>,
+    dir: impl Fn(&A) -> &Path,
+    tag: &str,
+) -> Option<(A, PathBuf)> {
+    let a = parse(args)
+        .map_err(|e| eprintln!("shoal-compare: {e}"))
+        .ok()?;
+    crate::peers::quiet();
+    let base = dir(&a).join(format!("shoal-compare-{tag}-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&base) {
+        eprintln!("shoal-compare: {}: {e}", base.display());
+        return None;
+    }
+    Some((a, base))
+}
+
 /// Waits for the setup child to say it is ready (or why it failed), then ends it.
 fn setup_done(setup: Worker) -> Result<(), String> {
     let mut setup = vec![setup];

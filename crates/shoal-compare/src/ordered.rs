@@ -1114,23 +1114,11 @@ fn drive(s: &Shared<'_>) -> Result<Rep, String> {
 
 /// Runs the ordered mode with the arguments after `--kind ordered`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("shoal-compare: {e}");
-            return 2;
-        }
+    let Some((a, base)) = crate::start(args, parse, |a| &a.dir, "o") else {
+        return 2;
     };
-    crate::peers::quiet();
     let load_before = crate::report::loadavg();
     let t0 = Instant::now();
-    let base = a
-        .dir
-        .join(format!("shoal-compare-o-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&base) {
-        eprintln!("shoal-compare: {}: {e}", base.display());
-        return 2;
-    }
     let mut plans = Vec::new();
     for &v in &a.vals {
         for &p in &a.procs {

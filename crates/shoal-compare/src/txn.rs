@@ -864,23 +864,11 @@ fn drive(s: &Shared<'_>, server: Option<u32>) -> Result<Rep, String> {
 
 /// Runs the transaction mode with the arguments after `--kind txn`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("shoal-compare: {e}");
-            return 2;
-        }
+    let Some((a, base)) = crate::start(args, parse, |a| &a.dir, "t") else {
+        return 2;
     };
-    crate::peers::quiet();
     let load_before = crate::report::loadavg();
     let t0 = Instant::now();
-    let base = a
-        .dir
-        .join(format!("shoal-compare-t-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&base) {
-        eprintln!("shoal-compare: {}: {e}", base.display());
-        return 2;
-    }
     let redis = if a.systems.iter().any(|s| s.redis()) {
         RedisServer::start(&base)
     } else {
