@@ -188,6 +188,31 @@ impl Ctx {
         Ok(Some((lo, hi)))
     }
 
+    /// `f` over the engine bounds of a range (see [`Ctx::bounds`]); 0, with no call, when
+    /// the range is empty.
+    fn in_bounds(
+        &self,
+        lo: Option<&Bound<'_, PyAny>>,
+        hi: Option<&Bound<'_, PyAny>>,
+        lo_incl: bool,
+        hi_incl: bool,
+        f: impl FnOnce(Option<&[u8]>, Option<&[u8]>) -> PyResult<u64>,
+    ) -> PyResult<u64> {
+        match self.bounds(lo, hi, lo_incl, hi_incl)? {
+            Some((lo, hi)) => f(lo.as_deref(), hi.as_deref()),
+            None => Ok(0),
+        }
+    }
+
+    /// A value read (or `None`), decoded.
+    fn decode_opt<'py>(
+        &self,
+        py: Python<'py>,
+        v: Option<Vec<u8>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        v.map(|v| self.vc.decode(py, &v)).transpose()
+    }
+
     fn entry<'py>(
         &self,
         py: Python<'py>,
@@ -350,11 +375,8 @@ impl OrderedNative {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let k = self.cx.key(key)?;
-        let m = self.m(py)?;
-        match m.get(&k).py_err(py)? {
-            Some(v) => Ok(Some(self.cx.vc.decode(py, &v)?)),
-            None => Ok(None),
-        }
+        let v = self.m(py)?.get(&k).py_err(py)?;
+        self.cx.decode_opt(py, v)
     }
 
     /// put(key, value, mode) -> bool: mode 0 sets (returns True; adds the pair in a
@@ -439,12 +461,10 @@ impl OrderedNative {
         lo_incl: bool,
         hi_incl: bool,
     ) -> PyResult<u64> {
-        let Some((lo, hi)) = self.cx.bounds(lo, hi, lo_incl, hi_incl)? else {
-            return Ok(0);
-        };
-        let m = self.m(py)?;
-        py.detach(|| m.remove_range(lo.as_deref(), hi.as_deref()))
-            .py_err(py)
+        self.cx.in_bounds(lo, hi, lo_incl, hi_incl, |lo, hi| {
+            let m = self.m(py)?;
+            py.detach(|| m.remove_range(lo, hi)).py_err(py)
+        })
     }
 
     /// The map's sequence as of the latest commit.
@@ -473,12 +493,9 @@ impl OrderedNative {
         lo_incl: bool,
         hi_incl: bool,
     ) -> PyResult<u64> {
-        let Some((lo, hi)) = self.cx.bounds(lo, hi, lo_incl, hi_incl)? else {
-            return Ok(0);
-        };
-        self.m(py)?
-            .count_range(lo.as_deref(), hi.as_deref())
-            .py_err(py)
+        self.cx.in_bounds(lo, hi, lo_incl, hi_incl, |lo, hi| {
+            self.m(py)?.count_range(lo, hi).py_err(py)
+        })
     }
 
     /// A snapshot of the map as of its latest commit.
@@ -542,10 +559,8 @@ impl OrderedSnapshotNative {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let k = self.cx.key(key)?;
-        match self.h(py)?.snap.get(&k).py_err(py)? {
-            Some(v) => Ok(Some(self.cx.vc.decode(py, &v)?)),
-            None => Ok(None),
-        }
+        let v = self.h(py)?.snap.get(&k).py_err(py)?;
+        self.cx.decode_opt(py, v)
     }
 
     /// Every value of `key` in the snapshot, sorted by their bytes.
@@ -590,13 +605,9 @@ impl OrderedSnapshotNative {
         lo_incl: bool,
         hi_incl: bool,
     ) -> PyResult<u64> {
-        let Some((lo, hi)) = self.cx.bounds(lo, hi, lo_incl, hi_incl)? else {
-            return Ok(0);
-        };
-        self.h(py)?
-            .snap
-            .count_range(lo.as_deref(), hi.as_deref())
-            .py_err(py)
+        self.cx.in_bounds(lo, hi, lo_incl, hi_incl, |lo, hi| {
+            self.h(py)?.snap.count_range(lo, hi).py_err(py)
+        })
     }
 
     /// range(lo, hi, lo_incl, hi_incl, reverse, what) -> iterator over the snapshot.
@@ -975,10 +986,8 @@ impl OrderedTxnNative {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let k = map.cx.key(key)?;
-        match self.t(py)?.get(&map.map, &k).py_err(py)? {
-            Some(v) => Ok(Some(map.cx.vc.decode(py, &v)?)),
-            None => Ok(None),
-        }
+        let v = self.t(py)?.get(&map.map, &k).py_err(py)?;
+        map.cx.decode_opt(py, v)
     }
 
     /// compare_and_swap(map, key, expected, new) -> bool (ABSENT: no value).

@@ -186,6 +186,14 @@ impl PutOrders {
     }
 }
 
+/// `--min-secs`: the shortest a timed phase runs, in seconds (0 to 3600).
+fn parse_min_secs(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+        .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))
+}
+
 fn parse_count(s: &str) -> Result<usize, String> {
     let t = s.trim().replace(['_', ','], "");
     let (num, mult) = match t.chars().last() {
@@ -278,14 +286,7 @@ fn parse_args() -> Result<Args, String> {
                     })
                     .collect();
             }
-            "--min-secs" => {
-                let v = val()?;
-                a.min_secs = v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
-                    .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))?
-            }
+            "--min-secs" => a.min_secs = parse_min_secs(&val()?)?,
             _ => return Err(format!("unknown argument {arg:?} (see --help)")),
         }
     }
@@ -501,6 +502,36 @@ impl Worker {
         use std::os::fd::AsRawFd;
         [self.to.as_raw_fd(), self.from.get_ref().as_raw_fd()]
     }
+}
+
+/// The start of a comparison mode: its arguments parsed by `parse` (a usage error is
+/// said), the peers' output quieted, and its scratch directory
+/// `DIR/shoal-compare-TAG-PID` created (`dir` picks DIR from the arguments). `None`
+/// (exit status 2) if either fails.
+fn start<A>(
+    args: &[String],
+    parse: fn(&[String]) -> Result<A, String>,
+    dir: impl Fn(&A) -> &Path,
+    tag: &str,
+) -> Option<(A, PathBuf)> {
+    let a = parse(args)
+        .map_err(|e| eprintln!("shoal-compare: {e}"))
+        .ok()?;
+    crate::peers::quiet();
+    let base = dir(&a).join(format!("shoal-compare-{tag}-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&base) {
+        eprintln!("shoal-compare: {}: {e}", base.display());
+        return None;
+    }
+    Some((a, base))
+}
+
+/// Waits for the setup child to say it is ready (or why it failed), then ends it.
+fn setup_done(setup: Worker) -> Result<(), String> {
+    let mut setup = vec![setup];
+    let r = setup[0].recv();
+    reap(setup);
+    r.map(drop)
 }
 
 fn reap(workers: Vec<Worker>) {
@@ -783,10 +814,7 @@ fn drive(
         }
         writeln!(reps, "ready").map_err(|e| e.to_string())
     })?;
-    let mut setup = vec![setup];
-    let r = setup[0].recv();
-    reap(std::mem::take(&mut setup));
-    r?;
+    setup_done(setup)?;
     let mut workers: Vec<Worker> = Vec::new();
     let mut out: Repeat = (Vec::new(), None);
     let result = (|| {

@@ -8,7 +8,8 @@
 //! snapshot is its read transaction.
 
 use crate::peers::{he, mrc, mval, LmdbKv, Lookup, MdbxKv, Single};
-use crate::{fork_worker, parse_count, reap, share, Worker};
+use crate::report::{fmt_ops, median_spread};
+use crate::{fork_worker, parse_count, parse_min_secs, reap, setup_done, share, Worker};
 use mdbx_sys as mx;
 use shoal_bench::key_val;
 use std::fs::File;
@@ -235,14 +236,7 @@ fn parse(args: &[String]) -> Result<OArgs, String> {
                     })
                     .collect();
             }
-            "--min-secs" => {
-                let v = val()?;
-                a.min_secs = v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
-                    .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))?
-            }
+            "--min-secs" => a.min_secs = parse_min_secs(&val()?)?,
             _ => {
                 return Err(format!(
                     "unknown argument {arg:?} (see --kind ordered --help)"
@@ -1047,10 +1041,7 @@ fn drive(s: &Shared<'_>) -> Result<Rep, String> {
         }
         writeln!(reps, "ready").map_err(|e| e.to_string())
     })?;
-    let mut setup = vec![setup];
-    let r = setup[0].recv();
-    reap(std::mem::take(&mut setup));
-    r?;
+    setup_done(setup)?;
     let mut workers: Vec<Worker> = Vec::new();
     let mut out: Rep = (Vec::new(), None);
     let phases: Vec<OPhase> = if s.plan.sorted {
@@ -1123,23 +1114,11 @@ fn drive(s: &Shared<'_>) -> Result<Rep, String> {
 
 /// Runs the ordered mode with the arguments after `--kind ordered`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("shoal-compare: {e}");
-            return 2;
-        }
+    let Some((a, base)) = crate::start(args, parse, |a| &a.dir, "o") else {
+        return 2;
     };
-    crate::peers::quiet();
     let load_before = crate::report::loadavg();
     let t0 = Instant::now();
-    let base = a
-        .dir
-        .join(format!("shoal-compare-o-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&base) {
-        eprintln!("shoal-compare: {}: {e}", base.display());
-        return 2;
-    }
     let mut plans = Vec::new();
     for &v in &a.vals {
         for &p in &a.procs {
@@ -1220,39 +1199,19 @@ pub fn main(args: &[String]) -> i32 {
 
 /// A phase's median over the repeats, and half the range over it.
 fn median(reps: &[Rep], ph: OPhase, cpu: bool) -> Option<(f64, f64)> {
-    let mut r: Vec<f64> = reps
-        .iter()
-        .filter_map(|x| {
-            x.0.iter().find(|(q, _)| *q == ph).map(|(_, p)| {
-                if cpu {
-                    p.ops as f64 / p.cpu_secs.max(1e-9)
-                } else {
-                    p.rate()
-                }
+    median_spread(
+        reps.iter()
+            .filter_map(|x| {
+                x.0.iter().find(|(q, _)| *q == ph).map(|(_, p)| {
+                    if cpu {
+                        p.ops as f64 / p.cpu_secs.max(1e-9)
+                    } else {
+                        p.rate()
+                    }
+                })
             })
-        })
-        .collect();
-    if r.is_empty() {
-        return None;
-    }
-    r.sort_by(f64::total_cmp);
-    let m = r[(r.len() - 1) / 2];
-    let spread = if m > 0.0 {
-        (r[r.len() - 1] - r[0]) / 2.0 / m
-    } else {
-        0.0
-    };
-    Some((m, spread))
-}
-
-fn human(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
+            .collect(),
+    )
 }
 
 /// Targets of the issue: (phase, processes, ratio Shoal / libmdbx at least).
@@ -1350,7 +1309,7 @@ fn markdown(
             for &ph in &a.phases {
                 match median(&reps[i], ph, cpu) {
                     Some((m, sp)) => {
-                        let _ = write!(s, " {} ±{:.0}% |", human(m), sp * 100.0);
+                        let _ = write!(s, " {} ±{:.0}% |", fmt_ops(m), sp * 100.0);
                     }
                     None => {
                         let _ = write!(s, " |");

@@ -70,6 +70,22 @@ fn cores() -> usize {
         .unwrap_or(0)
 }
 
+/// The median of `r` (the lower one for an even count), and half the range over it;
+/// `None` for no values.
+pub fn median_spread(mut r: Vec<f64>) -> Option<(f64, f64)> {
+    if r.is_empty() {
+        return None;
+    }
+    r.sort_by(f64::total_cmp);
+    let m = r[(r.len() - 1) / 2];
+    let spread = if m > 0.0 {
+        (r[r.len() - 1] - r[0]) / 2.0 / m
+    } else {
+        0.0
+    };
+    Some((m, spread))
+}
+
 /// `1.23 M`, `456 k`.
 pub fn fmt_ops(x: f64) -> String {
     if x >= 1e6 {

@@ -8,7 +8,10 @@
 //! the initial one, whatever the process count.
 
 use crate::peers::{he, mrc, mval, LmdbKv, MdbxKv, RedisServer, Reply, Resp, Single};
-use crate::{fork_worker, parse_count, proc_cpu_ns, reap, share, Worker};
+use crate::report::{fmt_ops, median_spread};
+use crate::{
+    fork_worker, parse_count, parse_min_secs, proc_cpu_ns, reap, setup_done, share, Worker,
+};
 use mdbx_sys as mx;
 use shoal::{Cond, IntCmp, TxnOp, TxnTarget};
 use shoal_bench::{key_val, SplitMix64};
@@ -176,14 +179,7 @@ fn parse(args: &[String]) -> Result<TArgs, String> {
                     })
                     .collect::<Result<_, _>>()?
             }
-            "--min-secs" => {
-                let v = val()?;
-                a.min_secs = v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
-                    .ok_or_else(|| format!("--min-secs {v:?}: seconds between 0 and 3600"))?
-            }
+            "--min-secs" => a.min_secs = parse_min_secs(&val()?)?,
             _ => return Err(format!("unknown argument {arg:?} (see --kind txn --help)")),
         }
     }
@@ -810,10 +806,7 @@ fn drive(s: &Shared<'_>, server: Option<u32>) -> Result<Rep, String> {
         }
         writeln!(reps, "ready").map_err(|e| e.to_string())
     })?;
-    let mut setup = vec![setup];
-    let r = setup[0].recv();
-    reap(std::mem::take(&mut setup));
-    r?;
+    setup_done(setup)?;
     let mut workers: Vec<Worker> = Vec::new();
     let result = (|| {
         for w in 0..s.plan.p {
@@ -871,23 +864,11 @@ fn drive(s: &Shared<'_>, server: Option<u32>) -> Result<Rep, String> {
 
 /// Runs the transaction mode with the arguments after `--kind txn`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("shoal-compare: {e}");
-            return 2;
-        }
+    let Some((a, base)) = crate::start(args, parse, |a| &a.dir, "t") else {
+        return 2;
     };
-    crate::peers::quiet();
     let load_before = crate::report::loadavg();
     let t0 = Instant::now();
-    let base = a
-        .dir
-        .join(format!("shoal-compare-t-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&base) {
-        eprintln!("shoal-compare: {}: {e}", base.display());
-        return 2;
-    }
     let redis = if a.systems.iter().any(|s| s.redis()) {
         RedisServer::start(&base)
     } else {
@@ -995,28 +976,7 @@ struct Report<'a> {
 /// The median of `f` over the repeats (the lower one for an even count), and half their
 /// range over it.
 fn median(reps: &[Rep], f: impl Fn(&Rep) -> f64) -> Option<(f64, f64)> {
-    let mut r: Vec<f64> = reps.iter().map(f).filter(|x| x.is_finite()).collect();
-    if r.is_empty() {
-        return None;
-    }
-    r.sort_by(f64::total_cmp);
-    let m = r[(r.len() - 1) / 2];
-    let spread = if m > 0.0 {
-        (r[r.len() - 1] - r[0]) / 2.0 / m
-    } else {
-        0.0
-    };
-    Some((m, spread))
-}
-
-fn human(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
+    median_spread(reps.iter().map(f).filter(|x| x.is_finite()).collect())
 }
 
 /// The targets: (peer, process count or None for every count, Shoal / peer at
@@ -1110,7 +1070,7 @@ fn markdown(r: &Report<'_>) -> String {
             let reps = &r.reps[i];
             let (m, sp) = median(reps, Rep::rate).unwrap_or((0.0, 0.0));
             let cpu = median(reps, Rep::per_cpu)
-                .map(|(c, _)| human(c))
+                .map(|(c, _)| fmt_ops(c))
                 .unwrap_or_else(|| "?".into());
             let declined: u64 = reps.iter().map(|x| x.declined).sum();
             let total: u64 = reps.iter().map(|x| x.done + x.declined).sum();
@@ -1118,7 +1078,7 @@ fn markdown(r: &Report<'_>) -> String {
             let _ = write!(
                 s,
                 " {} ±{:.0}% | {cpu} | {:.3}% | {} |",
-                human(m),
+                fmt_ops(m),
                 sp * 100.0,
                 100.0 * declined as f64 / total.max(1) as f64,
                 if sums_ok {

@@ -1337,8 +1337,9 @@ typedef struct shoal_log_field {
 } shoal_log_field;
 
 /**
- * A record as `shoal_log_read` hands it to its callback: every pointer is valid only
- * during the call.
+ * A record as `shoal_log_read` hands it to its callback (every pointer valid only during
+ * the call) or as `shoal_log_read_batch` writes it (valid until the reader's next batch
+ * read or its close).
  */
 typedef struct shoal_log_record {
     /**
@@ -3462,6 +3463,28 @@ shoal_status shoal_log_read(struct shoal_log_reader *reader,
                             uint64_t timeout_ms,
                             shoal_log_record_fn f,
                             void *ctx);
+
+/**
+ * Reads the reader's next records, at most `max`, into `records[0..*n]`, waiting up to
+ * `timeout_ms` milliseconds for a first one to be published (0: not at all): as many as
+ * were published in a row from the cursor, in one pass that moves the cursor past all
+ * of them at once (the way to drain a busy log: no callback and no allocation per
+ * record). The records' messages and fields live in the reader handle: valid until the
+ * next `shoal_log_read_batch` or the close of `reader`.
+ *
+ * Errors: `SHOAL_EMPTY` (no record came; `*n` is 0), `SHOAL_INVALID` (`max` is 0),
+ * `SHOAL_NOT_FOUND` (the log or the reader was removed), `SHOAL_CORRUPT`,
+ * `SHOAL_NULL_POINTER` (`reader`, `records` or `n`).
+ *
+ * # Safety
+ * `reader` is NULL or a live handle used by no other thread during the call; `records`
+ * is NULL or writable for `max` records; `n` is NULL or writable.
+ */
+shoal_status shoal_log_read_batch(struct shoal_log_reader *reader,
+                                  uint64_t timeout_ms,
+                                  struct shoal_log_record *records,
+                                  size_t max,
+                                  size_t *n);
 
 /**
  * The reader's figures: the next sequence number it reads, the records overwritten

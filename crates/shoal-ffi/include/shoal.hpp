@@ -2750,33 +2750,35 @@ public:
     /// at all); nullopt if none came. Throws shoal::Error.
     std::optional<LogRecord> read(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
         std::optional<LogRecord> out;
-        auto copy = [](void* ctx, const shoal_log_record* r) {
-            auto* o = static_cast<std::optional<LogRecord>*>(ctx);
+        auto take = [](void* ctx, const shoal_log_record* r) {
             // The callback must not unwind into the C library: a bad_alloc is caught and
             // the record is then missing, which read reports by throwing.
             try {
-                LogRecord rec;
-                rec.seq = r->seq;
-                rec.time_ns = r->time_ns;
-                rec.pid = r->pid;
-                rec.tid = r->tid;
-                rec.level = r->level;
-                rec.message.assign(r->message ? r->message : "", r->message_len);
-                for (std::size_t i = 0; i < r->n_fields; i++) {
-                    const shoal_log_field& f = r->fields[i];
-                    rec.fields.emplace_back(
-                        std::string(static_cast<const char*>(f.key), f.key_len),
-                        std::string(static_cast<const char*>(f.value), f.value_len));
-                }
-                *o = std::move(rec);
+                *static_cast<std::optional<LogRecord>*>(ctx) = copy(*r);
             } catch (...) {
             }
         };
-        auto ms = timeout.count() < 0 ? 0 : static_cast<std::uint64_t>(timeout.count());
-        shoal_status rc = shoal_log_read(h_.get(), ms, copy, &out);
+        shoal_status rc = shoal_log_read(h_.get(), millis(timeout), take, &out);
         if (rc == SHOAL_EMPTY) return std::nullopt;
         detail::check(rc, "shoal_log_read");
         if (!out) throw std::bad_alloc();
+        return out;
+    }
+
+    /// The next records, at most `max`, read in one pass (shoal_log_read_batch: as many
+    /// as were published in a row, the cursor moved past all of them at once), waiting up
+    /// to `timeout` for a first one (zero: not at all); empty if none came. The way to
+    /// drain a busy log. Throws shoal::Error (SHOAL_INVALID for a `max` of 0).
+    std::vector<LogRecord> read_batch(std::size_t max,
+                                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+        std::vector<shoal_log_record> raw(max);
+        std::size_t n = 0;
+        shoal_status rc = shoal_log_read_batch(h_.get(), millis(timeout), raw.data(), max, &n);
+        std::vector<LogRecord> out;
+        if (rc == SHOAL_EMPTY) return out;
+        detail::check(rc, "shoal_log_read_batch");
+        out.reserve(n);
+        for (std::size_t i = 0; i < n; i++) out.push_back(copy(raw[i]));
         return out;
     }
 
@@ -2796,6 +2798,24 @@ public:
 private:
     friend class Log;
     explicit LogReader(shoal_log_reader* r) noexcept : h_(r) {}
+    static std::uint64_t millis(std::chrono::milliseconds t) {
+        return t.count() < 0 ? 0 : static_cast<std::uint64_t>(t.count());
+    }
+    static LogRecord copy(const shoal_log_record& r) {
+        LogRecord rec;
+        rec.seq = r.seq;
+        rec.time_ns = r.time_ns;
+        rec.pid = r.pid;
+        rec.tid = r.tid;
+        rec.level = r.level;
+        rec.message.assign(r.message ? r.message : "", r.message_len);
+        for (std::size_t i = 0; i < r.n_fields; i++) {
+            const shoal_log_field& f = r.fields[i];
+            rec.fields.emplace_back(std::string(static_cast<const char*>(f.key), f.key_len),
+                                    std::string(static_cast<const char*>(f.value), f.value_len));
+        }
+        return rec;
+    }
     std::uint64_t stat(int which) const {
         std::uint64_t v[3] = {0, 0, 0};
         detail::check(shoal_log_reader_stats(h_.get(), &v[0], &v[1], &v[2]),

@@ -113,9 +113,7 @@ pub unsafe extern "C" fn shoal_map_swap(
         // SAFETY: forwarded contract.
         let m = unsafe { map_ref(map) }?;
         // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         let old = m.swap(key, value)?;
         // SAFETY: forwarded contract.
         unsafe { write_opt(replaced, old.is_some()) };

@@ -454,6 +454,25 @@ pub(crate) unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &'static str)
     Ok(unsafe { std::slice::from_raw_parts(p as *const u8, len) })
 }
 
+/// A key and a value given as pointers and lengths (see [`bytes`]).
+///
+/// # Safety
+/// `key` and `value` are NULL or readable for their lengths, for `'a`.
+pub(crate) unsafe fn key_value<'a>(
+    key: *const c_void,
+    key_len: usize,
+    value: *const c_void,
+    value_len: usize,
+) -> Res<(&'a [u8], &'a [u8])> {
+    // SAFETY: forwarded contract.
+    unsafe {
+        Ok((
+            bytes(key, key_len, "key")?,
+            bytes(value, value_len, "value")?,
+        ))
+    }
+}
+
 /// A NUL-terminated string argument.
 ///
 /// # Safety

@@ -1,7 +1,8 @@
 //! Logs: a ring of records in the store file that any thread of any process appends to
 //! without a lock, drained in order by named readers whose cursors live in the file.
 //! Open (create or open existing), close, append (with fields; `shoal_log_printf` in the
-//! header formats first), readers (open, close, read now or waiting), remove a reader.
+//! header formats first), readers (open, close, read now or waiting, one record or a
+//! batch), remove a reader.
 
 use crate::*;
 use std::ffi::c_char;
@@ -54,8 +55,9 @@ pub struct shoal_log_field {
     pub value_len: usize,
 }
 
-/// A record as `shoal_log_read` hands it to its callback: every pointer is valid only
-/// during the call.
+/// A record as `shoal_log_read` hands it to its callback (every pointer valid only during
+/// the call) or as `shoal_log_read_batch` writes it (valid until the reader's next batch
+/// read or its close).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct shoal_log_record {
@@ -91,6 +93,11 @@ pub type shoal_log_record_fn =
 /// process) share its cursor: each record goes to one of them.
 pub struct shoal_log_reader {
     pub(crate) r: shoal::LogReader,
+    /// The records of the last `shoal_log_read_batch`, which its callers' records point
+    /// into until the next one.
+    batch: shoal::RecordBatch,
+    /// Their fields, for the same.
+    fields: Vec<shoal_log_field>,
 }
 
 /// The log handle behind a pointer.
@@ -270,7 +277,11 @@ pub unsafe extern "C" fn shoal_log_reader_open(
         // SAFETY: forwarded contract.
         let name = unsafe { c_str(name, "name") }?;
         let r = l.reader(name)?;
-        let h = Box::into_raw(Box::new(shoal_log_reader { r }));
+        let h = Box::into_raw(Box::new(shoal_log_reader {
+            r,
+            batch: shoal::RecordBatch::new(),
+            fields: Vec::new(),
+        }));
         // SAFETY: as above.
         unsafe { out.write(h) };
         Ok(SHOAL_OK)
@@ -292,6 +303,44 @@ pub unsafe extern "C" fn shoal_log_reader_close(reader: *mut shoal_log_reader) -
         }
         Ok(SHOAL_OK)
     })
+}
+
+/// A field's C view.
+fn c_field(k: &[u8], v: &[u8]) -> shoal_log_field {
+    shoal_log_field {
+        key: k.as_ptr().cast(),
+        key_len: k.len(),
+        value: v.as_ptr().cast(),
+        value_len: v.len(),
+    }
+}
+
+/// A record's C view: its sequence number, time, pid, tid and level, its message and its
+/// fields (NULL for an empty message and for no fields, as `shoal_log_record` says).
+fn c_record(
+    (seq, time_ns, pid, tid, level): (u64, u64, u32, u32, u8),
+    message: &[u8],
+    fields: &[shoal_log_field],
+) -> shoal_log_record {
+    shoal_log_record {
+        seq,
+        time_ns,
+        pid,
+        tid,
+        level,
+        message: if message.is_empty() {
+            std::ptr::null()
+        } else {
+            message.as_ptr().cast()
+        },
+        message_len: message.len(),
+        fields: if fields.is_empty() {
+            std::ptr::null()
+        } else {
+            fields.as_ptr()
+        },
+        n_fields: fields.len(),
+    }
 }
 
 /// Reads the reader's next record, waiting up to `timeout_ms` milliseconds for one to be
@@ -326,30 +375,80 @@ pub unsafe extern "C" fn shoal_log_read(
         let Some(rec) = got else {
             return Ok(SHOAL_EMPTY);
         };
-        let fields: Vec<shoal_log_field> = rec
-            .fields()
-            .iter()
-            .map(|(k, v)| shoal_log_field {
-                key: k.as_ptr().cast(),
-                key_len: k.len(),
-                value: v.as_ptr().cast(),
-                value_len: v.len(),
-            })
-            .collect();
-        let c = shoal_log_record {
-            seq: rec.seq(),
-            time_ns: rec.time_ns(),
-            pid: rec.pid(),
-            tid: rec.tid(),
-            level: rec.level(),
-            message: rec.message().as_ptr().cast(),
-            message_len: rec.message().len(),
-            fields: fields.as_ptr(),
-            n_fields: fields.len(),
-        };
+        let fields: Vec<shoal_log_field> =
+            rec.fields().iter().map(|(k, v)| c_field(k, v)).collect();
+        let head = (rec.seq(), rec.time_ns(), rec.pid(), rec.tid(), rec.level());
+        let c = c_record(head, rec.message(), &fields);
         // SAFETY: the caller's callback (contract); `c` and what it points to live
         // until it returns.
         unsafe { f(ctx, &c) };
+        Ok(SHOAL_OK)
+    })
+}
+
+/// Reads the reader's next records, at most `max`, into `records[0..*n]`, waiting up to
+/// `timeout_ms` milliseconds for a first one to be published (0: not at all): as many as
+/// were published in a row from the cursor, in one pass that moves the cursor past all
+/// of them at once (the way to drain a busy log: no callback and no allocation per
+/// record). The records' messages and fields live in the reader handle: valid until the
+/// next `shoal_log_read_batch` or the close of `reader`.
+///
+/// Errors: `SHOAL_EMPTY` (no record came; `*n` is 0), `SHOAL_INVALID` (`max` is 0),
+/// `SHOAL_NOT_FOUND` (the log or the reader was removed), `SHOAL_CORRUPT`,
+/// `SHOAL_NULL_POINTER` (`reader`, `records` or `n`).
+///
+/// # Safety
+/// `reader` is NULL or a live handle used by no other thread during the call; `records`
+/// is NULL or writable for `max` records; `n` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shoal_log_read_batch(
+    reader: *mut shoal_log_reader,
+    timeout_ms: u64,
+    records: *mut shoal_log_record,
+    max: usize,
+    n: *mut usize,
+) -> shoal_status {
+    ffi(|| {
+        let n = out_ptr(n, "n")?;
+        // SAFETY: non-NULL, writable by contract.
+        unsafe { n.write(0) };
+        if reader.is_null() {
+            return Err(null("reader"));
+        }
+        if max == 0 {
+            return Err(Fail::new(SHOAL_INVALID, "max must be at least 1"));
+        }
+        if records.is_null() {
+            return Err(null("records"));
+        }
+        // SAFETY: a live handle used by this thread alone (contract).
+        let h = unsafe { &mut *reader };
+        let got = if timeout_ms == 0 {
+            h.r.read_batch(&mut h.batch, max)?
+        } else {
+            h.r.read_batch_wait(&mut h.batch, max, Duration::from_millis(timeout_ms))?
+        };
+        if got == 0 {
+            return Ok(SHOAL_EMPTY);
+        }
+        // Every field first, so that the array no longer moves when the records point
+        // into it.
+        h.fields.clear();
+        for rec in &h.batch {
+            h.fields.extend(rec.fields().map(|(k, v)| c_field(k, v)));
+        }
+        let mut at = 0;
+        for (i, rec) in h.batch.iter().enumerate() {
+            let nf = rec.fields().count();
+            let fields = &h.fields[at..at + nf];
+            at += nf;
+            let head = (rec.seq(), rec.time_ns(), rec.pid(), rec.tid(), rec.level());
+            let c = c_record(head, rec.message(), fields);
+            // SAFETY: `i < got <= max`, and `records` is writable for `max` (contract).
+            unsafe { records.add(i).write(c) };
+        }
+        // SAFETY: as above.
+        unsafe { n.write(got) };
         Ok(SHOAL_OK)
     })
 }

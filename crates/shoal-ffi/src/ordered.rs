@@ -376,9 +376,7 @@ unsafe fn put_one(
         // SAFETY: forwarded contract.
         let m = unsafe { omap(map) }?;
         // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         match how {
             Put::Upsert => m.put(key, value)?,
             Put::IfAbsent if !m.put_if_absent(key, value)? => {
@@ -965,6 +963,18 @@ pub(crate) unsafe fn txn_mut<'a>(p: *mut shoal_ordered_txn) -> Res<&'a mut shoal
     Ok(t)
 }
 
+/// The transaction and the map of a call in a write transaction, both checked.
+///
+/// # Safety
+/// `txn` is NULL or a live transaction; `map` NULL or a live handle.
+pub(crate) unsafe fn txn_map<'a>(
+    txn: *mut shoal_ordered_txn,
+    map: *const shoal_ordered,
+) -> Res<(&'a mut shoal_ordered_txn, &'a OrderedMap)> {
+    // SAFETY: forwarded contract.
+    unsafe { Ok((txn_mut(txn)?, omap(map)?)) }
+}
+
 /// # Safety
 /// As `shoal_ordered_txn_put`.
 unsafe fn txn_put(
@@ -978,13 +988,9 @@ unsafe fn txn_put(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract.
-        let t = unsafe { txn_mut(txn) }?;
+        let (t, m) = unsafe { txn_map(txn, map) }?;
         // SAFETY: forwarded contract.
-        let m = unsafe { omap(map) }?;
-        // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         match how {
             Put::Upsert => {
                 t.w().put(m, key, value)?;
@@ -1074,9 +1080,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_remove(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract.
-        let t = unsafe { txn_mut(txn) }?;
-        // SAFETY: forwarded contract.
-        let m = unsafe { omap(map) }?;
+        let (t, m) = unsafe { txn_map(txn, map) }?;
         // SAFETY: forwarded contract.
         let key = unsafe { bytes(key, key_len, "key") }?;
         if !t.w().remove(m, key)? {
@@ -1104,9 +1108,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_get(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract.
-        let t = unsafe { txn_mut(txn) }?;
-        // SAFETY: forwarded contract.
-        let m = unsafe { omap(map) }?;
+        let (t, m) = unsafe { txn_map(txn, map) }?;
         // SAFETY: forwarded contract.
         let key = unsafe { bytes(key, key_len, "key") }?;
         let value_len = out_ptr(value_len, "value_len")?;

@@ -416,12 +416,7 @@ pub unsafe extern "C" fn shoal_ordered_cursor_seek_value(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract.
-        let (key, value) = unsafe {
-            (
-                bytes(key, key_len, "key")?,
-                bytes(value, value_len, "value")?,
-            )
-        };
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         // SAFETY: forwarded contract.
         let c = unsafe { cur(cursor) }?;
         let on = c.with(|c| {

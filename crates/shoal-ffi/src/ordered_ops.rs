@@ -2,7 +2,7 @@
 //! sorted appends, the map's sequence, the store's markers and a multimap's values.
 
 use crate::atomic::{shoal_bytes, SHOAL_CAS_EXPECT_ABSENT, SHOAL_CAS_REMOVE};
-use crate::ordered::{bound, omap, shoal_ordered, shoal_ordered_txn, txn_mut};
+use crate::ordered::{bound, omap, shoal_ordered, shoal_ordered_txn, txn_map, txn_mut};
 use crate::store::store_ref;
 use crate::*;
 use std::ffi::c_void;
@@ -114,16 +114,9 @@ pub unsafe extern "C" fn shoal_ordered_txn_append(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract.
-        let t = unsafe { txn_mut(txn) }?;
+        let (t, m) = unsafe { txn_map(txn, map) }?;
         // SAFETY: forwarded contract.
-        let m = unsafe { omap(map) }?;
-        // SAFETY: forwarded contract.
-        let (key, value) = unsafe {
-            (
-                bytes(key, key_len, "key")?,
-                bytes(value, value_len, "value")?,
-            )
-        };
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         t.w().append(m, key, value)?;
         Ok(SHOAL_OK)
     })
@@ -148,9 +141,7 @@ pub unsafe extern "C" fn shoal_ordered_txn_next_sequence(
     ffi(|| {
         let value = out_ptr(value, "value")?;
         // SAFETY: forwarded contract.
-        let t = unsafe { txn_mut(txn) }?;
-        // SAFETY: forwarded contract.
-        let m = unsafe { omap(map) }?;
+        let (t, m) = unsafe { txn_map(txn, map) }?;
         let v = t.w().next_sequence(m, n)?;
         // SAFETY: non-NULL, writable (caller's contract).
         unsafe { value.write(v) };
@@ -284,12 +275,7 @@ pub unsafe extern "C" fn shoal_ordered_remove_value(
         // SAFETY: forwarded contract.
         let m = unsafe { omap(map) }?;
         // SAFETY: forwarded contract.
-        let (key, value) = unsafe {
-            (
-                bytes(key, key_len, "key")?,
-                bytes(value, value_len, "value")?,
-            )
-        };
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         if !m.remove_value(key, value)? {
             return Err(crate::ordered::absent());
         }
@@ -314,16 +300,9 @@ pub unsafe extern "C" fn shoal_ordered_txn_remove_value(
 ) -> shoal_status {
     ffi(|| {
         // SAFETY: forwarded contract.
-        let t = unsafe { txn_mut(txn) }?;
+        let (t, m) = unsafe { txn_map(txn, map) }?;
         // SAFETY: forwarded contract.
-        let m = unsafe { omap(map) }?;
-        // SAFETY: forwarded contract.
-        let (key, value) = unsafe {
-            (
-                bytes(key, key_len, "key")?,
-                bytes(value, value_len, "value")?,
-            )
-        };
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         if !t.w().remove_value(m, key, value)? {
             return Err(crate::ordered::absent());
         }

@@ -155,9 +155,7 @@ pub unsafe extern "C" fn shoal_map_put_uid(
         // SAFETY: forwarded contract.
         let m = unsafe { map_ref(map) }?;
         // SAFETY: forwarded contract.
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded contract.
-        let value = unsafe { bytes(value, value_len, "value") }?;
+        let (key, value) = unsafe { key_value(key, key_len, value, value_len) }?;
         let out = out_ptr(uid, "uid")?;
         // SAFETY: non-NULL, writable by contract.
         unsafe { out.write(0) };

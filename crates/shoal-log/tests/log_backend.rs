@@ -5,11 +5,10 @@
 
 mod common;
 
-use common::{spawn_writer, Kids};
-use shoal::{FullPolicy, LogOptions, Store};
+use common::{drain_two_writers, the_cut_record, writer_log};
+use shoal::{LogOptions, Store};
 use shoal_log::{level, ShoalLogger};
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const THREADS: u64 = 3;
 const RECORDS: u64 = 500;
@@ -17,12 +16,9 @@ const RECORDS: u64 = 500;
 #[test]
 #[ignore = "run as a child by the tests of this file"]
 fn log_writer() {
-    let Ok(path) = std::env::var("SHOAL_LOG_PATH") else {
+    let Some((p, log)) = writer_log() else {
         return;
     };
-    let p: u64 = std::env::var("SHOAL_LOG_WRITER").unwrap().parse().unwrap();
-    let s = Store::open_existing(&path).unwrap();
-    let log = s.open_log("app").unwrap();
     ShoalLogger::new(log, log::LevelFilter::Debug)
         .with_timeout(Duration::from_secs(120))
         .install()
@@ -45,44 +41,12 @@ fn log_writer() {
 
 #[test]
 fn records_of_several_threads_of_two_processes_come_out_with_their_key_values() {
-    let d = tempfile::tempdir_in("/dev/shm").unwrap();
-    let path = d.path().join("l.shoal");
-    let s = Store::open(&path).unwrap();
-    // A ring much smaller than what is written: the writers wait for the reader.
-    let log = s
-        .log("app", &LogOptions::new(128, 256).policy(FullPolicy::Wait))
-        .unwrap();
-    let mut r = log.reader("drain").unwrap();
-    let mut kids = Kids(
-        (0..2)
-            .map(|p| spawn_writer("log_writer", &path, p))
-            .collect(),
-    );
-    let mut next: HashMap<(u64, u64), u64> = HashMap::new();
-    let mut batch = shoal::RecordBatch::new();
-    let (mut n, mut seq) = (0, 0);
-    let start = Instant::now();
-    while n < 2 * THREADS * RECORDS {
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "stalled at {n}: {next:?}"
-        );
-        r.read_batch_wait(&mut batch, 100, Duration::from_millis(200))
-            .unwrap();
-        for rec in &batch {
-            assert_eq!(rec.seq(), seq);
-            seq += 1;
-            let f: HashMap<&[u8], &str> = rec
-                .fields()
-                .map(|(k, v)| (k, std::str::from_utf8(v).unwrap()))
-                .collect();
-            let num = |k: &str| -> u64 { f[k.as_bytes()].parse().unwrap() };
-            let (p, t, i) = (num("proc"), num("thread"), num("i"));
-            let want = next.entry((p, t)).or_insert(0);
-            assert_eq!(i, *want, "process {p} thread {t}: in order, once each");
-            *want += 1;
+    drain_two_writers(
+        "log_writer",
+        THREADS * RECORDS,
+        THREADS,
+        |rec, f, (_, _, i)| {
             assert_eq!(rec.message(), format!("record {i}").as_bytes());
-            assert_eq!(rec.fields().next().unwrap().0, b"target", "target first");
             let (lvl, target) = match i % 3 {
                 0 => (level::INFO, "app::a"),
                 1 => (level::DEBUG, "log_backend"),
@@ -92,14 +56,9 @@ fn records_of_several_threads_of_two_processes_come_out_with_their_key_values() 
             if i % 3 == 1 {
                 assert_eq!(f[&b"flag"[..]], "true");
             }
-            n += 1;
-        }
-    }
-    for k in &mut kids.0 {
-        assert!(k.wait().unwrap().success());
-    }
-    assert!(r.read().unwrap().is_none(), "nothing more: no trace record");
-    assert_eq!(next.len() as u64, 2 * THREADS);
+        },
+    );
+    // The trace records were below the logger's level: none was written.
 }
 
 #[test]
@@ -125,18 +84,7 @@ fn a_record_too_large_is_cut_to_fit_and_failures_are_counted() {
     };
     emit(log::Level::Debug, "below the level");
     emit(log::Level::Warn, &long);
-    let rec = r.read().unwrap().expect("the cut record");
-    assert!(
-        r.read().unwrap().is_none(),
-        "the debug record was not written"
-    );
-    let size = rec.message().len()
-        + rec
-            .fields()
-            .iter()
-            .map(|(k, v)| 8 + k.len() + v.len())
-            .sum::<usize>();
-    assert!(size <= 100, "{size}");
+    let (rec, size) = the_cut_record(&mut r, "the debug record");
     // Fields go from the last while they leave no room (both after the target), then
     // the message is cut.
     let f = rec.fields();

@@ -4,11 +4,10 @@
 
 mod common;
 
-use common::{spawn_writer, Kids};
-use shoal::{FullPolicy, LogOptions, Store};
+use common::{drain_two_writers, the_cut_record, writer_log};
+use shoal::{LogOptions, Store};
 use shoal_log::{level, ShoalLayer};
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tracing_subscriber::layer::SubscriberExt;
 
 const THREADS: u64 = 3;
@@ -17,12 +16,9 @@ const EVENTS: u64 = 500;
 #[test]
 #[ignore = "run as a child by the tests of this file"]
 fn tracing_writer() {
-    let Ok(path) = std::env::var("SHOAL_LOG_PATH") else {
+    let Some((p, log)) = writer_log() else {
         return;
     };
-    let p: u64 = std::env::var("SHOAL_LOG_WRITER").unwrap().parse().unwrap();
-    let s = Store::open_existing(&path).unwrap();
-    let log = s.open_log("app").unwrap();
     let layer = ShoalLayer::new(log).with_timeout(Duration::from_secs(120));
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
     std::thread::scope(|sc| {
@@ -42,45 +38,13 @@ fn tracing_writer() {
 
 #[test]
 fn events_of_several_threads_of_two_processes_come_out_with_their_fields() {
-    let d = tempfile::tempdir_in("/dev/shm").unwrap();
-    let path = d.path().join("l.shoal");
-    let s = Store::open(&path).unwrap();
-    // A ring much smaller than what is written: the writers wait for the reader.
-    let log = s
-        .log("app", &LogOptions::new(128, 256).policy(FullPolicy::Wait))
-        .unwrap();
-    let mut r = log.reader("drain").unwrap();
-    let mut kids = Kids(
-        (0..2)
-            .map(|p| spawn_writer("tracing_writer", &path, p))
-            .collect(),
-    );
-    let mut next: HashMap<(u64, u64), u64> = HashMap::new();
-    let mut batch = shoal::RecordBatch::new();
-    let (mut n, mut seq) = (0, 0);
-    let start = Instant::now();
-    while n < 2 * THREADS * EVENTS {
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "stalled at {n}: {next:?}"
-        );
-        r.read_batch_wait(&mut batch, 100, Duration::from_millis(200))
-            .unwrap();
-        for rec in &batch {
-            assert_eq!(rec.seq(), seq);
-            seq += 1;
-            let f: HashMap<&[u8], &str> = rec
-                .fields()
-                .map(|(k, v)| (k, std::str::from_utf8(v).unwrap()))
-                .collect();
-            let num = |k: &str| -> u64 { f[k.as_bytes()].parse().unwrap() };
-            let (p, t, i) = (num("proc"), num("thread"), num("i"));
-            let want = next.entry((p, t)).or_insert(0);
-            assert_eq!(i, *want, "process {p} thread {t}: in order, once each");
-            *want += 1;
+    drain_two_writers(
+        "tracing_writer",
+        THREADS * EVENTS,
+        THREADS,
+        |rec, f, (p, t, i)| {
             assert_eq!(rec.message(), format!("event {i}").as_bytes());
             assert_eq!(f[&b"target"[..]], "tracing_layer");
-            assert_eq!(rec.fields().next().unwrap().0, b"target", "target first");
             match i % 3 {
                 0 => {
                     assert_eq!(rec.level(), level::INFO);
@@ -95,14 +59,8 @@ fn events_of_several_threads_of_two_processes_come_out_with_their_fields() {
                     assert_eq!(f[&b"err"[..]], format!("({p}, {t})"));
                 }
             }
-            n += 1;
-        }
-    }
-    for k in &mut kids.0 {
-        assert!(k.wait().unwrap().success());
-    }
-    assert!(r.read().unwrap().is_none(), "nothing more");
-    assert_eq!(next.len() as u64, 2 * THREADS);
+        },
+    );
 }
 
 #[test]
@@ -119,18 +77,7 @@ fn a_record_too_large_is_cut_to_fit_and_failures_are_counted() {
         tracing::debug!(k = "vv", "{long}");
         tracing::trace!("above the layer's level: not written");
     });
-    let rec = r.read().unwrap().expect("the cut record");
-    assert!(
-        r.read().unwrap().is_none(),
-        "the trace event was not written"
-    );
-    let size = rec.message().len()
-        + rec
-            .fields()
-            .iter()
-            .map(|(k, v)| 8 + k.len() + v.len())
-            .sum::<usize>();
-    assert!(size <= 100, "{size}");
+    let (rec, _) = the_cut_record(&mut r, "the trace event");
     let msg = std::str::from_utf8(rec.message()).expect("cut at a character boundary");
     assert!(msg.chars().all(|c| c == 'é') && !msg.is_empty(), "{msg}");
     let f = rec.fields();

@@ -4,6 +4,8 @@
 use crate::acklog::{parse_log, WriterLog};
 use crate::now_ns;
 use crate::value::Wid;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -163,6 +165,59 @@ impl Rig {
         now_ns()
     }
 
+    /// A kill storm: a worker of each of `roles` (slot = its index, started with `args`),
+    /// SIGKILLed at the moments [`next_kill`] picks (from the rig's seed) and replaced for
+    /// `secs` seconds, then all told to stop and waited for (each must exit 0). Returns
+    /// the number of kills. `who` names the run in a failure.
+    pub fn kill_storm(
+        &self,
+        roles: &[&str],
+        args: &[&str],
+        secs: u64,
+        period_us: u64,
+        active_us: u64,
+        who: &str,
+    ) -> u64 {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let mut live: Vec<Worker> = roles
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let wid = Wid {
+                    slot: i as u32,
+                    gen: 0,
+                };
+                self.spawn(r, wid, args)
+            })
+            .collect();
+        let began = Instant::now();
+        let mut kills = 0;
+        let mut newest: Option<usize> = None;
+        while began.elapsed() < Duration::from_secs(secs) {
+            let i = next_kill(&mut rng, newest, period_us, active_us, live.len());
+            if let Some(st) = live[i].child.try_wait().unwrap() {
+                panic!(
+                    "{who}: {} exited by itself with {st}:\n{}",
+                    live[i].name,
+                    tail(&live[i].err)
+                );
+            }
+            self.kill(&mut live[i]);
+            kills += 1;
+            let wid = Wid {
+                slot: live[i].wid.slot,
+                gen: live[i].wid.gen + 1,
+            };
+            live[i] = self.spawn(roles[i], wid, args);
+            newest = Some(i);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        self.stop_all();
+        let bad = self.wait_all(&mut live, Duration::from_secs(60));
+        assert!(bad.is_empty(), "{who}: {}", bad.join("\n"));
+        kills
+    }
+
     /// Tells every worker to finish (after its `--min-ops`).
     pub fn stop_all(&self) {
         std::fs::write(&self.stop, b"stop").expect("create the stop file");
@@ -209,6 +264,38 @@ impl Rig {
             }
         }
         bad
+    }
+}
+
+/// The worker of `n` to SIGKILL next in a kill storm whose workers run in bursts of
+/// `active_us` every `period_us` (in step, by the clock): returned at a random moment of
+/// the burst of the next period or the one after (sleeping to shortly before that period,
+/// when the workers sleep too, so that the supervisor wakes on time, then spinning to the
+/// moment); now and then, right after the last kill (`newest`) instead, so that a worker
+/// dies inside `Store::open` too.
+pub fn next_kill(
+    rng: &mut impl Rng,
+    newest: Option<usize>,
+    period_us: u64,
+    active_us: u64,
+    n: usize,
+) -> usize {
+    match newest {
+        Some(i) if rng.random_range(0..8) == 0 => {
+            std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
+            i
+        }
+        _ => {
+            let p = period_us * 1000;
+            let next = (now_ns() / p + 1 + rng.random_range(0..2)) * p;
+            let at = next + rng.random_range(0..active_us.max(1) * 1000);
+            let early = next.saturating_sub(2_000_000.min(p / 4));
+            std::thread::sleep(Duration::from_nanos(early.saturating_sub(now_ns())));
+            while now_ns() < at {
+                std::hint::spin_loop();
+            }
+            rng.random_range(0..n)
+        }
     }
 }
 
@@ -275,4 +362,78 @@ pub fn lincheck(src: &Path, out: &Path, seed: u64) -> PathBuf {
         src.display()
     );
     out.to_owned()
+}
+
+/// A kill-storm worker's command line: `STORE ROLE --id N --gen N --seed N --stop FILE
+/// --log FILE` and the worker's own options, each `--NAME N` (a number).
+pub struct WorkerArgs {
+    /// The store.
+    pub store: PathBuf,
+    /// The worker's role.
+    pub role: String,
+    /// Its slot.
+    pub id: u64,
+    /// Its generation (1 more at each restart of the slot).
+    pub gen: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The file whose appearance tells it to finish.
+    pub stop: PathBuf,
+    /// Its log (the worker sets the extension).
+    pub log: PathBuf,
+    nums: Vec<(String, u64)>,
+}
+
+impl WorkerArgs {
+    /// Parses `args` (the arguments after the program's name); `numbers`: the names of the
+    /// worker's own options. A missing value, a number that is not one, an unknown option,
+    /// or a missing STORE or ROLE end the process with status 1 and say so.
+    pub fn parse(args: &[String], numbers: &[&str]) -> WorkerArgs {
+        let fail = |what: String| -> ! {
+            eprintln!("{what}");
+            std::process::exit(1);
+        };
+        let [store, role, opts @ ..] = args else {
+            fail("usage: STORE ROLE [--NAME VALUE]...".into())
+        };
+        let mut out = WorkerArgs {
+            store: store.into(),
+            role: role.clone(),
+            id: 0,
+            gen: 0,
+            seed: 0,
+            stop: PathBuf::new(),
+            log: PathBuf::new(),
+            nums: Vec::new(),
+        };
+        let mut it = opts.iter();
+        while let Some(k) = it.next() {
+            let v = it
+                .next()
+                .unwrap_or_else(|| fail(format!("{k} needs a value")));
+            let n = || {
+                v.parse::<u64>()
+                    .unwrap_or_else(|_| fail(format!("{k}: {v:?} is not a number")))
+            };
+            match k.as_str() {
+                "--id" => out.id = n(),
+                "--gen" => out.gen = n(),
+                "--seed" => out.seed = n(),
+                "--stop" => out.stop = v.into(),
+                "--log" => out.log = v.into(),
+                k if numbers.contains(&k) => out.nums.push((k.to_string(), n())),
+                _ => fail(format!("unknown option {k}")),
+            }
+        }
+        out
+    }
+
+    /// The value of the worker's own option `name` (the last one given), or `default`.
+    pub fn num(&self, name: &str, default: u64) -> u64 {
+        self.nums
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map_or(default, |&(_, v)| v)
+    }
 }

@@ -82,3 +82,86 @@ impl Lin {
         }
     }
 }
+
+/// Writes `path`: the last consistent read of every key (`0..vals.len()`, whose values
+/// were `vals`), called at `call` and returned at `ret` (CLOCK_MONOTONIC ns), as a
+/// history of its own, so that the checker sees the state the storm left.
+pub fn write_final_read(path: &std::path::Path, call: u64, ret: u64, vals: &[u64]) {
+    let keys: Vec<String> = (0..vals.len()).map(|k| k.to_string()).collect();
+    let shown: Vec<String> = vals.iter().map(u64::to_string).collect();
+    let text = format!(
+        "W {call} 99 0 {}\nC {call} read {}\nR {ret} {}\n",
+        std::process::id(),
+        keys.join(","),
+        shown.join(",")
+    );
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Runs the Porcupine checker `lincheck -KIND` (`txn` or `ordered`) over the histories in
+/// `dir`, of `init.len()` keys whose values were `init` when they began.
+pub fn run_lincheck(
+    lincheck: &std::path::Path,
+    kind: &str,
+    init: &[u64],
+    dir: &std::path::Path,
+) -> std::process::Output {
+    let init: Vec<String> = init.iter().map(u64::to_string).collect();
+    std::process::Command::new(lincheck)
+        .arg(format!("-{kind}"))
+        .args(["-timeout", "5m", "-keys"])
+        .arg(init.len().to_string())
+        .arg("-init")
+        .arg(init.join(","))
+        .arg(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", lincheck.display()))
+}
+
+/// The counts of a passed check: its line `lincheck: KIND: totals: NAME=N ...`.
+pub struct LinTotals {
+    text: String,
+    kind: String,
+}
+
+impl LinTotals {
+    /// The count `name` (`ops`, `moved`, `read`, ...); 0 if the line does not give it.
+    pub fn get(&self, name: &str) -> u64 {
+        let prefix = format!("lincheck: {}: totals: ", self.kind);
+        self.text
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|t| {
+                t.split_whitespace()
+                    .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            })
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// Checks a storm round's histories in `dir` with [`run_lincheck`]: panics, naming `who`
+/// and `what` was checked and showing the checker's output, unless they are strictly
+/// serializable; returns what the check counted.
+pub fn lincheck_round(
+    lincheck: &std::path::Path,
+    kind: &str,
+    init: &[u64],
+    dir: &std::path::Path,
+    who: &str,
+    what: &str,
+) -> LinTotals {
+    let out = run_lincheck(lincheck, kind, init, dir);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{who}: {what} history is not strictly serializable (or the check failed); the \
+         histories and their visualization kept in {}:\n{text}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    LinTotals {
+        text,
+        kind: kind.to_string(),
+    }
+}

@@ -36,9 +36,9 @@
 //! `scripts/linearizability.sh 600`.
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use shoal::{FixedOptions, MapOptions, Options, Store};
-use shoal_torture::harness::{env_u64, seed, tail, Rig, Scratch, Worker};
+use shoal_torture::harness::{env_u64, next_kill, seed, tail, Rig, Scratch, Worker};
 use shoal_torture::value::Wid;
 use shoal_torture::{lin_fixed_key, now_ns};
 use std::fmt::Write as _;
@@ -257,26 +257,7 @@ fn storm(name: &str, secs: u64, kind: Kind, extra: &[&str]) -> Storm {
     let mut newest: Option<usize> = None;
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(secs) {
-        let i = match newest {
-            Some(i) if rng.random_range(0..8) == 0 => {
-                std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
-                i
-            }
-            _ => {
-                // A random moment of the burst of the next period or the one after.
-                // Sleep until shortly before that period (the workers sleep then, so
-                // the supervisor wakes on time), then spin to the moment.
-                let p = period * 1000;
-                let next = (now_ns() / p + 1 + rng.random_range(0..2)) * p;
-                let at = next + rng.random_range(0..active.max(1) * 1000);
-                let early = next.saturating_sub(2_000_000.min(p / 4));
-                std::thread::sleep(Duration::from_nanos(early.saturating_sub(now_ns())));
-                while now_ns() < at {
-                    std::hint::spin_loop();
-                }
-                rng.random_range(0..workers.len())
-            }
-        };
+        let i = next_kill(&mut rng, newest, period, active, workers.len());
         for w in workers.iter_mut() {
             if let Some(st) = w.child.try_wait().unwrap() {
                 panic!(

@@ -29,15 +29,12 @@
 //! ordered_storm -- --nocapture` (3 minutes of kills). `SHOAL_SEED` repeats a run's
 //! random choices (not its scheduling).
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use shoal::{OrderedMap, Store};
-use shoal_torture::harness::{env_u64, seed, tail, Rig, Scratch, Worker};
+use shoal_torture::harness::{env_u64, seed, tail, Rig, Scratch};
+use shoal_torture::linlog::{lincheck_round, write_final_read};
 use shoal_torture::now_ns;
 use shoal_torture::value::Wid;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const ACCOUNTS: u64 = 6;
@@ -207,69 +204,8 @@ fn storm_round(rig: &Rig, lincheck: &Path, secs: u64, start: &[u64]) -> (Totals,
         active.to_string(),
     ];
     let args: Vec<&str> = extra.iter().map(String::as_str).collect();
-
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut all: Vec<Worker> = Vec::new();
-    let mut live: Vec<Worker> = ROLES
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            rig.spawn(
-                r,
-                Wid {
-                    slot: i as u32,
-                    gen: 0,
-                },
-                &args,
-            )
-        })
-        .collect();
-    let began = Instant::now();
-    let mut kills = 0;
-    let mut newest: Option<usize> = None;
-    while began.elapsed() < Duration::from_secs(secs) {
-        // A random moment of the burst of the next period or the one after (sleep to
-        // shortly before it, then spin to the moment); now and then, right after the
-        // last kill instead, so that a worker dies inside `Store::open` too.
-        let i = match newest {
-            Some(i) if rng.random_range(0..8) == 0 => {
-                std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
-                i
-            }
-            _ => {
-                let p = period * 1000;
-                let next = (now_ns() / p + 1 + rng.random_range(0..2)) * p;
-                let at = next + rng.random_range(0..active.max(1) * 1000);
-                let early = next.saturating_sub(2_000_000.min(p / 4));
-                std::thread::sleep(Duration::from_nanos(early.saturating_sub(now_ns())));
-                while now_ns() < at {
-                    std::hint::spin_loop();
-                }
-                rng.random_range(0..live.len())
-            }
-        };
-        if let Some(st) = live[i].child.try_wait().unwrap() {
-            panic!(
-                "seed {seed}: {} exited by itself with {st}:\n{}",
-                live[i].name,
-                tail(&live[i].err)
-            );
-        }
-        rig.kill(&mut live[i]);
-        kills += 1;
-        let wid = Wid {
-            slot: live[i].wid.slot,
-            gen: live[i].wid.gen + 1,
-        };
-        let fresh = rig.spawn(ROLES[i], wid, &args);
-        all.push(std::mem::replace(&mut live[i], fresh));
-        newest = Some(i);
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    rig.stop_all();
-    let bad = rig.wait_all(&mut live, Duration::from_secs(60));
-    assert!(bad.is_empty(), "seed {seed}: {}", bad.join("\n"));
-    all.append(&mut live);
+    let who = format!("seed {seed}");
+    let kills = rig.kill_storm(&ROLES, &args, secs, period, active, &who);
 
     // The last read of every key, after every worker is gone, joins the history.
     let s = Store::open_existing(&rig.store).unwrap();
@@ -277,58 +213,35 @@ fn storm_round(rig: &Rig, lincheck: &Path, secs: u64, start: &[u64]) -> (Totals,
         s.ordered_map("acct-a").unwrap(),
         s.ordered_map("acct-b").unwrap(),
     );
-    let n_keys = 2 * (ACCOUNTS + EXTRA);
-    let keys: Vec<String> = (0..n_keys).map(|k| k.to_string()).collect();
     let call = now_ns();
     let vals = read_all(&a, &b);
     let ret = now_ns();
-    let shown: Vec<String> = vals.iter().map(u64::to_string).collect();
-    let mut f = std::fs::File::create(rig.dir.join("final.olin")).unwrap();
-    write!(
-        f,
-        "W {call} 99 0 {}\nC {call} read {}\nR {ret} {}\n",
-        std::process::id(),
-        keys.join(","),
-        shown.join(",")
-    )
-    .unwrap();
-    drop(f);
-    assert_eq!(sum_accounts(&vals), TOTAL, "seed {seed}: the accounts' sum");
+    assert_eq!(
+        vals.len() as u64,
+        2 * (ACCOUNTS + EXTRA),
+        "{who}: every key"
+    );
+    write_final_read(&rig.dir.join("final.olin"), call, ret, &vals);
+    assert_eq!(sum_accounts(&vals), TOTAL, "{who}: the accounts' sum");
     let r = s.check().unwrap();
-    assert!(r.is_ok(), "seed {seed}: check after the storm: {r}");
+    assert!(r.is_ok(), "{who}: check after the storm: {r}");
     drop((a, b, s));
 
-    let init: Vec<String> = start.iter().map(u64::to_string).collect();
-    let out = Command::new(lincheck)
-        .args(["-ordered", "-timeout", "5m", "-keys"])
-        .arg(n_keys.to_string())
-        .arg("-init")
-        .arg(init.join(","))
-        .arg(&rig.dir)
-        .output()
-        .unwrap_or_else(|e| panic!("seed {seed}: run {}: {e}", lincheck.display()));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "seed {seed}: the ordered maps' history is not strictly serializable (or the check \
-         failed); logs kept in {}:\n{text}{}",
-        rig.dir.display(),
-        String::from_utf8_lossy(&out.stderr)
+    let total = lincheck_round(
+        lincheck,
+        "ordered",
+        start,
+        &rig.dir,
+        &who,
+        "the ordered maps'",
     );
-    let total = |what: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix("lincheck: ordered: totals: "))
-            .and_then(|t| t.split_whitespace().find_map(|kv| kv.strip_prefix(what)))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
     let t = Totals {
         kills,
-        checked: total("ops="),
-        moved: total("moved="),
-        reads: total("read="),
-        pending: total("pending="),
-        longest_ns: total("longest_ns="),
+        checked: total.get("ops"),
+        moved: total.get("moved"),
+        reads: total.get("read"),
+        pending: total.get("pending"),
+        longest_ns: total.get("longest_ns"),
     };
     (t, vals)
 }

@@ -28,15 +28,12 @@
 //! (docs/RELIABILITY.md): `SHOAL_TXN_LIN_ROUNDS=60 cargo test --release -p shoal-torture
 //! --test txn_storm -- strictly_serializable --nocapture`.
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use shoal::{
     Cond, FixedOptions, IntCmp, MapOptions, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget,
 };
-use shoal_torture::harness::{env_u64, seed, tail, Rig, Scratch, Worker};
+use shoal_torture::harness::{env_u64, seed, Rig, Scratch};
+use shoal_torture::linlog::{lincheck_round, run_lincheck, write_final_read};
 use shoal_torture::now_ns;
-use shoal_torture::value::Wid;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -438,7 +435,6 @@ fn lin_round(
     secs: u64,
     start: &[u64],
 ) -> (Totals, Vec<u64>) {
-    let seed = rig.seed;
     let period = env_u64("SHOAL_TXN_LIN_PERIOD_US", 100_000).max(1);
     let active = env_u64("SHOAL_TXN_LIN_ACTIVE_US", 3_000).min(period);
     let burst = env_u64("SHOAL_TXN_LIN_BURST_OPS", 300);
@@ -455,83 +451,13 @@ fn lin_round(
         burst.to_string(),
     ];
     let args: Vec<&str> = extra.iter().map(String::as_str).collect();
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut all: Vec<Worker> = Vec::new();
-    let mut live: Vec<Worker> = LIN_ROLES
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let wid = Wid {
-                slot: i as u32,
-                gen: 0,
-            };
-            rig.spawn(r, wid, &args)
-        })
-        .collect();
-    let began = Instant::now();
-    let mut kills = 0;
-    let mut newest: Option<usize> = None;
-    while began.elapsed() < Duration::from_secs(secs) {
-        // A random moment of the burst of the next period or the one after (sleep to
-        // shortly before it, then spin to the moment); now and then, right after the
-        // last kill instead, so that a worker dies inside `Store::open` too.
-        let i = match newest {
-            Some(i) if rng.random_range(0..8) == 0 => {
-                std::thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
-                i
-            }
-            _ => {
-                let p = period * 1000;
-                let next = (now_ns() / p + 1 + rng.random_range(0..2)) * p;
-                let at = next + rng.random_range(0..active.max(1) * 1000);
-                let early = next.saturating_sub(2_000_000.min(p / 4));
-                std::thread::sleep(Duration::from_nanos(early.saturating_sub(now_ns())));
-                while now_ns() < at {
-                    std::hint::spin_loop();
-                }
-                rng.random_range(0..live.len())
-            }
-        };
-        if let Some(st) = live[i].child.try_wait().unwrap() {
-            panic!(
-                "{who}: {} exited by itself with {st}:\n{}",
-                live[i].name,
-                tail(&live[i].err)
-            );
-        }
-        rig.kill(&mut live[i]);
-        kills += 1;
-        let wid = Wid {
-            slot: live[i].wid.slot,
-            gen: live[i].wid.gen + 1,
-        };
-        let fresh = rig.spawn(LIN_ROLES[i], wid, &args);
-        all.push(std::mem::replace(&mut live[i], fresh));
-        newest = Some(i);
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    rig.stop_all();
-    let bad = rig.wait_all(&mut live, Duration::from_secs(60));
-    assert!(bad.is_empty(), "{who}: {}", bad.join("\n"));
-    all.append(&mut live);
+    let kills = rig.kill_storm(&LIN_ROLES, &args, secs, period, active, who);
 
     // The last read of every account, after every worker is gone, joins the history.
     let call = now_ns();
     let vals = lin_read_all(s, maps);
     let ret = now_ns();
-    let n = 3 * LIN_ACCOUNTS;
-    let keys: Vec<String> = (0..n).map(|k| k.to_string()).collect();
-    let shown: Vec<String> = vals.iter().map(u64::to_string).collect();
-    let mut f = std::fs::File::create(rig.dir.join("final.tlin")).unwrap();
-    write!(
-        f,
-        "W {call} 99 0 {}\nC {call} read {}\nR {ret} {}\n",
-        std::process::id(),
-        keys.join(","),
-        shown.join(",")
-    )
-    .unwrap();
-    drop(f);
+    write_final_read(&rig.dir.join("final.tlin"), call, ret, &vals);
     assert_eq!(
         vals.iter().sum::<u64>(),
         LIN_TOTAL,
@@ -540,48 +466,21 @@ fn lin_round(
     let r = s.check().unwrap();
     assert!(r.is_ok(), "{who}: check after the storm: {r}");
 
-    let init: Vec<String> = start.iter().map(u64::to_string).collect();
     let t0 = Instant::now();
-    let out = run_lincheck(lincheck, &rig.dir, &init.join(","));
+    let total = lincheck_round(lincheck, "txn", start, &rig.dir, who, "the transactions'");
     let check_ms = t0.elapsed().as_millis() as u64;
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{who}: the transactions' history is not strictly serializable (or the check \
-         failed); history (*.tlin) and its visualization kept in {}:\n{text}{}",
-        rig.dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let total = |what: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix("lincheck: txn: totals: "))
-            .and_then(|t| t.split_whitespace().find_map(|kv| kv.strip_prefix(what)))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
     let t = Totals {
         kills,
-        checked: total("ops="),
-        moved: total("moved="),
-        opt: total("opt="),
-        ver: total("ver="),
-        reads: total("read="),
-        pending: total("pending="),
-        longest_ns: total("longest_ns="),
+        checked: total.get("ops"),
+        moved: total.get("moved"),
+        opt: total.get("opt"),
+        ver: total.get("ver"),
+        reads: total.get("read"),
+        pending: total.get("pending"),
+        longest_ns: total.get("longest_ns"),
         check_ms,
     };
     (t, vals)
-}
-
-fn run_lincheck(lincheck: &Path, dir: &Path, init: &str) -> std::process::Output {
-    Command::new(lincheck)
-        .args(["-txn", "-timeout", "5m", "-keys"])
-        .arg((3 * LIN_ACCOUNTS).to_string())
-        .arg("-init")
-        .arg(init)
-        .arg(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("run {}: {e}", lincheck.display()))
 }
 
 /// A copy of round `dir`'s history with one more consistent read of every account, just
@@ -631,8 +530,7 @@ fn broken_history_is_rejected(seed: u64, lincheck: &Path, dir: &Path, start: &[u
         ),
     )
     .unwrap();
-    let init: Vec<String> = start.iter().map(u64::to_string).collect();
-    let out = run_lincheck(lincheck, &broken, &init.join(","));
+    let out = run_lincheck(lincheck, "txn", start, &broken);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.code() == Some(1) && text.contains("NOT LINEARIZABLE"),

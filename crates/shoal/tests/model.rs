@@ -9,9 +9,10 @@
 //! shuttle's schedule, which replays it.
 #![cfg(shuttle)]
 
-use shoal::{MapOptions, Options, Store};
+use shoal::{Cond, IntCmp, MapOptions, Options, Store, TxnOp, TxnTarget};
 use shuttle::thread;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 fn store() -> Store {
     let o = Options {
@@ -524,6 +525,49 @@ fn fixed_group_moves_with_tags_race_readers_writers_and_iteration() {
     group_moves_race_readers_writers_and_iteration(16, 16, 40);
 }
 
+/// The transfers of the transaction models, in two threads over accounts `0..n` of `m`
+/// (keys: little-endian u64, values: i64): one moves 4 from account `i` to `i + 3` (when
+/// it holds at least 4) three times with `transaction`, the other 3 the other way with
+/// `optimistic`.
+fn transfer_threads<M>(s: &Arc<Store>, m: &M, n: u64) -> [thread::JoinHandle<()>; 2]
+where
+    M: TxnTarget + Clone + Send + 'static,
+{
+    let k = |i: u64| i.to_le_bytes();
+    let locked = {
+        let (s, m) = (s.clone(), m.clone());
+        thread::spawn(move || {
+            for i in 0..3u64 {
+                let (a, b) = (i % n, (i + 3) % n);
+                s.transaction()
+                    .when(Cond::int(&m, &k(a), IntCmp::Ge, 4))
+                    .then(TxnOp::add(&m, &k(a), -4))
+                    .then(TxnOp::add(&m, &k(b), 4))
+                    .commit()
+                    .unwrap();
+            }
+        })
+    };
+    let optimistic = {
+        let (s, m) = (s.clone(), m.clone());
+        thread::spawn(move || {
+            for i in 0..3u64 {
+                let (a, b) = ((i + 3) % n, i % n);
+                s.optimistic(|r| {
+                    let (x, y) = (r.get_i64(&m, &k(a))?, r.get_i64(&m, &k(b))?);
+                    if x >= 3 {
+                        r.write(TxnOp::put(&m, &k(a), &(x - 3).to_le_bytes()));
+                        r.write(TxnOp::put(&m, &k(b), &(y + 3).to_le_bytes()));
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            }
+        })
+    };
+    [locked, optimistic]
+}
+
 /// Multi-key transactions (DESIGN.md, "Multi-key transactions"): two threads transfer
 /// between accounts spread over several 1+1-bucket segments, in opposite directions (so
 /// their lock sets overlap in both orders: a wrong lock order deadlocks here), one with
@@ -533,7 +577,7 @@ fn fixed_group_moves_with_tags_race_readers_writers_and_iteration() {
 /// store checks clean.
 #[test]
 fn transactions_race_growth_and_snapshot_readers() {
-    use shoal::{Cond, FixedMap, IntCmp, TxnOp};
+    use shoal::FixedMap;
     let k = |i: u64| i.to_le_bytes();
     const N: u64 = 6;
     let body = move || {
@@ -547,37 +591,7 @@ fn transactions_race_growth_and_snapshot_readers() {
         for i in 0..N {
             m.put(&k(i), &10i64.to_le_bytes()).unwrap();
         }
-        let locked = {
-            let (s, m) = (s.clone(), m.clone());
-            thread::spawn(move || {
-                for i in 0..3u64 {
-                    let (a, b) = (i % N, (i + 3) % N);
-                    s.transaction()
-                        .when(Cond::int(&m, &k(a), IntCmp::Ge, 4))
-                        .then(TxnOp::add(&m, &k(a), -4))
-                        .then(TxnOp::add(&m, &k(b), 4))
-                        .commit()
-                        .unwrap();
-                }
-            })
-        };
-        let optimistic = {
-            let (s, m) = (s.clone(), m.clone());
-            thread::spawn(move || {
-                for i in 0..3u64 {
-                    let (a, b) = ((i + 3) % N, i % N);
-                    s.optimistic(|r| {
-                        let (x, y) = (r.get_i64(&m, &k(a))?, r.get_i64(&m, &k(b))?);
-                        if x >= 3 {
-                            r.write(TxnOp::put(&m, &k(a), &(x - 3).to_le_bytes()));
-                            r.write(TxnOp::put(&m, &k(b), &(y + 3).to_le_bytes()));
-                        }
-                        Ok(())
-                    })
-                    .unwrap();
-                }
-            })
-        };
+        let [locked, optimistic] = transfer_threads(&s, &m, N);
         let grower = {
             let m = m.clone();
             thread::spawn(move || {
@@ -627,7 +641,7 @@ fn transactions_race_growth_and_snapshot_readers() {
 /// names it, and the store checks clean.
 #[test]
 fn variable_map_transactions_race_growth_and_snapshot_readers() {
-    use shoal::{Cond, IntCmp, Map, TxnOp};
+    use shoal::Map;
     let k = |i: u64| i.to_le_bytes();
     let int = |v: &[u8]| i64::from_le_bytes(v.try_into().unwrap());
     const N: u64 = 6;
@@ -642,37 +656,7 @@ fn variable_map_transactions_race_growth_and_snapshot_readers() {
             m.put(&k(i), &10i64.to_le_bytes()).unwrap();
         }
         let uids: Vec<_> = (0..N).map(|i| m.uid(&k(i)).unwrap().unwrap()).collect();
-        let locked = {
-            let (s, m) = (s.clone(), m.clone());
-            thread::spawn(move || {
-                for i in 0..3u64 {
-                    let (a, b) = (i % N, (i + 3) % N);
-                    s.transaction()
-                        .when(Cond::int(&m, &k(a), IntCmp::Ge, 4))
-                        .then(TxnOp::add(&m, &k(a), -4))
-                        .then(TxnOp::add(&m, &k(b), 4))
-                        .commit()
-                        .unwrap();
-                }
-            })
-        };
-        let optimistic = {
-            let (s, m) = (s.clone(), m.clone());
-            thread::spawn(move || {
-                for i in 0..3u64 {
-                    let (a, b) = ((i + 3) % N, i % N);
-                    s.optimistic(|r| {
-                        let (x, y) = (r.get_i64(&m, &k(a))?, r.get_i64(&m, &k(b))?);
-                        if x >= 3 {
-                            r.write(TxnOp::put(&m, &k(a), &(x - 3).to_le_bytes()));
-                            r.write(TxnOp::put(&m, &k(b), &(y + 3).to_le_bytes()));
-                        }
-                        Ok(())
-                    })
-                    .unwrap();
-                }
-            })
-        };
+        let [locked, optimistic] = transfer_threads(&s, &m, N);
         let grower = {
             let m = m.clone();
             thread::spawn(move || {

@@ -3260,6 +3260,75 @@ static void test_log(void) {
     shoal_store_close(s);
 }
 
+/* ---- a log read in batches ------------------------------------------------------- */
+
+static void test_log_read_batch(void) {
+    shoal_store *s;
+    shoal_map *m;
+    if (!fresh("logbatch", &s, &m)) { h_failures++; return; }
+    shoal_log_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.slots = 16;
+    o.max_record = 64;
+    shoal_log *lg = NULL;
+    REQUIRE_OK(shoal_log_open(s, "app", &o, &lg));
+    shoal_log_reader *r = NULL;
+    REQUIRE_OK(shoal_log_reader_open(lg, "drain", &r));
+    shoal_log_record recs[8];
+    size_t n = 9;
+    CHECK_RC(shoal_log_read_batch(r, 0, recs, 8, &n), SHOAL_EMPTY);
+    CHECK(n == 0);
+    CHECK_RC(shoal_log_read_batch(r, 20, recs, 8, &n), SHOAL_EMPTY);
+    uint64_t seq = 0;
+    char msg[32];
+    for (int i = 0; i < 5; i++) {
+        char v[16];
+        snprintf(msg, sizeof msg, "m%d", i);
+        snprintf(v, sizeof v, "v%d", i);
+        shoal_log_field f[2] = {{"k", 1, v, strlen(v)}, {"i", 1, msg, strlen(msg)}};
+        REQUIRE_OK(shoal_log_append(lg, (uint8_t)(i + 1), msg, strlen(msg), f,
+                                    (size_t)(i % 3), 0, &seq));
+    }
+    REQUIRE_OK(shoal_log_append(lg, 9, "", 0, NULL, 0, 0, &seq));
+    /* At most 3: the first three, each with its own fields, all valid together. */
+    REQUIRE_OK(shoal_log_read_batch(r, 0, recs, 3, &n));
+    CHECK(n == 3);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(msg, sizeof msg, "m%zu", i);
+        CHECK(recs[i].seq == i && recs[i].level == i + 1 && recs[i].pid == (uint32_t)getpid());
+        CHECK(recs[i].message_len == strlen(msg) &&
+              memcmp(recs[i].message, msg, recs[i].message_len) == 0);
+        CHECK(recs[i].n_fields == i % 3);
+        CHECK((recs[i].n_fields == 0) == (recs[i].fields == NULL));
+    }
+    CHECK(recs[1].fields[0].key_len == 1 && memcmp(recs[1].fields[0].value, "v1", 2) == 0);
+    CHECK(recs[2].fields[1].value_len == 2 && memcmp(recs[2].fields[1].value, "m2", 2) == 0);
+    CHECK(memcmp(recs[2].fields[0].value, "v2", 2) == 0);
+    /* The rest, fewer than asked; the empty message is NULL. */
+    REQUIRE_OK(shoal_log_read_batch(r, 10, recs, 8, &n));
+    CHECK(n == 3 && recs[0].seq == 3 && recs[2].seq == 5);
+    CHECK(recs[0].n_fields == 0 && recs[0].fields == NULL);
+    CHECK(recs[1].n_fields == 1 && memcmp(recs[1].fields[0].value, "v4", 2) == 0);
+    CHECK(recs[2].message_len == 0 && recs[2].message == NULL && recs[2].level == 9);
+    CHECK_RC(shoal_log_read_batch(r, 0, recs, 8, &n), SHOAL_EMPTY);
+    uint64_t pos = 0;
+    REQUIRE_OK(shoal_log_reader_stats(r, &pos, NULL, NULL));
+    CHECK(pos == 6);
+    /* Bad input, in C's words. */
+    CHECK_RC(shoal_log_read_batch(r, 0, recs, 0, &n), SHOAL_INVALID);
+    CHECK_RC(shoal_log_read_batch(r, 0, NULL, 8, &n), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_log_read_batch(r, 0, recs, 8, NULL), SHOAL_NULL_POINTER);
+    CHECK_RC(shoal_log_read_batch(NULL, 0, recs, 8, &n), SHOAL_NULL_POINTER);
+    /* A removed reader. */
+    REQUIRE_OK(shoal_log_remove_reader(lg, "drain", NULL));
+    CHECK_RC(shoal_log_read_batch(r, 0, recs, 8, &n), SHOAL_NOT_FOUND);
+    shoal_log_reader_close(r);
+    shoal_log_close(lg);
+    shoal_map_close(m);
+    shoal_store_close(s);
+}
+
 /* ---- a log's drainer -------------------------------------------------------------- */
 
 struct drain_seen {
@@ -3699,6 +3768,7 @@ int main(void) {
     RUN(test_fork_child_uses_handles);
     RUN(test_queue);
     RUN(test_log);
+    RUN(test_log_read_batch);
     RUN(test_log_drainer);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

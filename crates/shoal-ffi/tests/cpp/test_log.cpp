@@ -1,6 +1,7 @@
 // GoogleTest tests of the C++ wrapper's logs: appends with levels and fields in the three
 // forms (append, printf, stream), the full-ring policies, clear errors, a named cursor
-// that outlives its process, and threads streaming records that all come out in order.
+// that outlives its process, threads streaming records that all come out in order, and
+// batch reads.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +98,30 @@ TEST_F(LogTest, AppendPrintfAndStreamFormsComeBackWithLevelsAndFields) {
     EXPECT_EQ(wr.read()->message, big + "!");
     EXPECT_TRUE(log.remove_reader("drain"));
     EXPECT_FALSE(log.remove_reader("drain"));
+}
+
+TEST_F(LogTest, ReadBatchTakesWhatWasPublishedInOnePass) {
+    shoal::Store store(path_, opts_);
+    shoal::Log log(store, "app", geometry(16, 100));
+    shoal::LogReader r = log.reader("drain");
+    EXPECT_TRUE(r.read_batch(8).empty());
+    EXPECT_TRUE(r.read_batch(8, 20ms).empty());
+    for (int i = 0; i < 5; i++)
+        log.append(shoal::LogLevel::Info, "m" + std::to_string(i), {{"i", std::to_string(i)}});
+    auto a = r.read_batch(3);
+    ASSERT_EQ(a.size(), 3u);
+    for (std::size_t i = 0; i < a.size(); i++) {
+        EXPECT_EQ(a[i].seq, i);
+        EXPECT_EQ(a[i].message, "m" + std::to_string(i));
+        EXPECT_EQ(a[i].field("i").value_or(""), std::to_string(i));
+    }
+    auto b = r.read_batch(8, 100ms);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(b[0].seq, 3u);
+    EXPECT_EQ(b[1].message, "m4");
+    EXPECT_TRUE(r.read_batch(8).empty());
+    EXPECT_EQ(r.position(), 5u);
+    EXPECT_THROW(r.read_batch(0), shoal::Error);
 }
 
 TEST_F(LogTest, BadInputAndFullRingsFailClearly) {

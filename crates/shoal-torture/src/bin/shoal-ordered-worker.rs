@@ -36,18 +36,12 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::{OrderedMap, Store};
+use shoal_torture::harness::WorkerArgs;
 use shoal_torture::linlog::Lin;
-use std::path::PathBuf;
 use std::time::Duration;
 
 struct Args {
-    store: PathBuf,
-    role: String,
-    id: u64,
-    gen: u64,
-    seed: u64,
-    stop: PathBuf,
-    log: PathBuf,
+    w: WorkerArgs,
     accounts: u64,
     extra: u64,
     total: u64,
@@ -57,42 +51,27 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut it = std::env::args().skip(1);
-    let store = it.next().expect("STORE").into();
-    let role = it.next().expect("ROLE");
-    let mut a = Args {
-        store,
-        role,
-        id: 0,
-        gen: 0,
-        seed: 0,
-        stop: PathBuf::new(),
-        log: PathBuf::new(),
-        accounts: 0,
-        extra: 0,
-        total: 0,
-        period_us: 0,
-        active_us: 0,
-        pause_us: 0,
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let w = WorkerArgs::parse(
+        &all,
+        &[
+            "--accounts",
+            "--extra",
+            "--total",
+            "--pause-us",
+            "--period-us",
+            "--active-us",
+        ],
+    );
+    let a = Args {
+        accounts: w.num("--accounts", 0),
+        extra: w.num("--extra", 0),
+        total: w.num("--total", 0),
+        period_us: w.num("--period-us", 0),
+        active_us: w.num("--active-us", 0),
+        pause_us: w.num("--pause-us", 0),
+        w,
     };
-    while let Some(k) = it.next() {
-        let v = it.next().unwrap_or_else(|| panic!("{k} needs a value"));
-        let n = || v.parse::<u64>().unwrap_or_else(|_| panic!("{k}: {v:?}"));
-        match k.as_str() {
-            "--id" => a.id = n(),
-            "--gen" => a.gen = n(),
-            "--seed" => a.seed = n(),
-            "--accounts" => a.accounts = n(),
-            "--extra" => a.extra = n(),
-            "--total" => a.total = n(),
-            "--pause-us" => a.pause_us = n(),
-            "--period-us" => a.period_us = n(),
-            "--active-us" => a.active_us = n(),
-            "--stop" => a.stop = v.into(),
-            "--log" => a.log = v.into(),
-            _ => panic!("unknown option {k}"),
-        }
-    }
     assert!(a.accounts >= 2, "--accounts: at least 2");
     a
 }
@@ -229,11 +208,11 @@ fn hold(a: &Args, bank: &Bank) {
     );
     let len = snaps[0].len();
     std::fs::write(
-        a.log.with_extension("ready"),
+        a.w.log.with_extension("ready"),
         snaps[0].sequence().to_string(),
     )
     .unwrap_or_else(|e| fail(3, format!("ready file: {e}")));
-    while !a.stop.exists() {
+    while !a.w.stop.exists() {
         std::thread::sleep(Duration::from_millis(20));
         // Its view never changes, whatever writers do meanwhile.
         let now = ok(snaps[0].count_range(None, None), "count_range");
@@ -248,10 +227,13 @@ fn hold(a: &Args, bank: &Bank) {
 
 fn main() {
     let a = args();
-    let mut rng = StdRng::seed_from_u64(a.seed ^ (a.id << 32) ^ (a.gen << 48) ^ 0x0d0e);
-    let mut lin = Lin::create(&a.log.with_extension("olin"));
-    lin.line('W', &format!("{} {} {}", a.id, a.gen, std::process::id()));
-    let store = ok(Store::open_existing(&a.store), "open the store");
+    let mut rng = StdRng::seed_from_u64(a.w.seed ^ (a.w.id << 32) ^ (a.w.gen << 48) ^ 0x0d0e);
+    let mut lin = Lin::create(&a.w.log.with_extension("olin"));
+    lin.line(
+        'W',
+        &format!("{} {} {}", a.w.id, a.w.gen, std::process::id()),
+    );
+    let store = ok(Store::open_existing(&a.w.store), "open the store");
     let bank = Bank {
         maps: [
             ok(store.ordered_map("acct-a"), "acct-a"),
@@ -261,14 +243,14 @@ fn main() {
         extra: a.extra,
         total: a.total,
     };
-    if a.role == "holder" {
+    if a.w.role == "holder" {
         hold(&a, &bank);
         lin.finish();
         return;
     }
     let n_keys = 2 * bank.per_map();
     let mut seq = 0u64;
-    while !a.stop.exists() {
+    while !a.w.stop.exists() {
         if a.period_us > 0 {
             let phase = shoal_torture::now_ns() / 1000 % a.period_us;
             if phase >= a.active_us {
@@ -279,7 +261,7 @@ fn main() {
             std::thread::sleep(Duration::from_micros(rng.random_range(0..a.pause_us)));
         }
         let pick = rng.random_range(0..100);
-        let writer = a.role == "writer";
+        let writer = a.w.role == "writer";
         if writer && pick < 55 {
             let acct =
                 |r: &mut StdRng| bank.account(r.random_range(0..2), r.random_range(0..a.accounts));
@@ -309,7 +291,7 @@ fn main() {
             let i = bank.account(rng.random_range(0..2), s);
             // Unique values: a put is told apart from every other.
             seq += 1;
-            let v = (a.id << 48) | (a.gen << 32) | seq;
+            let v = (a.w.id << 48) | (a.w.gen << 32) | seq;
             let (m, k) = bank.key(i);
             lin.line('C', &format!("put {i} {v}"));
             ok(bank.maps[m].put(&k, &v.to_le_bytes()), "put");

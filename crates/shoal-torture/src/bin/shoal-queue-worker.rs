@@ -30,55 +30,25 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shoal::{Element, Error, QueueSet, Store};
+use shoal_torture::harness::WorkerArgs;
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 const MAGIC: u64 = 0x5155_4555_4d53_4721;
 
 struct Args {
-    store: PathBuf,
-    role: String,
-    id: u64,
-    gen: u64,
-    seed: u64,
-    stop: PathBuf,
-    log: PathBuf,
+    w: WorkerArgs,
     lin: bool,
     pause_us: u64,
 }
 
 fn args() -> Args {
-    let mut it = std::env::args().skip(1);
-    let store = it.next().expect("STORE").into();
-    let role = it.next().expect("ROLE");
-    let (mut id, mut gen, mut seed) = (0, 0, 0);
-    let (mut stop, mut log) = (PathBuf::new(), PathBuf::new());
-    let mut lin = false;
-    let mut pause_us = 0;
-    while let Some(a) = it.next() {
-        let v = it.next().unwrap_or_else(|| panic!("{a} needs a value"));
-        match a.as_str() {
-            "--id" => id = v.parse().expect("--id"),
-            "--gen" => gen = v.parse().expect("--gen"),
-            "--seed" => seed = v.parse().expect("--seed"),
-            "--stop" => stop = v.into(),
-            "--log" => log = v.into(),
-            "--lin" => lin = v == "1",
-            "--pause-us" => pause_us = v.parse().expect("--pause-us"),
-            _ => panic!("unknown option {a}"),
-        }
-    }
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let w = WorkerArgs::parse(&all, &["--lin", "--pause-us"]);
     Args {
-        store,
-        role,
-        id,
-        gen,
-        seed,
-        stop,
-        log,
-        lin,
-        pause_us,
+        lin: w.num("--lin", 0) == 1,
+        pause_us: w.num("--pause-us", 0),
+        w,
     }
 }
 
@@ -151,34 +121,34 @@ fn read_message(e: &Element<'_>) -> [u64; 4] {
 
 fn main() {
     let a = args();
-    let mut rng = StdRng::seed_from_u64(a.seed ^ (a.id << 32) ^ (a.gen << 48) ^ 0x9e37);
+    let mut rng = StdRng::seed_from_u64(a.w.seed ^ (a.w.id << 32) ^ (a.w.gen << 48) ^ 0x9e37);
     let mut log = Log(std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&a.log)
+        .open(&a.w.log)
         .unwrap_or_else(|e| fail(3, format!("open the log: {e}"))));
     let mut lin = Lin(a.lin.then(|| {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(a.log.with_extension("qlin"))
+            .open(a.w.log.with_extension("qlin"))
             .unwrap_or_else(|e| fail(3, format!("open the lin log: {e}")));
-        f.write_all(format!("W {} {} {}\n", a.id, a.gen, std::process::id()).as_bytes())
+        f.write_all(format!("W {} {} {}\n", a.w.id, a.w.gen, std::process::id()).as_bytes())
             .unwrap_or_else(|e| fail(3, format!("lin log: {e}")));
         f
     }));
-    let store = ok(Store::open_existing(&a.store), "open the store");
+    let store = ok(Store::open_existing(&a.w.store), "open the store");
     let set: QueueSet = ok(store.open_queue_set("jobs"), "open the set");
     let q = |n: &str| ok(set.queue(n), "queue");
     let (free, work, done) = (q("free"), q("work"), q("done"));
     let wait = Duration::from_millis(50);
     let mut seq = 0u64;
     let mut held: Vec<Element<'_>> = Vec::new();
-    while !a.stop.exists() {
+    while !a.w.stop.exists() {
         if a.pause_us > 0 {
             std::thread::sleep(Duration::from_micros(rng.random_range(0..a.pause_us)));
         }
-        match a.role.as_str() {
+        match a.w.role.as_str() {
             "producer" => {
                 let batch = if rng.random_bool(0.3) {
                     ok(set.pull_many(free, rng.random_range(2..6)), "pull_many")
@@ -193,7 +163,7 @@ fn main() {
                 let first = seq;
                 let mut batch = batch;
                 for e in &mut batch {
-                    write_message(e, a.id, a.gen, seq);
+                    write_message(e, a.w.id, a.w.gen, seq);
                     seq += 1;
                 }
                 let n = batch.len() as u64;
@@ -208,7 +178,7 @@ fn main() {
                     Ok(()) => {
                         let mut s = String::new();
                         for i in first..first + n {
-                            s.push_str(&format!("P {} {} {i}\n", a.id, a.gen));
+                            s.push_str(&format!("P {} {} {i}\n", a.w.id, a.w.gen));
                         }
                         log.line(s);
                     }

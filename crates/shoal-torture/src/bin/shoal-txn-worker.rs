@@ -212,19 +212,13 @@ mod history {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use shoal::{Cond, IntCmp, Map, OpenMode, Options, Store, TxnMap, TxnOp, TxnTarget};
+    use shoal_torture::harness::WorkerArgs;
     use shoal_torture::linlog::Lin;
     use shoal_torture::now_ns;
-    use std::path::PathBuf;
     use std::time::Duration;
 
     struct Args {
-        store: PathBuf,
-        role: String,
-        id: u64,
-        gen: u64,
-        seed: u64,
-        stop: PathBuf,
-        log: PathBuf,
+        w: WorkerArgs,
         accounts: u64,
         total: u64,
         period_us: u64,
@@ -233,44 +227,25 @@ mod history {
     }
 
     fn parse(a: &[String]) -> Args {
-        let mut out = Args {
-            store: a[1].clone().into(),
-            role: a[2].clone(),
-            id: 0,
-            gen: 0,
-            seed: 0,
-            stop: PathBuf::new(),
-            log: PathBuf::new(),
-            accounts: 0,
-            total: 0,
-            period_us: 0,
-            active_us: 0,
-            burst_ops: u64::MAX,
+        let w = WorkerArgs::parse(
+            &a[1..],
+            &[
+                "--accounts",
+                "--total",
+                "--period-us",
+                "--active-us",
+                "--burst-ops",
+            ],
+        );
+        let out = Args {
+            accounts: w.num("--accounts", 0),
+            total: w.num("--total", 0),
+            period_us: w.num("--period-us", 0),
+            active_us: w.num("--active-us", 0),
+            burst_ops: w.num("--burst-ops", u64::MAX),
+            w,
         };
-        let mut it = a[3..].iter();
-        while let Some(k) = it.next() {
-            let v = it
-                .next()
-                .unwrap_or_else(|| fail(1, format!("{k} needs a value")));
-            let n = || {
-                v.parse::<u64>()
-                    .unwrap_or_else(|_| fail(1, format!("{k}: {v:?} is not a number")))
-            };
-            match k.as_str() {
-                "--id" => out.id = n(),
-                "--gen" => out.gen = n(),
-                "--seed" => out.seed = n(),
-                "--accounts" => out.accounts = n(),
-                "--total" => out.total = n(),
-                "--period-us" => out.period_us = n(),
-                "--active-us" => out.active_us = n(),
-                "--burst-ops" => out.burst_ops = n(),
-                "--stop" => out.stop = v.into(),
-                "--log" => out.log = v.into(),
-                _ => fail(1, format!("unknown option {k}")),
-            }
-        }
-        if out.accounts == 0 || out.log.as_os_str().is_empty() {
+        if out.accounts == 0 || out.w.log.as_os_str().is_empty() {
             fail(1, "--accounts (at least 1) and --log are needed".into());
         }
         out
@@ -422,14 +397,17 @@ mod history {
 
     pub fn main(a: &[String]) {
         let a = parse(a);
-        let mut rng = StdRng::seed_from_u64(a.seed ^ (a.id << 32) ^ (a.gen << 48) ^ 0x7a1);
-        let mut lin = Lin::create(&a.log.with_extension("tlin"));
-        lin.line('W', &format!("{} {} {}", a.id, a.gen, std::process::id()));
+        let mut rng = StdRng::seed_from_u64(a.w.seed ^ (a.w.id << 32) ^ (a.w.gen << 48) ^ 0x7a1);
+        let mut lin = Lin::create(&a.w.log.with_extension("tlin"));
+        lin.line(
+            'W',
+            &format!("{} {} {}", a.w.id, a.w.gen, std::process::id()),
+        );
         let opts = Options {
             lock_timeout: Duration::from_secs(30),
             ..Options::default()
         };
-        let s = ok(Store::open_with(&a.store, &opts, OpenMode::Open), "open");
+        let s = ok(Store::open_with(&a.w.store, &opts, OpenMode::Open), "open");
         let uids = ok(s.open_map("vacct"), "vacct");
         let maps = vec![
             ok(s.fixed_map("acct", 8, 8), "acct").txn_map(),
@@ -444,13 +422,13 @@ mod history {
             total: a.total,
         };
         let n = 3 * a.accounts;
-        let writer = match a.role.as_str() {
+        let writer = match a.w.role.as_str() {
             "lin-writer" => true,
             "lin-reader" => false,
             r => fail(1, format!("unknown role {r:?}")),
         };
         let (mut burst, mut done) = (u64::MAX, 0u64);
-        while !a.stop.exists() {
+        while !a.w.stop.exists() {
             let us = now_ns() / 1000;
             if let Some(this) = us.checked_div(a.period_us) {
                 let phase = us - this * a.period_us;

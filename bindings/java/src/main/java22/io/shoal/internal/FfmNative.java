@@ -344,6 +344,36 @@ final class FfmNative implements NativeApi {
         return Status.exception(st, msg);
     }
 
+    /** Throws the error of a call that did not return OK. */
+    private static void check(int st) {
+        if (st != Status.OK) {
+            throw fail(st);
+        }
+    }
+
+    /** The long a call that returned OK wrote at {@code out}. */
+    private static long outLong(int st, MemorySegment out) {
+        check(st);
+        return out.get(JAVA_LONG, 0);
+    }
+
+    /** The boolean (a byte) a call that returned OK wrote at {@code out}. */
+    private static boolean outBool(int st, MemorySegment out) {
+        check(st);
+        return out.get(JAVA_BYTE, 0) != 0;
+    }
+
+    /** OK: true; NOT_FOUND: false; any other status is the call's error. */
+    private static boolean found(int st) {
+        if (st == Status.OK) {
+            return true;
+        }
+        if (st == Status.NOT_FOUND) {
+            return false;
+        }
+        throw fail(st);
+    }
+
     private static RuntimeException wrap(Throwable t) {
         if (t instanceof RuntimeException r) {
             return r;
@@ -409,11 +439,7 @@ final class FfmNative implements NativeApi {
             opts.set(JAVA_INT, 60, (int) o[OPT_SYNC_WRITES]);
             opts.set(JAVA_INT, 64, (int) o[OPT_PRETOUCH]);
             MemorySegment out = arena.allocate(J);
-            int st = (int) STORE_OPEN.H.invokeExact(cstr(arena, path), opts, out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return out.get(JAVA_LONG, 0);
+            return outLong((int) STORE_OPEN.H.invokeExact(cstr(arena, path), opts, out), out);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -463,10 +489,7 @@ final class FfmNative implements NativeApi {
         Scratch s = SCRATCH.get();
         s.texts = new ArrayList<>();
         try {
-            int st = (int) STORE_MAPS.H.invokeExact(store, Upcalls.TEXT_CB, MemorySegment.NULL);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) STORE_MAPS.H.invokeExact(store, Upcalls.TEXT_CB, MemorySegment.NULL));
             return s.texts;
         } catch (Throwable t) {
             throw wrap(t);
@@ -478,10 +501,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeDropMap(long store, String name) {
         try (Arena arena = Arena.ofConfined()) {
-            int st = (int) STORE_DROP_MAP.H.invokeExact(store, cstr(arena, name));
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) STORE_DROP_MAP.H.invokeExact(store, cstr(arena, name)));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -490,10 +510,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeFlush(long store) {
         try {
-            int st = (int) STORE_FLUSH.H.invokeExact(store);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) STORE_FLUSH.H.invokeExact(store));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -502,10 +519,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void storeDestroy(String path) {
         try (Arena arena = Arena.ofConfined()) {
-            int st = (int) STORE_DESTROY.H.invokeExact(cstr(arena, path));
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) STORE_DESTROY.H.invokeExact(cstr(arena, path)));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -570,11 +584,7 @@ final class FfmNative implements NativeApi {
                 o.set(JAVA_LONG, 40, types[3]);
             }
             MemorySegment out = arena.allocate(J);
-            int st = (int) MAP_OPEN.H.invokeExact(store, cstr(arena, name), create ? 1 : 0, o, out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return out.get(JAVA_LONG, 0);
+            return outLong((int) MAP_OPEN.H.invokeExact(store, cstr(arena, name), create ? 1 : 0, o, out), out);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -584,11 +594,7 @@ final class FfmNative implements NativeApi {
     public long mapWithTimeout(long map, int timeoutMs) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) MAP_WITH_TIMEOUT.H.invokeExact(map, timeoutMs, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) MAP_WITH_TIMEOUT.H.invokeExact(map, timeoutMs, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -632,12 +638,8 @@ final class FfmNative implements NativeApi {
     public boolean mapPut(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
-                    (long) value.length, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_BYTE, 0) != 0;
+            return outBool((int) MAP_PUT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+                    (long) value.length, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -665,15 +667,8 @@ final class FfmNative implements NativeApi {
     public boolean mapPutIfPresent(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT_IF_PRESENT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
-                    (long) value.length);
-            if (st == Status.OK) {
-                return true;
-            }
-            if (st == Status.NOT_FOUND) {
-                return false;
-            }
-            throw fail(st);
+            return found((int) MAP_PUT_IF_PRESENT.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+                    (long) value.length));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -712,15 +707,8 @@ final class FfmNative implements NativeApi {
     public boolean mapRemove(long map, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_REMOVE.H.invokeExact(map, s.put(0, key), (long) key.length, MemorySegment.NULL, 0L,
-                    MemorySegment.NULL);
-            if (st == Status.OK) {
-                return true;
-            }
-            if (st == Status.NOT_FOUND) {
-                return false;
-            }
-            throw fail(st);
+            return found((int) MAP_REMOVE.H.invokeExact(map, s.put(0, key), (long) key.length, MemorySegment.NULL, 0L,
+                    MemorySegment.NULL));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -730,11 +718,7 @@ final class FfmNative implements NativeApi {
     public boolean mapContains(long map, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_CONTAINS.H.invokeExact(map, s.put(0, key), (long) key.length, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_BYTE, 0) != 0;
+            return outBool((int) MAP_CONTAINS.H.invokeExact(map, s.put(0, key), (long) key.length, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -744,11 +728,7 @@ final class FfmNative implements NativeApi {
     public long mapAdd(long map, byte[] key, long delta) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_ADD.H.invokeExact(map, s.put(0, key), (long) key.length, delta, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_LONG, 0);
+            return outLong((int) MAP_ADD.H.invokeExact(map, s.put(0, key), (long) key.length, delta, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -758,11 +738,7 @@ final class FfmNative implements NativeApi {
     public long mapLen(long map) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_LEN.H.invokeExact(map, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_LONG, 0);
+            return outLong((int) MAP_LEN.H.invokeExact(map, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -771,10 +747,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void mapClear(long map) {
         try {
-            int st = (int) MAP_CLEAR.H.invokeExact(map);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) MAP_CLEAR.H.invokeExact(map));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -900,12 +873,8 @@ final class FfmNative implements NativeApi {
     public long mapPutUid(long map, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) MAP_PUT_UID.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
-                    (long) value.length, s.w, MemorySegment.NULL);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_LONG, 0);
+            return outLong((int) MAP_PUT_UID.H.invokeExact(map, s.put(0, key), (long) key.length, s.put(1, value),
+                    (long) value.length, s.w, MemorySegment.NULL), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -946,11 +915,7 @@ final class FfmNative implements NativeApi {
     public long iterOpen(long map) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) ITER_OPEN.H.invokeExact(map, 0, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) ITER_OPEN.H.invokeExact(map, 0, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1008,12 +973,8 @@ final class FfmNative implements NativeApi {
                 o.set(JAVA_LONG, 32, types[3]);
             }
             MemorySegment out = arena.allocate(J);
-            int st = (int) FIXED_OPEN.H.invokeExact(store, cstr(arena, name), (long) keySize, (long) valueSize,
-                    create ? 1 : 0, o, out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return out.get(JAVA_LONG, 0);
+            return outLong((int) FIXED_OPEN.H.invokeExact(store, cstr(arena, name), (long) keySize, (long) valueSize,
+                    create ? 1 : 0, o, out), out);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1023,11 +984,7 @@ final class FfmNative implements NativeApi {
     public long fixedWithTimeout(long fixed, int timeoutMs) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) FIXED_WITH_TIMEOUT.H.invokeExact(fixed, timeoutMs, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) FIXED_WITH_TIMEOUT.H.invokeExact(fixed, timeoutMs, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1063,12 +1020,8 @@ final class FfmNative implements NativeApi {
     public boolean fixedPut(long fixed, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_PUT.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.put(1, value),
-                    (long) value.length, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_BYTE, 0) != 0;
+            return outBool((int) FIXED_PUT.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.put(1, value),
+                    (long) value.length, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1096,15 +1049,8 @@ final class FfmNative implements NativeApi {
     public boolean fixedPutIfPresent(long fixed, byte[] key, byte[] value) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_PUT_IF_PRESENT.H.invokeExact(fixed, s.put(0, key), (long) key.length,
-                    s.put(1, value), (long) value.length);
-            if (st == Status.OK) {
-                return true;
-            }
-            if (st == Status.NOT_FOUND) {
-                return false;
-            }
-            throw fail(st);
+            return found((int) FIXED_PUT_IF_PRESENT.H.invokeExact(fixed, s.put(0, key), (long) key.length,
+                    s.put(1, value), (long) value.length));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1119,14 +1065,7 @@ final class FfmNative implements NativeApi {
     public boolean fixedRemove(long fixed, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_REMOVE.H.invokeExact(fixed, s.put(0, key), (long) key.length);
-            if (st == Status.OK) {
-                return true;
-            }
-            if (st == Status.NOT_FOUND) {
-                return false;
-            }
-            throw fail(st);
+            return found((int) FIXED_REMOVE.H.invokeExact(fixed, s.put(0, key), (long) key.length));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1136,11 +1075,7 @@ final class FfmNative implements NativeApi {
     public boolean fixedContains(long fixed, byte[] key) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_CONTAINS.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_BYTE, 0) != 0;
+            return outBool((int) FIXED_CONTAINS.H.invokeExact(fixed, s.put(0, key), (long) key.length, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1150,11 +1085,7 @@ final class FfmNative implements NativeApi {
     public long fixedAdd(long fixed, byte[] key, long delta) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_ADD.H.invokeExact(fixed, s.put(0, key), (long) key.length, delta, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_LONG, 0);
+            return outLong((int) FIXED_ADD.H.invokeExact(fixed, s.put(0, key), (long) key.length, delta, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1164,11 +1095,7 @@ final class FfmNative implements NativeApi {
     public long fixedLen(long fixed) {
         Scratch s = SCRATCH.get();
         try {
-            int st = (int) FIXED_LEN.H.invokeExact(fixed, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return s.w.get(JAVA_LONG, 0);
+            return outLong((int) FIXED_LEN.H.invokeExact(fixed, s.w), s.w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1177,10 +1104,7 @@ final class FfmNative implements NativeApi {
     @Override
     public void fixedClear(long fixed) {
         try {
-            int st = (int) FIXED_CLEAR.H.invokeExact(fixed);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) FIXED_CLEAR.H.invokeExact(fixed));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1205,11 +1129,7 @@ final class FfmNative implements NativeApi {
     public long fixedIterOpen(long fixed) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) FIXED_ITER_OPEN.H.invokeExact(fixed, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) FIXED_ITER_OPEN.H.invokeExact(fixed, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1293,11 +1213,7 @@ final class FfmNative implements NativeApi {
                 opts.set(JAVA_INT, 56, redeliver ? 1 : 0);
             }
             MemorySegment out = arena.allocate(J);
-            int st = (int) QUEUE_OPEN.H.invokeExact(store, cstr(arena, name), opts, out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return out.get(JAVA_LONG, 0);
+            return outLong((int) QUEUE_OPEN.H.invokeExact(store, cstr(arena, name), opts, out), out);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1316,10 +1232,7 @@ final class FfmNative implements NativeApi {
     public int queueIndex(long set, String name) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(J);
-            int st = (int) QUEUE_INDEX.H.invokeExact(set, cstr(arena, name), out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_INDEX.H.invokeExact(set, cstr(arena, name), out));
             return out.get(JAVA_INT, 0);
         } catch (Throwable t) {
             throw wrap(t);
@@ -1349,10 +1262,7 @@ final class FfmNative implements NativeApi {
         Scratch s = SCRATCH.get();
         try {
             MemorySegment es = s.out(ELEMENT * max);
-            int st = (int) QUEUE_PULL_MANY.H.invokeExact(set, q, es, (long) max, s.w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_PULL_MANY.H.invokeExact(set, q, es, (long) max, s.w));
             int got = (int) s.w.get(JAVA_LONG, 0);
             for (int i = 0; i < got; i++) {
                 elementOut(es, ELEMENT * i, out, i * E_WORDS);
@@ -1368,10 +1278,7 @@ final class FfmNative implements NativeApi {
         MemorySegment w = SCRATCH.get().w;
         try {
             elementIn(e, 0, w, 0);
-            int st = (int) QUEUE_PUSH.H.invokeExact(set, q, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_PUSH.H.invokeExact(set, q, w));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1385,10 +1292,7 @@ final class FfmNative implements NativeApi {
             for (int i = 0; i < n; i++) {
                 elementIn(elems, i * E_WORDS, es, ELEMENT * i);
             }
-            int st = (int) QUEUE_PUSH_MANY.H.invokeExact(set, q, es, (long) n);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_PUSH_MANY.H.invokeExact(set, q, es, (long) n));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1399,10 +1303,7 @@ final class FfmNative implements NativeApi {
         MemorySegment w = SCRATCH.get().w;
         try {
             elementIn(e, 0, w, 0);
-            int st = (int) QUEUE_RELEASE.H.invokeExact(set, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_RELEASE.H.invokeExact(set, w));
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1412,11 +1313,7 @@ final class FfmNative implements NativeApi {
     public long queueMove(long set, int from, int to, long max) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) QUEUE_MOVE.H.invokeExact(set, from, to, max, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) QUEUE_MOVE.H.invokeExact(set, from, to, max, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1426,11 +1323,7 @@ final class FfmNative implements NativeApi {
     public long queueLen(long set, int q) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) QUEUE_LEN.H.invokeExact(set, q, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) QUEUE_LEN.H.invokeExact(set, q, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1440,11 +1333,7 @@ final class FfmNative implements NativeApi {
     public long queueReclaim(long set) {
         MemorySegment w = SCRATCH.get().w;
         try {
-            int st = (int) QUEUE_RECLAIM.H.invokeExact(set, w);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
-            return w.get(JAVA_LONG, 0);
+            return outLong((int) QUEUE_RECLAIM.H.invokeExact(set, w), w);
         } catch (Throwable t) {
             throw wrap(t);
         }
@@ -1491,10 +1380,7 @@ final class FfmNative implements NativeApi {
     public long[] queueInfo(long set) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = versioned(arena, 3);
-            int st = (int) QUEUE_INFO.H.invokeExact(set, out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_INFO.H.invokeExact(set, out));
             return words(out, 3);
         } catch (Throwable t) {
             throw wrap(t);
@@ -1506,10 +1392,7 @@ final class FfmNative implements NativeApi {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(128); // queue names are at most 120 bytes
             MemorySegment len = arena.allocate(J);
-            int st = (int) QUEUE_NAME.H.invokeExact(set, q, buf, 128L, len);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_NAME.H.invokeExact(set, q, buf, 128L, len));
             return new String(bytes(buf, len.get(JAVA_LONG, 0)), StandardCharsets.UTF_8);
         } catch (Throwable t) {
             throw wrap(t);
@@ -1520,10 +1403,7 @@ final class FfmNative implements NativeApi {
     public long[] queueStats(long set, int q) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = versioned(arena, 5);
-            int st = (int) QUEUE_STATS.H.invokeExact(set, q, out);
-            if (st != Status.OK) {
-                throw fail(st);
-            }
+            check((int) QUEUE_STATS.H.invokeExact(set, q, out));
             return words(out, 5);
         } catch (Throwable t) {
             throw wrap(t);
