@@ -482,9 +482,7 @@ impl<S: Pages> WriteTxn<S> {
                     "page {leaf:#x} is not a leaf with an entry {i}"
                 )));
             }
-            let (ka, kl) = p.key_at(i);
-            let mut k = vec![0u8; kl];
-            p.copy_out(ka, &mut k);
+            let k = self.key_of(p, i)?;
             self.value_of(p, i).map(|v| Some((k, v)))
         })
     }
