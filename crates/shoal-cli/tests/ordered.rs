@@ -188,7 +188,7 @@ fn stat_ls_get_put_del() {
     let (code, _, err) = run(&["del", &a, "idx", "new-key"], b"");
     assert_eq!(code, 1, "{err}");
     // Too large a key for an ordered map: an error, nothing written.
-    let big = "x".repeat(1200);
+    let big = "x".repeat(shoal::MAX_ORDERED_KEY + 1);
     let (code, _, err) = run(&["put", &a, "idx", &big, "v"], b"");
     assert_eq!(code, 2, "{err}");
     assert_eq!(run(&["get", &a, "idx", &big], b"").0, 1);

@@ -142,11 +142,11 @@ fn writes_at_a_cursor_and_the_gap_a_removal_leaves() {
     let mut c = w.cursor_at(place).unwrap();
     assert!(c.move_prev().unwrap());
     assert_eq!(c.entry(), Some((&b"a"[..], &b"2"[..])));
-    // A value too large for a multimap-less entry limit is refused, and the entry stays.
+    // A key over the limit is refused, and the entry stays.
     {
         let mut c = w.cursor();
         assert!(c.first().unwrap());
-        let too_long_key = vec![b'k'; 2000];
+        let too_long_key = vec![b'k'; shoal::MAX_ORDERED_KEY + 1];
         assert!(matches!(
             c.put(&too_long_key, b"v"),
             Err(Error::InvalidArgument(_))
