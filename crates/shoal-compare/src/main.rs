@@ -1,6 +1,7 @@
 //! `shoal-compare`: Shoal against hashbrown, LMDB, libmdbx and Redis on the same workloads,
 //! in one run, with the ratio "Shoal / peer" measured in that run. See `--help`.
 
+mod backup;
 mod ordered;
 mod peers;
 mod report;
@@ -42,6 +43,8 @@ Options:
   --kind K          hash (this suite, the default), ordered (ordered maps against LMDB
                     and libmdbx: see --kind ordered --help) or txn (2-key transfers in
                     transactions against libmdbx, LMDB and Redis: see --kind txn --help)
+                    or backup (writers' pauses during a hot backup, against libmdbx's
+                    copy: see --kind backup --help)
   --keys N          keys (default 1M; accepts 1_000_000, 10M, 500k)
   --systems LIST    comma list among shoal,hashbrown,lmdb,lmdb-batch,mdbx,mdbx-batch,redis,
                     redis-pipe (default: all)
@@ -254,7 +257,7 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => a.dir = PathBuf::from(val()?),
             "--kind" => {
                 if val()? != "hash" {
-                    return Err("--kind: hash, ordered or txn".into());
+                    return Err("--kind: hash, ordered, txn or backup".into());
                 }
             }
             "--json" => a.json = true,
@@ -980,9 +983,15 @@ fn main() {
                 let rest: Vec<String> = argv[..i].iter().chain(&argv[i + 2..]).cloned().collect();
                 std::process::exit(txn::main(&rest));
             }
+            Some("backup") => {
+                let rest: Vec<String> = argv[..i].iter().chain(&argv[i + 2..]).cloned().collect();
+                std::process::exit(backup::main(&rest));
+            }
             Some("hash") => {}
             k => {
-                eprintln!("shoal-compare: --kind {k:?}: hash (the default), ordered or txn");
+                eprintln!(
+                    "shoal-compare: --kind {k:?}: hash (the default), ordered, txn or backup"
+                );
                 std::process::exit(2);
             }
         }

@@ -636,6 +636,20 @@ impl MdbxKv {
         batch: usize,
         flags: mx::MDBX_env_flags,
     ) -> Result<MdbxKv, String> {
+        // 4x LMDB's bound: with two writer processes libmdbx's file grew to ~550 B/entry
+        // in our runs (freed pages not reused), so the smaller bound ended in
+        // MDBX_MAP_FULL. The file is sparse: only used pages count.
+        MdbxKv::open_sized(dir, 4 * map_size(n), batch, flags)
+    }
+
+    /// Opens (creating if needed) the environment in `dir`, at most `upper` bytes, with
+    /// environment `flags`.
+    pub fn open_sized(
+        dir: &Path,
+        upper: usize,
+        batch: usize,
+        flags: mx::MDBX_env_flags,
+    ) -> Result<MdbxKv, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let cpath = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
             .map_err(|e| e.to_string())?;
@@ -648,18 +662,7 @@ impl MdbxKv {
             let r = (|| {
                 mrc(
                     "set_geometry",
-                    // 4x LMDB's bound: with two writer processes libmdbx's file grew to
-                    // ~550 B/entry in our runs (freed pages not reused), so the smaller bound
-                    // ended in MDBX_MAP_FULL. The file is sparse: only used pages count.
-                    mx::mdbx_env_set_geometry(
-                        env,
-                        -1,
-                        -1,
-                        4 * map_size(n) as isize,
-                        64 << 20,
-                        -1,
-                        -1,
-                    ),
+                    mx::mdbx_env_set_geometry(env, -1, -1, upper as isize, 64 << 20, -1, -1),
                 )?;
                 mrc(
                     "set_option",

@@ -197,7 +197,9 @@ impl Copier {
     pub(super) fn claim(&self, b: u64) -> Claim {
         let w = self.word(b);
         let mut spins = 0u32;
-        let mut looked = Instant::now();
+        // Read only once the block is found claimed: a claim of a block already saved or
+        // written out (nearly every call) is one load, no clock.
+        let mut looked: Option<Instant> = None;
         loop {
             let v = w.load(Acquire);
             match v {
@@ -213,8 +215,9 @@ impl Copier {
             }
             // A live copier takes microseconds: spin, then nap; look at its liveness
             // every few milliseconds only (a system call).
-            if looked.elapsed() > Duration::from_millis(5) {
-                looked = Instant::now();
+            let since = *looked.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_millis(5) {
+                looked = Some(Instant::now());
                 if !self.alive(v) && w.compare_exchange(v, self.me, AcqRel, Acquire).is_ok() {
                     return Claim::Mine;
                 }

@@ -184,11 +184,24 @@ impl Region {
         unsafe { (*(self.base.add(a) as *const AtomicU64)).load(Ordering::Relaxed) }
     }
 
+    /// Stores word `a` without the write hook: the caller ran it for the word's page
+    /// ([`Region::hook_pages`]).
     #[inline(always)]
-    fn store_word(&self, a: usize, w: u64) {
-        word::before_write(self.base as usize + a);
+    fn store_word_hooked(&self, a: usize, w: u64) {
         // SAFETY: as for `load_word`.
         unsafe { (*(self.base.add(a) as *const AtomicU64)).store(w, Ordering::Relaxed) }
+    }
+
+    /// Runs the hot backup's write hook once for every 4 KiB page that `[off, off + n)`
+    /// touches: a backup copies blocks of whole pages, so that is at least once per block
+    /// the write reaches, and a value of kilobytes costs a call or two, not one a word.
+    #[inline(always)]
+    fn hook_pages(&self, off: u64, n: u64) {
+        let mut a = off;
+        while a < off + n {
+            word::before_write(self.base as usize + a as usize);
+            a = (a & !4095) + 4096;
+        }
     }
 
     /// The bytes `[off, off + n)` (1 <= n <= 8, any alignment) as a little-endian `u64`;
@@ -315,11 +328,7 @@ impl Region {
             return;
         }
         debug_assert!(off + n <= self.len);
-        let mut a = off;
-        while a < off + n {
-            word::before_write(self.base as usize + a as usize);
-            a = (a & !4095) + 4096;
-        }
+        self.hook_pages(off, n);
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
             let dst = self.base.wrapping_add(off as usize);
@@ -417,8 +426,9 @@ impl Region {
         self.window(off + (n - 8) as u64, 8) == word(n - 8)
     }
 
-    /// Writes `src` at `off` with aligned word stores; an edge word that holds bytes
-    /// outside `[off, off+len)` gets only its own bytes, merged in ([`Region::merge_word`]).
+    /// Writes `src` at `off` with aligned word stores, after the hot backup's hook for
+    /// every page the range touches; an edge word that holds bytes outside
+    /// `[off, off+len)` gets only its own bytes, merged in ([`Region::merge_word`]).
     /// Only the one thread that owns the bytes being written may call this (space it is
     /// filling, or a value it holds the lock of); publication (a release store of a slot,
     /// a sequence number) orders these stores for readers.
@@ -429,6 +439,7 @@ impl Region {
             return;
         }
         debug_assert!(off + n as u64 <= self.len);
+        self.hook_pages(off, n as u64);
         let mut a = off & !7;
         let mut i = 0;
         let head = (off - a) as usize;
@@ -440,7 +451,7 @@ impl Region {
             a += 8;
         }
         while n - i >= 8 {
-            self.store_word(
+            self.store_word_hooked(
                 a as usize,
                 u64::from_le_bytes(src[i..i + 8].try_into().unwrap()),
             );

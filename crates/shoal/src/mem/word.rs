@@ -254,4 +254,50 @@ mod tests {
         // `r` points into `buf`: it is not used past here.
         drop(buf);
     }
+
+    /// A write of many words runs the hook for every page it touches (a backup copies
+    /// blocks of whole pages, so each block a write reaches is copied before it changes),
+    /// and not once a word.
+    #[test]
+    fn a_long_write_runs_the_hook_once_for_each_page_it_touches() {
+        write_hook_on(true);
+        let mut buf = vec![0u64; 4 * 4096 / 8];
+        // SAFETY: a heap buffer of 16 KiB, 8-aligned, accessed only through the region for
+        // the rest of the test.
+        let r = unsafe { Region::from_raw(buf.as_mut_ptr() as *mut u8, 4 * 4096) };
+        let base = buf.as_ptr() as usize;
+        let page = |a: usize| (a - base) / 4096;
+        SEEN.with(|s| *s.borrow_mut() = Some(Vec::new()));
+        for (off, n) in [(4000u64, 5000usize), (4096, 4096), (100, 8), (8190, 4)] {
+            for block in [false, true] {
+                SEEN.with(|s| s.borrow_mut().as_mut().unwrap().clear());
+                let src = vec![7u8; n];
+                if block {
+                    r.write_block(off, &src);
+                } else {
+                    r.write_bytes(off, &src);
+                }
+                let seen = SEEN.with(|s| s.borrow().clone().unwrap());
+                let first = off as usize / 4096;
+                let last = (off as usize + n - 1) / 4096;
+                let mut pages: Vec<usize> = seen.iter().map(|&a| page(a)).collect();
+                pages.sort_unstable();
+                pages.dedup();
+                assert_eq!(
+                    pages,
+                    (first..=last).collect::<Vec<_>>(),
+                    "{n} bytes at {off} (block: {block}): hooked {seen:x?}"
+                );
+                assert!(
+                    seen.len() <= 3 * (last - first + 1),
+                    "{n} bytes at {off}: {} hooks",
+                    seen.len()
+                );
+            }
+        }
+        SEEN.with(|s| *s.borrow_mut() = None);
+        write_hook_on(false);
+        // `r` points into `buf`: it is not used past here.
+        drop(buf);
+    }
 }
