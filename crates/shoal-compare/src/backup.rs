@@ -344,7 +344,7 @@ impl Puts {
             .copied()
             .zip(self.start.iter().copied())
             .collect();
-        v.sort_unstable_by(|x, y| y.0.cmp(&x.0));
+        v.sort_unstable_by_key(|x| std::cmp::Reverse(x.0));
         for (d, s) in v.iter().take(8) {
             eprintln!(
                 "  writer {w}: a put of {:.2} ms at {:+.1} ms from the backup's start",
