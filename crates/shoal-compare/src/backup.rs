@@ -100,36 +100,18 @@ fn parse(args: &[String]) -> Result<BArgs, String> {
         md: None,
         repro: None,
     };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{arg} needs a value"))
-        };
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{HELP}");
-                std::process::exit(0);
-            }
+    crate::each_arg(args, HELP, |arg, val| {
+        match arg {
             "--systems" => {
-                a.systems = val()?
-                    .split(',')
-                    .map(|s| {
-                        ALL.into_iter()
-                            .find(|x| x.key() == s.trim())
-                            .ok_or_else(|| format!("unknown system {s:?}"))
-                    })
-                    .collect::<Result<_, _>>()?
+                a.systems = crate::list_of(&val()?, |s| {
+                    ALL.into_iter()
+                        .find(|x| x.key() == s)
+                        .ok_or_else(|| format!("unknown system {s:?}"))
+                })?
             }
             "--size" => a.size = parse_size(&val()?)?,
             "--value" => a.value = parse_count(&val()?)?,
-            "--writers" => {
-                a.writers = val()?
-                    .split(',')
-                    .map(parse_count)
-                    .collect::<Result<_, _>>()?
-            }
+            "--writers" => a.writers = crate::list_of(&val()?, parse_count)?,
             "--base-secs" => {
                 let v = val()?;
                 a.base_secs = v
@@ -149,7 +131,8 @@ fn parse(args: &[String]) -> Result<BArgs, String> {
                 ))
             }
         }
-    }
+        Ok(())
+    })?;
     if !(8..=1 << 20).contains(&a.value) {
         return Err("--value must be between 8 bytes and 1 MiB".into());
     }
@@ -656,6 +639,11 @@ fn ms(ns: u64) -> String {
 fn markdown(a: &BArgs, rows: &[(BSys, usize, Vec<Rep>)], load0: &str, load1: &str) -> String {
     let mut s = String::new();
     let gib = |b: f64| b / (1u64 << 30) as f64;
+    s.push_str(&format!(
+        "- date: {}\n- commit: {}\n\n",
+        crate::report::date_utc(),
+        crate::report::commit()
+    ));
     s.push_str(&format!(
         "Store: {} values of {} bytes ({:.2} GiB of values) in {}. libmdbx {}. \
          Load average {load0} before, {load1} after.\n\n",

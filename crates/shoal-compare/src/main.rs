@@ -529,6 +529,34 @@ fn start<A>(
     Some((a, base))
 }
 
+/// The arguments of a comparison mode, one at a time: `f` gets each with a way to take
+/// its value. `-h` or `--help` prints `help` and exits.
+fn each_arg(
+    args: &[String],
+    help: &str,
+    mut f: impl FnMut(&str, &mut dyn FnMut() -> Result<String, String>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if arg == "-h" || arg == "--help" {
+            println!("{help}");
+            std::process::exit(0);
+        }
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{arg} needs a value"))
+        };
+        f(arg, &mut val)?;
+    }
+    Ok(())
+}
+
+/// A comma-separated list, each item (trimmed) read by `f`.
+fn list_of<T>(v: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    v.split(',').map(|x| f(x.trim())).collect()
+}
+
 /// Waits for the setup child to say it is ready (or why it failed), then ends it.
 fn setup_done(setup: Worker) -> Result<(), String> {
     let mut setup = vec![setup];

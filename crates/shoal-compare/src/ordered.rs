@@ -178,24 +178,11 @@ fn parse(args: &[String]) -> Result<OArgs, String> {
         md: None,
         repro: None,
     };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{arg} needs a value"))
-        };
-        let list = |v: String| -> Result<Vec<usize>, String> {
-            v.split(',').map(parse_count).collect::<Result<_, _>>()
-        };
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{HELP}");
-                std::process::exit(0);
-            }
+    crate::each_arg(args, HELP, |arg, val| {
+        match arg {
             "--keys" => a.keys = parse_count(&val()?)?,
-            "--vals" => a.vals = list(val()?)?,
-            "--procs" => a.procs = list(val()?)?,
+            "--vals" => a.vals = crate::list_of(&val()?, parse_count)?,
+            "--procs" => a.procs = crate::list_of(&val()?, parse_count)?,
             "--batch" => a.batch = parse_count(&val()?)?.max(1),
             "--crud" => a.crud = parse_count(&val()?)?.max(1),
             "--repeats" => a.repeats = parse_count(&val()?)?,
@@ -211,14 +198,11 @@ fn parse(args: &[String]) -> Result<OArgs, String> {
                 }
             }
             "--systems" => {
-                a.systems = val()?
-                    .split(',')
-                    .map(|s| {
-                        ALL.into_iter()
-                            .find(|x| x.key() == s.trim())
-                            .ok_or_else(|| format!("unknown system {s:?}"))
-                    })
-                    .collect::<Result<_, _>>()?
+                a.systems = crate::list_of(&val()?, |s| {
+                    ALL.into_iter()
+                        .find(|x| x.key() == s)
+                        .ok_or_else(|| format!("unknown system {s:?}"))
+                })?
             }
             "--phases" => {
                 let v = val()?;
@@ -243,7 +227,8 @@ fn parse(args: &[String]) -> Result<OArgs, String> {
                 ))
             }
         }
-    }
+        Ok(())
+    })?;
     if a.keys < 1000 || a.keys > 1_000_000_000 {
         return Err("--keys must be between 1000 and 10^9".into());
     }

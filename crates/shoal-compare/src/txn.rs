@@ -142,27 +142,12 @@ fn parse(args: &[String]) -> Result<TArgs, String> {
         md: None,
         repro: None,
     };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{arg} needs a value"))
-        };
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{HELP}");
-                std::process::exit(0);
-            }
+    crate::each_arg(args, HELP, |arg, val| {
+        match arg {
             "--accounts" | "--keys" => a.accounts = parse_count(&val()?)?,
             "--xfers" => a.xfers = parse_count(&val()?)?,
             "--balance" => a.balance = parse_count(&val()?)? as i64,
-            "--procs" => {
-                a.procs = val()?
-                    .split(',')
-                    .map(parse_count)
-                    .collect::<Result<_, _>>()?
-            }
+            "--procs" => a.procs = crate::list_of(&val()?, parse_count)?,
             "--pipeline" => a.pipeline = parse_count(&val()?)?.max(1),
             "--repeats" => a.repeats = parse_count(&val()?)?,
             "--seed" => a.seed = parse_count(&val()?)? as u64,
@@ -170,19 +155,17 @@ fn parse(args: &[String]) -> Result<TArgs, String> {
             "--md" => a.md = Some(PathBuf::from(val()?)),
             "--repro" => a.repro = Some(val()?),
             "--systems" => {
-                a.systems = val()?
-                    .split(',')
-                    .map(|s| {
-                        ALL.into_iter()
-                            .find(|x| x.key() == s.trim())
-                            .ok_or_else(|| format!("unknown system {s:?}"))
-                    })
-                    .collect::<Result<_, _>>()?
+                a.systems = crate::list_of(&val()?, |s| {
+                    ALL.into_iter()
+                        .find(|x| x.key() == s)
+                        .ok_or_else(|| format!("unknown system {s:?}"))
+                })?
             }
             "--min-secs" => a.min_secs = parse_min_secs(&val()?)?,
             _ => return Err(format!("unknown argument {arg:?} (see --kind txn --help)")),
         }
-    }
+        Ok(())
+    })?;
     if a.accounts < 2 || a.accounts > 1_000_000_000 {
         return Err("--accounts must be between 2 and 10^9".into());
     }

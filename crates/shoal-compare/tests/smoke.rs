@@ -232,3 +232,37 @@ fn transfers_keep_every_systems_sum() {
         "no declined transfer with balances of 100:\n{text}"
     );
 }
+
+/// `--kind backup`: writers overwrite a store while Shoal's hot backup and libmdbx's copy
+/// run; the binary exits non-zero unless every run finished and Shoal's copy passed its
+/// check with every entry. The report has a row per system and writer count.
+#[test]
+fn hot_backups_finish_under_writers_and_their_copies_check() {
+    let md = std::env::temp_dir().join(format!("shoal-compare-backup-{}.md", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
+        .args(["--kind", "backup", "--size", "8M", "--value", "1000"])
+        .args(["--writers", "1,2", "--base-secs", "0.2", "--repeats", "1"])
+        .arg("--md")
+        .arg(&md)
+        .output()
+        .expect("run shoal-compare");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "shoal-compare --kind backup failed: {stderr}"
+    );
+    let text = std::fs::read_to_string(&md).expect("Markdown report");
+    let _ = std::fs::remove_file(&md);
+    for (sys, writers) in [
+        ("Shoal (Store::backup)", 1),
+        ("libmdbx (mdbx_env_copy)", 1),
+        ("Shoal (Store::backup)", 2),
+        ("libmdbx (mdbx_env_copy)", 2),
+    ] {
+        let row = format!("| {sys} | {writers} |");
+        assert!(text.contains(&row), "report lacks {row:?}:\n{text}");
+    }
+    for want in ["- commit:", "8,388 values of 1000 bytes"] {
+        assert!(text.contains(want), "report lacks {want:?}:\n{text}");
+    }
+}

@@ -44,6 +44,9 @@ pub(crate) fn run(sh: &Shared, t: u64, out: &File) -> Result<u64> {
     let number = NUMBER.fetch_add(1, Relaxed) & ((1 << 26) - 1);
     let prep = backup_epoch(EPOCH_PREPARING, t, gen, number);
     let active = backup_epoch(EPOCH_ACTIVE, t, gen, number);
+    // The state file's memory is allocated now, while writers run, not once they wait
+    // for the instant (seconds for a large store).
+    let pre = state::prepare(sh, sh.file_end());
     let mut tries = 0;
     loop {
         take(sh, prep)?;
@@ -66,7 +69,7 @@ pub(crate) fn run(sh: &Shared, t: u64, out: &File) -> Result<u64> {
         }
     };
     state::remove_stale(sh, &path);
-    let r = copy(sh, prep, active, out);
+    let r = copy(sh, prep, active, out, pre);
     epoch::end(sh, prep);
     epoch::end(sh, active);
     let _ = std::fs::remove_file(&path);
@@ -125,9 +128,15 @@ fn drained(sh: &Shared, t: u64) -> bool {
 }
 
 /// From the drained preparation `prep` on: the state file, the instant, the walk.
-fn copy(sh: &Shared, prep: u64, active: u64, out: &File) -> Result<u64> {
+fn copy(
+    sh: &Shared,
+    prep: u64,
+    active: u64,
+    out: &File,
+    pre: Option<state::Prepared>,
+) -> Result<u64> {
     let limit = sh.file_end();
-    let c = Copier::create(sh, active, limit)?;
+    let c = Copier::create(sh, active, limit, pre)?;
     if sh
         .w(H_BACKUP)
         .compare_exchange(prep, active, SeqCst, Relaxed)

@@ -3,13 +3,21 @@
 //!
 //! Layout (little-endian words): at 0 a magic, at 8 the epoch (phase bits clear), at 16
 //! the number of blocks `n` the copy covers (the store's `file_end` at the instant, in
-//! [`BLOCK`]s), at 24 a failure mark (non-zero once a writer could not save a block); from
+//! [`BLOCK`]s), at 24 a failure mark (non-zero once a writer could not save a block), at
+//! 32 non-zero if the backup allocated the whole data area before the instant; from
 //! [`WORDS`] one word per block: 0 untouched, the owner word of the process copying it,
 //! [`COPIED`] (a writer saved it here, at `data_off + b × BLOCK`, `data_off` being the
 //! first multiple of [`BLOCK`] past the words), or [`DONE`] (in the backup's output).
+//!
 //! The file lives in `/dev/shm` (the store's directory where there is none) so that a
-//! writer's copy is a copy from memory to memory; the blocks the walk has written out are
-//! punched out of it, so it holds only blocks written before the walk reached them.
+//! writer's copy is a copy from memory to memory. The backup allocates its data area
+//! before it takes the epoch, while writers run freely ([`prepare`]): a writer's save is
+//! then a copy into pages that exist, through a mapping (no page allocation, which the
+//! kernel can take milliseconds to give, and no `pwrite`, which waits for the file's lock
+//! while the walk punches a hole). The walk punches each run of blocks it has written out
+//! out of the file, so the state file and the output together take about one store's
+//! memory. Where the area could not be allocated, saves are `pwrite`s (a full `/dev/shm`
+//! then fails the backup, where a fault through the mapping would raise `SIGBUS`).
 
 use crate::error::{Error, Result};
 use crate::format::*;
@@ -25,6 +33,11 @@ use std::time::{Duration, Instant};
 const MAGIC: u64 = u64::from_le_bytes(*b"SHOALBK1");
 const S_MAGIC: u64 = 0;
 const S_FAILED: u64 = 24;
+/// Non-zero: the data area is allocated, and saves go through the mapping.
+const S_ALLOCATED: u64 = 32;
+/// Blocks the walk punches out of the state file at a time (1 MiB): fewer holds of the
+/// file's lock than one a block.
+const RELEASE_RUN: u64 = 16;
 /// Offset of block 0's word.
 const WORDS: u64 = 4096;
 /// Block word: a writer saved the block in the state file.
@@ -45,9 +58,12 @@ pub(super) enum Claim {
 /// This process's view of one epoch's state file, over one mapping of the store.
 pub(crate) struct Copier {
     file: File,
+    /// The words, and the data area too if [`S_ALLOCATED`].
     map: Mapping,
     n: u64,
     data_off: u64,
+    /// Saves go through `map` ([`S_ALLOCATED`]).
+    mapped: bool,
     /// The store's mapping. The copier is registered for it only while the store's
     /// `Shared` lives (it forgets the registration before unmapping), and used only by
     /// writes to the store and by the backup, which hold the `Shared`.
@@ -97,29 +113,73 @@ fn data_off(n: u64) -> u64 {
     (WORDS + 8 * n).next_multiple_of(BLOCK)
 }
 
+/// A state file made ahead of its epoch ([`prepare`]).
+pub(super) struct Prepared {
+    file: File,
+    /// Blocks its data area is laid out for.
+    n: u64,
+    /// Whether that whole area is allocated.
+    allocated: bool,
+}
+
+/// A state file made ahead of its epoch: unnamed (the kernel removes it if the backup
+/// dies before naming it), its data area allocated for a copy of `limit` bytes if memory
+/// allows. `None` where the directory has no unnamed files: [`Copier::create`] then makes
+/// a named file without allocating it.
+pub(super) fn prepare(sh: &Shared, limit: u64) -> Option<Prepared> {
+    let file = crate::sys::create_unnamed(&dir(sh), 0o600).ok()??;
+    let n = limit.div_ceil(BLOCK);
+    file.set_len(data_off(n) + n * BLOCK).ok()?;
+    let allocated = crate::sys::allocate(&file, data_off(n), n * BLOCK).is_ok();
+    Some(Prepared { file, n, allocated })
+}
+
 impl Copier {
-    /// Creates epoch `e`'s state file for a copy of the first `limit` bytes of the store
-    /// (a multiple of [`BLOCK`]: `file_end` is a chunk boundary).
-    pub(super) fn create(sh: &Shared, e: u64, limit: u64) -> Result<Copier> {
+    /// Makes epoch `e`'s state file for a copy of the first `limit` bytes of the store (a
+    /// multiple of [`BLOCK`]: `file_end` is a chunk boundary), from `pre` (see
+    /// [`prepare`]) if there is one.
+    pub(super) fn create(sh: &Shared, e: u64, limit: u64, pre: Option<Prepared>) -> Result<Copier> {
         let p = path(sh, e)?;
         let n = limit.div_ceil(BLOCK);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&p)
-            .map_err(|x| Error::io(&p, x))?;
         let fail = |x| Error::io(&p, x);
-        file.set_len(data_off(n) + n * BLOCK).map_err(fail)?;
-        // Magic, epoch, blocks, failure mark.
-        let mut h = [0u8; 32];
-        for (i, v) in [MAGIC, e & !3, n, 0].iter().enumerate() {
+        let (file, allocated) = match pre {
+            Some(Prepared {
+                file,
+                n: n0,
+                allocated,
+            }) => {
+                file.set_len(data_off(n) + n * BLOCK).map_err(fail)?;
+                // Writers wait for the instant now: only the blocks the store grew by since
+                // `prepare` are allocated here (a walk over the whole area would take
+                // seconds). A grown block map moves the data area: saves go by `pwrite`.
+                let allocated = allocated
+                    && data_off(n) == data_off(n0)
+                    && (n <= n0
+                        || crate::sys::allocate(&file, data_off(n) + n0 * BLOCK, (n - n0) * BLOCK)
+                            .is_ok());
+                crate::sys::link_unnamed(&file, &p).map_err(fail)?;
+                (file, allocated)
+            }
+            None => {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_CLOEXEC)
+                    .open(&p)
+                    .map_err(fail)?;
+                file.set_len(data_off(n) + n * BLOCK).map_err(fail)?;
+                (file, false)
+            }
+        };
+        // Magic, epoch, blocks, failure mark, allocated (S_MAGIC .. S_ALLOCATED).
+        let mut h = [0u8; S_ALLOCATED as usize + 8];
+        for (i, v) in [MAGIC, e & !3, n, 0, allocated as u64].iter().enumerate() {
             h[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes());
         }
         file.write_all_at(&h, S_MAGIC).map_err(fail)?;
-        Self::with_file(sh, file, n)
+        Self::with_file(sh, file, n, allocated)
     }
 
     /// Opens epoch `e`'s state file, made by the backup before it stored the epoch.
@@ -131,7 +191,7 @@ impl Copier {
             .custom_flags(libc::O_CLOEXEC)
             .open(&p)
             .map_err(|x| Error::io(&p, x))?;
-        let mut h = [0u8; 24];
+        let mut h = [0u8; S_ALLOCATED as usize + 8];
         file.read_exact_at(&mut h, S_MAGIC)
             .map_err(|x| Error::io(&p, x))?;
         let word = |i: usize| u64::from_le_bytes(h[8 * i..8 * i + 8].try_into().expect("8"));
@@ -143,18 +203,23 @@ impl Copier {
                 p.display()
             )));
         }
-        Self::with_file(sh, file, n)
+        Self::with_file(sh, file, n, word(S_ALLOCATED as usize / 8) != 0)
     }
 
-    fn with_file(sh: &Shared, file: File, n: u64) -> Result<Copier> {
-        let map =
-            Mapping::map(&file, data_off(n), How::Shared).map_err(|x| Error::io(&sh.path, x))?;
+    fn with_file(sh: &Shared, file: File, n: u64, mapped: bool) -> Result<Copier> {
+        let len = if mapped {
+            data_off(n) + n * BLOCK
+        } else {
+            data_off(n)
+        };
+        let map = Mapping::map(&file, len, How::Shared).map_err(|x| Error::io(&sh.path, x))?;
         let store_file = sh.file.try_clone().map_err(|x| Error::io(&sh.path, x))?;
         Ok(Copier {
             file,
             map,
             n,
             data_off: data_off(n),
+            mapped,
             store: sh.r.local(),
             g: sh.g,
             store_file,
@@ -259,8 +324,6 @@ impl Copier {
                 Claim::Copied => {
                     buf.resize(BLOCK as usize, 0);
                     self.file.read_exact_at(buf, self.data_off + b * BLOCK)?;
-                    // Saved for the walk only: the state file gives its memory back.
-                    let _ = crate::sys::release(&self.file, self.data_off + b * BLOCK, BLOCK);
                 }
             }
             patch(buf);
@@ -271,6 +334,16 @@ impl Copier {
         })();
         // Done even on an error: the backup fails then, and no writer may wait for it.
         self.mark(b, DONE);
+        // The walk goes in order: the run ending here is all done, and no writer saves a
+        // done block, so its room in the state file goes back to the system.
+        if b % RELEASE_RUN == RELEASE_RUN - 1 || b + 1 == self.n {
+            let first = b - b % RELEASE_RUN;
+            let _ = crate::sys::release(
+                &self.file,
+                self.data_off + first * BLOCK,
+                (b + 1 - first) * BLOCK,
+            );
+        }
         r
     }
 }
@@ -283,7 +356,11 @@ impl BlockCopier for Copier {
         if let Claim::Mine = self.claim(b) {
             let mut buf = Vec::new();
             self.read_store(b, &mut buf);
-            if self
+            if self.mapped {
+                // Pages that exist (allocated before the instant, punched only once the
+                // walk has written the block out): no fault here can raise SIGBUS.
+                self.map.write_block(self.data_off + b * BLOCK, &buf);
+            } else if self
                 .file
                 .write_all_at(&buf, self.data_off + b * BLOCK)
                 .is_err()
