@@ -151,22 +151,28 @@ fn transfer(s: &Store, m: &TxnMap, seed: u64, accounts: u64) {
     }
 }
 
-fn read(s: &Store, m: &TxnMap, accounts: u64, total: i64) {
+/// Reads every account of `m` in `s` as of one instant; exits with status 2, saying
+/// `what` and the balances, unless they are all there and sum to `total`.
+fn check_sum(s: &Store, m: &TxnMap, accounts: u64, total: i64, what: &str) {
     let keys: Vec<[u8; 8]> = (0..accounts).map(|i| i.to_le_bytes()).collect();
     let req: Vec<(&TxnMap, &[u8])> = keys.iter().map(|x| (m, &x[..])).collect();
+    let vals = s.snapshot_get(&req).unwrap_or_else(|e| fail(e));
+    let sum: i64 = vals
+        .iter()
+        .map(|v| {
+            v.as_deref()
+                .map_or(0, |b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        })
+        .sum();
+    if sum != total || vals.iter().any(|v| v.is_none()) {
+        eprintln!("{what} sum {sum}, expected {total}: {vals:?}");
+        std::process::exit(2);
+    }
+}
+
+fn read(s: &Store, m: &TxnMap, accounts: u64, total: i64) {
     loop {
-        let vals = s.snapshot_get(&req).unwrap_or_else(|e| fail(e));
-        let sum: i64 = vals
-            .iter()
-            .map(|v| {
-                v.as_deref()
-                    .map_or(0, |b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            })
-            .sum();
-        if sum != total || vals.iter().any(|v| v.is_none()) {
-            eprintln!("snapshot sum {sum}, expected {total}: {vals:?}");
-            std::process::exit(2);
-        }
+        check_sum(s, m, accounts, total, "snapshot");
     }
 }
 
@@ -189,20 +195,7 @@ fn backup(s: &Store, path: &str, accounts: u64, total: i64, kind: Option<&str>) 
             _ => c.fixed_map("acct", 8, 8).map(|m| m.txn_map()),
         }
         .unwrap_or_else(|e| fail(e));
-        let keys: Vec<[u8; 8]> = (0..accounts).map(|i| i.to_le_bytes()).collect();
-        let req: Vec<(&TxnMap, &[u8])> = keys.iter().map(|x| (&m, &x[..])).collect();
-        let vals = c.snapshot_get(&req).unwrap_or_else(|e| fail(e));
-        let sum: i64 = vals
-            .iter()
-            .map(|v| {
-                v.as_deref()
-                    .map_or(0, |b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            })
-            .sum();
-        if sum != total || vals.iter().any(|v| v.is_none()) {
-            eprintln!("a copy's sum is {sum}, expected {total}: {vals:?}");
-            std::process::exit(2);
-        }
+        check_sum(&c, &m, accounts, total, "a copy's");
         println!("copy");
     }
 }
