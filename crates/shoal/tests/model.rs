@@ -236,7 +236,7 @@ fn split_racing_readers_and_writers() {
                 let m = m.clone();
                 thread::spawn(move || {
                     for i in 100..130 {
-                        assert!(m.insert(&key(i), &val(i, 1)).unwrap());
+                        assert!(m.put_if_absent(&key(i), &val(i, 1)).unwrap());
                     }
                 })
             };

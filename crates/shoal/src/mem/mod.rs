@@ -719,6 +719,11 @@ impl Region {
         Region { cells, len }
     }
 
+    /// The region's first byte: what names it in the write hook's registry.
+    pub fn base_ptr(&self) -> *mut u8 {
+        self.cells.as_ptr() as *mut u8
+    }
+
     pub fn word(&self, off: u64) -> &SharedWord {
         assert!(
             off % 8 == 0 && off + 8 <= self.len,
