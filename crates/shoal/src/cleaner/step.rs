@@ -8,6 +8,51 @@ use crate::object::Kind;
 use crate::shared::Shared;
 use crate::txn::{Redo, Txn};
 
+thread_local! {
+    /// The buffer of a step's moved records, kept from one step to the next.
+    static STEP_BYTES: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// This thread's step buffer, given back (emptied) when dropped. A buffer of hundreds of
+/// KiB allocated and freed at every step made the allocator grow and trim its heap each
+/// time, and the pages it got back were fresh: zeroed, and on a virtual machine whose host
+/// takes freed memory back, sometimes milliseconds each to fault in, inside a writer's put.
+struct StepBytes(Vec<u8>);
+
+impl StepBytes {
+    /// Past this the buffer is freed after the step, not kept (a step of rare large
+    /// records must not pin its size for good).
+    const KEEP: usize = 4 << 20;
+
+    fn take() -> StepBytes {
+        // A nested step (none today) would find it taken and start empty.
+        StepBytes(STEP_BYTES.try_with(|b| b.take()).unwrap_or_default())
+    }
+}
+
+impl Drop for StepBytes {
+    fn drop(&mut self) {
+        let mut v = std::mem::take(&mut self.0);
+        if v.capacity() <= Self::KEEP {
+            v.clear();
+            let _ = STEP_BYTES.try_with(|b| b.set(v));
+        }
+    }
+}
+
+impl std::ops::Deref for StepBytes {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for StepBytes {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+}
+
 /// One bounded step of cleaning lane `ln`, whose lock the caller holds. (A compaction
 /// waits for a lane: it gave up when another thread held the only one, and a compaction
 /// among busy writers, whose paced steps held it much of the time, reclaimed next to
@@ -117,7 +162,7 @@ pub(crate) fn step_locked(tx: &Txn, ln: u64, force: bool) -> Result<bool> {
     // The moved records' bytes go back to back into one buffer: an allocation per moved
     // record (and the frees after) were a seventh of an overwrite loop's instructions.
     let mut moves: Vec<Move> = Vec::with_capacity(STEP_RECORDS);
-    let mut bytes: Vec<u8> = Vec::new();
+    let mut bytes = StepBytes::take();
     let mut scratch = Vec::new();
     let mut abandon = false;
     // The object of the record examined last (records of one object come in runs).
