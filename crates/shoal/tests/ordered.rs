@@ -509,7 +509,7 @@ fn a_tree_deeper_than_possible_is_corrupt_not_a_long_walk() {
     assert!(r.problems.iter().any(|p| p.contains("levels")), "{r}");
 }
 
-/// A slot's key head (the first four bytes searches compare) that is not its key's is
+/// A slot's key head (the four bytes past the page's prefix that searches compare) that is not its key's is
 /// `Corrupt` for `check` and for a writer, which would otherwise insert next to it in
 /// the wrong place and leave the page out of order. (A fuzzed file with one head byte
 /// changed checked clean, then failed `check` after a put.)
@@ -544,8 +544,13 @@ fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
     let table = area + ring + (seq % 16) * 8192;
     let (root, depth) = (word(table + 128), word(table + 128 + 8));
     assert_eq!(depth, 0, "50 small entries fit in one leaf");
-    // Slot 16 (key 16): its head's last key byte, 16, made 8, as the fuzzer did.
-    let at = root + 32 + 8 * 16 + 4;
+    // The keys share their first three bytes (the page's prefix): a head is the key's
+    // fourth byte and three zeros, big-endian, so it is that byte in the slot's last.
+    let mut plen = [0u8; 2];
+    f.read_exact_at(&mut plen, root + 8).unwrap();
+    assert_eq!(u16::from_le_bytes(plen), 3, "the page's prefix");
+    // Slot 16 (key 16): its head's key byte, 16, made 8, as the fuzzer did.
+    let at = root + 32 + 8 * 16 + 4 + 3;
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, at).unwrap();
     assert_eq!(b[0], 16);

@@ -5,7 +5,7 @@
 //! copy-on-write tree could not keep (a sibling's copy would need its neighbours copied).
 
 use super::overflow::read_key;
-use super::page::{head, PageRead};
+use super::page::PageRead;
 use super::tree::{PageSource, Root, NO_PAGE};
 
 /// Where a cursor stands.
@@ -210,7 +210,8 @@ impl Cursor {
 /// Whether entry `i` of leaf `off` has `key`.
 fn is_at<S: PageSource>(s: &S, off: u64, i: usize, key: &[u8]) -> bool {
     let rest = |first, len| read_key(s, first, len);
-    s.page(off).cmp_entry(i, key, head(key), &rest).is_eq()
+    let p = s.page(off);
+    p.cmp_entry(i, key, p.head_of(key), &rest).is_eq()
 }
 
 impl Default for Cursor {

@@ -3,7 +3,7 @@
 use super::area;
 use super::file::FilePages;
 use super::map::{owner_word, OrderedRef};
-use super::page::{head, PageRead, BRANCH, HDR, LEAF, SLOT};
+use super::page::{head, PageRead, BRANCH, HDR, LEAF, PLEN_MAX, SLOT};
 use super::tree::PageSource;
 use crate::error::{Error, Result};
 use crate::format::*;
@@ -74,6 +74,7 @@ impl Kind for OrderedRef {
             let rest = |first, len| super::overflow::read_key(&src, first, len);
             let key = |i: usize| p.key_of(i, &rest);
             let mut prev: Option<Vec<u8>> = None;
+            let mut first: Option<Vec<u8>> = None;
             for i in 0..p.n() {
                 if let Err(what) = self.check_key_pages(&src, &p, i, &mut seen) {
                     problems.push(format!("{name}page {off:#x}: key {i}: {what}"));
@@ -83,11 +84,25 @@ impl Kind for OrderedRef {
                     problems.push(format!("{name}page {off:#x}: key {i} cannot be read"));
                     continue;
                 };
-                // Searches trust the heads: one that is not its key's misleads them.
-                if p.u32_at(HDR + SLOT * i + 4) != head(&k) {
+                // Searches trust the prefix and the heads: a key without the one, or a
+                // head that is not its key's, misleads them.
+                let plen = p.u16_at(8) as usize;
+                if plen > PLEN_MAX
+                    || k.len() < plen
+                    || first
+                        .as_ref()
+                        .is_some_and(|f: &Vec<u8>| f[..plen] != k[..plen])
+                {
+                    problems.push(format!(
+                        "{name}page {off:#x}: key {i} does not begin with the page's prefix of {plen} bytes"
+                    ));
+                } else if p.u32_at(HDR + SLOT * i + 4) != head(&k[plen..]) {
                     problems.push(format!(
                         "{name}page {off:#x}: key {i}'s head is not the key's"
                     ));
+                }
+                if first.is_none() {
+                    first = Some(k.clone());
                 }
                 if prev.as_ref().is_some_and(|pk| pk >= &k)
                     || lo.as_ref().is_some_and(|l| &k < l)

@@ -7,15 +7,20 @@
 //!  2  u16 n           entries
 //!  4  u16 heap_lo     the entries' bytes occupy [heap_lo, PAGE)
 //!  6  u16 dead        bytes of the heap no entry uses (reclaimed by compaction)
-//!  8  u64 reserved    0
+//!  8  u16 plen        bytes every key of the page begins with (0 to PLEN_MAX)
+//! 10  u16, u32        0
 //! 16  u64 child0      branch: the leftmost child (keys below the first separator)
 //! 24  u64 count0      branch: the number of entries under child0
 //! 32  slots           n x 8 bytes, sorted by key: u16 off, u16 klen, u32 head
 //! ```
 //!
-//! `head` is the key's first four bytes read big-endian (zero-padded), so a binary search
-//! compares integers in the slot array, which is contiguous, and reads a key's bytes only
-//! when heads tie: most of a search's compares touch one or two cache lines. A leaf entry
+//! `head` is the four bytes of the key that follow the page's common prefix (its first
+//! `plen` bytes, the same in every key of the page), read big-endian (zero-padded), so a
+//! binary search compares integers in the slot array, which is contiguous, and reads a
+//! key's bytes only when heads tie: most of a search's compares touch one or two cache
+//! lines. Without the prefix, keys that share their first bytes (`user:…`, a counter
+//! printed with leading zeros) tie on every head, and every compare of a search would
+//! read a key from the heap, a cache miss of its own. A leaf entry
 //! at `off` is `u32 vlen, key, value` (with bit 31 of `vlen` set, [`OUT_OF_LINE`], the
 //! value is a 16-byte reference to overflow pages: u64 first page, u64 length); a branch
 //! entry is `key, u64 child, u64 count`, the
@@ -40,6 +45,10 @@ pub const PAGE: usize = 4096;
 pub const HDR: usize = 32;
 /// Bytes of one slot.
 pub const SLOT: usize = 8;
+/// The longest common prefix a page records: a key kept out of line keeps its first
+/// [`KEY_PREFIX`] bytes in the page, and its head (the four bytes past the prefix) must
+/// come from them.
+pub const PLEN_MAX: usize = KEY_PREFIX - 4;
 
 /// Page kinds (header word 0).
 pub const LEAF: u16 = 1;
@@ -118,6 +127,18 @@ pub trait PageRead {
     /// The number of entries.
     fn n(&self) -> usize {
         self.u16_at(2) as usize
+    }
+    /// The bytes every key of the page begins with (clamped to [`PLEN_MAX`], so that a
+    /// corrupt page cannot send a read past a key).
+    #[inline]
+    fn plen(&self) -> usize {
+        (self.u16_at(8) as usize).min(PLEN_MAX)
+    }
+    /// The head a slot of this page has for `key`: the four bytes past the page's
+    /// prefix (meaningful in a compare only if `key` begins with the prefix).
+    #[inline]
+    fn head_of(&self, key: &[u8]) -> u32 {
+        head(key.get(self.plen()..).unwrap_or_default())
     }
     /// Entry `i`'s key bytes in the page: (offset, length), never past the page (a page
     /// of a corrupt file may say otherwise; a valid one never does). For a key kept out
@@ -203,14 +224,27 @@ pub trait PageRead {
     /// `rest` reads keys kept out of line.
     #[inline]
     fn search(&self, key: &[u8], rest: &impl KeyRest) -> Result<usize, usize> {
-        let h = head(key);
-        let (mut lo, mut hi) = (0usize, self.n());
+        let (n, p) = (self.n(), self.plen());
+        let h = head(key.get(p..).unwrap_or_default());
+        let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
             match self.cmp_entry(mid, key, h, rest) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(mid),
+            }
+        }
+        // The heads ordered `key` right only if it begins with the page's prefix; if it
+        // does not, it sorts below or above every key of the page. An `Ok` came from a
+        // whole compare, so only a miss asks, and it reads the key of the entry where the
+        // search ended, whose line a tie has most often brought into the cache already.
+        if p > 0 && n > 0 {
+            let (at, len) = self.key_at(lo.min(n - 1));
+            match self.cmp_bytes(at, p.min(len), &key[..p.min(key.len())]) {
+                Ordering::Greater => return Err(0),
+                Ordering::Less => return Err(n),
+                Ordering::Equal => {}
             }
         }
         Err(lo)
@@ -359,6 +393,11 @@ impl PageRead for PageCopy<'_> {
         let src = self.slice(at, dst.len());
         dst[..src.len()].copy_from_slice(src);
     }
+}
+
+/// The number of bytes `a` and `b` begin with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Key bytes for a page, kept out of line if `.1` (then a prefix and a reference).
@@ -526,6 +565,7 @@ impl PageBuf {
         }
         self.set_heap_lo(lo);
         self.set_dead(0);
+        self.refresh_prefix();
     }
 
     /// The heap bytes of entry `i`.
@@ -546,15 +586,54 @@ impl PageBuf {
         let (key, out) = key;
         self.make_room(len + SLOT)?;
         let n = self.n();
+        if n == 0 {
+            self.put16(8, 0);
+        } else if self.plen() > 0 {
+            // A key that does not begin with the prefix shortens it to what they share.
+            let (at, _) = self.key_at(0);
+            let p = self.plen();
+            let shared = common_prefix(&self.b[at..at + p], key);
+            if shared < p {
+                self.set_prefix(shared);
+            }
+        }
         let s = HDR + SLOT * i;
         self.b.copy_within(s..HDR + SLOT * n, s + SLOT);
         let off = self.heap_lo() - len;
         self.set_heap_lo(off);
         self.put16(s, off as u16);
         self.put16(s + 2, key.len() as u16 | if out { KEY_OUT } else { 0 });
-        self.put32(s + 4, head(key));
+        self.put32(s + 4, self.head_of(key));
         self.set_n(n + 1);
         Ok(off)
+    }
+
+    /// Sets the page's prefix to `p` bytes (which every key must begin with) and every
+    /// slot's head to match.
+    fn set_prefix(&mut self, p: usize) {
+        debug_assert!(p <= PLEN_MAX);
+        self.put16(8, p as u16);
+        for i in 0..self.n() {
+            let (at, len) = self.key_at(i);
+            let h = head(&self.b[(at + p).min(at + len)..at + len]);
+            self.put32(HDR + SLOT * i + 4, h);
+        }
+    }
+
+    /// Makes the page's prefix the longest its keys share (up to [`PLEN_MAX`]); the first
+    /// and last keys settle it, since every key sorts between them. Cheap when nothing
+    /// changes: the writer calls it for every page it writes.
+    pub fn refresh_prefix(&mut self) {
+        let n = self.n();
+        if n < 2 || !matches!(self.kind(), LEAF | BRANCH) {
+            return;
+        }
+        let ((a, al), (b, bl)) = (self.key_at(0), self.key_at(n - 1));
+        let cap = PLEN_MAX.min(al).min(bl);
+        let p = common_prefix(&self.b[a..a + cap], &self.b[b..b + cap]);
+        if p != self.plen() {
+            self.set_prefix(p);
+        }
     }
 
     /// Leaf: inserts (key, value) at slot `i` (from a search's `Err(i)`).
@@ -703,6 +782,7 @@ impl PageBuf {
             self.remove(i);
         }
         self.compact();
+        right.refresh_prefix();
         (right, sep)
     }
 
@@ -717,6 +797,12 @@ impl PageBuf {
         if HDR + SLOT * n > lo || lo > PAGE || self.dead() > PAGE - lo {
             return Err(format!("{n} entries and a heap from {lo} do not fit"));
         }
+        let p = self.u16_at(8) as usize;
+        if p > PLEN_MAX {
+            return Err(format!("a prefix of {p} bytes (at most {PLEN_MAX})"));
+        }
+        // Entry 0's key holds the prefix; the loop below checks it stays in the page.
+        let at0 = if n > 0 { self.key_at(0).0 } else { HDR };
         let mut total = 0;
         for i in 0..n {
             let s = HDR + SLOT * i;
@@ -753,10 +839,19 @@ impl PageBuf {
                     ));
                 }
             }
-            // Searches compare heads first: a head that is not its key's would send an
-            // insert to the wrong place, and the page out of order.
+            // Searches compare heads first, and take every key to begin with the prefix:
+            // a head that is not its key's, or a key without the prefix, would send an
+            // insert to the wrong place, and the page out of order. The first and last
+            // keys stand for all: keys between them share what they share, unless the
+            // page is out of order, which `check` reports (comparing every key's prefix
+            // here cost a fifth of a one-put commit).
             let (at, kl) = self.key_at(i);
-            if self.u32_at(s + 4) != head(&self.b[at..at + kl]) {
+            if kl < p || ((i == 0 || i == n - 1) && self.b[at..at + p] != self.b[at0..at0 + p]) {
+                return Err(format!(
+                    "entry {i}'s key does not begin with the page's prefix"
+                ));
+            }
+            if self.u32_at(s + 4) != head(&self.b[at + p..at + kl]) {
                 return Err(format!("entry {i}'s key head is not its key's"));
             }
             total += len;
@@ -859,6 +954,90 @@ mod tests {
     }
 
     #[test]
+    fn searches_answer_as_a_btreemap_while_the_prefix_grows_and_shrinks() {
+        // Keys of one family share 11 bytes; a few of other families (shorter, below,
+        // above, a prefix of the family's) shorten the page's prefix when they come in.
+        let family = |r: u64| {
+            format!(
+                "user:000000{:02}{}",
+                r % 100,
+                "x".repeat((r >> 8) as usize % 3)
+            )
+        };
+        let odd = [
+            &b""[..],
+            b"a",
+            b"user:",
+            b"user:00000",
+            b"user:0000009",
+            b"zz",
+            b"user:1",
+        ];
+        let mut grew = false;
+        for seed0 in 1..30u64 {
+            let mut seed = seed0 * 0x9e37_79b9_7f4a_7c15;
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut p = PageBuf::new(LEAF);
+            for step in 0..600 {
+                let r = rng(&mut seed);
+                let key = if r % 23 == 0 {
+                    odd[(r >> 5) as usize % odd.len()].to_vec()
+                } else {
+                    family(r >> 7).into_bytes()
+                };
+                match (r >> 60) % 5 {
+                    0..=2 => match p.search(&key, &no_rest) {
+                        Ok(i) => p.leaf_set_value(i, b"v").unwrap(),
+                        Err(i) => {
+                            if p.leaf_insert(i, &key, b"v").is_ok() {
+                                model.insert(key.clone(), b"v".to_vec());
+                            }
+                        }
+                    },
+                    3 => {
+                        if let Ok(i) = p.search(&key, &no_rest) {
+                            p.remove(i);
+                            model.remove(&key);
+                        }
+                    }
+                    _ => {
+                        if step % 3 == 0 {
+                            p.compact();
+                        } else {
+                            p.refresh_prefix();
+                        }
+                    }
+                }
+                grew |= p.plen() > 5;
+                p.validate(LEAF)
+                    .unwrap_or_else(|e| panic!("seed {seed0}: {e}"));
+                assert_eq!(leaf_contents(&p).len(), model.len(), "seed {seed0}");
+                let probes = (0..8)
+                    .map(|j| family(rng(&mut seed) >> j).into_bytes())
+                    .chain(odd.iter().map(|k| k.to_vec()))
+                    .chain([
+                        b"user:000000".to_vec(),
+                        b"user:0000010".to_vec(),
+                        b"\xff".to_vec(),
+                    ]);
+                for k in probes {
+                    let want = match model.range(..=k.clone()).next_back() {
+                        Some((last, _)) if *last == k => Ok(model.range(..k.clone()).count()),
+                        _ => Err(model.range(..k.clone()).count()),
+                    };
+                    assert_eq!(
+                        p.search(&k, &no_rest),
+                        want,
+                        "seed {seed0}, key {k:?}, prefix {}",
+                        p.plen()
+                    );
+                }
+            }
+        }
+        assert!(grew, "no page got a prefix: the test does not test it");
+    }
+
+    #[test]
     fn branch_routes_keys_to_the_child_that_holds_them() {
         let mut p = PageBuf::new(BRANCH);
         p.set_child0(100, 5);
@@ -929,6 +1108,16 @@ mod tests {
             (HDR + SLOT * 5, 4094),  // an entry that leaves the page
             (HDR + SLOT * 7 + 4, 9), // a key head that is not the key's
         ];
+        let mut q = p.clone();
+        q.put16(8, 2); // a prefix the keys do not share: theirs begin 0, 0
+        q.refresh_prefix();
+        assert_eq!(q.plen(), 3, "keys 0..20 as u32s share three bytes");
+        q.validate(LEAF).unwrap();
+        for (at, v) in [(8, 4), (8, PLEN_MAX as u16 + 1), (HDR + SLOT * 7 + 4, 9)] {
+            let mut bad = q.clone();
+            bad.put16(at, v);
+            assert!(bad.validate(LEAF).is_err(), "{at}: {v}");
+        }
         for (at, v) in lies {
             let mut bad = p.clone();
             bad.put16(at, v);

@@ -416,6 +416,12 @@ impl<S: Pages> WriteTxn<S> {
         for off in std::mem::take(&mut self.deferred) {
             self.store.recycle(off);
         }
+        // Pages without a prefix (filled by appends, or new) get the longest their keys
+        // share before readers search them; the others got one at their last split or
+        // compaction, and keep it valid.
+        for p in self.own.values_mut().filter(|p| p.plen() == 0) {
+            p.refresh_prefix();
+        }
         let f = Finished {
             root: self.root,
             written: self.own,
