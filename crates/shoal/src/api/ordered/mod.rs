@@ -369,10 +369,16 @@ impl<'s> Form<'s> {
 
     /// The user's (key, value) of the tree entry (`k`, `v`); `None` when the map's
     /// bytes need no change.
+    #[inline]
     fn decode(&self, k: &[u8], v: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if self.flags == 0 {
             return Ok(None);
         }
+        self.decode_form(k, v)
+    }
+
+    /// [`Form::decode`] for a map whose flags change its bytes.
+    fn decode_form(&self, k: &[u8], v: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let bad = |what: String| self.sh.corrupt(what);
         if self.dups() {
             let (key, value) = keys::split_dup(k).map_err(bad)?;

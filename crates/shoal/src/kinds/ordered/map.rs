@@ -289,9 +289,9 @@ impl Snap {
                 if steps > self.root.count.saturating_add(1) {
                     return Err(sh.corrupt("ordered map: a walk passes more entries than it holds"));
                 }
-                let (ka, kl, kout) = p.key_at_out(i);
-                let k = if !kout {
-                    p.slice(ka, kl)
+                let e = p.leaf_entry(i);
+                let k = if !e.key_out {
+                    e.key
                 } else {
                     kbuf = copied_key(sh, &p, leaf, i)?;
                     &kbuf[..]
@@ -302,17 +302,16 @@ impl Snap {
                 if !rev && hi.is_some_and(|h| k >= h) {
                     return Ok(());
                 }
-                let value = if let Some((first, len)) = p.value_ref(i) {
+                let value = if !e.value_out {
+                    e.value
+                } else if let Some((first, len)) = p.value_ref(i) {
                     v = super::overflow::read(&FilePages { sh }, first, len)
                         .map_err(|w| sh.corrupt(format!("ordered map: {w}")))?;
                     &v[..]
-                } else if p.out_of_line(i) {
+                } else {
                     return Err(sh.corrupt(format!(
                         "ordered map: page {leaf:#x} entry {i} has a value reference of the wrong size"
                     )));
-                } else {
-                    let (va, vl) = p.value_at(i);
-                    p.slice(va, vl)
                 };
                 if !f(k, value) {
                     return Ok(());
