@@ -40,12 +40,16 @@ impl Cursor {
         pick: impl Fn(&S::Page<'_>) -> usize,
     ) {
         for _ in 0..level {
+            s.prefetch_search(off, None);
             let p = s.page(off);
+            s.prefetch_search(off, Some(p.n()));
             let c = pick(&p);
             self.path.push((off, c));
             off = p.child(c).0;
         }
+        s.prefetch_search(off, None);
         let p = s.page(off);
+        s.prefetch_search(off, Some(p.n()));
         let i = pick(&p);
         self.path.push((off, i));
     }

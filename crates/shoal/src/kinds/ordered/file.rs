@@ -6,7 +6,7 @@
 //! must be a page inside the file), and every read inside a page is clamped to the page,
 //! so a bad page gives wrong answers that `check` reports, never a read outside the file.
 
-use super::page::{PageRead, PAGE};
+use super::page::{PageRead, HDR, PAGE, SLOT};
 use super::tree::PageSource;
 use crate::format::*;
 use crate::shared::Shared;
@@ -100,6 +100,27 @@ pub(crate) fn is_page(sh: &Shared, off: u64) -> bool {
         && off.saturating_add(PAGE_BYTES) <= sh.file_end()
 }
 
+/// Lines of a page a binary search reads without knowing its entry count: the header and
+/// the slots of up to 88 entries (a leaf of 16-byte keys and values holds about 90).
+const SEARCH_LINES: u64 = 12;
+
+/// Asks for the lines of page `off` that a binary search reads (its header and slot
+/// array) all at once, before the search reads them one after another: in a page no cache
+/// holds, each probe would otherwise wait for its own line. `n`: the page's entry count if
+/// known (then the whole slot array), else the first [`SEARCH_LINES`].
+pub(crate) fn prefetch_search(sh: &Shared, off: u64, n: Option<usize>) {
+    if !is_page(sh, off) {
+        return;
+    }
+    let (from, to) = match n {
+        None => (0, SEARCH_LINES),
+        Some(n) => (SEARCH_LINES, ((HDR + SLOT * n) as u64).div_ceil(64).min(64)),
+    };
+    for line in from..to {
+        sh.r.prefetch(off + 64 * line);
+    }
+}
+
 /// The committed pages of a store.
 #[derive(Clone, Copy)]
 pub(crate) struct FilePages<'a> {
@@ -122,5 +143,8 @@ impl PageSource for FilePages<'_> {
             self.sh.g.chunks_off
         };
         FilePage { sh: self.sh, off }
+    }
+    fn prefetch_search(&self, off: u64, n: Option<usize>) {
+        prefetch_search(self.sh, off, n);
     }
 }

@@ -2,7 +2,7 @@
 
 use super::area;
 use super::cursor::{self, Cursor};
-use super::file::{is_page, FilePage, FilePages};
+use super::file::{is_page, prefetch_search, FilePage, FilePages};
 use super::page::{PageBuf, PageCopy, PageRead, BRANCH, LEAF, PAGE};
 use super::pool::Pool;
 use super::tree::{
@@ -482,7 +482,9 @@ fn find(
     }
     let mut off = root.page;
     for level in (0..=root.depth).rev() {
+        prefetch_search(sh, off, None);
         let p = page_of(sh, off, level)?;
+        prefetch_search(sh, off, Some(p.n()));
         if level == 0 {
             return Ok(p.search(key, rest).ok().map(|i| (off, i)));
         }

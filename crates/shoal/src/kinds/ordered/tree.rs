@@ -113,6 +113,9 @@ pub trait PageSource {
         Self: 'a;
     /// Reads page `off`.
     fn page(&self, off: u64) -> Self::Page<'_>;
+    /// Asks for the lines of page `off` a search reads, before it reads them (`n`: its
+    /// entry count, once known); nothing where pages are in private memory.
+    fn prefetch_search(&self, _off: u64, _n: Option<usize>) {}
 }
 
 /// Where a write transaction also allocates new pages.
