@@ -92,6 +92,8 @@ pub struct Header {
     pub n_cat: u32,
     /// Creation time, Unix nanoseconds.
     pub created_ns: u64,
+    /// The hot backup's epoch word (FORMAT.md, "Hot backup"): 0 while none runs.
+    pub backup_epoch: u64,
 }
 
 /// Reads the header of a store that was opened (so validated) already.
@@ -109,7 +111,21 @@ pub fn read_header(path: &Path) -> Result<Header, Fail> {
         n_txn: u32_at(60),
         n_cat: u32_at(64),
         created_ns: u64_at(104),
+        backup_epoch: u64_at(120),
     })
+}
+
+/// What `shoal stat` says of a hot backup in progress: its phase (bits 0..1 of the
+/// epoch word: 1 preparing, 2 copying) and the txn slot of the thread that runs it (bits
+/// 2..21); `None` while no backup runs.
+pub fn backup_running(epoch: u64) -> Option<(&'static str, u64)> {
+    let phase = match epoch & 3 {
+        0 => return None,
+        1 => "preparing",
+        2 => "copying",
+        _ => "unknown",
+    };
+    Some((phase, (epoch >> 2) & 0xf_ffff))
 }
 
 /// One map's line in `shoal stat`, whatever its kind.
@@ -212,6 +228,8 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
             "dead_bytes": st.dead_bytes,
             "free_bytes": st.free_bytes,
             "chunks_cleaned": st.chunks_cleaned,
+            "backup": backup_running(h.backup_epoch)
+                .map(|(phase, slot)| serde_json::json!({"phase": phase, "txn_slot": slot})),
             "maps": maps_json,
             "ordered_maps": ordered.iter().map(crate::ordered::Row::json).collect::<Vec<_>>(),
             "queue_sets": crate::queues::json(&sets),
@@ -263,6 +281,16 @@ pub fn stat(store: &Path, json: bool) -> Result<(), Fail> {
         (
             "cleaned",
             format!("{} chunks", human::count(st.chunks_cleaned)),
+        ),
+        (
+            "backup",
+            match backup_running(h.backup_epoch) {
+                None => "none running".to_string(),
+                Some(("preparing", slot)) => {
+                    format!("starting (writers pause until it begins), run by txn slot {slot}")
+                }
+                Some((phase, slot)) => format!("{phase}, run by txn slot {slot}"),
+            },
         ),
         ("maps", st.maps.to_string()),
     ];

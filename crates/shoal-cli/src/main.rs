@@ -56,7 +56,8 @@ enum Cmd {
         chunks cleaned), each map (entries, live bytes, segments, splits, directory depth), \
         each ordered map (entries, 4 KiB pages, their bytes and bytes per entry), each queue \
         set, each log (slots, slot size, full policy, tail, dropped records, holes) with its \
-        readers' cursors, and the number of other processes attached to it now."
+        readers' cursors, the number of other processes attached to it now, and a hot backup \
+        that is copying it (`backup` in --json: null, or its phase and txn slot)."
     )]
     Stat {
         /// The store (a bare name means /dev/shm/NAME.shoal)

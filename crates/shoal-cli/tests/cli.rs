@@ -274,6 +274,53 @@ fn stat_text_and_json() {
     let v: Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
     assert_eq!(v["other_processes_attached"], 1);
     drop(holder);
+    assert!(t.contains("backup      none running"), "{t}");
+    assert!(v["backup"].is_null(), "{v}");
+}
+
+/// `shoal stat` shows a hot backup in progress (FORMAT.md, "Hot backup"): backups of a
+/// store of 256 MiB, polled with `shoal stat` while they copy. A backup may end before a
+/// stat comes (a busy machine can delay a process start past a copy): the next one is
+/// started then, up to ten.
+#[test]
+fn stat_shows_a_hot_backup_in_progress() {
+    let d = tmp();
+    let s = store_in(&d, "s.shoal");
+    let store = shoal::Store::open(&s).unwrap();
+    let m = store.map("big").unwrap();
+    let value = vec![7u8; 1 << 20];
+    for i in 0..256u32 {
+        m.put(&i.to_le_bytes(), &value).unwrap();
+    }
+    let mut seen = None;
+    for attempt in 0..10 {
+        let copy = d.path().join(format!("copy{attempt}.shoal"));
+        let backup = {
+            let store = store.clone();
+            std::thread::spawn(move || store.backup(&copy))
+        };
+        while !backup.is_finished() {
+            let t = ok(&["stat", &s]);
+            if t.contains("backup      copying") {
+                let v: Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
+                seen = Some((t, v));
+                break;
+            }
+        }
+        assert!(backup.join().unwrap().unwrap() > 0);
+        if seen.is_some() {
+            break;
+        }
+    }
+    let (t, v) = seen.expect("no stat during ten backups saw one");
+    assert!(t.contains("backup      copying, run by txn slot "), "{t}");
+    // The JSON's stat came later: the backup may have ended in between.
+    if !v["backup"].is_null() {
+        assert_eq!(v["backup"]["phase"], "copying", "{v}");
+        assert!(v["backup"]["txn_slot"].is_u64(), "{v}");
+    }
+    let v: Value = serde_json::from_str(&ok(&["stat", "--json", &s])).unwrap();
+    assert!(v["backup"].is_null(), "{v}");
 }
 
 /// A store with UTF-8 and binary keys and values, awkward characters, an empty value, a
