@@ -509,28 +509,28 @@ fn a_tree_deeper_than_possible_is_corrupt_not_a_long_walk() {
     assert!(r.problems.iter().any(|p| p.contains("levels")), "{r}");
 }
 
-/// A slot's key head (the four bytes past the page's prefix that searches compare) that is not its key's is
-/// `Corrupt` for `check` and for a writer, which would otherwise insert next to it in
-/// the wrong place and leave the page out of order. (A fuzzed file with one head byte
-/// changed checked clean, then failed `check` after a put.)
-#[test]
-fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
+/// Keys 0..50 as big-endian u32s.
+fn u32_keys() -> Vec<Vec<u8>> {
+    (0..50u32).map(|i| i.to_be_bytes().to_vec()).collect()
+}
+
+/// A store at `path` whose ordered map "heads" holds `keys` in one leaf, the file open
+/// for writing, and that leaf's offset.
+fn one_leaf_store(path: &std::path::Path, keys: &[Vec<u8>]) -> (std::fs::File, u64) {
     use std::os::unix::fs::FileExt;
-    let d = shm_dir();
-    let path = d.path().join("o.shoal");
     {
-        let s = Store::open(&path).unwrap();
+        let s = Store::open(path).unwrap();
         let m = s.ordered_map("heads").unwrap();
         let mut w = m.write().unwrap();
-        for i in 0..50u32 {
-            w.put(&i.to_be_bytes(), &[0; 8]).unwrap();
+        for k in keys {
+            w.put(k, &[0; 8]).unwrap();
         }
         w.commit().unwrap();
     }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .open(&path)
+        .open(path)
         .unwrap();
     let word = |off: u64| {
         let mut b = [0u8; 8];
@@ -543,7 +543,20 @@ fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
     let ring = (128 + 8 * n_txn).next_multiple_of(4096);
     let table = area + ring + (seq % 16) * 8192;
     let (root, depth) = (word(table + 128), word(table + 128 + 8));
-    assert_eq!(depth, 0, "50 small entries fit in one leaf");
+    assert_eq!(depth, 0, "a few small entries fit in one leaf");
+    (f, root)
+}
+
+/// A slot's key head (the four bytes past the page's prefix that searches compare) that
+/// is not its key's is `Corrupt` for `check` and for a writer, which would otherwise
+/// insert next to it in the wrong place and leave the page out of order. (A fuzzed file
+/// with one head byte changed checked clean, then failed `check` after a put.)
+#[test]
+fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
+    use std::os::unix::fs::FileExt;
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    let (f, root) = one_leaf_store(&path, &u32_keys());
     // The keys share their first three bytes (the page's prefix): a head is the key's
     // fourth byte and three zeros, big-endian, so it is that byte in the slot's last.
     let mut plen = [0u8; 2];
@@ -564,15 +577,54 @@ fn a_key_head_that_is_not_its_keys_is_corrupt_not_a_misplaced_insert() {
         m.put(&17u32.to_be_bytes(), b"v"),
         Err(Error::Corrupt { .. })
     ));
-    assert!(matches!(
-        m.put(&100u32.to_be_bytes(), b"v"),
-        Err(Error::Corrupt { .. })
-    ));
     let r = s.check().unwrap();
     assert!(
         !r.problems.iter().any(|p| p.contains("out of order")),
         "a put went to the wrong place: {r}"
     );
+}
+
+/// A page prefix longer than its keys, or one its keys do not share, is reported by
+/// `check` and refused by a writer, never a panic (`check` compares every key's first
+/// `plen` bytes with the first key's, which may be shorter).
+#[test]
+fn a_page_prefix_its_keys_do_not_have_is_corrupt() {
+    use std::os::unix::fs::FileExt;
+    let d = shm_dir();
+    let path = d.path().join("o.shoal");
+    // The first key shorter than the prefix, the others longer.
+    let ragged: Vec<Vec<u8>> = [&b"k"[..], b"k0123456789", b"k0123456789x"]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+    for (keys, plen) in [
+        (u32_keys(), 4u16),
+        (u32_keys(), 10),
+        (u32_keys(), 60),
+        (u32_keys(), 61),
+        (u32_keys(), u16::MAX),
+        (ragged.clone(), 5),
+        (ragged, 2),
+    ] {
+        let _ = std::fs::remove_file(&path);
+        let (f, root) = one_leaf_store(&path, &keys);
+        f.write_all_at(&plen.to_le_bytes(), root + 8).unwrap();
+        drop(f);
+        let s = Store::open(&path).unwrap();
+        let r = s.check().unwrap();
+        assert!(
+            r.problems.iter().any(|p| p.contains("prefix")),
+            "plen {plen}: {r}"
+        );
+        let m = s.ordered_map("heads").unwrap();
+        assert!(
+            matches!(
+                m.put(&17u32.to_be_bytes(), b"v"),
+                Err(Error::Corrupt { .. })
+            ),
+            "plen {plen}"
+        );
+    }
 }
 
 /// Keys longer than a page keeps whole are kept out of line, their chains of overflow

@@ -91,7 +91,7 @@ impl Kind for OrderedRef {
                     || k.len() < plen
                     || first
                         .as_ref()
-                        .is_some_and(|f: &Vec<u8>| f[..plen] != k[..plen])
+                        .is_some_and(|f: &Vec<u8>| f.get(..plen) != k.get(..plen))
                 {
                     problems.push(format!(
                         "{name}page {off:#x}: key {i} does not begin with the page's prefix of {plen} bytes"
