@@ -658,7 +658,8 @@ impl PageBuf {
 
     /// Makes the page's prefix the longest its keys share (up to [`PLEN_MAX`]); the first
     /// and last keys settle it, since every key sorts between them. Cheap when nothing
-    /// changes: the writer calls it for every page it writes.
+    /// changes: compaction and splits call it, and a commit for each page it writes
+    /// that has no prefix yet.
     pub fn refresh_prefix(&mut self) {
         let n = self.n();
         if n < 2 || !matches!(self.kind(), LEAF | BRANCH) {
