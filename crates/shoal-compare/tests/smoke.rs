@@ -18,6 +18,26 @@ fn redis_available() -> Result<(), String> {
     }
 }
 
+/// Runs `shoal-compare` with `args` and `--md` to a file of its own; its standard output
+/// and the Markdown report, after checking that it succeeded.
+fn run_with_report(name: &str, args: &[&str]) -> (Vec<u8>, String) {
+    let md = std::env::temp_dir().join(format!("shoal-compare-{name}-{}.md", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
+        .args(args)
+        .arg("--md")
+        .arg(&md)
+        .output()
+        .expect("run shoal-compare");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "shoal-compare {args:?} failed: {stderr}"
+    );
+    let text = std::fs::read_to_string(&md).expect("Markdown report");
+    let _ = std::fs::remove_file(&md);
+    (out.stdout, text)
+}
+
 #[test]
 fn every_system_returns_correct_results() {
     let mut systems = vec![
@@ -126,24 +146,27 @@ fn every_system_returns_correct_results() {
 /// rows out, and the Markdown report states the key order, the repeats and the phase lengths.
 #[test]
 fn read_phases_last_min_secs_and_the_report_says_so() {
-    let md = std::env::temp_dir().join(format!("shoal-compare-smoke-{}.md", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
-        .args([
+    let (stdout, text) = run_with_report(
+        "smoke",
+        &[
             "--keys",
             "2000",
             "--systems",
             "shoal,lmdb-batch",
             "--procs",
             "1",
-        ])
-        .args(["--many-procs", "0", "--repeats", "1", "--min-secs", "0.3"])
-        .args(["--put-order", "shuffled", "--json", "--md"])
-        .arg(&md)
-        .output()
-        .expect("run shoal-compare");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "shoal-compare failed: {stderr}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+            "--many-procs",
+            "0",
+            "--repeats",
+            "1",
+            "--min-secs",
+            "0.3",
+            "--put-order",
+            "shuffled",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&stdout).expect("JSON on stdout");
     assert_eq!(v["key_order_rows"], false);
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "no key-order rows with --put-order shuffled");
@@ -168,8 +191,6 @@ fn read_phases_last_min_secs_and_the_report_says_so() {
             "one repeat: no spread"
         );
     }
-    let text = std::fs::read_to_string(&md).expect("Markdown report");
-    let _ = std::fs::remove_file(&md);
     for want in [
         "- key order: PUT in a shuffled order",
         "- repeats: 1",
@@ -191,23 +212,30 @@ fn transfers_keep_every_systems_sum() {
         Ok(()) => systems.extend(["redis-multi", "redis-lua"]),
         Err(why) => println!("Redis part of the transfer smoke test skipped: {why}"),
     }
-    let md = std::env::temp_dir().join(format!("shoal-compare-txn-{}.md", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
-        .args(["--kind", "txn", "--accounts", "500", "--xfers", "6000"])
-        .args(["--balance", "100", "--procs", "1,2", "--repeats", "1"])
-        .args(["--min-secs", "0", "--pipeline", "7", "--systems"])
-        .arg(systems.join(","))
-        .arg("--md")
-        .arg(&md)
-        .output()
-        .expect("run shoal-compare");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "shoal-compare --kind txn failed: {stderr}"
+    let systems_arg = systems.join(",");
+    let (_, text) = run_with_report(
+        "txn",
+        &[
+            "--kind",
+            "txn",
+            "--accounts",
+            "500",
+            "--xfers",
+            "6000",
+            "--balance",
+            "100",
+            "--procs",
+            "1,2",
+            "--repeats",
+            "1",
+            "--min-secs",
+            "0",
+            "--pipeline",
+            "7",
+            "--systems",
+            &systems_arg,
+        ],
     );
-    let text = std::fs::read_to_string(&md).expect("Markdown report");
-    let _ = std::fs::remove_file(&md);
     // 500 accounts of 100: the sum is 50000 in every row.
     let rows = text
         .lines()
@@ -238,21 +266,23 @@ fn transfers_keep_every_systems_sum() {
 /// check with every entry. The report has a row per system and writer count.
 #[test]
 fn hot_backups_finish_under_writers_and_their_copies_check() {
-    let md = std::env::temp_dir().join(format!("shoal-compare-backup-{}.md", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_shoal-compare"))
-        .args(["--kind", "backup", "--size", "8M", "--value", "1000"])
-        .args(["--writers", "1,2", "--base-secs", "0.2", "--repeats", "1"])
-        .arg("--md")
-        .arg(&md)
-        .output()
-        .expect("run shoal-compare");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "shoal-compare --kind backup failed: {stderr}"
+    let (_, text) = run_with_report(
+        "backup",
+        &[
+            "--kind",
+            "backup",
+            "--size",
+            "8M",
+            "--value",
+            "1000",
+            "--writers",
+            "1,2",
+            "--base-secs",
+            "0.2",
+            "--repeats",
+            "1",
+        ],
     );
-    let text = std::fs::read_to_string(&md).expect("Markdown report");
-    let _ = std::fs::remove_file(&md);
     for (sys, writers) in [
         ("Shoal (Store::backup)", 1),
         ("libmdbx (mdbx_env_copy)", 1),
